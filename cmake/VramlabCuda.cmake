@@ -1,0 +1,42 @@
+# CUDA is optional. With nvcc, the .cu sources compile for the named architectures and cuBLAS
+# links; NCCL has no CMake target, so it is found by hand under the toolkit.
+# Without nvcc everything else builds, and every CUDA kernel still runs through the SIMT emulator.
+set(VRAMLAB_HAVE_CUDA OFF)
+set(VRAMLAB_HAVE_NCCL OFF)
+if(NOT VRAMLAB_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER)
+    find_program(_vramlab_nvcc nvcc HINTS ENV CUDA_HOME PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
+    if(_vramlab_nvcc)
+      set(CMAKE_CUDA_COMPILER ${_vramlab_nvcc})
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(VRAMLAB_CUDA_ARCHITECTURES MATCHES "native|all")
+      message(FATAL_ERROR "VRAMLAB_CUDA_ARCHITECTURES=${VRAMLAB_CUDA_ARCHITECTURES}: name the architectures (e.g. 75;80;90); 'native' fails on machines without a GPU")
+    endif()
+    set(CMAKE_CUDA_ARCHITECTURES ${VRAMLAB_CUDA_ARCHITECTURES})
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(VRAMLAB_HAVE_CUDA ON)
+    find_library(VRAMLAB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib64)
+    find_path(VRAMLAB_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    if(VRAMLAB_NCCL_LIBRARY AND VRAMLAB_NCCL_INCLUDE_DIR)
+      add_library(vramlab_nccl INTERFACE)
+      add_library(vramlab::nccl ALIAS vramlab_nccl)
+      target_link_libraries(vramlab_nccl INTERFACE ${VRAMLAB_NCCL_LIBRARY})
+      target_include_directories(vramlab_nccl SYSTEM INTERFACE ${VRAMLAB_NCCL_INCLUDE_DIR})
+      set(VRAMLAB_HAVE_NCCL ON)
+    endif()
+  elseif(VRAMLAB_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "VRAMLAB_CUDA=ON but no CUDA compiler (nvcc) was found; install the CUDA toolkit or use -DVRAMLAB_CUDA=AUTO")
+  endif()
+endif()
+
+# The CUDA toolkit's headers (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h) compile host-side under g++;
+# tests use them to check our number formats bit for bit. They are found even without nvcc.
+find_path(VRAMLAB_CUDA_HEADERS_DIR cuda_fp8.h HINTS ENV CUDA_HOME PATH_SUFFIXES include
+          PATHS /usr/local/cuda/include)

@@ -1,0 +1,30 @@
+# Every dependency comes from the system through CMake's own find modules or the package's
+# config file: nothing is vendored and nothing is downloaded at configure time.
+# tools/setup.sh installs the Debian packages named in tools/debian-packages.txt.
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread
+          x86_64-linux-gnu/openblas-openmp REQUIRED)
+add_library(vramlab_openblas INTERFACE)
+add_library(vramlab::openblas ALIAS vramlab_openblas)
+target_link_libraries(vramlab_openblas INTERFACE BLAS::BLAS)
+target_include_directories(vramlab_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(MPI COMPONENTS CXX)
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS context)
+find_package(CLI11 2.1 CONFIG REQUIRED)
+find_package(nlohmann_json 3.10 CONFIG REQUIRED)
+if(VRAMLAB_BUILD_TESTS)
+  find_package(GTest 1.12 CONFIG REQUIRED)
+  include(GoogleTest)
+endif()
+if(VRAMLAB_BUILD_BENCH)
+  find_package(benchmark 1.7 CONFIG REQUIRED)
+endif()
+if(VRAMLAB_BUILD_DOCS)
+  find_package(Doxygen 1.9)
+  find_file(DOXYGEN_AWESOME_CSS doxygen-awesome.css PATHS /usr/share/doxygen-awesome-css NO_DEFAULT_PATH)
+endif()
+find_package(Python3 COMPONENTS Interpreter)
