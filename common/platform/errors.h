@@ -1,8 +1,8 @@
 /// \file
 /// \brief The error types every vramlab layer throws, and how the command line reports them.
 ///
-/// A vramlab binary maps a UsageError to one line on stderr and exit code 2 (bad input), and any other
-/// std::exception to exit code 1. Out-of-memory errors derive from std::runtime_error (see
+/// A vramlab binary maps a UsageError to one line on stderr and exit code 2 (bad input), and any
+/// other std::exception to exit code 1. Out-of-memory errors derive from std::runtime_error (see
 /// common/memory/oom_error.h) and carry a PyTorch-format message.
 #pragma once
 

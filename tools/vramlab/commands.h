@@ -1,0 +1,20 @@
+/// \file
+/// \brief The `vramlab` subcommands: each file in tools/vramlab/commands/ adds one to the CLI11
+/// app.
+///
+/// A command's callback throws vramlab::UsageError for bad input (exit 2) and returns its exit code
+/// through the `exit_code` slot it is given.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace vramlab::cli {
+
+/// Adds `vramlab doctor`: what this machine can run (toolchain, GPU, MPI, BLAS, lessons).
+void add_doctor_command(CLI::App& app, int& exit_code);
+/// Adds `vramlab formats`: the number formats' bit layouts and limits.
+void add_formats_command(CLI::App& app, int& exit_code);
+/// Adds `vramlab alloc`: the allocator playground that replays an allocation trace.
+void add_alloc_command(CLI::App& app, int& exit_code);
+
+}  // namespace vramlab::cli

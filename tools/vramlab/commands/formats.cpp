@@ -1,0 +1,8 @@
+// Placeholder until the formats command lands; replaced by its real implementation.
+#include "common/platform/errors.h"
+#include "tools/vramlab/commands.h"
+
+void vramlab::cli::add_formats_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("formats", "(not built yet)");
+  cmd->callback([&exit_code] { exit_code = vramlab::kExitFailure; });
+}
