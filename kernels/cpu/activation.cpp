@@ -1,0 +1,143 @@
+// GELU, SiLU and SwiGLU. The fast paths use fast_sigmoid so the loops vectorize.
+#include "kernels/cpu/activation.h"
+
+#include <cmath>
+
+#include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/vector_math.h"
+
+namespace vramlab::kernels::cpu {
+namespace {
+
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // √(2/π)
+constexpr double kGeluCubic = 0.044715;
+
+}  // namespace
+
+void gelu_forward(float* out, const float* inp, int64_t n) {
+  require_non_negative("gelu_forward", "n", n);
+  constexpr float k = static_cast<float>(kSqrt2OverPi), c = static_cast<float>(kGeluCubic);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float x = inp[i];
+    const float u = k * (x + c * x * x * x);
+    out[i] = x * fast_sigmoid(2.0f * u);  // 0.5·(1 + tanh u) = sigmoid(2u)
+  }
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  require_non_negative("gelu_backward", "n", n);
+  constexpr float k = static_cast<float>(kSqrt2OverPi), c = static_cast<float>(kGeluCubic);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float x = inp[i];
+    const float u = k * (x + c * x * x * x);
+    const float s = fast_sigmoid(2.0f * u);
+    const float du_dx = k * (1.0f + 3.0f * c * x * x);
+    // d/dx [x·s(2u)] = s + x·2·s·(1 - s)·u'
+    dinp[i] += (s + 2.0f * x * s * (1.0f - s) * du_dx) * dout[i];
+  }
+}
+
+void silu_forward(float* out, const float* inp, int64_t n) {
+  require_non_negative("silu_forward", "n", n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) out[i] = inp[i] * fast_sigmoid(inp[i]);
+}
+
+void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  require_non_negative("silu_backward", "n", n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float s = fast_sigmoid(inp[i]);
+    dinp[i] += s * (1.0f + inp[i] * (1.0f - s)) * dout[i];
+  }
+}
+
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) {
+  require_non_negative("swiglu_forward", "n", n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) out[i] = gate[i] * fast_sigmoid(gate[i]) * up[i];
+}
+
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                     const float* up, int64_t n) {
+  require_non_negative("swiglu_backward", "n", n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    const float s = fast_sigmoid(g);
+    dgate[i] += s * (1.0f + g * (1.0f - s)) * up[i] * dout[i];
+    dup[i] += g * s * dout[i];
+  }
+}
+
+template <typename Real>
+void gelu_forward_reference(Real* out, const Real* inp, int64_t n) {
+  require_non_negative("gelu_forward_reference", "n", n);
+  const Real k = static_cast<Real>(kSqrt2OverPi), c = static_cast<Real>(kGeluCubic);
+  for (int64_t i = 0; i < n; i++) {
+    const Real x = inp[i];
+    out[i] = Real(0.5) * x * (Real(1) + std::tanh(k * (x + c * x * x * x)));
+  }
+}
+
+template <typename Real>
+void gelu_backward_reference(Real* dinp, const Real* inp, const Real* dout, int64_t n) {
+  require_non_negative("gelu_backward_reference", "n", n);
+  const Real k = static_cast<Real>(kSqrt2OverPi), c = static_cast<Real>(kGeluCubic);
+  for (int64_t i = 0; i < n; i++) {
+    const Real x = inp[i];
+    const Real tanh_u = std::tanh(k * (x + c * x * x * x));
+    const Real sech2_u = Real(1) - tanh_u * tanh_u;
+    const Real grad = Real(0.5) * (Real(1) + tanh_u) +
+                      Real(0.5) * x * sech2_u * k * (Real(1) + Real(3) * c * x * x);
+    dinp[i] += grad * dout[i];
+  }
+}
+
+template <typename Real>
+void silu_forward_reference(Real* out, const Real* inp, int64_t n) {
+  require_non_negative("silu_forward_reference", "n", n);
+  for (int64_t i = 0; i < n; i++) out[i] = inp[i] / (Real(1) + std::exp(-inp[i]));
+}
+
+template <typename Real>
+void silu_backward_reference(Real* dinp, const Real* inp, const Real* dout, int64_t n) {
+  require_non_negative("silu_backward_reference", "n", n);
+  for (int64_t i = 0; i < n; i++) {
+    const Real s = Real(1) / (Real(1) + std::exp(-inp[i]));
+    dinp[i] += s * (Real(1) + inp[i] * (Real(1) - s)) * dout[i];
+  }
+}
+
+template <typename Real>
+void swiglu_forward_reference(Real* out, const Real* gate, const Real* up, int64_t n) {
+  require_non_negative("swiglu_forward_reference", "n", n);
+  for (int64_t i = 0; i < n; i++) out[i] = gate[i] / (Real(1) + std::exp(-gate[i])) * up[i];
+}
+
+template <typename Real>
+void swiglu_backward_reference(Real* dgate, Real* dup, const Real* dout, const Real* gate,
+                               const Real* up, int64_t n) {
+  require_non_negative("swiglu_backward_reference", "n", n);
+  for (int64_t i = 0; i < n; i++) {
+    const Real s = Real(1) / (Real(1) + std::exp(-gate[i]));
+    dgate[i] += s * (Real(1) + gate[i] * (Real(1) - s)) * up[i] * dout[i];
+    dup[i] += gate[i] * s * dout[i];
+  }
+}
+
+#define VRAMLAB_INSTANTIATE(Real)                                                         \
+  template void gelu_forward_reference<Real>(Real*, const Real*, int64_t);                \
+  template void gelu_backward_reference<Real>(Real*, const Real*, const Real*, int64_t);  \
+  template void silu_forward_reference<Real>(Real*, const Real*, int64_t);                \
+  template void silu_backward_reference<Real>(Real*, const Real*, const Real*, int64_t);  \
+  template void swiglu_forward_reference<Real>(Real*, const Real*, const Real*, int64_t); \
+  template void swiglu_backward_reference<Real>(Real*, Real*, const Real*, const Real*,   \
+                                                const Real*, int64_t);
+VRAMLAB_INSTANTIATE(float)
+VRAMLAB_INSTANTIATE(double)
+#undef VRAMLAB_INSTANTIATE
+
+}  // namespace vramlab::kernels::cpu

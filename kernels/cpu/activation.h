@@ -1,0 +1,56 @@
+/// \file
+/// \brief Activations, forward and backward: GELU (tanh approximation, GPT-2), SiLU, and SwiGLU
+/// (silu(gate) · up, Llama's MLP). Backward kernels accumulate (+=) into their gradient outputs.
+///
+/// GELU(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written in the fast path as
+/// x·sigmoid(2u) (the same function, no cancellation near tanh = -1) with a vectorizable exp.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// out = GELU_tanh(inp). \param out (n). \param inp (n). \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void gelu_forward(float* out, const float* inp, int64_t n);
+/// dinp += GELU'(inp) · dout. \param dinp (n). \param inp (n) the forward input.
+/// \param dout (n). \param n elements. \throws vramlab::UsageError when n < 0.
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n);
+
+/// out = inp · sigmoid(inp). \param out (n). \param inp (n). \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void silu_forward(float* out, const float* inp, int64_t n);
+/// dinp += SiLU'(inp) · dout. \param dinp (n). \param inp (n). \param dout (n). \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n);
+
+/// out = silu(gate) · up. \param out (n), e.g. (B, T, hidden). \param gate (n). \param up (n).
+/// \param n elements. \throws vramlab::UsageError when n < 0.
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n);
+/// dgate += SiLU'(gate) · up · dout, dup += silu(gate) · dout.
+/// \param dgate (n). \param dup (n). \param dout (n). \param gate (n). \param up (n).
+/// \param n elements. \throws vramlab::UsageError when n < 0.
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                     const float* up, int64_t n);
+
+/// Reference of gelu_forward (std::tanh). \tparam Real float or double.
+template <typename Real>
+void gelu_forward_reference(Real* out, const Real* inp, int64_t n);
+/// Reference of gelu_backward. \tparam Real float or double.
+template <typename Real>
+void gelu_backward_reference(Real* dinp, const Real* inp, const Real* dout, int64_t n);
+/// Reference of silu_forward (std::exp). \tparam Real float or double.
+template <typename Real>
+void silu_forward_reference(Real* out, const Real* inp, int64_t n);
+/// Reference of silu_backward. \tparam Real float or double.
+template <typename Real>
+void silu_backward_reference(Real* dinp, const Real* inp, const Real* dout, int64_t n);
+/// Reference of swiglu_forward. \tparam Real float or double.
+template <typename Real>
+void swiglu_forward_reference(Real* out, const Real* gate, const Real* up, int64_t n);
+/// Reference of swiglu_backward. \tparam Real float or double.
+template <typename Real>
+void swiglu_backward_reference(Real* dgate, Real* dup, const Real* dout, const Real* gate,
+                               const Real* up, int64_t n);
+
+}  // namespace vramlab::kernels::cpu

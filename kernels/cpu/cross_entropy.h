@@ -1,0 +1,46 @@
+/// \file
+/// \brief Fused softmax + cross-entropy over a (possibly padded) vocabulary, forward and backward.
+///
+/// Logits rows have Vp columns of which the first V are real tokens (llm.c pads the vocabulary to
+/// a multiple of 64 or 128 for faster GEMMs); padded columns are ignored by the forward and left
+/// untouched by the backward. The forward saves each row's logsumexp so the backward recomputes
+/// probabilities as exp(logit - logsumexp) instead of storing an (N, Vp) probability tensor.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// losses[row] = logsumexp(logits[row, :V]) - logits[row, target].
+/// \param losses    (N) per-token loss, written.
+/// \param logsumexp (N) saved for the backward, written.
+/// \param probs     (N, Vp) softmax probabilities (padded columns set to 0), or nullptr to skip.
+/// \param logits    (N, Vp)
+/// \param targets   (N) token ids in [0, V).
+/// \param N rows (B*T). \param V valid vocabulary size (>= 1 when N > 0). \param Vp row stride >=
+/// V. \throws vramlab::UsageError on a bad size or a target outside [0, V).
+void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vp);
+/// dlogits[row, i] += dlosses[row] · (softmax_i - [i == target]) for i < V.
+/// \param dlogits   (N, Vp) accumulated; columns V..Vp-1 untouched.
+/// \param dlosses   (N) gradient of each row's loss (1/N for a mean loss).
+/// \param logits    (N, Vp)
+/// \param logsumexp (N) from the forward.
+/// \param targets   (N)
+/// \param N rows. \param V valid vocabulary size. \param Vp row stride.
+/// \throws vramlab::UsageError on a bad size or a target outside [0, V).
+void cross_entropy_backward(float* dlogits, const float* dlosses, const float* logits,
+                            const float* logsumexp, const int32_t* targets, int64_t N, int64_t V,
+                            int64_t Vp);
+
+/// Reference of cross_entropy_forward (std::exp, std::log). \tparam Real float or double.
+template <typename Real>
+void cross_entropy_forward_reference(Real* losses, Real* logsumexp, Real* probs, const Real* logits,
+                                     const int32_t* targets, int64_t N, int64_t V, int64_t Vp);
+/// Reference of cross_entropy_backward. \tparam Real float or double.
+template <typename Real>
+void cross_entropy_backward_reference(Real* dlogits, const Real* dlosses, const Real* logits,
+                                      const Real* logsumexp, const int32_t* targets, int64_t N,
+                                      int64_t V, int64_t Vp);
+
+}  // namespace vramlab::kernels::cpu

@@ -1,0 +1,53 @@
+/// \file
+/// \brief Elementwise building blocks: residual add, bias add and scaling, forward and backward.
+/// Backward kernels accumulate (+=) into their gradient outputs.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// out = a + b (the residual connection). \p out may alias \p a or \p b.
+/// \param out (n) written. \param a (n). \param b (n). \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void residual_forward(float* out, const float* a, const float* b, int64_t n);
+/// da += dout, db += dout. \param da (n). \param db (n). \param dout (n). \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void residual_backward(float* da, float* db, const float* dout, int64_t n);
+
+/// x[row, c] += bias[c] in place. \param x (N, C). \param bias (C). \param N rows. \param C
+/// columns. \throws vramlab::UsageError on a negative size.
+void bias_add_forward(float* x, const float* bias, int64_t N, int64_t C);
+/// dbias[c] += Σ_rows dout[row, c], rows summed in order (deterministic).
+/// \param dbias (C). \param dout (N, C). \param N rows. \param C columns.
+/// \throws vramlab::UsageError on a negative size.
+void bias_add_backward(float* dbias, const float* dout, int64_t N, int64_t C);
+
+/// out = scale · inp. \p out may alias \p inp.
+/// \param out (n). \param inp (n). \param scale the factor. \param n elements.
+/// \throws vramlab::UsageError when n < 0.
+void scale_forward(float* out, const float* inp, float scale, int64_t n);
+/// dinp += scale · dout. \param dinp (n). \param dout (n). \param scale the factor.
+/// \param n elements. \throws vramlab::UsageError when n < 0.
+void scale_backward(float* dinp, const float* dout, float scale, int64_t n);
+
+/// Reference of residual_forward. \tparam Real float or double.
+template <typename Real>
+void residual_forward_reference(Real* out, const Real* a, const Real* b, int64_t n);
+/// Reference of residual_backward. \tparam Real float or double.
+template <typename Real>
+void residual_backward_reference(Real* da, Real* db, const Real* dout, int64_t n);
+/// Reference of bias_add_forward. \tparam Real float or double.
+template <typename Real>
+void bias_add_forward_reference(Real* x, const Real* bias, int64_t N, int64_t C);
+/// Reference of bias_add_backward. \tparam Real float or double.
+template <typename Real>
+void bias_add_backward_reference(Real* dbias, const Real* dout, int64_t N, int64_t C);
+/// Reference of scale_forward. \tparam Real float or double.
+template <typename Real>
+void scale_forward_reference(Real* out, const Real* inp, Real scale, int64_t n);
+/// Reference of scale_backward. \tparam Real float or double.
+template <typename Real>
+void scale_backward_reference(Real* dinp, const Real* dout, Real scale, int64_t n);
+
+}  // namespace vramlab::kernels::cpu

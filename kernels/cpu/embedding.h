@@ -1,0 +1,41 @@
+/// \file
+/// \brief Token (+ optional learned position) embedding lookup, forward and backward.
+///
+/// The backward is a scatter-add into the token table. The fast path gives each thread a block of
+/// channels and walks the tokens in order, so every element is summed in the same order as the
+/// reference: results are bitwise identical to it and independent of the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// out[b, t] = wte[tokens[b, t]] (+ wpe[t]).
+/// \param out    (B, T, C) written.
+/// \param tokens (B, T) ids in [0, V).
+/// \param wte    (V, C) token embeddings.
+/// \param wpe    (T_max >= T, C) position embeddings (GPT-2), or nullptr (Llama uses RoPE).
+/// \param B batch. \param T sequence length. \param C channels. \param V vocabulary size.
+/// \throws vramlab::UsageError on a negative size or a token outside [0, V).
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                       int64_t B, int64_t T, int64_t C, int64_t V);
+/// dwte[tokens[b, t]] += dout[b, t] and dwpe[t] += Σ_b dout[b, t].
+/// \param dwte   (V, C) accumulated.
+/// \param dwpe   (T_max >= T, C) accumulated, or nullptr.
+/// \param dout   (B, T, C)
+/// \param tokens (B, T)
+/// \param B batch. \param T sequence length. \param C channels. \param V vocabulary size.
+/// \throws vramlab::UsageError on a negative size or a token outside [0, V).
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                        int64_t B, int64_t T, int64_t C, int64_t V);
+
+/// Reference of embedding_forward. \tparam Real float or double.
+template <typename Real>
+void embedding_forward_reference(Real* out, const int32_t* tokens, const Real* wte, const Real* wpe,
+                                 int64_t B, int64_t T, int64_t C, int64_t V);
+/// Reference of embedding_backward. \tparam Real float or double.
+template <typename Real>
+void embedding_backward_reference(Real* dwte, Real* dwpe, const Real* dout, const int32_t* tokens,
+                                  int64_t B, int64_t T, int64_t C, int64_t V);
+
+}  // namespace vramlab::kernels::cpu

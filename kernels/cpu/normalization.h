@@ -1,0 +1,60 @@
+/// \file
+/// \brief LayerNorm (GPT-2) and RMSNorm (Llama) over the last dimension, forward and backward.
+///
+/// The forward saves the per-row statistics the backward needs (mean and 1/σ for LayerNorm, 1/rms
+/// for RMSNorm), as llm.c does. Backward kernels accumulate (+=) into their gradient outputs; the
+/// fast backward sums dweight/dbias over rows in order per column block (deterministic).
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// out = (inp - mean) · rstd · weight + bias per row, rstd = 1/√(var + eps) (biased variance).
+/// \param out (N, C). \param mean (N) saved row means. \param rstd (N) saved 1/σ.
+/// \param inp (N, C). \param weight (C). \param bias (C).
+/// \param N rows (B*T). \param C channels. \param eps added to the variance.
+/// \throws vramlab::UsageError on a negative size.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int64_t N, int64_t C, float eps = 1e-5f);
+/// LayerNorm gradients, accumulated into dinp, dweight, dbias.
+/// \param dinp (N, C). \param dweight (C). \param dbias (C). \param dout (N, C).
+/// \param inp (N, C). \param weight (C). \param mean (N). \param rstd (N) from the forward.
+/// \param N rows. \param C channels. \throws vramlab::UsageError on a negative size.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        int64_t N, int64_t C);
+
+/// out = inp · rstd · weight per row, rstd = 1/√(mean(inp²) + eps).
+/// \param out (N, C). \param rstd (N) saved. \param inp (N, C). \param weight (C).
+/// \param N rows. \param C channels. \param eps added to the mean square.
+/// \throws vramlab::UsageError on a negative size.
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
+                     int64_t C, float eps = 1e-5f);
+/// RMSNorm gradients, accumulated into dinp and dweight.
+/// \param dinp (N, C). \param dweight (C). \param dout (N, C). \param inp (N, C).
+/// \param weight (C). \param rstd (N) from the forward. \param N rows. \param C channels.
+/// \throws vramlab::UsageError on a negative size.
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int64_t N, int64_t C);
+
+/// Reference of layernorm_forward. \tparam Real float or double.
+template <typename Real>
+void layernorm_forward_reference(Real* out, Real* mean, Real* rstd, const Real* inp,
+                                 const Real* weight, const Real* bias, int64_t N, int64_t C,
+                                 Real eps = Real(1e-5));
+/// Reference of layernorm_backward. \tparam Real float or double.
+template <typename Real>
+void layernorm_backward_reference(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
+                                  const Real* inp, const Real* weight, const Real* mean,
+                                  const Real* rstd, int64_t N, int64_t C);
+/// Reference of rmsnorm_forward. \tparam Real float or double.
+template <typename Real>
+void rmsnorm_forward_reference(Real* out, Real* rstd, const Real* inp, const Real* weight,
+                               int64_t N, int64_t C, Real eps = Real(1e-5));
+/// Reference of rmsnorm_backward. \tparam Real float or double.
+template <typename Real>
+void rmsnorm_backward_reference(Real* dinp, Real* dweight, const Real* dout, const Real* inp,
+                                const Real* weight, const Real* rstd, int64_t N, int64_t C);
+
+}  // namespace vramlab::kernels::cpu

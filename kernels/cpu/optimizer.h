@@ -1,0 +1,47 @@
+/// \file
+/// \brief Optimizer update kernels with fp32 states: AdamW (Loshchilov & Hutter, PyTorch's
+/// torch.optim.AdamW semantics) and SGD with momentum (torch.optim.SGD, dampening 0). They are
+/// elementwise: the optim layer calls them once per parameter tensor.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// Hyper-parameters of one AdamW step.
+struct AdamWHyperparameters {
+  float learning_rate = 1e-3f;  ///< step size
+  float beta1 = 0.9f;           ///< decay of the first moment
+  float beta2 = 0.999f;         ///< decay of the second moment
+  float epsilon = 1e-8f;        ///< added to √v̂
+  float weight_decay = 0.0f;    ///< decoupled: param *= 1 - lr·weight_decay
+};
+
+/// One AdamW step: param ← param·(1 - lr·wd) - lr·m̂/(√v̂ + eps), m̂ = m/(1-β1^step),
+/// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g².
+/// \param param (n) updated. \param grad (n). \param m (n) first moment, updated.
+/// \param v (n) second moment, updated. \param n elements. \param hp hyper-parameters.
+/// \param step 1 for the first step (bias correction).
+/// \throws vramlab::UsageError when n < 0 or step < 1.
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                  const AdamWHyperparameters& hp, int64_t step);
+
+/// One SGD step: g ← grad + wd·param; buf ← momentum·buf + g; param -= lr·(nesterov ? g +
+/// momentum·buf : buf). With momentum = 0 the buffer is not touched (it may be nullptr).
+/// \param param (n) updated. \param grad (n). \param momentum_buffer (n) updated, zero at start.
+/// \param n elements. \param learning_rate step size. \param momentum in [0, 1).
+/// \param weight_decay L2 penalty added to the gradient. \param nesterov Nesterov momentum.
+/// \throws vramlab::UsageError when n < 0, or momentum != 0 without a buffer.
+void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
+                float learning_rate, float momentum, float weight_decay, bool nesterov);
+
+/// Reference of adamw_update. \tparam Real float or double.
+template <typename Real>
+void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t n,
+                            const AdamWHyperparameters& hp, int64_t step);
+/// Reference of sgd_update. \tparam Real float or double.
+template <typename Real>
+void sgd_update_reference(Real* param, const Real* grad, Real* momentum_buffer, int64_t n,
+                          Real learning_rate, Real momentum, Real weight_decay, bool nesterov);
+
+}  // namespace vramlab::kernels::cpu

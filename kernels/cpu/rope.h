@@ -1,0 +1,38 @@
+/// \file
+/// \brief Rotary position embedding (RoPE, Su et al. 2021) over (B, T, H, D), forward and backward.
+///
+/// Each adjacent pair (x[2i], x[2i+1]) of a head vector at position p is rotated by the angle
+/// p · θ^(-2i/D). Angles are computed in double for both paths (a float p·freq loses about 4e-4
+/// rad at p = 4096). The backward rotates by the opposite angle (the transpose of a rotation).
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::kernels::cpu {
+
+/// out = rotate(inp). \p out may alias \p inp (each pair is read before it is written).
+/// \param out (B, T, H, D). \param inp (B, T, H, D).
+/// \param B batch. \param T sequence length. \param H heads. \param D head dimension (even).
+/// \param theta the base (10000 in Llama 2, 500000 in Llama 3).
+/// \param position_offset position of t = 0 (for generation with a cache).
+/// \throws vramlab::UsageError on a negative size, an odd D, or theta <= 0.
+void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
+                  double theta = 10000.0, int64_t position_offset = 0);
+/// dinp += rotate⁻¹(dout).
+/// \param dinp (B, T, H, D) accumulated. \param dout (B, T, H, D).
+/// \param B batch. \param T sequence length. \param H heads. \param D head dimension (even).
+/// \param theta the base. \param position_offset position of t = 0.
+/// \throws vramlab::UsageError as rope_forward.
+void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                   double theta = 10000.0, int64_t position_offset = 0);
+
+/// Reference of rope_forward. \tparam Real float or double.
+template <typename Real>
+void rope_forward_reference(Real* out, const Real* inp, int64_t B, int64_t T, int64_t H, int64_t D,
+                            double theta = 10000.0, int64_t position_offset = 0);
+/// Reference of rope_backward. \tparam Real float or double.
+template <typename Real>
+void rope_backward_reference(Real* dinp, const Real* dout, int64_t B, int64_t T, int64_t H,
+                             int64_t D, double theta = 10000.0, int64_t position_offset = 0);
+
+}  // namespace vramlab::kernels::cpu
