@@ -22,8 +22,11 @@ function(vramlab_add_test)
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main vramlab::warnings)
   target_include_directories(${A_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(${A_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
-  gtest_discover_tests(${A_NAME} DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT})
+  set(_props TIMEOUT ${A_TIMEOUT})
+  if(A_LABELS)
+    list(APPEND _props LABELS "${A_LABELS}")
+  endif()
+  gtest_discover_tests(${A_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
 endfunction()
 
 # vramlab_add_benchmark(NAME <name> SOURCES ... [DEPS ...]): a Google Benchmark binary in

@@ -1,0 +1,50 @@
+# Shared by tools/setup.sh, tools/test.sh and .ci/run: find the repository, check and install the
+# Debian packages vramlab builds with (tools/debian-packages.txt), pick the CMake preset.
+VRAMLAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Prints the packages from tools/debian-packages.txt that are not installed.
+vramlab_missing_packages() {
+  local pkg status
+  while read -r pkg; do
+    [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]] || printf '%s\n' "$pkg"
+  done < "$VRAMLAB_ROOT/tools/debian-packages.txt"
+}
+
+# Installs what is missing when run as root; otherwise prints the exact sudo line and exits 2.
+vramlab_install_packages() {
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "vramlab: error: this set-up script expects Debian 12 (dpkg-query not found); install the packages in tools/debian-packages.txt by hand" >&2
+    exit 2
+  fi
+  local missing
+  missing=$(vramlab_missing_packages | tr '\n' ' ')
+  missing=${missing% }
+  if [[ -z "$missing" ]]; then
+    echo "vramlab: all Debian packages present"
+    return 0
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "vramlab: error: missing Debian packages. Install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends $missing" >&2
+    exit 2
+  fi
+  echo "vramlab: installing $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing
+}
+
+# The CMake preset: 'ci' (warnings as errors, CUDA compile-check required) under CI=true,
+# otherwise 'release'; VRAMLAB_PRESET overrides both.
+vramlab_preset() {
+  if [[ -n "${VRAMLAB_PRESET:-}" ]]; then
+    echo "$VRAMLAB_PRESET"
+  elif [[ "${CI:-}" == "true" ]]; then
+    echo ci
+  else
+    echo release
+  fi
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's first command: install what is missing (Debian 12), build vramlab (Release) and run
+# the main demo. Idempotent: a second run installs nothing and rebuilds only what changed.
+#
+#   tools/setup.sh              set up, build, run the demo
+#   tools/setup.sh --deps-only  only install the Debian packages
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$VRAMLAB_ROOT"
+
+deps_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --deps-only) deps_only=1 ;;
+    -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "vramlab: error: unknown option '$arg' (expected --deps-only or --help)" >&2; exit 2 ;;
+  esac
+done
+
+vramlab_install_packages
+[[ $deps_only -eq 1 ]] && exit 0
+
+preset=$(vramlab_preset)
+cmake --preset "$preset"
+cmake --build --preset "$preset"
+
+echo
+echo "vramlab: built. The main demo:"
+echo
+exec build/bin/vramlab doctor
