@@ -17,4 +17,7 @@ void add_formats_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab alloc`: the allocator playground that replays an allocation trace.
 void add_alloc_command(CLI::App& app, int& exit_code);
 
+/// Adds `vramlab estimate`: the analytic memory estimator and planner (ZeRO, Korthikanti et al.).
+void add_estimate_command(CLI::App& app, int& exit_code);
+
 }  // namespace vramlab::cli
