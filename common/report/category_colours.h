@@ -1,0 +1,29 @@
+/// \file
+/// \brief The colour of each memory category, as PyTorch's memory profiler draws them, shared by
+/// the SVG plots and the HTML memory timeline so one category looks the same everywhere.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramlab::report {
+
+/// CSS colour name of a memory category, following torch.profiler's memory timeline:
+/// parameter darkgreen, optimizer_state goldenrod, input black, temporary mediumpurple,
+/// activation red, gradient mediumblue, autograd_detail royalblue, anything else grey.
+/// \param category a category name, case-insensitive ("parameter", "GRADIENT", ...).
+/// \return a CSS/SVG colour name.
+std::string category_colour(std::string_view category);
+
+/// The categories in PyTorch's drawing order (bottom of a stack first):
+/// parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail, other.
+/// \return the category names, lower case.
+const std::vector<std::string>& category_order();
+
+/// A palette for series that are not memory categories (measured vs estimated, several runs).
+/// \param index series index; the palette repeats after its length.
+/// \return a CSS/SVG colour (hex).
+std::string series_colour(size_t index);
+
+}  // namespace vramlab::report

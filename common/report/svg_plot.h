@@ -1,0 +1,99 @@
+/// \file
+/// \brief Self-contained SVG figures for lessons and docs: a horizontal stacked bar chart (memory
+/// per category), a grouped bar chart (measured vs estimated per category) and a line plot.
+///
+/// Every function returns a complete standalone SVG document (no scripts, no external
+/// references); all text is XML-escaped. Byte values are labelled with binary prefixes.
+/// Hovering a bar or point shows its exact value (an SVG \<title\>).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramlab::report {
+
+/// Escapes text for XML character data and attribute values (&, <, >, ", ').
+/// Control characters other than tab/newline/CR (not allowed in XML 1.0) become U+FFFD.
+/// \param text raw UTF-8 text.
+/// \return the escaped text.
+std::string xml_escape(std::string_view text);
+
+/// One horizontal bar of a StackedBarChart, e.g. one configuration or one rank.
+struct StackedBar {
+  std::string label;                   ///< drawn left of the bar.
+  std::vector<uint64_t> values_bytes;  ///< one value per category of the chart, in bytes.
+};
+
+/// Horizontal bars, each split into coloured category segments, with a legend.
+struct StackedBarChart {
+  std::string title;                    ///< drawn on top.
+  std::vector<std::string> categories;  ///< legend entries, in stacking order (left to right).
+  /// One CSS colour per category; empty = category_colour() of each category name.
+  std::vector<std::string> colours;
+  std::vector<StackedBar> bars;  ///< top to bottom.
+  uint64_t budget_bytes = 0;     ///< if non-zero, a dashed vertical line (e.g. the GPU's capacity).
+  std::string budget_label;      ///< text by the budget line, e.g. "A100 40 GB".
+};
+
+/// Vertical bars grouped per category: one bar per series in each group.
+struct GroupedBarChart {
+  std::string title;                 ///< drawn on top.
+  std::vector<std::string> groups;   ///< x-axis groups, e.g. categories.
+  std::vector<std::string> series;   ///< e.g. {"measured", "estimated"}.
+  std::vector<std::string> colours;  ///< one CSS colour per series; empty = series_colour().
+  std::vector<std::vector<uint64_t>> values_bytes;  ///< (series, groups) in bytes.
+};
+
+/// One line of a LinePlot.
+struct LineSeries {
+  std::string name;       ///< legend entry.
+  std::vector<double> x;  ///< x values; non-finite points are skipped (the line breaks there).
+  std::vector<double> y;  ///< y values, same length as x.
+  std::string colour;     ///< CSS colour; empty = series_colour(index).
+  bool dashed = false;    ///< dashed line (e.g. a model or estimate).
+};
+
+/// An x/y line plot with axes, ticks and a legend.
+struct LinePlot {
+  std::string title;               ///< drawn on top.
+  std::string x_label;             ///< x-axis title.
+  std::string y_label;             ///< y-axis title.
+  std::vector<LineSeries> series;  ///< the lines.
+  bool y_is_bytes = false;         ///< label y ticks with binary byte prefixes.
+  bool log_x = false;              ///< logarithmic x axis (all finite x must be > 0 to be drawn).
+};
+
+/// Renders a StackedBarChart as an SVG document.
+/// \param chart the data.
+/// \return the SVG text.
+/// \throws std::invalid_argument if colours or a bar's values do not have one entry per category.
+std::string render_stacked_bar_svg(const StackedBarChart& chart);
+
+/// Renders a GroupedBarChart as an SVG document.
+/// \param chart the data.
+/// \return the SVG text.
+/// \throws std::invalid_argument if values_bytes is not (series, groups) or colours has the wrong
+/// length.
+std::string render_grouped_bar_svg(const GroupedBarChart& chart);
+
+/// Renders a LinePlot as an SVG document.
+/// \param plot the data.
+/// \return the SVG text.
+/// \throws std::invalid_argument if a series has x and y of different lengths.
+std::string render_line_plot_svg(const LinePlot& plot);
+
+/// Writes \p text to \p path (replacing it), e.g. an SVG or HTML figure.
+/// \param path destination file.
+/// \param text content.
+/// \throws std::runtime_error naming the path if it cannot be written.
+void write_text_file(const std::string& path, std::string_view text);
+
+/// Evenly spaced "nice" tick values (steps of 1, 2 or 5 times a power of ten) covering [0,
+/// max_value]. \param max_value the largest value to cover (values <= 0 give the ticks {0, 1}).
+/// \param target_count roughly how many intervals are wanted (at least 1).
+/// \return ascending tick values starting at 0, the last one >= max_value.
+std::vector<double> nice_ticks(double max_value, size_t target_count);
+
+}  // namespace vramlab::report
