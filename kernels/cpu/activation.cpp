@@ -33,9 +33,10 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) 
     const float x = inp[i];
     const float u = k * (x + c * x * x * x);
     const float s = fast_sigmoid(2.0f * u);
+    const float one_minus_s = fast_sigmoid_complement(2.0f * u);
     const float du_dx = k * (1.0f + 3.0f * c * x * x);
     // d/dx [x·s(2u)] = s + x·2·s·(1 - s)·u'
-    dinp[i] += (s + 2.0f * x * s * (1.0f - s) * du_dx) * dout[i];
+    dinp[i] += (s + 2.0f * x * s * one_minus_s * du_dx) * dout[i];
   }
 }
 
@@ -50,7 +51,7 @@ void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n) 
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; i++) {
     const float s = fast_sigmoid(inp[i]);
-    dinp[i] += s * (1.0f + inp[i] * (1.0f - s)) * dout[i];
+    dinp[i] += s * (1.0f + inp[i] * fast_sigmoid_complement(inp[i])) * dout[i];
   }
 }
 
@@ -67,7 +68,7 @@ void swiglu_backward(float* dgate, float* dup, const float* dout, const float* g
   for (int64_t i = 0; i < n; i++) {
     const float g = gate[i];
     const float s = fast_sigmoid(g);
-    dgate[i] += s * (1.0f + g * (1.0f - s)) * up[i] * dout[i];
+    dgate[i] += s * (1.0f + g * fast_sigmoid_complement(g)) * up[i] * dout[i];
     dup[i] += g * s * dout[i];
   }
 }

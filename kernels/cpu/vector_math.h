@@ -46,4 +46,14 @@ inline float fast_sigmoid(float x) {
   return 1.0f / (1.0f + fast_exp(-x));
 }
 
+/// 1 - sigmoid(x) = e^-x·sigmoid(x), computed without the cancellation of 1.0f - sigmoid(x) (which
+/// loses every digit once sigmoid(x) rounds to 1, x > 17). Derivatives of GELU and SiLU need it.
+/// The exponent is capped at 80 so e^-x stays finite; below x = -80 the result is 1 within 1e-35.
+/// \param x the input.
+/// \return 1 - sigmoid(x) within a few ulp.
+inline float fast_sigmoid_complement(float x) {
+  const float e = fast_exp(-x < 80.0f ? -x : 80.0f);
+  return e / (1.0f + e);
+}
+
 }  // namespace vramlab::kernels::cpu
