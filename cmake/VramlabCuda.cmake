@@ -18,8 +18,12 @@ if(NOT VRAMLAB_CUDA STREQUAL "OFF")
     endif()
     set(CMAKE_CUDA_ARCHITECTURES ${VRAMLAB_CUDA_ARCHITECTURES})
     enable_language(CUDA)
-    # CMake 3.25 does not know nvcc 13's C++20 dialect flag, so pass it directly.
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+    # CMake 3.25 does not know nvcc's C++20 dialect flag; with CMAKE_CXX_STANDARD_REQUIRED it then
+    # refuses every CUDA target. Teach it the flag and ask for C++20 on the device side too.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(VRAMLAB_HAVE_CUDA ON)
     find_library(VRAMLAB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib64)
