@@ -1,0 +1,33 @@
+/// \file
+/// \brief Writes a memory snapshot as a Python pickle, the format of PyTorch's
+/// torch.cuda.memory._dump_snapshot(), so pytorch.org/memory_viz and
+/// `python -m torch.cuda._memory_viz` open vramlab's snapshots directly.
+///
+/// The encoder is protocol 2 (viewers need protocol <= 4) and maps JSON to Python as
+/// object -> dict, array -> list (tuple under the key "segment_pool_id", as PyTorch stores it),
+/// string -> str, integer -> int (any 64-bit value), floating point -> float, bool -> bool,
+/// null -> None. No memo entries are written (PyTorch's snapshots do not share objects either).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace vramlab::report {
+
+/// Encodes \p value as a protocol-2 pickle.
+/// Strings with invalid UTF-8 have each bad byte replaced by U+FFFD so Python can load them.
+/// \param value any JSON value (typically a snapshot, see pytorch-memory-reference.md section 3.2).
+/// \return the pickle bytes (PROTO 2 ... STOP).
+/// \throws std::invalid_argument for JSON binary or discarded values, and for strings of 4 GiB or
+/// more.
+std::string encode_pickle(const nlohmann::json& value);
+
+/// Writes encode_pickle(\p snapshot) to \p path (replacing it).
+/// \param snapshot the snapshot ("segments", "device_traces", "allocator_settings").
+/// \param path destination, conventionally ending in ".pickle".
+/// \throws std::runtime_error naming \p path if it cannot be written;
+///         std::invalid_argument as encode_pickle.
+void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& path);
+
+}  // namespace vramlab::report

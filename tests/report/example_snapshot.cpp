@@ -1,0 +1,294 @@
+// A tiny caching allocator (segments of 2 MiB / 20 MiB, first-fit on the smallest fitting free
+// block, splitting and coalescing) driven by a synthetic training loop, recording a PyTorch-schema
+// snapshot. Only for tests and benchmarks of the report layer.
+#include "tests/report/example_snapshot.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace vramlab::report::testing {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kSmallSize = 1 * kMiB;     // requests up to this go to the small pool
+constexpr uint64_t kSmallBuffer = 2 * kMiB;   // small-pool segment size
+constexpr uint64_t kLargeBuffer = 20 * kMiB;  // large-pool segment size for requests below 10 MiB
+constexpr uint64_t kMinBlockSize = 512;
+
+struct Block {
+  uint64_t offset;
+  uint64_t size;
+  uint64_t requested_size;
+  bool allocated;
+  std::string category;
+  nlohmann::json frames;
+};
+
+struct Segment {
+  uint64_t address;
+  uint64_t total_size;
+  bool small;
+  std::vector<Block> blocks;  // ordered by offset, covering the segment
+};
+
+class ExampleAllocator {
+ public:
+  uint64_t malloc(uint64_t requested, const std::string& category, const std::string& label,
+                  const std::string& name) {
+    const uint64_t size =
+        std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
+    const bool small = size <= kSmallSize;
+    nlohmann::json frames =
+        nlohmann::json::array({{{"filename", label}, {"line", 0}, {"name", name}}});
+    auto [segment_index, block_index] = find_free(size, small);
+    if (segment_index < 0) {
+      const uint64_t segment_size =
+          small
+              ? kSmallBuffer
+              : (size < 10 * kMiB ? kLargeBuffer : (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
+      Segment segment{next_address_,
+                      segment_size,
+                      small,
+                      {{0, segment_size, 0, false, "", nlohmann::json::array()}}};
+      next_address_ += segment_size + 2 * kMiB;  // gaps make addresses look like a real device
+      trace("segment_alloc", segment.address, segment_size, category, frames);
+      segments_.push_back(std::move(segment));
+      segment_index = static_cast<long>(segments_.size() - 1);
+      block_index = 0;
+    }
+    Segment& segment = segments_[static_cast<size_t>(segment_index)];
+    Block& block = segment.blocks[static_cast<size_t>(block_index)];
+    const uint64_t remaining = block.size - size;
+    const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+    if (split) {
+      Block rest{block.offset + size, remaining, 0, false, "", nlohmann::json::array()};
+      block.size = size;
+      segment.blocks.insert(segment.blocks.begin() + block_index + 1, rest);
+    }
+    Block& chosen = segment.blocks[static_cast<size_t>(block_index)];
+    chosen.allocated = true;
+    chosen.requested_size = requested;
+    chosen.category = category;
+    chosen.frames = frames;
+    const uint64_t address = segment.address + chosen.offset;
+    trace("alloc", address, requested, category, frames);
+    return address;
+  }
+
+  void free(uint64_t address) {
+    for (Segment& segment : segments_) {
+      if (address < segment.address || address >= segment.address + segment.total_size) continue;
+      for (size_t i = 0; i < segment.blocks.size(); ++i) {
+        Block& block = segment.blocks[i];
+        if (segment.address + block.offset != address || !block.allocated) continue;
+        trace("free_requested", address, block.requested_size, block.category, block.frames);
+        trace("free_completed", address, block.requested_size, block.category, block.frames);
+        block.allocated = false;
+        block.requested_size = 0;
+        block.category.clear();
+        block.frames = nlohmann::json::array();
+        merge_free_neighbours(segment, i);
+        return;
+      }
+    }
+  }
+
+  void empty_cache() {
+    for (auto it = segments_.begin(); it != segments_.end();) {
+      if (it->blocks.size() == 1 && !it->blocks[0].allocated) {
+        trace("segment_free", it->address, it->total_size, "", nlohmann::json::array());
+        it = segments_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void oom(uint64_t requested) {
+    nlohmann::json entry = {{"action", "oom"},       {"size", requested},
+                            {"device_free", 0},      {"stream", 0},
+                            {"time_us", time_us_++}, {"frames", nlohmann::json::array()}};
+    trace_.push_back(std::move(entry));
+  }
+
+  void start_recording() { trace_ = nlohmann::json::array(); }
+
+  nlohmann::json snapshot() const {
+    std::vector<const Segment*> by_address;
+    for (const Segment& segment : segments_) by_address.push_back(&segment);
+    std::sort(by_address.begin(), by_address.end(),
+              [](const Segment* a, const Segment* b) { return a->address < b->address; });
+    nlohmann::json segments = nlohmann::json::array();
+    for (const Segment* segment : by_address) {
+      nlohmann::json blocks = nlohmann::json::array();
+      uint64_t allocated = 0;
+      uint64_t requested = 0;
+      for (const Block& block : segment->blocks) {
+        nlohmann::json entry = {{"address", segment->address + block.offset},
+                                {"size", block.size},
+                                {"requested_size", block.requested_size},
+                                {"state", block.allocated ? "active_allocated" : "inactive"},
+                                {"frames", block.frames}};
+        if (block.allocated) {
+          entry["category"] = block.category;
+          allocated += block.size;
+          requested += block.requested_size;
+        }
+        blocks.push_back(std::move(entry));
+      }
+      segments.push_back({{"device", 0},
+                          {"address", segment->address},
+                          {"total_size", segment->total_size},
+                          {"allocated_size", allocated},
+                          {"active_size", allocated},
+                          {"requested_size", requested},
+                          {"stream", 0},
+                          {"segment_type", segment->small ? "small" : "large"},
+                          {"segment_pool_id", {0, 0}},
+                          {"is_expandable", false},
+                          {"frames", nlohmann::json::array()},
+                          {"blocks", std::move(blocks)}});
+    }
+    return {{"segments", std::move(segments)},
+            {"device_traces", nlohmann::json::array({trace_})},
+            {"allocator_settings",
+             {{"PYTORCH_CUDA_ALLOC_CONF", ""},
+              {"max_split_size", -1},
+              {"garbage_collection_threshold", 0.0},
+              {"expandable_segments", false},
+              {"release_lock_on_cudamalloc", false},
+              {"pinned_use_host_register", false},
+              {"roundup_power2_divisions", {{"1", 0}, {"2", 0}, {"4", 0}, {"8", 0}}}}}};
+  }
+
+ private:
+  // Smallest free block of the right pool that fits; {-1, -1} if none.
+  std::pair<long, long> find_free(uint64_t size, bool small) const {
+    std::pair<long, long> best{-1, -1};
+    uint64_t best_size = UINT64_MAX;
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      if (segments_[s].small != small) continue;
+      for (size_t b = 0; b < segments_[s].blocks.size(); ++b) {
+        const Block& block = segments_[s].blocks[b];
+        if (!block.allocated && block.size >= size && block.size < best_size) {
+          best = {static_cast<long>(s), static_cast<long>(b)};
+          best_size = block.size;
+        }
+      }
+    }
+    return best;
+  }
+
+  static void merge_free_neighbours(Segment& segment, size_t index) {
+    if (index + 1 < segment.blocks.size() && !segment.blocks[index + 1].allocated) {
+      segment.blocks[index].size += segment.blocks[index + 1].size;
+      segment.blocks.erase(segment.blocks.begin() + static_cast<long>(index) + 1);
+    }
+    if (index > 0 && !segment.blocks[index - 1].allocated) {
+      segment.blocks[index - 1].size += segment.blocks[index].size;
+      segment.blocks.erase(segment.blocks.begin() + static_cast<long>(index));
+    }
+  }
+
+  void trace(const char* action, uint64_t address, uint64_t size, const std::string& category,
+             const nlohmann::json& frames) {
+    nlohmann::json entry = {{"action", action}, {"addr", address},     {"size", size},
+                            {"stream", 0},      {"time_us", time_us_}, {"frames", frames}};
+    time_us_ += 3;
+    if (!category.empty()) entry["category"] = category;
+    trace_.push_back(std::move(entry));
+  }
+
+  std::vector<Segment> segments_;
+  uint64_t next_address_ = 0x7f0000000000ull;
+  uint64_t time_us_ = 1'700'000'000'000'000ull;
+  nlohmann::json trace_ = nlohmann::json::array();
+};
+
+}  // namespace
+
+nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
+  std::mt19937_64 rng(workload.seed);
+  auto jitter = [&](uint64_t bytes) {
+    std::uniform_int_distribution<uint64_t> extra(0, bytes / 4);
+    return bytes + extra(rng);
+  };
+  ExampleAllocator allocator;
+  const uint64_t hidden = workload.hidden_bytes;
+  const std::string prefix = "block";
+
+  // Parameters exist before recording starts: they appear only in "segments".
+  struct Tensor {
+    uint64_t address;
+    uint64_t bytes;
+  };
+  std::vector<Tensor> parameters;
+  for (size_t layer = 0; layer < workload.layer_count; ++layer) {
+    const std::string block = prefix + std::to_string(layer);
+    for (const char* weight :
+         {"attn.qkv.weight", "attn.proj.weight", "mlp.fc.weight", "mlp.proj.weight", "ln.bias"}) {
+      const uint64_t bytes =
+          std::string(weight) == "ln.bias" ? hidden / 256 + 64 : jitter(3 * hidden);
+      parameters.push_back(
+          {allocator.malloc(bytes, "parameter", "init/" + block, block + "." + weight), bytes});
+    }
+  }
+  allocator.start_recording();
+
+  std::vector<std::optional<uint64_t>> gradients(parameters.size());
+  std::vector<uint64_t> optimizer_state;
+  for (size_t step = 0; step < workload.step_count; ++step) {
+    const uint64_t input = allocator.malloc(hidden / 8, "input", "data/batch", "tokens");
+    std::vector<uint64_t> activations;
+    for (size_t layer = 0; layer < workload.layer_count; ++layer) {
+      const std::string block = prefix + std::to_string(layer);
+      for (const char* part : {"attention", "mlp"}) {
+        const std::string label = "forward/" + block + "/" + part;
+        const uint64_t temporary =
+            allocator.malloc(jitter(hidden * 2), "temporary", label, "scores");
+        activations.push_back(allocator.malloc(jitter(hidden), "activation", label, "out"));
+        activations.push_back(allocator.malloc(jitter(hidden / 4), "activation", label, "saved"));
+        allocator.free(temporary);
+      }
+    }
+    for (size_t p = parameters.size(); p-- > 0;) {
+      const std::string label = "backward/" + prefix + std::to_string(p / 5);
+      if (!gradients[p]) {
+        gradients[p] = allocator.malloc(parameters[p].bytes, "gradient", label, "grad");
+      }
+      const uint64_t temporary =
+          allocator.malloc(jitter(hidden / 2), "temporary", label, "grad_input");
+      if (p % 5 == 0) {
+        for (int i = 0; i < 4 && !activations.empty(); ++i) {
+          allocator.free(activations.back());
+          activations.pop_back();
+        }
+      }
+      allocator.free(temporary);
+    }
+    for (const uint64_t activation : activations) allocator.free(activation);
+    if (optimizer_state.empty()) {
+      for (size_t p = 0; p < parameters.size(); ++p) {
+        const std::string label = "optimizer/step";
+        optimizer_state.push_back(
+            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg"));
+        optimizer_state.push_back(
+            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg_sq"));
+      }
+    }
+    for (auto& gradient : gradients) {
+      allocator.free(*gradient);
+      gradient.reset();
+    }
+    allocator.free(input);
+    if (step == 0 && workload.empty_cache_after_first_step) allocator.empty_cache();
+  }
+  if (workload.end_with_oom) allocator.oom(1ull << 40);
+  return allocator.snapshot();
+}
+
+}  // namespace vramlab::report::testing
