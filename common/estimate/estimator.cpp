@@ -1,0 +1,289 @@
+// The estimator: model states per ZeRO stage (generalised by bytes per parameter), activations per
+// Korthikanti et al. Table 2, the runtime's own activation layout, and host offload.
+#include "common/estimate/estimator.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "common/estimate/runtime_activations.h"
+#include "common/model/checked_int.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::estimate {
+
+namespace {
+
+// Bytes per parameter, printed as briefly as it is exact enough: 2, 12, 2.03125.
+std::string per_param(int64_t bytes, int64_t params) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g",
+                static_cast<double>(bytes) / static_cast<double>(params));
+  return text;
+}
+
+const char* kZero = "ZeRO (Rajbhandari et al. 2020) ";
+
+std::string stage_label(int64_t stage) {
+  switch (stage) {
+    case 0:
+      return std::string(kZero) + "§3.1 (DP baseline)";
+    case 1:
+      return std::string(kZero) + "§5.1 (P_os)";
+    case 2:
+      return std::string(kZero) + "§5.2 (P_os+g)";
+    default:
+      return std::string(kZero) + "§5.3 (P_os+g+p)";
+  }
+}
+
+// The stage's whole formula with this run's bytes per parameter, e.g. "4Ψ + 12Ψ/Nd".
+std::string stage_formula(int64_t stage, const std::string& p, const std::string& g,
+                          const std::string& k, double pg) {
+  char sum[32];
+  std::snprintf(sum, sizeof sum, "%.6g", pg);
+  switch (stage) {
+    case 0:
+      return "(" + p + " + " + g + " + " + k + ")Ψ";
+    case 1:
+      return std::string(sum) + "Ψ + " + k + "Ψ/Nd";
+    case 2:
+      return p + "Ψ + (" + g + " + " + k + ")Ψ/Nd";
+    default:
+      return "(" + p + " + " + g + " + " + k + ")Ψ/Nd";
+  }
+}
+
+std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& states,
+                             int64_t params) {
+  std::string what;
+  switch (in.optimizer) {
+    case Optimizer::sgd:
+      what = "SGD keeps no state";
+      break;
+    case Optimizer::sgd_momentum:
+      what = "SGD momentum " + per_param(states.optimizer_moments, params);
+      break;
+    case Optimizer::adamw:
+      what = "AdamW m, v " + per_param(states.optimizer_moments, params);
+      break;
+    case Optimizer::adamw_8bit:
+      what = "8-bit block-wise AdamW (Dettmers et al. 2022; bitsandbytes B=" +
+             std::to_string(in.quantization_block_size) +
+             ") 2 + 8/B = " + per_param(states.optimizer_moments, params);
+      break;
+    case Optimizer::lion:
+      what = "Lion (Chen et al. 2023) momentum " + per_param(states.optimizer_moments, params);
+      break;
+    case Optimizer::adam_mini:
+      what = "Adam-mini (Zhang et al. 2024) m + block v " +
+             per_param(states.optimizer_moments, params);
+      break;
+  }
+  if (states.master_weights > 0) what = "fp32 master 4 + " + what;
+  return "K = " + per_param(states.optimizer_states(), params) + " (" + what + ")";
+}
+
+void require_positive(int64_t value, const char* what) {
+  if (value <= 0)
+    throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value));
+}
+
+}  // namespace
+
+Estimate estimate_memory(const EstimateInputs& in) {
+  require_positive(in.micro_batch, "micro-batch");
+  require_positive(in.grad_accum, "gradient-accumulation steps");
+  if (in.seq < 0)
+    throw UsageError("sequence length must be positive, got " + std::to_string(in.seq));
+  if (in.zero_stage < 0 || in.zero_stage > 3)
+    throw UsageError("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(in.zero_stage));
+  if (in.data_parallel < 1)
+    throw UsageError("data-parallel degree must be at least 1, got " +
+                     std::to_string(in.data_parallel));
+  if (in.tensor_parallel < 1)
+    throw UsageError("tensor-parallel degree must be at least 1, got " +
+                     std::to_string(in.tensor_parallel));
+  if (in.offload_parameters && in.zero_stage != 3)
+    throw UsageError(
+        "offloading parameters needs ZeRO stage 3 (as DeepSpeed's offload_param), got stage " +
+        std::to_string(in.zero_stage));
+
+  Estimate out;
+  ModelStateOptions options;
+  options.precision = in.precision;
+  options.optimizer = in.optimizer;
+  options.quantization_block_size = in.quantization_block_size;
+  options.fp32_gradients = in.fp32_gradients;
+  if (in.model) {
+    const ModelConfig& m = *in.model;
+    m.validate();
+    out.parameter_count = m.parameter_count();
+    if (m.heads % in.tensor_parallel != 0)
+      throw UsageError("tensor-parallel degree " + std::to_string(in.tensor_parallel) +
+                       " must divide heads (" + std::to_string(m.heads) + ")");
+    out.seq = in.seq == 0 ? m.max_seq : in.seq;
+    if (m.learned_position_embeddings && out.seq > m.max_seq)
+      throw UsageError("sequence length " + std::to_string(out.seq) + " exceeds model '" + m.name +
+                       "' position table (" + std::to_string(m.max_seq) + ")");
+    if (in.optimizer == Optimizer::adam_mini) options.adam_mini_v_blocks = adam_mini_v_blocks(m);
+  } else {
+    out.parameter_count = in.parameter_count;
+    require_positive(in.parameter_count, "parameter count");
+  }
+  if (in.sequence_parallel && in.model && out.seq % in.tensor_parallel != 0)
+    throw UsageError("sequence parallelism needs the tensor-parallel degree (" +
+                     std::to_string(in.tensor_parallel) + ") to divide the sequence length (" +
+                     std::to_string(out.seq) + ")");
+
+  // Model states of one tensor-parallel rank's share Ψ/t, then ZeRO partitioning over Nd.
+  const int64_t psi = out.parameter_count;
+  out.unpartitioned = model_state_bytes(psi, options);
+  const int64_t rank_params = ceil_div(psi, in.tensor_parallel);
+  ModelStateOptions rank_options = options;
+  rank_options.adam_mini_v_blocks = ceil_div(options.adam_mini_v_blocks, in.tensor_parallel);
+  const ModelStateBytes rank = model_state_bytes(rank_params, rank_options);
+  const int64_t nd = in.data_parallel;
+  const int64_t stage = in.zero_stage;
+  out.parameters.bytes = stage >= 3 ? ceil_div(rank.parameters, nd) : rank.parameters;
+  out.gradients.bytes = stage >= 2 ? ceil_div(rank.gradients, nd) : rank.gradients;
+  out.optimizer_states.bytes =
+      stage >= 1 ? ceil_div(rank.optimizer_states(), nd) : rank.optimizer_states();
+  out.master_weight_bytes = stage >= 1 ? ceil_div(rank.master_weights, nd) : rank.master_weights;
+
+  const std::string p = per_param(rank.parameters, rank_params);
+  const std::string g = per_param(rank.gradients, rank_params);
+  const std::string k = per_param(rank.optimizer_states(), rank_params);
+  const double pg =
+      static_cast<double>(rank.parameters + rank.gradients) / static_cast<double>(rank_params);
+  const std::string head = stage_label(stage) + ", " + stage_formula(stage, p, g, k, pg) + ": ";
+  const std::string psi_note = in.tensor_parallel > 1 ? " (Ψ/t per tensor-parallel rank)" : "";
+  out.parameters.source = head + "parameters " + p + (stage >= 3 ? "Ψ/Nd" : "Ψ") + psi_note;
+  out.gradients.source = head + "gradients " + g + (stage >= 2 ? "Ψ/Nd" : "Ψ") + psi_note;
+  out.optimizer_states.source = head + "optimizer states " + k + (stage >= 1 ? "Ψ/Nd" : "Ψ") +
+                                ", " + optimizer_source(in, rank, rank_params) + psi_note;
+
+  // Host offload.
+  std::string host;
+  if (in.offload_optimizer) {
+    out.cpu_offload_bytes = out.optimizer_states.bytes;
+    out.optimizer_states.source += "; offloaded to the host (ZeRO-Offload)";
+    out.optimizer_states.bytes = 0;
+    out.master_weight_bytes = 0;
+    host = "optimizer states";
+  }
+  if (in.offload_parameters) {
+    out.cpu_offload_bytes = checked_add(out.cpu_offload_bytes, out.parameters.bytes, "host bytes");
+    int64_t gathered = 0;
+    if (in.model) {
+      const int64_t layer_params =
+          ceil_div(in.model->largest_layer_parameter_count(), in.tensor_parallel);
+      gathered =
+          checked_mul(layer_params, in.precision == Precision::fp32 ? 4 : 2, "parameter bytes");
+    }
+    out.parameters.bytes = gathered;
+    out.parameters.source +=
+        in.model ? "; offloaded to the host, the GPU holds one gathered layer (the largest block)"
+                 : "; offloaded to the host (no shapes: the gathered layer is not counted)";
+    host += host.empty() ? "parameters" : " and parameters";
+  }
+  out.cpu_offload_source =
+      host.empty() ? "nothing offloaded" : "the " + host + " partition of this device, on the host";
+
+  // Activations.
+  if (in.model) {
+    const ModelConfig& m = *in.model;
+    const int64_t e = activation_element_bytes(in.precision);
+    const ActivationRow row =
+        select_activation_row(in.tensor_parallel, in.sequence_parallel, in.recompute);
+    out.has_activations = true;
+    out.activation_bytes_per_layer = korthikanti_activation_bytes_per_layer(
+        row, {out.seq, in.micro_batch, m.hidden, m.heads, in.tensor_parallel, e});
+    out.activations.bytes =
+        checked_mul(out.activation_bytes_per_layer, m.layers, "activation bytes");
+    out.activations.source = korthikanti_formula(row, e) + " (s=" + std::to_string(out.seq) +
+                             ", b=" + std::to_string(in.micro_batch) +
+                             ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
+                             ", t=" + std::to_string(in.tensor_parallel) +
+                             ", L=" + std::to_string(m.layers) + ")";
+    const DType runtime_dtype = in.precision == Precision::fp32 ? DType::f32 : DType::bf16;
+    out.runtime_activation_bytes_per_layer =
+        runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype);
+    out.runtime_activation_bytes =
+        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype);
+    out.runtime_activation_source =
+        "vramlab runtime layout (llm.c style): L × " + m.family +
+        " Block saved tensors + embedding, final norm, logits, probs, losses; " +
+        std::string(dtype_name(runtime_dtype)) + ", one device, no TP/SP, no recompute";
+  } else {
+    out.activations.source = "not estimated: a parameter count alone gives no shapes";
+    out.runtime_activation_source = out.activations.source;
+  }
+
+  const char* what = "total bytes";
+  out.total_bytes =
+      checked_add(checked_add(checked_add(out.parameters.bytes, out.gradients.bytes, what),
+                              out.optimizer_states.bytes, what),
+                  out.activations.bytes, what);
+  return out;
+}
+
+int64_t parse_parameter_count(std::string_view text) {
+  const std::string shown(text);
+  auto bad = [&shown](const std::string& why) {
+    return UsageError("invalid parameter count '" + shown + "': " + why +
+                      " (expected e.g. 124439808, 7.5e9 or 7.5B)");
+  };
+  // Exact decimal: digits with an optional fraction, then an exponent and/or a K/M/B/T suffix.
+  size_t i = 0;
+  int64_t digits = 0;
+  int64_t fraction_digits = 0;
+  bool any_digit = false;
+  bool in_fraction = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.' && !in_fraction) {
+      in_fraction = true;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(c))) break;
+    any_digit = true;
+    if (__builtin_mul_overflow(digits, 10, &digits) ||
+        __builtin_add_overflow(digits, c - '0', &digits))
+      throw bad("too large");
+    if (in_fraction) ++fraction_digits;
+  }
+  if (!any_digit) throw bad("no digits");
+  int64_t exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool any = false;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      any = true;
+      exponent = exponent * 10 + (text[i] - '0');
+      if (exponent > 30) throw bad("too large");
+    }
+    if (!any) throw bad("no exponent digits");
+  }
+  if (i < text.size()) {
+    const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+    const int64_t scale = suffix == 'K'   ? 3
+                          : suffix == 'M' ? 6
+                          : suffix == 'B' ? 9
+                          : suffix == 'T' ? 12
+                                          : -1;
+    if (scale < 0 || i + 1 != text.size()) throw bad("unexpected '" + shown.substr(i) + "'");
+    exponent += scale;
+  }
+  int64_t shift = exponent - fraction_digits;
+  for (; shift > 0; --shift)
+    if (__builtin_mul_overflow(digits, 10, &digits)) throw bad("too large");
+  for (; shift < 0; ++shift) {
+    if (digits % 10 != 0) throw bad("not a whole number");
+    digits /= 10;
+  }
+  if (digits <= 0) throw bad("must be positive");
+  return digits;
+}
+
+}  // namespace vramlab::estimate

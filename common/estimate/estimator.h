@@ -1,0 +1,95 @@
+/// \file
+/// \brief The analytic training-memory estimator behind `vramlab estimate`: bytes per device for
+/// parameters, gradients, optimizer states and activations, each with its formula's source.
+///
+/// Model states follow ZeRO (Rajbhandari et al. 2020) generalised by bytes per parameter (see
+/// model_state_memory.h): with P, G, O the parameter, gradient and optimizer-state (incl. master
+/// weights) bytes of the Ψ/t parameters one tensor-parallel rank holds,
+///   stage 0 (DP): P + G + O;  stage 1 (P_os): P + G + O/Nd;  stage 2 (P_os+g): P + (G + O)/Nd;
+///   stage 3 (P_os+g+p): (P + G + O)/Nd,
+/// each partition rounded up to a whole byte. Mixed-precision Adam gives 2Ψ + 2Ψ + 12Ψ, ZeRO's
+/// Figure 1. Tensor parallelism divides Ψ by t (every weight assumed split; replicated norms
+/// and biases are a rounding error). Activations follow Korthikanti et al. 2022 Table 2 × L (see
+/// activation_memory.h). Gradient accumulation does not change per-device bytes: activations
+/// belong to one micro-batch and gradients accumulate in place.
+///
+/// Offload: `offload_optimizer` moves the (partitioned) optimizer states, master weights
+/// included, to host memory; gradients stay on the GPU (DeepSpeed also streams the gradient
+/// partition to the host, so this is an upper bound on its GPU bytes). `offload_parameters`
+/// needs ZeRO stage 3 (as DeepSpeed's offload_param does): the partition goes to the host and the
+/// GPU keeps one gathered layer (the largest block, in the working precision).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/estimate/activation_memory.h"
+#include "common/estimate/model_state_memory.h"
+#include "common/model/model_config.h"
+
+namespace vramlab::estimate {
+
+/// What to estimate.
+struct EstimateInputs {
+  std::optional<ModelConfig> model;  ///< shapes; without them only model states are estimated.
+  int64_t parameter_count = 0;       ///< Ψ when \ref model is empty (ignored otherwise).
+  int64_t micro_batch = 1;           ///< b, sequences per micro-batch per device.
+  int64_t seq = 0;                   ///< s; 0 means the model's max_seq.
+  int64_t grad_accum = 1;            ///< gradient-accumulation steps (echoed; no memory effect).
+  Precision precision = Precision::mixed_bf16;  ///< training precision.
+  Optimizer optimizer = Optimizer::adamw;       ///< optimizer.
+  int64_t quantization_block_size = 256;        ///< B of adamw-8bit.
+  bool fp32_gradients = false;                  ///< mixed precision with fp32 gradients.
+  int64_t zero_stage = 0;                       ///< ZeRO stage 0–3.
+  int64_t data_parallel = 1;                    ///< Nd.
+  int64_t tensor_parallel = 1;                  ///< t.
+  bool sequence_parallel = false;               ///< Korthikanti et al. sequence parallelism.
+  Recompute recompute = Recompute::none;        ///< activation recomputation.
+  bool offload_optimizer = false;               ///< optimizer states to the host.
+  bool offload_parameters = false;              ///< parameters to the host (ZeRO-3 only).
+};
+
+/// One component's bytes on one device and where its formula comes from.
+struct ComponentEstimate {
+  int64_t bytes = 0;   ///< bytes per device.
+  std::string source;  ///< the formula and its source.
+};
+
+/// The estimate for one device.
+struct Estimate {
+  int64_t parameter_count = 0;             ///< Ψ of the whole model.
+  int64_t seq = 0;                         ///< the sequence length used (0 without a model).
+  ComponentEstimate parameters;            ///< working-precision parameters on the GPU.
+  ComponentEstimate gradients;             ///< gradients on the GPU.
+  ComponentEstimate optimizer_states;      ///< optimizer states incl. master weights, on the GPU.
+  int64_t master_weight_bytes = 0;         ///< the master-weight part of optimizer_states (GPU).
+  ComponentEstimate activations;           ///< Korthikanti et al. activations (0 without a model).
+  bool has_activations = false;            ///< false for a parameter-count-only estimate.
+  int64_t activation_bytes_per_layer = 0;  ///< Korthikanti et al. bytes of one layer.
+  /// What this workbook's runtime saves (runtime_activations.h), f32 for fp32 training and
+  /// 2-byte otherwise, one device, no TP/SP, no recompute; 0 without a model.
+  int64_t runtime_activation_bytes = 0;
+  int64_t runtime_activation_bytes_per_layer = 0;  ///< of one Block.
+  std::string runtime_activation_source;           ///< what the runtime column counts.
+  int64_t total_bytes = 0;         ///< parameters + gradients + optimizer_states + activations.
+  int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device.
+  std::string cpu_offload_source;  ///< what is on the host.
+  ModelStateBytes unpartitioned;   ///< model states of all Ψ on one device (bytes/param source).
+};
+
+/// Validates \p inputs and estimates bytes per device.
+/// \param inputs the run to estimate.
+/// \return the estimate.
+/// \throws vramlab::UsageError naming the bad value: sizes ≤ 0, a ZeRO stage outside 0–3,
+/// Nd < 1, t < 1 or t not dividing heads, SP with t not dividing s, s beyond a learned position
+/// table, parameter offload below stage 3, an invalid model, or an overflow.
+Estimate estimate_memory(const EstimateInputs& inputs);
+
+/// Parses a parameter count: an integer ("124439808"), scientific notation ("7.5e9") or a
+/// suffix K/M/B/T (case-insensitive: "7.5B", "124m"). The value must be a positive whole number.
+/// \param text the text. \return the count.
+/// \throws vramlab::UsageError "invalid parameter count 'TEXT' ..." otherwise.
+int64_t parse_parameter_count(std::string_view text);
+
+}  // namespace vramlab::estimate

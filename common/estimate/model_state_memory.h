@@ -1,0 +1,109 @@
+/// \file
+/// \brief Bytes of the model states (parameters, gradients, optimizer states) per parameter, by
+/// training precision and optimizer, before any partitioning.
+///
+/// ZeRO's accounting (Rajbhandari et al. 2020, §3.1): mixed precision keeps 2Ψ fp16 parameters,
+/// 2Ψ fp16 gradients and KΨ optimizer states, where K includes the fp32 master copy (Adam: K = 12
+/// = master 4 + momentum 4 + variance 4; 16Ψ in all). This file generalises K to every optimizer:
+///
+/// | precision  | parameter | gradient         | master | one optimizer-state element |
+/// |------------|-----------|------------------|--------|-----------------------------|
+/// | fp32       | 4         | 4                | 0      | 4                           |
+/// | bf16 (pure)| 2         | 2                | 0      | 2 (states kept in bf16)     |
+/// | mixed-fp16 | 2         | 2 (4 if fp32)    | 4      | 4                           |
+/// | mixed-bf16 | 2         | 2 (4 if fp32)    | 4      | 4                           |
+///
+/// | optimizer    | optimizer-state bytes for Ψ parameters (element size e from the table) |
+/// |--------------|--------------------------------------------------------------------------|
+/// | sgd          | 0                                                                        |
+/// | sgd-momentum | eΨ (momentum)                                                            |
+/// | adamw        | 2eΨ (m, v)                                                               |
+/// | adamw-8bit   | 2Ψ + 8⌈Ψ/B⌉: one byte per state plus one fp32 absmax per block of B per state |
+/// |              | (bitsandbytes block-wise, B = 256 since bitsandbytes PR #1365, 2048 in the
+/// paper) | | lion         | eΨ (momentum only; Chen et al. 2023) | | adam-mini    | eΨ (m) + e ×
+/// number of v blocks (Zhang et al. 2024; 0 without shapes)    |
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/model/model_config.h"
+
+namespace vramlab::estimate {
+
+/// Training precision.
+enum class Precision {
+  fp32,        ///< everything in fp32.
+  bf16,        ///< pure bf16: parameters, gradients and optimizer states in bf16, no master copy.
+  mixed_fp16,  ///< fp16 parameters and gradients, fp32 master weights and optimizer states.
+  mixed_bf16,  ///< bf16 parameters and gradients, fp32 master weights and optimizer states.
+};
+
+/// The optimizer whose states are counted.
+enum class Optimizer {
+  sgd,           ///< plain SGD: no state.
+  sgd_momentum,  ///< SGD with momentum: one state.
+  adamw,         ///< AdamW: two states (m, v).
+  adamw_8bit,    ///< bitsandbytes block-wise 8-bit AdamW: two 8-bit states + fp32 absmax per block.
+  lion,          ///< Lion: one state (momentum).
+  adam_mini,     ///< Adam-mini: full m, one v per parameter block.
+};
+
+/// Parses "fp32", "bf16", "mixed-fp16", "mixed-bf16".
+/// \param name the text. \return the precision.
+/// \throws vramlab::UsageError "unknown precision 'NAME' (expected one of: ...)".
+Precision parse_precision(std::string_view name);
+/// \param precision a precision. \return its name as parse_precision accepts it.
+std::string_view precision_name(Precision precision);
+/// \param precision a precision. \return true for mixed_fp16 and mixed_bf16.
+bool is_mixed(Precision precision);
+/// Bytes of one activation element: 4 for fp32, 2 otherwise (the paper's 16-bit activations).
+/// \param precision a precision. \return 4 or 2.
+int64_t activation_element_bytes(Precision precision);
+
+/// Parses "sgd", "sgd-momentum", "adamw", "adamw-8bit", "lion", "adam-mini".
+/// \param name the text. \return the optimizer.
+/// \throws vramlab::UsageError "unknown optimizer 'NAME' (expected one of: ...)".
+Optimizer parse_optimizer(std::string_view name);
+/// \param optimizer an optimizer. \return its name as parse_optimizer accepts it.
+std::string_view optimizer_name(Optimizer optimizer);
+
+/// How the model states of Ψ parameters are stored.
+struct ModelStateOptions {
+  Precision precision = Precision::mixed_bf16;  ///< training precision.
+  Optimizer optimizer = Optimizer::adamw;       ///< optimizer.
+  int64_t quantization_block_size = 256;        ///< B of adamw-8bit (bitsandbytes default 256).
+  bool fp32_gradients =
+      false;  ///< mixed precision with fp32 gradients (Hugging Face's 18 B/param).
+  int64_t adam_mini_v_blocks = 0;  ///< number of Adam-mini v entries (0 when shapes are unknown).
+};
+
+/// Model-state bytes of Ψ parameters on one device, before partitioning (ZeRO stage 0, no TP).
+struct ModelStateBytes {
+  int64_t parameters = 0;  ///< working-precision parameters.
+  int64_t gradients = 0;   ///< gradients.
+  int64_t master_weights =
+      0;  ///< fp32 master copy (mixed precision), part of the optimizer states.
+  int64_t optimizer_moments = 0;  ///< the optimizer's own states (momentum, variance, absmax).
+  /// \return master_weights + optimizer_moments: ZeRO's KΨ.
+  [[nodiscard]] int64_t optimizer_states() const { return master_weights + optimizer_moments; }
+  /// \return parameters + gradients + optimizer_states().
+  [[nodiscard]] int64_t total() const { return parameters + gradients + optimizer_states(); }
+};
+
+/// Model-state bytes of \p parameter_count parameters under \p options (see the file comment).
+/// \param parameter_count Ψ (> 0).
+/// \param options precision, optimizer and its settings.
+/// \return the bytes per component.
+/// \throws vramlab::UsageError for Ψ ≤ 0, a block size ≤ 0, negative Adam-mini blocks, fp32
+/// gradients without mixed precision, or an overflow.
+ModelStateBytes model_state_bytes(int64_t parameter_count, const ModelStateOptions& options);
+
+/// Number of Adam-mini v entries for a model, following the paper's partition (Zhang et al.
+/// 2024, §2.3): embedding and output rows by token, Q and K by head, V, attention output and MLP
+/// weights by output neuron (one per row), and one per tensor for norms and biases.
+/// \param model a valid model. \return the number of v entries.
+/// \throws vramlab::UsageError if the model is invalid.
+int64_t adam_mini_v_blocks(const ModelConfig& model);
+
+}  // namespace vramlab::estimate

@@ -1,0 +1,83 @@
+/// \file
+/// \brief The activations this workbook's training runtime saves for backward, tensor by tensor:
+/// the "runtime layout" column of `vramlab estimate`, beside Korthikanti et al.'s count.
+///
+/// This is a contract with the runtime's modules (common/nn): a Block saves exactly the tensors
+/// listed by runtime_saved_activations_per_layer(), with these shapes, so that the measured
+/// activation bytes of one layer equal runtime_activation_bytes_per_layer(). The layout is
+/// llm.c's for GPT-2 (one tensor per line, B = micro-batch, T = sequence, C = hidden,
+/// H = heads, F = MLP width = 4C):
+///
+///     ln1 (B,T,C)  ln1_mean (B,T)  ln1_rstd (B,T)  qkv (B,T,3C)
+///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)   [attn proj out + x]
+///     ln2 (B,T,C)  ln2_mean (B,T)  ln2_rstd (B,T)  fch (B,T,F)  fch_gelu (B,T,F)
+///     residual3 (B,T,C)                                                  [fc proj out + residual2]
+///
+/// i.e. (8C + 2F)·BT + 4·BT + 2·H·B·T² elements, 16C·BT + 4BT + 2HBT² for GPT-2.
+/// The Llama layout (RMSNorm keeps only rstd; RoPE is applied to q and k before they are saved;
+/// kvC = kv_heads × C / heads):
+///
+///     norm1 (B,T,C)  norm1_rstd (B,T)  q (B,T,C)  k (B,T,kvC)  v (B,T,kvC)
+///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)
+///     norm2 (B,T,C)  norm2_rstd (B,T)  gate (B,T,F)  up (B,T,F)  swiglu (B,T,F)  residual3 (B,T,C)
+///
+/// Outside the blocks the runtime saves (llm.c): the embedding output encoded (B,T,C), the final
+/// norm output lnf (B,T,C) with its statistics (mean and rstd (B,T) for LayerNorm, rstd for
+/// RMSNorm), logits (B,T,V), probs (B,T,V) and losses (B,T).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype/dtype.h"
+#include "common/model/model_config.h"
+
+namespace vramlab::estimate {
+
+/// One tensor the runtime keeps for backward.
+struct SavedActivationSpec {
+  std::string name;            ///< e.g. "preatt".
+  std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
+  /// \return the number of elements. \throws vramlab::UsageError on overflow.
+  [[nodiscard]] int64_t numel() const;
+};
+
+/// The tensors one transformer Block saves for backward (see the file comment).
+/// \param model a valid model (gpt2 or llama family).
+/// \param micro_batch B (> 0). \param seq T (> 0).
+/// \return the list, in the order above.
+/// \throws vramlab::UsageError for an invalid model, B or T ≤ 0.
+std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const ModelConfig& model,
+                                                                     int64_t micro_batch,
+                                                                     int64_t seq);
+
+/// The tensors saved outside the blocks: embedding output, final norm, logits, probs, losses.
+/// \param model a valid model. \param micro_batch B (> 0). \param seq T (> 0).
+/// \return the list. \throws vramlab::UsageError for an invalid model, B or T ≤ 0.
+std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const ModelConfig& model,
+                                                                          int64_t micro_batch,
+                                                                          int64_t seq);
+
+/// Bytes one Block of the runtime saves for backward: the sum over
+/// runtime_saved_activations_per_layer() of numel × dtype size.
+/// \param model a valid model. \param b micro-batch B. \param s sequence T.
+/// \param dtype the activation element type (the runtime uses f32).
+/// \return bytes per layer. \throws vramlab::UsageError for bad sizes or an overflow.
+int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, int64_t s,
+                                           DType dtype);
+
+/// Bytes saved outside the blocks (runtime_saved_activations_outside_layers() × dtype size).
+/// \param model a valid model. \param b micro-batch B. \param s sequence T.
+/// \param dtype the activation element type.
+/// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
+int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_t b, int64_t s,
+                                                DType dtype);
+
+/// Everything the runtime saves for one micro-batch: L × per layer + outside the layers.
+/// \param model a valid model. \param b micro-batch B. \param s sequence T.
+/// \param dtype the activation element type.
+/// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
+int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype);
+
+}  // namespace vramlab::estimate

@@ -1,0 +1,216 @@
+// ModelConfig: validation, the per-tensor parameter layout of the GPT-2 and Llama families, and
+// the table of built-in configurations.
+#include "common/model/model_config.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "common/model/checked_int.h"
+#include "common/platform/errors.h"
+
+namespace vramlab {
+
+namespace {
+
+// Far beyond any real model; keeps the per-tensor list (a dozen entries per layer) small.
+constexpr int64_t kMaxLayers = 100000;
+
+// Checks every size is positive and the head arithmetic works; does not look at the total.
+void validate_shapes(const ModelConfig& c) {
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"layers", c.layers},     {"hidden", c.hidden},         {"heads", c.heads},
+      {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden}, {"vocab", c.vocab},
+      {"max_seq", c.max_seq}};
+  for (const auto& [what, value] : sizes)
+    if (value <= 0)
+      throw UsageError("model '" + c.name + "': " + what + " must be positive, got " +
+                       std::to_string(value));
+  if (c.layers > kMaxLayers)
+    throw UsageError("model '" + c.name + "': layers (" + std::to_string(c.layers) +
+                     ") exceeds the supported maximum of " + std::to_string(kMaxLayers));
+  if (c.hidden % c.heads != 0)
+    throw UsageError("model '" + c.name + "': heads (" + std::to_string(c.heads) +
+                     ") must divide hidden (" + std::to_string(c.hidden) + ")");
+  if (c.heads % c.kv_heads != 0)
+    throw UsageError("model '" + c.name + "': kv_heads (" + std::to_string(c.kv_heads) +
+                     ") must divide heads (" + std::to_string(c.heads) + ")");
+  if (c.family != "gpt2" && c.family != "llama")
+    throw UsageError("model '" + c.name + "': unknown family '" + c.family +
+                     "' (expected gpt2 or llama)");
+  if (c.norm != "layernorm" && c.norm != "rmsnorm")
+    throw UsageError("model '" + c.name + "': unknown norm '" + c.norm +
+                     "' (expected layernorm or rmsnorm)");
+  if (c.mlp != "gelu" && c.mlp != "swiglu")
+    throw UsageError("model '" + c.name + "': unknown mlp '" + c.mlp +
+                     "' (expected gelu or swiglu)");
+  if (c.family == "gpt2" && c.kv_heads != c.heads)
+    throw UsageError(
+        "model '" + c.name + "': the gpt2 family has a fused (3C, C) qkv, so kv_heads (" +
+        std::to_string(c.kv_heads) + ") must equal heads (" + std::to_string(c.heads) + ")");
+}
+
+// The tensor list of a shape-valid config; every numel is overflow-checked.
+std::vector<ParameterSpec> build_parameters(const ModelConfig& c) {
+  const int64_t C = c.hidden;
+  const int64_t F = c.ffn_hidden;
+  const int64_t kvC = c.kv_hidden();
+  std::vector<ParameterSpec> out;
+  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer) {
+    ParameterSpec spec{std::move(name), std::move(shape), layer};
+    (void)spec.numel();  // throws on overflow
+    out.push_back(std::move(spec));
+  };
+  const bool gpt2 = c.family == "gpt2";
+  const bool layernorm = c.norm == "layernorm";
+  auto add_norm = [&](const std::string& prefix, int64_t layer) {
+    add(prefix + ".weight", {C}, layer);               // (C)
+    if (layernorm) add(prefix + ".bias", {C}, layer);  // (C)
+  };
+  auto add_linear = [&](const std::string& prefix, int64_t out_features, int64_t in_features,
+                        int64_t layer) {
+    add(prefix + ".weight", {out_features, in_features}, layer);  // (out, in)
+    if (c.bias) add(prefix + ".bias", {out_features}, layer);     // (out)
+  };
+  add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1);                      // (V, C)
+  if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1);  // (maxT, C)
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
+    if (gpt2) {
+      add_linear(p + "attn.qkv", checked_mul(3, C, "qkv rows"), C, l);  // (3C, C)
+    } else {
+      add_linear(p + "attn.q", C, C, l);    // (C, C)
+      add_linear(p + "attn.k", kvC, C, l);  // (kvC, C)
+      add_linear(p + "attn.v", kvC, C, l);  // (kvC, C)
+    }
+    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l);  // (C, C)
+    add_norm(p + (gpt2 ? "ln2" : "norm2"), l);
+    if (c.mlp == "gelu") {
+      add_linear(p + "mlp.fc", F, C, l);    // (F, C)
+      add_linear(p + "mlp.proj", C, F, l);  // (C, F)
+    } else {
+      add_linear(p + "mlp.gate", F, C, l);  // (F, C)
+      add_linear(p + "mlp.up", F, C, l);    // (F, C)
+      add_linear(p + "mlp.down", C, F, l);  // (C, F)
+    }
+  }
+  add_norm(gpt2 ? "lnf" : "normf", -1);
+  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, C}, -1);  // (V, C)
+  return out;
+}
+
+int64_t sum_numel(const std::vector<ParameterSpec>& specs) {
+  int64_t total = 0;
+  for (const auto& s : specs) total = checked_add(total, s.numel(), "parameter count");
+  return total;
+}
+
+struct NamedConfig {
+  std::string_view name;
+  ModelConfig (*make)();
+};
+
+// The built-in table. GPT-2 sizes from the GPT-2 paper's Table 2 (V=50257, T=1024); Llama-2 and
+// Llama-3 from the released config.json files (hidden, intermediate, heads, kv heads, vocab).
+const NamedConfig kConfigs[] = {
+    {"gpt2-mini", [] { return gpt2_config("gpt2-mini", 2, 64, 4, 256, 32); }},
+    {"gpt2-tiny", [] { return gpt2_config("gpt2-tiny", 4, 256, 4, 4096, 128); }},
+    {"gpt2-124m", [] { return gpt2_config("gpt2-124m", 12, 768, 12, 50257, 1024); }},
+    {"gpt2-355m", [] { return gpt2_config("gpt2-355m", 24, 1024, 16, 50257, 1024); }},
+    {"gpt2-774m", [] { return gpt2_config("gpt2-774m", 36, 1280, 20, 50257, 1024); }},
+    {"gpt2-1.5b", [] { return gpt2_config("gpt2-1.5b", 48, 1600, 25, 50257, 1024); }},
+    {"llama-tiny", [] { return llama_config("llama-tiny", 4, 256, 4, 2, 688, 4096, 128); }},
+    {"llama2-7b", [] { return llama_config("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096); }},
+    {"llama2-13b", [] { return llama_config("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096); }},
+    {"llama2-70b", [] { return llama_config("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); }},
+    {"llama3-8b", [] { return llama_config("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); }},
+    {"llama3-70b", [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); }},
+};
+
+}  // namespace
+
+int64_t ParameterSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n = checked_mul(n, d, ("numel of parameter " + name).c_str());
+  return n;
+}
+
+void ModelConfig::validate() const {
+  validate_shapes(*this);
+  (void)sum_numel(build_parameters(*this));
+}
+
+std::vector<ParameterSpec> ModelConfig::parameters() const {
+  validate_shapes(*this);
+  auto specs = build_parameters(*this);
+  (void)sum_numel(specs);
+  return specs;
+}
+
+int64_t ModelConfig::parameter_count() const {
+  return sum_numel(parameters());
+}
+
+int64_t ModelConfig::largest_layer_parameter_count() const {
+  int64_t layer_zero = 0;
+  for (const auto& s : parameters())
+    if (s.layer == 0) layer_zero += s.numel();
+  return layer_zero;  // every block has the same shapes
+}
+
+ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
+                        int64_t vocab, int64_t max_seq) {
+  ModelConfig c;
+  c.name = std::move(name);
+  c.family = "gpt2";
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.kv_heads = heads;
+  // 4C, saturated so that an absurd hidden is reported by validate(), not wrapped here.
+  c.ffn_hidden = hidden > INT64_MAX / 4 ? INT64_MAX : 4 * hidden;
+  c.vocab = vocab;
+  c.max_seq = max_seq;
+  c.tied_embeddings = true;
+  c.learned_position_embeddings = true;
+  c.norm = "layernorm";
+  c.mlp = "gelu";
+  c.bias = true;
+  return c;
+}
+
+ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
+                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq) {
+  ModelConfig c;
+  c.name = std::move(name);
+  c.family = "llama";
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.kv_heads = kv_heads;
+  c.ffn_hidden = ffn_hidden;
+  c.vocab = vocab;
+  c.max_seq = max_seq;
+  c.tied_embeddings = false;
+  c.learned_position_embeddings = false;
+  c.norm = "rmsnorm";
+  c.mlp = "swiglu";
+  c.bias = false;
+  return c;
+}
+
+std::vector<std::string_view> model_config_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : kConfigs) names.push_back(entry.name);
+  return names;
+}
+
+ModelConfig model_config_by_name(std::string_view name) {
+  for (const auto& entry : kConfigs)
+    if (entry.name == name) return entry.make();
+  std::string valid;
+  for (const auto& entry : kConfigs) valid += (valid.empty() ? "" : ", ") + std::string(entry.name);
+  throw UsageError("unknown model '" + std::string(name) + "' (expected one of: " + valid + ")");
+}
+
+}  // namespace vramlab

@@ -1,0 +1,291 @@
+// Model states: ZeRO's Figure 1 and formulas, the Hugging Face / EleutherAI bytes-per-parameter
+// rules, 8-bit Adam, Adam-mini and Lion, tensor parallelism, offload, and bad input. Every
+// expected value is the paper's number or its closed form evaluated here.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/estimate/estimator.h"
+#include "common/estimate/model_state_memory.h"
+#include "common/model/model_config.h"
+#include "common/platform/errors.h"
+#include "tests/estimate/expect_close.h"
+
+namespace vramlab::estimate {
+namespace {
+
+using testing::matches_printed;
+using testing::near_relative;
+
+EstimateInputs zero_figure1_inputs(int64_t stage) {
+  EstimateInputs in;
+  in.parameter_count = 7'500'000'000;
+  in.precision = Precision::mixed_fp16;
+  in.optimizer = Optimizer::adamw;
+  in.zero_stage = stage;
+  in.data_parallel = 64;
+  return in;
+}
+
+// ZeRO Figure 1: Ψ = 7.5B, Nd = 64, K = 12: 120 / 31.4 / 16.6 / 1.9 GB (decimal).
+TEST(ZeroModelStates, Figure1PrintedValues) {
+  const double printed[] = {120, 31.4, 16.6, 1.9};
+  const double unit[] = {1, 0.1, 0.1, 0.1};
+  for (int64_t stage = 0; stage <= 3; ++stage) {
+    const Estimate e = estimate_memory(zero_figure1_inputs(stage));
+    EXPECT_TRUE(
+        matches_printed(static_cast<double>(e.total_bytes) / 1e9, printed[stage], unit[stage]))
+        << "stage " << stage;
+    EXPECT_FALSE(e.has_activations);
+    EXPECT_EQ(e.activations.bytes, 0);
+  }
+}
+
+// The same figure from the closed forms 16Ψ, 4Ψ + 12Ψ/Nd, 2Ψ + 14Ψ/Nd, 16Ψ/Nd.
+TEST(ZeroModelStates, Figure1ExactBytes) {
+  const double exact[] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
+  for (int64_t stage = 0; stage <= 3; ++stage) {
+    const Estimate e = estimate_memory(zero_figure1_inputs(stage));
+    EXPECT_TRUE(near_relative(static_cast<double>(e.total_bytes), exact[stage], 1e-9))
+        << "stage " << stage;
+  }
+  const Estimate s2 = estimate_memory(zero_figure1_inputs(2));
+  EXPECT_EQ(s2.parameters.bytes, 15'000'000'000);       // 2Ψ stays
+  EXPECT_EQ(s2.gradients.bytes, 234'375'000);           // 2Ψ/64
+  EXPECT_EQ(s2.optimizer_states.bytes, 1'406'250'000);  // 12Ψ/64
+  EXPECT_EQ(s2.master_weight_bytes, 468'750'000);       // 4Ψ/64 of the 12
+}
+
+TEST(ZeroModelStates, SourcesNameThePaperAndTheStageFormula) {
+  const Estimate s1 = estimate_memory(zero_figure1_inputs(1));
+  EXPECT_NE(s1.optimizer_states.source.find("ZeRO (Rajbhandari et al. 2020) §5.1"),
+            std::string::npos)
+      << s1.optimizer_states.source;
+  EXPECT_NE(s1.optimizer_states.source.find("4Ψ + 12Ψ/Nd"), std::string::npos)
+      << s1.optimizer_states.source;
+  const Estimate s3 = estimate_memory(zero_figure1_inputs(3));
+  EXPECT_NE(s3.parameters.source.find("(2 + 2 + 12)Ψ/Nd"), std::string::npos)
+      << s3.parameters.source;
+}
+
+// "When Nd is large the reductions approach 4x, 8x and Nd" (ZeRO §5, Table 1's columns).
+TEST(ZeroModelStates, ReductionsApproachFourEightAndNd) {
+  for (int64_t nd : {1, 4, 16, 64, 1024, 4096}) {  // divisors of Ψ: no rounding
+    EstimateInputs in = zero_figure1_inputs(0);
+    in.parameter_count = 1'000'000'000'000;
+    in.data_parallel = nd;
+    const double base = static_cast<double>(estimate_memory(in).total_bytes);
+    const double n = static_cast<double>(nd);
+    const double expected[] = {1.0, 16.0 / (4.0 + 12.0 / n), 16.0 / (2.0 + 14.0 / n), n};
+    for (int64_t stage = 1; stage <= 3; ++stage) {
+      in.zero_stage = stage;
+      EXPECT_TRUE(near_relative(base / static_cast<double>(estimate_memory(in).total_bytes),
+                                expected[stage], 1e-9))
+          << "stage " << stage << " Nd " << nd;
+    }
+    in.zero_stage = 0;
+  }
+}
+
+// Hugging Face model_memory_anatomy: mixed-precision AdamW 18 B/param = weights 6 (fp32 + fp16),
+// gradients 4 (fp32), AdamW 8; 8-bit AdamW 2; SGD with momentum 4; fp32 weights 4.
+TEST(BytesPerParameter, HuggingFaceAnatomy) {
+  const int64_t n = 336'000'000;
+  ModelStateOptions mixed{Precision::mixed_fp16, Optimizer::adamw, 256, /*fp32_gradients=*/true, 0};
+  const ModelStateBytes hf = model_state_bytes(n, mixed);
+  EXPECT_EQ(hf.total(), 18 * n);
+  EXPECT_EQ(hf.parameters + hf.master_weights, 6 * n);
+  EXPECT_EQ(hf.gradients, 4 * n);
+  EXPECT_EQ(hf.optimizer_moments, 8 * n);
+  mixed.optimizer = Optimizer::adamw_8bit;
+  mixed.quantization_block_size = 1 << 20;  // absmax negligible: the doc's "2 bytes"
+  EXPECT_TRUE(near_relative(static_cast<double>(model_state_bytes(n, mixed).optimizer_moments) / n,
+                            2.0, 1e-5));
+  mixed.optimizer = Optimizer::sgd_momentum;
+  EXPECT_EQ(model_state_bytes(n, mixed).optimizer_moments, 4 * n);
+  const ModelStateBytes fp32 =
+      model_state_bytes(n, {Precision::fp32, Optimizer::adamw, 256, false, 0});
+  EXPECT_EQ(fp32.parameters, 4 * n);
+  EXPECT_EQ(fp32.master_weights, 0);
+}
+
+// EleutherAI Transformer Math 101: 16 (fp16 grads) or 18 (fp32 grads) B/param with AdamW;
+// optimizer AdamW 12, 8-bit 6 (4 + 1 + 1), SGD with momentum 8.
+TEST(BytesPerParameter, EleutherAiTransformerMath) {
+  const int64_t n = 1'000'000'000;
+  ModelStateOptions o{Precision::mixed_bf16, Optimizer::adamw, 2048, false, 0};
+  EXPECT_EQ(model_state_bytes(n, o).total(), 16 * n);
+  EXPECT_EQ(model_state_bytes(n, o).optimizer_states(), 12 * n);
+  o.fp32_gradients = true;
+  EXPECT_EQ(model_state_bytes(n, o).total(), 18 * n);
+  o.fp32_gradients = false;
+  o.optimizer = Optimizer::adamw_8bit;
+  EXPECT_TRUE(
+      matches_printed(static_cast<double>(model_state_bytes(n, o).optimizer_states()) / n, 6, 1));
+  o.optimizer = Optimizer::sgd_momentum;
+  EXPECT_EQ(model_state_bytes(n, o).optimizer_states(), 8 * n);
+  o.optimizer = Optimizer::sgd;
+  EXPECT_EQ(model_state_bytes(n, o).optimizer_states(), 4 * n);  // master weights only
+}
+
+// bitsandbytes: 2 + 8/B bytes/param: 2.03125 at B = 256, 2.0039 at B = 2048 (Dettmers et al.).
+TEST(BytesPerParameter, EightBitAdamBlockwise) {
+  const int64_t n = 256 * 2048 * 3;  // whole blocks for both sizes
+  ModelStateOptions o{Precision::fp32, Optimizer::adamw_8bit, 256, false, 0};
+  EXPECT_TRUE(near_relative(static_cast<double>(model_state_bytes(n, o).optimizer_moments) / n,
+                            2.03125, 1e-12));
+  o.quantization_block_size = 2048;
+  EXPECT_TRUE(matches_printed(static_cast<double>(model_state_bytes(n, o).optimizer_moments) / n,
+                              2.0039, 1e-4));
+  // A partial last block still carries its two absmax values.
+  o.quantization_block_size = 256;
+  EXPECT_EQ(model_state_bytes(257, o).optimizer_moments, 2 * 257 + 8 * 2);
+  EXPECT_EQ(model_state_bytes(1, o).optimizer_moments, 2 + 8);
+}
+
+// Adam-mini Table 1: Llama 2-7B optimizer memory 53.92 GB (AdamW) → 26.96 GB, with the paper's
+// 6.74e9 parameters; Lion keeps one 4-byte state.
+TEST(BytesPerParameter, AdamMiniHalvesAdamWAndLionKeepsOneState) {
+  const int64_t n = 6'740'000'000;
+  ModelStateOptions o{Precision::fp32, Optimizer::adamw, 256, false, 0};
+  EXPECT_TRUE(matches_printed(model_state_bytes(n, o).optimizer_moments / 1e9, 53.92, 0.01));
+  o.optimizer = Optimizer::adam_mini;
+  EXPECT_TRUE(matches_printed(model_state_bytes(n, o).optimizer_moments / 1e9, 26.96, 0.01));
+  o.optimizer = Optimizer::lion;
+  EXPECT_EQ(model_state_bytes(n, o).optimizer_moments, 4 * n);
+  // With shapes, Adam-mini's v adds one entry per block: a few hundred thousand for 7B.
+  const ModelConfig llama = model_config_by_name("llama2-7b");
+  const int64_t blocks = adam_mini_v_blocks(llama);
+  // Closed form: embed and head by token 2V, per layer q,k by head 2H, v, o by neuron 2C,
+  // gate, up by neuron 2F, down C, two norms 2; final norm 1.
+  const int64_t V = 32000, H = 32, C = 4096, F = 11008, L = 32;
+  EXPECT_EQ(blocks, 2 * V + L * (2 * H + 2 * C + 2 * F + C + 2) + 1);
+  EstimateInputs in;
+  in.model = llama;
+  in.precision = Precision::fp32;
+  in.optimizer = Optimizer::adam_mini;
+  const Estimate e = estimate_memory(in);
+  EXPECT_EQ(e.optimizer_states.bytes, 4 * (llama.parameter_count() + blocks));
+}
+
+TEST(BytesPerParameter, PureBf16KeepsStatesInBf16WithoutMaster) {
+  const ModelStateBytes b =
+      model_state_bytes(1000, {Precision::bf16, Optimizer::adamw, 256, false, 0});
+  EXPECT_EQ(b.parameters, 2000);
+  EXPECT_EQ(b.gradients, 2000);
+  EXPECT_EQ(b.master_weights, 0);
+  EXPECT_EQ(b.optimizer_moments, 4000);
+}
+
+TEST(Estimator, TensorParallelSplitsModelStatesByT) {
+  EstimateInputs in;
+  in.model = model_config_by_name("llama2-70b");
+  in.tensor_parallel = 8;
+  in.precision = Precision::mixed_bf16;
+  const Estimate e = estimate_memory(in);
+  const int64_t per_rank = (68'976'648'192 + 7) / 8;
+  EXPECT_EQ(e.parameters.bytes, 2 * per_rank);
+  EXPECT_EQ(e.gradients.bytes, 2 * per_rank);
+  EXPECT_EQ(e.optimizer_states.bytes, 12 * per_rank);
+}
+
+TEST(Estimator, OffloadMovesPartitionsToTheHost) {
+  EstimateInputs in = zero_figure1_inputs(2);
+  in.offload_optimizer = true;
+  const Estimate e = estimate_memory(in);
+  EXPECT_EQ(e.optimizer_states.bytes, 0);
+  EXPECT_EQ(e.cpu_offload_bytes, 1'406'250'000);  // 12Ψ/64
+  EXPECT_EQ(e.total_bytes, 15'000'000'000 + 234'375'000);
+
+  EstimateInputs params = zero_figure1_inputs(3);
+  params.model = model_config_by_name("gpt2-1.5b");
+  params.offload_optimizer = true;
+  params.offload_parameters = true;
+  const Estimate p = estimate_memory(params);
+  const int64_t psi = params.model->parameter_count();
+  const int64_t C = 1600;
+  EXPECT_EQ(p.parameters.bytes, 2 * (12 * C * C + 13 * C));  // one gathered block in fp16
+  EXPECT_EQ(p.cpu_offload_bytes, (12 * psi + 63) / 64 + (2 * psi + 63) / 64);
+
+  EstimateInputs below = zero_figure1_inputs(2);
+  below.offload_parameters = true;
+  try {
+    (void)estimate_memory(below);
+    FAIL() << "parameter offload below stage 3 should be refused";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("stage 2"), std::string::npos) << error.what();
+  }
+}
+
+std::string usage_message(const EstimateInputs& in) {
+  try {
+    (void)estimate_memory(in);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Estimator, BadInputsNameTheValue) {
+  EstimateInputs in = zero_figure1_inputs(4);
+  EXPECT_NE(usage_message(in).find("got 4"), std::string::npos) << usage_message(in);
+  in = zero_figure1_inputs(-1);
+  EXPECT_NE(usage_message(in).find("got -1"), std::string::npos);
+  in = zero_figure1_inputs(1);
+  in.data_parallel = 0;
+  EXPECT_NE(usage_message(in).find("data-parallel degree must be at least 1, got 0"),
+            std::string::npos);
+  in = zero_figure1_inputs(1);
+  in.parameter_count = -5;
+  EXPECT_NE(usage_message(in).find("-5"), std::string::npos);
+  in = zero_figure1_inputs(1);
+  in.micro_batch = 0;
+  EXPECT_NE(usage_message(in).find("micro-batch must be positive, got 0"), std::string::npos);
+  in = zero_figure1_inputs(0);
+  in.parameter_count = INT64_MAX / 3;
+  EXPECT_NE(usage_message(in).find("overflows"), std::string::npos) << usage_message(in);
+  in = zero_figure1_inputs(0);
+  in.precision = Precision::fp32;
+  in.fp32_gradients = true;
+  EXPECT_NE(usage_message(in).find("'fp32'"), std::string::npos);
+}
+
+TEST(Parsing, NamesRoundTripAndUnknownNamesAreNamed) {
+  for (auto p : {Precision::fp32, Precision::bf16, Precision::mixed_fp16, Precision::mixed_bf16})
+    EXPECT_EQ(parse_precision(precision_name(p)), p);
+  for (auto o : {Optimizer::sgd, Optimizer::sgd_momentum, Optimizer::adamw, Optimizer::adamw_8bit,
+                 Optimizer::lion, Optimizer::adam_mini})
+    EXPECT_EQ(parse_optimizer(optimizer_name(o)), o);
+  try {
+    (void)parse_optimizer("adafactor");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'adafactor'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("adamw-8bit"), std::string::npos);
+  }
+  EXPECT_THROW((void)parse_precision("fp64"), UsageError);
+  EXPECT_THROW((void)parse_recompute("some"), UsageError);
+}
+
+TEST(Parsing, ParameterCounts) {
+  EXPECT_EQ(parse_parameter_count("7.5e9"), 7'500'000'000);
+  EXPECT_EQ(parse_parameter_count("7.5B"), 7'500'000'000);
+  EXPECT_EQ(parse_parameter_count("6.74b"), 6'740'000'000);
+  EXPECT_EQ(parse_parameter_count("124439808"), 124'439'808);
+  EXPECT_EQ(parse_parameter_count("1.5T"), 1'500'000'000'000);
+  EXPECT_EQ(parse_parameter_count("355M"), 355'000'000);
+  EXPECT_EQ(parse_parameter_count("4.24e6"), 4'240'000);
+  for (const char* bad :
+       {"", "abc", "7.5x", "0", "-5", "1.25", "1e40", "99999999999999999999", "7.5BB"}) {
+    try {
+      (void)parse_parameter_count(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + std::string(bad) + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::estimate
