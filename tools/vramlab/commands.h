@@ -20,4 +20,7 @@ void add_alloc_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab estimate`: the analytic memory estimator and planner (ZeRO, Korthikanti et al.).
 void add_estimate_command(CLI::App& app, int& exit_code);
 
+/// Adds `vramlab train`: trains a model on a chosen device on a learnable synthetic token stream.
+void add_train_command(CLI::App& app, int& exit_code);
+
 }  // namespace vramlab::cli
