@@ -23,4 +23,7 @@ void add_estimate_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab train`: trains a model on a chosen device on a learnable synthetic token stream.
 void add_train_command(CLI::App& app, int& exit_code);
 
+/// Adds the workbook commands: list, check, hint, solution, reset, watch, run and verify.
+void add_workbook_commands(CLI::App& app, int& exit_code);
+
 }  // namespace vramlab::cli

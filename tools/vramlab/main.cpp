@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   vramlab::cli::add_alloc_command(app, exit_code);
   vramlab::cli::add_estimate_command(app, exit_code);
   vramlab::cli::add_train_command(app, exit_code);
+  vramlab::cli::add_workbook_commands(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,8 +1,318 @@
-// Placeholder until the estimate command lands; replaced by its real implementation.
+// `vramlab estimate`: the analytic training-memory estimator. Bytes per device for parameters,
+// gradients, optimizer states and activations, each with the source of its formula (ZeRO,
+// Korthikanti et al.), beside this runtime's own activation layout.
+//
+//   vramlab estimate --model gpt2-124m --batch 8
+//   vramlab estimate --params 7.5B --precision mixed-fp16 --zero 1 --dp 64     (ZeRO Figure 1)
+//   vramlab estimate --model llama2-70b --tp 8 --sp --recompute selective --zero 1 --dp 16
+//   vramlab estimate --layers 4 --hidden 256 --heads 4 --vocab 4096 --seq 128 --json
+//
+// Bad input (zero or negative sizes, heads not dividing hidden, --zero 4, overflow) exits 2.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/estimate/estimator.h"
+#include "common/model/model_config.h"
 #include "common/platform/errors.h"
+#include "common/report/table.h"
+#include "common/report/terminal.h"
 #include "tools/vramlab/commands.h"
 
-void vramlab::cli::add_estimate_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("estimate", "(not built yet)");
-  cmd->callback([&exit_code] { exit_code = vramlab::kExitFailure; });
+namespace vramlab::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct EstimateOptions {
+  std::string model;
+  std::string params;
+  std::string family;
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  int64_t batch = 1, grad_accum = 1, zero = 0, dp = 1, tp = 1, block_size = 256;
+  std::string precision = "mixed-bf16";
+  std::string optimizer = "adamw";
+  std::string recompute = "none";
+  std::string offload = "none";
+  bool sp = false, fp32_grads = false, json = false;
+  // Which shape flags were given (set from CLI11's counts in the callback).
+  std::vector<std::pair<std::string, CLI::Option*>> shape_flags;
+  CLI::Option* seq_flag = nullptr;
+};
+
+// The model from --model, the shape flags, or nothing (--params).
+std::optional<ModelConfig> model_from(const EstimateOptions& o) {
+  std::vector<std::string> given;
+  for (const auto& [name, option] : o.shape_flags)
+    if (option->count() > 0) given.push_back(name);
+  const int sources =
+      (o.model.empty() ? 0 : 1) + (o.params.empty() ? 0 : 1) + (given.empty() ? 0 : 1);
+  if (sources > 1)
+    throw UsageError(
+        "give one of --model, --params, or the shape flags (--layers --hidden --heads "
+        "--vocab --seq ...), not several");
+  if (sources == 0)
+    throw UsageError(
+        "no model: give --model NAME (e.g. gpt2-124m), --params N, or --layers "
+        "--hidden --heads --vocab --seq");
+  if (!o.model.empty()) return model_config_by_name(o.model);
+  if (!o.params.empty()) return std::nullopt;
+  for (const char* needed : {"--layers", "--hidden", "--heads", "--vocab", "--seq"}) {
+    bool found = false;
+    for (const auto& name : given) found = found || name == needed;
+    if (!found) throw UsageError(std::string("explicit shapes need ") + needed + " as well");
+  }
+  const bool kv_or_ffn = o.kv_heads != 0 || o.ffn != 0 || o.shape_flags[3].second->count() > 0 ||
+                         o.shape_flags[4].second->count() > 0;
+  const std::string family = o.family.empty() ? (kv_or_ffn ? "llama" : "gpt2") : o.family;
+  ModelConfig m;
+  if (family == "gpt2") {
+    m = gpt2_config("custom", o.layers, o.hidden, o.heads, o.vocab, o.seq);
+    if (o.shape_flags[3].second->count() > 0) m.kv_heads = o.kv_heads;
+    if (o.shape_flags[4].second->count() > 0) m.ffn_hidden = o.ffn;
+  } else if (family == "llama") {
+    const int64_t kv = o.shape_flags[3].second->count() > 0 ? o.kv_heads : o.heads;
+    if (o.shape_flags[4].second->count() == 0)
+      throw UsageError("the llama family needs --ffn (the SwiGLU width)");
+    m = llama_config("custom", o.layers, o.hidden, o.heads, kv, o.ffn, o.vocab, o.seq);
+  } else {
+    throw UsageError("unknown family '" + family + "' (expected gpt2 or llama)");
+  }
+  m.validate();
+  return m;
 }
+
+estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
+  estimate::EstimateInputs in;
+  in.model = model_from(o);
+  if (!o.params.empty()) in.parameter_count = estimate::parse_parameter_count(o.params);
+  in.micro_batch = o.batch;
+  // For a named model --seq is the training sequence (default: the model's context).
+  in.seq = (!o.model.empty() && o.seq_flag->count() > 0) ? o.seq : 0;
+  if (!o.model.empty() && o.seq_flag->count() > 0 && o.seq <= 0)
+    throw UsageError("sequence length must be positive, got " + std::to_string(o.seq));
+  in.grad_accum = o.grad_accum;
+  in.precision = estimate::parse_precision(o.precision);
+  in.optimizer = estimate::parse_optimizer(o.optimizer);
+  in.quantization_block_size = o.block_size;
+  in.fp32_gradients = o.fp32_grads;
+  in.zero_stage = o.zero;
+  in.data_parallel = o.dp;
+  in.tensor_parallel = o.tp;
+  in.sequence_parallel = o.sp;
+  in.recompute = estimate::parse_recompute(o.recompute);
+  if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
+  if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
+  if (o.offload != "none" && !in.offload_optimizer && !in.offload_parameters)
+    throw UsageError("unknown offload '" + o.offload +
+                     "' (expected one of: none, optimizer, params, both)");
+  return in;
+}
+
+double per_param(int64_t bytes, int64_t params) {
+  return static_cast<double>(bytes) / static_cast<double>(params);
+}
+
+json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
+  json inputs;
+  if (in.model) {
+    const ModelConfig& m = *in.model;
+    inputs["model"] = m.name;
+    inputs["family"] = m.family;
+    inputs["layers"] = m.layers;
+    inputs["hidden"] = m.hidden;
+    inputs["heads"] = m.heads;
+    inputs["kv_heads"] = m.kv_heads;
+    inputs["ffn_hidden"] = m.ffn_hidden;
+    inputs["vocab"] = m.vocab;
+    inputs["max_seq"] = m.max_seq;
+    inputs["seq"] = e.seq;
+  } else {
+    inputs["model"] = nullptr;
+    inputs["params"] = in.parameter_count;
+  }
+  inputs["micro_batch"] = in.micro_batch;
+  inputs["grad_accum"] = in.grad_accum;
+  inputs["precision"] = estimate::precision_name(in.precision);
+  inputs["optimizer"] = estimate::optimizer_name(in.optimizer);
+  if (in.optimizer == estimate::Optimizer::adamw_8bit)
+    inputs["quantization_block_size"] = in.quantization_block_size;
+  inputs["fp32_gradients"] = in.fp32_gradients;
+  inputs["zero_stage"] = in.zero_stage;
+  inputs["dp"] = in.data_parallel;
+  inputs["tp"] = in.tensor_parallel;
+  inputs["sp"] = in.sequence_parallel;
+  inputs["recompute"] = estimate::recompute_name(in.recompute);
+  inputs["offload"] = in.offload_optimizer && in.offload_parameters ? "both"
+                      : in.offload_optimizer                        ? "optimizer"
+                      : in.offload_parameters                       ? "params"
+                                                                    : "none";
+  json r;
+  r["inputs"] = inputs;
+  r["parameter_count"] = e.parameter_count;
+  r["global_batch"] = in.micro_batch * in.grad_accum * in.data_parallel;
+  r["per_device_bytes"] = {{"parameters", e.parameters.bytes},
+                           {"gradients", e.gradients.bytes},
+                           {"optimizer_states", e.optimizer_states.bytes},
+                           {"activations", e.activations.bytes},
+                           {"total", e.total_bytes}};
+  r["master_weight_bytes"] = e.master_weight_bytes;
+  r["cpu_offload_bytes"] = e.cpu_offload_bytes;
+  r["sources"] = {{"parameters", e.parameters.source},
+                  {"gradients", e.gradients.source},
+                  {"optimizer_states", e.optimizer_states.source},
+                  {"activations", e.activations.source},
+                  {"cpu_offload", e.cpu_offload_source},
+                  {"activations_runtime_layout", e.runtime_activation_source}};
+  const auto& u = e.unpartitioned;
+  r["bytes_per_parameter"] = {
+      {"parameters", per_param(u.parameters, e.parameter_count)},
+      {"gradients", per_param(u.gradients, e.parameter_count)},
+      {"optimizer_states", per_param(u.optimizer_states(), e.parameter_count)},
+      {"master_weights", per_param(u.master_weights, e.parameter_count)},
+      {"model_states", per_param(u.total(), e.parameter_count)}};
+  if (e.has_activations) {
+    r["activations_per_layer_bytes"] = e.activation_bytes_per_layer;
+    r["activations_runtime_layout_bytes"] = e.runtime_activation_bytes;
+    r["activations_runtime_layout_per_layer_bytes"] = e.runtime_activation_bytes_per_layer;
+  } else {
+    r["activations_per_layer_bytes"] = nullptr;
+    r["activations_runtime_layout_bytes"] = nullptr;
+    r["activations_runtime_layout_per_layer_bytes"] = nullptr;
+  }
+  return r;
+}
+
+std::string bytes_per_param_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
+  const bool colour = report::use_colour(stdout);
+  using report::format_bytes;
+  using report::format_bytes_decimal;
+  std::string what =
+      in.model ? "model " + in.model->name + " (" + report::format_count(e.parameter_count) +
+                     " parameters, L=" + std::to_string(in.model->layers) +
+                     ", h=" + std::to_string(in.model->hidden) +
+                     ", a=" + std::to_string(in.model->heads) + ")"
+               : report::format_count(e.parameter_count) + " parameters (model states only)";
+  std::printf("%s\n", report::style::bold("vramlab estimate: " + what, colour).c_str());
+  std::printf("  %s, %s, ZeRO stage %lld, Nd=%lld, t=%lld%s, recompute %s",
+              std::string(estimate::precision_name(in.precision)).c_str(),
+              std::string(estimate::optimizer_name(in.optimizer)).c_str(),
+              static_cast<long long>(in.zero_stage), static_cast<long long>(in.data_parallel),
+              static_cast<long long>(in.tensor_parallel), in.sequence_parallel ? " + SP" : "",
+              std::string(estimate::recompute_name(in.recompute)).c_str());
+  if (in.model)
+    std::printf(", micro-batch %lld × seq %lld, grad-accum %lld",
+                static_cast<long long>(in.micro_batch), static_cast<long long>(e.seq),
+                static_cast<long long>(in.grad_accum));
+  std::printf("\n\n");
+
+  using report::Align;
+  report::Table table({{"component"},
+                       {"per device", Align::kRight},
+                       {"decimal", Align::kRight},
+                       {"B/param", Align::kRight},
+                       {"formula and source"}});
+  const auto& u = e.unpartitioned;
+  auto row = [&](const char* name, const estimate::ComponentEstimate& c, const std::string& bpp) {
+    table.add_row({name, format_bytes(static_cast<uint64_t>(c.bytes)),
+                   format_bytes_decimal(static_cast<uint64_t>(c.bytes)), bpp, c.source});
+  };
+  row("parameters", e.parameters, bytes_per_param_text(per_param(u.parameters, e.parameter_count)));
+  row("gradients", e.gradients, bytes_per_param_text(per_param(u.gradients, e.parameter_count)));
+  row("optimizer states", e.optimizer_states,
+      bytes_per_param_text(per_param(u.optimizer_states(), e.parameter_count)));
+  row("activations", e.activations, "");
+  table.add_rule();
+  table.add_row({"total", format_bytes(static_cast<uint64_t>(e.total_bytes)),
+                 format_bytes_decimal(static_cast<uint64_t>(e.total_bytes)),
+                 bytes_per_param_text(per_param(u.total(), e.parameter_count)),
+                 "sum per device (B/param: model states before partitioning)"},
+                report::RowStyle::kBold);
+  if (e.cpu_offload_bytes > 0)
+    table.add_row({"host (offload)", format_bytes(static_cast<uint64_t>(e.cpu_offload_bytes)),
+                   format_bytes_decimal(static_cast<uint64_t>(e.cpu_offload_bytes)), "",
+                   e.cpu_offload_source},
+                  report::RowStyle::kDim);
+  std::fputs(table.render(colour, 2).c_str(), stdout);
+
+  std::printf("\n  total per device: %s = %s (decimal)\n",
+              format_bytes(static_cast<uint64_t>(e.total_bytes)).c_str(),
+              format_bytes_decimal(static_cast<uint64_t>(e.total_bytes)).c_str());
+  if (e.master_weight_bytes > 0)
+    std::printf("  of the optimizer states, fp32 master weights: %s\n",
+                format_bytes(static_cast<uint64_t>(e.master_weight_bytes)).c_str());
+  if (e.has_activations) {
+    std::printf(
+        "  activations per layer: %s (Korthikanti et al.); this runtime's layout: %s per "
+        "layer, %s in all\n    (%s)\n",
+        format_bytes(static_cast<uint64_t>(e.activation_bytes_per_layer)).c_str(),
+        format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes_per_layer)).c_str(),
+        format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes)).c_str(),
+        e.runtime_activation_source.c_str());
+  }
+}
+
+}  // namespace
+
+void add_estimate_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "estimate",
+      "Analytic memory estimate per device: parameters, gradients, optimizer states (ZeRO), "
+      "activations (Korthikanti et al.)");
+  auto o = std::make_shared<EstimateOptions>();
+  std::string names;
+  for (auto name : model_config_names()) names += (names.empty() ? "" : ", ") + std::string(name);
+  cmd->add_option("--model", o->model, "Named model: " + names);
+  cmd->add_option("--params", o->params,
+                  "Parameter count alone (e.g. 7.5e9, 7.5B): model states only");
+  o->shape_flags = {
+      {"--layers", cmd->add_option("--layers", o->layers, "Explicit shapes: transformer layers L")},
+      {"--hidden", cmd->add_option("--hidden", o->hidden, "Explicit shapes: hidden size h")},
+      {"--heads", cmd->add_option("--heads", o->heads, "Explicit shapes: attention heads a")},
+      {"--kv-heads", cmd->add_option("--kv-heads", o->kv_heads,
+                                     "Explicit shapes: key/value heads (implies --family llama)")},
+      {"--ffn", cmd->add_option("--ffn", o->ffn, "Explicit shapes: MLP width (implies llama)")},
+      {"--vocab", cmd->add_option("--vocab", o->vocab, "Explicit shapes: vocabulary V")},
+      {"--family", cmd->add_option("--family", o->family, "Explicit shapes: gpt2 or llama")},
+  };
+  o->seq_flag = cmd->add_option("--seq", o->seq,
+                                "Sequence length s (explicit shapes: also the context length; "
+                                "named model: default its context)");
+  o->shape_flags.emplace_back("--seq", o->seq_flag);
+  cmd->add_option("--batch", o->batch, "Micro-batch b per device (default 1)");
+  cmd->add_option("--grad-accum", o->grad_accum, "Gradient-accumulation steps (default 1)");
+  cmd->add_option("--precision", o->precision,
+                  "fp32 | bf16 (pure) | mixed-fp16 | mixed-bf16 (default; fp32 master weights)");
+  cmd->add_option("--optimizer", o->optimizer,
+                  "sgd | sgd-momentum | adamw (default) | adamw-8bit | lion | adam-mini");
+  cmd->add_option("--block-size", o->block_size,
+                  "adamw-8bit quantization block size (default 256)");
+  cmd->add_flag("--fp32-grads", o->fp32_grads, "Mixed precision with fp32 gradients (18 B/param)");
+  cmd->add_option("--zero", o->zero, "ZeRO stage 0-3 (default 0)");
+  cmd->add_option("--dp", o->dp, "Data-parallel degree Nd (default 1)");
+  cmd->add_option("--tp", o->tp, "Tensor-parallel degree t (default 1)");
+  cmd->add_flag("--sp", o->sp, "Sequence parallelism (Korthikanti et al.)");
+  cmd->add_option("--recompute", o->recompute, "none (default) | selective | full");
+  cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
+  cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  cmd->callback([o, &exit_code] {
+    const estimate::EstimateInputs in = inputs_from(*o);
+    const estimate::Estimate e = estimate::estimate_memory(in);
+    if (o->json)
+      std::printf("%s\n", to_json(in, e).dump(2).c_str());
+    else
+      print_human(in, e);
+    exit_code = 0;
+  });
+}
+
+}  // namespace vramlab::cli
