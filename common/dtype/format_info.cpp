@@ -43,8 +43,7 @@ FloatFormatInfo describe(std::string name, int exponent_bits, int mantissa_bits,
   const std::string exponent_ones = ones(exponent_bits);
   if (f.has_infinity) {
     f.nan_pattern_count = 2u * static_cast<uint64_t>(mantissa_count - 1);
-    f.nan_patterns = "S." + exponent_ones + "." +
-                     std::string(static_cast<size_t>(mantissa_bits), 'x') + " (mantissa != 0)";
+    f.nan_patterns = "S." + exponent_ones + ".m, m != 0";
     f.infinity_pattern =
         "S." + exponent_ones + "." + std::string(static_cast<size_t>(mantissa_bits), '0');
   } else {

@@ -39,7 +39,7 @@ struct FloatFormatInfo {
   double epsilon;                ///< 2^-mantissa_bits: the gap between 1 and the next value
   bool has_infinity;             ///< whether +-infinity exist
   uint64_t nan_pattern_count;    ///< how many bit patterns are NaN (both signs)
-  std::string nan_patterns;      ///< the NaN bit patterns as S.exponent.mantissa, e.g. "S.1111.111"
+  std::string nan_patterns;      ///< the NaN bit patterns, e.g. "S.11111.m, m != 0" or "S.1111.111"
   std::string infinity_pattern;  ///< infinity's pattern as S.exponent.mantissa, or "" when none
 };
 

@@ -94,6 +94,7 @@ TEST(FormatInfo, SpecialsFollowOcpFp8AndIeee) {
   EXPECT_TRUE(e5m2.has_infinity);
   EXPECT_EQ(e5m2.nan_pattern_count, 6u);  // 2 signs x 3 non-zero mantissas
   EXPECT_EQ(e5m2.infinity_pattern, "S.11111.00");
+  EXPECT_EQ(e5m2.nan_patterns, "S.11111.m, m != 0");
   EXPECT_EQ(float_format_info(DType::f16).nan_pattern_count, 2046u);
   EXPECT_EQ(float_format_info(DType::f32).nan_pattern_count, 2u * ((1u << 23) - 1u));
 }
