@@ -1,0 +1,75 @@
+/// \file
+/// \brief The caching allocator's building blocks: Block (a piece of a segment) and BlockPool (the
+/// free blocks of one pool ordered for best fit), as in PyTorch's CUDACachingAllocator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/memory/history.h"
+#include "common/memory/memory_category.h"
+
+namespace vramlab::memory {
+
+struct BlockPool;
+struct ExpandableSegment;
+
+/// A contiguous piece of a segment. The blocks of one segment form a doubly linked list in address
+/// order (prev/next); a block with neither is a whole segment.
+struct Block {
+  std::uint64_t address = 0;          ///< device address of the first byte
+  std::size_t size = 0;               ///< bytes (a multiple of 512)
+  std::size_t requested_size = 0;     ///< bytes the caller asked for (0 when free)
+  StreamId stream = 0;                ///< the stream the block belongs to
+  BlockPool* pool = nullptr;          ///< small or large pool
+  Block* prev = nullptr;              ///< lower-address neighbour in the segment
+  Block* next = nullptr;              ///< higher-address neighbour in the segment
+  bool allocated = false;             ///< handed out to a caller
+  bool mapped = true;                 ///< false for unmapped parts of an expandable segment
+  bool in_use = false;                ///< this Block object currently describes memory
+  int event_count = 0;                ///< stream events that must complete before reuse
+  std::vector<StreamId> stream_uses;  ///< other streams that used the block (record_stream)
+  std::uint64_t gc_count_base = 0;    ///< pool's get_free_block count when the block was cached
+  ExpandableSegment* expandable = nullptr;          ///< the expandable segment holding it, if any
+  MemoryCategory category = MemoryCategory::other;  ///< what the allocation is for
+  std::uint32_t context_id = 0;  ///< context label at allocation (see context_label())
+  std::string name;              ///< tensor name at allocation
+
+  /// \return true when the block is part of a segment split into several blocks.
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+};
+
+/// Orders free blocks by (stream, size, address): lower_bound gives the best fit on a stream.
+struct BlockComparator {
+  /// \return true when \p a orders before \p b.
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    if (a->size != b->size) return a->size < b->size;
+    return a->address < b->address;
+  }
+};
+
+/// The free blocks of one pool (small or large).
+struct BlockPool {
+  /// The set type of both lists.
+  using Set = std::set<Block*, BlockComparator>;
+  Set blocks;                                    ///< free mapped blocks
+  Set unmapped;                                  ///< unmapped ranges of expandable segments
+  bool is_small = false;                         ///< the small pool (≤ 1 MiB requests)
+  std::uint64_t get_free_blocks_call_count = 0;  ///< ages blocks for garbage collection
+};
+
+/// One expandable segment: a reserved address range of 1.125 × device memory whose pages (2 MiB in
+/// the small pool, 20 MiB in the large pool) are mapped on demand.
+struct ExpandableSegment {
+  std::uint64_t address = 0;   ///< start of the reserved range
+  std::size_t size = 0;        ///< bytes of address space
+  std::size_t page_bytes = 0;  ///< mapping granularity
+  StreamId stream = 0;         ///< owning stream
+  BlockPool* pool = nullptr;   ///< owning pool
+};
+
+}  // namespace vramlab::memory

@@ -1,0 +1,1056 @@
+// The caching allocator: malloc/free, splitting and merging, streams and events, the release paths
+// before an out-of-memory, expandable segments and garbage collection. Names follow PyTorch's
+// c10/cuda/CUDACachingAllocator.cpp so a reader can hold the two side by side.
+#include "common/memory/caching_allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "common/platform/errors.h"
+
+namespace vramlab::memory {
+
+struct CachingAllocator::AllocParams {
+  StreamId stream;
+  std::size_t orig_size;   // what the caller asked for
+  std::size_t size;        // round_size(orig_size)
+  std::size_t alloc_size;  // get_allocation_size(size)
+  BlockPool* pool;
+  MemoryCategory category;
+  std::uint32_t context_id;
+  std::string_view name;
+};
+
+std::size_t roundup_power2_next_division(std::size_t bytes, std::size_t divisions) {
+  if (std::has_single_bit(bytes)) return bytes;
+  const std::size_t power2_floor = std::bit_floor(bytes);
+  const std::size_t division = power2_floor >> (std::bit_width(divisions) - 1);
+  if (division == 0) return power2_floor << 1;
+  const std::size_t round_floor = bytes & ~(division - 1);
+  return round_floor == bytes ? bytes : round_floor + division;
+}
+
+std::size_t round_size(std::size_t bytes, const AllocatorConfig& config) {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  const std::size_t divisions = config.divisions_for(bytes);
+  if (divisions > 1 && bytes > kMinBlockSize * divisions) {
+    return roundup_power2_next_division(bytes, divisions);
+  }
+  return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+std::size_t get_allocation_size(std::size_t rounded_bytes) {
+  if (rounded_bytes <= kSmallSize) return kSmallBuffer;
+  if (rounded_bytes < kMinLargeAlloc) return kLargeBuffer;
+  return kRoundLarge * ((rounded_bytes + kRoundLarge - 1) / kRoundLarge);
+}
+
+CachingAllocator::CachingAllocator(std::unique_ptr<Backing> backing, std::string device_label,
+                                   std::int64_t device_index, const AllocatorConfig& config)
+    : backing_(std::move(backing)),
+      device_label_(std::move(device_label)),
+      device_index_(device_index),
+      config_(config) {
+  small_blocks_.is_small = true;
+  stats_.max_split_size = config_.max_split_size_bytes == std::numeric_limits<std::size_t>::max()
+                              ? -1
+                              : static_cast<std::int64_t>(config_.max_split_size_bytes);
+}
+
+CachingAllocator::~CachingAllocator() {
+  for (const Block* block : all_blocks_locked()) {
+    if (block->expandable != nullptr) {
+      // Mapped runs of an expandable segment start and end on page boundaries.
+      if (!block->mapped || (block->prev != nullptr && block->prev->mapped)) continue;
+      std::size_t run_bytes = 0;
+      for (const Block* b = block; b != nullptr && b->mapped; b = b->next) run_bytes += b->size;
+      const std::size_t page_bytes = block->expandable->page_bytes;
+      for (std::size_t offset = 0; offset < run_bytes; offset += page_bytes) {
+        backing_->unmap_pages(block->address + offset, page_bytes);
+      }
+    } else if (block->prev == nullptr) {
+      std::size_t segment_bytes = 0;
+      for (const Block* b = block; b != nullptr; b = b->next) segment_bytes += b->size;
+      backing_->free_segment(block->address, segment_bytes);
+    }
+  }
+  for (const auto& segment : expandable_segments_) {
+    backing_->release_address_range(segment->address, segment->size);
+  }
+}
+
+// ---- block objects and pool sets (recycled so the cached path does not touch the heap) ----
+
+Block* CachingAllocator::new_block() {
+  Block* block = nullptr;
+  if (!spare_blocks_.empty()) {
+    block = spare_blocks_.back();
+    spare_blocks_.pop_back();
+  } else {
+    block = &block_storage_.emplace_back();
+  }
+  block->in_use = true;
+  return block;
+}
+
+void CachingAllocator::delete_block(Block* block) {
+  block->in_use = false;
+  block->allocated = false;
+  block->prev = block->next = nullptr;
+  block->stream_uses.clear();
+  block->event_count = 0;
+  block->expandable = nullptr;
+  block->mapped = true;
+  block->name.clear();
+  spare_blocks_.push_back(block);
+}
+
+void CachingAllocator::pool_insert(BlockPool::Set& set, Block* block) {
+  if (!spare_nodes_.empty()) {
+    BlockPool::Set::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.value() = block;
+    set.insert(std::move(node));
+  } else {
+    set.insert(block);
+  }
+}
+
+void CachingAllocator::pool_erase(BlockPool::Set& set, Block* block) {
+  auto it = set.find(block);
+  if (it != set.end()) spare_nodes_.push_back(set.extract(it));
+}
+
+void CachingAllocator::insert_into_blocks(Block* block) {
+  block->gc_count_base = block->pool->get_free_blocks_call_count;
+  pool_insert(block->mapped ? block->pool->blocks : block->pool->unmapped, block);
+}
+
+std::size_t CachingAllocator::stat_type_of(const BlockPool& pool) {
+  return pool.is_small ? kSmallPool : kLargePool;
+}
+
+bool CachingAllocator::should_split(const Block* block, std::size_t size) const {
+  const std::size_t remaining = block->size - size;
+  if (block->pool->is_small || config_.expandable_segments) return remaining >= kMinBlockSize;
+  return size < config_.max_split_size_bytes && remaining > kSmallSize;
+}
+
+// ---- malloc ----
+
+Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCategory category,
+                                std::string_view name) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes >= kOneExaByte) {
+    OutOfMemoryDetails details;
+    details.requested_bytes = bytes;
+    details.capacity_bytes = backing_->total_bytes();
+    details.free_bytes = backing_->free_bytes();
+    throw OutOfMemoryError(
+        device_label_ + " out of memory. Tried to allocate more than 1EB memory.",
+        std::move(details));
+  }
+  process_events();
+  const std::size_t size = round_size(bytes, config_);
+  AllocParams params{stream,
+                     bytes,
+                     size,
+                     get_allocation_size(size),
+                     size <= kSmallSize ? &small_blocks_ : &large_blocks_,
+                     category,
+                     current_context_id(),
+                     name};
+  Block* block = get_free_block(params);
+  if (block == nullptr) {
+    if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
+      garbage_collect_cached_blocks();
+    }
+    block = alloc_block(params, false);
+    if (block == nullptr && release_available_cached_blocks(params)) {
+      block = alloc_block(params, false);
+    }
+    if (block == nullptr && release_cached_blocks()) block = alloc_block(params, true);
+  }
+  if (block == nullptr) throw_out_of_memory(params);
+  return alloc_found_block(block, params);
+}
+
+Block* CachingAllocator::get_free_block(AllocParams& params) {
+  BlockPool& pool = *params.pool;
+  if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
+    ++pool.get_free_blocks_call_count;  // ages cached blocks for garbage collection
+  }
+  Block key;
+  key.stream = params.stream;
+  key.size = params.size;
+  key.address = 0;
+  auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != params.stream) return nullptr;
+  if ((*it)->expandable != nullptr) {
+    if (config_.expandable_segments) {
+      // A block at the end of an expandable segment can grow into the unmapped pages after it, so
+      // best fit compares the sizes the blocks can expand to.
+      auto expandable_size = [](const Block* b) {
+        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
+      };
+      auto next = std::next(it);
+      while ((*it)->expandable != nullptr && next != pool.blocks.end() &&
+             (*next)->stream == params.stream && expandable_size(*next) < expandable_size(*it)) {
+        it = next++;
+      }
+    } else {
+      // Expandable segments were switched off after some were made: use only ordinary blocks.
+      do {
+        ++it;
+      } while (it != pool.blocks.end() && (*it)->expandable != nullptr &&
+               (*it)->stream == params.stream);
+      if (it == pool.blocks.end() || (*it)->stream != params.stream) return nullptr;
+    }
+  }
+  const std::size_t max_split = config_.max_split_size_bytes;
+  // Never hand an oversize block to a small request, nor a much larger one to an oversize request.
+  if (params.size < max_split && (*it)->size >= max_split) return nullptr;
+  if (params.size >= max_split &&
+      (*it)->size >= params.size + config_.max_non_split_rounding_bytes) {
+    return nullptr;
+  }
+  Block* block = *it;
+  spare_nodes_.push_back(pool.blocks.extract(it));
+  return block;
+}
+
+Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
+  if (is_retry) ++stats_.num_alloc_retries;
+  const std::size_t size = params.alloc_size;
+  if (memory_fraction_set_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
+    return nullptr;
+  }
+  if (config_.expandable_segments) return try_allocate_expandable_block(params);
+  const std::uint64_t address = backing_->allocate_segment(size);
+  if (address == 0) return nullptr;
+  total_allocated_memory_ += size;
+  Block* block = new_block();
+  block->address = address;
+  block->size = size;
+  block->stream = params.stream;
+  block->pool = params.pool;
+  const std::size_t type = stat_type_of(*params.pool);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.segment[t].increase(1);
+    stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(size));
+  }
+  if (size >= config_.max_split_size_bytes) stats_.oversize_segments.increase(1);
+  ++stats_.num_device_alloc;
+  record_trace(TraceAction::segment_alloc, address, size, params.stream, params.category,
+               params.context_id, params.name);
+  return block;
+}
+
+Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& params) {
+  const std::size_t size = params.size;
+  const std::size_t type = stat_type_of(*params.pool);
+  const bool already_split = block->is_split();
+  if (should_split(block, size)) {
+    // The new block takes the low end; the remainder keeps the high end and returns to the pool.
+    Block* remaining = block;
+    block = new_block();
+    block->address = remaining->address;
+    block->size = size;
+    block->stream = params.stream;
+    block->pool = params.pool;
+    block->expandable = remaining->expandable;
+    block->prev = remaining->prev;
+    if (block->prev != nullptr) block->prev->next = block;
+    block->next = remaining;
+    remaining->prev = block;
+    remaining->address += size;
+    remaining->size -= size;
+    insert_into_blocks(remaining);
+    if (block->expandable == nullptr) {
+      for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+        if (already_split) {
+          stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(size));
+        } else {
+          stats_.inactive_split_bytes[t].increase(static_cast<std::int64_t>(remaining->size));
+          stats_.inactive_split[t].increase(1);
+        }
+      }
+    }
+  } else if (already_split && block->expandable == nullptr) {
+    for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+      stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(block->size));
+      stats_.inactive_split[t].decrease(1);
+    }
+  }
+  block->allocated = true;
+  block->requested_size = params.orig_size;
+  block->category = params.category;
+  block->context_id = params.context_id;
+  block->name.assign(params.name);
+  const auto block_bytes = static_cast<std::int64_t>(block->size);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.allocation[t].increase(1);
+    stats_.allocated_bytes[t].increase(block_bytes);
+    stats_.active[t].increase(1);
+    stats_.active_bytes[t].increase(block_bytes);
+    stats_.requested_bytes[t].increase(static_cast<std::int64_t>(params.orig_size));
+  }
+  if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.increase(1);
+  category_stats_.allocated_bytes[static_cast<std::size_t>(params.category)].increase(block_bytes);
+  record_trace(TraceAction::alloc, block->address, params.orig_size, block->stream, block->category,
+               block->context_id, block->name);
+  return block;
+}
+
+// ---- free ----
+
+void CachingAllocator::free(Block* block) {
+  if (block == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!block->in_use || !block->allocated) {
+    throw std::logic_error("CachingAllocator::free: the block is not allocated (double free?)");
+  }
+  block->allocated = false;
+  record_trace(TraceAction::free_requested, block->address, block->requested_size, block->stream,
+               block->category, block->context_id, block->name);
+  const std::size_t type = stat_type_of(*block->pool);
+  const auto block_bytes = static_cast<std::int64_t>(block->size);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.allocation[t].decrease(1);
+    stats_.allocated_bytes[t].decrease(block_bytes);
+  }
+  if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.decrease(1);
+  category_stats_.allocated_bytes[static_cast<std::size_t>(block->category)].decrease(block_bytes);
+  if (!block->stream_uses.empty()) {
+    insert_events(block);
+  } else {
+    free_block(block);
+  }
+}
+
+void CachingAllocator::free_block(Block* block) {
+  record_trace(TraceAction::free_completed, block->address, block->requested_size, block->stream,
+               block->category, block->context_id, block->name);
+  const std::size_t original_size = block->size;
+  const std::size_t requested_size = block->requested_size;
+  BlockPool& pool = *block->pool;
+  std::int64_t net_inactive_split_blocks = 0;
+  std::int64_t net_inactive_split_bytes = 0;
+  for (Block* candidate : {block->prev, block->next}) {
+    const std::size_t subsumed = try_merge_blocks(block, candidate, pool);
+    if (subsumed > 0) {
+      net_inactive_split_blocks -= 1;
+      net_inactive_split_bytes -= static_cast<std::int64_t>(subsumed);
+    }
+  }
+  block->requested_size = 0;
+  block->name.clear();
+  block->category = MemoryCategory::other;
+  block->context_id = 0;
+  insert_into_blocks(block);
+  if (block->is_split()) {
+    net_inactive_split_blocks += 1;
+    net_inactive_split_bytes += static_cast<std::int64_t>(block->size);
+  }
+  const std::size_t type = stat_type_of(pool);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    if (block->expandable == nullptr) {
+      if (net_inactive_split_blocks > 0) {
+        stats_.inactive_split[t].increase(net_inactive_split_blocks);
+      } else if (net_inactive_split_blocks < 0) {
+        stats_.inactive_split[t].decrease(-net_inactive_split_blocks);
+      }
+      if (net_inactive_split_bytes > 0) {
+        stats_.inactive_split_bytes[t].increase(net_inactive_split_bytes);
+      } else if (net_inactive_split_bytes < 0) {
+        stats_.inactive_split_bytes[t].decrease(-net_inactive_split_bytes);
+      }
+    }
+    stats_.active[t].decrease(1);
+    stats_.active_bytes[t].decrease(static_cast<std::int64_t>(original_size));
+    stats_.requested_bytes[t].decrease(static_cast<std::int64_t>(requested_size));
+  }
+}
+
+std::size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
+  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+      dst->mapped != src->mapped) {
+    return 0;
+  }
+  if (dst->prev == src) {
+    dst->address = src->address;
+    dst->prev = src->prev;
+    if (dst->prev != nullptr) dst->prev->next = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next != nullptr) dst->next->prev = dst;
+  }
+  const std::size_t subsumed = src->size;
+  dst->size += subsumed;
+  pool_erase(src->mapped ? pool.blocks : pool.unmapped, src);
+  delete_block(src);
+  return subsumed;
+}
+
+// ---- streams and events ----
+
+void CachingAllocator::record_stream(Block* block, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (block == nullptr || !block->allocated) {
+    throw std::logic_error("CachingAllocator::record_stream: the block is not allocated");
+  }
+  if (stream == block->stream) return;
+  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
+      block->stream_uses.end()) {
+    block->stream_uses.push_back(stream);
+  }
+}
+
+void CachingAllocator::insert_events(Block* block) {
+  for (StreamId stream : block->stream_uses) {
+    events_.push_back(PendingEvent{stream, block, false});
+    ++block->event_count;
+  }
+  block->stream_uses.clear();
+}
+
+void CachingAllocator::process_events() {
+  if (events_.empty()) return;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    PendingEvent event = events_[i];
+    if (!event.completed) {
+      events_[kept++] = event;
+      continue;
+    }
+    if (--event.block->event_count == 0) free_block(event.block);
+  }
+  events_.resize(kept);
+}
+
+void CachingAllocator::synchronize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (PendingEvent& event : events_) event.completed = true;
+}
+
+void CachingAllocator::synchronize_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (PendingEvent& event : events_) {
+    if (event.stream == stream) event.completed = true;
+  }
+}
+
+void CachingAllocator::synchronize_and_free_events() {
+  ++stats_.num_sync_all_streams;
+  std::vector<PendingEvent> events;
+  events.swap(events_);
+  for (PendingEvent& event : events) {
+    if (--event.block->event_count == 0) free_block(event.block);
+  }
+}
+
+// ---- giving memory back to the device ----
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_blocks();
+}
+
+bool CachingAllocator::release_cached_blocks() {
+  synchronize_and_free_events();
+  release_blocks(large_blocks_);
+  release_blocks(small_blocks_);
+  return true;
+}
+
+void CachingAllocator::release_blocks(BlockPool& pool) {
+  std::vector<Block*> to_unmap;
+  for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+    Block* block = *it;
+    ++it;
+    if (block->expandable != nullptr) {
+      to_unmap.push_back(block);  // unmapping edits the pool: do it after the walk
+    } else if (!block->is_split()) {
+      release_block(block);
+    }
+  }
+  for (Block* block : to_unmap) {
+    unmap_block(block);
+    if (!block->mapped && !block->is_split()) release_expandable_segment(block);
+  }
+}
+
+void CachingAllocator::release_block(Block* block) {
+  backing_->free_segment(block->address, block->size);
+  total_allocated_memory_ -= block->size;
+  const std::size_t type = stat_type_of(*block->pool);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.segment[t].decrease(1);
+    stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(block->size));
+  }
+  if (block->size >= config_.max_split_size_bytes) stats_.oversize_segments.decrease(1);
+  ++stats_.num_device_free;
+  record_trace(TraceAction::segment_free, block->address, block->size, block->stream,
+               MemoryCategory::other, 0, {});
+  pool_erase(block->pool->blocks, block);
+  delete_block(block);
+}
+
+bool CachingAllocator::release_available_cached_blocks(const AllocParams& params) {
+  const std::size_t max_split = config_.max_split_size_bytes;
+  if (max_split == std::numeric_limits<std::size_t>::max()) return false;
+  BlockPool& pool = *params.pool;
+  Block key;
+  key.stream = params.stream;
+  key.size = std::max(params.size, max_split);
+  key.address = 0;
+  auto it = pool.blocks.lower_bound(&key);
+  // The smallest whole cached segment that is large enough, if there is one on this stream.
+  while (it != pool.blocks.end() && (*it)->stream == params.stream &&
+         ((*it)->expandable != nullptr || (*it)->is_split())) {
+    ++it;
+  }
+  if (it != pool.blocks.end() && (*it)->stream == params.stream) {
+    release_block(*it);
+    return true;
+  }
+  // Otherwise free oversize segments, largest first, until enough is released.
+  std::vector<Block*> oversize;
+  for (auto rit = pool.blocks.rbegin(); rit != pool.blocks.rend(); ++rit) {
+    const Block* b = *rit;
+    if (b->stream == params.stream && b->size >= max_split && b->expandable == nullptr &&
+        !b->is_split()) {
+      oversize.push_back(*rit);
+    }
+  }
+  std::size_t released = 0;
+  for (Block* block : oversize) {
+    if (released >= key.size) break;
+    released += block->size;
+    release_block(block);
+  }
+  return released >= key.size;
+}
+
+void CachingAllocator::garbage_collect_cached_blocks() {
+  const auto gc_threshold = static_cast<std::uint64_t>(
+      config_.garbage_collection_threshold * static_cast<double>(allowed_memory_maximum_));
+  if (total_allocated_memory_ <= gc_threshold) return;
+  const std::uint64_t target = total_allocated_memory_ - gc_threshold;
+  std::uint64_t reclaimed = 0;
+  double total_age = 0.0;
+  std::size_t freeable = 0;
+  for (const Block* block : large_blocks_.blocks) {
+    if (!block->is_split() && block->expandable == nullptr) {
+      total_age +=
+          static_cast<double>(large_blocks_.get_free_blocks_call_count - block->gc_count_base);
+      ++freeable;
+    }
+  }
+  bool freed_one = true;
+  while (reclaimed < target && freed_one && freeable > 0) {
+    // Free the blocks at least as old as the mean age, then recompute the mean.
+    const double age_threshold = total_age / static_cast<double>(freeable);
+    freed_one = false;
+    for (auto it = large_blocks_.blocks.begin(); it != large_blocks_.blocks.end();) {
+      Block* block = *it;
+      ++it;
+      const auto age =
+          static_cast<double>(large_blocks_.get_free_blocks_call_count - block->gc_count_base);
+      if (!block->is_split() && block->expandable == nullptr && age >= age_threshold) {
+        freed_one = true;
+        reclaimed += block->size;
+        total_age -= age;
+        --freeable;
+        release_block(block);
+      }
+    }
+  }
+}
+
+void CachingAllocator::set_memory_fraction(double fraction) {
+  if (!(fraction >= 0.0 && fraction <= 1.0)) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%g", fraction);
+    throw UsageError(std::string("invalid memory fraction ") + text + " (expected 0 to 1)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_fraction_set_ = true;
+  allowed_memory_maximum_ =
+      static_cast<std::uint64_t>(fraction * static_cast<double>(backing_->total_bytes()));
+}
+
+void CachingAllocator::set_config(const AllocatorConfig& config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  config_ = config;
+  stats_.max_split_size = config_.max_split_size_bytes == std::numeric_limits<std::size_t>::max()
+                              ? -1
+                              : static_cast<std::int64_t>(config_.max_split_size_bytes);
+}
+
+AllocatorConfig CachingAllocator::config() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return config_;
+}
+
+// ---- out of memory ----
+
+void CachingAllocator::throw_out_of_memory(const AllocParams& params) {
+  OutOfMemoryDetails details;
+  details.requested_bytes = params.orig_size;
+  details.rounded_bytes = params.size;
+  details.segment_bytes = params.alloc_size;
+  details.capacity_bytes = backing_->total_bytes();
+  details.free_bytes = backing_->free_bytes();
+  details.allowed_bytes = memory_fraction_set_ ? allowed_memory_maximum_ : 0;
+  details.allocated_bytes = stats_.allocated_bytes[kAggregate].current;
+  details.reserved_bytes = stats_.reserved_bytes[kAggregate].current;
+  details.reserved_unallocated_bytes = details.reserved_bytes - details.allocated_bytes;
+  details.largest_live_blocks = live_blocks_locked();
+  if (details.largest_live_blocks.size() > 10) details.largest_live_blocks.resize(10);
+  ++stats_.num_ooms;
+  record_trace(TraceAction::oom, details.free_bytes, params.size, params.stream, params.category,
+               params.context_id, params.name);
+  const std::string allowed_info =
+      memory_fraction_set_ ? format_size(allowed_memory_maximum_) + " allowed; " : std::string();
+  std::string message =
+      device_label_ + " out of memory. Tried to allocate " + format_size(params.alloc_size) +
+      ". GPU " + std::to_string(device_index_) + " has a total capacity of " +
+      format_size(details.capacity_bytes) + " of which " + format_size(details.free_bytes) +
+      " is free. " + allowed_info + "Of the allocated memory " +
+      format_size(static_cast<std::uint64_t>(details.allocated_bytes)) +
+      " is allocated by PyTorch, and " +
+      format_size(static_cast<std::uint64_t>(details.reserved_unallocated_bytes)) +
+      " is reserved by PyTorch but unallocated. If reserved but unallocated "
+      "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:"
+      "True to avoid fragmentation.  See documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+  throw OutOfMemoryError(message, std::move(details));
+}
+
+std::string format_size(std::uint64_t bytes) {
+  char text[64];
+  if (bytes <= 1024) {
+    std::snprintf(text, sizeof(text), "%llu bytes", static_cast<unsigned long long>(bytes));
+  } else if (bytes <= 1048576) {
+    std::snprintf(text, sizeof(text), "%.2f KiB", static_cast<double>(bytes) / 1024.0);
+  } else if (bytes <= 1073741824ULL) {
+    std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
+  } else {
+    std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
+  }
+  return text;
+}
+
+// ---- expandable segments ----
+
+Block* CachingAllocator::try_allocate_expandable_block(AllocParams& params) {
+  Block* candidate = find_expandable_block(params);
+  if (candidate == nullptr) return nullptr;
+  const std::size_t size = params.size;
+  // candidate is one of: unmapped -> *, free -> unmapped -> *, or a free run long enough.
+  if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size), &params)) {
+    return nullptr;
+  }
+  while (candidate->size < size) {
+    // candidate is free and mapped, followed by unmapped space: map some and merge.
+    Block* next = candidate->next;
+    if (!map_block(next, std::min(size - candidate->size, next->size), &params)) return nullptr;
+    candidate = next;
+  }
+  pool_erase(candidate->pool->blocks, candidate);
+  return candidate;
+}
+
+Block* CachingAllocator::find_expandable_block(AllocParams& params) {
+  BlockPool& pool = *params.pool;
+  const std::size_t size = params.size;
+  auto allocatable = [](const Block* b) {
+    return b != nullptr && !b->allocated && b->event_count == 0 && b->stream_uses.empty();
+  };
+  auto has_room = [&](const Block* b) {
+    std::size_t bytes = 0;
+    while (bytes < size && allocatable(b)) {
+      bytes += b->size;
+      b = b->next;
+    }
+    return bytes >= size;
+  };
+  Block key;
+  key.stream = params.stream;
+  key.size = 0;
+  key.address = 0;
+  for (auto it = pool.unmapped.lower_bound(&key);
+       it != pool.unmapped.end() && (*it)->stream == params.stream; ++it) {
+    Block* candidate = *it;
+    // Start at the free block just before the unmapped range, if any, so they join.
+    if (allocatable(candidate->prev)) candidate = candidate->prev;
+    if (has_room(candidate)) return candidate;
+  }
+  const std::size_t page_bytes = pool.is_small ? kSmallBuffer : kLargeBuffer;
+  // Address space for 1 1/8 of the device, so pages can be remapped at the end.
+  std::size_t space = static_cast<std::size_t>(backing_->total_bytes() / 8 * 9);
+  space = (space + page_bytes - 1) / page_bytes * page_bytes;
+  const std::uint64_t address = backing_->reserve_address_range(space);
+  if (address == 0) return nullptr;
+  auto segment = std::make_unique<ExpandableSegment>();
+  segment->address = address;
+  segment->size = space;
+  segment->page_bytes = page_bytes;
+  segment->stream = params.stream;
+  segment->pool = &pool;
+  Block* candidate = new_block();
+  candidate->address = address;
+  candidate->size = space;
+  candidate->stream = params.stream;
+  candidate->pool = &pool;
+  candidate->mapped = false;
+  candidate->expandable = segment.get();
+  expandable_segments_.push_back(std::move(segment));
+  insert_into_blocks(candidate);
+  return candidate;
+}
+
+bool CachingAllocator::map_block(Block* to_map, std::size_t size, const AllocParams* params) {
+  ExpandableSegment& segment = *to_map->expandable;
+  const std::size_t first_page = (to_map->address - segment.address) / segment.page_bytes;
+  const std::size_t end_page =
+      (to_map->address + size - segment.address + segment.page_bytes - 1) / segment.page_bytes;
+  for (std::size_t page = first_page; page < end_page; ++page) {
+    if (!backing_->map_pages(segment.address + page * segment.page_bytes, segment.page_bytes)) {
+      for (std::size_t undo = first_page; undo < page; ++undo) {
+        backing_->unmap_pages(segment.address + undo * segment.page_bytes, segment.page_bytes);
+      }
+      return false;
+    }
+  }
+  const std::size_t mapped_bytes = (end_page - first_page) * segment.page_bytes;
+  BlockPool& pool = *to_map->pool;
+  pool_erase(pool.unmapped, to_map);
+  to_map->mapped = true;
+  if (mapped_bytes < to_map->size) {
+    // to_map -> remaining(unmapped) -> to_map->next
+    Block* remaining = new_block();
+    remaining->address = to_map->address + mapped_bytes;
+    remaining->size = to_map->size - mapped_bytes;
+    remaining->stream = to_map->stream;
+    remaining->pool = &pool;
+    remaining->mapped = false;
+    remaining->expandable = to_map->expandable;
+    remaining->prev = to_map;
+    remaining->next = to_map->next;
+    if (remaining->next != nullptr) remaining->next->prev = remaining;
+    to_map->next = remaining;
+    insert_into_blocks(remaining);
+    to_map->size = mapped_bytes;
+  }
+  try_merge_blocks(to_map, to_map->prev, pool);
+  try_merge_blocks(to_map, to_map->next, pool);
+  insert_into_blocks(to_map);
+  total_allocated_memory_ += mapped_bytes;
+  const std::size_t type = stat_type_of(pool);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(mapped_bytes));
+  }
+  ++stats_.num_device_alloc;
+  record_trace(TraceAction::segment_map, segment.address + first_page * segment.page_bytes,
+               mapped_bytes, to_map->stream, params ? params->category : MemoryCategory::other,
+               params ? params->context_id : 0, params ? params->name : std::string_view{});
+  return true;
+}
+
+void CachingAllocator::unmap_block(Block* block) {
+  ExpandableSegment& segment = *block->expandable;
+  const std::uint64_t offset = block->address - segment.address;
+  // Only whole pages inside the block can be unmapped.
+  const std::size_t first_page = (offset + segment.page_bytes - 1) / segment.page_bytes;
+  const std::size_t end_page = (offset + block->size) / segment.page_bytes;
+  if (first_page >= end_page) return;
+  const std::uint64_t unmapped_address = segment.address + first_page * segment.page_bytes;
+  const std::size_t unmapped_bytes = (end_page - first_page) * segment.page_bytes;
+  for (std::size_t page = first_page; page < end_page; ++page) {
+    backing_->unmap_pages(segment.address + page * segment.page_bytes, segment.page_bytes);
+  }
+  BlockPool& pool = *block->pool;
+  pool_erase(pool.blocks, block);
+  const std::size_t before_bytes = unmapped_address - block->address;
+  if (before_bytes > 0) {
+    // prev -> before_free -> block
+    Block* before = new_block();
+    before->address = block->address;
+    before->size = before_bytes;
+    before->stream = block->stream;
+    before->pool = &pool;
+    before->expandable = block->expandable;
+    before->prev = block->prev;
+    if (before->prev != nullptr) before->prev->next = before;
+    before->next = block;
+    block->prev = before;
+    insert_into_blocks(before);
+  }
+  const std::size_t after_bytes = block->size - before_bytes - unmapped_bytes;
+  if (after_bytes > 0) {
+    // block -> after_free -> next
+    Block* after = new_block();
+    after->address = unmapped_address + unmapped_bytes;
+    after->size = after_bytes;
+    after->stream = block->stream;
+    after->pool = &pool;
+    after->expandable = block->expandable;
+    after->next = block->next;
+    if (after->next != nullptr) after->next->prev = after;
+    after->prev = block;
+    block->next = after;
+    insert_into_blocks(after);
+  }
+  block->address = unmapped_address;
+  block->size = unmapped_bytes;
+  block->mapped = false;
+  try_merge_blocks(block, block->prev, pool);
+  try_merge_blocks(block, block->next, pool);
+  insert_into_blocks(block);
+  total_allocated_memory_ -= unmapped_bytes;
+  const std::size_t type = stat_type_of(pool);
+  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+    stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(unmapped_bytes));
+  }
+  ++stats_.num_device_free;
+  record_trace(TraceAction::segment_unmap, unmapped_address, unmapped_bytes, block->stream,
+               MemoryCategory::other, 0, {});
+}
+
+void CachingAllocator::release_expandable_segment(Block* block) {
+  ExpandableSegment* segment = block->expandable;
+  pool_erase(block->pool->unmapped, block);
+  backing_->release_address_range(segment->address, segment->size);
+  delete_block(block);
+  auto it = std::find_if(expandable_segments_.begin(), expandable_segments_.end(),
+                         [segment](const auto& s) { return s.get() == segment; });
+  expandable_segments_.erase(it);
+}
+
+// ---- history ----
+
+void CachingAllocator::record_trace(TraceAction action, std::uint64_t address, std::size_t size,
+                                    StreamId stream, MemoryCategory category,
+                                    std::uint32_t context_id, std::string_view name) {
+  ++event_counter_;
+  if (record_mode_ != RecordMode::all || max_trace_entries_ == 0) return;
+  TraceEntry entry{action,
+                   address,
+                   size,
+                   stream,
+                   event_counter_,
+                   category,
+                   std::string(name),
+                   context_label(context_id)};
+  if (trace_.size() < max_trace_entries_) {
+    trace_.push_back(std::move(entry));
+  } else {
+    trace_[trace_next_] = std::move(entry);
+    trace_next_ = (trace_next_ + 1) % max_trace_entries_;
+  }
+}
+
+void CachingAllocator::record_history(RecordMode mode, std::size_t max_entries) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  record_mode_ = mode;
+  max_trace_entries_ = mode == RecordMode::all ? max_entries : 0;
+  trace_.clear();
+  trace_next_ = 0;
+}
+
+std::vector<TraceEntry> CachingAllocator::trace() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<TraceEntry> ordered;
+  ordered.reserve(trace_.size());
+  for (std::size_t i = 0; i < trace_.size(); ++i) {
+    ordered.push_back(trace_[(trace_next_ + i) % trace_.size()]);
+  }
+  return ordered;
+}
+
+// ---- inspection ----
+
+DeviceStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> CachingAllocator::memory_stats() const {
+  return stats().to_key_values();
+}
+
+CategoryStats CachingAllocator::category_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return category_stats_;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.reset_peak();
+  for (Stat& stat : category_stats_.allocated_bytes) stat.peak = stat.current;
+}
+
+void CachingAllocator::reset_accumulated_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.reset_accumulated();
+  for (Stat& stat : category_stats_.allocated_bytes) stat.allocated = stat.freed = 0;
+}
+
+std::uint64_t CachingAllocator::capacity_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return backing_->total_bytes();
+}
+
+std::uint64_t CachingAllocator::free_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return backing_->free_bytes();
+}
+
+bool CachingAllocator::host_accessible() const {
+  return backing_->host_accessible();
+}
+
+std::vector<const Block*> CachingAllocator::all_blocks_locked() const {
+  std::vector<const Block*> blocks;
+  for (const Block& block : block_storage_) {
+    if (block.in_use) blocks.push_back(&block);
+  }
+  std::sort(blocks.begin(), blocks.end(),
+            [](const Block* a, const Block* b) { return a->address < b->address; });
+  return blocks;
+}
+
+std::vector<LiveBlockInfo> CachingAllocator::live_blocks_locked() const {
+  std::vector<LiveBlockInfo> live;
+  for (const Block& block : block_storage_) {
+    if (!block.in_use || !block.allocated) continue;
+    live.push_back(LiveBlockInfo{block.address, block.size, block.requested_size, block.category,
+                                 block.name, context_label(block.context_id)});
+  }
+  std::sort(live.begin(), live.end(), [](const LiveBlockInfo& a, const LiveBlockInfo& b) {
+    return a.size_bytes != b.size_bytes ? a.size_bytes > b.size_bytes : a.address < b.address;
+  });
+  return live;
+}
+
+std::vector<LiveBlockInfo> CachingAllocator::live_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_blocks_locked();
+}
+
+void CachingAllocator::check_invariants() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto fail = [](const std::string& what) {
+    throw std::logic_error("allocator invariant: " + what);
+  };
+  DeviceStats expected;
+  std::array<std::int64_t, kMemoryCategoryCount> category_bytes{};
+  std::size_t free_mapped = 0;
+  std::size_t free_unmapped = 0;
+  std::uint64_t previous_end = 0;
+  std::uint64_t reserved_total = 0;
+  bool pending_free = false;
+  for (const Block* block : all_blocks_locked()) {
+    const std::size_t t = stat_type_of(*block->pool);
+    if (block->address < previous_end) fail("blocks overlap at " + std::to_string(block->address));
+    previous_end = block->address + block->size;
+    if (block->size == 0) fail("empty block");
+    if (block->prev != nullptr && (block->prev->next != block ||
+                                   block->prev->address + block->prev->size != block->address)) {
+      fail("broken prev link at " + std::to_string(block->address));
+    }
+    if (block->next != nullptr &&
+        (block->next->prev != block || block->address + block->size != block->next->address)) {
+      fail("broken next link at " + std::to_string(block->address));
+    }
+    const bool is_free = !block->allocated && block->event_count == 0;
+    if (block->next != nullptr && is_free && !block->next->allocated &&
+        block->next->event_count == 0 && block->mapped == block->next->mapped) {
+      fail("free neighbours not merged at " + std::to_string(block->address));
+    }
+    const BlockPool::Set& set = block->mapped ? block->pool->blocks : block->pool->unmapped;
+    if (is_free != (set.count(const_cast<Block*>(block)) == 1)) {
+      fail("pool membership wrong at " + std::to_string(block->address));
+    }
+    if (is_free) (block->mapped ? free_mapped : free_unmapped) += 1;
+    if (block->expandable == nullptr && block->prev == nullptr) {
+      std::size_t segment_bytes = 0;
+      for (const Block* b = block; b != nullptr; b = b->next) segment_bytes += b->size;
+      for (std::size_t s : {static_cast<std::size_t>(kAggregate), t}) {
+        expected.segment[s].current += 1;
+        expected.reserved_bytes[s].current += static_cast<std::int64_t>(segment_bytes);
+      }
+      reserved_total += segment_bytes;
+    }
+    if (block->expandable != nullptr && block->mapped) {
+      for (std::size_t s : {static_cast<std::size_t>(kAggregate), t}) {
+        expected.reserved_bytes[s].current += static_cast<std::int64_t>(block->size);
+      }
+      reserved_total += block->size;
+    }
+    const auto bytes = static_cast<std::int64_t>(block->size);
+    for (std::size_t s : {static_cast<std::size_t>(kAggregate), t}) {
+      if (block->allocated) {
+        expected.allocation[s].current += 1;
+        expected.allocated_bytes[s].current += bytes;
+      }
+      if (block->allocated || block->event_count > 0) {
+        expected.active[s].current += 1;
+        expected.active_bytes[s].current += bytes;
+        expected.requested_bytes[s].current += static_cast<std::int64_t>(block->requested_size);
+      }
+      if (is_free && block->is_split() && block->expandable == nullptr) {
+        expected.inactive_split[s].current += 1;
+        expected.inactive_split_bytes[s].current += bytes;
+      }
+    }
+    if (block->allocated) category_bytes[static_cast<std::size_t>(block->category)] += bytes;
+    if (!block->allocated && block->event_count > 0) pending_free = true;
+  }
+  if (free_mapped != small_blocks_.blocks.size() + large_blocks_.blocks.size() ||
+      free_unmapped != small_blocks_.unmapped.size() + large_blocks_.unmapped.size()) {
+    fail("pools hold blocks that are not free");
+  }
+  const std::pair<const char*, std::pair<const StatArray*, const StatArray*>> arrays[] = {
+      {"allocation", {&expected.allocation, &stats_.allocation}},
+      {"segment", {&expected.segment, &stats_.segment}},
+      {"active", {&expected.active, &stats_.active}},
+      {"inactive_split", {&expected.inactive_split, &stats_.inactive_split}},
+      {"allocated_bytes", {&expected.allocated_bytes, &stats_.allocated_bytes}},
+      {"reserved_bytes", {&expected.reserved_bytes, &stats_.reserved_bytes}},
+      {"active_bytes", {&expected.active_bytes, &stats_.active_bytes}},
+      {"inactive_split_bytes", {&expected.inactive_split_bytes, &stats_.inactive_split_bytes}},
+      {"requested_bytes", {&expected.requested_bytes, &stats_.requested_bytes}},
+  };
+  for (const auto& [name, pair] : arrays) {
+    for (std::size_t s = 0; s < 3; ++s) {
+      if ((*pair.first)[s].current != (*pair.second)[s].current) {
+        fail(std::string(name) + "[" + std::to_string(s) + "] is " +
+             std::to_string((*pair.second)[s].current) + ", blocks sum to " +
+             std::to_string((*pair.first)[s].current));
+      }
+    }
+  }
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    if (category_bytes[c] != category_stats_.allocated_bytes[c].current) {
+      fail("category " + std::string(category_name(kAllMemoryCategories[c])) + " bytes");
+    }
+  }
+  if (reserved_total != total_allocated_memory_) fail("total reserved memory");
+  const std::int64_t reserved = stats_.reserved_bytes[kAggregate].current;
+  const std::int64_t active = stats_.active_bytes[kAggregate].current;
+  const std::int64_t allocated = stats_.allocated_bytes[kAggregate].current;
+  const std::int64_t requested = stats_.requested_bytes[kAggregate].current;
+  if (!(reserved >= active && active >= allocated && active >= requested)) {
+    fail("reserved >= active >= allocated, active >= requested");
+  }
+  if (!pending_free && allocated < requested) fail("allocated >= requested");
+}
+
+}  // namespace vramlab::memory

@@ -1,0 +1,225 @@
+/// \file
+/// \brief The caching allocator: PyTorch CUDACachingAllocator semantics over any Backing.
+///
+/// Requests round up to 512 B (round_size); ≤ 1 MiB goes to the small pool (2 MiB segments), larger
+/// to the large pool (20 MiB segments below 10 MiB, else rounded up to 2 MiB). A request takes the
+/// best-fitting free block of its own stream, splits it (should_split) and merges back with free
+/// neighbours when freed. Memory goes back to the device only through empty_cache(), the flush
+/// before an out-of-memory, garbage collection, or max_split_size's release of oversize blocks.
+///
+/// Streams are simulated: work on a stream completes when synchronize() or synchronize_stream() is
+/// called, so a block freed after record_stream() stays "active_pending_free" until then (and until
+/// the next malloc, empty_cache or snapshot processes the completed events).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/memory/alloc_config.h"
+#include "common/memory/backing.h"
+#include "common/memory/block.h"
+#include "common/memory/history.h"
+#include "common/memory/memory_category.h"
+#include "common/memory/memory_stats.h"
+#include "common/memory/oom_error.h"
+
+namespace vramlab::memory {
+
+/// Smallest block and rounding unit (kMinBlockSize).
+inline constexpr std::size_t kMinBlockSize = 512;
+/// Largest request served by the small pool (kSmallSize).
+inline constexpr std::size_t kSmallSize = 1ULL << 20;
+/// Small-pool segment size (kSmallBuffer).
+inline constexpr std::size_t kSmallBuffer = 2ULL << 20;
+/// Requests below this get a kLargeBuffer segment (kMinLargeAlloc).
+inline constexpr std::size_t kMinLargeAlloc = 10ULL << 20;
+/// Large-pool segment size for requests below kMinLargeAlloc (kLargeBuffer).
+inline constexpr std::size_t kLargeBuffer = 20ULL << 20;
+/// Larger requests round their segment up to a multiple of this (kRoundLarge).
+inline constexpr std::size_t kRoundLarge = 2ULL << 20;
+/// Requests of this size or more fail at once ("more than 1EB").
+inline constexpr std::uint64_t kOneExaByte = 1ULL << 60;
+
+/// PyTorch's round_size: at least 512 B, a multiple of 512 B, or the next power-of-two division
+/// when roundup_power2_divisions applies to the size.
+/// \param bytes the request.  \param config the settings.  \return the rounded size.
+std::size_t round_size(std::size_t bytes, const AllocatorConfig& config);
+
+/// Rounds \p bytes up to the next of \p divisions equal steps between two powers of two (powers of
+/// two stay unchanged).
+/// \param bytes the size.  \param divisions a power of two ≥ 2.  \return the rounded size.
+std::size_t roundup_power2_next_division(std::size_t bytes, std::size_t divisions);
+
+/// PyTorch's get_allocation_size: the segment size for a rounded request.
+/// \param rounded_bytes the output of round_size.  \return 2 MiB, 20 MiB or a multiple of 2 MiB.
+std::size_t get_allocation_size(std::size_t rounded_bytes);
+
+/// The caching allocator of one device.
+///
+/// Thread-safe: every public member takes the allocator's lock.
+class CachingAllocator {
+ public:
+  /// \param backing where segments come from.
+  /// \param device_label what the out-of-memory message calls the device: "CUDA" for a real GPU,
+  ///        the device string (e.g. "sim:a100-40g") otherwise.
+  /// \param device_index the "GPU N" of messages and the summary's device ID.
+  /// \param config the settings (see alloc_config.h).
+  CachingAllocator(std::unique_ptr<Backing> backing, std::string device_label,
+                   std::int64_t device_index, const AllocatorConfig& config = {});
+  /// Returns every segment to the backing (live blocks are abandoned with them).
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /// Allocates \p bytes on \p stream.
+  /// \param bytes the request; 0 returns nullptr and changes nothing.
+  /// \param stream the stream that will use the memory.
+  /// \param category what the memory is for.
+  /// \param name the tensor's name, shown in snapshots and out-of-memory errors.
+  /// \return the block; its `address` is the memory.
+  /// \throws OutOfMemoryError when the device cannot provide the memory even after flushing the
+  ///         cache, or when \p bytes ≥ 1 EiB.
+  Block* malloc(std::size_t bytes, StreamId stream = 0,
+                MemoryCategory category = MemoryCategory::other, std::string_view name = {});
+  /// Frees a block returned by malloc (nullptr is ignored). The block returns to the cache at once,
+  /// or once the events of the streams given to record_stream complete.
+  /// \param block the block.
+  void free(Block* block);
+  /// Marks \p block as used by \p stream (torch.Tensor.record_stream): when freed, it is not reused
+  /// until that stream's work has completed. A no-op for the block's own stream.
+  /// \param block an allocated block.  \param stream the other stream.
+  void record_stream(Block* block, StreamId stream);
+  /// Completes the work of every stream (torch.cuda.synchronize()).
+  void synchronize();
+  /// Completes the work of one stream (torch.cuda.Stream.synchronize()).
+  /// \param stream the stream.
+  void synchronize_stream(StreamId stream);
+  /// Waits for pending frees, then returns every cached whole segment to the device
+  /// (torch.cuda.empty_cache()).
+  void empty_cache();
+  /// Limits this process to \p fraction of the device (set_per_process_memory_fraction).
+  /// \param fraction in [0, 1].
+  /// \throws vramlab::UsageError naming \p fraction when it is outside [0, 1].
+  void set_memory_fraction(double fraction);
+  /// Replaces the settings; blocks already cached keep their place.
+  /// \param config the new settings.
+  void set_config(const AllocatorConfig& config);
+  /// \return the current settings.
+  AllocatorConfig config() const;
+
+  /// \return a copy of the statistics.
+  DeviceStats stats() const;
+  /// \return torch.cuda.memory_stats(): sorted (key, value) pairs.
+  std::vector<std::pair<std::string, std::int64_t>> memory_stats() const;
+  /// \return current and peak allocated bytes per memory category.
+  CategoryStats category_stats() const;
+  /// Sets every peak (also the per-category peaks) to its current value.
+  void reset_peak_stats();
+  /// Zeroes the allocated/freed totals and the num_* counters.
+  void reset_accumulated_stats();
+  /// \param abbreviated keep only the "all" rows.
+  /// \return torch.cuda.memory_summary()'s table.
+  std::string memory_summary(bool abbreviated = false) const;
+
+  /// Starts or stops recording (torch.cuda.memory._record_memory_history).
+  /// \param mode off, state (labels of live blocks) or all (plus the trace).
+  /// \param max_entries the trace ring buffer's size (the oldest entries are dropped).
+  void record_history(RecordMode mode, std::size_t max_entries = SIZE_MAX);
+  /// \return the recorded trace, oldest first.
+  std::vector<TraceEntry> trace() const;
+  /// Takes a snapshot in PyTorch's torch.cuda.memory._snapshot() schema (see snapshot.cpp), with
+  /// vramlab's extensions: a "category" on each block and trace entry, labels as "frames".
+  /// \return {"segments": [...], "device_traces": [[...]], "allocator_settings": {...}}.
+  nlohmann::json snapshot();
+
+  /// \return the device's capacity in bytes.
+  std::uint64_t capacity_bytes() const;
+  /// \return the device's free bytes (capacity minus everything reserved on it).
+  std::uint64_t free_bytes() const;
+  /// \return every allocated block, largest first.
+  std::vector<LiveBlockInfo> live_blocks() const;
+  /// \return true when block addresses are host memory the program may touch.
+  bool host_accessible() const;
+
+  /// Checks the allocator's invariants in O(blocks): segments tile exactly, no two free neighbours
+  /// are left unmerged, the pools hold exactly the free blocks, no live blocks overlap, every
+  /// stat's current value equals the sum recomputed from the blocks, reserved ≥ active ≥ allocated
+  /// and active ≥ requested (and allocated ≥ requested when no free is pending). \throws
+  /// std::logic_error describing the first violation.
+  void check_invariants() const;
+
+ private:
+  struct AllocParams;
+  struct PendingEvent {
+    StreamId stream;
+    Block* block;
+    bool completed;
+  };
+
+  Block* new_block();
+  void delete_block(Block* block);
+  void pool_insert(BlockPool::Set& set, Block* block);
+  void pool_erase(BlockPool::Set& set, Block* block);
+  void insert_into_blocks(Block* block);
+  static std::size_t stat_type_of(const BlockPool& pool);
+  bool should_split(const Block* block, std::size_t size) const;
+
+  Block* get_free_block(AllocParams& params);
+  Block* alloc_block(AllocParams& params, bool is_retry);
+  Block* alloc_found_block(Block* block, const AllocParams& params);
+  void free_block(Block* block);
+  std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
+  void insert_events(Block* block);
+  void process_events();
+  void synchronize_and_free_events();
+  bool release_available_cached_blocks(const AllocParams& params);
+  bool release_cached_blocks();
+  void release_blocks(BlockPool& pool);
+  void release_block(Block* block);
+  void garbage_collect_cached_blocks();
+  [[noreturn]] void throw_out_of_memory(const AllocParams& params);
+
+  Block* try_allocate_expandable_block(AllocParams& params);
+  Block* find_expandable_block(AllocParams& params);
+  bool map_block(Block* to_map, std::size_t size, const AllocParams* params);
+  void unmap_block(Block* block);
+  void release_expandable_segment(Block* block);
+
+  void record_trace(TraceAction action, std::uint64_t address, std::size_t size, StreamId stream,
+                    MemoryCategory category, std::uint32_t context_id, std::string_view name);
+  std::vector<LiveBlockInfo> live_blocks_locked() const;
+  std::vector<const Block*> all_blocks_locked() const;
+
+  mutable std::mutex mutex_;
+  std::unique_ptr<Backing> backing_;
+  std::string device_label_;
+  std::int64_t device_index_;
+  AllocatorConfig config_;
+  DeviceStats stats_;
+  CategoryStats category_stats_;
+  BlockPool small_blocks_;
+  BlockPool large_blocks_;
+  std::vector<PendingEvent> events_;
+  std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
+  std::deque<Block> block_storage_;
+  std::vector<Block*> spare_blocks_;
+  std::vector<BlockPool::Set::node_type> spare_nodes_;
+  std::uint64_t total_allocated_memory_ = 0;
+  bool memory_fraction_set_ = false;
+  std::uint64_t allowed_memory_maximum_ = 0;
+  RecordMode record_mode_ = RecordMode::off;
+  std::size_t max_trace_entries_ = SIZE_MAX;
+  std::vector<TraceEntry> trace_;
+  std::size_t trace_next_ = 0;
+  std::int64_t event_counter_ = 0;
+};
+
+}  // namespace vramlab::memory

@@ -1,0 +1,178 @@
+// Device strings, presets and size parsing.
+#include "common/memory/device.h"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "common/platform/errors.h"
+
+namespace vramlab::memory {
+namespace {
+
+constexpr std::uint64_t kGiB = 1ULL << 30;
+constexpr std::uint64_t kMetaUnlimitedBytes = 1ULL << 60;  // 1 EiB: the allocator's hard limit
+// PCIe x16 per direction (reference-formulas.md §9, derived from GT/s x 16 x 128/130 / 8).
+constexpr double kPcieGen3BytesPerS = 15.75e9;
+constexpr double kPcieGen4BytesPerS = 31.5e9;
+constexpr double kPcieGen5BytesPerS = 63.0e9;
+constexpr std::string_view kDefaultSimSpec = "24GiB";
+
+bool all_digits(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+std::vector<std::string_view> split_colons(std::string_view text) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  return parts;
+}
+
+DeviceSpec spec_from_text(std::string_view spec_text, std::string_view device_text) {
+  for (const DevicePreset& preset : device_presets()) {
+    if (preset.name == spec_text) {
+      return DeviceSpec{std::string(spec_text), preset.capacity_bytes,
+                        preset.memory_bandwidth_bytes_per_s,
+                        preset.host_link_bandwidth_bytes_per_s};
+    }
+  }
+  try {
+    return DeviceSpec{std::string(spec_text), parse_size_bytes(spec_text), 0.0, 0.0};
+  } catch (const UsageError&) {
+    std::string presets;
+    for (const DevicePreset& preset : device_presets()) {
+      presets += (presets.empty() ? "" : ", ") + std::string(preset.name);
+    }
+    throw UsageError("invalid device '" + std::string(device_text) + "': '" +
+                     std::string(spec_text) + "' is neither a preset (" + presets +
+                     ") nor a size such as 2GiB, 512MiB or 1.5GB");
+  }
+}
+
+}  // namespace
+
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cpu:
+      return "cpu";
+    case DeviceKind::sim:
+      return "sim";
+    case DeviceKind::meta:
+      return "meta";
+    case DeviceKind::cuda:
+      return "cuda";
+  }
+  return "cpu";
+}
+
+std::string Device::name() const {
+  std::string text(device_kind_name(kind));
+  if (kind == DeviceKind::cpu) return text;
+  if (kind == DeviceKind::cuda || index != 0) text.append(1, ':').append(std::to_string(index));
+  if (kind != DeviceKind::cuda && !spec.spec_name.empty())
+    text.append(1, ':').append(spec.spec_name);
+  return text;
+}
+
+const std::vector<DevicePreset>& device_presets() {
+  // Bandwidth sources (reference-formulas.md §9 and its status tags): A100 values [S] (several
+  // copies of NVIDIA's sheet agree); H100 3.35 TB/s and H200 4.8 TB/s [U] (not re-read from the
+  // datasheet); T4 (320 GB/s, PCIe Gen3) and RTX 4090 (1008 GB/s, PCIe Gen4) are not in §9 and are
+  // [U] values from the vendors' product pages. Host links are PCIe x16 per direction.
+  static const std::vector<DevicePreset> presets = {
+      {"t4-16g", "NVIDIA T4 16GB", 16 * kGiB, 320e9, kPcieGen3BytesPerS},
+      {"rtx4090-24g", "NVIDIA GeForce RTX 4090 24GB", 24 * kGiB, 1008e9, kPcieGen4BytesPerS},
+      {"a100-40g", "NVIDIA A100 40GB SXM4", 40 * kGiB, 1555e9, kPcieGen4BytesPerS},
+      {"a100-80g", "NVIDIA A100 80GB SXM4", 80 * kGiB, 2039e9, kPcieGen4BytesPerS},
+      {"h100-80g", "NVIDIA H100 80GB SXM5", 80 * kGiB, 3.35e12, kPcieGen5BytesPerS},
+      {"h200-141g", "NVIDIA H200 141GB SXM", 141 * kGiB, 4.8e12, kPcieGen5BytesPerS},
+  };
+  return presets;
+}
+
+std::uint64_t parse_size_bytes(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    double bytes;
+  };
+  static constexpr Unit kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0},
+  };
+  for (const Unit& unit : kUnits) {
+    if (text.size() <= unit.suffix.size() || !text.ends_with(unit.suffix)) continue;
+    std::string_view number = text.substr(0, text.size() - unit.suffix.size());
+    double value = 0.0;
+    auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value,
+                                        std::chars_format::fixed);
+    if (error != std::errc() || end != number.data() + number.size() || !std::isfinite(value) ||
+        value <= 0.0 || value * unit.bytes > 9.2e18) {
+      break;
+    }
+    const double bytes = std::floor(value * unit.bytes);
+    if (bytes < 1.0) break;
+    return static_cast<std::uint64_t>(bytes);
+  }
+  throw UsageError(
+      "invalid size '" + std::string(text) +
+      "' (expected a positive number and a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+}
+
+Device parse_device(std::string_view text) {
+  const std::vector<std::string_view> parts = split_colons(text);
+  const std::string_view kind_text = parts[0];
+  Device device;
+  auto bad = [&](const std::string& why) {
+    return UsageError("invalid device '" + std::string(text) + "': " + why +
+                      " (expected cpu, sim[:INDEX][:PRESET|:SIZE], meta[:INDEX][:PRESET|:SIZE] or "
+                      "cuda[:INDEX])");
+  };
+  std::size_t next = 1;
+  auto take_index = [&] {
+    if (next < parts.size() && all_digits(parts[next])) {
+      if (parts[next].size() > 6) throw bad("index too large");
+      device.index = std::stoll(std::string(parts[next]));
+      ++next;
+    }
+  };
+  if (kind_text == "cpu") {
+    device.kind = DeviceKind::cpu;
+    if (parts.size() != 1) throw bad("cpu takes no index or spec");
+    return device;
+  }
+  if (kind_text == "cuda") {
+    device.kind = DeviceKind::cuda;
+    take_index();
+    if (next != parts.size()) throw bad("cuda takes only an index");
+    return device;
+  }
+  if (kind_text == "sim" || kind_text == "meta") {
+    device.kind = kind_text == "sim" ? DeviceKind::sim : DeviceKind::meta;
+    take_index();
+    if (next < parts.size()) {
+      if (parts[next].empty()) throw bad("empty spec");
+      device.spec = spec_from_text(parts[next], text);
+      ++next;
+    } else if (device.kind == DeviceKind::sim) {
+      device.spec = spec_from_text(kDefaultSimSpec, text);
+    } else {
+      device.spec.capacity_bytes = kMetaUnlimitedBytes;
+    }
+    if (next != parts.size()) throw bad("too many ':' parts");
+    return device;
+  }
+  throw bad("unknown device kind '" + std::string(kind_text) + "'");
+}
+
+}  // namespace vramlab::memory

@@ -1,0 +1,88 @@
+/// \file
+/// \brief The allocator's statistics, with torch.cuda.memory_stats()'s keys and update rules.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/memory/memory_category.h"
+
+namespace vramlab::memory {
+
+/// One statistic: inc adds to current and allocated and raises peak; dec lowers current and adds to
+/// freed (PyTorch's increase_stat / decrease_stat).
+struct Stat {
+  std::int64_t current = 0;    ///< value now
+  std::int64_t peak = 0;       ///< highest current since the last reset_peak
+  std::int64_t allocated = 0;  ///< sum of increases since the last reset_accumulated
+  std::int64_t freed = 0;      ///< sum of decreases since the last reset_accumulated
+
+  /// Adds \p amount.  \param amount non-negative.
+  void increase(std::int64_t amount) {
+    current += amount;
+    if (current > peak) peak = current;
+    allocated += amount;
+  }
+  /// Subtracts \p amount.  \param amount non-negative.
+  void decrease(std::int64_t amount) {
+    current -= amount;
+    freed += amount;
+  }
+};
+
+/// Which pools a statistic is kept for: all, small_pool, large_pool.
+enum StatType : std::size_t {
+  kAggregate = 0,  ///< "all"
+  kSmallPool = 1,  ///< "small_pool"
+  kLargePool = 2,  ///< "large_pool"
+};
+
+/// A statistic per StatType.
+using StatArray = std::array<Stat, 3>;
+
+/// Every counter of one device's caching allocator.
+struct DeviceStats {
+  StatArray allocation;                   ///< number of allocated blocks
+  StatArray segment;                      ///< number of segments (cudaMalloc'd)
+  StatArray active;                       ///< allocated blocks plus blocks waiting on stream events
+  StatArray inactive_split;               ///< free blocks inside split segments
+  StatArray allocated_bytes;              ///< bytes of allocated blocks (rounded sizes)
+  StatArray reserved_bytes;               ///< bytes of segments
+  StatArray active_bytes;                 ///< bytes of active blocks
+  StatArray inactive_split_bytes;         ///< bytes of inactive split blocks ("non-releasable")
+  StatArray requested_bytes;              ///< bytes the callers asked for
+  Stat oversize_allocations;              ///< allocated blocks ≥ max_split_size
+  Stat oversize_segments;                 ///< segments ≥ max_split_size
+  std::int64_t num_alloc_retries = 0;     ///< cudaMalloc retries after flushing the cache
+  std::int64_t num_ooms = 0;              ///< out-of-memory errors thrown
+  std::int64_t num_sync_all_streams = 0;  ///< synchronize_and_free_events calls
+  std::int64_t num_device_alloc = 0;      ///< cudaMalloc + cuMemMap calls
+  std::int64_t num_device_free = 0;       ///< cudaFree + cuMemUnmap calls
+  std::int64_t max_split_size = -1;       ///< the setting, −1 when unlimited
+
+  /// Sets every peak to its current value (torch.cuda.reset_peak_memory_stats).
+  void reset_peak();
+  /// Zeroes the allocated/freed totals and the num_* counters
+  /// (torch.cuda.reset_accumulated_memory_stats).
+  void reset_accumulated();
+  /// \return the (key, value) pairs of torch.cuda.memory_stats(), sorted by key, e.g.
+  ///         ("allocated_bytes.all.current", 512).
+  std::vector<std::pair<std::string, std::int64_t>> to_key_values() const;
+};
+
+/// Current and peak bytes per memory category (vramlab's addition to PyTorch's stats).
+struct CategoryStats {
+  /// Bytes allocated (rounded block sizes) per category, indexed by MemoryCategory.
+  std::array<Stat, kMemoryCategoryCount> allocated_bytes;
+
+  /// \return the stat of \p category.
+  const Stat& of(MemoryCategory category) const {
+    return allocated_bytes[static_cast<std::size_t>(category)];
+  }
+};
+
+}  // namespace vramlab::memory

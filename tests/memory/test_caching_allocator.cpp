@@ -1,0 +1,566 @@
+// The caching allocator's rules, one behaviour per test (pytorch-memory-reference.md §1).
+//   build/tests/bin/test_caching_allocator
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "common/memory/caching_allocator.h"
+#include "common/platform/errors.h"
+#include "tests/memory/allocator_test_util.h"
+
+namespace vramlab::memory {
+namespace {
+
+using testing::kGiB;
+using testing::kKiB;
+using testing::kMiB;
+using testing::make_meta_allocator;
+using testing::make_sim_allocator;
+
+TEST(RoundSize, RequestsBelow512BytesBecome512) {
+  const AllocatorConfig config;
+  EXPECT_EQ(round_size(1, config), 512u);
+  EXPECT_EQ(round_size(511, config), 512u);
+  EXPECT_EQ(round_size(512, config), 512u);
+}
+
+TEST(RoundSize, LargerRequestsRoundUpToAMultipleOf512) {
+  const AllocatorConfig config;
+  EXPECT_EQ(round_size(513, config), 1024u);
+  EXPECT_EQ(round_size(1000, config), 1024u);
+  EXPECT_EQ(round_size(kMiB + 1, config), kMiB + 512);
+  EXPECT_EQ(round_size(3 * kGiB + 7, config), 3 * kGiB + 512);
+}
+
+TEST(GetAllocationSize, SmallRequestsGetTwoMiBSegments) {
+  EXPECT_EQ(get_allocation_size(512), 2 * kMiB);
+  EXPECT_EQ(get_allocation_size(kMiB), 2 * kMiB);
+}
+
+TEST(GetAllocationSize, LargeRequestsBelowTenMiBGetTwentyMiBSegments) {
+  EXPECT_EQ(get_allocation_size(kMiB + 512), 20 * kMiB);
+  EXPECT_EQ(get_allocation_size(10 * kMiB - 512), 20 * kMiB);
+}
+
+TEST(GetAllocationSize, RequestsFromTenMiBRoundUpToTwoMiB) {
+  EXPECT_EQ(get_allocation_size(10 * kMiB), 10 * kMiB);
+  EXPECT_EQ(get_allocation_size(10 * kMiB + 512), 12 * kMiB);
+  EXPECT_EQ(get_allocation_size(101 * kMiB), 102 * kMiB);
+}
+
+TEST(Pools, OneMiBIsStillSmallAndOneByteMoreIsLarge) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* small = allocator->malloc(kMiB);
+  Block* large = allocator->malloc(kMiB + 1);
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.allocation[kSmallPool].current, 1);
+  EXPECT_EQ(stats.allocation[kLargePool].current, 1);
+  EXPECT_EQ(stats.reserved_bytes[kSmallPool].current, static_cast<std::int64_t>(2 * kMiB));
+  EXPECT_EQ(stats.reserved_bytes[kLargePool].current, static_cast<std::int64_t>(20 * kMiB));
+  EXPECT_EQ(small->size, kMiB);
+  EXPECT_EQ(large->size, kMiB + 512);
+  allocator->free(small);
+  allocator->free(large);
+  allocator->check_invariants();
+}
+
+TEST(Split, SmallPoolSplitsWhenAtLeast512BytesRemain) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(1000);
+  Block* b = allocator->malloc(1000);
+  EXPECT_EQ(b->address, a->address + 1024);  // the new block takes the low end of the remainder
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.segment[kAggregate].current, 1);
+  EXPECT_EQ(stats.inactive_split[kSmallPool].current, 1);
+  EXPECT_EQ(stats.inactive_split_bytes[kSmallPool].current,
+            static_cast<std::int64_t>(2 * kMiB - 2048));
+  allocator->check_invariants();
+}
+
+TEST(Split, SmallPoolDoesNotSplitWhenLessThan512BytesRemain) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* whole = allocator->malloc(2 * kMiB - 1024);  // > 1 MiB: large pool; use two small ones
+  allocator->free(whole);
+  Block* a = allocator->malloc(kMiB);
+  Block* b = allocator->malloc(kMiB - 512);
+  Block* c = allocator->malloc(512);  // exactly fills the 2 MiB segment: no remainder block
+  EXPECT_EQ(c->address, b->address + b->size);
+  EXPECT_EQ(allocator->stats().inactive_split[kSmallPool].current, 0);
+  allocator->free(a);
+  allocator->free(b);
+  allocator->free(c);
+  allocator->check_invariants();
+}
+
+TEST(Split, LargePoolSplitsOnlyWhenMoreThanOneMiBRemains) {
+  auto allocator = make_sim_allocator(kGiB);
+  allocator->free(allocator->malloc(5 * kMiB));  // caches one whole 20 MiB segment
+  Block* exact = allocator->malloc(19 * kMiB);   // remainder exactly 1 MiB: no split
+  EXPECT_EQ(exact->size, 20 * kMiB);
+  EXPECT_EQ(allocator->stats().allocated_bytes[kAggregate].current,
+            static_cast<std::int64_t>(20 * kMiB));
+  allocator->free(exact);
+  Block* split = allocator->malloc(19 * kMiB - 512);  // remainder 1 MiB + 512: split
+  EXPECT_EQ(split->size, 19 * kMiB - 512);
+  EXPECT_EQ(allocator->stats().inactive_split_bytes[kLargePool].current,
+            static_cast<std::int64_t>(kMiB + 512));
+  allocator->free(split);
+  EXPECT_EQ(allocator->stats().segment[kAggregate].current, 1);
+  allocator->check_invariants();
+}
+
+TEST(BestFit, TakesTheSmallestAdequateFreeBlock) {
+  auto allocator = make_meta_allocator(kGiB);
+  Block* a = allocator->malloc(14 * kMiB);
+  Block* b = allocator->malloc(12 * kMiB);
+  Block* c = allocator->malloc(16 * kMiB);
+  const std::uint64_t b_address = b->address;
+  allocator->free(a);
+  allocator->free(b);
+  allocator->free(c);
+  Block* d = allocator->malloc(11 * kMiB);
+  EXPECT_EQ(d->address, b_address);
+  EXPECT_EQ(d->size, 12 * kMiB);  // 1 MiB remainder is not split
+  EXPECT_EQ(allocator->stats().segment[kAggregate].current, 3);
+}
+
+TEST(BestFit, TiesGoToTheLowerAddress) {
+  auto allocator = make_meta_allocator(kGiB);
+  Block* a = allocator->malloc(12 * kMiB);
+  Block* b = allocator->malloc(12 * kMiB);
+  const std::uint64_t lower = std::min(a->address, b->address);
+  allocator->free(b);
+  allocator->free(a);
+  EXPECT_EQ(allocator->malloc(12 * kMiB)->address, lower);
+}
+
+TEST(Merge, FreeingTheMiddleBlockMergesBothNeighbours) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(4096);
+  Block* b = allocator->malloc(4096);
+  Block* c = allocator->malloc(4096);
+  const std::uint64_t segment = a->address;
+  allocator->free(a);
+  allocator->free(c);  // c merges with the tail remainder
+  EXPECT_EQ(allocator->stats().inactive_split[kAggregate].current, 2);
+  allocator->free(b);
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.inactive_split[kAggregate].current, 0);
+  EXPECT_EQ(stats.inactive_split_bytes[kAggregate].current, 0);
+  allocator->check_invariants();
+  Block* whole = allocator->malloc(kMiB);  // the merged segment serves a 1 MiB request at its start
+  EXPECT_EQ(whole->address, segment);
+}
+
+TEST(Merge, MemoryIsNeverReturnedOnFree) {
+  auto allocator = make_sim_allocator(kGiB);
+  allocator->free(allocator->malloc(30 * kMiB));
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(30 * kMiB));
+  EXPECT_EQ(stats.num_device_free, 0);
+}
+
+TEST(EmptyCache, ReleasesWholeFreeSegmentsOnly) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* keep = allocator->malloc(1000);         // small segment stays: it has a live block
+  allocator->free(allocator->malloc(5 * kMiB));  // a whole free 20 MiB segment
+  allocator->free(allocator->malloc(1000));      // freed inside the small segment
+  allocator->empty_cache();
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.segment[kAggregate].current, 1);
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(2 * kMiB));
+  EXPECT_EQ(stats.num_device_free, 1);
+  EXPECT_EQ(stats.num_sync_all_streams, 1);
+  allocator->free(keep);
+  allocator->empty_cache();
+  EXPECT_EQ(allocator->stats().reserved_bytes[kAggregate].current, 0);
+  allocator->check_invariants();
+}
+
+TEST(Streams, AFreeBlockIsReusedOnlyByItsOwnStream) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* on_zero = allocator->malloc(5 * kMiB, 0);
+  const std::uint64_t address = on_zero->address;
+  allocator->free(on_zero);
+  Block* on_one = allocator->malloc(5 * kMiB, 1);
+  EXPECT_NE(on_one->address, address);
+  EXPECT_EQ(allocator->stats().segment[kAggregate].current, 2);
+  EXPECT_EQ(allocator->malloc(5 * kMiB, 0)->address, address);
+  allocator->check_invariants();
+}
+
+TEST(RecordStream, DelaysReuseUntilTheOtherStreamSynchronizes) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(4096, 0);
+  const std::uint64_t address = a->address;
+  allocator->record_stream(a, 7);
+  allocator->free(a);
+  DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.allocation[kAggregate].current, 0);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].current, 0);
+  EXPECT_EQ(stats.active[kAggregate].current, 1);  // still waiting on stream 7's event
+  EXPECT_EQ(stats.requested_bytes[kAggregate].current, 4096);
+  Block* b = allocator->malloc(4096, 0);
+  EXPECT_NE(b->address, address);
+  allocator->check_invariants();
+  allocator->synchronize_stream(3);  // an unrelated stream changes nothing
+  allocator->free(allocator->malloc(512, 0));
+  EXPECT_EQ(allocator->stats().active[kAggregate].current, 2);
+  allocator->synchronize();  // completes the event; the next malloc processes it
+  EXPECT_EQ(allocator->stats().active[kAggregate].current, 1 + 1);
+  Block* c = allocator->malloc(4096, 0);
+  EXPECT_EQ(c->address, address);
+  EXPECT_EQ(allocator->stats().active[kAggregate].current, 2);
+  allocator->check_invariants();
+}
+
+TEST(RecordStream, OnTheAllocationStreamIsANoOp) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(4096, 2);
+  allocator->record_stream(a, 2);
+  allocator->free(a);
+  EXPECT_EQ(allocator->stats().active[kAggregate].current, 0);
+}
+
+TEST(RecordStream, EmptyCacheWaitsForPendingFrees) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(5 * kMiB, 0);
+  allocator->record_stream(a, 1);
+  allocator->free(a);
+  allocator->empty_cache();
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.active[kAggregate].current, 0);
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, 0);
+  EXPECT_EQ(stats.num_sync_all_streams, 1);
+}
+
+TEST(ZeroSize, ReturnsNullptrAndCountsNothing) {
+  auto allocator = make_sim_allocator(kGiB);
+  EXPECT_EQ(allocator->malloc(0), nullptr);
+  for (const auto& [key, value] : allocator->memory_stats()) {
+    EXPECT_EQ(value, key == "max_split_size" ? -1 : 0) << key;
+  }
+}
+
+TEST(OutOfMemory, OneExabyteRequestFailsAtOnce) {
+  auto allocator = make_sim_allocator(kGiB);
+  try {
+    allocator->malloc(kOneExaByte);
+    FAIL() << "no exception";
+  } catch (const OutOfMemoryError& error) {
+    EXPECT_STREQ(error.what(), "sim:test out of memory. Tried to allocate more than 1EB memory.");
+  }
+  EXPECT_EQ(allocator->stats().num_ooms, 0);
+}
+
+TEST(OutOfMemory, FlushesTheCacheAndRetriesBeforeFailing) {
+  auto allocator = make_sim_allocator(64 * kMiB);
+  allocator->free(allocator->malloc(40 * kMiB));
+  Block* big = allocator->malloc(50 * kMiB);  // needs the cached 40 MiB back: one retry
+  ASSERT_NE(big, nullptr);
+  DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_alloc_retries, 1);
+  EXPECT_EQ(stats.num_device_free, 1);
+  EXPECT_EQ(stats.num_ooms, 0);
+  EXPECT_THROW(allocator->malloc(20 * kMiB), OutOfMemoryError);
+  stats = allocator->stats();
+  EXPECT_EQ(stats.num_alloc_retries, 2);
+  EXPECT_EQ(stats.num_ooms, 1);
+  allocator->check_invariants();
+}
+
+TEST(OutOfMemory, MessageFollowsPyTorchsCurrentFormat) {
+  auto allocator = make_sim_allocator(64 * kMiB);
+  Block* big = allocator->malloc(50 * kMiB);
+  Block* small = allocator->malloc(1000);  // 2 MiB small segment, 1 KiB allocated
+  try {
+    allocator->malloc(5 * kMiB);  // needs a 20 MiB segment; 12 MiB are free
+    FAIL() << "no exception";
+  } catch (const OutOfMemoryError& error) {
+    // allocated = 50 MiB + 1024 B = 50.00 MiB; reserved − allocated = 2 MiB − 1 KiB = 2047 KiB.
+    EXPECT_EQ(std::string(error.what()),
+              "sim:test out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+              "64.00 MiB of which 12.00 MiB is free. Of the allocated memory 50.00 MiB is "
+              "allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. If "
+              "reserved but unallocated memory is large try setting "
+              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+              "documentation for Memory Management  "
+              "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+    const OutOfMemoryDetails& details = error.details();
+    EXPECT_EQ(details.requested_bytes, 5 * kMiB);
+    EXPECT_EQ(details.rounded_bytes, 5 * kMiB);
+    EXPECT_EQ(details.segment_bytes, 20 * kMiB);
+    EXPECT_EQ(details.capacity_bytes, 64 * kMiB);
+    EXPECT_EQ(details.free_bytes, 12 * kMiB);
+    EXPECT_EQ(details.allocated_bytes, static_cast<std::int64_t>(50 * kMiB + 1024));
+    EXPECT_EQ(details.reserved_unallocated_bytes, static_cast<std::int64_t>(2 * kMiB - 1024));
+    ASSERT_EQ(details.largest_live_blocks.size(), 2u);
+    EXPECT_EQ(details.largest_live_blocks[0].size_bytes, 50 * kMiB);
+  }
+  allocator->check_invariants();
+  allocator->free(big);
+  allocator->free(small);
+  allocator->check_invariants();
+}
+
+TEST(OutOfMemory, LiveBlocksCarryCategoryNameAndContext) {
+  auto allocator = make_sim_allocator(32 * kMiB);
+  Block* weights = nullptr;
+  {
+    ContextLabelScope forward("forward");
+    ContextLabelScope block("block3");
+    weights = allocator->malloc(24 * kMiB, 0, MemoryCategory::parameter, "wte");
+  }
+  try {
+    allocator->malloc(24 * kMiB, 0, MemoryCategory::activation, "logits");
+    FAIL() << "no exception";
+  } catch (const OutOfMemoryError& error) {
+    ASSERT_EQ(error.details().largest_live_blocks.size(), 1u);
+    const LiveBlockInfo& live = error.details().largest_live_blocks[0];
+    EXPECT_EQ(live.category, MemoryCategory::parameter);
+    EXPECT_EQ(live.name, "wte");
+    EXPECT_EQ(live.context, "forward/block3");
+    EXPECT_EQ(live.address, weights->address);
+  }
+}
+
+TEST(MemoryFraction, LimitsReservedMemoryAndIsNamedInTheMessage) {
+  auto allocator = make_sim_allocator(100 * kMiB);
+  allocator->set_memory_fraction(0.5);
+  Block* a = allocator->malloc(40 * kMiB);
+  try {
+    allocator->malloc(5 * kMiB);  // 40 + 20 MiB segment > 50 MiB allowed
+    FAIL() << "no exception";
+  } catch (const OutOfMemoryError& error) {
+    EXPECT_NE(std::string(error.what()).find("of which 60.00 MiB is free. 50.00 MiB allowed; Of "),
+              std::string::npos)
+        << error.what();
+    EXPECT_EQ(error.details().allowed_bytes, 50 * kMiB);
+  }
+  allocator->free(a);
+  EXPECT_THROW(allocator->set_memory_fraction(1.5), UsageError);
+}
+
+TEST(MaxSplitSize, OversizeBlocksAreNotGivenToSmallerRequests) {
+  auto allocator = make_meta_allocator(kGiB, "max_split_size_mb:40");
+  Block* big = allocator->malloc(50 * kMiB);
+  DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.oversize_allocations.current, 1);
+  EXPECT_EQ(stats.oversize_segments.current, 1);
+  EXPECT_EQ(stats.max_split_size, static_cast<std::int64_t>(40 * kMiB));
+  const std::uint64_t big_address = big->address;
+  allocator->free(big);
+  Block* medium = allocator->malloc(30 * kMiB);  // < 40 MiB may not take the 50 MiB block
+  EXPECT_NE(medium->address, big_address);
+  Block* oversize = allocator->malloc(45 * kMiB);  // 50 < 45 + 20: taken whole, not split
+  EXPECT_EQ(oversize->address, big_address);
+  EXPECT_EQ(oversize->size, 50 * kMiB);
+  allocator->check_invariants();
+}
+
+TEST(MaxSplitSize, OversizeRequestsRejectBlocksBeyondTheRoundingLimit) {
+  auto allocator = make_meta_allocator(kGiB, "max_split_size_mb:40");
+  Block* big = allocator->malloc(64 * kMiB);
+  const std::uint64_t big_address = big->address;
+  allocator->free(big);
+  EXPECT_NE(allocator->malloc(42 * kMiB)->address, big_address);  // 64 >= 42 + 20
+  EXPECT_EQ(allocator->malloc(46 * kMiB)->address, big_address);  // 64 < 46 + 20
+}
+
+TEST(MaxSplitSize, ReleasesACachedOversizeBlockInsteadOfFlushingEverything) {
+  auto allocator = make_sim_allocator(80 * kMiB, "max_split_size_mb:20");
+  allocator->free(allocator->malloc(60 * kMiB));  // cached, and 60 >= 30 + 20 so not reusable
+  Block* b = allocator->malloc(30 * kMiB);        // 60 + 30 > 80: release the 60 MiB block first
+  ASSERT_NE(b, nullptr);
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.num_alloc_retries, 0);
+  EXPECT_EQ(stats.num_sync_all_streams, 0);
+  EXPECT_EQ(stats.num_device_free, 1);
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(30 * kMiB));
+}
+
+TEST(MaxSplitSize, WithoutItTheSameCaseNeedsARetry) {
+  auto allocator = make_sim_allocator(80 * kMiB);
+  allocator->free(allocator->malloc(60 * kMiB));
+  allocator->malloc(70 * kMiB);
+  EXPECT_EQ(allocator->stats().num_alloc_retries, 1);
+}
+
+TEST(RoundupPower2Divisions, SingleValueRoundsToQuarterSteps) {
+  const AllocatorConfig config = parse_alloc_conf("roundup_power2_divisions:4");
+  EXPECT_EQ(round_size(kMiB + 1, config), kMiB + 256 * kKiB);
+  EXPECT_EQ(round_size(1300 * kKiB, config), kMiB + 512 * kKiB);
+  EXPECT_EQ(round_size(3000, config), 3072u);  // 2048 < 3000: steps of 512 between 2048 and 4096
+  EXPECT_EQ(round_size(1500, config), 1536u);  // ≤ 512 × 4: plain 512-byte rounding
+  EXPECT_EQ(round_size(4 * kMiB, config), 4 * kMiB);  // powers of two stay
+}
+
+TEST(RoundupPower2Divisions, ListFormMatchesTheUpstreamExample) {
+  const AllocatorConfig config =
+      parse_alloc_conf("roundup_power2_divisions:[64:8,128:2,256:4,512:2,1024:4,>:1]");
+  EXPECT_EQ(config.divisions_for(32 * kMiB), 8u);
+  EXPECT_EQ(config.divisions_for(64 * kMiB), 8u);
+  EXPECT_EQ(config.divisions_for(128 * kMiB), 2u);
+  EXPECT_EQ(config.divisions_for(256 * kMiB), 4u);
+  EXPECT_EQ(config.divisions_for(512 * kMiB), 2u);
+  EXPECT_EQ(config.divisions_for(1024 * kMiB), 4u);
+  EXPECT_EQ(config.divisions_for(2048 * kMiB), 1u);
+  EXPECT_EQ(config.divisions_for(100 * kGiB), 1u);
+  EXPECT_EQ(round_size(130 * kMiB, config), 192 * kMiB);  // 2 divisions of [128, 256) MiB
+}
+
+TEST(GarbageCollection, FreesOldCachedBlocksAboveTheThreshold) {
+  auto run = [](const std::string& conf) {
+    auto allocator = make_sim_allocator(100 * kMiB, conf);
+    allocator->set_memory_fraction(1.0);
+    Block* a = allocator->malloc(30 * kMiB);
+    Block* b = allocator->malloc(30 * kMiB);
+    allocator->free(a);            // 60 MiB reserved, 30 MiB of it cached
+    allocator->malloc(40 * kMiB);  // cache miss
+    allocator->free(b);
+    return allocator->stats();
+  };
+  const DeviceStats with_gc = run("garbage_collection_threshold:0.5");
+  EXPECT_EQ(with_gc.num_device_free, 1);
+  EXPECT_EQ(with_gc.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(70 * kMiB));
+  const DeviceStats without_gc = run("");
+  EXPECT_EQ(without_gc.num_device_free, 0);
+  EXPECT_EQ(without_gc.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(100 * kMiB));
+}
+
+TEST(GarbageCollection, DoesNothingWithoutAMemoryFraction) {
+  auto allocator = make_sim_allocator(100 * kMiB, "garbage_collection_threshold:0.5");
+  Block* a = allocator->malloc(30 * kMiB);
+  allocator->malloc(30 * kMiB);
+  allocator->free(a);
+  allocator->malloc(40 * kMiB);
+  EXPECT_EQ(allocator->stats().num_device_free, 0);
+}
+
+TEST(ExpandableSegments, MapPagesOnDemandInOneGrowingSegment) {
+  auto allocator = make_sim_allocator(kGiB, "expandable_segments:True");
+  Block* a = allocator->malloc(5 * kMiB);
+  DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.reserved_bytes[kLargePool].current, static_cast<std::int64_t>(20 * kMiB));
+  EXPECT_EQ(stats.segment[kAggregate].current, 0);  // mapping does not count as a segment
+  EXPECT_EQ(stats.num_device_alloc, 1);
+  Block* b = allocator->malloc(5 * kMiB);
+  EXPECT_EQ(b->address, a->address + 5 * kMiB);
+  Block* c = allocator->malloc(30 * kMiB);  // 10 MiB mapped tail + 20 MiB more pages
+  EXPECT_EQ(c->address, a->address + 10 * kMiB);
+  stats = allocator->stats();
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(40 * kMiB));
+  EXPECT_EQ(stats.num_device_alloc, 2);
+  EXPECT_EQ(stats.inactive_split[kAggregate].current, 0);
+  allocator->check_invariants();
+  allocator->free(a);
+  allocator->free(b);
+  allocator->free(c);
+  allocator->empty_cache();
+  stats = allocator->stats();
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].current, 0);
+  EXPECT_EQ(stats.num_device_free, 1);
+  allocator->check_invariants();
+}
+
+TEST(ExpandableSegments, SplitAnyRemainderOfAtLeast512Bytes) {
+  auto allocator = make_sim_allocator(kGiB, "expandable_segments:True");
+  Block* a = allocator->malloc(19 * kMiB);  // remainder 1 MiB in the 20 MiB page: still split
+  EXPECT_EQ(a->size, 19 * kMiB);
+  Block* b = allocator->malloc(kMiB + 512);
+  EXPECT_EQ(b->address, a->address + 19 * kMiB);
+  allocator->check_invariants();
+}
+
+TEST(ExpandableSegments, EmptyCacheUnmapsOnlyWholeFreePages) {
+  auto allocator = make_sim_allocator(kGiB, "expandable_segments:True");
+  Block* a = allocator->malloc(30 * kMiB);  // maps 40 MiB: pages [0,20) and [20,40)
+  Block* b = allocator->malloc(5 * kMiB);   // at 30 MiB
+  allocator->free(a);
+  allocator->empty_cache();  // [0,30) free: only page [0,20) is whole
+  EXPECT_EQ(allocator->stats().reserved_bytes[kAggregate].current,
+            static_cast<std::int64_t>(20 * kMiB));
+  allocator->check_invariants();
+  allocator->free(b);
+  allocator->empty_cache();
+  EXPECT_EQ(allocator->stats().reserved_bytes[kAggregate].current, 0);
+  allocator->check_invariants();
+}
+
+TEST(Stats, ResetPeakSetsPeakToCurrent) {
+  auto allocator = make_sim_allocator(kGiB);
+  allocator->free(allocator->malloc(8 * kMiB));
+  Block* a = allocator->malloc(kMiB);
+  EXPECT_EQ(allocator->stats().allocated_bytes[kAggregate].peak,
+            static_cast<std::int64_t>(8 * kMiB));
+  allocator->reset_peak_stats();
+  EXPECT_EQ(allocator->stats().allocated_bytes[kAggregate].peak, static_cast<std::int64_t>(kMiB));
+  allocator->free(a);
+}
+
+TEST(Stats, ResetAccumulatedZeroesTotalsAndCounters) {
+  auto allocator = make_sim_allocator(64 * kMiB);
+  allocator->free(allocator->malloc(40 * kMiB));
+  allocator->malloc(50 * kMiB);
+  allocator->reset_accumulated_stats();
+  const DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].allocated, 0);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].freed, 0);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].current, static_cast<std::int64_t>(50 * kMiB));
+  EXPECT_EQ(stats.num_alloc_retries, 0);
+  EXPECT_EQ(stats.num_device_alloc, 0);
+}
+
+TEST(Stats, KeysAreTorchsSortedKeys) {
+  auto allocator = make_sim_allocator(kGiB);
+  const auto stats = allocator->memory_stats();
+  ASSERT_EQ(stats.size(), 9u * 3u * 4u + 2u * 4u + 6u);
+  for (std::size_t i = 1; i < stats.size(); ++i) EXPECT_LT(stats[i - 1].first, stats[i].first);
+  EXPECT_EQ(stats.front().first, "active.all.allocated");
+  EXPECT_EQ(stats.back().first, "segment.small_pool.peak");
+  bool found = false;
+  for (const auto& [key, value] : stats) {
+    if (key == "max_split_size") {
+      found = true;
+      EXPECT_EQ(value, -1);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Stats, CategoryBytesTrackCurrentAndPeak) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* w = allocator->malloc(3000, 0, MemoryCategory::parameter);
+  Block* act = allocator->malloc(5 * kMiB, 0, MemoryCategory::activation);
+  allocator->free(act);
+  const CategoryStats stats = allocator->category_stats();
+  EXPECT_EQ(stats.of(MemoryCategory::parameter).current, 3072);
+  EXPECT_EQ(stats.of(MemoryCategory::activation).current, 0);
+  EXPECT_EQ(stats.of(MemoryCategory::activation).peak, static_cast<std::int64_t>(5 * kMiB));
+  EXPECT_EQ(stats.of(MemoryCategory::gradient).peak, 0);
+  allocator->free(w);
+}
+
+TEST(MetaBacking, ATerabyteDeviceWorksWithoutTouchingMemory) {
+  auto allocator = make_meta_allocator(1ULL << 40);
+  std::vector<Block*> blocks;
+  for (int i = 0; i < 10; ++i) blocks.push_back(allocator->malloc(100 * kGiB));
+  EXPECT_EQ(allocator->stats().reserved_bytes[kAggregate].current,
+            static_cast<std::int64_t>(1000 * kGiB));
+  EXPECT_THROW(allocator->malloc(100 * kGiB), OutOfMemoryError);
+  EXPECT_FALSE(allocator->host_accessible());
+  allocator->check_invariants();
+}
+
+TEST(SimBacking, MemoryIsWritable) {
+  auto allocator = make_sim_allocator(kGiB);
+  Block* a = allocator->malloc(4096);
+  ASSERT_TRUE(allocator->host_accessible());
+  auto* bytes = reinterpret_cast<unsigned char*>(a->address);
+  for (std::size_t i = 0; i < 4096; ++i) bytes[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(bytes[4095], 255);
+  allocator->free(a);
+}
+
+}  // namespace
+}  // namespace vramlab::memory
