@@ -1,0 +1,53 @@
+/// \file
+/// \brief The linear-layer matmul with bf16 or f16 STORAGE of the input and weight (mixed
+/// precision): products and sums in f32, outputs and gradients in f32.
+///
+/// bf16 goes through OpenBLAS cblas_sbgemm when the linked OpenBLAS exports it
+/// (VRAMLAB_HAVE_CBLAS_SBGEMM, found at configure time; Debian's 0.3.21 does not); otherwise, and
+/// always for f16, the operands are widened to f32 (exactly) in a scratch buffer and
+/// multiplied with cblas_sgemm. Either way the result equals the f32 matmul of the rounded operands
+/// up to f32 summation error. Backward kernels accumulate (+=) like matmul_backward.
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype/convert.h"
+
+namespace vramlab::kernels::cpu {
+
+/// out = inp · weightᵀ + bias with bf16 operands.
+/// \param out (N, OC) f32, written. \param inp (N, C) bf16. \param weight (OC, C) bf16.
+/// \param bias (OC) f32 or nullptr. \param N rows. \param C input features. \param OC outputs.
+/// \throws vramlab::UsageError on a bad size.
+void matmul_forward(float* out, const bf16_t* inp, const bf16_t* weight, const float* bias,
+                    int64_t N, int64_t C, int64_t OC);
+/// out = inp · weightᵀ + bias with f16 operands (parameters as the bf16 overload).
+/// \param out (N, OC) f32. \param inp (N, C) f16. \param weight (OC, C) f16.
+/// \param bias (OC) f32 or nullptr. \param N rows. \param C input features. \param OC outputs.
+/// \throws vramlab::UsageError on a bad size.
+void matmul_forward(float* out, const f16_t* inp, const f16_t* weight, const float* bias, int64_t N,
+                    int64_t C, int64_t OC);
+
+/// Gradients of the bf16-storage matmul, accumulated in f32.
+/// \param dinp (N, C) f32 or nullptr. \param dweight (OC, C) f32. \param dbias (OC) f32 or nullptr.
+/// \param dout (N, OC) f32. \param inp (N, C) bf16. \param weight (OC, C) bf16.
+/// \param N rows. \param C input features. \param OC outputs.
+/// \throws vramlab::UsageError on a bad size.
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                     const bf16_t* inp, const bf16_t* weight, int64_t N, int64_t C, int64_t OC);
+/// Gradients of the f16-storage matmul, accumulated in f32 (parameters as the bf16 overload).
+/// \param dinp (N, C) f32 or nullptr. \param dweight (OC, C) f32. \param dbias (OC) f32 or nullptr.
+/// \param dout (N, OC) f32. \param inp (N, C) f16. \param weight (OC, C) f16.
+/// \param N rows. \param C input features. \param OC outputs.
+/// \throws vramlab::UsageError on a bad size.
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const f16_t* inp,
+                     const f16_t* weight, int64_t N, int64_t C, int64_t OC);
+
+/// Widens bf16 values to f32 (exact), in parallel. \param out (n) f32. \param inp (n) bf16.
+/// \param n elements. \throws vramlab::UsageError when n < 0.
+void widen_to_f32(float* out, const bf16_t* inp, int64_t n);
+/// Widens f16 values to f32 (exact), in parallel. \param out (n) f32. \param inp (n) f16.
+/// \param n elements. \throws vramlab::UsageError when n < 0.
+void widen_to_f32(float* out, const f16_t* inp, int64_t n);
+
+}  // namespace vramlab::kernels::cpu
