@@ -1,0 +1,95 @@
+// Checks the data functions of the memory timeline page's script under node (no browser needed).
+// Usage: node check_timeline_script.js PAGE_SCRIPT.js MODEL.json EXPECTED_FINAL.json
+// PAGE_SCRIPT.js is the page's <script> (it exports its functions under node), MODEL.json the data
+// embedded in the page, EXPECTED_FINAL.json {segments: [[addr, size]], blocks: [[addr, size]]}
+// taken from the snapshot's final "segments". Exits non-zero with a message on the first mismatch.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+
+const page = require(path.resolve(process.argv[2]));
+const model = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const expected = JSON.parse(fs.readFileSync(process.argv[4], "utf8"));
+
+function fail(message) {
+  console.error("FAIL: " + message);
+  process.exit(1);
+}
+
+const eventCount = model.events.action.length;
+const built = page.buildAllocations(model);
+
+// Brute force: allocated bytes per state from the intervals.
+const liveBytes = new Float64Array(eventCount + 1);
+for (const a of built.allocations) {
+  for (let s = a.start; s < a.end; s++) liveBytes[s] += a.size;
+}
+let brutePeak = 0;
+for (let s = 0; s <= eventCount; s++) brutePeak = Math.max(brutePeak, liveBytes[s]);
+if (brutePeak !== model.summary.peak_allocated_bytes) {
+  fail("brute-force peak " + brutePeak + " != C++ summary peak " + model.summary.peak_allocated_bytes);
+}
+
+for (const maxDrawn of [2000, 5, 0]) {
+  const timeline = page.buildTimeline(model, maxDrawn);
+  if (timeline.peakBytes !== model.summary.peak_allocated_bytes) {
+    fail("maxDrawn " + maxDrawn + ": timeline peak " + timeline.peakBytes + " != " + model.summary.peak_allocated_bytes);
+  }
+  // Every state for small traces, about 400 spread over the trace for big ones.
+  const stride = Math.max(1, Math.floor(eventCount / 400));
+  for (let s = 0; s <= eventCount; s++) {
+    const total = timeline.stackTop[s] + timeline.summarized[s];
+    if (total !== liveBytes[s]) fail("maxDrawn " + maxDrawn + ": state " + s + " stacks " + total + " bytes, live " + liveBytes[s]);
+    if (s % stride !== 0 && s !== timeline.peakState) continue;
+    // Drawn bands at this state tile [0, stackTop) without gaps or overlaps.
+    const spans = [];
+    for (const band of timeline.bands) {
+      const a = timeline.allocations[band.allocation];
+      if (s >= a.start && s < a.end) spans.push([page.bandOffsetAt(band, s), a.size]);
+    }
+    spans.sort(function (x, y) { return x[0] - y[0]; });
+    let cursor = 0;
+    for (const [offset, size] of spans) {
+      if (offset !== cursor) fail("maxDrawn " + maxDrawn + ": state " + s + " band at " + offset + ", expected " + cursor);
+      cursor += size;
+    }
+    if (cursor !== timeline.stackTop[s]) fail("state " + s + ": bands end at " + cursor + ", stack top " + timeline.stackTop[s]);
+  }
+  if (timeline.drawnCount > Math.max(maxDrawn, 0)) fail("drew " + timeline.drawnCount + " bands, limit " + maxDrawn);
+}
+
+function sortedPairs(map, pick) {
+  return Array.from(map).map(pick).sort(function (x, y) { return x[0] - y[0]; });
+}
+const replay = new page.SegmentReplay(model, 7);
+const reference = new page.SegmentReplay(model, eventCount + 1);
+const final = replay.stateAt(eventCount);
+const finalSegments = sortedPairs(final.segments, function (e) { return [e[0], e[1]]; });
+const finalBlocks = sortedPairs(final.blocks, function (e) { return [e[0], e[1][0]]; });
+if (JSON.stringify(finalSegments) !== JSON.stringify(expected.segments)) {
+  fail("replayed final segments " + JSON.stringify(finalSegments).slice(0, 300) + " != snapshot " +
+       JSON.stringify(expected.segments).slice(0, 300));
+}
+if (JSON.stringify(finalBlocks) !== JSON.stringify(expected.blocks)) {
+  fail("replayed final blocks differ from the snapshot's active blocks (" + finalBlocks.length + " vs " +
+       expected.blocks.length + ")");
+}
+for (let trial = 0; trial < 25; trial++) {
+  const s = Math.floor((trial / 24) * eventCount);
+  const a = replay.stateAt(s);
+  const b = reference.stateAt(s);
+  if (JSON.stringify(sortedPairs(a.blocks, function (e) { return e; })) !==
+      JSON.stringify(sortedPairs(b.blocks, function (e) { return e; }))) {
+    fail("checkpointed replay differs from a full replay at state " + s);
+  }
+  const layout = page.layoutSegments(a);
+  let allocatedInSegments = 0;
+  for (const row of layout.rows) {
+    allocatedInSegments += row.allocated;
+    if (row.largestGap > row.size) fail("state " + s + ": gap larger than its segment");
+  }
+  if (allocatedInSegments + 0 > liveBytes[s]) fail("state " + s + ": segments hold more than is live");
+}
+if (page.formatBytes(1536) !== "1.50 KiB" || page.formatBytes(512) !== "512 B") fail("formatBytes");
+console.log("OK: " + eventCount + " events, " + built.allocations.length + " allocations, peak " +
+            page.formatBytes(brutePeak));
