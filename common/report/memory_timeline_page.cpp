@@ -289,7 +289,8 @@ function layoutSegments(state) {
 
 if (typeof module !== "undefined" && module.exports) {
   module.exports = { formatBytes: formatBytes, buildAllocations: buildAllocations, buildTimeline: buildTimeline,
-                     bandOffsetAt: bandOffsetAt, SegmentReplay: SegmentReplay, layoutSegments: layoutSegments };
+                     bandOffsetAt: bandOffsetAt, SegmentReplay: SegmentReplay, layoutSegments: layoutSegments,
+                     main: function () { main(); } };
 }
 
 // ---- Drawing (browser only). ----

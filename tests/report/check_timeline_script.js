@@ -61,7 +61,8 @@ for (const maxDrawn of [2000, 5, 0]) {
 function sortedPairs(map, pick) {
   return Array.from(map).map(pick).sort(function (x, y) { return x[0] - y[0]; });
 }
-const replay = new page.SegmentReplay(model, 7);
+// A small odd checkpoint interval exercises seeking between checkpoints.
+const replay = new page.SegmentReplay(model, eventCount > 5000 ? 997 : 7);
 const reference = new page.SegmentReplay(model, eventCount + 1);
 const final = replay.stateAt(eventCount);
 const finalSegments = sortedPairs(final.segments, function (e) { return [e[0], e[1]]; });
@@ -90,6 +91,67 @@ for (let trial = 0; trial < 25; trial++) {
   }
   if (allocatedInSegments + 0 > liveBytes[s]) fail("state " + s + ": segments hold more than is live");
 }
+// Runs the page's drawing code against a stub DOM (every canvas call is a no-op) to catch run-time
+// errors a syntax check cannot: it must build the summary, legend and tables, draw both canvases,
+// and survive hovering, clicking and moving the slider.
+function stubElement(id) {
+  const node = {
+    id: id, textContent: "", className: "", value: "0", max: "0", style: {}, children: [], listeners: {},
+    width: 0, height: 0, clientWidth: 900,
+    appendChild: function (child) { this.children.push(child); return child; },
+    addEventListener: function (type, handler) { this.listeners[type] = handler; },
+    getBoundingClientRect: function () { return { left: 0, top: 0, width: 900, height: 420 }; },
+    getContext: function () {
+      return new Proxy({}, {
+        get: function (target, name) { return name in target ? target[name] : function () {}; },
+        set: function (target, name, value) { target[name] = value; return true; }
+      });
+    }
+  };
+  return node;
+}
+const elements = {};
+global.window = { devicePixelRatio: 2, innerWidth: 1200, listeners: {},
+                  addEventListener: function (type, handler) { this.listeners[type] = handler; } };
+global.document = {
+  getElementById: function (id) {
+    if (!elements[id]) {
+      elements[id] = stubElement(id);
+      if (id === "vramlab-data") elements[id].textContent = fs.readFileSync(process.argv[3], "utf8");
+    }
+    return elements[id];
+  },
+  createElement: function (tag) { return stubElement(tag); },
+  createTextNode: function (text) { return { textContent: text }; }
+};
+page.main();
+if (elements.cards.children.length < 6) fail("summary cards missing: " + elements.cards.children.length);
+if (elements.title.textContent !== model.title) fail("title not shown");
+if (elements.slider.max !== String(eventCount)) fail("slider max " + elements.slider.max);
+let timelineHits = 0;
+let segmentHits = 0;
+for (let x = 0; x < 900; x += 37) {
+  for (let y = 0; y < 420; y += 7) {
+    elements.timeline.listeners.mousemove({ clientX: x, clientY: y });
+    if (elements.tooltip.style.display === "block") timelineHits += 1;
+    elements.segments.listeners.mousemove({ clientX: x, clientY: y });
+    if (elements.tooltip.style.display === "block") segmentHits += 1;
+  }
+}
+if (model.summary.peak_allocated_bytes > 0 && timelineHits === 0) fail("hovering the timeline never hit a band");
+if (model.initial_segments.length + model.summary.segment_alloc_count > 0 && segmentHits === 0) {
+  fail("hovering the segment view never hit a segment");
+}
+elements.timeline.listeners.click({ clientX: 450, clientY: 300 });
+for (const value of [0, Math.floor(eventCount / 2), eventCount]) {
+  elements.slider.value = String(value);
+  elements.slider.listeners.input();
+}
+elements.prev.listeners.click();
+elements.next.listeners.click();
+window.listeners.resize();
+if (!elements["state-stats"].textContent.includes("segments")) fail("state statistics not shown");
+
 if (page.formatBytes(1536) !== "1.50 KiB" || page.formatBytes(512) !== "512 B") fail("formatBytes");
 console.log("OK: " + eventCount + " events, " + built.allocations.length + " allocations, peak " +
             page.formatBytes(brutePeak));
