@@ -25,14 +25,19 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
     const float* x = inp + row * C;
-    float sum = 0.0f;
+    // Row statistics in double: a float sum of C values with a common offset loses about
+    // √C·u of the offset in the mean, which (x - mean) then amplifies.
+    double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t c = 0; c < C; c++) sum += x[c];
-    const float m = sum / static_cast<float>(C);
-    float sum_squares = 0.0f;
+    const float m = static_cast<float>(sum / static_cast<double>(C));
+    double sum_squares = 0.0;
 #pragma omp simd reduction(+ : sum_squares)
-    for (int64_t c = 0; c < C; c++) sum_squares += (x[c] - m) * (x[c] - m);
-    const float s = 1.0f / std::sqrt(sum_squares / static_cast<float>(C) + eps);
+    for (int64_t c = 0; c < C; c++) {
+      const double centered = static_cast<double>(x[c]) - m;
+      sum_squares += centered * centered;
+    }
+    const float s = static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(C) + eps));
     float* y = out + row * C;
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
@@ -96,10 +101,10 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
     const float* x = inp + row * C;
-    float sum_squares = 0.0f;
+    double sum_squares = 0.0;  // in double, like the LayerNorm statistics
 #pragma omp simd reduction(+ : sum_squares)
-    for (int64_t c = 0; c < C; c++) sum_squares += x[c] * x[c];
-    const float s = 1.0f / std::sqrt(sum_squares / static_cast<float>(C) + eps);
+    for (int64_t c = 0; c < C; c++) sum_squares += static_cast<double>(x[c]) * x[c];
+    const float s = static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(C) + eps));
     float* y = out + row * C;
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) y[c] = x[c] * s * weight[c];

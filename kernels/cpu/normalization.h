@@ -3,7 +3,8 @@
 ///
 /// The forward saves the per-row statistics the backward needs (mean and 1/σ for LayerNorm, 1/rms
 /// for RMSNorm), as llm.c does. Backward kernels accumulate (+=) into their gradient outputs; the
-/// fast backward sums dweight/dbias over rows in order per column block (deterministic).
+/// fast backward sums dweight/dbias over rows in order per column block (deterministic). The fast
+/// forward accumulates the row statistics in double.
 #pragma once
 
 #include <cstdint>

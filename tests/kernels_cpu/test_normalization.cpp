@@ -28,10 +28,12 @@ std::vector<float> rows_with_offset(int64_t n, uint64_t seed) {
   return random_vector(n, seed, 2.0, 4.0);
 }
 
-// Float statistics over C elements: the row sums carry a relative error of a few ulp·√C for random
-// data (C·u worst case); the normalized values inherit it. 2e-6 relative (≈ 32 ulp) and 2e-6
-// absolute (outputs are O(1)) cover C up to 768 with margin; measured worst case about 40%.
-constexpr double kNormAtol = 2e-6, kNormRtol = 2e-6;
+// The fast forward accumulates the row statistics in double, so mean and rstd are within a few
+// float roundings; each output then carries a handful of float roundings of O(1) values. The
+// backward's row sums are float sums of C random-signed terms. Tolerance 5e-7 absolute and
+// relative (8 ulp of 1); measured worst case 50% (LayerNorm output, also in an unvectorized
+// Debug build).
+constexpr double kNormAtol = 5e-7, kNormRtol = 5e-7;
 
 // dinp = rstd·(O(1) terms): absolute errors scale with the row's rstd (316 for a constant row with
 // eps = 1e-5, where dnorm - mean(dnorm) cancels and only rounding is left).
@@ -44,7 +46,7 @@ constexpr double kNormAtol = 2e-6, kNormRtol = 2e-6;
         return kNormAtol * std::max(1.0, rstd[static_cast<size_t>(i / C)]) +
                kNormRtol * std::fabs(expected[static_cast<size_t>(i)]);
       },
-      "2e-6·max(1, rstd) + 2e-6·|expected|");
+      "5e-7·max(1, rstd) + 5e-7·|expected|");
 }
 
 TEST(LayerNorm, FastMatchesTheDoubleReference) {
