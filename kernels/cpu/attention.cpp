@@ -1,12 +1,14 @@
-// Causal attention with materialized scores. Fast forward: one (b, h, t) query row per task.
-// Fast backward in two phases so no two tasks write the same gradient: (1) per query row, the
-// score gradients and dq; (2) per key row (b, kv head, t2), dk and dv summed over the group's
-// heads and the rows t >= t2, in a fixed order (deterministic for any thread count).
+// Causal attention with materialized scores. Fast forward: one (b, h) head per task, keys
+// transposed once per task so the scores are vectorized over keys. Fast backward in two phases so
+// no two tasks write the same gradient: (1) per (b, h), the score gradients and dq; (2) per key
+// row (b, kv head, t2), dk and dv summed over the group's heads and the rows t >= t2, in a fixed
+// order (deterministic for any thread count).
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/vector_math.h"
@@ -24,52 +26,114 @@ void check_arguments(const char* op, int64_t B, int64_t T, int64_t H, int64_t Hk
           "kv heads Hkv = " + std::to_string(Hkv) + " must divide heads H = " + std::to_string(H));
 }
 
+// Copies kv head `kvh` of batch `b` from (B, T, Hkv, D) into a (D, T) buffer, so that the scores
+// of one query against all keys become D contiguous axpy passes (vector lanes over keys, no
+// horizontal sums).
+void transpose_head(float* transposed, const float* x, int64_t b, int64_t kvh, int64_t T,
+                    int64_t Hkv, int64_t D) {
+  for (int64_t t2 = 0; t2 < T; t2++) {
+    const float* row = x + ((b * T + t2) * Hkv + kvh) * D;
+    for (int64_t d = 0; d < D; d++) transposed[d * T + t2] = row[d];
+  }
+}
+
+// result[t2] = scale · Σ_d row[d] · transposed[d, t2] for t2 < count, four d at a time so each
+// load/store of result feeds four FMAs. The summation order over d is fixed (deterministic).
+void row_times_transposed(float* result, const float* row, float scale, const float* transposed,
+                          int64_t count, int64_t T, int64_t D) {
+  std::fill(result, result + count, 0.0f);
+  int64_t d = 0;
+  for (; d + 4 <= D; d += 4) {
+    const float r0 = row[d], r1 = row[d + 1], r2 = row[d + 2], r3 = row[d + 3];
+    const float* c0 = transposed + d * T;
+    const float* c1 = c0 + T;
+    const float* c2 = c1 + T;
+    const float* c3 = c2 + T;
+#pragma omp simd
+    for (int64_t t2 = 0; t2 < count; t2++) {
+      result[t2] += (r0 * c0[t2] + r1 * c1[t2]) + (r2 * c2[t2] + r3 * c3[t2]);
+    }
+  }
+  for (; d < D; d++) {
+    const float r = row[d];
+    const float* c = transposed + d * T;
+#pragma omp simd
+    for (int64_t t2 = 0; t2 < count; t2++) result[t2] += r * c[t2];
+  }
+#pragma omp simd
+  for (int64_t t2 = 0; t2 < count; t2++) result[t2] *= scale;
+}
+
+// acc[d] += scale · Σ_j weights[j·weight_stride] · rows[j·row_stride + d] for j < count, four rows
+// at a time so each load/store of acc feeds four FMAs; fixed order (deterministic).
+void accumulate_weighted_rows(float* acc, const float* weights, int64_t weight_stride,
+                              const float* rows, int64_t row_stride, int64_t count, float scale,
+                              int64_t D) {
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const float w0 = scale * weights[j * weight_stride];
+    const float w1 = scale * weights[(j + 1) * weight_stride];
+    const float w2 = scale * weights[(j + 2) * weight_stride];
+    const float w3 = scale * weights[(j + 3) * weight_stride];
+    const float* r0 = rows + j * row_stride;
+    const float* r1 = r0 + row_stride;
+    const float* r2 = r1 + row_stride;
+    const float* r3 = r2 + row_stride;
+#pragma omp simd
+    for (int64_t d = 0; d < D; d++) acc[d] += (w0 * r0[d] + w1 * r1[d]) + (w2 * r2[d] + w3 * r3[d]);
+  }
+  for (; j < count; j++) {
+    const float w = scale * weights[j * weight_stride];
+    const float* r = rows + j * row_stride;
+#pragma omp simd
+    for (int64_t d = 0; d < D; d++) acc[d] += w * r[d];
+  }
+}
+
 }  // namespace
 
 void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
                        const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) {
   check_arguments("attention_forward", B, T, H, Hkv, D);
-  if (H == 0) return;
+  if (H == 0 || T == 0) return;
   const int64_t group = H / Hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const float minus_infinity = -std::numeric_limits<float>::infinity();
-#pragma omp parallel for collapse(3) schedule(static)
-  for (int64_t b = 0; b < B; b++) {
-    for (int64_t h = 0; h < H; h++) {
-      for (int64_t t = 0; t < T; t++) {
+#pragma omp parallel
+  {
+    std::vector<float> k_transposed(static_cast<size_t>(D * T));  // (D, T) of one kv head
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; b++) {
+      for (int64_t h = 0; h < H; h++) {
         const int64_t kvh = h / group;
-        const float* q_row = q + ((b * T + t) * H + h) * D;
-        float* preatt_row = preatt + ((b * H + h) * T + t) * T;
-        float* att_row = att + ((b * H + h) * T + t) * T;
-        float max_value = minus_infinity;
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          const float* k_row = k + ((b * T + t2) * Hkv + kvh) * D;
-          float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-          for (int64_t d = 0; d < D; d++) dot += q_row[d] * k_row[d];
-          preatt_row[t2] = dot * scale;
-          max_value = std::max(max_value, dot * scale);
-        }
-        float sum = 0.0f;
+        transpose_head(k_transposed.data(), k, b, kvh, T, Hkv, D);
+        for (int64_t t = 0; t < T; t++) {
+          const float* q_row = q + ((b * T + t) * H + h) * D;
+          float* preatt_row = preatt + ((b * H + h) * T + t) * T;
+          float* att_row = att + ((b * H + h) * T + t) * T;
+          row_times_transposed(preatt_row, q_row, scale, k_transposed.data(), t + 1, T, D);
+          float max_value = minus_infinity;
+#pragma omp simd reduction(max : max_value)
+          for (int64_t t2 = 0; t2 <= t; t2++) {
+            max_value = preatt_row[t2] > max_value ? preatt_row[t2] : max_value;
+          }
+          float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          att_row[t2] = fast_exp(preatt_row[t2] - max_value);
-          sum += att_row[t2];
-        }
-        const float inv_sum = 1.0f / sum;
+          for (int64_t t2 = 0; t2 <= t; t2++) {
+            att_row[t2] = fast_exp(preatt_row[t2] - max_value);
+            sum += att_row[t2];
+          }
+          const float inv_sum = 1.0f / sum;
 #pragma omp simd
-        for (int64_t t2 = 0; t2 <= t; t2++) att_row[t2] *= inv_sum;
-        for (int64_t t2 = t + 1; t2 < T; t2++) {
-          preatt_row[t2] = minus_infinity;
-          att_row[t2] = 0.0f;
-        }
-        float* out_row = out + ((b * T + t) * H + h) * D;
-        std::fill(out_row, out_row + D, 0.0f);
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          const float* v_row = v + ((b * T + t2) * Hkv + kvh) * D;
-          const float weight = att_row[t2];
-#pragma omp simd
-          for (int64_t d = 0; d < D; d++) out_row[d] += weight * v_row[d];
+          for (int64_t t2 = 0; t2 <= t; t2++) att_row[t2] *= inv_sum;
+          for (int64_t t2 = t + 1; t2 < T; t2++) {
+            preatt_row[t2] = minus_infinity;
+            att_row[t2] = 0.0f;
+          }
+          float* out_row = out + ((b * T + t) * H + h) * D;
+          std::fill(out_row, out_row + D, 0.0f);
+          accumulate_weighted_rows(out_row, att_row, 1, v + (b * T * Hkv + kvh) * D, Hkv * D, t + 1,
+                                   1.0f, D);
         }
       }
     }
@@ -80,38 +144,34 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
                         const float* q, const float* k, const float* v, const float* att, int64_t B,
                         int64_t T, int64_t H, int64_t Hkv, int64_t D) {
   check_arguments("attention_backward", B, T, H, Hkv, D);
-  if (H == 0) return;
+  if (H == 0 || T == 0) return;
   const int64_t group = H / Hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   // Phase 1: per query row, datt = dout·vᵀ, dpreatt = softmax backward, dq += scale·dpreatt·k.
-#pragma omp parallel for collapse(3) schedule(static)
-  for (int64_t b = 0; b < B; b++) {
-    for (int64_t h = 0; h < H; h++) {
-      for (int64_t t = 0; t < T; t++) {
+#pragma omp parallel
+  {
+    std::vector<float> v_transposed(static_cast<size_t>(D * T));  // (D, T) of one kv head
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; b++) {
+      for (int64_t h = 0; h < H; h++) {
         const int64_t kvh = h / group;
-        const float* dout_row = dout + ((b * T + t) * H + h) * D;
-        const float* att_row = att + ((b * H + h) * T + t) * T;
-        float* dpreatt_row = dpreatt + ((b * H + h) * T + t) * T;
-        float att_datt = 0.0f;
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          const float* v_row = v + ((b * T + t2) * Hkv + kvh) * D;
-          float datt = 0.0f;
-#pragma omp simd reduction(+ : datt)
-          for (int64_t d = 0; d < D; d++) datt += dout_row[d] * v_row[d];
-          dpreatt_row[t2] = datt;
-          att_datt += att_row[t2] * datt;
-        }
+        transpose_head(v_transposed.data(), v, b, kvh, T, Hkv, D);
+        for (int64_t t = 0; t < T; t++) {
+          const float* dout_row = dout + ((b * T + t) * H + h) * D;
+          const float* att_row = att + ((b * H + h) * T + t) * T;
+          float* dpreatt_row = dpreatt + ((b * H + h) * T + t) * T;
+          row_times_transposed(dpreatt_row, dout_row, 1.0f, v_transposed.data(), t + 1, T, D);
+          float att_datt = 0.0f;
+#pragma omp simd reduction(+ : att_datt)
+          for (int64_t t2 = 0; t2 <= t; t2++) att_datt += att_row[t2] * dpreatt_row[t2];
 #pragma omp simd
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          dpreatt_row[t2] = att_row[t2] * (dpreatt_row[t2] - att_datt);
-        }
-        for (int64_t t2 = t + 1; t2 < T; t2++) dpreatt_row[t2] = 0.0f;
-        float* dq_row = dq + ((b * T + t) * H + h) * D;
-        for (int64_t t2 = 0; t2 <= t; t2++) {
-          const float* k_row = k + ((b * T + t2) * Hkv + kvh) * D;
-          const float weight = scale * dpreatt_row[t2];
-#pragma omp simd
-          for (int64_t d = 0; d < D; d++) dq_row[d] += weight * k_row[d];
+          for (int64_t t2 = 0; t2 <= t; t2++) {
+            dpreatt_row[t2] = att_row[t2] * (dpreatt_row[t2] - att_datt);
+          }
+          for (int64_t t2 = t + 1; t2 < T; t2++) dpreatt_row[t2] = 0.0f;
+          float* dq_row = dq + ((b * T + t) * H + h) * D;
+          accumulate_weighted_rows(dq_row, dpreatt_row, 1, k + (b * T * Hkv + kvh) * D, Hkv * D,
+                                   t + 1, scale, D);
         }
       }
     }
@@ -124,17 +184,11 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
         float* dk_row = dk + ((b * T + t2) * Hkv + kvh) * D;
         float* dv_row = dv + ((b * T + t2) * Hkv + kvh) * D;
         for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
-          for (int64_t t = t2; t < T; t++) {
-            const float dscore = scale * dpreatt[((b * H + h) * T + t) * T + t2];
-            const float probability = att[((b * H + h) * T + t) * T + t2];
-            const float* q_row = q + ((b * T + t) * H + h) * D;
-            const float* dout_row = dout + ((b * T + t) * H + h) * D;
-#pragma omp simd
-            for (int64_t d = 0; d < D; d++) {
-              dk_row[d] += dscore * q_row[d];
-              dv_row[d] += probability * dout_row[d];
-            }
-          }
+          // Column t2 of this head's scores, rows t = t2 .. T-1.
+          const int64_t first = ((b * H + h) * T + t2) * T + t2;
+          const int64_t rows = ((b * T + t2) * H + h) * D;
+          accumulate_weighted_rows(dk_row, dpreatt + first, T, q + rows, H * D, T - t2, scale, D);
+          accumulate_weighted_rows(dv_row, att + first, T, dout + rows, H * D, T - t2, 1.0f, D);
         }
       }
     }
