@@ -108,6 +108,28 @@ TEST(ConvertExact, MidpointsTieToEvenAndNeighboursRoundToNearest) {
   }
 }
 
+// f32_to_bf16_bits is a branch-free shortcut; the generic rounding (used for stochastic bf16 and
+// every other format) must give the same bits: every f32 pattern whose low half is a tie, one
+// either side of it, or zero, plus every 997th pattern.
+TEST(ConvertExact, Bf16FastPathEqualsTheGenericRounding) {
+  const auto generic = [](float x) {
+    return detail::narrow_from_f32<detail::BF16Layout>(x, false, detail::Rounding::nearest_even, 0);
+  };
+  int64_t mismatches = 0;
+  const auto check = [&](uint32_t bits) {
+    const float x = bits_to_f32(bits);
+    if (f32_to_bf16_bits(x) != generic(x) && ++mismatches <= 5) {
+      ADD_FAILURE() << "f32 0x" << std::hex << bits << ": fast 0x" << f32_to_bf16_bits(x)
+                    << ", generic 0x" << generic(x);
+    }
+  };
+  for (uint32_t high = 0; high < 0x10000u; ++high) {
+    for (uint32_t low : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) check((high << 16) | low);
+  }
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 997) check(static_cast<uint32_t>(bits));
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(ConvertExact, ZerosKeepTheirSignAndTinyValuesUnderflowToSignedZero) {
   EXPECT_EQ(f32_to_f16_bits(0.0f), 0x0000);
   EXPECT_EQ(f32_to_f16_bits(-0.0f), 0x8000);
