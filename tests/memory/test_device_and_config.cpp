@@ -1,0 +1,165 @@
+// Device strings, presets, the configuration string and the device registry.
+//   build/tests/bin/test_device_and_config
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "common/memory/device_allocator.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::memory {
+namespace {
+
+constexpr std::uint64_t kGiB = 1ULL << 30;
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+std::string usage_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(ParseDevice, PresetsCarryCapacityAndBandwidths) {
+  const Device a100 = parse_device("sim:a100-40g");
+  EXPECT_EQ(a100.kind, DeviceKind::sim);
+  EXPECT_EQ(a100.spec.capacity_bytes, 40 * kGiB);
+  EXPECT_DOUBLE_EQ(a100.spec.memory_bandwidth_bytes_per_s, 1555e9);
+  EXPECT_DOUBLE_EQ(a100.spec.host_link_bandwidth_bytes_per_s, 31.5e9);
+  EXPECT_EQ(a100.name(), "sim:a100-40g");
+  for (const char* preset :
+       {"t4-16g", "rtx4090-24g", "a100-40g", "a100-80g", "h100-80g", "h200-141g"}) {
+    const Device device = parse_device(std::string("sim:") + preset);
+    EXPECT_GT(device.spec.capacity_bytes, 0u) << preset;
+    EXPECT_GT(device.spec.memory_bandwidth_bytes_per_s,
+              device.spec.host_link_bandwidth_bytes_per_s);
+  }
+  EXPECT_EQ(parse_device("sim:h200-141g").spec.capacity_bytes, 141 * kGiB);
+}
+
+TEST(ParseDevice, ExplicitSizesUseBinaryOrDecimalUnitsAsWritten) {
+  EXPECT_EQ(parse_device("sim:2GiB").spec.capacity_bytes, 2 * kGiB);
+  EXPECT_EQ(parse_device("sim:512MiB").spec.capacity_bytes, 512 * kMiB);
+  EXPECT_EQ(parse_device("sim:1.5GB").spec.capacity_bytes, 1500000000u);
+  EXPECT_EQ(parse_device("sim:4096B").spec.capacity_bytes, 4096u);
+  EXPECT_EQ(parse_device("sim:2GiB").name(), "sim:2GiB");
+}
+
+TEST(ParseDevice, IndexesAndDefaults) {
+  const Device second = parse_device("sim:1:t4-16g");
+  EXPECT_EQ(second.index, 1);
+  EXPECT_EQ(second.name(), "sim:1:t4-16g");
+  EXPECT_EQ(parse_device("sim").spec.capacity_bytes, 24 * kGiB);
+  EXPECT_EQ(parse_device("cuda:3").index, 3);
+  EXPECT_EQ(parse_device("cuda").name(), "cuda:0");
+  EXPECT_EQ(parse_device("cpu").kind, DeviceKind::cpu);
+  EXPECT_EQ(parse_device("meta").spec.capacity_bytes, 1ULL << 60);
+  EXPECT_EQ(parse_device("meta:1TiB").spec.capacity_bytes, 1ULL << 40);
+}
+
+TEST(ParseDevice, BadStringsAreNamedInTheError) {
+  for (const char* bad : {"gpu", "sim:", "sim:fast", "sim:0GiB", "sim:-1GiB", "sim:2XB", "cpu:0",
+                          "cuda:x", "sim:1:2:3", "", "sim:nanGiB", "sim:infGiB"}) {
+    const std::string message = usage_error_of([&] { parse_device(bad); });
+    std::string quoted(1, '\'');
+    quoted.append(bad).append(1, '\'');
+    EXPECT_NE(message.find(quoted), std::string::npos) << bad << " -> " << message;
+  }
+}
+
+TEST(AllocConf, ParsesPyTorchKeys) {
+  const AllocatorConfig config = parse_alloc_conf(
+      "max_split_size_mb:128, garbage_collection_threshold:0.6,expandable_segments:True,"
+      "roundup_power2_divisions:[256:4,>:8],max_non_split_rounding_mb:64,backend:native");
+  EXPECT_EQ(config.max_split_size_bytes, 128 * kMiB);
+  EXPECT_DOUBLE_EQ(config.garbage_collection_threshold, 0.6);
+  EXPECT_TRUE(config.expandable_segments);
+  EXPECT_EQ(config.max_non_split_rounding_bytes, 64 * kMiB);
+  EXPECT_EQ(config.divisions_for(kMiB), 4u);
+  EXPECT_EQ(config.divisions_for(256 * kMiB), 4u);
+  EXPECT_EQ(config.divisions_for(512 * kMiB), 8u);
+}
+
+TEST(AllocConf, DefaultsAreUnlimitedSplitAndNoRounding) {
+  const AllocatorConfig config = parse_alloc_conf("");
+  EXPECT_EQ(config.max_split_size_bytes, std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(config.max_non_split_rounding_bytes, 20 * kMiB);
+  EXPECT_EQ(config.divisions_for(100 * kMiB), 0u);
+  EXPECT_FALSE(config.expandable_segments);
+}
+
+TEST(AllocConf, UnknownKeysAndInvalidValuesAreNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"max_split_size:20", "'max_split_size'"},
+      {"max_split_size_mb:19", "'19'"},
+      {"max_non_split_rounding_mb:2", "'2'"},
+      {"max_split_size_mb:abc", "'abc'"},
+      {"garbage_collection_threshold:1.0", "'1.0'"},
+      {"garbage_collection_threshold:0", "'0'"},
+      {"expandable_segments:yes", "'yes'"},
+      {"roundup_power2_divisions:3", "'3'"},
+      {"roundup_power2_divisions:[100:4]", "[100:4]"},
+      {"backend:cudaMallocAsync", "'cudaMallocAsync'"},
+      {"expandable_segments", "'expandable_segments'"},
+  };
+  for (const auto& [text, named] : cases) {
+    const std::string message = usage_error_of([&] { parse_alloc_conf(text); });
+    EXPECT_NE(message.find(named), std::string::npos) << text << " -> " << message;
+  }
+}
+
+TEST(AllocConf, EnvironmentVariableIsRead) {
+  setenv("VRAMLAB_ALLOC_CONF", "max_split_size_mb:64", 1);
+  EXPECT_EQ(alloc_conf_from_environment().max_split_size_bytes, 64 * kMiB);
+  setenv("VRAMLAB_ALLOC_CONF", "nope:1", 1);
+  EXPECT_NE(usage_error_of([] { alloc_conf_from_environment(); }).find("VRAMLAB_ALLOC_CONF"),
+            std::string::npos);
+  unsetenv("VRAMLAB_ALLOC_CONF");
+}
+
+TEST(DeviceRegistry, SeveralSimDevicesLiveSideBySide) {
+  DeviceAllocator& small = device_allocator(parse_device("sim:7:64MiB"));
+  DeviceAllocator& big = device_allocator(parse_device("sim:8:a100-80g"));
+  EXPECT_EQ(&small, &device_allocator(parse_device("sim:7:64MiB")));
+  void* on_big = big.raw_alloc(100 * kMiB);
+  EXPECT_THROW(small.raw_alloc(100 * kMiB), OutOfMemoryError);
+  std::memset(on_big, 1, 4096);
+  big.raw_free(on_big);
+  EXPECT_THROW(device_allocator(parse_device("sim:7:2GiB")), UsageError);
+}
+
+TEST(DeviceRegistry, CpuMemoryIsTrackedWithoutCaching) {
+  DeviceAllocator& cpu = device_allocator(parse_device("cpu"));
+  const std::int64_t before = cpu.allocated_bytes().current;
+  void* p = cpu.raw_alloc(100, 0, MemoryCategory::input);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(cpu.allocated_bytes().current, before + 128);
+  EXPECT_EQ(cpu.caching_allocator(), nullptr);
+  cpu.raw_free(p);
+  EXPECT_EQ(cpu.allocated_bytes().current, before);
+  EXPECT_GE(cpu.category_stats().of(MemoryCategory::input).peak, 128);
+}
+
+TEST(DeviceRegistry, MetaDeviceHandsOutAddressesWithoutMemory) {
+  DeviceAllocator& meta = device_allocator(parse_device("meta:9:1TiB"));
+  void* p = meta.raw_alloc(512 * kGiB);
+  EXPECT_NE(p, nullptr);
+  EXPECT_FALSE(meta.host_accessible());
+  meta.raw_free(p);
+  EXPECT_THROW(meta.raw_free(p), std::logic_error);
+}
+
+TEST(DeviceRegistry, CudaWithoutCudaBuildFailsClearly) {
+#if !VRAMLAB_HAVE_CUDA
+  EXPECT_THROW(device_allocator(parse_device("cuda:5")), std::runtime_error);
+#else
+  GTEST_SKIP() << "built with CUDA";
+#endif
+}
+
+}  // namespace
+}  // namespace vramlab::memory
