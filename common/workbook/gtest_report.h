@@ -1,0 +1,76 @@
+/// \file
+/// \brief Running an exercise's GoogleTest binary and reading its results
+/// (`--gtest_output=json:FILE`): one entry per test with its failure messages, and whether the
+/// binary completed, crashed or timed out.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramlab::workbook {
+
+/// The outcome of one test.
+enum class TestOutcome {
+  kPassed,   ///< ran and passed.
+  kFailed,   ///< ran and at least one assertion failed.
+  kSkipped,  ///< GTEST_SKIP (never counts as a pass).
+};
+
+/// One test's result.
+struct TestCaseResult {
+  std::string suite;                           ///< the test suite, e.g. "BytesPerParam".
+  std::string name;                            ///< the test, e.g. "MixedAdamWIsSixteenBytes".
+  TestOutcome outcome = TestOutcome::kPassed;  ///< passed, failed or skipped.
+  std::vector<std::string> failures;           ///< the failure messages, in order.
+  /// \return "suite.name".
+  [[nodiscard]] std::string full_name() const { return suite + "." + name; }
+};
+
+/// How a test binary's run ended.
+enum class RunStatus {
+  kCompleted,  ///< it ran to the end and wrote its JSON results.
+  kCrashed,    ///< it died (signal, abort, unexpected exit code) without results.
+  kTimedOut,   ///< killed after the timeout.
+  kNotBuilt,   ///< the binary does not exist or could not be started.
+};
+
+/// The results of one run of a test binary.
+struct TestRun {
+  RunStatus status = RunStatus::kNotBuilt;  ///< how the run ended.
+  std::string detail;                       ///< e.g. "killed by signal 11 (Segmentation fault)".
+  std::vector<TestCaseResult> tests;        ///< per test, in the order run.
+  std::string output_tail;                  ///< the end of its output (for crashes).
+  double seconds = 0.0;                     ///< wall-clock time.
+  /// \return tests that passed.
+  [[nodiscard]] size_t passed() const;
+  /// \return tests that failed.
+  [[nodiscard]] size_t failed() const;
+  /// \return tests that were skipped.
+  [[nodiscard]] size_t skipped() const;
+  /// \return true when the run completed, ran at least one test, and every test passed.
+  [[nodiscard]] bool all_passed() const;
+  /// \return the first failed test, or nullptr.
+  [[nodiscard]] const TestCaseResult* first_failure() const;
+};
+
+/// \param status a status. \return "completed", "crashed", "timed out" or "not built".
+std::string_view run_status_name(RunStatus status);
+
+/// Decodes GoogleTest's JSON report. Tests that did not run (filtered out, disabled) are left out.
+/// \param json_text the file's content.
+/// \return the tests, in order.
+/// \throws vramlab::UsageError when the text is not a GoogleTest JSON report.
+std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text);
+
+/// Runs a test binary with `--gtest_filter=FILTER --gtest_output=json:WORK/NAME.json`, its output
+/// in WORK/NAME.log, killed after \p timeout_seconds.
+/// \param binary the test binary. \param filter the GoogleTest filter ("*" = all).
+/// \param work_dir where the JSON and the log go (created).
+/// \param timeout_seconds the limit.
+/// \return the results; a missing binary gives kNotBuilt.
+TestRun run_test_binary(const std::filesystem::path& binary, const std::string& filter,
+                        const std::filesystem::path& work_dir, double timeout_seconds);
+
+}  // namespace vramlab::workbook

@@ -1,0 +1,156 @@
+// Lesson manifests (see manifest.h and exercises/README.md).
+#include "common/workbook/manifest.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "common/platform/errors.h"
+
+namespace vramlab::workbook {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string text_at(const json& object, const char* key, const std::string& where) {
+  if (!object.contains(key) || !object.at(key).is_string())
+    throw UsageError(where + ": \"" + key + "\" must be a string");
+  return object.at(key).get<std::string>();
+}
+
+std::vector<std::string> texts_at(const json& object, const char* key, const std::string& where) {
+  std::vector<std::string> texts;
+  if (!object.contains(key)) return texts;
+  if (!object.at(key).is_array()) throw UsageError(where + ": \"" + key + "\" must be a list");
+  for (const auto& item : object.at(key)) {
+    if (!item.is_string()) throw UsageError(where + ": \"" + key + "\" must list strings");
+    texts.push_back(item.get<std::string>());
+  }
+  return texts;
+}
+
+std::string joined_ids(const std::vector<std::string>& ids) {
+  std::string text;
+  for (const auto& id : ids) text += (text.empty() ? "" : ", ") + id;
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace
+
+bool Exercise::needs_gpu() const {
+  return std::find(requires_list.begin(), requires_list.end(), "cuda") != requires_list.end();
+}
+
+std::string Exercise::target_stem() const {
+  std::string stem = "ex_" + id;
+  std::replace(stem.begin(), stem.end(), '.', '_');
+  return stem;
+}
+
+std::string Exercise::mine_test_target() const {
+  return "test_" + target_stem() + "_mine";
+}
+
+std::string Exercise::reference_test_target() const {
+  return "test_" + target_stem() + "_ref";
+}
+
+std::string Exercise::wrong_test_target(std::string_view variant) const {
+  return "test_" + target_stem() + "_wrong_" + std::string(variant);
+}
+
+Lesson parse_lesson_manifest(const json& manifest, const std::string& dir) {
+  const std::string where = dir + "/manifest.json";
+  if (!manifest.is_object()) throw UsageError(where + ": not a JSON object");
+  Lesson lesson;
+  lesson.dir = dir;
+  lesson.id = text_at(manifest, "id", where);
+  lesson.title = manifest.value("title", "");
+  lesson.requires_list = texts_at(manifest, "requires", where);
+  lesson.binary = manifest.value("binary", "");
+  lesson.exercises_page = manifest.value("exercises_page", "");
+  if (manifest.contains("exercises") && !manifest.at("exercises").is_array())
+    throw UsageError(where + ": \"exercises\" must be a list");
+  for (const auto& item : manifest.value("exercises", json::array())) {
+    Exercise ex;
+    ex.id = text_at(item, "id", where);
+    const std::string ex_where = where + " exercise " + ex.id;
+    if (ex.id.rfind(lesson.id + ".", 0) != 0)
+      throw UsageError(ex_where + ": the id must start with the lesson id '" + lesson.id + ".'");
+    ex.lesson_id = lesson.id;
+    ex.title = text_at(item, "title", ex_where);
+    ex.stub = text_at(item, "stub", ex_where);
+    ex.reference = text_at(item, "reference", ex_where);
+    ex.api = text_at(item, "api", ex_where);
+    ex.tests = texts_at(item, "tests", ex_where);
+    ex.test_filter = item.value("test_filter", "*");
+    ex.requires_list = texts_at(item, "requires", ex_where);
+    ex.hints = texts_at(item, "hints", ex_where);
+    for (const auto& w : item.value("wrong", json::array()))
+      ex.wrong.push_back(
+          {text_at(w, "name", ex_where), text_at(w, "file", ex_where), w.value("mistake", "")});
+    for (const auto& s : item.value("snippets", json::array()))
+      ex.snippets.push_back({text_at(s, "file", ex_where), text_at(s, "name", ex_where)});
+    lesson.exercises.push_back(std::move(ex));
+  }
+  return lesson;
+}
+
+Workbook load_workbook(const fs::path& repo_root) {
+  Workbook workbook;
+  const fs::path root = repo_root / "lessons";
+  if (!fs::is_directory(root)) return workbook;
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(root))
+    if (entry.is_directory() && fs::exists(entry.path() / "manifest.json"))
+      dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& dir : dirs) {
+    const fs::path file = dir / "manifest.json";
+    std::ifstream in(file);
+    const json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (manifest.is_discarded()) throw UsageError(file.string() + " is not valid JSON");
+    workbook.lessons.push_back(
+        parse_lesson_manifest(manifest, "lessons/" + dir.filename().string()));
+  }
+  return workbook;
+}
+
+const Exercise& Workbook::exercise(std::string_view id) const {
+  std::vector<std::string> known;
+  for (const auto& lesson : lessons)
+    for (const auto& ex : lesson.exercises) {
+      if (ex.id == id) return ex;
+      known.push_back(ex.id);
+    }
+  throw UsageError("unknown exercise '" + std::string(id) + "' (known: " + joined_ids(known) + ")");
+}
+
+const Lesson& Workbook::lesson(std::string_view id) const {
+  std::vector<std::string> known;
+  for (const auto& lesson : lessons) {
+    const std::string folder = lesson.dir.substr(lesson.dir.find('/') + 1);
+    const bool short_match =
+        id.size() == 1 && lesson.id.size() == 2 && lesson.id[0] == '0' && lesson.id[1] == id[0];
+    if (lesson.id == id || folder == id || short_match) return lesson;
+    known.push_back(lesson.id);
+  }
+  throw UsageError("unknown lesson '" + std::string(id) + "' (known: " + joined_ids(known) + ")");
+}
+
+std::vector<const Exercise*> Workbook::all_exercises() const {
+  std::vector<const Exercise*> all;
+  for (const auto& lesson : lessons)
+    for (const auto& ex : lesson.exercises) all.push_back(&ex);
+  return all;
+}
+
+std::vector<const Exercise*> Workbook::select(std::string_view selector) const {
+  if (selector.find('.') != std::string_view::npos) return {&exercise(selector)};
+  std::vector<const Exercise*> chosen;
+  for (const auto& ex : lesson(selector).exercises) chosen.push_back(&ex);
+  return chosen;
+}
+
+}  // namespace vramlab::workbook

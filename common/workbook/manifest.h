@@ -1,0 +1,96 @@
+/// \file
+/// \brief Lesson manifests (lessons/NN-name/manifest.json): the lesson, its binary and its
+/// exercises in order, with their files, tests, requirements, hints, known-wrong variants and doc
+/// snippets. CMake reads the same file (exercises/workbook.cmake); exercises/README.md documents
+/// every key.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vramlab::workbook {
+
+/// A known-wrong implementation kept beside a reference: verify checks that the tests catch it.
+struct WrongVariant {
+  std::string name;     ///< short name, part of the target name, e.g. "no_master_copy".
+  std::string file;     ///< source path relative to the repository root.
+  std::string mistake;  ///< the mistake it makes, in words.
+};
+
+/// A documentation snippet: `//! [name]` markers in a compiled source that a page includes with
+/// `\snippet file name`.
+struct Snippet {
+  std::string file;  ///< path relative to the repository root.
+  std::string name;  ///< the marker name.
+};
+
+/// One exercise of a lesson.
+struct Exercise {
+  std::string id;                          ///< e.g. "01.1" (lesson id, dot, number).
+  std::string lesson_id;                   ///< e.g. "01".
+  std::string title;                       ///< one line.
+  std::string stub;                        ///< the learner's file (exercises/…).
+  std::string reference;                   ///< the reference solution (solutions/…).
+  std::string api;                         ///< the header shared by stub and reference.
+  std::vector<std::string> tests;          ///< test sources (at least one).
+  std::string test_filter = "*";           ///< GoogleTest filter selecting this exercise's tests.
+  std::vector<std::string> requires_list;  ///< "cpu" or "cuda".
+  std::vector<std::string> hints;          ///< three levels, gentle to explicit.
+  std::vector<WrongVariant> wrong;         ///< known-wrong variants.
+  std::vector<Snippet> snippets;           ///< doc snippets that must exist.
+  /// \return true if the exercise needs a CUDA GPU.
+  [[nodiscard]] bool needs_gpu() const;
+  /// \return the target stem, "ex_01_1" for "01.1".
+  [[nodiscard]] std::string target_stem() const;
+  /// \return the test target linking the learner's code, "test_ex_01_1_mine".
+  [[nodiscard]] std::string mine_test_target() const;
+  /// \return the test target linking the reference, "test_ex_01_1_ref".
+  [[nodiscard]] std::string reference_test_target() const;
+  /// \param variant a known-wrong variant's name. \return "test_ex_01_1_wrong_<variant>".
+  [[nodiscard]] std::string wrong_test_target(std::string_view variant) const;
+};
+
+/// One lesson: its manifest.
+struct Lesson {
+  std::string id;                          ///< e.g. "01".
+  std::string title;                       ///< e.g. "Memory breakdown".
+  std::string dir;                         ///< e.g. "lessons/01-memory-breakdown".
+  std::vector<std::string> requires_list;  ///< "cpu", "cuda", "mpi".
+  std::string binary;                      ///< the lesson binary's target ("" if none).
+  std::string exercises_page;              ///< the exercises' docs page ("" if none).
+  std::vector<Exercise> exercises;         ///< in order.
+};
+
+/// Every lesson of a checkout, in order of their folders.
+struct Workbook {
+  std::vector<Lesson> lessons;  ///< sorted by folder name.
+  /// \param id e.g. "01.1". \return the exercise.
+  /// \throws vramlab::UsageError "unknown exercise '01.9' (known: 01.1, 01.2, 01.3)".
+  [[nodiscard]] const Exercise& exercise(std::string_view id) const;
+  /// \param id e.g. "01" or "1" or "01-memory-breakdown". \return the lesson.
+  /// \throws vramlab::UsageError "unknown lesson 'ID' (known: …)".
+  [[nodiscard]] const Lesson& lesson(std::string_view id) const;
+  /// \return every exercise of every lesson, in order.
+  [[nodiscard]] std::vector<const Exercise*> all_exercises() const;
+  /// Resolves what a command was asked about: an exercise id ("01.1") or a lesson ("01").
+  /// \param selector the id. \return the exercises, in order.
+  /// \throws vramlab::UsageError when it names neither.
+  [[nodiscard]] std::vector<const Exercise*> select(std::string_view selector) const;
+};
+
+/// Decodes one manifest.
+/// \param manifest the parsed JSON. \param dir the lesson folder relative to the repository root.
+/// \return the lesson.
+/// \throws vramlab::UsageError naming the lesson folder and the missing or malformed key.
+Lesson parse_lesson_manifest(const nlohmann::json& manifest, const std::string& dir);
+
+/// Reads every lessons/*/manifest.json under \p repo_root.
+/// \param repo_root the checkout. \return the lessons, sorted by folder.
+/// \throws vramlab::UsageError for a manifest that does not parse (naming the file).
+Workbook load_workbook(const std::filesystem::path& repo_root);
+
+}  // namespace vramlab::workbook
