@@ -6,12 +6,14 @@
 
 #include <vector>
 
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/reduction.h"
 #include "tests/kernels_cpu/kernel_test_util.h"
 
@@ -53,6 +55,18 @@ std::vector<std::vector<float>> run_backward_kernels() {
                         V);
   cross_entropy_backward(dlogits.data(), dlosses.data(), logits.data(), lse.data(), tokens.data(),
                          B * T, V, V);
+
+  // Elementwise kernels over an odd length: with 1, 2 or 3 threads the chunk boundaries (and so
+  // which elements fall in a vector body or a scalar remainder) move.
+  const int64_t n = 100003;
+  const auto a = random_vector(n, 10, -6.0, 6.0), g = random_vector(n, 11);
+  std::vector<float> gelu(n), dgelu(n), swiglu(n), dgate(n), dup(n), param = g, adam_m(n),
+                                                                     adam_v(n);
+  gelu_forward(gelu.data(), a.data(), n);
+  gelu_backward(dgelu.data(), a.data(), g.data(), n);
+  swiglu_forward(swiglu.data(), a.data(), g.data(), n);
+  swiglu_backward(dgate.data(), dup.data(), g.data(), a.data(), g.data(), n);
+  adamw_update(param.data(), a.data(), adam_m.data(), adam_v.data(), n, AdamWHyperparameters{}, 1);
 
   std::vector<float> dbias_sum(C);
   bias_add_backward(dbias_sum.data(), dout.data(), B * T, C);
