@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/activation.h"
@@ -18,6 +19,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/reduction.h"
@@ -121,6 +123,38 @@ BENCHMARK_CAPTURE(BM_MatmulBackward, fast, false)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatmulBackward, reference, true)
     ->Args({256, 768})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The same linear layer with bf16 or f16 operands (widened to f32 unless OpenBLAS has sbgemm).
+template <typename Storage>
+void BM_MatmulForwardLowPrecision(benchmark::State& state) {
+  const int64_t C = state.range(0), OC = state.range(1);
+  const auto inp32 = random_buffer(kTokens * C, 1), weight32 = random_buffer(OC * C, 2),
+             bias = random_buffer(OC, 3);
+  const auto narrow = [](float x) {
+    if constexpr (std::is_same_v<Storage, vramlab::bf16_t>) {
+      return vramlab::to_bf16(x);
+    } else {
+      return vramlab::to_f16(x);
+    }
+  };
+  std::vector<Storage> inp(inp32.size()), weight(weight32.size());
+  for (size_t i = 0; i < inp.size(); i++) inp[i] = narrow(inp32[i]);
+  for (size_t i = 0; i < weight.size(); i++) weight[i] = narrow(weight32[i]);
+  std::vector<float> out(static_cast<size_t>(kTokens * OC));
+  for (auto _ : state) {
+    cpu::matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), kTokens, C, OC);
+    benchmark::DoNotOptimize(out.data());
+  }
+  report_flops(state, 2.0 * static_cast<double>(kTokens * C * OC));
+}
+BENCHMARK_TEMPLATE(BM_MatmulForwardLowPrecision, vramlab::bf16_t)
+    ->Args({768, 3072})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_MatmulForwardLowPrecision, vramlab::f16_t)
+    ->Args({768, 3072})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
