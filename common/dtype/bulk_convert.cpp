@@ -1,5 +1,5 @@
 // Bulk f32 <-> bf16/f16 conversions: loops over the scalar conversions of convert.h, compiled here
-// once with the library's optimisation (the bf16 ones are branch-free and vectorize).
+// once with the library's optimisation (the narrowing ones are branch-free and vectorize).
 #include "common/dtype/bulk_convert.h"
 
 #include "common/dtype/convert.h"

@@ -2,7 +2,7 @@
 /// \brief Bulk conversions between f32 arrays and bf16/f16 arrays on the CPU.
 ///
 /// Same results, bit for bit, as calling the scalar conversions of convert.h on every element (they
-/// are those loops); the bf16 conversions are branch-free, so their loops vectorize.
+/// are those loops); the f32 -> bf16/f16 conversions are branch-free, so their loops vectorize.
 #pragma once
 
 #include <cstddef>

@@ -218,8 +218,26 @@ VRAMLAB_HOST_DEVICE constexpr float narrow_to_f32(uint32_t bits) {
 /// f32 -> f16 bits, round to nearest even; overflow gives infinity, NaN gives 0x7FFF.
 /// \param x the value. \return the f16 bit pattern.
 VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_f16_bits(float x) {
-  return static_cast<uint16_t>(
-      detail::narrow_from_f32<detail::F16Layout>(x, false, detail::Rounding::nearest_even, 0));
+  // Branch-free (selects, no jumps) so loops over it vectorize; equals narrow_from_f32<F16Layout>.
+  const uint32_t bits = f32_to_bits(x);
+  const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+  // f16 normals: round the 13 dropped bits to nearest even (0x0FFF plus the kept lowest bit carries
+  // exactly when they exceed a tie or tie to odd), then re-bias the exponent from 127 to 15. A
+  // carry past 65504 (0x7BFF) lands exactly on infinity (0x7C00).
+  const uint32_t normal =
+      ((abs_bits + 0x0FFFu + ((abs_bits >> 13) & 1u)) >> 13) - ((127u - 15u) << 10);
+  // f16 subnormals (below 2^-14): the significand with its implicit bit, shifted into place with
+  // the same rounding; shifts of 25 or more leave 0 (f32 subnormals included, capped at 31).
+  const uint32_t exponent = abs_bits >> 23;
+  const uint32_t shift = exponent >= 112u ? 14u : (exponent <= 95u ? 31u : 126u - exponent);
+  const uint32_t significand = (abs_bits & 0x7FFFFFu) | 0x800000u;
+  const uint32_t subnormal =
+      (significand + (1u << (shift - 1u)) - 1u + ((significand >> shift) & 1u)) >> shift;
+  uint32_t magnitude = abs_bits < 0x38800000u ? subnormal : normal;
+  magnitude = abs_bits >= 0x47800000u ? 0x7C00u : magnitude;  // 2^16 and beyond, infinity too
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  return static_cast<uint16_t>(abs_bits > 0x7F800000u ? detail::F16Layout::canonical_nan_bits
+                                                      : sign | magnitude);
 }
 /// f16 bits -> f32, exact.
 /// \param bits the f16 bit pattern. \return its value.

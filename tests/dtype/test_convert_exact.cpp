@@ -108,23 +108,38 @@ TEST(ConvertExact, MidpointsTieToEvenAndNeighboursRoundToNearest) {
   }
 }
 
-// f32_to_bf16_bits is a branch-free shortcut; the generic rounding (used for stochastic bf16 and
-// every other format) must give the same bits: every f32 pattern whose low half is a tie, one
-// either side of it, or zero, plus every 997th pattern.
-TEST(ConvertExact, Bf16FastPathEqualsTheGenericRounding) {
-  const auto generic = [](float x) {
+// f32_to_bf16_bits and f32_to_f16_bits are branch-free shortcuts; the generic rounding (used for
+// stochastic rounding and fp8) must give the same bits: every f32 pattern whose dropped bits are a
+// tie, one either side of it, zero or all ones, plus every 997th pattern.
+TEST(ConvertExact, FastPathsEqualTheGenericRounding) {
+  const auto generic_bf16 = [](float x) {
     return detail::narrow_from_f32<detail::BF16Layout>(x, false, detail::Rounding::nearest_even, 0);
+  };
+  const auto generic_f16 = [](float x) {
+    return detail::narrow_from_f32<detail::F16Layout>(x, false, detail::Rounding::nearest_even, 0);
   };
   int64_t mismatches = 0;
   const auto check = [&](uint32_t bits) {
     const float x = bits_to_f32(bits);
-    if (f32_to_bf16_bits(x) != generic(x) && ++mismatches <= 5) {
-      ADD_FAILURE() << "f32 0x" << std::hex << bits << ": fast 0x" << f32_to_bf16_bits(x)
-                    << ", generic 0x" << generic(x);
+    const bool ok = f32_to_bf16_bits(x) == generic_bf16(x) && f32_to_f16_bits(x) == generic_f16(x);
+    if (!ok && ++mismatches <= 5) {
+      ADD_FAILURE() << "f32 0x" << std::hex << bits << ": bf16 fast 0x" << f32_to_bf16_bits(x)
+                    << " generic 0x" << generic_bf16(x) << "; f16 fast 0x" << f32_to_f16_bits(x)
+                    << " generic 0x" << generic_f16(x);
     }
   };
   for (uint32_t high = 0; high < 0x10000u; ++high) {
     for (uint32_t low : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) check((high << 16) | low);
+  }
+  // f16 drops 13 bits from normals and more from subnormals: ties at every position 13..25.
+  for (uint32_t exponent = 0; exponent < 256; ++exponent) {
+    for (uint32_t tie_bit = 12; tie_bit < 26; ++tie_bit) {
+      for (uint32_t mantissa : {0u, 1u << 13, 3u << 20, 0x7FFFFFu & ~((2u << tie_bit) - 1u)}) {
+        const uint32_t tie =
+            (exponent << 23) | (mantissa & 0x7FFFFFu) | ((1u << tie_bit) & 0x7FFFFFu);
+        for (uint32_t bits : {tie - 1u, tie, tie + 1u}) check(bits);
+      }
+    }
   }
   for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 997) check(static_cast<uint32_t>(bits));
   EXPECT_EQ(mismatches, 0);
