@@ -13,13 +13,17 @@ namespace vramlab::kernels::cpu {
 /// Taylor polynomial (truncation error r^8/8! < 6e-9, under one float ulp) and 2^n built from the
 /// exponent bits. Returns 0 below -87.3 (where e^x is subnormal) and +inf above 88.7.
 /// \param x the exponent.
-/// \return e^x within 1 ulp (measured max 0.91 ulp), 0 in the subnormal range.
+/// \return e^x within 1.5 ulp (measured 0.91 ulp when compiled with FMA, 1.12 without), 0 in
+/// the subnormal range, NaN for NaN.
 inline float fast_exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f;  // ln 2 split so n * kLn2Hi is exact for |n| < 2^11
   constexpr float kLn2Lo = 1.428606820309417232e-06f;
   constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float clamped = x < -87.3f ? -87.3f : (x > 88.72f ? 88.72f : x);
+  // Written so NaN lands inside the range (comparisons with NaN are false): the float-to-int
+  // conversion below then never sees a NaN; the NaN is put back at the end.
+  const float at_least_low = x > -87.3f ? x : -87.3f;
+  const float clamped = at_least_low < 88.72f ? at_least_low : 88.72f;
   const float n = (clamped * kLog2e + kRoundMagic) - kRoundMagic;
   const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.0f / 5040.0f;
@@ -36,7 +40,8 @@ inline float fast_exp(float x) {
   const float scaled_p = n_int > 127 ? 2.0f * p : p;
   const float result = scaled_p * std::bit_cast<float>(exponent_bits);
   const float infinity = std::bit_cast<float>(int32_t{0x7f800000});
-  return x < -87.3f ? 0.0f : (x > 88.72f ? infinity : result);
+  const float in_range = x > 88.72f ? infinity : result;
+  return x < -87.3f ? 0.0f : (x == x ? in_range : x);
 }
 
 /// The logistic function 1 / (1 + e^-x), branch-free (saturates to exactly 0 and 1).

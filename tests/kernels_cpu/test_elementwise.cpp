@@ -186,6 +186,18 @@ TEST(Activation, GeluAndSiluHaveTheirKnownLimits) {
   EXPECT_NEAR(silu[2], -80.0 * std::exp(-80.0), 1e-6 * 80.0 * std::exp(-80.0));
 }
 
+TEST(Activation, NaNPropagatesInsteadOfBeingClampedAway) {
+  const std::vector<float> x = {std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> out(1), dinp(1, 0.0f);
+  const std::vector<float> one = {1.0f};
+  gelu_forward(out.data(), x.data(), 1);
+  EXPECT_TRUE(std::isnan(out[0]));
+  silu_forward(out.data(), x.data(), 1);
+  EXPECT_TRUE(std::isnan(out[0]));
+  gelu_backward(dinp.data(), x.data(), one.data(), 1);
+  EXPECT_TRUE(std::isnan(dinp[0]));
+}
+
 TEST(Activation, SwigluFastMatchesTheDoubleReferenceAndItsGradientsMatchCentralDifferences) {
   for (const int64_t n : kSizes) {
     const auto gate = activation_inputs(n, 30), up = random_vector(n, 31, -3.0, 3.0);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "common/platform/errors.h"
 #include "kernels/cpu/cross_entropy.h"
@@ -111,6 +112,18 @@ TEST(CrossEntropy, FastMatchesTheDoubleReferenceWithPaddedVocabulary) {
     // a rounding of the O(1) sum.
     EXPECT_TRUE(all_close("dlogits" + shape, dlogits, dlogits64, 2.4e-7, kProbabilityRtol));
   }
+}
+
+TEST(Softmax, MaskedMinusInfinityGetsZeroAndNaNPoisonsItsRowOnly) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {0.0f, -inf, 0.0f, 1.0f, std::numeric_limits<float>::quiet_NaN(),
+                                2.0f};
+  std::vector<float> out(6);
+  softmax_forward(out.data(), x.data(), 2, 3);
+  EXPECT_EQ(out[0], 0.5f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], 0.5f);
+  for (int i = 3; i < 6; i++) EXPECT_TRUE(std::isnan(out[static_cast<size_t>(i)])) << i;
 }
 
 TEST(CrossEntropy, LossOfUniformLogitsIsLogV) {
