@@ -88,7 +88,8 @@ void put_unsigned(std::string& out, uint64_t value) {
 void put_float(std::string& out, double value) {
   out += opcode::kBinFloat;
   const auto bits = std::bit_cast<uint64_t>(value);
-  for (size_t byte = 0; byte < 8; ++byte) out += static_cast<char>((bits >> (56 - 8 * byte)) & 0xFFu);
+  for (size_t byte = 0; byte < 8; ++byte)
+    out += static_cast<char>((bits >> (56 - 8 * byte)) & 0xFFu);
 }
 
 // Length of the valid UTF-8 sequence starting at text[at], or 0 if it is not valid
