@@ -31,6 +31,15 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t M, int64_t N, int64_t K, 
   const blasint m = to_blas("M", M), n = to_blas("N", N), k = to_blas("K", K);
   const blasint a_stride = to_blas("lda", lda), b_stride = to_blas("ldb", ldb);
   const blasint c_stride = to_blas("ldc", ldc);
+  // Row-major leading dimensions must cover a stored row (BLAS would print an error and return).
+  // Empty operands never reach BLAS, so a 0 leading dimension is fine for them.
+  const int64_t a_columns = transpose_a ? M : K, b_columns = transpose_b ? K : N;
+  require(lda >= a_columns, "sgemm",
+          "lda = " + std::to_string(lda) + " is below A's row length " + std::to_string(a_columns));
+  require(ldb >= b_columns, "sgemm",
+          "ldb = " + std::to_string(ldb) + " is below B's row length " + std::to_string(b_columns));
+  require(ldc >= N, "sgemm",
+          "ldc = " + std::to_string(ldc) + " is below C's row length " + std::to_string(N));
   if (m == 0 || n == 0) return;
   if (k == 0) {
     // BLAS leaves C untouched only when beta == 1; honour beta explicitly for an empty product.

@@ -58,7 +58,8 @@ void matmul_backward_reference(Real* dinp, Real* dweight, Real* dbias, const Rea
 /// \param beta scale of the old C (0: C is only written).
 /// \param C (M, N) with row stride ldc.
 /// \param ldc row stride of C in elements.
-/// \throws vramlab::UsageError on a negative size or one above 2^31 - 1.
+/// \throws vramlab::UsageError on a negative size, one above 2^31 - 1, or a leading dimension
+/// shorter than the row it strides over.
 void sgemm(bool transpose_a, bool transpose_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc);

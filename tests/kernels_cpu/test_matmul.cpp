@@ -126,6 +126,15 @@ TEST(Matmul, RejectsNegativeSizes) {
                UsageError);
 }
 
+TEST(Sgemm, RejectsALeadingDimensionShorterThanARow) {
+  std::vector<float> a(12), b(12), c(9);
+  EXPECT_THROW(sgemm(false, false, 3, 3, 4, 1.0f, a.data(), 3, b.data(), 3, 0.0f, c.data(), 3),
+               UsageError);
+  EXPECT_THROW(sgemm(false, true, 3, 3, 4, 1.0f, a.data(), 4, b.data(), 3, 0.0f, c.data(), 3),
+               UsageError);
+  EXPECT_NO_THROW(sgemm(false, true, 3, 3, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c.data(), 3));
+}
+
 TEST(Sgemm, HonoursBetaForAnEmptyInnerDimension) {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
   sgemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
