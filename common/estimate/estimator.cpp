@@ -206,6 +206,10 @@ Estimate estimate_memory(const EstimateInputs& in) {
                              ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
                              ", t=" + std::to_string(in.tensor_parallel) +
                              ", L=" + std::to_string(m.layers) + ")";
+    if (m.mlp != "gelu" || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
+      out.activations.source +=
+          "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "
+          "is an approximation (see the runtime-layout column)";
     const DType runtime_dtype = in.precision == Precision::fp32 ? DType::f32 : DType::bf16;
     out.runtime_activation_bytes_per_layer =
         runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype);

@@ -11,7 +11,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/estimate/estimator.h"
@@ -45,11 +48,17 @@ struct EstimateOptions {
 
 // The model from --model, the shape flags, or nothing (--params).
 std::optional<ModelConfig> model_from(const EstimateOptions& o) {
-  std::vector<std::string> given;
+  auto given = [&o](std::string_view flag) {
+    for (const auto& [name, option] : o.shape_flags)
+      if (name == flag) return option->count() > 0;
+    return false;
+  };
+  bool any_shape = false;
   for (const auto& [name, option] : o.shape_flags)
-    if (option->count() > 0) given.push_back(name);
-  const int sources =
-      (o.model.empty() ? 0 : 1) + (o.params.empty() ? 0 : 1) + (given.empty() ? 0 : 1);
+    any_shape = any_shape || (name != "--seq" && option->count() > 0);
+  if (given("--seq") && o.model.empty() && !any_shape)
+    throw UsageError("--seq needs shapes: give --model NAME or the shape flags with it");
+  const int sources = (o.model.empty() ? 0 : 1) + (o.params.empty() ? 0 : 1) + (any_shape ? 1 : 0);
   if (sources > 1)
     throw UsageError(
         "give one of --model, --params, or the shape flags (--layers --hidden --heads "
@@ -60,24 +69,20 @@ std::optional<ModelConfig> model_from(const EstimateOptions& o) {
         "--hidden --heads --vocab --seq");
   if (!o.model.empty()) return model_config_by_name(o.model);
   if (!o.params.empty()) return std::nullopt;
-  for (const char* needed : {"--layers", "--hidden", "--heads", "--vocab", "--seq"}) {
-    bool found = false;
-    for (const auto& name : given) found = found || name == needed;
-    if (!found) throw UsageError(std::string("explicit shapes need ") + needed + " as well");
-  }
-  const bool kv_or_ffn = o.kv_heads != 0 || o.ffn != 0 || o.shape_flags[3].second->count() > 0 ||
-                         o.shape_flags[4].second->count() > 0;
+  for (const char* needed : {"--layers", "--hidden", "--heads", "--vocab", "--seq"})
+    if (!given(needed))
+      throw UsageError(std::string("explicit shapes need ") + needed + " as well");
+  const bool kv_or_ffn = given("--kv-heads") || given("--ffn");
   const std::string family = o.family.empty() ? (kv_or_ffn ? "llama" : "gpt2") : o.family;
   ModelConfig m;
   if (family == "gpt2") {
     m = gpt2_config("custom", o.layers, o.hidden, o.heads, o.vocab, o.seq);
-    if (o.shape_flags[3].second->count() > 0) m.kv_heads = o.kv_heads;
-    if (o.shape_flags[4].second->count() > 0) m.ffn_hidden = o.ffn;
+    if (given("--kv-heads")) m.kv_heads = o.kv_heads;
+    if (given("--ffn")) m.ffn_hidden = o.ffn;
   } else if (family == "llama") {
-    const int64_t kv = o.shape_flags[3].second->count() > 0 ? o.kv_heads : o.heads;
-    if (o.shape_flags[4].second->count() == 0)
-      throw UsageError("the llama family needs --ffn (the SwiGLU width)");
-    m = llama_config("custom", o.layers, o.hidden, o.heads, kv, o.ffn, o.vocab, o.seq);
+    if (!given("--ffn")) throw UsageError("the llama family needs --ffn (the SwiGLU width)");
+    m = llama_config("custom", o.layers, o.hidden, o.heads,
+                     given("--kv-heads") ? o.kv_heads : o.heads, o.ffn, o.vocab, o.seq);
   } else {
     throw UsageError("unknown family '" + family + "' (expected gpt2 or llama)");
   }
@@ -231,6 +236,12 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
   row("optimizer states", e.optimizer_states,
       bytes_per_param_text(per_param(u.optimizer_states(), e.parameter_count)));
   row("activations", e.activations, "");
+  if (e.has_activations)
+    table.add_row(
+        {"  runtime layout", format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes)),
+         format_bytes_decimal(static_cast<uint64_t>(e.runtime_activation_bytes)), "",
+         e.runtime_activation_source + " (not in the total)"},
+        report::RowStyle::kDim);
   table.add_rule();
   table.add_row({"total", format_bytes(static_cast<uint64_t>(e.total_bytes)),
                  format_bytes_decimal(static_cast<uint64_t>(e.total_bytes)),
@@ -250,15 +261,10 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
   if (e.master_weight_bytes > 0)
     std::printf("  of the optimizer states, fp32 master weights: %s\n",
                 format_bytes(static_cast<uint64_t>(e.master_weight_bytes)).c_str());
-  if (e.has_activations) {
-    std::printf(
-        "  activations per layer: %s (Korthikanti et al.); this runtime's layout: %s per "
-        "layer, %s in all\n    (%s)\n",
-        format_bytes(static_cast<uint64_t>(e.activation_bytes_per_layer)).c_str(),
-        format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes_per_layer)).c_str(),
-        format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes)).c_str(),
-        e.runtime_activation_source.c_str());
-  }
+  if (e.has_activations)
+    std::printf("  activations per layer: %s (Korthikanti et al.), %s (runtime layout)\n",
+                format_bytes(static_cast<uint64_t>(e.activation_bytes_per_layer)).c_str(),
+                format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes_per_layer)).c_str());
 }
 
 }  // namespace
