@@ -1,0 +1,131 @@
+// Tests of exercise 01.2 (the bytes one GPT-2 layer saves for backward). They run against your
+// code (`vramlab check 01.2`) and against the reference (ctest: test_ex_01_2_ref).
+// Expectations: the runtime's saved-tensor layout (llm.c's GPT-2 block, listed tensor by tensor
+// below and in common/estimate/runtime_activations.h), and the estimator's
+// runtime_activation_bytes_per_layer(), the contract the runtime's SavedActivations store meets.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/dtype/dtype.h"
+#include "common/estimate/runtime_activations.h"
+#include "common/model/model_config.h"
+#include "common/platform/errors.h"
+#include "common/workbook/comparison.h"
+#include "lessons/01-memory-breakdown/api/layer_activations.h"
+
+namespace vramlab::lesson01 {
+namespace {
+
+using workbook::Comparison;
+using workbook::Unit;
+
+std::string describe(const LayerShape& s, DType dtype) {
+  return "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.seq) +
+         " C=" + std::to_string(s.hidden) + " H=" + std::to_string(s.heads) +
+         " F=" + std::to_string(s.ffn_hidden) + " " + std::string(dtype_name(dtype));
+}
+
+// The layout, one shape per saved tensor (the test's own list).
+int64_t expected_bytes(const LayerShape& s, DType dtype) {
+  const int64_t B = s.batch, T = s.seq, C = s.hidden, H = s.heads, F = s.ffn_hidden;
+  const std::vector<int64_t> elements = {
+      B * T * C,     B * T,         B * T,    B * T * 3 * C,  // ln1, ln1_mean, ln1_rstd, qkv
+      B * H * T * T, B * H * T * T,                           // preatt, att
+      B * T * C,     B * T * C,                               // atty, residual2
+      B * T * C,     B * T,         B * T,                    // ln2, ln2_mean, ln2_rstd
+      B * T * F,     B * T * F,     B * T * C};               // fch, fch_gelu, residual3
+  int64_t total = 0;
+  for (int64_t e : elements) total += e;
+  return total * static_cast<int64_t>(dtype_size_bytes(dtype));
+}
+
+// Random shapes: odd sizes, heads dividing hidden, F = 4C or arbitrary.
+std::vector<LayerShape> random_shapes(uint64_t seed, size_t count, bool gpt2_mlp) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  std::vector<LayerShape> shapes;
+  for (size_t i = 0; i < count; ++i) {
+    LayerShape s;
+    s.batch = pick(1, 17);
+    s.seq = pick(1, 1025);
+    s.heads = pick(1, 13);
+    s.hidden = s.heads * pick(1, 97);
+    s.ffn_hidden = gpt2_mlp ? 4 * s.hidden : pick(1, 5000);
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+//! [test]
+TEST(LayerActivations, MatchesTheSavedTensorLayoutOnRandomShapes) {
+  Comparison bytes("layer activation bytes", Unit::kBytes);
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16, DType::fp8_e4m3})
+    for (const LayerShape& shape : random_shapes(0x0102, 150, /*gpt2_mlp=*/false))
+      bytes.add(describe(shape, dtype), static_cast<double>(expected_bytes(shape, dtype)),
+                static_cast<double>(layer_activation_bytes(shape, dtype)));
+  EXPECT_TRUE(bytes.passed()) << bytes.failure_message();
+}
+//! [test]
+
+TEST(LayerActivations, GPT2_124MAtSeq1024IsWhatTheRuntimeSaves) {
+  // GPT-2 124M, B=4, T=1024, f32: (16·768·4096 + 4·4096 + 2·12·4·1024²)·4 B.
+  const LayerShape shape{4, 1024, 768, 12, 3072};
+  const int64_t elements = 16 * 768 * 4096 + 4 * 4096 + int64_t{2} * 12 * 4 * 1024 * 1024;
+  Comparison bytes("GPT-2 124M layer bytes", Unit::kBytes);
+  bytes.add(describe(shape, DType::f32), static_cast<double>(elements * 4),
+            static_cast<double>(layer_activation_bytes(shape, DType::f32)));
+  EXPECT_TRUE(bytes.passed()) << bytes.failure_message();
+}
+
+TEST(LayerActivations, AgreesWithTheRuntimeLayoutOfTheEstimator) {
+  Comparison bytes("layer bytes vs runtime_activation_bytes_per_layer", Unit::kBytes);
+  for (const LayerShape& s : random_shapes(0x0102'0002, 60, /*gpt2_mlp=*/true)) {
+    const ModelConfig model = gpt2_config("custom", 2, s.hidden, s.heads, 257, s.seq);
+    for (DType dtype : {DType::f32, DType::bf16})
+      bytes.add(describe(s, dtype),
+                static_cast<double>(
+                    estimate::runtime_activation_bytes_per_layer(model, s.batch, s.seq, dtype)),
+                static_cast<double>(layer_activation_bytes(s, dtype)));
+  }
+  EXPECT_TRUE(bytes.passed()) << bytes.failure_message();
+}
+
+TEST(LayerActivations, AttentionScoresDominateAtLongSequences) {
+  // At T = 8192 with C = 64, H = 8 the two (B,H,T,T) matrices are almost everything: changing T
+  // by one changes the bytes by the layout's exact difference.
+  const LayerShape a{1, 8192, 64, 8, 256}, b{1, 8193, 64, 8, 256};
+  Comparison diff("bytes(T+1) - bytes(T)", Unit::kBytes);
+  diff.add("T=8192 -> 8193 f32",
+           static_cast<double>(expected_bytes(b, DType::f32) - expected_bytes(a, DType::f32)),
+           static_cast<double>(layer_activation_bytes(b, DType::f32) -
+                               layer_activation_bytes(a, DType::f32)));
+  EXPECT_TRUE(diff.passed()) << diff.failure_message();
+}
+
+TEST(LayerActivations, RejectsBadShapesNamingTheValue) {
+  struct Bad {
+    LayerShape shape;
+    std::string named;
+  };
+  const Bad cases[] = {{{0, 8, 8, 2, 32}, "0"},  {{1, -3, 8, 2, 32}, "-3"},
+                       {{1, 8, 8, 3, 32}, "3"},  {{1, 8, 8, 0, 32}, "0"},
+                       {{1, 8, 8, 2, -7}, "-7"}, {{1'000'000, 1'000'000, 8, 8, 32}, "overflow"}};
+  for (const Bad& bad : cases) {
+    try {
+      layer_activation_bytes(bad.shape, DType::f32);
+      ADD_FAILURE() << "no vramlab::UsageError for " << describe(bad.shape, DType::f32);
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.named), std::string::npos)
+          << "the message should name " << bad.named << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::lesson01

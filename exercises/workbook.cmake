@@ -1,0 +1,204 @@
+# The workbook's CMake side: reads every lessons/NN-name/manifest.json (string(JSON), CMake 3.25)
+# and defines, per exercise 01.1:
+#   ex_01_1_mine                 the learner's stub (exercises/)           static library
+#   ex_01_1_ref                  the reference (solutions/)                static library
+#   ex_01_1_wrong_<name>         each known-wrong variant (solutions/…/wrong/)
+#   test_ex_01_1_ref             the exercise's tests on the reference: in `all` and in ctest
+#   test_ex_01_1_mine            the same tests on the learner's code: in `all` (stubs are compile-
+#                                checked) but not in ctest; `vramlab check` and `verify` run it
+#   test_ex_01_1_wrong_<name>    the tests on each wrong variant: not in `all`; `verify` builds them
+# and per lesson 01 the interface libraries a lesson binary links:
+#   vramlab::lesson01_exercises       per exercise the learner's code if VRAMLAB_USE_MINE names it
+#                                     (or its lesson, or "all"), else the reference
+#   vramlab::lesson01_exercises_ref   every reference;  vramlab::lesson01_exercises_mine  every stub
+# A test binary for exercise X links the learner's X and the references of the lesson's other
+# exercises, so an earlier mistake never cascades. exercises/README.md documents the manifest keys.
+include_guard(GLOBAL)
+
+set(VRAMLAB_USE_MINE "" CACHE STRING
+    "Exercises (01.1), lessons (01) or 'all' whose learner code the lesson binaries use")
+
+# vramlab_workbook_lesson_dirs(<out>): the lesson folders that have a manifest.json, sorted.
+function(vramlab_workbook_lesson_dirs out)
+  file(GLOB _manifests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lessons/*/manifest.json)
+  list(SORT _manifests)
+  set(_dirs "")
+  foreach(m ${_manifests})
+    get_filename_component(_dir ${m} DIRECTORY)
+    list(APPEND _dirs ${_dir})
+  endforeach()
+  set(${out} ${_dirs} PARENT_SCOPE)
+endfunction()
+
+# _vramlab_json_list(<out> <json> <key path...>): a JSON array of strings as a CMake list
+# (empty when the key is missing).
+function(_vramlab_json_list out json)
+  set(_items "")
+  string(JSON _n ERROR_VARIABLE _err LENGTH "${json}" ${ARGN})
+  if(NOT _err AND _n GREATER 0)
+    math(EXPR _last "${_n} - 1")
+    foreach(i RANGE ${_last})
+      string(JSON _item GET "${json}" ${ARGN} ${i})
+      list(APPEND _items "${_item}")
+    endforeach()
+  endif()
+  set(${out} "${_items}" PARENT_SCOPE)
+endfunction()
+
+# vramlab_workbook_read(<lesson dir>): reads its manifest into variables of the caller:
+#   WB_LESSON_ID, WB_BINARY, WB_EXERCISE_COUNT and per exercise index i (0-based):
+#   WB_<i>_ID, WB_<i>_STEM (ex_01_1), WB_<i>_STUB, WB_<i>_REFERENCE, WB_<i>_TESTS, WB_<i>_DEPS,
+#   WB_<i>_WRONG_NAMES, WB_<i>_WRONG_FILES (paths relative to the repository root).
+macro(vramlab_workbook_read lesson_dir)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${lesson_dir}/manifest.json)
+  file(READ ${lesson_dir}/manifest.json _wb_json)
+  string(JSON WB_LESSON_ID GET "${_wb_json}" id)
+  string(JSON WB_BINARY ERROR_VARIABLE _wb_err GET "${_wb_json}" binary)
+  if(_wb_err)
+    set(WB_BINARY "")
+  endif()
+  string(JSON WB_EXERCISE_COUNT ERROR_VARIABLE _wb_err LENGTH "${_wb_json}" exercises)
+  if(_wb_err)
+    set(WB_EXERCISE_COUNT 0)
+  endif()
+  if(WB_EXERCISE_COUNT GREATER 0)
+    math(EXPR _wb_last "${WB_EXERCISE_COUNT} - 1")
+    foreach(_wb_i RANGE ${_wb_last})
+      string(JSON WB_${_wb_i}_ID GET "${_wb_json}" exercises ${_wb_i} id)
+      string(REPLACE "." "_" WB_${_wb_i}_STEM "ex_${WB_${_wb_i}_ID}")
+      string(JSON WB_${_wb_i}_STUB GET "${_wb_json}" exercises ${_wb_i} stub)
+      string(JSON WB_${_wb_i}_REFERENCE GET "${_wb_json}" exercises ${_wb_i} reference)
+      _vramlab_json_list(WB_${_wb_i}_TESTS "${_wb_json}" exercises ${_wb_i} tests)
+      _vramlab_json_list(WB_${_wb_i}_DEPS "${_wb_json}" exercises ${_wb_i} deps)
+      set(WB_${_wb_i}_WRONG_NAMES "")
+      set(WB_${_wb_i}_WRONG_FILES "")
+      string(JSON _wb_nw ERROR_VARIABLE _wb_err LENGTH "${_wb_json}" exercises ${_wb_i} wrong)
+      if(NOT _wb_err AND _wb_nw GREATER 0)
+        math(EXPR _wb_wlast "${_wb_nw} - 1")
+        foreach(_wb_w RANGE ${_wb_wlast})
+          string(JSON _wb_name GET "${_wb_json}" exercises ${_wb_i} wrong ${_wb_w} name)
+          string(JSON _wb_file GET "${_wb_json}" exercises ${_wb_i} wrong ${_wb_w} file)
+          list(APPEND WB_${_wb_i}_WRONG_NAMES ${_wb_name})
+          list(APPEND WB_${_wb_i}_WRONG_FILES ${_wb_file})
+        endforeach()
+      endif()
+    endforeach()
+  endif()
+endmacro()
+
+# _vramlab_exercise_library(<target> <source> <deps...>): one exercise implementation.
+function(_vramlab_exercise_library target source)
+  add_library(${target} STATIC ${PROJECT_SOURCE_DIR}/${source})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${target} PUBLIC vramlab::workbook vramlab::platform ${ARGN}
+                        PRIVATE vramlab::warnings)
+endfunction()
+
+# vramlab_workbook_add_learner_libraries(): ex_*_mine for every exercise (exercises/CMakeLists.txt).
+function(vramlab_workbook_add_learner_libraries)
+  vramlab_workbook_lesson_dirs(_dirs)
+  foreach(dir ${_dirs})
+    vramlab_workbook_read(${dir})
+    if(WB_EXERCISE_COUNT EQUAL 0)
+      continue()
+    endif()
+    math(EXPR _last "${WB_EXERCISE_COUNT} - 1")
+    foreach(i RANGE ${_last})
+      _vramlab_exercise_library(${WB_${i}_STEM}_mine ${WB_${i}_STUB} ${WB_${i}_DEPS})
+    endforeach()
+  endforeach()
+endfunction()
+
+# vramlab_workbook_add_references_and_tests(): ex_*_ref and the per-lesson interface libraries,
+# and with VRAMLAB_BUILD_TESTS the wrong variants and the test binaries (solutions/CMakeLists.txt,
+# after exercises/).
+function(vramlab_workbook_add_references_and_tests)
+  vramlab_workbook_lesson_dirs(_dirs)
+  foreach(dir ${_dirs})
+    vramlab_workbook_read(${dir})
+    set(_lesson lesson${WB_LESSON_ID})
+    foreach(kind "" _ref _mine)
+      add_library(vramlab_${_lesson}_exercises${kind} INTERFACE)
+      add_library(vramlab::${_lesson}_exercises${kind} ALIAS vramlab_${_lesson}_exercises${kind})
+    endforeach()
+    if(WB_EXERCISE_COUNT EQUAL 0)
+      continue()
+    endif()
+    math(EXPR _last "${WB_EXERCISE_COUNT} - 1")
+    foreach(i RANGE ${_last})
+      _vramlab_exercise_library(${WB_${i}_STEM}_ref ${WB_${i}_REFERENCE} ${WB_${i}_DEPS})
+      target_link_libraries(vramlab_${_lesson}_exercises_ref INTERFACE ${WB_${i}_STEM}_ref)
+      target_link_libraries(vramlab_${_lesson}_exercises_mine INTERFACE ${WB_${i}_STEM}_mine)
+      if("all" IN_LIST VRAMLAB_USE_MINE OR "${WB_LESSON_ID}" IN_LIST VRAMLAB_USE_MINE OR
+         "${WB_${i}_ID}" IN_LIST VRAMLAB_USE_MINE)
+        target_link_libraries(vramlab_${_lesson}_exercises INTERFACE ${WB_${i}_STEM}_mine)
+      else()
+        target_link_libraries(vramlab_${_lesson}_exercises INTERFACE ${WB_${i}_STEM}_ref)
+      endif()
+    endforeach()
+    if(NOT VRAMLAB_BUILD_TESTS)
+      continue()
+    endif()
+    foreach(i RANGE ${_last})
+      set(_stem ${WB_${i}_STEM})
+      # The references of the lesson's other exercises (isolation).
+      set(_others "")
+      foreach(j RANGE ${_last})
+        if(NOT j EQUAL i)
+          list(APPEND _others ${WB_${j}_STEM}_ref)
+        endif()
+      endforeach()
+      set(_test_sources "")
+      foreach(t ${WB_${i}_TESTS})
+        list(APPEND _test_sources ${PROJECT_SOURCE_DIR}/${t})
+      endforeach()
+      # The tests are compiled once and linked against each implementation.
+      add_library(${_stem}_tests OBJECT ${_test_sources})
+      target_include_directories(${_stem}_tests PRIVATE ${PROJECT_SOURCE_DIR})
+      target_link_libraries(${_stem}_tests PRIVATE GTest::gtest vramlab::workbook ${WB_${i}_DEPS}
+                            vramlab::warnings)
+      vramlab_add_test(NAME test_${_stem}_ref SOURCES $<TARGET_OBJECTS:${_stem}_tests>
+                       DEPS ${_stem}_ref ${_others} LABELS workbook exercise TIMEOUT 120)
+      _vramlab_exercise_test(test_${_stem}_mine ${_stem} ${_stem}_mine "${_others}" FALSE)
+      foreach(name file IN ZIP_LISTS WB_${i}_WRONG_NAMES WB_${i}_WRONG_FILES)
+        _vramlab_exercise_library(${_stem}_wrong_${name} ${file} ${WB_${i}_DEPS})
+        set_target_properties(${_stem}_wrong_${name} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+        _vramlab_exercise_test(test_${_stem}_wrong_${name} ${_stem} ${_stem}_wrong_${name}
+                               "${_others}" TRUE)
+      endforeach()
+    endforeach()
+  endforeach()
+endfunction()
+
+# _vramlab_exercise_test(<target> <stem> <implementation> <others> <exclude from all>): a test
+# binary outside ctest.
+function(_vramlab_exercise_test target stem implementation others exclude)
+  add_executable(${target} $<TARGET_OBJECTS:${stem}_tests>)
+  target_link_libraries(${target} PRIVATE ${implementation} ${others} GTest::gtest
+                        GTest::gtest_main vramlab::warnings)
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
+  if(exclude)
+    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  endif()
+endfunction()
+
+# vramlab_add_lesson_binary(NAME <target> LESSON <NN> SOURCES ... [DEPS ...]): a lesson binary in
+# build/bin/<target> that links vramlab::lessonNN_exercises (the references, or the learner's code
+# for what VRAMLAB_USE_MINE names), and <target>_mine (not in `all`) that links every learner
+# exercise of the lesson: what `vramlab run NN --mine` builds and runs.
+function(vramlab_add_lesson_binary)
+  cmake_parse_arguments(A "" "NAME;LESSON" "SOURCES;DEPS" ${ARGN})
+  if(NOT A_NAME OR NOT A_LESSON)
+    message(FATAL_ERROR "vramlab_add_lesson_binary needs NAME and LESSON")
+  endif()
+  foreach(variant "" _mine)
+    set(_choice vramlab::lesson${A_LESSON}_exercises)
+    if(variant STREQUAL "_mine")
+      set(_choice vramlab::lesson${A_LESSON}_exercises_mine)
+    endif()
+    add_executable(${A_NAME}${variant} ${A_SOURCES})
+    target_include_directories(${A_NAME}${variant} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::warnings)
+  endforeach()
+  set_target_properties(${A_NAME}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
+endfunction()

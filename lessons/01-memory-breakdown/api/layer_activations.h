@@ -1,0 +1,38 @@
+/// \file
+/// \brief Exercise 01.2: the bytes one GPT-2 transformer layer of the runtime saves for backward,
+/// derived from its shapes.
+///
+/// The one API shared by the stub (exercises/01-memory-breakdown/layer_activations.cpp) and the
+/// reference (solutions/01-memory-breakdown/layer_activations.cpp). The layout is the runtime's
+/// (common/estimate/runtime_activations.h, llm.c's GPT-2 block), every tensor in \p dtype:
+///
+///     ln1 (B,T,C)  ln1_mean (B,T)  ln1_rstd (B,T)  qkv (B,T,3C)
+///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)
+///     ln2 (B,T,C)  ln2_mean (B,T)  ln2_rstd (B,T)  fch (B,T,F)  fch_gelu (B,T,F)  residual3
+///     (B,T,C)
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype/dtype.h"
+
+namespace vramlab::lesson01 {
+
+/// The shapes of one GPT-2 block and its micro-batch.
+struct LayerShape {
+  int64_t batch = 0;       ///< B, sequences in the micro-batch.
+  int64_t seq = 0;         ///< T, tokens per sequence.
+  int64_t hidden = 0;      ///< C, the model width.
+  int64_t heads = 0;       ///< H, attention heads (dividing C).
+  int64_t ffn_hidden = 0;  ///< F, the MLP's inner width (4C in GPT-2).
+};
+
+/// Exercise 01.2: bytes one layer saves for backward (the sum over the layout above).
+/// \param shape B, T, C, H, F (all > 0, H dividing C).
+/// \param dtype the element type of every saved tensor (the runtime uses f32).
+/// \return the bytes.
+/// \throws vramlab::UsageError naming the value for a size ≤ 0, H not dividing C, or a byte count
+///         that overflows int64.
+int64_t layer_activation_bytes(const LayerShape& shape, DType dtype);
+
+}  // namespace vramlab::lesson01
