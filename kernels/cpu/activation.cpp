@@ -32,8 +32,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) 
   for (int64_t i = 0; i < n; i++) {
     const float x = inp[i];
     const float u = k * (x + c * x * x * x);
-    const float s = fast_sigmoid(2.0f * u);
-    const float one_minus_s = fast_sigmoid_complement(2.0f * u);
+    float s, one_minus_s;
+    fast_sigmoid_pair(2.0f * u, s, one_minus_s);
     const float du_dx = k * (1.0f + 3.0f * c * x * x);
     // d/dx [x·s(2u)] = s + x·2·s·(1 - s)·u'
     dinp[i] += (s + 2.0f * x * s * one_minus_s * du_dx) * dout[i];
@@ -50,8 +50,9 @@ void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n) 
   require_non_negative("silu_backward", "n", n);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float s = fast_sigmoid(inp[i]);
-    dinp[i] += s * (1.0f + inp[i] * fast_sigmoid_complement(inp[i])) * dout[i];
+    float s, one_minus_s;
+    fast_sigmoid_pair(inp[i], s, one_minus_s);
+    dinp[i] += s * (1.0f + inp[i] * one_minus_s) * dout[i];
   }
 }
 
@@ -67,8 +68,9 @@ void swiglu_backward(float* dgate, float* dup, const float* dout, const float* g
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; i++) {
     const float g = gate[i];
-    const float s = fast_sigmoid(g);
-    dgate[i] += s * (1.0f + g * fast_sigmoid_complement(g)) * up[i] * dout[i];
+    float s, one_minus_s;
+    fast_sigmoid_pair(g, s, one_minus_s);
+    dgate[i] += s * (1.0f + g * one_minus_s) * up[i] * dout[i];
     dup[i] += g * s * dout[i];
   }
 }

@@ -51,14 +51,17 @@ inline float fast_sigmoid(float x) {
   return 1.0f / (1.0f + fast_exp(-x));
 }
 
-/// 1 - sigmoid(x) = e^-x·sigmoid(x), computed without the cancellation of 1.0f - sigmoid(x) (which
-/// loses every digit once sigmoid(x) rounds to 1, x > 17). Derivatives of GELU and SiLU need it.
-/// The exponent is capped at 80 so e^-x stays finite; below x = -80 the result is 1 within 1e-35.
+/// sigmoid(x) and 1 - sigmoid(x) from one exp, for the backward kernels that need both: with
+/// e = e^-x (exponent capped at 80), sigmoid = 1/(1 + e) and 1 - sigmoid = e·sigmoid, which keeps
+/// its digits where 1.0f - sigmoid would cancel to 0 (x > 17). Below x = -80 sigmoid is returned
+/// as about 1.8e-35 instead of its smaller true value (an absolute error under 2e-35).
 /// \param x the input.
-/// \return 1 - sigmoid(x) within a few ulp.
-inline float fast_sigmoid_complement(float x) {
+/// \param sigmoid set to sigmoid(x) within a few ulp (see above for x < -80).
+/// \param complement set to 1 - sigmoid(x) within a few ulp.
+inline void fast_sigmoid_pair(float x, float& sigmoid, float& complement) {
   const float e = fast_exp(-x < 80.0f ? -x : 80.0f);
-  return e / (1.0f + e);
+  sigmoid = 1.0f / (1.0f + e);
+  complement = e * sigmoid;
 }
 
 }  // namespace vramlab::kernels::cpu

@@ -39,18 +39,23 @@ TEST(FastExp, SpecialValues) {
   EXPECT_TRUE(std::isnan(fast_exp(std::numeric_limits<float>::quiet_NaN())));
 }
 
-TEST(FastSigmoid, AndItsComplementSumToOneAndSaturate) {
+TEST(FastSigmoid, PairIsAccurateForBothHalvesAndSaturates) {
   for (float x = -30.0f; x <= 30.0f; x += 0.37f) {
     const double exact = 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
-    EXPECT_NEAR(fast_sigmoid(x), exact, 3e-7 * exact) << "x = " << x;
-    // The complement is accurate relative to itself even where it is tiny (x large); its exact
-    // value is 1/(1 + e^x), not 1 - sigmoid, which would cancel in double too.
+    // The exact complement is 1/(1 + e^x), not 1 - sigmoid (which would cancel in double too).
     const double complement = 1.0 / (1.0 + std::exp(static_cast<double>(x)));
-    EXPECT_NEAR(fast_sigmoid_complement(x), complement, 3e-7 * complement) << "x = " << x;
+    float sigmoid = 0.0f, one_minus = 0.0f;
+    fast_sigmoid_pair(x, sigmoid, one_minus);
+    EXPECT_NEAR(fast_sigmoid(x), exact, 3e-7 * exact) << "x = " << x;
+    EXPECT_NEAR(sigmoid, exact, 3e-7 * exact) << "x = " << x;
+    EXPECT_NEAR(one_minus, complement, 3e-7 * complement) << "x = " << x;
   }
   EXPECT_EQ(fast_sigmoid(100.0f), 1.0f);
   EXPECT_EQ(fast_sigmoid(-100.0f), 0.0f);
-  EXPECT_EQ(fast_sigmoid_complement(-1000.0f), 1.0f);
+  float sigmoid = 0.0f, one_minus = 0.0f;
+  fast_sigmoid_pair(-1000.0f, sigmoid, one_minus);
+  EXPECT_LT(sigmoid, 2e-35f);
+  EXPECT_EQ(one_minus, 1.0f);
 }
 
 }  // namespace
