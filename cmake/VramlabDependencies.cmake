@@ -28,3 +28,22 @@ if(VRAMLAB_BUILD_DOCS)
   find_file(DOXYGEN_AWESOME_CSS doxygen-awesome.css PATHS /usr/share/doxygen-awesome-css NO_DEFAULT_PATH)
 endif()
 find_package(Python3 COMPONENTS Interpreter)
+
+# PyTorch, for side-by-side checks only (its memory_viz reading our snapshots, the CPU training-step
+# comparison). Debian's python3-torch installs for /usr/bin/python3, which may not be the python3 on
+# PATH, so try both. VRAMLAB_TORCH_PYTHON is empty when no interpreter can import torch.
+set(VRAMLAB_TORCH_PYTHON "" CACHE STRING "A Python interpreter that can import torch (found when empty)")
+if(NOT VRAMLAB_TORCH_PYTHON)
+  foreach(_py ${Python3_EXECUTABLE} /usr/bin/python3)
+    if(EXISTS "${_py}")
+      execute_process(COMMAND ${_py} -c "import torch; print(torch.__version__)"
+                      RESULT_VARIABLE _rc OUTPUT_VARIABLE _torch_version ERROR_QUIET
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(_rc EQUAL 0)
+        set(VRAMLAB_TORCH_PYTHON ${_py} CACHE STRING "A Python interpreter that can import torch" FORCE)
+        set(VRAMLAB_TORCH_VERSION ${_torch_version} CACHE INTERNAL "")
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()

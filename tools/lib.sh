@@ -2,27 +2,29 @@
 # Debian packages vramlab builds with (tools/debian-packages.txt), pick the CMake preset.
 VRAMLAB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# Prints the packages from tools/debian-packages.txt that are not installed.
+# Prints the packages from the list file $1 (default tools/debian-packages.txt) that are not installed.
 vramlab_missing_packages() {
-  local pkg status
+  local list="${1:-$VRAMLAB_ROOT/tools/debian-packages.txt}" pkg status
   while read -r pkg; do
     [[ -z "$pkg" || "$pkg" == \#* ]] && continue
     status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
     [[ "$status" == "install ok installed" ]] || printf '%s\n' "$pkg"
-  done < "$VRAMLAB_ROOT/tools/debian-packages.txt"
+  done < "$list"
 }
 
-# Installs what is missing when run as root; otherwise prints the exact sudo line and exits 2.
+# Installs what is missing from the list file $1 (default tools/debian-packages.txt) when run as
+# root; otherwise prints the exact sudo line and exits 2.
 vramlab_install_packages() {
+  local list="${1:-$VRAMLAB_ROOT/tools/debian-packages.txt}"
   if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "vramlab: error: this set-up script expects Debian 12 (dpkg-query not found); install the packages in tools/debian-packages.txt by hand" >&2
     exit 2
   fi
   local missing
-  missing=$(vramlab_missing_packages | tr '\n' ' ')
+  missing=$(vramlab_missing_packages "$list" | tr '\n' ' ')
   missing=${missing% }
   if [[ -z "$missing" ]]; then
-    echo "vramlab: all Debian packages present"
+    echo "vramlab: all Debian packages of $(basename "$list") present"
     return 0
   fi
   if [[ $(id -u) -ne 0 ]]; then

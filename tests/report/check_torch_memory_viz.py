@@ -30,6 +30,21 @@ def main():
     subprocess.run([binary, out_dir], check=True)
     path = os.path.join(out_dir, "training_snapshot.pickle")
 
+    # torch < 2.0 (Debian 12 ships 1.13) reads the older snapshot format: the bare list of
+    # segments that torch.cuda.memory_snapshot() returned then, which is our snapshot's "segments"
+    # member. Newer torch reads the whole dict. Feed each version the format it documents.
+    import pickle
+    with open(path, "rb") as f:
+        full = pickle.load(f)
+    if not isinstance(full, dict) or "segments" not in full or "device_traces" not in full:
+        print("FAIL: the snapshot pickle is not a dict with segments and device_traces")
+        return 1
+    if int(torch.__version__.split(".")[0]) < 2:
+        path = os.path.join(out_dir, "training_snapshot_segments.pickle")
+        with open(path, "wb") as f:
+            pickle.dump(full["segments"], f, protocol=2)
+        print(f"torch {torch.__version__} predates the dict snapshot format: checking its segments list")
+
     help_text = subprocess.run([sys.executable, "-m", "torch.cuda._memory_viz", "--help"],
                                capture_output=True, text=True).stdout
     ran = []
@@ -43,7 +58,6 @@ def main():
             return 1
         ran.append(command)
     if hasattr(memory_viz, "segments"):
-        import pickle
         with open(path, "rb") as f:
             snapshot = pickle.load(f)
         try:
