@@ -32,11 +32,20 @@ namespace {
 
 constexpr int64_t kBatch = 8, kSeq = 128, kTokens = kBatch * kSeq, kHeadDim = 64, kVocab = 4096;
 
+// Uniform values from a cheap integer hash (splitmix64): setting up the 4 M-element buffers with
+// <random> took longer than the benchmarks themselves in a smoke run.
 std::vector<float> random_buffer(int64_t n, uint64_t seed, float low = -1.0f, float high = 1.0f) {
-  std::mt19937_64 generator(seed);
-  std::uniform_real_distribution<float> distribution(low, high);
   std::vector<float> values(static_cast<size_t>(n));
-  for (auto& value : values) value = distribution(generator);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull;
+  for (auto& value : values) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float unit = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    value = low + (high - low) * unit;
+  }
   return values;
 }
 
