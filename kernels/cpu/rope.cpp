@@ -27,28 +27,31 @@ double rope_angle(int64_t position, int64_t pair, int64_t D, double theta) {
 void rope_apply(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
                 double theta, int64_t position_offset, float direction, bool accumulate) {
   const int64_t pairs = D / 2;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < T; t++) {
+#pragma omp parallel
+  {
     std::vector<float> cosines(static_cast<size_t>(pairs)), sines(static_cast<size_t>(pairs));
-    for (int64_t i = 0; i < pairs; i++) {
-      const double angle = rope_angle(position_offset + t, i, D, theta);
-      cosines[static_cast<size_t>(i)] = static_cast<float>(std::cos(angle));
-      sines[static_cast<size_t>(i)] = direction * static_cast<float>(std::sin(angle));
-    }
-    for (int64_t b = 0; b < B; b++) {
-      for (int64_t h = 0; h < H; h++) {
-        const int64_t offset = ((b * T + t) * H + h) * D;
-        const float* x = inp + offset;
-        float* y = out + offset;
-        const float* cs = cosines.data();
-        const float* sn = sines.data();
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < T; t++) {
+      for (int64_t i = 0; i < pairs; i++) {
+        const double angle = rope_angle(position_offset + t, i, D, theta);
+        cosines[static_cast<size_t>(i)] = static_cast<float>(std::cos(angle));
+        sines[static_cast<size_t>(i)] = direction * static_cast<float>(std::sin(angle));
+      }
+      for (int64_t b = 0; b < B; b++) {
+        for (int64_t h = 0; h < H; h++) {
+          const int64_t offset = ((b * T + t) * H + h) * D;
+          const float* x = inp + offset;
+          float* y = out + offset;
+          const float* cs = cosines.data();
+          const float* sn = sines.data();
 #pragma omp simd
-        for (int64_t i = 0; i < pairs; i++) {
-          const float x0 = x[2 * i], x1 = x[2 * i + 1];
-          const float y0 = x0 * cs[i] - x1 * sn[i];
-          const float y1 = x0 * sn[i] + x1 * cs[i];
-          y[2 * i] = accumulate ? y[2 * i] + y0 : y0;
-          y[2 * i + 1] = accumulate ? y[2 * i + 1] + y1 : y1;
+          for (int64_t i = 0; i < pairs; i++) {
+            const float x0 = x[2 * i], x1 = x[2 * i + 1];
+            const float y0 = x0 * cs[i] - x1 * sn[i];
+            const float y1 = x0 * sn[i] + x1 * cs[i];
+            y[2 * i] = accumulate ? y[2 * i] + y0 : y0;
+            y[2 * i + 1] = accumulate ? y[2 * i + 1] + y1 : y1;
+          }
         }
       }
     }
