@@ -135,6 +135,27 @@ BENCHMARK_CAPTURE(BM_MatmulBackward, reference, true)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// A GPT-2 MLP forward (C -> 4C, GELU, 4C -> C): OpenBLAS products alternating with an OpenMP
+// kernel, as in a training step. Compared with BM_MatmulForward it shows what switching between
+// OpenBLAS's threads and OpenMP's threads costs on this machine.
+void BM_MlpForward(benchmark::State& state) {
+  const int64_t C = state.range(0), hidden = 4 * C;
+  const auto x = random_buffer(kTokens * C, 1), fc_weight = random_buffer(hidden * C, 2),
+             fc_bias = random_buffer(hidden, 3), proj_weight = random_buffer(C * hidden, 4),
+             proj_bias = random_buffer(C, 5);
+  std::vector<float> pre(static_cast<size_t>(kTokens * hidden)), activated(pre.size()),
+      out(x.size());
+  for (auto _ : state) {
+    cpu::matmul_forward(pre.data(), x.data(), fc_weight.data(), fc_bias.data(), kTokens, C, hidden);
+    cpu::gelu_forward(activated.data(), pre.data(), kTokens * hidden);
+    cpu::matmul_forward(out.data(), activated.data(), proj_weight.data(), proj_bias.data(), kTokens,
+                        hidden, C);
+    benchmark::DoNotOptimize(out.data());
+  }
+  report_flops(state, 4.0 * static_cast<double>(kTokens * C * hidden));
+}
+BENCHMARK(BM_MlpForward)->Arg(256)->Arg(768)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // The same linear layer with bf16 or f16 operands (widened to f32 unless OpenBLAS has sbgemm).
 template <typename Storage>
 void BM_MatmulForwardLowPrecision(benchmark::State& state) {
