@@ -1,8 +1,226 @@
-// Placeholder until the train command lands; replaced by its real implementation.
+// `vramlab train`: trains a decoder-only transformer on a synthetic learnable token stream on a
+// chosen device and reports loss and tokens/s per step, the median step time and the peak memory
+// per category (from the caching allocator).
+//
+//   vramlab train --model gpt2-tiny --steps 20
+//   vramlab train --layers 2 --hidden 128 --heads 4 --seq 64 --batch 4 --vocab 512 --device
+//   sim:t4-16g vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
+#include <omp.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/memory/device.h"
+#include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/report/progress_bar.h"
+#include "common/report/table.h"
+#include "common/report/terminal.h"
+#include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
 
-void vramlab::cli::add_train_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("train", "(not built yet)");
-  cmd->callback([&exit_code] { exit_code = vramlab::kExitFailure; });
+extern "C" void openblas_set_num_threads(int num_threads);  // stable OpenBLAS symbol
+
+namespace vramlab::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct TrainCommandOptions {
+  std::string model;
+  std::optional<int64_t> layers, hidden, heads, kv_heads, seq, batch, vocab;
+  int64_t steps = 20;
+  double lr = 1e-3;
+  std::string device = "cpu";
+  int64_t threads = 0;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+void require_positive(const char* flag, const std::optional<int64_t>& value) {
+  if (value && *value < 1)
+    throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(*value));
 }
+
+ModelConfig build_model(const TrainCommandOptions& o) {
+  require_positive("--layers", o.layers);
+  require_positive("--hidden", o.hidden);
+  require_positive("--heads", o.heads);
+  require_positive("--kv-heads", o.kv_heads);
+  require_positive("--vocab", o.vocab);
+  ModelConfig c;
+  if (!o.model.empty()) {
+    c = model_config_by_name(o.model);
+  } else {
+    if (!o.layers || !o.hidden || !o.heads || !o.vocab)
+      throw UsageError("give --model NAME, or all of --layers --hidden --heads --vocab");
+    const int64_t seq = o.seq.value_or(128);
+    if (o.kv_heads && *o.kv_heads != *o.heads) {
+      c = llama_config("custom", *o.layers, *o.hidden, *o.heads, *o.kv_heads,
+                       ((8 * *o.hidden / 3) + 63) / 64 * 64, *o.vocab, seq);
+    } else {
+      c = gpt2_config("custom", *o.layers, *o.hidden, *o.heads, *o.vocab, seq);
+    }
+    c.validate();
+    return c;
+  }
+  if (o.layers) c.layers = *o.layers;
+  if (o.hidden) c.hidden = *o.hidden;
+  if (o.heads) {
+    c.heads = *o.heads;
+    if (c.family == "gpt2") c.kv_heads = *o.heads;
+  }
+  if (o.kv_heads) c.kv_heads = *o.kv_heads;
+  if (o.vocab) c.vocab = *o.vocab;
+  if (o.hidden && c.family == "gpt2") c.ffn_hidden = 4 * c.hidden;
+  c.validate();
+  return c;
+}
+
+json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& bytes) {
+  json j = json::object();
+  for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
+    j[std::string(memory::category_name(cat))] = bytes[static_cast<size_t>(cat)];
+  return j;
+}
+
+void run_train(const TrainCommandOptions& o) {
+  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
+  if (!std::isfinite(o.lr) || o.lr <= 0)
+    throw UsageError("--lr must be a positive number, got " + std::to_string(o.lr));
+  if (o.threads < 0) throw UsageError("--threads must be >= 1, got " + std::to_string(o.threads));
+  require_positive("--seq", o.seq);
+  require_positive("--batch", o.batch);
+  if (o.threads > 0) {
+    omp_set_num_threads(static_cast<int>(o.threads));
+    openblas_set_num_threads(static_cast<int>(o.threads));
+  }
+  const memory::Device device = memory::parse_device(o.device);
+  train::TrainOptions options;
+  options.model = build_model(o);
+  options.batch = o.batch.value_or(8);
+  options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
+  options.learning_rate = static_cast<float>(o.lr);
+  options.seed = o.seed;
+  nn::Runtime runtime(device);
+  train::Trainer trainer(runtime, options);
+
+  const bool colour = report::use_colour(stdout);
+  using namespace report::style;
+  const ModelConfig& m = options.model;
+  if (!o.json) {
+    std::printf("%s %s (%s) on %s: %s parameters, B=%lld T=%lld, %lld threads\n",
+                bold("vramlab train", colour).c_str(), m.name.c_str(), m.family.c_str(),
+                device.name().c_str(), report::format_count(m.parameter_count()).c_str(),
+                static_cast<long long>(options.batch), static_cast<long long>(options.seq),
+                static_cast<long long>(omp_get_max_threads()));
+    std::printf(
+        "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
+        static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
+        trainer.data().entropy_rate_nats());
+  }
+  report::ProgressBarOptions bar_options;
+  bar_options.unit = "step";
+  bar_options.colour = report::use_colour(stderr);
+  if (o.json) bar_options.mode = report::ProgressMode::kSilent;
+  report::ProgressBar bar(static_cast<uint64_t>(o.steps), "train", bar_options);
+  const bool bar_on_terminal = bar.mode() == report::ProgressMode::kTerminal;
+  std::vector<double> seconds;
+  for (int64_t s = 0; s < o.steps; ++s) {
+    const train::StepResult r = trainer.step();
+    seconds.push_back(r.seconds);
+    if (o.json) {
+      std::printf("%s\n", json{{"step", r.step},
+                               {"loss", r.loss},
+                               {"step_s", r.seconds},
+                               {"tokens_per_s", r.tokens_per_s}}
+                              .dump()
+                              .c_str());
+      std::fflush(stdout);
+    } else {
+      char suffix[96];
+      std::snprintf(suffix, sizeof suffix, "loss %.4f  %.0f tok/s", r.loss, r.tokens_per_s);
+      if (bar_on_terminal) {
+        bar.update(static_cast<uint64_t>(s + 1), suffix);
+      } else {
+        std::printf("step %4lld  loss %.4f  %.3f s  %.0f tokens/s\n",
+                    static_cast<long long>(r.step), r.loss, r.seconds, r.tokens_per_s);
+      }
+    }
+  }
+  bar.finish();
+  const train::MemoryReport mem = trainer.memory_report();
+  const double median_s = train::median(seconds);
+  if (o.json) {
+    json summary{
+        {"summary", true},
+        {"model", m.name},
+        {"device", device.name()},
+        {"parameters", m.parameter_count()},
+        {"batch", options.batch},
+        {"seq", options.seq},
+        {"steps", o.steps},
+        {"threads", omp_get_max_threads()},
+        {"median_step_s", median_s},
+        {"tokens_per_s", static_cast<double>(options.batch * options.seq) / median_s},
+        {"unigram_entropy_nats", trainer.data().unigram_entropy_nats()},
+        {"entropy_rate_nats", trainer.data().entropy_rate_nats()},
+        {"peak_bytes",
+         {{"total", mem.peak_total_bytes}, {"by_category", category_json(mem.peak_bytes)}}},
+        {"reserved_peak_bytes", mem.reserved_peak_bytes}};
+    std::printf("%s\n", summary.dump().c_str());
+    return;
+  }
+  std::printf("median step %s  (%.0f tokens/s)\n",
+              report::format_duration_ms(median_s * 1e3).c_str(),
+              static_cast<double>(options.batch * options.seq) / median_s);
+  report::Table table({{"category"}, {"peak", report::Align::kRight}});
+  for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
+    table.add_row(
+        {std::string(memory::category_name(cat)),
+         report::format_bytes(static_cast<uint64_t>(mem.peak_bytes[static_cast<size_t>(cat)]))});
+  table.add_row(
+      {"total (allocated)", report::format_bytes(static_cast<uint64_t>(mem.peak_total_bytes))},
+      report::RowStyle::kBold);
+  table.add_row({"reserved (segments)",
+                 report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
+  std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
+              table.render(colour, 2).c_str());
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<TrainCommandOptions>();
+  auto* cmd = app.add_subcommand("train", "Train a transformer on synthetic learnable tokens");
+  cmd->add_option("--model", opts->model,
+                  "Named model (see vramlab estimate --list), e.g. gpt2-tiny");
+  cmd->add_option("--layers", opts->layers, "Transformer blocks");
+  cmd->add_option("--hidden", opts->hidden, "Model width C");
+  cmd->add_option("--heads", opts->heads, "Attention heads");
+  cmd->add_option("--kv-heads", opts->kv_heads,
+                  "Key/value heads (fewer than --heads: a Llama-style GQA model)");
+  cmd->add_option("--seq", opts->seq, "Sequence length T (default 128)");
+  cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");
+  cmd->add_option("--vocab", opts->vocab, "Vocabulary size V");
+  cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
+  cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
+  cmd->add_option("--device", opts->device, "cpu | sim[:preset|:size] | meta (default cpu)");
+  cmd->add_option("--threads", opts->threads, "OpenMP and OpenBLAS threads (default: all)");
+  cmd->add_option("--seed", opts->seed, "Seed of the weights and the token stream (default 1)");
+  cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
+  cmd->callback([opts, &exit_code] {
+    run_train(*opts);
+    exit_code = 0;
+  });
+}
+
+}  // namespace vramlab::cli

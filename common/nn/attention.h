@@ -1,0 +1,51 @@
+/// \file
+/// \brief Attention: causal multi-head (GPT-2, fused qkv) or grouped-query attention with RoPE
+/// (Llama, separate q/k/v), forward and explicit backward.
+///
+/// Saved per layer (see common/estimate/runtime_activations.h):
+///   GPT-2: qkv (3, B, T, C) — the q, k and v planes, each (B, T, H, D) — preatt (B, H, T, T),
+///          att (B, H, T, T), atty (B, T, C), then the output projection.
+///   Llama: q (B, T, C) and k (B, T, kvC) after RoPE, v (B, T, kvC), preatt, att, atty.
+/// The output projection is written into a tensor saved under the caller's name (the Block's
+/// residual2), so the Block can add its residual in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model/model_config.h"
+#include "common/nn/linear.h"
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+
+namespace vramlab::nn {
+
+/// The attention sub-layer of one block.
+class Attention {
+ public:
+  /// \param params the store. \param config the model. \param layer block index.
+  Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer);
+
+  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C) the normed input.
+  /// \param B batch. \param T sequence. \param output_name name under which the projected output
+  /// (B, T, C) is saved. \return that saved output.
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+                              int64_t B, int64_t T, const std::string& output_name) const;
+  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
+  /// \param dout (B, T, C) gradient of the projected output. \param inp (B, T, C) forward input.
+  /// \param B batch. \param T sequence.
+  void backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
+                const float* inp, int64_t B, int64_t T) const;
+
+ private:
+  int64_t layer_;
+  int64_t C_, H_, Hkv_, D_;
+  bool rope_;
+  double rope_theta_;
+  std::vector<Linear> qkv_;  // (3): q, k, v projections (bands of the fused weight on GPT-2)
+  Linear proj_;
+};
+
+}  // namespace vramlab::nn

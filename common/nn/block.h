@@ -1,0 +1,47 @@
+/// \file
+/// \brief Block: one pre-norm transformer block, x → x + attn(norm1(x)) → + mlp(norm2(·)), with
+/// explicit backward. Saves, in order (GPT-2 names; Llama uses norm1/norm2 and its attention and
+/// MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, preatt, att, atty, residual2, ln2, ln2_mean,
+/// ln2_rstd, fch, fch_gelu, residual3 — runtime_saved_activations_per_layer()'s list.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+
+#include "common/model/model_config.h"
+#include "common/nn/attention.h"
+#include "common/nn/mlp.h"
+#include "common/nn/normalization.h"
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+
+namespace vramlab::nn {
+
+/// One transformer block.
+class Block {
+ public:
+  /// \param params the store. \param config the model. \param layer block index.
+  Block(const ParameterStore& params, const ModelConfig& config, int64_t layer);
+  /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.
+  /// \param B batch. \param T sequence. \return the saved output residual3 (B, T, C).
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* x, int64_t B,
+                              int64_t T) const;
+  /// Backward through the block, in place on the residual-stream gradient, then releases the
+  /// layer's saved tensors.
+  /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.
+  /// \param dresidual (B, T, C): ∂loss/∂output on entry, ∂loss/∂x on return.
+  /// \param B batch. \param T sequence.
+  void backward(Runtime& runtime, SavedActivations& saved, const float* x, float* dresidual,
+                int64_t B, int64_t T) const;
+
+ private:
+  int64_t layer_;
+  int64_t C_;
+  Norm norm1_;
+  Attention attention_;
+  Norm norm2_;
+  std::variant<Mlp, SwigluMlp> mlp_;
+};
+
+}  // namespace vramlab::nn

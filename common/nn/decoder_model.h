@@ -1,0 +1,68 @@
+/// \file
+/// \brief DecoderModel: a decoder-only transformer (GPT-2 or Llama family) built from a
+/// ModelConfig, with an explicit forward (mean cross-entropy) and backward (no tape).
+///
+/// Outside the blocks it saves encoded (B, T, C), the final norm lnf (B, T, C) with its
+/// statistics, logits (B, T, V), probs (B, T, V) and losses (B, T). The backward writes the
+/// logits' gradient in place over the saved logits (they are not needed once probs exist).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/model/model_config.h"
+#include "common/nn/block.h"
+#include "common/nn/embedding.h"
+#include "common/nn/linear.h"
+#include "common/nn/normalization.h"
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+
+namespace vramlab::nn {
+
+/// The model: parameters, modules, forward and backward.
+class DecoderModel {
+ public:
+  /// Allocates the parameters (in ModelConfig::parameters() order) and initialises them
+  /// GPT-2 style: weights N(0, 0.02) (residual projections 0.02/√(2L)), biases 0, norm weights 1.
+  /// \param runtime the device. \param config a model (validated here). \param seed initial
+  /// weights. \throws vramlab::UsageError for an invalid config; memory::OutOfMemoryError when
+  /// full.
+  DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
+
+  /// Forward pass; saves what backward needs in \p saved.
+  /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V).
+  /// \param targets (B, T) ids in [0, V). \param B batch ≥ 1. \param T sequence in [1, max_seq].
+  /// \return the mean loss over B·T tokens (0 on meta, where nothing is computed).
+  /// \throws vramlab::UsageError for B or T out of range; memory::OutOfMemoryError when full.
+  double forward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets, int64_t B,
+                 int64_t T);
+  /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if
+  /// they were released) and empties \p saved layer by layer.
+  /// \param saved the store filled by forward(). \param tokens (B, T). \param targets (B, T).
+  /// \param B batch. \param T sequence.
+  /// \throws memory::OutOfMemoryError when full.
+  void backward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets, int64_t B,
+                int64_t T);
+
+  /// \return the configuration.
+  [[nodiscard]] const ModelConfig& config() const { return config_; }
+  /// \return the parameters and gradients.
+  [[nodiscard]] ParameterStore& parameters() { return params_; }
+  /// \return the runtime.
+  [[nodiscard]] Runtime& runtime() { return runtime_; }
+
+ private:
+  void initialise(uint64_t seed);
+
+  Runtime& runtime_;
+  ModelConfig config_;
+  ParameterStore params_;
+  Embedding embedding_;
+  std::vector<Block> blocks_;
+  Norm final_norm_;
+  Linear lm_head_;
+};
+
+}  // namespace vramlab::nn

@@ -1,0 +1,54 @@
+/// \file
+/// \brief Linear: out = inp · Wᵀ + b (PyTorch's nn.Linear layout, W is (OC, C)), forward and
+/// explicit backward over a ParameterStore. A Linear may cover a band of rows of a larger weight
+/// (GPT-2's fused (3C, C) qkv is three Linears over its q, k and v rows).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+
+namespace vramlab::nn {
+
+/// A linear layer whose weight (and optional bias) live in a ParameterStore.
+class Linear {
+ public:
+  /// \param params the store. \param weight_name e.g. "blocks.0.attn.qkv.weight" or "wte".
+  /// \param bias_name e.g. "blocks.0.attn.qkv.bias"; no bias when the store has no such tensor.
+  /// \param row_begin first output row of the weight this layer uses.
+  /// \param rows output features (-1: every row from row_begin).
+  /// \throws std::logic_error when the weight is missing or the band is out of range.
+  Linear(const ParameterStore& params, const std::string& weight_name, const std::string& bias_name,
+         int64_t row_begin = 0, int64_t rows = -1);
+  /// A Linear over PREFIX.weight and (when present) PREFIX.bias.
+  /// \param params the store. \param prefix e.g. "blocks.0.mlp.fc". \return the layer.
+  static Linear from_prefix(const ParameterStore& params, const std::string& prefix) {
+    return Linear(params, prefix + ".weight", prefix + ".bias");
+  }
+
+  /// out = inp · Wᵀ + b.
+  /// \param runtime dispatch. \param out (N, OC) written. \param inp (N, C). \param N rows.
+  void forward(const Runtime& runtime, float* out, const float* inp, int64_t N) const;
+  /// dinp += dout · W, dW += doutᵀ · inp, db += Σ dout.
+  /// \param runtime dispatch. \param dinp (N, C) accumulated, or nullptr.
+  /// \param dout (N, OC). \param inp (N, C) the forward input. \param N rows.
+  void backward(const Runtime& runtime, float* dinp, const float* dout, const float* inp,
+                int64_t N) const;
+
+  /// \return C, the input features.
+  [[nodiscard]] int64_t in_features() const { return in_features_; }
+  /// \return OC, the output features.
+  [[nodiscard]] int64_t out_features() const { return out_features_; }
+
+ private:
+  const ParameterStore& params_;
+  const ParameterView* weight_;
+  const ParameterView* bias_ = nullptr;
+  int64_t row_begin_;
+  int64_t in_features_;
+  int64_t out_features_;
+};
+
+}  // namespace vramlab::nn

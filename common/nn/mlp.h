@@ -1,0 +1,60 @@
+/// \file
+/// \brief The feed-forward sub-layers: Mlp (GPT-2: fc → GELU → proj, saves fch and fch_gelu
+/// (B, T, F)) and SwigluMlp (Llama: down(silu(gate) · up), saves gate, up and swiglu (B, T, F)).
+/// Like Attention, the output (B, T, C) is saved under the caller's name (the Block's residual3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/nn/linear.h"
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+
+namespace vramlab::nn {
+
+/// GPT-2's MLP: proj(GELU(fc(x))).
+class Mlp {
+ public:
+  /// \param params the store. \param prefix e.g. "blocks.0.mlp". \param layer block index.
+  Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer);
+  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
+  /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
+  /// \return the saved output.
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+                              int64_t B, int64_t T, const std::string& output_name) const;
+  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
+  /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
+  void backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
+                const float* inp, int64_t B, int64_t T) const;
+
+ private:
+  int64_t layer_;
+  Linear fc_;
+  Linear proj_;
+};
+
+/// Llama's SwiGLU MLP: down(silu(gate(x)) · up(x)).
+class SwigluMlp {
+ public:
+  /// \param params the store. \param prefix e.g. "blocks.0.mlp". \param layer block index.
+  SwigluMlp(const ParameterStore& params, const std::string& prefix, int64_t layer);
+  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
+  /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
+  /// \return the saved output.
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+                              int64_t B, int64_t T, const std::string& output_name) const;
+  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
+  /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
+  void backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
+                const float* inp, int64_t B, int64_t T) const;
+
+ private:
+  int64_t layer_;
+  Linear gate_;
+  Linear up_;
+  Linear down_;
+};
+
+}  // namespace vramlab::nn

@@ -1,0 +1,53 @@
+// LayerNorm / RMSNorm module over the kernels (see normalization.h).
+#include "common/nn/normalization.h"
+
+#include "kernels/cpu/normalization.h"
+
+namespace vramlab::nn {
+
+Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string saved_name,
+           int64_t layer)
+    : params_(params),
+      weight_(&params.find(prefix + ".weight")),
+      name_(std::move(saved_name)),
+      mean_name_(name_ + "_mean"),
+      rstd_name_(name_ + "_rstd"),
+      layer_(layer),
+      C_(weight_->shape.at(0)) {
+  if (params.contains(prefix + ".bias")) bias_ = &params.find(prefix + ".bias");
+}
+
+const DeviceBuffer& Norm::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+                                  int64_t B, int64_t T) const {
+  const int64_t N = B * T;
+  const DeviceBuffer& out = saved.save(layer_, name_, {B, T, C_});  // (B, T, C)
+  if (is_layernorm()) {
+    const DeviceBuffer& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
+    const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    if (runtime.runs_kernels())
+      kernels::cpu::layernorm_forward(out.f32(), mean.f32(), rstd.f32(), inp,
+                                      params_.value(*weight_), params_.value(*bias_), N, C_);
+  } else {
+    const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    if (runtime.runs_kernels())
+      kernels::cpu::rmsnorm_forward(out.f32(), rstd.f32(), inp, params_.value(*weight_), N, C_);
+  }
+  return out;
+}
+
+void Norm::backward(const Runtime& runtime, const SavedActivations& saved, float* dinp,
+                    const float* dout, const float* inp, int64_t B, int64_t T) const {
+  if (!runtime.runs_kernels()) return;
+  const int64_t N = B * T;
+  const float* rstd = saved.get(layer_, rstd_name_).f32();  // (B, T)
+  if (is_layernorm()) {
+    const float* mean = saved.get(layer_, mean_name_).f32();  // (B, T)
+    kernels::cpu::layernorm_backward(dinp, params_.grad(*weight_), params_.grad(*bias_), dout, inp,
+                                     params_.value(*weight_), mean, rstd, N, C_);
+  } else {
+    kernels::cpu::rmsnorm_backward(dinp, params_.grad(*weight_), dout, inp, params_.value(*weight_),
+                                   rstd, N, C_);
+  }
+}
+
+}  // namespace vramlab::nn

@@ -1,0 +1,74 @@
+/// \file
+/// \brief ParameterStore: all parameters of a model in one contiguous f32 block (llm.c's layout),
+/// their gradients in a second block, and named views in ModelConfig::parameters() order.
+///
+/// One block per role keeps the allocator's parameter bytes equal to 4 × parameter_count (up to
+/// the allocator's 512-byte rounding of that one block), lets the optimizer update every tensor
+/// with one kernel call, and zeroes all gradients with one fill.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/model/model_config.h"
+#include "common/nn/device_buffer.h"
+#include "common/nn/runtime.h"
+
+namespace vramlab::nn {
+
+/// One named parameter tensor inside the store.
+struct ParameterView {
+  std::string name;            ///< e.g. "blocks.0.attn.qkv.weight".
+  std::vector<int64_t> shape;  ///< e.g. {3C, C}.
+  int64_t layer = -1;          ///< block index or -1.
+  int64_t offset = 0;          ///< first element inside the store.
+  int64_t numel = 0;           ///< number of elements.
+};
+
+/// The parameters (category parameter) and gradients (category gradient) of one model.
+class ParameterStore {
+ public:
+  /// Allocates the parameter block (uninitialised) and lays out \p specs in order.
+  /// \param runtime the device. \param specs from ModelConfig::parameters().
+  /// \throws vramlab::memory::OutOfMemoryError when the device is full.
+  ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs);
+
+  /// \param name a parameter name. \return its view. \throws std::logic_error if absent.
+  [[nodiscard]] const ParameterView& find(std::string_view name) const;
+  /// \param name a parameter name. \return true when the store has it.
+  [[nodiscard]] bool contains(std::string_view name) const;
+  /// \return every view, in layout order.
+  [[nodiscard]] const std::vector<ParameterView>& views() const { return views_; }
+  /// \return the total number of parameters.
+  [[nodiscard]] int64_t numel() const { return numel_; }
+
+  /// \param view a view of this store. \return its first parameter element.
+  [[nodiscard]] float* value(const ParameterView& view) const {
+    return values_.f32() + view.offset;
+  }
+  /// \param view a view of this store. \return its first gradient element (grads must exist).
+  [[nodiscard]] float* grad(const ParameterView& view) const { return grads_.f32() + view.offset; }
+  /// \return the parameter block, (numel).
+  [[nodiscard]] const DeviceBuffer& values() const { return values_; }
+  /// \return the gradient block, (numel); empty when gradients are released.
+  [[nodiscard]] const DeviceBuffer& grads() const { return grads_; }
+
+  /// Makes sure a zeroed gradient block exists (allocates it if it was released).
+  /// \throws vramlab::memory::OutOfMemoryError when the device is full.
+  void ensure_grads();
+  /// Clears the gradients before the next backward.
+  /// \param set_to_none true: free the gradient block (PyTorch's zero_grad(set_to_none=True));
+  /// false: keep it and fill it with zeros.
+  void zero_grad(bool set_to_none);
+
+ private:
+  Runtime& runtime_;
+  std::vector<ParameterView> views_;
+  int64_t numel_ = 0;
+  DeviceBuffer values_;  // (numel) every parameter, layout order
+  DeviceBuffer grads_;   // (numel) their gradients, or empty
+};
+
+}  // namespace vramlab::nn

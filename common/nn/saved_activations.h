@@ -1,0 +1,96 @@
+/// \file
+/// \brief SavedActivations: the one store through which every module keeps tensors for its
+/// backward, for one training step, with a per-layer policy.
+///
+/// Policies: `save` keeps the tensor in device memory until the layer's backward (implemented);
+/// `recompute` (gradient checkpointing), `offload` (to host) and `compress` (int8) are the later
+/// techniques of the workbook on the same mechanism and are refused here with
+/// "not implemented in this issue" — never silently replaced by `save`.
+/// Every saved tensor is allocated with the category `activation` and the name
+/// "blocks.L.NAME" (or "NAME" outside the blocks), so snapshots and OOM messages name it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dtype/dtype.h"
+#include "common/nn/device_buffer.h"
+#include "common/nn/runtime.h"
+
+namespace vramlab::nn {
+
+/// What to do with the activations of one layer.
+enum class ActivationPolicy : unsigned char {
+  save,       ///< keep them in device memory until backward
+  recompute,  ///< drop them and recompute in backward (not implemented in this issue)
+  offload,    ///< copy them to host memory (not implemented in this issue)
+  compress,   ///< keep an int8 copy (not implemented in this issue)
+};
+
+/// \param policy a policy. \return "save", "recompute", "offload" or "compress".
+std::string_view activation_policy_name(ActivationPolicy policy);
+
+/// One entry of SavedActivations::list().
+struct SavedActivationInfo {
+  std::string name;            ///< e.g. "preatt".
+  int64_t layer = -1;          ///< block index, -1 outside the blocks.
+  std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
+  DType dtype = DType::f32;    ///< element type.
+  int64_t bytes = 0;           ///< numel × element size.
+};
+
+/// The per-step store of saved activations.
+class SavedActivations {
+ public:
+  /// \param runtime where the tensors are allocated. \param layers number of blocks (≥ 0).
+  SavedActivations(Runtime& runtime, int64_t layers);
+
+  /// Sets the policy of one block.
+  /// \param layer in [0, layers). \param policy the policy.
+  /// \throws vramlab::UsageError for a layer out of range, or any policy other than `save`
+  /// ("not implemented in this issue").
+  void set_policy(int64_t layer, ActivationPolicy policy);
+  /// \param layer in [-1, layers). \return the layer's policy (always `save` outside the blocks).
+  [[nodiscard]] ActivationPolicy policy(int64_t layer) const;
+
+  /// Allocates and registers a tensor to keep for backward.
+  /// \param layer block index or -1. \param name unique within the layer.
+  /// \param shape dimensions. \param dtype element type.
+  /// \return the buffer to fill (valid until release_layer(layer) or clear()).
+  /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
+  /// the name is already saved in that layer or the layer is out of range.
+  DeviceBuffer& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
+                     DType dtype = DType::f32);
+  /// \param layer block index or -1. \param name as given to save().
+  /// \return the saved buffer. \throws std::logic_error when nothing of that name is saved.
+  [[nodiscard]] const DeviceBuffer& get(int64_t layer, std::string_view name) const;
+  /// Frees everything one layer saved (called after the layer's backward).
+  /// \param layer block index or -1.
+  void release_layer(int64_t layer);
+  /// Frees everything (end of a step, or unwinding from an error).
+  void clear();
+
+  /// \return every saved tensor, in the order they were saved.
+  [[nodiscard]] std::vector<SavedActivationInfo> list() const;
+  /// \return the sum of bytes() over the saved tensors.
+  [[nodiscard]] int64_t bytes() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    DeviceBuffer buffer;
+    uint64_t order = 0;
+  };
+  [[nodiscard]] size_t slot(int64_t layer) const;
+
+  Runtime& runtime_;
+  std::vector<ActivationPolicy> policies_;  // (layers)
+  std::vector<std::deque<Entry>>
+      slots_;  // (layers + 1): slot 0 is layer -1; deque keeps references
+  uint64_t next_order_ = 0;
+};
+
+}  // namespace vramlab::nn

@@ -1,0 +1,81 @@
+// SGD and AdamW over a ParameterStore (see optimizer.h).
+#include "common/optim/optimizer.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "common/memory/memory_category.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::optim {
+
+namespace {
+
+void require(bool ok, const std::string& what, float value) {
+  if (!ok) throw UsageError(what + " " + std::to_string(value) + " is out of range");
+}
+
+void require_grads(const nn::ParameterStore& params) {
+  if (params.grads().empty())
+    throw std::logic_error("optimizer step without gradients (run backward first)");
+}
+
+}  // namespace
+
+AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp)
+    : runtime_(runtime), hp_(hp) {
+  require(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
+          hp.learning_rate);
+  require(hp.beta1 >= 0 && hp.beta1 < 1, "beta1", hp.beta1);
+  require(hp.beta2 >= 0 && hp.beta2 < 1, "beta2", hp.beta2);
+  require(hp.epsilon > 0, "epsilon", hp.epsilon);
+  require(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
+}
+
+void AdamW::step(nn::ParameterStore& params) {
+  require_grads(params);
+  if (m_.empty()) {
+    m_ = runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "adamw.exp_avg");
+    v_ = runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state,
+                        "adamw.exp_avg_sq");
+  }
+  ++steps_;
+  if (!runtime_.runs_kernels()) return;
+  kernels::cpu::adamw_update(params.values().f32(), params.grads().f32(), m_.f32(), v_.f32(),
+                             params.numel(), hp_, steps_);
+}
+
+int64_t AdamW::state_bytes() const {
+  return m_.bytes() + v_.bytes();
+}
+
+Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight_decay,
+         bool nesterov)
+    : runtime_(runtime),
+      learning_rate_(learning_rate),
+      momentum_(momentum),
+      weight_decay_(weight_decay),
+      nesterov_(nesterov) {
+  require(std::isfinite(learning_rate) && learning_rate > 0, "learning rate", learning_rate);
+  require(momentum >= 0 && momentum < 1, "momentum", momentum);
+  require(weight_decay >= 0, "weight decay", weight_decay);
+}
+
+void Sgd::step(nn::ParameterStore& params) {
+  require_grads(params);
+  if (momentum_ > 0 && momentum_buffer_.empty())
+    momentum_buffer_ =
+        runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "sgd.momentum");
+  ++steps_;
+  if (!runtime_.runs_kernels()) return;
+  kernels::cpu::sgd_update(params.values().f32(), params.grads().f32(),
+                           momentum_ > 0 ? momentum_buffer_.f32() : nullptr, params.numel(),
+                           learning_rate_, momentum_, weight_decay_, nesterov_);
+}
+
+int64_t Sgd::state_bytes() const {
+  return momentum_buffer_.bytes();
+}
+
+}  // namespace vramlab::optim

@@ -1,0 +1,91 @@
+// The training loop (see trainer.h).
+#include "common/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "common/nn/saved_activations.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::train {
+
+namespace {
+
+std::unique_ptr<optim::Optimizer> make_optimizer(nn::Runtime& runtime, const TrainOptions& o) {
+  if (o.optimizer == "adamw") {
+    kernels::cpu::AdamWHyperparameters hp;
+    hp.learning_rate = o.learning_rate;
+    hp.weight_decay = o.weight_decay;
+    return std::make_unique<optim::AdamW>(runtime, hp);
+  }
+  if (o.optimizer == "sgd")
+    return std::make_unique<optim::Sgd>(runtime, o.learning_rate, 0.9f, o.weight_decay);
+  throw UsageError("unknown optimizer '" + o.optimizer + "' (expected adamw or sgd)");
+}
+
+}  // namespace
+
+Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
+    : runtime_(runtime),
+      options_(options),
+      data_(options.model.vocab, std::min<int64_t>(options.branching, options.model.vocab),
+            options.seed) {
+  options_.model.validate();
+  if (options.batch < 1)
+    throw UsageError("batch must be >= 1, got " + std::to_string(options.batch));
+  if (options.seq < 1 || options.seq > options.model.max_seq)
+    throw UsageError("seq " + std::to_string(options.seq) + " outside [1, " +
+                     std::to_string(options.model.max_seq) + "]");
+  optimizer_ = make_optimizer(runtime, options_);
+  model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed);
+  const int64_t B = options_.batch, T = options_.seq;
+  inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
+  targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
+  host_inputs_.resize(static_cast<size_t>(B * T));
+  host_targets_.resize(static_cast<size_t>(B * T));
+}
+
+StepResult Trainer::step() {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t B = options_.batch, T = options_.seq;
+  data_.next_batch(host_inputs_.data(), host_targets_.data(), B, T);
+  if (runtime_.runs_kernels()) {
+    std::memcpy(inputs_.data(), host_inputs_.data(), host_inputs_.size() * sizeof(int32_t));
+    std::memcpy(targets_.data(), host_targets_.data(), host_targets_.size() * sizeof(int32_t));
+  }
+  // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
+  nn::SavedActivations saved(runtime_, options_.model.layers);
+  optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
+  const double loss = model_->forward(saved, inputs_.i32(), targets_.i32(), B, T);
+  model_->backward(saved, inputs_.i32(), targets_.i32(), B, T);
+  optimizer_->step(model_->parameters());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++steps_done_;
+  return StepResult{steps_done_, loss, seconds,
+                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0};
+}
+
+MemoryReport Trainer::memory_report() const {
+  MemoryReport report;
+  const memory::CategoryStats categories = runtime_.allocator().category_stats();
+  for (size_t i = 0; i < memory::kMemoryCategoryCount; ++i) {
+    report.peak_bytes[i] = categories.allocated_bytes[i].peak;
+    report.current_bytes[i] = categories.allocated_bytes[i].current;
+  }
+  const memory::DeviceStats stats = runtime_.allocator().stats();
+  report.peak_total_bytes = stats.allocated_bytes[memory::kAggregate].peak;
+  report.reserved_peak_bytes = stats.reserved_bytes[memory::kAggregate].peak;
+  return report;
+}
+
+double median(std::vector<double> seconds) {
+  if (seconds.empty()) throw UsageError("median of no step times");
+  std::sort(seconds.begin(), seconds.end());
+  const size_t n = seconds.size();
+  return n % 2 == 1 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+}
+
+}  // namespace vramlab::train

@@ -1,0 +1,92 @@
+/// \file
+/// \brief The training loop: a DecoderModel on a Runtime, trained with AdamW or SGD on the
+/// synthetic Markov token stream, reporting per-step loss, time and tokens/s and the allocator's
+/// peak bytes per memory category.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/device_buffer.h"
+#include "common/nn/runtime.h"
+#include "common/optim/optimizer.h"
+#include "common/train/synthetic_tokens.h"
+
+namespace vramlab::train {
+
+/// What to train and how.
+struct TrainOptions {
+  ModelConfig model;                ///< the model (validated by the trainer).
+  int64_t batch = 8;                ///< B, sequences per step (≥ 1).
+  int64_t seq = 128;                ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
+  float learning_rate = 1e-3f;      ///< optimizer step size (> 0).
+  std::string optimizer = "adamw";  ///< "adamw" or "sgd" (momentum 0.9).
+  float weight_decay = 0.0f;        ///< decoupled (AdamW) or L2 (SGD) weight decay.
+  uint64_t seed = 1;                ///< initial weights and the token stream.
+  int64_t branching = 4;            ///< successors per token of the synthetic chain.
+  bool grads_to_none = true;        ///< release gradients between steps (else zero them).
+};
+
+/// One step's measurements.
+struct StepResult {
+  int64_t step = 0;           ///< 1-based step number.
+  double loss = 0.0;          ///< mean cross-entropy in nats (0 on meta).
+  double seconds = 0.0;       ///< wall time of the whole step.
+  double tokens_per_s = 0.0;  ///< B·T / seconds.
+};
+
+/// Peak and current bytes per memory category, from the allocator (rounded block sizes).
+struct MemoryReport {
+  std::array<int64_t, memory::kMemoryCategoryCount> peak_bytes{};     ///< per category
+  std::array<int64_t, memory::kMemoryCategoryCount> current_bytes{};  ///< per category
+  int64_t peak_total_bytes = 0;                                       ///< allocated_bytes.all.peak
+  int64_t reserved_peak_bytes = 0;  ///< reserved_bytes.all.peak (segments)
+};
+
+/// A model, an optimizer, a token stream and the step loop.
+class Trainer {
+ public:
+  /// \param runtime the device. \param options what to train.
+  /// \throws vramlab::UsageError naming a bad option; memory::OutOfMemoryError when the
+  /// parameters do not fit.
+  Trainer(nn::Runtime& runtime, const TrainOptions& options);
+
+  /// Runs one forward, backward and optimizer step on the next batch.
+  /// \return its measurements.
+  /// \throws memory::OutOfMemoryError (the step's activations and temporaries are freed first).
+  StepResult step();
+
+  /// \return the allocator's per-category current and peak bytes.
+  [[nodiscard]] MemoryReport memory_report() const;
+  /// \return the model.
+  [[nodiscard]] nn::DecoderModel& model() { return *model_; }
+  /// \return the token stream (entropies for the report).
+  [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
+  /// \return the options.
+  [[nodiscard]] const TrainOptions& options() const { return options_; }
+
+ private:
+  nn::Runtime& runtime_;
+  TrainOptions options_;
+  SyntheticTokenStream data_;
+  std::unique_ptr<nn::DecoderModel> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  nn::DeviceBuffer inputs_;            // (B, T) int32 token ids
+  nn::DeviceBuffer targets_;           // (B, T) int32 next tokens
+  std::vector<int32_t> host_inputs_;   // (B, T)
+  std::vector<int32_t> host_targets_;  // (B, T)
+  int64_t steps_done_ = 0;
+};
+
+/// \param seconds per-step times (not empty). \return their median (mean of the middle two for an
+/// even count).
+double median(std::vector<double> seconds);
+
+}  // namespace vramlab::train
