@@ -1,4 +1,4 @@
-// What the SIMT emulator costs, as Google Benchmark counters:
+// What the SIMT emulator costs, as Google Benchmark counters (wall-clock: the workers' time):
 //   ns_per_thread              an empty kernel: fiber creation, scheduling, exit
 //   ns_per_barrier_per_thread  __syncthreads in a loop (the thread cost is amortized over 64
 //   barriers) FLOP/s                     naive vs 16x16-tiled shared-memory matmul under emulation
@@ -18,15 +18,14 @@ namespace {
 using vramlab::simt::LaunchOptions;
 using vramlab::simt::ScopedLaunchOptions;
 
-LaunchOptions with_workers(benchmark::State& state, int argument_index) {
+LaunchOptions with_workers(const benchmark::State& state, int argument_index) {
   LaunchOptions options;
   options.workers = static_cast<std::size_t>(state.range(argument_index));
   options.poison_shared = false;
   return options;
 }
 
-// Runs `launch` for every iteration and returns the wall-clock nanoseconds they took in total
-// (the workers' time is what matters, not the CPU time of the benchmark thread).
+// Runs `launch` once per iteration; returns the wall-clock nanoseconds of all iterations.
 template <class Launch>
 double time_iterations_ns(benchmark::State& state, Launch launch) {
   const auto start = std::chrono::steady_clock::now();
@@ -39,17 +38,17 @@ void BM_EmptyKernel(benchmark::State& state) {
   const auto blocks = static_cast<unsigned>(state.range(0));
   const auto threads = static_cast<unsigned>(state.range(1));
   ScopedLaunchOptions scoped(with_workers(state, 2));
-  for (auto _ : state) vramlab::cuda_examples::empty_kernel(blocks, threads);
-  const double threads_per_launch = double{blocks} * threads;
-  state.counters["ns_per_thread"] =
-      benchmark::Counter(threads_per_launch * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
-                                                        benchmark::Counter::kInvert);
+  const double total_ns =
+      time_iterations_ns(state, [&] { vramlab::cuda_examples::empty_kernel(blocks, threads); });
+  const double threads_run = static_cast<double>(state.iterations()) * blocks * threads;
+  state.counters["ns_per_thread"] = total_ns / threads_run;
 }
 BENCHMARK(BM_EmptyKernel)
     ->Args({64, 256, 1})
     ->Args({64, 256, 2})
     ->Args({16, 1024, 2})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: blocks, threads per block, barriers per thread, workers.
 void BM_BarrierLoop(benchmark::State& state) {
@@ -57,16 +56,17 @@ void BM_BarrierLoop(benchmark::State& state) {
   const auto threads = static_cast<unsigned>(state.range(1));
   const auto barriers = static_cast<int>(state.range(2));
   ScopedLaunchOptions scoped(with_workers(state, 3));
-  for (auto _ : state) vramlab::cuda_examples::barrier_loop(blocks, threads, barriers);
-  const double thread_barriers = double{blocks} * threads * barriers;
-  state.counters["ns_per_barrier_per_thread"] =
-      benchmark::Counter(thread_barriers * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
-                                                     benchmark::Counter::kInvert);
+  const double total_ns = time_iterations_ns(
+      state, [&] { vramlab::cuda_examples::barrier_loop(blocks, threads, barriers); });
+  const double thread_barriers =
+      static_cast<double>(state.iterations()) * blocks * threads * barriers;
+  state.counters["ns_per_barrier_per_thread"] = total_ns / thread_barriers;
 }
 BENCHMARK(BM_BarrierLoop)
     ->Args({16, 256, 64, 1})
     ->Args({16, 256, 64, 2})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: square size, workers; the template picks naive or tiled.
 template <bool kTiled>
@@ -94,11 +94,13 @@ BENCHMARK(BM_Matmul<false>)
     ->Name("BM_MatmulNaive")
     ->Args({128, 2})
     ->Args({256, 2})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Matmul<true>)
     ->Name("BM_MatmulTiled")
     ->Args({128, 2})
     ->Args({256, 2})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -51,129 +51,128 @@ T atomic_cas(T* address, T compare, T value) {
 
 }  // namespace vramlab::simt::detail
 
-/// \name CUDA atomics (emulation)
-/// Each returns the value *address held before the operation.
-///@{
-/// Atomic *address += val.
+/// Atomic *address += val. \return the previous *address.
 inline int atomicAdd(int* address, int val) {
   return vramlab::simt::detail::atomic_add(address, val);
 }
-/// Atomic *address += val.
+/// Atomic *address += val. \return the previous *address.
 inline unsigned int atomicAdd(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_add(address, val);
 }
-/// Atomic *address += val.
+/// Atomic *address += val. \return the previous *address.
 inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long val) {
   return vramlab::simt::detail::atomic_add(address, val);
 }
-/// Atomic *address += val (the result depends on the order of additions).
+/// Atomic *address += val (the result depends on the order of additions). \return the previous
+/// *address.
 inline float atomicAdd(float* address, float val) {
   return vramlab::simt::detail::atomic_add(address, val);
 }
-/// Atomic *address += val (the result depends on the order of additions).
+/// Atomic *address += val (the result depends on the order of additions). \return the previous
+/// *address.
 inline double atomicAdd(double* address, double val) {
   return vramlab::simt::detail::atomic_add(address, val);
 }
-/// Atomic *address -= val.
+/// Atomic *address -= val. \return the previous *address.
 inline int atomicSub(int* address, int val) {
   return vramlab::simt::detail::atomic_sub(address, val);
 }
-/// Atomic *address -= val.
+/// Atomic *address -= val. \return the previous *address.
 inline unsigned int atomicSub(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_sub(address, val);
 }
-/// Atomic *address = min(*address, val).
+/// Atomic *address = min(*address, val). \return the previous *address.
 inline int atomicMin(int* address, int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](int a, int b) { return b < a ? b : a; });
 }
-/// Atomic *address = min(*address, val).
+/// Atomic *address = min(*address, val). \return the previous *address.
 inline unsigned int atomicMin(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](unsigned a, unsigned b) { return b < a ? b : a; });
 }
-/// Atomic *address = min(*address, val).
+/// Atomic *address = min(*address, val). \return the previous *address.
 inline unsigned long long atomicMin(unsigned long long* address, unsigned long long val) {
   return vramlab::simt::detail::atomic_update(
       address, val, [](unsigned long long a, unsigned long long b) { return b < a ? b : a; });
 }
-/// Atomic *address = min(*address, val).
+/// Atomic *address = min(*address, val). \return the previous *address.
 inline long long atomicMin(long long* address, long long val) {
   return vramlab::simt::detail::atomic_update(
       address, val, [](long long a, long long b) { return b < a ? b : a; });
 }
-/// Atomic *address = max(*address, val).
+/// Atomic *address = max(*address, val). \return the previous *address.
 inline int atomicMax(int* address, int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](int a, int b) { return b > a ? b : a; });
 }
-/// Atomic *address = max(*address, val).
+/// Atomic *address = max(*address, val). \return the previous *address.
 inline unsigned int atomicMax(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](unsigned a, unsigned b) { return b > a ? b : a; });
 }
-/// Atomic *address = max(*address, val).
+/// Atomic *address = max(*address, val). \return the previous *address.
 inline unsigned long long atomicMax(unsigned long long* address, unsigned long long val) {
   return vramlab::simt::detail::atomic_update(
       address, val, [](unsigned long long a, unsigned long long b) { return b > a ? b : a; });
 }
-/// Atomic *address = max(*address, val).
+/// Atomic *address = max(*address, val). \return the previous *address.
 inline long long atomicMax(long long* address, long long val) {
   return vramlab::simt::detail::atomic_update(
       address, val, [](long long a, long long b) { return b > a ? b : a; });
 }
-/// Atomic *address = val.
+/// Atomic *address = val. \return the previous *address.
 inline int atomicExch(int* address, int val) {
   return vramlab::simt::detail::atomic_exchange(address, val);
 }
-/// Atomic *address = val.
+/// Atomic *address = val. \return the previous *address.
 inline unsigned int atomicExch(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_exchange(address, val);
 }
-/// Atomic *address = val.
+/// Atomic *address = val. \return the previous *address.
 inline unsigned long long atomicExch(unsigned long long* address, unsigned long long val) {
   return vramlab::simt::detail::atomic_exchange(address, val);
 }
-/// Atomic *address = val.
+/// Atomic *address = val. \return the previous *address.
 inline float atomicExch(float* address, float val) {
   return vramlab::simt::detail::atomic_exchange(address, val);
 }
-/// Atomic: if *address == compare then *address = val.
+/// Atomic: if *address == compare then *address = val. \return the previous *address.
 inline int atomicCAS(int* address, int compare, int val) {
   return vramlab::simt::detail::atomic_cas(address, compare, val);
 }
-/// Atomic: if *address == compare then *address = val.
+/// Atomic: if *address == compare then *address = val. \return the previous *address.
 inline unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int val) {
   return vramlab::simt::detail::atomic_cas(address, compare, val);
 }
-/// Atomic: if *address == compare then *address = val.
+/// Atomic: if *address == compare then *address = val. \return the previous *address.
 inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
                                     unsigned long long val) {
   return vramlab::simt::detail::atomic_cas(address, compare, val);
 }
-/// Atomic *address &= val.
+/// Atomic *address &= val. \return the previous *address.
 inline int atomicAnd(int* address, int val) {
   return vramlab::simt::detail::atomic_update(address, val, [](int a, int b) { return a & b; });
 }
-/// Atomic *address &= val.
+/// Atomic *address &= val. \return the previous *address.
 inline unsigned int atomicAnd(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](unsigned a, unsigned b) { return a & b; });
 }
-/// Atomic *address |= val.
+/// Atomic *address |= val. \return the previous *address.
 inline int atomicOr(int* address, int val) {
   return vramlab::simt::detail::atomic_update(address, val, [](int a, int b) { return a | b; });
 }
-/// Atomic *address |= val.
+/// Atomic *address |= val. \return the previous *address.
 inline unsigned int atomicOr(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](unsigned a, unsigned b) { return a | b; });
 }
-/// Atomic *address ^= val.
+/// Atomic *address ^= val. \return the previous *address.
 inline int atomicXor(int* address, int val) {
   return vramlab::simt::detail::atomic_update(address, val, [](int a, int b) { return a ^ b; });
 }
-/// Atomic *address ^= val.
+/// Atomic *address ^= val. \return the previous *address.
 inline unsigned int atomicXor(unsigned int* address, unsigned int val) {
   return vramlab::simt::detail::atomic_update(address, val,
                                               [](unsigned a, unsigned b) { return a ^ b; });
@@ -187,4 +186,3 @@ inline void __threadfence() {
 inline void __threadfence_block() {
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
-///@}

@@ -92,6 +92,7 @@ T shuffle(const char* what, unsigned mask, T var, const std::source_location& lo
 }  // namespace vramlab::simt::detail
 
 /// Waits until every (non-exited) thread of the block reaches this call.
+/// \param location the call site (defaulted; named in deadlock reports).
 /// \throws vramlab::simt::DeadlockError when other threads wait at a different barrier call.
 inline void __syncthreads(std::source_location location = std::source_location::current()) {
   ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads()", 0, location);
@@ -99,6 +100,7 @@ inline void __syncthreads(std::source_location location = std::source_location::
 
 /// A barrier that also counts the threads whose predicate is nonzero.
 /// \param predicate this thread's predicate. \return the count over the block.
+/// \param location the call site (defaulted; named in reports).
 inline int __syncthreads_count(int predicate,
                                std::source_location location = std::source_location::current()) {
   return static_cast<int>(
@@ -108,6 +110,7 @@ inline int __syncthreads_count(int predicate,
 
 /// A barrier that returns nonzero when every thread's predicate is nonzero.
 /// \param predicate this thread's predicate. \return 1 or 0.
+/// \param location the call site (defaulted; named in reports).
 inline int __syncthreads_and(int predicate,
                              std::source_location location = std::source_location::current()) {
   auto [count, arrived] =
@@ -117,6 +120,7 @@ inline int __syncthreads_and(int predicate,
 
 /// A barrier that returns nonzero when any thread's predicate is nonzero.
 /// \param predicate this thread's predicate. \return 1 or 0.
+/// \param location the call site (defaulted; named in reports).
 inline int __syncthreads_or(int predicate,
                             std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads_or()", predicate, location)
@@ -128,6 +132,7 @@ inline int __syncthreads_or(int predicate,
 /// Waits until every live lane of mask reaches a __syncwarp with the same mask.
 /// \param mask the lanes taking part; must contain the calling lane.
 /// \throws vramlab::simt::WarpUsageError when the calling lane is not in mask.
+/// \param location the call site (defaulted; named in reports).
 inline void __syncwarp(unsigned mask = 0xffffffffu,
                        std::source_location location = std::source_location::current()) {
   ::vramlab::simt::detail::t_worker->warp_collective("__syncwarp()", mask, 0, location,
@@ -137,6 +142,7 @@ inline void __syncwarp(unsigned mask = 0xffffffffu,
 /// Reads var from lane srcLane of this lane's width-segment.
 /// \param mask lanes taking part. \param var this lane's value. \param srcLane the source lane (mod
 /// width). \param width segment size, a power of two in [1, 32]. \return the source lane's var.
+/// \param location the call site (defaulted; named in reports).
 template <class T>
 T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
               std::source_location location = std::source_location::current()) {
@@ -151,6 +157,7 @@ T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
 /// Reads var from the lane delta below in this lane's width-segment (own var when there is none).
 /// \param mask lanes taking part. \param var this lane's value. \param delta distance.
 /// \param width segment size. \return the value.
+/// \param location the call site (defaulted; named in reports).
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                  std::source_location location = std::source_location::current()) {
@@ -164,6 +171,7 @@ T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
 /// Reads var from the lane delta above in this lane's width-segment (own var when there is none).
 /// \param mask lanes taking part. \param var this lane's value. \param delta distance.
 /// \param width segment size. \return the value.
+/// \param location the call site (defaulted; named in reports).
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                    std::source_location location = std::source_location::current()) {
@@ -178,6 +186,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSiz
 /// Reads var from lane (lane XOR laneMask); own var when that lane is in a later width-segment.
 /// \param mask lanes taking part. \param var this lane's value. \param laneMask the XOR mask.
 /// \param width segment size. \return the value.
+/// \param location the call site (defaulted; named in reports).
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
                   std::source_location location = std::source_location::current()) {
@@ -192,6 +201,7 @@ T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
 
 /// \param mask lanes taking part. \param predicate this lane's vote.
 /// \return bit i set when lane i took part with a nonzero predicate.
+/// \param location the call site (defaulted; named in reports).
 inline unsigned __ballot_sync(unsigned mask, int predicate,
                               std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
@@ -207,6 +217,7 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
 
 /// \param mask lanes taking part. \param predicate this lane's vote.
 /// \return 1 when any taking-part lane's predicate is nonzero.
+/// \param location the call site (defaulted; named in reports).
 inline int __any_sync(unsigned mask, int predicate,
                       std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
@@ -221,6 +232,7 @@ inline int __any_sync(unsigned mask, int predicate,
 
 /// \param mask lanes taking part. \param predicate this lane's vote.
 /// \return 1 when every taking-part lane's predicate is nonzero.
+/// \param location the call site (defaulted; named in reports).
 inline int __all_sync(unsigned mask, int predicate,
                       std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(

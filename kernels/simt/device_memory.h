@@ -38,10 +38,12 @@ class HostDeviceMemoryResource final : public DeviceMemoryResource {
 };
 
 namespace detail {
+/// \return the default resource.
 inline HostDeviceMemoryResource& host_device_memory_resource() {
   static HostDeviceMemoryResource resource;
   return resource;
 }
+/// \return the slot holding the resource in use.
 inline DeviceMemoryResource*& current_device_memory_resource() {
   static DeviceMemoryResource* resource = &host_device_memory_resource();
   return resource;

@@ -33,22 +33,28 @@ struct LaunchSite {
 
 namespace detail {
 
+/// A kernel and its arguments, converted to its parameter types, as one launch stores them.
 template <class... Params>
 struct KernelCall {
-  void (*kernel)(Params...);
-  std::tuple<std::decay_t<Params>...> arguments;
+  void (*kernel)(Params...);                      ///< the __global__ function
+  std::tuple<std::decay_t<Params>...> arguments;  ///< copied once per launch, read by every thread
+  /// Runs the kernel body for the current thread. \param self a KernelCall.
   static void invoke(const void* self) {
     const auto* call = static_cast<const KernelCall*>(self);
     std::apply(call->kernel, call->arguments);
   }
 };
 
+/// \param d an extent. \return "(x,y,z)".
 inline std::string format_dim3(const dim3& d) {
   std::ostringstream text;
   text << "(" << d.x << "," << d.y << "," << d.z << ")";
   return text.str();
 }
 
+/// Rejects what CUDA rejects at launch. \param site names the launch. \param grid gridDim.
+/// \param block blockDim. \param dynamic_shared_bytes extern __shared__ bytes.
+/// \throws vramlab::UsageError naming the configuration and what is wrong with it.
 inline void check_configuration(const LaunchSite& site, dim3 grid, dim3 block,
                                 std::size_t dynamic_shared_bytes) {
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
@@ -71,6 +77,7 @@ inline void check_configuration(const LaunchSite& site, dim3 grid, dim3 block,
 }
 
 /// Runs every block of a launch; rethrows the first error a block raised.
+/// \param launch the launch, with its kernel call.
 inline void run_launch(const KernelLaunch& launch) {
   const std::uint64_t blocks = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
   const std::size_t workers =

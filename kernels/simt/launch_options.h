@@ -128,11 +128,13 @@ inline LaunchOptions options_from_environment() {
 }
 
 namespace detail {
+/// The process-wide options and whether the environment was read yet.
 struct GlobalLaunchOptions {
-  std::mutex mutex;
-  bool initialized = false;
-  LaunchOptions options;
+  std::mutex mutex;          ///< guards the other members
+  bool initialized = false;  ///< the environment was read
+  LaunchOptions options;     ///< what the next launch uses
 };
+/// \return the process-wide options.
 inline GlobalLaunchOptions& global_launch_options() {
   static GlobalLaunchOptions global;
   return global;

@@ -43,6 +43,16 @@ __global__ void deep_stack_kernel(double* out) {
   out[threadIdx.x] = sum;
 }
 
+// Threads past `active` return at once; the others still meet at the barrier (exited threads no
+// longer count, as on Volta and later GPUs).
+__global__ void early_exit_kernel(int* out, unsigned active) {
+  VRAMLAB_SHARED(int, values, [1024]);
+  if (threadIdx.x >= active) return;
+  values[threadIdx.x] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = values[active - 1 - threadIdx.x];
+}
+
 __global__ void block_of_thread_kernel(unsigned* out) {
   out[static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x] =
       blockIdx.x * 1000u + threadIdx.x;
@@ -118,6 +128,20 @@ TEST(SimtLaunch, AnyNumberOfWorkersGivesTheSameResult) {
     std::vector<unsigned> out(blocks * block, 0);
     VRAMLAB_LAUNCH(block_of_thread_kernel, dim3(blocks), dim3(block), 0, 0)(out.data());
     EXPECT_EQ(out, expected) << workers << " workers";
+  }
+}
+
+TEST(SimtLaunch, ExitedThreadsNoLongerCountAtBarriers) {
+  for (const auto& [name, options] : testing::all_schedules()) {
+    ScopedLaunchOptions scoped(options);
+    for (unsigned active : {1u, 17u, 100u}) {
+      std::vector<int> out(128, -5);
+      VRAMLAB_LAUNCH(early_exit_kernel, dim3(1), dim3(128), 0, 0)(out.data(), active);
+      for (unsigned t = 0; t < 128; ++t) {
+        EXPECT_EQ(out[t], t < active ? static_cast<int>(active - 1 - t) : -5)
+            << "thread " << t << ", " << name;
+      }
+    }
   }
 }
 
