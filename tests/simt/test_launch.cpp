@@ -3,6 +3,7 @@
 // of workers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +52,24 @@ __global__ void early_exit_kernel(int* out, unsigned active) {
   values[threadIdx.x] = static_cast<int>(threadIdx.x);
   __syncthreads();
   out[threadIdx.x] = values[active - 1 - threadIdx.x];
+}
+
+// Plain CUDA `__shared__` (thread_local under emulation, no redzones) also works.
+__global__ void plain_shared_kernel(int* out) {
+  __shared__ int staged[64];
+  staged[threadIdx.x] = static_cast<int>(blockIdx.x * 100 + threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = staged[blockDim.x - 1 - threadIdx.x];
+}
+
+__global__ void too_much_shared_kernel(int* out) {
+  VRAMLAB_SHARED(int, big, [200 * 1024 / 4]);
+  big[threadIdx.x] = 1;
+  out[threadIdx.x] = big[threadIdx.x];
+}
+
+__global__ void popc_of_ballot_kernel(int* out) {
+  out[threadIdx.x] = __popc(__ballot_sync(__activemask(), threadIdx.x % 4 == 0));
 }
 
 __global__ void block_of_thread_kernel(unsigned* out) {
@@ -143,6 +162,53 @@ TEST(SimtLaunch, ExitedThreadsNoLongerCountAtBarriers) {
       }
     }
   }
+}
+
+TEST(SimtLaunch, PlainSharedDeclarationsWorkPerBlock) {
+  for (const auto& [name, options] : testing::all_schedules()) {
+    ScopedLaunchOptions scoped(options);
+    std::vector<int> out(5 * 64, -1);
+    VRAMLAB_LAUNCH(plain_shared_kernel, dim3(5), dim3(64), 0, 0)(out.data());
+    for (int b = 0; b < 5; ++b) {
+      for (int t = 0; t < 64; ++t)
+        EXPECT_EQ(out[b * 64 + t], b * 100 + 63 - t) << b << "," << t << ", " << name;
+    }
+  }
+}
+
+TEST(SimtLaunch, SharedMemoryBeyondThePerBlockLimitIsReported) {
+  std::vector<int> out(32);
+  try {
+    VRAMLAB_LAUNCH(too_much_shared_kernel, dim3(1), dim3(32), 100 * 1024, 0)(out.data());
+    FAIL() << "no error for 300 KiB of shared memory";
+  } catch (const SimtError& error) {
+    EXPECT_NE(std::string(error.what()).find("'big'"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("307200 bytes"), std::string::npos) << error.what();
+  }
+}
+
+TEST(SimtLaunch, ActiveMaskAndPopcCountVotesOfAPartialWarp) {
+  std::vector<int> out(45, -1);
+  VRAMLAB_LAUNCH(popc_of_ballot_kernel, dim3(1), dim3(45), 0, 0)(out.data());
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], 8) << "thread " << t;   // lanes 0, 4, ..., 28
+  for (int t = 32; t < 45; ++t) EXPECT_EQ(out[t], 4) << "thread " << t;  // threads 32, 36, 40, 44
+}
+
+TEST(SimtLaunch, IntrinsicsMatchTheirCudaDefinitions) {
+  EXPECT_EQ(__popc(0xF0F0u), 8);
+  EXPECT_EQ(__popcll(~0ull), 64);
+  EXPECT_EQ(__clz(1), 31);
+  EXPECT_EQ(__clz(0), 32);
+  EXPECT_EQ(__ffs(0), 0);
+  EXPECT_EQ(__ffs(0x18), 4);
+  EXPECT_EQ(__brev(1u), 0x80000000u);
+  EXPECT_EQ(__float_as_uint(1.0f), 0x3F800000u);
+  EXPECT_EQ(__int_as_float(0x40000000), 2.0f);
+  EXPECT_EQ(min(3, -4), -4);
+  EXPECT_EQ(max(3u, 4u), 4u);
+  EXPECT_EQ(max(1.0f, NAN), 1.0f);
+  EXPECT_EQ(__saturatef(1.5f), 1.0f);
+  EXPECT_EQ(__saturatef(NAN), 0.0f);
 }
 
 TEST(SimtLaunch, ScheduleNamesParseAndBadOnesAreRejected) {

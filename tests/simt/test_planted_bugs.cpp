@@ -51,6 +51,21 @@ TEST(SimtPlantedBugs, ReductionMissingSyncthreadsIsWrongUnderRandomSchedules) {
   }
 }
 
+TEST(SimtPlantedBugs, RandomScheduleIsDeterministicForASeed) {
+  const unsigned block = 256;
+  const std::size_t n = 8 * block;
+  const std::vector<int> x = testing::random_ints(n, 1, 1000, 4);
+  auto run = [&](std::uint64_t seed) {
+    ScopedLaunchOptions scoped(with_schedule(Schedule::kRandom, seed));
+    std::vector<int> sums(n / block);
+    cuda_examples::planted_sum_missing_barrier(x.data(), sums.data(), n, block);
+    return sums;
+  };
+  EXPECT_EQ(run(21), run(21))
+      << "the same seed must replay the same interleaving, whatever the workers do";
+  EXPECT_NE(run(21), run(22)) << "different seeds should give different interleavings";
+}
+
 TEST(SimtPlantedBugs, RaceHiddenByIndexOrderIsExposedByReverseAndRandomSchedules) {
   const unsigned n = 256;
   const std::vector<int> x = testing::random_ints(n, 1, 1000, 5);
