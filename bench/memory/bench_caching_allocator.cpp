@@ -1,0 +1,95 @@
+// The caching allocator's cost beside glibc malloc/free of the same sizes, in the same run.
+//
+//   build/bench/bin/bench_caching_allocator
+//
+// BM_CachedAllocFreePair: malloc + free served from the cache (the steady state of a training
+// loop). BM_CacheMissAllocFreePair: every malloc gets a new segment from the sim backing (mmap) and
+// empty_cache returns it (munmap).
+// Each benchmark runs glibc malloc/free of the same size in alternating chunks with the allocator
+// and reports thread-CPU ns per pair for both and `vs_malloc` = allocator / glibc (the target for
+// the cached pair is at most 4).
+#include <benchmark/benchmark.h>
+
+#include <time.h>
+
+#include <cstdlib>
+
+#include "common/memory/caching_allocator.h"
+
+namespace {
+
+using vramlab::memory::Block;
+using vramlab::memory::CachingAllocator;
+
+// Thread CPU time, so other processes on a busy machine do not skew the ratio.
+double thread_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
+// Runs the allocator and glibc in alternating chunks of `chunk` pairs for every benchmark
+// iteration, and reports both per-pair CPU times and their ratio.
+template <typename AllocatorPair>
+void run_beside_malloc(benchmark::State& state, std::size_t bytes, int chunk,
+                       AllocatorPair&& allocator_pair) {
+  double allocator_ns = 0.0;
+  double malloc_ns = 0.0;
+  std::int64_t pairs = 0;
+  for (auto _ : state) {
+    double start = thread_cpu_ns();
+    for (int i = 0; i < chunk; ++i) allocator_pair();
+    allocator_ns += thread_cpu_ns() - start;
+    start = thread_cpu_ns();
+    for (int i = 0; i < chunk; ++i) {
+      void* pointer = std::malloc(bytes);
+      benchmark::DoNotOptimize(pointer);
+      std::free(pointer);
+    }
+    malloc_ns += thread_cpu_ns() - start;
+    pairs += chunk;
+  }
+  state.counters["allocator_ns"] = allocator_ns / static_cast<double>(pairs);
+  state.counters["malloc_ns"] = malloc_ns / static_cast<double>(pairs);
+  state.counters["vs_malloc"] = allocator_ns / malloc_ns;
+  state.SetItemsProcessed(pairs);
+}
+
+void BM_CachedAllocFreePair(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  CachingAllocator allocator(vramlab::memory::make_host_backing(64ULL << 30), "sim:bench", 0);
+  allocator.free(allocator.malloc(bytes));  // warm the cache: one segment
+  run_beside_malloc(state, bytes, 256, [&] {
+    Block* block = allocator.malloc(bytes);
+    benchmark::DoNotOptimize(block);
+    allocator.free(block);
+  });
+  state.counters["segments"] = static_cast<double>(allocator.stats().num_device_alloc);
+}
+BENCHMARK(BM_CachedAllocFreePair)
+    ->Arg(512)
+    ->Arg(4096)
+    ->Arg(64 << 10)
+    ->Arg(1 << 20)
+    ->Arg(8 << 20)
+    ->Arg(64 << 20);
+
+void BM_CacheMissAllocFreePair(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  CachingAllocator allocator(vramlab::memory::make_host_backing(64ULL << 30), "sim:bench", 0);
+  run_beside_malloc(state, bytes, 16, [&] {
+    Block* block = allocator.malloc(bytes);
+    benchmark::DoNotOptimize(block);
+    allocator.free(block);
+    allocator.empty_cache();
+  });
+  state.counters["segments"] = static_cast<double>(allocator.stats().num_device_alloc);
+}
+BENCHMARK(BM_CacheMissAllocFreePair)
+    ->Arg(512)
+    ->Arg(64 << 10)
+    ->Arg(1 << 20)
+    ->Arg(8 << 20)
+    ->Arg(64 << 20);
+
+}  // namespace
