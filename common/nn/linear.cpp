@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "kernels/cpu/matmul.h"
+#include "common/nn/parallel_linear.h"
 
 namespace vramlab::nn {
 
@@ -22,7 +22,7 @@ void Linear::forward(const Runtime& runtime, float* out, const float* inp, int64
   if (!runtime.runs_kernels()) return;
   const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
   const float* bias = bias_ ? params_.value(*bias_) + row_begin_ : nullptr;   // (OC)
-  kernels::cpu::matmul_forward(out, inp, weight, bias, N, in_features_, out_features_);
+  parallel_linear_forward(out, inp, weight, bias, N, in_features_, out_features_);
 }
 
 void Linear::backward(const Runtime& runtime, float* dinp, const float* dout, const float* inp,
@@ -31,8 +31,7 @@ void Linear::backward(const Runtime& runtime, float* dinp, const float* dout, co
   const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
   float* dweight = params_.grad(*weight_) + row_begin_ * in_features_;        // (OC, C)
   float* dbias = bias_ ? params_.grad(*bias_) + row_begin_ : nullptr;         // (OC)
-  kernels::cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, in_features_,
-                                out_features_);
+  parallel_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, in_features_, out_features_);
 }
 
 }  // namespace vramlab::nn

@@ -6,6 +6,8 @@
 
 #include "common/platform/errors.h"
 
+extern "C" void openblas_set_num_threads(int num_threads);  // stable OpenBLAS symbol
+
 namespace vramlab::nn {
 
 namespace {
@@ -16,6 +18,9 @@ constexpr uint64_t kUnlimitedBytes = memory::kOneExaByte;
 }  // namespace
 
 Runtime::Runtime(const memory::Device& device) : device_(device) {
+  // One OpenMP pool owns the cores; OpenBLAS runs inside it, one thread per call
+  // (parallel_linear.h).
+  openblas_set_num_threads(1);
   switch (device.kind) {
     case memory::DeviceKind::cpu:
       allocator_ = std::make_unique<memory::CachingAllocator>(

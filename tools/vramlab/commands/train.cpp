@@ -26,8 +26,6 @@
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
 
-extern "C" void openblas_set_num_threads(int num_threads);  // stable OpenBLAS symbol
-
 namespace vramlab::cli {
 
 namespace {
@@ -101,7 +99,6 @@ void run_train(const TrainCommandOptions& o) {
   require_positive("--batch", o.batch);
   if (o.threads > 0) {
     omp_set_num_threads(static_cast<int>(o.threads));
-    openblas_set_num_threads(static_cast<int>(o.threads));
   }
   const memory::Device device = memory::parse_device(o.device);
   train::TrainOptions options;
@@ -214,7 +211,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
   cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
   cmd->add_option("--device", opts->device, "cpu | sim[:preset|:size] | meta (default cpu)");
-  cmd->add_option("--threads", opts->threads, "OpenMP and OpenBLAS threads (default: all)");
+  cmd->add_option("--threads", opts->threads,
+                  "Threads of the runtime's OpenMP pool (default: all cores)");
   cmd->add_option("--seed", opts->seed, "Seed of the weights and the token stream (default 1)");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
   cmd->callback([opts, &exit_code] {

@@ -1,0 +1,33 @@
+/// \file
+/// \brief The linear layer's GEMMs split over the OpenMP threads, each thread calling
+/// single-threaded OpenBLAS on its band of rows.
+///
+/// Why: Debian's OpenBLAS runs its own pthread pool. Alternating OpenBLAS calls with OpenMP
+/// kernels leaves two pools of busy-waiting threads fighting for the same cores (measured: more
+/// than half of a gpt2-tiny step spent spinning in libgomp on 2 cores). With one OpenMP pool that
+/// owns every core and OpenBLAS pinned to one thread (set by Runtime), the GEMMs stay large (one
+/// band per thread) and nothing spins against them.
+#pragma once
+
+#include <cstdint>
+
+namespace vramlab::nn {
+
+/// out = inp · weightᵀ + bias, rows split over the threads.
+/// \param out (N, OC). \param inp (N, C). \param weight (OC, C). \param bias (OC) or nullptr.
+/// \param N rows. \param C input features. \param OC output features.
+/// \throws vramlab::UsageError on a size OpenBLAS cannot index (checked before any thread starts).
+void parallel_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                             int64_t N, int64_t C, int64_t OC);
+
+/// dinp += dout · weight (rows split), dweight += doutᵀ · inp and dbias += Σ dout (output
+/// features split; each dbias column summed over rows in order, so deterministic).
+/// \param dinp (N, C) or nullptr. \param dweight (OC, C). \param dbias (OC) or nullptr.
+/// \param dout (N, OC). \param inp (N, C). \param weight (OC, C).
+/// \param N rows. \param C input features. \param OC output features.
+/// \throws vramlab::UsageError on a size OpenBLAS cannot index.
+void parallel_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                              const float* inp, const float* weight, int64_t N, int64_t C,
+                              int64_t OC);
+
+}  // namespace vramlab::nn

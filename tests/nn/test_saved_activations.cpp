@@ -1,0 +1,160 @@
+// SavedActivations: what a training step keeps for backward equals the estimator's runtime
+// layout tensor by tensor (names, shapes, bytes), policies other than `save` are refused, the
+// store empties during backward, and meta/cuda dispatch behave as documented.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/estimate/runtime_activations.h"
+#include "common/memory/device.h"
+#include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::nn {
+namespace {
+
+std::vector<int32_t> token_ids(int64_t n, int64_t vocab, int64_t salt) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7 + salt) % vocab);
+  return ids;
+}
+
+// Runs a forward on `device` and compares the store's listing with the estimator's contract.
+void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64_t T,
+                                     const std::string& device) {
+  Runtime runtime(memory::parse_device(device));
+  DecoderModel model(runtime, config, 1);
+  SavedActivations saved(runtime, config.layers);
+  const auto tokens = token_ids(B * T, config.vocab, 1),
+             targets = token_ids(B * T, config.vocab, 2);
+  model.forward(saved, tokens.data(), targets.data(), B, T);
+  const auto listed = saved.list();
+  const auto per_layer = estimate::runtime_saved_activations_per_layer(config, B, T);
+  const auto outside = estimate::runtime_saved_activations_outside_layers(config, B, T);
+  ASSERT_EQ(listed.size(), per_layer.size() * static_cast<size_t>(config.layers) + outside.size())
+      << config.name << " on " << device;
+  std::vector<SavedActivationInfo> by_layer_outside;
+  size_t index_in_layer = 0;
+  int64_t current_layer = 0;
+  int64_t layer_bytes = 0;
+  for (const SavedActivationInfo& info : listed) {
+    if (info.layer < 0) {
+      by_layer_outside.push_back(info);
+      continue;
+    }
+    if (info.layer != current_layer) {
+      EXPECT_EQ(layer_bytes, estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32))
+          << "layer " << current_layer;
+      current_layer = info.layer;
+      index_in_layer = 0;
+      layer_bytes = 0;
+    }
+    ASSERT_LT(index_in_layer, per_layer.size());
+    const auto& spec = per_layer[index_in_layer++];
+    EXPECT_EQ(info.name, spec.name) << "layer " << info.layer;
+    EXPECT_EQ(info.bytes, spec.numel() * 4) << info.name;
+    // qkv is stored as three planes (3, B, T, C) instead of (B, T, 3C): same bytes.
+    if (info.name != "qkv") {
+      EXPECT_EQ(info.shape, spec.shape) << info.name;
+    }
+    EXPECT_EQ(info.dtype, DType::f32);
+    layer_bytes += info.bytes;
+  }
+  EXPECT_EQ(layer_bytes, estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32));
+  ASSERT_EQ(by_layer_outside.size(), outside.size());
+  for (size_t i = 0; i < outside.size(); ++i) {
+    EXPECT_EQ(by_layer_outside[i].name, outside[i].name);
+    EXPECT_EQ(by_layer_outside[i].shape, outside[i].shape) << outside[i].name;
+  }
+  EXPECT_EQ(saved.bytes(), estimate::runtime_activation_bytes_total(config, B, T, DType::f32));
+  // The allocator sees them as activations: each block rounded up to 512 bytes, and a large-pool
+  // block keeps a remainder below 1 MiB unsplit (PyTorch's should_split).
+  const int64_t activation_bytes =
+      runtime.allocator().category_stats().of(memory::MemoryCategory::activation).current;
+  EXPECT_GE(activation_bytes, saved.bytes());
+  EXPECT_LT(activation_bytes,
+            saved.bytes() + (int64_t{1} << 20) * static_cast<int64_t>(listed.size()));
+  model.backward(saved, tokens.data(), targets.data(), B, T);
+  EXPECT_TRUE(saved.list().empty());
+  EXPECT_EQ(runtime.allocator().category_stats().of(memory::MemoryCategory::activation).current, 0);
+  EXPECT_EQ(runtime.allocator().category_stats().of(memory::MemoryCategory::temporary).current, 0);
+}
+
+TEST(SavedActivations, Gpt2LayoutIsTheEstimatorsRuntimeLayout) {
+  expect_layout_matches_estimator(gpt2_config("layout-gpt2", 3, 32, 4, 50, 16), 3, 11, "cpu");
+}
+
+TEST(SavedActivations, LlamaLayoutIsTheEstimatorsRuntimeLayout) {
+  expect_layout_matches_estimator(llama_config("layout-llama", 2, 32, 4, 2, 40, 50, 16), 2, 9,
+                                  "sim:64MiB");
+}
+
+TEST(SavedActivations, MetaDeviceSavesTheSameLayoutWithoutRunningKernels) {
+  expect_layout_matches_estimator(model_config_by_name("gpt2-124m"), 4, 1024, "meta");
+}
+
+TEST(SavedActivations, PoliciesOtherThanSaveAreRefusedNotReplaced) {
+  Runtime runtime(memory::parse_device("cpu"));
+  SavedActivations saved(runtime, 4);
+  EXPECT_NO_THROW(saved.set_policy(2, ActivationPolicy::save));
+  for (const ActivationPolicy policy :
+       {ActivationPolicy::recompute, ActivationPolicy::offload, ActivationPolicy::compress}) {
+    try {
+      saved.set_policy(1, policy);
+      FAIL() << "policy " << activation_policy_name(policy) << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not implemented in this issue"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string(activation_policy_name(policy))),
+                std::string::npos);
+    }
+    EXPECT_EQ(saved.policy(1), ActivationPolicy::save);
+  }
+  EXPECT_THROW(saved.set_policy(4, ActivationPolicy::save), UsageError);
+  EXPECT_THROW(saved.set_policy(-1, ActivationPolicy::save), UsageError);
+}
+
+TEST(SavedActivations, ListsNameLayerShapeDtypeAndBytesAndRefusesDuplicates) {
+  Runtime runtime(memory::parse_device("cpu"));
+  SavedActivations saved(runtime, 2);
+  saved.save(1, "att", {2, 3, 5, 5});
+  saved.save(-1, "tokens", {2, 5}, DType::i32);
+  EXPECT_THROW(saved.save(1, "att", {1}), std::logic_error);
+  EXPECT_THROW(saved.save(2, "x", {1}), std::logic_error);
+  const auto list = saved.list();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "att");
+  EXPECT_EQ(list[0].layer, 1);
+  EXPECT_EQ(list[0].shape, (std::vector<int64_t>{2, 3, 5, 5}));
+  EXPECT_EQ(list[0].bytes, 2 * 3 * 5 * 5 * 4);
+  EXPECT_EQ(list[1].dtype, DType::i32);
+  EXPECT_EQ(list[1].bytes, 40);
+  EXPECT_EQ(saved.bytes(), 600 + 40);
+  EXPECT_THROW((void)saved.get(0, "att"), std::logic_error);
+  saved.release_layer(1);
+  EXPECT_EQ(saved.list().size(), 1u);
+}
+
+TEST(Runtime, CudaDeviceNeedsAGpuBuild) {
+  try {
+    Runtime runtime(memory::parse_device("cuda:0"));
+    FAIL() << "cuda accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a GPU build"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Runtime, MetaDeviceRunsNoKernelAndCpuAndSimDo) {
+  EXPECT_FALSE(Runtime(memory::parse_device("meta")).runs_kernels());
+  EXPECT_TRUE(Runtime(memory::parse_device("cpu")).runs_kernels());
+  EXPECT_TRUE(Runtime(memory::parse_device("sim:t4-16g")).runs_kernels());
+}
+
+}  // namespace
+}  // namespace vramlab::nn
