@@ -6,6 +6,8 @@
 // Run: build/bench/bin/bench_simt [--benchmark_filter=Matmul]
 #include <benchmark/benchmark.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <cstddef>
 #include <random>
@@ -25,12 +27,27 @@ LaunchOptions with_workers(const benchmark::State& state, int argument_index) {
   return options;
 }
 
-// Runs `launch` once per iteration; returns the wall-clock nanoseconds of all iterations.
+double process_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
+// Wall-clock and process CPU nanoseconds of all iterations.
+struct Elapsed {
+  double wall_ns;
+  double cpu_ns;
+};
+
+// Runs `launch` once per iteration and times all iterations.
 template <class Launch>
-double time_iterations_ns(benchmark::State& state, Launch launch) {
+Elapsed time_iterations(benchmark::State& state, Launch launch) {
+  const double cpu_start = process_cpu_ns();
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) launch();
-  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double wall =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  return {wall, process_cpu_ns() - cpu_start};
 }
 
 // Args: blocks, threads per block, workers.
@@ -38,10 +55,11 @@ void BM_EmptyKernel(benchmark::State& state) {
   const auto blocks = static_cast<unsigned>(state.range(0));
   const auto threads = static_cast<unsigned>(state.range(1));
   ScopedLaunchOptions scoped(with_workers(state, 2));
-  const double total_ns =
-      time_iterations_ns(state, [&] { vramlab::cuda_examples::empty_kernel(blocks, threads); });
+  const Elapsed elapsed =
+      time_iterations(state, [&] { vramlab::cuda_examples::empty_kernel(blocks, threads); });
   const double threads_run = static_cast<double>(state.iterations()) * blocks * threads;
-  state.counters["ns_per_thread"] = total_ns / threads_run;
+  state.counters["ns_per_thread"] = elapsed.wall_ns / threads_run;
+  state.counters["cpu_ns_per_thread"] = elapsed.cpu_ns / threads_run;
 }
 BENCHMARK(BM_EmptyKernel)
     ->Args({64, 256, 1})
@@ -56,11 +74,12 @@ void BM_BarrierLoop(benchmark::State& state) {
   const auto threads = static_cast<unsigned>(state.range(1));
   const auto barriers = static_cast<int>(state.range(2));
   ScopedLaunchOptions scoped(with_workers(state, 3));
-  const double total_ns = time_iterations_ns(
+  const Elapsed elapsed = time_iterations(
       state, [&] { vramlab::cuda_examples::barrier_loop(blocks, threads, barriers); });
   const double thread_barriers =
       static_cast<double>(state.iterations()) * blocks * threads * barriers;
-  state.counters["ns_per_barrier_per_thread"] = total_ns / thread_barriers;
+  state.counters["ns_per_barrier_per_thread"] = elapsed.wall_ns / thread_barriers;
+  state.counters["cpu_ns_per_barrier_per_thread"] = elapsed.cpu_ns / thread_barriers;
 }
 BENCHMARK(BM_BarrierLoop)
     ->Args({16, 256, 64, 1})
