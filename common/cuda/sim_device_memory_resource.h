@@ -1,0 +1,62 @@
+/// \file
+/// \brief Routes the SIMT emulator's device allocations (simt::device_malloc, DeviceBuffer)
+/// through a vramlab device's caching allocator, so a memory lesson sees what emulated CUDA
+/// kernels allocate in that device's memory_stats, snapshots and OOM errors.
+///
+///     auto device = vramlab::memory::parse_device("sim:t4-16g");
+///     vramlab::cuda::SimDeviceMemoryResource resource(device);
+///     vramlab::cuda::ScopedDeviceMemoryResource use(resource);
+///     vramlab::simt::DeviceBuffer<float> x(1 << 20);  // counted in the sim device's stats
+#pragma once
+
+#include <string>
+
+#include "common/memory/device.h"
+#include "common/memory/device_allocator.h"
+#include "common/memory/memory_category.h"
+#include "kernels/simt/device_memory.h"
+
+namespace vramlab::cuda {
+
+/// A simt::DeviceMemoryResource backed by DeviceAllocator::raw_alloc/raw_free of one device.
+class SimDeviceMemoryResource final : public simt::DeviceMemoryResource {
+ public:
+  /// \param device a device whose memory the host can touch (cpu or sim): emulated kernels
+  /// dereference device pointers on the CPU. \param category the memory category the allocations
+  /// are counted under. \param name the name recorded with each allocation (history, snapshots).
+  /// \throws vramlab::UsageError for a meta or cuda device (their memory is not host memory).
+  explicit SimDeviceMemoryResource(const memory::Device& device,
+                                   memory::MemoryCategory category = memory::MemoryCategory::other,
+                                   std::string name = "emulated kernel buffer");
+  /// \param bytes how much. \return memory of the device (the caching allocator's blocks are at
+  /// least 512-byte aligned). \throws memory::OutOfMemoryError when the device is full.
+  void* allocate(std::size_t bytes) override;
+  /// \param pointer memory from allocate() (nullptr is ignored).
+  void deallocate(void* pointer) override;
+  /// \return the allocator of the device, for its stats.
+  memory::DeviceAllocator& allocator() const { return allocator_; }
+
+ private:
+  memory::DeviceAllocator& allocator_;
+  memory::MemoryCategory category_;
+  std::string name_;
+};
+
+/// Makes a resource the emulator's device memory for the lifetime of this object, then restores
+/// the previous one. Not thread-safe against concurrent allocations (see
+/// simt::set_device_memory_resource).
+class ScopedDeviceMemoryResource {
+ public:
+  /// \param resource the resource to use until destruction.
+  explicit ScopedDeviceMemoryResource(simt::DeviceMemoryResource& resource)
+      : previous_(simt::set_device_memory_resource(&resource)) {}
+  /// Restores the previous resource.
+  ~ScopedDeviceMemoryResource() { simt::set_device_memory_resource(previous_); }
+  ScopedDeviceMemoryResource(const ScopedDeviceMemoryResource&) = delete;
+  ScopedDeviceMemoryResource& operator=(const ScopedDeviceMemoryResource&) = delete;
+
+ private:
+  simt::DeviceMemoryResource* previous_;
+};
+
+}  // namespace vramlab::cuda

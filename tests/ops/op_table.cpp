@@ -1,0 +1,706 @@
+// The one table of the op harness: every op of the training runtime with its shapes, buffers and
+// the three calls (double reference, CPU fast path, CUDA launcher). Compiled twice: as is, its
+// CUDA calls go to the emulated kernels (emulated_op_table); op_table_gpu.cpp includes it with
+// VRAMLAB_CUDA_OPS_ABI = gpu so the same table drives the nvcc-built kernels (gpu_op_table).
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/kernels.h"
+#include "kernels/cuda/ops.h"
+#include "tests/ops/op_harness.h"
+
+#if !defined(VRAMLAB_OPS_TABLE_FUNCTION)
+#define VRAMLAB_OPS_TABLE_FUNCTION emulated_op_table
+#endif
+
+namespace vramlab::ops_test {
+namespace {
+
+namespace cpu = kernels::cpu;
+namespace cuda = kernels::cuda;
+using kernels::cuda::KernelVersion;
+
+// Sanitized builds run the fibers several times slower: drop the largest shapes there.
+#if defined(VRAMLAB_SANITIZE)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+constexpr double kElementwiseTolerance = 2e-6;
+constexpr double kRowTolerance = 1e-5;
+constexpr double kLongSumTolerance = 2e-5;
+
+// "N33_C257": each size as its name and value, joined by '_' (ostringstream: GCC 12 warns
+// falsely on string literal + std::string temporaries under -O2).
+std::string label(std::initializer_list<std::pair<const char*, int64_t>> sizes,
+                  bool misaligned = false) {
+  std::ostringstream text;
+  const char* separator = "";
+  for (const auto& [name, value] : sizes) {
+    text << separator << name << value;
+    separator = "_";
+  }
+  if (misaligned) text << "_misaligned";
+  return text.str();
+}
+
+BufferSpec out(std::string name, int64_t count) {
+  return {std::move(name), count, Dtype::f32, Init::normal, 1.0, true};
+}
+BufferSpec in(std::string name, int64_t count, double scale = 1.0) {
+  return {std::move(name), count, Dtype::f32, Init::normal, scale, false};
+}
+BufferSpec positive(std::string name, int64_t count, bool compare = false) {
+  return {std::move(name), count, Dtype::f32, Init::positive, 1.0, compare};
+}
+BufferSpec indices(std::string name, int64_t count) {
+  return {std::move(name), count, Dtype::i32, Init::index_below_V, 1.0, false};
+}
+BufferSpec f64_out(std::string name) {
+  return {std::move(name), 1, Dtype::f64, Init::normal, 1.0, true};
+}
+
+// Sizes below a warp, around it, not multiples of the block size, and one misaligned buffer set.
+std::vector<Shape> flat_shapes() {
+  std::vector<Shape> shapes;
+  for (int64_t n : {0, 1, 7, 31, 33, 257, 1001}) {
+    Shape s;
+    s.label = label({{"n", n}});
+    s.n = n;
+    shapes.push_back(s);
+  }
+  Shape misaligned;
+  misaligned.label = "n1027_misaligned";
+  misaligned.n = 1027;
+  misaligned.misaligned = true;
+  shapes.push_back(misaligned);
+  if (!kSanitized) {
+    Shape large;
+    large.label = "n70001";
+    large.n = 70001;
+    shapes.push_back(large);
+  }
+  return shapes;
+}
+
+Shape rows(int64_t N, int64_t C, bool misaligned = false) {
+  Shape s;
+  s.label = label({{"N", N}, {"C", C}}, misaligned);
+  s.N = N;
+  s.C = C;
+  s.misaligned = misaligned;
+  return s;
+}
+
+// C % 4 == 0 with aligned rows takes the float4 paths of the v2 kernels.
+std::vector<Shape> row_shapes() {
+  std::vector<Shape> shapes{rows(1, 1),    rows(3, 7),         rows(31, 33), rows(33, 257),
+                            rows(129, 64), rows(9, 128, true), rows(2, 1000)};
+  if (!kSanitized) shapes.push_back(rows(257, 129));
+  return shapes;
+}
+
+std::vector<Shape> cross_entropy_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [N, V, Vp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {3, 7, 8}, {31, 33, 36}, {33, 257, 257}, {129, 50, 64}, {4, 1000, 1024}}) {
+    Shape s;
+    s.label = label({{"N", N}, {"V", V}, {"Vp", Vp}});
+    s.N = N;
+    s.V = V;
+    s.Vp = Vp;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::vector<Shape> embedding_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [B, T, C, V] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+           {1, 1, 1, 1}, {2, 3, 7, 5}, {2, 31, 33, 50}, {1, 129, 16, 3}, {3, 33, 257, 17}}) {
+    Shape s;
+    s.label = label({{"B", B}, {"T", T}, {"C", C}, {"V", V}});
+    s.B = B;
+    s.T = T;
+    s.C = C;
+    s.V = V;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::vector<Shape> head_shapes(bool with_kv_groups) {
+  std::vector<Shape> shapes;
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>> sizes{
+      {1, 1, 1, 1, 2}, {1, 3, 2, 1, 4}, {2, 31, 4, 2, 8}, {1, 33, 3, 3, 16}};
+  if (!kSanitized) sizes.emplace_back(1, 129, 2, 1, 8);
+  for (auto [B, T, H, Hkv, D] : sizes) {
+    Shape s;
+    s.B = B;
+    s.T = T;
+    s.H = H;
+    s.Hkv = with_kv_groups ? Hkv : H;
+    s.D = D;
+    s.label = with_kv_groups ? label({{"B", B}, {"T", T}, {"H", H}, {"Hkv", s.Hkv}, {"D", D}})
+                             : label({{"B", B}, {"T", T}, {"H", H}, {"D", D}});
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::vector<Shape> optimizer_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [n, step, misaligned] :
+       std::vector<std::tuple<int64_t, int64_t, bool>>{{1, 1, false},
+                                                       {7, 2, false},
+                                                       {33, 10, false},
+                                                       {1001, 3, false},
+                                                       {1027, 4, true},
+                                                       {4099, 1000, false}}) {
+    Shape s;
+    s.label = label({{"n", n}, {"step", step}}, misaligned);
+    s.n = n;
+    s.step = step;
+    s.misaligned = misaligned;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::vector<Shape> matmul_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [N, C, OC] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {3, 7, 5}, {33, 31, 17}, {64, 257, 33}}) {
+    Shape s;
+    s.label = label({{"N", N}, {"C", C}, {"OC", OC}});
+    s.N = N;
+    s.C = C;
+    s.V = OC;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+constexpr float kScale = 0.37f;
+constexpr float kEps = 1e-5f;
+constexpr double kTheta = 10000.0;
+constexpr int64_t kPositionOffset = 3;
+
+cpu::AdamWHyperparameters adamw_hyperparameters() {
+  cpu::AdamWHyperparameters hp;
+  hp.learning_rate = 0.05f;
+  hp.weight_decay = 0.1f;
+  return hp;
+}
+
+// SGD: momentum 0.9; Nesterov on even steps, so both forms run.
+constexpr float kSgdLearningRate = 0.05f, kSgdMomentum = 0.9f, kSgdWeightDecay = 0.01f;
+
+std::vector<OpSpec> make_table() {
+  std::vector<OpSpec> t;
+
+  // ---- elementwise ----
+  t.push_back({"residual_forward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.n), in("a", s.n), in("b", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::residual_forward_reference<double>(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::residual_forward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::residual_forward(a.f(0), a.f(1), a.f(2), s.n);
+               }});
+  t.push_back({"residual_backward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("da", s.n), out("db", s.n), in("dout", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::residual_backward_reference<double>(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::residual_backward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::residual_backward(a.f(0), a.f(1), a.f(2), s.n);
+               }});
+  t.push_back({"bias_add_forward", false, kElementwiseTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("x", s.N * s.C), in("bias", s.C)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::bias_add_forward_reference<double>(a.f(0), a.f(1), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::bias_add_forward(a.f(0), a.f(1), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::bias_add_forward(a.f(0), a.f(1), s.N, s.C);
+               }});
+  t.push_back({"bias_add_backward", false, kRowTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dbias", s.C), in("dout", s.N * s.C)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::bias_add_backward_reference<double>(a.f(0), a.f(1), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::bias_add_backward(a.f(0), a.f(1), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::bias_add_backward(a.f(0), a.f(1), s.N, s.C);
+               }});
+  t.push_back({"scale_forward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.n), in("inp", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::scale_forward_reference<double>(a.f(0), a.f(1), kScale, s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::scale_forward(a.f(0), a.f(1), kScale, s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::scale_forward(a.f(0), a.f(1), kScale, s.n);
+               }});
+  t.push_back({"scale_backward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.n), in("dout", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::scale_backward_reference<double>(a.f(0), a.f(1), kScale, s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::scale_backward(a.f(0), a.f(1), kScale, s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::scale_backward(a.f(0), a.f(1), kScale, s.n);
+               }});
+
+  // ---- activations (inputs spread over [-6, 6] so both tails of the curves are exercised) ----
+  t.push_back({"gelu_forward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.n), in("inp", s.n, 3.0)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::gelu_forward_reference<double>(a.f(0), a.f(1), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) { cpu::gelu_forward(a.f(0), a.f(1), s.n); },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::gelu_forward(a.f(0), a.f(1), s.n);
+               }});
+  t.push_back({"gelu_backward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.n), in("inp", s.n, 3.0), in("dout", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::gelu_backward_reference<double>(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::gelu_backward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::gelu_backward(a.f(0), a.f(1), a.f(2), s.n);
+               }});
+  t.push_back({"silu_forward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.n), in("inp", s.n, 3.0)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::silu_forward_reference<double>(a.f(0), a.f(1), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) { cpu::silu_forward(a.f(0), a.f(1), s.n); },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::silu_forward(a.f(0), a.f(1), s.n);
+               }});
+  t.push_back({"silu_backward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.n), in("inp", s.n, 3.0), in("dout", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::silu_backward_reference<double>(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::silu_backward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::silu_backward(a.f(0), a.f(1), a.f(2), s.n);
+               }});
+  t.push_back({"swiglu_forward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.n), in("gate", s.n, 3.0), in("up", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::swiglu_forward_reference<double>(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::swiglu_forward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::swiglu_forward(a.f(0), a.f(1), a.f(2), s.n);
+               }});
+  t.push_back({"swiglu_backward", false, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dgate", s.n), out("dup", s.n), in("dout", s.n),
+                                    in("gate", s.n, 3.0), in("up", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::swiglu_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                        s.n);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::swiglu_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.n);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::swiglu_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.n);
+               }});
+
+  // ---- normalization (inputs offset by a large scale so the mean matters) ----
+  t.push_back(
+      {"layernorm_forward", true, kRowTolerance, row_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("out", s.N * s.C),     out("mean", s.N),  out("rstd", s.N),
+                            in("inp", s.N * s.C, 4.0), in("weight", s.C), in("bias", s.C)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::layernorm_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5),
+                                                  s.N, s.C, kEps);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::layernorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, kEps);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::layernorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, kEps, v);
+       }});
+  t.push_back({"layernorm_backward", true, kRowTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.N * s.C), out("dweight", s.C),  out("dbias", s.C),
+                                    in("dout", s.N * s.C),  in("inp", s.N * s.C), in("weight", s.C),
+                                    in("mean", s.N, 0.1),   positive("rstd", s.N)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::layernorm_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                           a.f(5), a.f(6), a.f(7), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::layernorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                         a.f(7), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::layernorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                          a.f(7), s.N, s.C, v);
+               }});
+  t.push_back({"rmsnorm_forward", true, kRowTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.N * s.C), out("rstd", s.N),
+                                    in("inp", s.N * s.C, 4.0), in("weight", s.C)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::rmsnorm_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C,
+                                                        kEps);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::rmsnorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, kEps);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::rmsnorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, kEps, v);
+               }});
+  t.push_back(
+      {"rmsnorm_backward", true, kRowTolerance, row_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("dinp", s.N * s.C), out("dweight", s.C), in("dout", s.N * s.C),
+                            in("inp", s.N * s.C),   in("weight", s.C),   positive("rstd", s.N)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::rmsnorm_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5),
+                                                 s.N, s.C);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, v);
+       }});
+
+  // ---- softmax (logits with standard deviation 10: the max subtraction matters) ----
+  t.push_back(
+      {"softmax_forward", true, kRowTolerance, row_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("out", s.N * s.C), in("inp", s.N * s.C, 10.0)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::softmax_forward_reference<double>(a.f(0), a.f(1), s.N, s.C);
+       },
+       [](const Shape& s, const Args<float>& a) { cpu::softmax_forward(a.f(0), a.f(1), s.N, s.C); },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::softmax_forward(a.f(0), a.f(1), s.N, s.C, v);
+       }});
+  t.push_back({"softmax_backward", true, kRowTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.N * s.C), in("dout", s.N * s.C),
+                                    positive("out", s.N * s.C)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::softmax_backward_reference<double>(a.f(0), a.f(1), a.f(2), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::softmax_backward(a.f(0), a.f(1), a.f(2), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::softmax_backward(a.f(0), a.f(1), a.f(2), s.N, s.C, v);
+               }});
+
+  // ---- fused softmax + cross-entropy ----
+  t.push_back(
+      {"cross_entropy_forward", true, kRowTolerance, cross_entropy_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("losses", s.N), out("logsumexp", s.N), out("probs", s.N * s.Vp),
+                            in("logits", s.N * s.Vp, 4.0), indices("targets", s.N)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::cross_entropy_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N,
+                                                      s.V, s.Vp);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::cross_entropy_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::cross_entropy_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp, v);
+       }});
+  t.push_back(
+      {"cross_entropy_backward", false, kRowTolerance, cross_entropy_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("dlogits", s.N * s.Vp), in("dlosses", s.N),
+                            in("logits", s.N * s.Vp), in("logsumexp", s.N),
+                            indices("targets", s.N)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::cross_entropy_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4),
+                                                       s.N, s.V, s.Vp);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::cross_entropy_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::cross_entropy_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp);
+       }});
+
+  // ---- embedding (small V: many positions share a token, so the backward sums collide) ----
+  t.push_back({"embedding_forward", false, kElementwiseTolerance, embedding_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.B * s.T * s.C), indices("tokens", s.B * s.T),
+                                    in("wte", s.V * s.C), in("wpe", s.T * s.C)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::embedding_forward_reference<double>(a.f(0), a.i32(1), a.f(2), a.f(3), s.B,
+                                                          s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::embedding_forward(a.f(0), a.i32(1), a.f(2), a.f(3), s.B, s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::embedding_forward(a.f(0), a.i32(1), a.f(2), a.f(3), s.B, s.T, s.C, s.V);
+               }});
+  t.push_back({"embedding_backward", false, kRowTolerance, embedding_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dwte", s.V * s.C), out("dwpe", s.T * s.C),
+                                    in("dout", s.B * s.T * s.C), indices("tokens", s.B * s.T)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::embedding_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.i32(3), s.B,
+                                                           s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::embedding_backward(a.f(0), a.f(1), a.f(2), a.i32(3), s.B, s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::embedding_backward(a.f(0), a.f(1), a.f(2), a.i32(3), s.B, s.T, s.C, s.V);
+               }});
+
+  // ---- RoPE ----
+  t.push_back({"rope_forward", false, kRowTolerance, head_shapes(false),
+               [](const Shape& s) {
+                 const int64_t n = s.B * s.T * s.H * s.D;
+                 return std::vector{out("out", n), in("inp", n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::rope_forward_reference<double>(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta,
+                                                     kPositionOffset);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+               }});
+  t.push_back({"rope_backward", false, kRowTolerance, head_shapes(false),
+               [](const Shape& s) {
+                 const int64_t n = s.B * s.T * s.H * s.D;
+                 return std::vector{out("dinp", n), in("dout", n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::rope_backward_reference<double>(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta,
+                                                      kPositionOffset);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+               }});
+
+  // ---- naive causal attention with grouped KV heads ----
+  t.push_back({"attention_forward", false, kLongSumTolerance, head_shapes(true),
+               [](const Shape& s) {
+                 const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+                 const int64_t scores = s.B * s.H * s.T * s.T;
+                 return std::vector{out("out", qn),   out("preatt", scores), out("att", scores),
+                                    in("q", qn, 2.0), in("k", kvn, 2.0),     in("v", kvn)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::attention_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                          a.f(5), s.B, s.T, s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.B, s.T,
+                                        s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.B, s.T,
+                                         s.H, s.Hkv, s.D);
+               }});
+  t.push_back({"attention_backward", false, kLongSumTolerance, head_shapes(true),
+               [](const Shape& s) {
+                 const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+                 const int64_t scores = s.B * s.H * s.T * s.T;
+                 return std::vector{
+                     out("dq", qn),          out("dk", kvn), out("dv", kvn),
+                     out("dpreatt", scores), in("dout", qn), in("q", qn),
+                     in("k", kvn),           in("v", kvn),   positive("att", scores)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::attention_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                           a.f(5), a.f(6), a.f(7), a.f(8), s.B, s.T,
+                                                           s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                         a.f(7), a.f(8), s.B, s.T, s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                          a.f(7), a.f(8), s.B, s.T, s.H, s.Hkv, s.D);
+               }});
+
+  // ---- reductions (double results) ----
+  t.push_back({"sum", true, kElementwiseTolerance, flat_shapes(),
+               [](const Shape& s) {
+                 return std::vector{f64_out("sum"), in("x", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 *a.f64(0) = cpu::sum_reference<double>(a.f(1), s.n);
+               },
+               [](const Shape& s, const Args<float>& a) { *a.f64(0) = cpu::sum(a.f(1), s.n); },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::sum(a.f64(0), a.f(1), s.n, v);
+               }});
+  t.push_back(
+      {"sum_of_squares", true, kElementwiseTolerance, flat_shapes(),
+       [](const Shape& s) {
+         return std::vector{f64_out("sum_of_squares"), in("x", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         *a.f64(0) = cpu::sum_of_squares_reference<double>(a.f(1), s.n);
+       },
+       [](const Shape& s, const Args<float>& a) { *a.f64(0) = cpu::sum_of_squares(a.f(1), s.n); },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::sum_of_squares(a.f64(0), a.f(1), s.n, v);
+       }});
+
+  // ---- optimizers ----
+  t.push_back({"adamw_update", true, kElementwiseTolerance, optimizer_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("param", s.n), in("grad", s.n), out("m", s.n),
+                                    positive("v", s.n, true)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::adamw_update_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), s.n,
+                                                     adamw_hyperparameters(), s.step);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::adamw_update(a.f(0), a.f(1), a.f(2), a.f(3), s.n, adamw_hyperparameters(),
+                                   s.step);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::adamw_update(a.f(0), a.f(1), a.f(2), a.f(3), s.n, adamw_hyperparameters(),
+                                    s.step, v);
+               }});
+  t.push_back(
+      {"sgd_update", false, kElementwiseTolerance, optimizer_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("param", s.n), in("grad", s.n), out("momentum_buffer", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::sgd_update_reference<double>(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate,
+                                           kSgdMomentum, kSgdWeightDecay, s.step % 2 == 0);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::sgd_update(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate, kSgdMomentum,
+                         kSgdWeightDecay, s.step % 2 == 0);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::sgd_update(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate, kSgdMomentum,
+                          kSgdWeightDecay, s.step % 2 == 0);
+       }});
+
+  // ---- GEMM (shape.V holds OC) ----
+  t.push_back({"matmul_forward", false, kLongSumTolerance, matmul_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("out", s.N * s.V), in("inp", s.N * s.C),
+                                    in("weight", s.V * s.C), in("bias", s.V)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::matmul_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C,
+                                                       s.V);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::matmul_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, s.V);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::matmul_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, s.V);
+               }});
+  t.push_back(
+      {"matmul_backward", false, kLongSumTolerance, matmul_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("dinp", s.N * s.C), out("dweight", s.V * s.C),
+                            out("dbias", s.V),      in("dout", s.N * s.V),
+                            in("inp", s.N * s.C),   in("weight", s.V * s.C)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::matmul_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N,
+                                                s.C, s.V);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::matmul_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::matmul_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
+       }});
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OpSpec>& VRAMLAB_OPS_TABLE_FUNCTION() {
+  static const std::vector<OpSpec> table = make_table();
+  return table;
+}
+
+}  // namespace vramlab::ops_test

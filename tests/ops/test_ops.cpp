@@ -1,0 +1,311 @@
+// The op harness: every op of op_table.cpp on every backend, against the double CPU reference.
+// One gtest per op × backend × schedule, each running all of the op's shapes:
+//   cpu_fast                    the OpenMP/OpenBLAS CPU kernels
+//   emulated_v1/v2_<schedule>   the CUDA kernels under the SIMT emulator, with its in-order,
+//                               reverse and random thread schedules (a race shows up as a mismatch
+//                               or a report under at least one of them)
+//   cuda_v1/v2                  the nvcc-built kernels on a real GPU; skipped with the reason when
+//                               the build has no nvcc or the machine has no GPU
+// Run: build/tests/bin/test_ops [--gtest_filter='*layernorm*']
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/platform/gpu_probe.h"
+#include "kernels/simt/device_memory.h"
+#include "kernels/simt/launch_options.h"
+#include "tests/ops/op_harness.h"
+
+#if VRAMLAB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace vramlab::ops_test {
+namespace {
+
+using kernels::cuda::KernelVersion;
+
+enum class Backend { cpu_fast, emulated, gpu };
+
+struct Case {
+  std::size_t op_index;
+  Backend backend;
+  KernelVersion version;
+  simt::Schedule schedule;
+};
+
+constexpr double kF64Tolerance = 1e-9;
+constexpr std::uint64_t kRandomScheduleSeed = 20261122;
+
+std::string case_name(const Case& c) {
+  const OpSpec& op = emulated_op_table()[c.op_index];
+  switch (c.backend) {
+    case Backend::cpu_fast:
+      return op.name + "_cpu_fast";
+    case Backend::emulated:
+      return op.name + "_emulated_" + kernels::cuda::kernel_version_name(c.version) + "_" +
+             simt::schedule_name(c.schedule);
+    case Backend::gpu:
+      return op.name + "_cuda_" + kernels::cuda::kernel_version_name(c.version);
+  }
+  return op.name;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  const auto& table = emulated_op_table();
+  for (std::size_t i = 0; i < table.size(); i++) {
+    std::vector<KernelVersion> versions{KernelVersion::v1};
+    if (table[i].has_v2) versions.push_back(KernelVersion::v2);
+    cases.push_back({i, Backend::cpu_fast, KernelVersion::v1, simt::Schedule::kInOrder});
+    for (KernelVersion v : versions) {
+      for (simt::Schedule s :
+           {simt::Schedule::kInOrder, simt::Schedule::kReverse, simt::Schedule::kRandom}) {
+        cases.push_back({i, Backend::emulated, v, s});
+      }
+    }
+    for (KernelVersion v : versions)
+      cases.push_back({i, Backend::gpu, v, simt::Schedule::kInOrder});
+  }
+  return cases;
+}
+
+std::size_t element_bytes(Dtype dtype) {
+  return dtype == Dtype::f64   ? sizeof(double)
+         : dtype == Dtype::i32 ? sizeof(int32_t)
+                               : sizeof(float);
+}
+
+// Where a backend's buffers live; misaligned buffers are shifted by 4 bytes.
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  virtual void to_device(void* device, const void* host, std::size_t bytes) = 0;
+  virtual void to_host(void* host, const void* device, std::size_t bytes) = 0;
+  virtual void synchronize() {}
+};
+
+class HostMemory final : public Memory {
+ public:
+  void* allocate(std::size_t bytes) override { return simt::device_malloc(bytes); }
+  void release(void* pointer) override { simt::device_free(pointer); }
+  void to_device(void* device, const void* host, std::size_t bytes) override {
+    if (bytes != 0) std::memcpy(device, host, bytes);
+  }
+  void to_host(void* host, const void* device, std::size_t bytes) override {
+    if (bytes != 0) std::memcpy(host, device, bytes);
+  }
+};
+
+#if VRAMLAB_HAVE_CUDA
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+class GpuMemory final : public Memory {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* pointer = nullptr;
+    check(cudaMalloc(&pointer, bytes), "cudaMalloc");
+    return pointer;
+  }
+  void release(void* pointer) override { cudaFree(pointer); }
+  void to_device(void* device, const void* host, std::size_t bytes) override {
+    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  void to_host(void* host, const void* device, std::size_t bytes) override {
+    check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  }
+  void synchronize() override { check(cudaDeviceSynchronize(), "kernel"); }
+};
+#endif
+
+// The seeded initial contents of one buffer, as bytes of its dtype.
+std::vector<unsigned char> initial_bytes(const BufferSpec& spec, const Shape& shape,
+                                         std::uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(spec.count) *
+                                   element_bytes(spec.dtype));
+  for (int64_t i = 0; i < spec.count; i++) {
+    if (spec.dtype == Dtype::i32) {
+      std::uniform_int_distribution<int64_t> token(0, std::max<int64_t>(shape.V, 1) - 1);
+      const auto value = static_cast<int32_t>(token(generator));
+      std::memcpy(bytes.data() + i * 4, &value, 4);
+      continue;
+    }
+    double value;
+    if (spec.init == Init::positive) {
+      value = std::uniform_real_distribution<double>(0.5, 1.5)(generator);
+    } else {
+      value = std::normal_distribution<double>(0.0, spec.scale)(generator);
+    }
+    if (spec.dtype == Dtype::f64) {
+      std::memcpy(bytes.data() + i * 8, &value, 8);
+    } else {
+      const auto f = static_cast<float>(value);
+      std::memcpy(bytes.data() + i * 4, &f, 4);
+    }
+  }
+  return bytes;
+}
+
+// The value of element i of a buffer as double (f32 and f64 buffers only).
+double element(const std::vector<unsigned char>& bytes, Dtype dtype, int64_t i) {
+  if (dtype == Dtype::f64) {
+    double value;
+    std::memcpy(&value, bytes.data() + i * 8, 8);
+    return value;
+  }
+  float value;
+  std::memcpy(&value, bytes.data() + i * 4, 4);
+  return value;
+}
+
+// Normalized max error of one compared buffer; a failure message names the worst element.
+::testing::AssertionResult compare(const std::string& what, const BufferSpec& spec,
+                                   const std::vector<unsigned char>& actual,
+                                   const std::vector<double>& reference, double tolerance) {
+  double max_reference = 0.0, max_diff = 0.0;
+  int64_t worst = -1;
+  for (int64_t i = 0; i < spec.count; i++) {
+    const double a = element(actual, spec.dtype, i), r = reference[static_cast<std::size_t>(i)];
+    if (!std::isfinite(r) || !std::isfinite(a)) {
+      if (a == r || (std::isnan(a) && std::isnan(r))) continue;
+      return ::testing::AssertionFailure()
+             << what << ", buffer " << spec.name << ": element " << i << " is " << a
+             << " where the reference has " << r << " (non-finite values must match exactly)";
+    }
+    max_reference = std::max(max_reference, std::fabs(r));
+    if (std::fabs(a - r) > max_diff) {
+      max_diff = std::fabs(a - r);
+      worst = i;
+    }
+  }
+  const double error = max_diff / std::max(max_reference, 1e-30);
+  if (error <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << what << ", buffer " << spec.name << ": normalized max error " << error << " = "
+         << 100.0 * error / tolerance << "% of the tolerance " << tolerance << "; max |diff| "
+         << max_diff << " at index " << worst << " (got " << element(actual, spec.dtype, worst)
+         << ", reference " << reference[static_cast<std::size_t>(worst)] << ", max |reference| "
+         << max_reference << ")";
+}
+
+// Runs one op at one shape on one backend and compares every output with the double reference.
+void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_index, const Case& c,
+               Memory* memory) {
+  const Shape& shape = op.shapes[shape_index];
+  const std::vector<BufferSpec> specs = op.buffers(shape);
+  const std::string what = case_name(c) + " at " + shape.label;
+
+  std::vector<std::vector<unsigned char>> initial;
+  for (std::size_t k = 0; k < specs.size(); k++) {
+    initial.push_back(initial_bytes(specs[k], shape, 1000003 * (shape_index + 1) + k));
+  }
+
+  // Reference: f32 buffers widened to double.
+  std::vector<std::vector<double>> reference_f(specs.size());
+  std::vector<std::vector<int32_t>> reference_i(specs.size());
+  Args<double> reference_args;
+  for (std::size_t k = 0; k < specs.size(); k++) {
+    const auto count = static_cast<std::size_t>(specs[k].count);
+    if (specs[k].dtype == Dtype::i32) {
+      reference_i[k].resize(count);
+      if (count != 0) std::memcpy(reference_i[k].data(), initial[k].data(), count * 4);
+      reference_args.pointers.push_back(reference_i[k].data());
+    } else {
+      reference_f[k].resize(count);
+      for (std::size_t i = 0; i < count; i++) {
+        reference_f[k][i] = element(initial[k], specs[k].dtype, static_cast<int64_t>(i));
+      }
+      reference_args.pointers.push_back(reference_f[k].data());
+    }
+  }
+  op.reference(shape, reference_args);
+
+  // Backend: the same initial bytes, on host memory (cpu) or device memory.
+  std::vector<std::vector<unsigned char>> results = initial;
+  if (c.backend == Backend::cpu_fast) {
+    Args<float> args;
+    for (auto& bytes : results) args.pointers.push_back(bytes.data());
+    backend_op.cpu_fast(shape, args);
+  } else {
+    const std::size_t shift = shape.misaligned ? sizeof(float) : 0;
+    std::vector<void*> allocations;
+    Args<float> args;
+    for (std::size_t k = 0; k < specs.size(); k++) {
+      void* base = memory->allocate(initial[k].size() + shift + 16);
+      allocations.push_back(base);
+      void* pointer = static_cast<unsigned char*>(base) + shift;
+      memory->to_device(pointer, initial[k].data(), initial[k].size());
+      args.pointers.push_back(pointer);
+    }
+    try {
+      backend_op.cuda(shape, args, c.version);
+      memory->synchronize();
+      for (std::size_t k = 0; k < specs.size(); k++) {
+        memory->to_host(results[k].data(), args.pointers[k], results[k].size());
+      }
+    } catch (...) {
+      for (void* base : allocations) memory->release(base);
+      throw;
+    }
+    for (void* base : allocations) memory->release(base);
+  }
+
+  for (std::size_t k = 0; k < specs.size(); k++) {
+    if (!specs[k].compare) continue;
+    const double tolerance = specs[k].dtype == Dtype::f64 ? kF64Tolerance : op.tolerance;
+    EXPECT_TRUE(compare(what, specs[k], results[k], reference_f[k], tolerance));
+  }
+}
+
+class OpsTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OpsTest, MatchesCpuReferenceAtEveryShape) {
+  const Case& c = GetParam();
+  const OpSpec& op = emulated_op_table()[c.op_index];
+  const OpSpec* backend_op = &op;
+  std::unique_ptr<Memory> memory;
+  std::unique_ptr<simt::ScopedLaunchOptions> options;
+  if (c.backend == Backend::gpu) {
+#if VRAMLAB_HAVE_CUDA
+    const platform::GpuProbe probe = platform::probe_gpus();
+    if (probe.status != platform::GpuStatus::available) {
+      GTEST_SKIP() << "SKIPPED: no GPU: " << probe.detail;
+    }
+    backend_op = &gpu_op_table()[c.op_index];
+    memory = std::make_unique<GpuMemory>();
+#else
+    GTEST_SKIP() << "SKIPPED: this build has no nvcc-compiled kernels (VRAMLAB_HAVE_CUDA is OFF); "
+                    "configure with -DVRAMLAB_CUDA=ON on a machine with an NVIDIA GPU";
+#endif
+  } else if (c.backend == Backend::emulated) {
+    simt::LaunchOptions launch = simt::launch_options();
+    launch.schedule = c.schedule;
+    launch.seed = kRandomScheduleSeed;
+    options = std::make_unique<simt::ScopedLaunchOptions>(launch);
+    memory = std::make_unique<HostMemory>();
+  }
+  for (std::size_t s = 0; s < op.shapes.size(); s++) {
+    run_shape(op, *backend_op, s, c, memory.get());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpsTest, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           return case_name(param_info.param);
+                         });
+
+}  // namespace
+}  // namespace vramlab::ops_test
