@@ -81,7 +81,9 @@ class MetaBacking final : public Backing {
 
   std::uint64_t allocate_segment(std::size_t bytes) override {
     if (!gauge_.try_take(bytes)) return 0;
-    return take_addresses(bytes);
+    const std::uint64_t address = take_addresses(bytes);
+    if (address == 0) gauge_.give_back(bytes);
+    return address;
   }
   void free_segment(std::uint64_t, std::size_t bytes) override { gauge_.give_back(bytes); }
   std::uint64_t reserve_address_range(std::size_t bytes) override { return take_addresses(bytes); }
@@ -94,10 +96,13 @@ class MetaBacking final : public Backing {
 
  private:
   // Addresses are never reused, aligned to 2 MiB like a GPU's, and start far from 0.
+  // Returns 0 when the 64-bit address space is used up (possible only on unlimited devices).
   std::uint64_t take_addresses(std::size_t bytes) {
     constexpr std::uint64_t kAlignment = 2ULL << 20;
+    const std::uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (rounded < bytes || rounded > ~0ULL - next_address_) return 0;
     const std::uint64_t address = next_address_;
-    next_address_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    next_address_ += rounded;
     return address;
   }
   CapacityGauge gauge_;
