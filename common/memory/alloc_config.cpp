@@ -95,14 +95,6 @@ void parse_roundup_power2_divisions(std::string_view value, AllocatorConfig& con
 
 }  // namespace
 
-std::size_t AllocatorConfig::divisions_for(std::size_t size_bytes) const {
-  const std::size_t log_size = static_cast<std::size_t>(std::bit_width(size_bytes)) - 1;
-  constexpr std::size_t kIntervalStartLog2 = 20;  // 1 MiB
-  std::size_t index = log_size > kIntervalStartLog2 ? log_size - kIntervalStartLog2 : 0;
-  index = std::min(index, kRoundupPower2Intervals - 1);
-  return roundup_power2_divisions[index];
-}
-
 AllocatorConfig parse_alloc_conf(std::string_view text, const AllocatorConfig& base) {
   AllocatorConfig config = base;
   config.text = std::string(text);

@@ -9,7 +9,9 @@
 /// else PYTORCH_CUDA_ALLOC_CONF, else PYTORCH_ALLOC_CONF.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -46,8 +48,14 @@ struct AllocatorConfig {
   /// The configuration text last applied, as given (PyTorch reports it in snapshots).
   std::string text;
 
-  /// \return the divisions that apply to a request of \p size_bytes.
-  std::size_t divisions_for(std::size_t size_bytes) const;
+  /// \return the divisions that apply to a request of \p size_bytes (> 0).
+  std::size_t divisions_for(std::size_t size_bytes) const {
+    // Intervals start at 1 MiB (2^20): index log2(size) - 20, clamped to [0, 15].
+    const auto log_size = static_cast<std::size_t>(std::bit_width(size_bytes)) - 1;
+    const std::size_t index =
+        log_size > 20 ? std::min(log_size - 20, kRoundupPower2Intervals - 1) : 0;
+    return roundup_power2_divisions[index];
+  }
 };
 
 /// Applies `key:value,...` settings on top of \p base.

@@ -835,11 +835,9 @@ void CachingAllocator::release_expandable_segment(Block* block) {
 
 // ---- history ----
 
-void CachingAllocator::record_trace(TraceAction action, std::uint64_t address, std::size_t size,
-                                    StreamId stream, MemoryCategory category,
-                                    std::uint32_t context_id, std::string_view name) {
-  ++event_counter_;
-  if (record_mode_ != RecordMode::all || max_trace_entries_ == 0) return;
+void CachingAllocator::store_trace_entry(TraceAction action, std::uint64_t address,
+                                         std::size_t size, StreamId stream, MemoryCategory category,
+                                         std::uint32_t context_id, std::string_view name) {
   TraceEntry entry{action,
                    address,
                    size,

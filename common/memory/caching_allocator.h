@@ -193,8 +193,17 @@ class CachingAllocator {
   void unmap_block(Block* block);
   void release_expandable_segment(Block* block);
 
+  // Counts the event; stores it only while recording everything (kept inline: the hot path).
   void record_trace(TraceAction action, std::uint64_t address, std::size_t size, StreamId stream,
-                    MemoryCategory category, std::uint32_t context_id, std::string_view name);
+                    MemoryCategory category, std::uint32_t context_id, std::string_view name) {
+    ++event_counter_;
+    if (record_mode_ == RecordMode::all && max_trace_entries_ > 0) {
+      store_trace_entry(action, address, size, stream, category, context_id, name);
+    }
+  }
+  void store_trace_entry(TraceAction action, std::uint64_t address, std::size_t size,
+                         StreamId stream, MemoryCategory category, std::uint32_t context_id,
+                         std::string_view name);
   std::vector<LiveBlockInfo> live_blocks_locked() const;
   std::vector<const Block*> all_blocks_locked() const;
 
