@@ -59,7 +59,7 @@ std::string format_percent(double percent, double allowed) {
   if (allowed == 0.0) return "exact match required";
   if (std::isinf(percent)) return "inf% of tolerance";
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.1f%% of tolerance %.3g", percent, allowed);
+  std::snprintf(buffer, sizeof buffer, "%.1f%% of tolerance", percent);
   return buffer;
 }
 

@@ -29,8 +29,8 @@ State load_state(const fs::path& path) {
     state.current = data.value("current", "");
     for (const auto& id : data.value("done", json::array()))
       state.done.insert(id.get<std::string>());
-    for (const auto& [id, level] : data.value("hints_seen", json::object()).items())
-      state.hints_seen[id] = level.get<int>();
+    const json hints_seen = data.value("hints_seen", json::object());
+    for (const auto& [id, level] : hints_seen.items()) state.hints_seen[id] = level.get<int>();
   } catch (const json::exception&) {
     throw UsageError(invalid);
   }

@@ -1,8 +1,411 @@
-// Placeholder until the workbook commands land; replaced by their real implementation.
-#include "common/platform/errors.h"
-#include "tools/vramlab/commands.h"
+// The workbook commands: `vramlab list`, `check`, `hint`, `solution`, `reset` and `run` (watch and
+// verify live in workbook_watch.cpp and workbook_verify.cpp). Every command takes --json and
+// --build-dir; exercises/README.md describes the workbook loop.
+//
+//   build/bin/vramlab list                 every exercise: DONE / PENDING / NEEDS-GPU
+//   build/bin/vramlab check 01.1           build and run your code's tests for exercise 01.1
+//   build/bin/vramlab hint 01.1 --level 2  the second hint
+//   build/bin/vramlab run 01 --mine -- …   lesson 01's binary built with your exercise code
+#include <unistd.h>
 
-void vramlab::cli::add_workbook_commands(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("list", "(not built yet)");
-  cmd->callback([&exit_code] { exit_code = vramlab::kExitFailure; });
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "common/platform/errors.h"
+#include "common/platform/gpu_probe.h"
+#include "common/report/table.h"
+#include "common/report/terminal.h"
+#include "common/workbook/process.h"
+#include "tools/vramlab/commands.h"
+#include "tools/vramlab/commands/workbook_cli.h"
+
+namespace vramlab::cli {
+
+namespace {
+
+using namespace workbook_cli;
+using nlohmann::json;
+namespace style = report::style;
+
+bool gpu_available() {
+  return platform::probe_gpus().status == platform::GpuStatus::available;
 }
+
+std::string status_of(const Context& ctx, const workbook::Exercise& ex, bool have_gpu) {
+  if (ctx.state.is_done(ex.id)) return "DONE";
+  if (ex.needs_gpu() && !have_gpu) return "NEEDS-GPU";
+  return "PENDING";
+}
+
+void add_list(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<CommonOptions>();
+  auto* cmd =
+      app.add_subcommand("list", "every exercise: DONE / PENDING / NEEDS-GPU, with its file");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    const Context ctx = load_context(*options);
+    const bool have_gpu = gpu_available();
+    const std::string current = ctx.state.current.empty() ? first_pending(ctx) : ctx.state.current;
+    if (ctx.json) {
+      json lessons = json::array();
+      for (const auto& lesson : ctx.book.lessons) {
+        json exercises = json::array();
+        size_t done = 0;
+        for (const auto& ex : lesson.exercises) {
+          done += ctx.state.is_done(ex.id);
+          exercises.push_back({{"id", ex.id},
+                               {"title", ex.title},
+                               {"status", status_of(ctx, ex, have_gpu)},
+                               {"file", ex.stub},
+                               {"current", ex.id == current}});
+        }
+        lessons.push_back({{"id", lesson.id},
+                           {"title", lesson.title},
+                           {"done", done},
+                           {"total", lesson.exercises.size()},
+                           {"exercises", exercises}});
+      }
+      print_json({{"lessons", lessons}, {"current", current}});
+      exit_code = 0;
+      return;
+    }
+    report::Table table({{""}, {"exercise"}, {"status"}, {"title"}, {"your file"}});
+    for (const auto& lesson : ctx.book.lessons)
+      for (const auto& ex : lesson.exercises) {
+        const std::string status = status_of(ctx, ex, have_gpu);
+        const report::RowStyle row = status == "DONE"      ? report::RowStyle::kGreen
+                                     : status == "PENDING" ? report::RowStyle::kNormal
+                                                           : report::RowStyle::kDim;
+        table.add_row({ex.id == current ? ">" : "", ex.id, status, ex.title, ex.stub}, row);
+      }
+    std::string out = table.render(ctx.colour);
+    for (const auto& lesson : ctx.book.lessons) out += progress_line(ctx, lesson) + "\n";
+    if (!current.empty())
+      out += style::bold("Next: ", ctx.colour) + "edit " + ctx.book.exercise(current).stub +
+             ", then `vramlab check " + current + "` (or `vramlab watch`).\n";
+    std::fputs(out.c_str(), stdout);
+    exit_code = 0;
+  });
+}
+
+void add_check(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string selector;
+    bool all = false;
+    bool reference = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("check",
+                                 "build and run an exercise's tests (ID like 01.1, a lesson like "
+                                 "01, or --all; default: the current one)");
+  cmd->add_option("target", options->selector, "exercise id (01.1) or lesson (01)");
+  cmd->add_flag("--all", options->all, "every exercise");
+  cmd->add_flag("--reference", options->reference,
+                "check the reference solution instead of your code");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    Context ctx = load_context(*options);
+    if (options->all && !options->selector.empty())
+      throw UsageError("give an exercise/lesson or --all, not both ('" + options->selector + "')");
+    std::vector<const workbook::Exercise*> chosen;
+    if (options->all) {
+      chosen = ctx.book.all_exercises();
+    } else if (!options->selector.empty()) {
+      chosen = ctx.book.select(options->selector);
+    } else {
+      const std::string current =
+          ctx.state.current.empty() ? first_pending(ctx) : ctx.state.current;
+      if (current.empty())
+        throw UsageError("every exercise is done; name one to re-check, e.g. `vramlab check 01.1`");
+      chosen = {&ctx.book.exercise(current)};
+    }
+    const bool have_gpu = gpu_available();
+    json results = json::array();
+    bool all_passed = true;
+    std::vector<std::string> lessons_seen;
+    for (const auto* ex : chosen) {
+      if (ex->needs_gpu() && !have_gpu) {
+        all_passed = false;
+        if (ctx.json) {
+          results.push_back({{"id", ex->id}, {"skipped", "needs a CUDA GPU"}, {"passed", false}});
+        } else {
+          std::printf(
+              "%s  %s\n    NEEDS-GPU: this exercise needs a CUDA GPU and none is available here "
+              "(skipped, not passed).\n",
+              ex->id.c_str(), ex->title.c_str());
+        }
+        continue;
+      }
+      if (!ctx.json)
+        std::fprintf(
+            stderr, "building and running %s ...\n",
+            (options->reference ? ex->reference_test_target() : ex->mine_test_target()).c_str());
+      const CheckResult result = check_exercise(ctx, *ex, options->reference);
+      record_check(ctx, result);
+      all_passed = all_passed && result.passed;
+      if (ctx.json) {
+        results.push_back(check_json(result));
+      } else {
+        print_check(ctx, result);
+      }
+      if (std::find(lessons_seen.begin(), lessons_seen.end(), ex->lesson_id) == lessons_seen.end())
+        lessons_seen.push_back(ex->lesson_id);
+    }
+    if (ctx.json) {
+      json progress = json::object();
+      for (const auto& id : lessons_seen) {
+        const auto& lesson = ctx.book.lesson(id);
+        size_t done = 0;
+        for (const auto& ex : lesson.exercises) done += ctx.state.is_done(ex.id);
+        progress[id] = {{"done", done}, {"total", lesson.exercises.size()}};
+      }
+      print_json({{"code", options->reference ? "reference" : "mine"},
+                  {"passed", all_passed},
+                  {"exercises", results},
+                  {"progress", progress}});
+    } else {
+      for (const auto& id : lessons_seen)
+        std::printf("%s\n", progress_line(ctx, ctx.book.lesson(id)).c_str());
+    }
+    exit_code = all_passed ? 0 : kExitFailure;
+  });
+}
+
+void add_hint(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string id;
+    int level = 0;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "hint", "the next hint for an exercise (three levels, gentle to explicit)");
+  cmd->add_option("id", options->id, "exercise id, e.g. 01.1")->required();
+  cmd->add_option("--level", options->level,
+                  "hint level 1, 2 or 3 (default: the next one you have not seen)");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    Context ctx = load_context(*options);
+    const workbook::Exercise& ex = ctx.book.exercise(options->id);
+    const int levels = static_cast<int>(ex.hints.size());
+    if (levels == 0) throw UsageError("exercise " + ex.id + " has no hints");
+    const int seen = ctx.state.hints_seen.count(ex.id) ? ctx.state.hints_seen.at(ex.id) : 0;
+    const int level = options->level != 0 ? options->level : std::min(levels, seen + 1);
+    if (level < 1 || level > levels)
+      throw UsageError("hint level " + std::to_string(level) + " is out of range for " + ex.id +
+                       " (1-" + std::to_string(levels) + ")");
+    ctx.state.hints_seen[ex.id] = std::max(seen, level);
+    workbook::save_state(ctx.state_file, ctx.state);
+    const std::string& text = ex.hints[static_cast<size_t>(level - 1)];
+    if (ctx.json) {
+      print_json({{"id", ex.id}, {"level", level}, {"levels", levels}, {"hint", text}});
+    } else {
+      std::string out = style::bold("Hint " + std::to_string(level) + "/" + std::to_string(levels) +
+                                        " for " + ex.id + " (" + ex.title + "):",
+                                    ctx.colour) +
+                        "\n  " + text + "\n";
+      if (level < levels)
+        out += style::dim("More: vramlab hint " + ex.id + " --level " + std::to_string(level + 1),
+                          ctx.colour) +
+               "\n";
+      else
+        out +=
+            style::dim("That was the last hint. After your code passes: vramlab solution " + ex.id,
+                       ctx.colour) +
+            "\n";
+      std::fputs(out.c_str(), stdout);
+    }
+    exit_code = 0;
+  });
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void add_solution(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string id;
+    bool diff = false;
+    bool reveal = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "solution", "the reference solution, once your code passes (or with --reveal)");
+  cmd->add_option("id", options->id, "exercise id, e.g. 01.1")->required();
+  cmd->add_flag("--diff", options->diff, "show the difference between your file and the reference");
+  cmd->add_flag("--reveal", options->reveal, "show it even though your code does not pass yet");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    const Context ctx = load_context(*options);
+    const workbook::Exercise& ex = ctx.book.exercise(options->id);
+    if (!ctx.state.is_done(ex.id) && !options->reveal) {
+      const std::string message =
+          "exercise " + ex.id + " is not done yet: the reference is shown once `vramlab check " +
+          ex.id + "` passes. To see it anyway: vramlab solution " + ex.id + " --reveal";
+      if (ctx.json)
+        print_json({{"id", ex.id}, {"shown", false}, {"reason", message}});
+      else
+        std::printf("%s\n", message.c_str());
+      exit_code = kExitFailure;
+      return;
+    }
+    std::string text;
+    if (options->diff) {
+      const fs::path out = fs::temp_directory_path() /
+                           ("vramlab-solution-diff-" + std::to_string(getpid()) + ".txt");
+      workbook::run_process(
+          {"diff", "-u", "--label", "yours: " + ex.stub, "--label", "reference: " + ex.reference,
+           (ctx.repo_root / ex.stub).string(), (ctx.repo_root / ex.reference).string()},
+          out, 30.0);
+      text = read_text(out);
+      fs::remove(out);
+    } else {
+      text = read_text(ctx.repo_root / ex.reference);
+    }
+    if (ctx.json) {
+      print_json({{"id", ex.id},
+                  {"shown", true},
+                  {"file", ex.reference},
+                  {options->diff ? "diff" : "text", text}});
+    } else {
+      std::printf(
+          "%s\n%s",
+          style::bold("Reference for " + ex.id + " (" + ex.reference + "):", ctx.colour).c_str(),
+          text.c_str());
+    }
+    exit_code = 0;
+  });
+}
+
+void add_reset(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string selector;
+    bool all = false;
+    bool yes = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "reset", "restore the pristine stub of an exercise (ID), a lesson, or --all");
+  cmd->add_option("target", options->selector, "exercise id (01.1) or lesson (01)");
+  cmd->add_flag("--all", options->all, "every exercise");
+  cmd->add_flag("--yes,-y", options->yes, "do not ask for confirmation");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    Context ctx = load_context(*options);
+    if (options->all == !options->selector.empty())
+      throw UsageError("reset needs one exercise (01.1), one lesson (01) or --all");
+    const auto chosen =
+        options->all ? ctx.book.all_exercises() : ctx.book.select(options->selector);
+    if (!options->yes) {
+      if (!isatty(STDIN_FILENO))
+        throw UsageError(
+            "reset discards your code and needs confirmation: run it in a terminal, or add --yes");
+      std::printf("This restores the original stub of:\n");
+      for (const auto* ex : chosen) std::printf("  %s  %s\n", ex->id.c_str(), ex->stub.c_str());
+      std::printf("Your changes to these files will be lost. Continue? [y/N] ");
+      std::fflush(stdout);
+      std::string answer;
+      std::getline(std::cin, answer);
+      if (answer != "y" && answer != "Y" && answer != "yes") {
+        std::printf("Nothing was changed.\n");
+        exit_code = kExitFailure;
+        return;
+      }
+    }
+    json reset = json::array();
+    for (const auto* ex : chosen) {
+      const fs::path out =
+          fs::temp_directory_path() / ("vramlab-reset-" + std::to_string(getpid()) + ".cpp");
+      const auto result = workbook::run_process(
+          {"git", "-C", ctx.repo_root.string(), "show", "HEAD:" + ex->stub}, out, 60.0);
+      if (!result.succeeded()) {
+        fs::remove(out);
+        throw std::runtime_error("cannot read the pristine " + ex->stub + " from git (" +
+                                 result.describe() + ")");
+      }
+      fs::copy_file(out, ctx.repo_root / ex->stub, fs::copy_options::overwrite_existing);
+      fs::remove(out);
+      ctx.state.done.erase(ex->id);
+      reset.push_back(ex->id);
+      if (!ctx.json) std::printf("reset %s (%s)\n", ex->id.c_str(), ex->stub.c_str());
+    }
+    ctx.state.current = first_pending(ctx);
+    workbook::save_state(ctx.state_file, ctx.state);
+    if (ctx.json) print_json({{"reset", reset}});
+    exit_code = 0;
+  });
+}
+
+void add_run(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string lesson;
+    bool mine = false;
+    std::vector<std::string> args;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "run", "build and run a lesson's binary: vramlab run 01 [--mine] [-- args]");
+  cmd->add_option("lesson", options->lesson, "lesson id, e.g. 01")->required();
+  cmd->add_flag("--mine", options->mine, "use your exercise code instead of the references");
+  cmd->add_option("args", options->args, "arguments for the lesson binary (after --)");
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    const Context ctx = load_context(*options);
+    const workbook::Lesson& lesson = ctx.book.lesson(options->lesson);
+    if (lesson.binary.empty())
+      throw UsageError("lesson " + lesson.id + " has no binary in its manifest");
+    const std::string target = lesson.binary + (options->mine ? "_mine" : "");
+    std::string errors;
+    std::fprintf(stderr, "building %s ...\n", target.c_str());
+    if (!build_targets(ctx, {target}, target, errors)) {
+      const bool unknown = errors.find("unknown target") != std::string::npos ||
+                           errors.find("No rule to make target") != std::string::npos;
+      if (unknown) {
+        std::fprintf(stderr,
+                     "vramlab: lesson %s's binary (%s) is not part of this checkout's build yet "
+                     "(no target '%s' in %s).\n",
+                     lesson.id.c_str(), lesson.binary.c_str(), target.c_str(),
+                     ctx.build_dir.string().c_str());
+      } else {
+        std::fprintf(stderr, "vramlab: building %s failed:\n%s", target.c_str(), errors.c_str());
+      }
+      exit_code = kExitFailure;
+      return;
+    }
+    const fs::path binary = ctx.build_dir / "bin" / target;
+    std::vector<std::string> args = {binary.string()};
+    args.insert(args.end(), options->args.begin(), options->args.end());
+    if (ctx.json) args.push_back("--json");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::execv(binary.c_str(), argv.data());
+    throw std::runtime_error("cannot run " + binary.string() + ": " + std::strerror(errno));
+  });
+}
+
+}  // namespace
+
+void add_workbook_commands(CLI::App& app, int& exit_code) {
+  add_list(app, exit_code);
+  add_check(app, exit_code);
+  add_hint(app, exit_code);
+  add_solution(app, exit_code);
+  add_reset(app, exit_code);
+  workbook_cli::add_watch_command(app, exit_code);
+  add_run(app, exit_code);
+  workbook_cli::add_verify_command(app, exit_code);
+}
+
+}  // namespace vramlab::cli

@@ -1,0 +1,97 @@
+// Lesson manifests: decoding, ids and targets, selection by exercise or lesson, unknown ids as
+// UsageErrors naming the value, and the checkout's own manifests (every file they name exists).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/platform/build_info.h"
+#include "common/platform/errors.h"
+#include "common/workbook/manifest.h"
+#include "common/workbook/verify_rules.h"
+
+namespace vramlab::workbook {
+namespace {
+
+using nlohmann::json;
+
+json sample() {
+  return json::parse(R"({
+    "id": "03", "title": "Mixed precision", "requires": ["cpu"], "binary": "lesson03_mixed",
+    "exercises": [
+      {"id": "03.1", "title": "one", "requires": ["cpu"], "stub": "exercises/03/a.cpp",
+       "reference": "solutions/03/a.cpp", "api": "lessons/03/api/a.h", "tests": ["t.cpp"],
+       "test_filter": "A.*", "hints": ["h1", "h2", "h3"],
+       "wrong": [{"name": "fp16_accumulate", "file": "solutions/03/wrong/a.cpp", "mistake": "m"}],
+       "snippets": [{"file": "exercises/03/a.cpp", "name": "stub"}]},
+      {"id": "03.2", "title": "two", "requires": ["cuda"], "stub": "s", "reference": "r", "api": "a"}
+    ]})");
+}
+
+TEST(Manifest, DecodesEveryKey) {
+  const Lesson lesson = parse_lesson_manifest(sample(), "lessons/03-mixed");
+  EXPECT_EQ(lesson.id, "03");
+  EXPECT_EQ(lesson.binary, "lesson03_mixed");
+  ASSERT_EQ(lesson.exercises.size(), 2u);
+  const Exercise& ex = lesson.exercises[0];
+  EXPECT_EQ(ex.lesson_id, "03");
+  EXPECT_EQ(ex.test_filter, "A.*");
+  EXPECT_EQ(ex.hints.size(), 3u);
+  ASSERT_EQ(ex.wrong.size(), 1u);
+  EXPECT_EQ(ex.wrong[0].name, "fp16_accumulate");
+  EXPECT_EQ(ex.target_stem(), "ex_03_1");
+  EXPECT_EQ(ex.mine_test_target(), "test_ex_03_1_mine");
+  EXPECT_EQ(ex.reference_test_target(), "test_ex_03_1_ref");
+  EXPECT_EQ(ex.wrong_test_target("fp16_accumulate"), "test_ex_03_1_wrong_fp16_accumulate");
+  EXPECT_FALSE(ex.needs_gpu());
+  EXPECT_TRUE(lesson.exercises[1].needs_gpu());
+  EXPECT_EQ(lesson.exercises[1].test_filter, "*");
+}
+
+TEST(Manifest, MalformedManifestsNameTheProblem) {
+  json no_stub = sample();
+  no_stub["exercises"][0].erase("stub");
+  try {
+    parse_lesson_manifest(no_stub, "lessons/03-mixed");
+    FAIL() << "accepted an exercise without a stub";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"stub\""), std::string::npos) << e.what();
+  }
+  json wrong_lesson = sample();
+  wrong_lesson["exercises"][0]["id"] = "04.1";
+  EXPECT_THROW(parse_lesson_manifest(wrong_lesson, "lessons/03-mixed"), UsageError);
+}
+
+TEST(Manifest, SelectionByExerciseOrLessonAndUnknownIds) {
+  Workbook book;
+  book.lessons.push_back(parse_lesson_manifest(sample(), "lessons/03-mixed"));
+  EXPECT_EQ(book.select("03.2").front()->id, "03.2");
+  EXPECT_EQ(book.select("03").size(), 2u);
+  EXPECT_EQ(book.select("3").size(), 2u);
+  EXPECT_EQ(book.select("03-mixed").size(), 2u);
+  EXPECT_EQ(book.all_exercises().size(), 2u);
+  try {
+    (void)book.exercise("03.9");
+    FAIL() << "accepted 03.9";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'03.9'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("03.1, 03.2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)book.lesson("07"), UsageError);
+  EXPECT_THROW((void)book.select("07"), UsageError);
+}
+
+TEST(Manifest, TheCheckoutsManifestsAreCompleteAndTheirFilesExist) {
+  const std::filesystem::path root = build_info::kSourceDir;
+  const Workbook book = load_workbook(root);
+  ASSERT_FALSE(book.lessons.empty());
+  EXPECT_GE(book.lesson("01").exercises.size(), 3u);
+  for (const Exercise* ex : book.all_exercises()) {
+    const auto problems = exercise_file_problems(*ex, root);
+    EXPECT_TRUE(problems.empty()) << ex->id << ": " << (problems.empty() ? "" : problems.front());
+    EXPECT_FALSE(ex->wrong.empty()) << ex->id << " has no known-wrong variant";
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::workbook

@@ -1,0 +1,125 @@
+// The workbook commands of the `vramlab` binary, run as a learner would (output to a file, no
+// terminal): bad input exits 2 naming the value, list shows lesson 01 pending, hints advance and
+// are remembered, the solution waits for a pass, reset refuses without a terminal or --yes.
+// The state goes to a temporary file (VRAMLAB_STATE_FILE) so the checkout's is untouched.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/platform/build_info.h"
+#include "common/workbook/manifest.h"
+#include "common/workbook/process.h"
+#include "common/workbook/state.h"
+
+namespace vramlab::workbook {
+namespace {
+
+namespace fs = std::filesystem;
+
+class WorkbookCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("vramlab-test-cli-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    state_ = dir_ / "state.json";
+    setenv("VRAMLAB_STATE_FILE", state_.c_str(), 1);
+    setenv("NO_COLOR", "1", 1);
+  }
+  void TearDown() override {
+    unsetenv("VRAMLAB_STATE_FILE");
+    fs::remove_all(dir_);
+  }
+  // Runs vramlab with \p args; returns its exit code and fills output_.
+  int vramlab(std::vector<std::string> args) {
+    args.insert(args.begin(), VRAMLAB_CLI_PATH);
+    const ProcessResult r = run_process(args, dir_ / "out.txt", 120.0);
+    std::ifstream in(dir_ / "out.txt");
+    std::stringstream text;
+    text << in.rdbuf();
+    output_ = text.str();
+    return r.exit_code;
+  }
+  fs::path dir_, state_;
+  std::string output_;
+};
+
+TEST_F(WorkbookCli, UnknownExerciseOrLessonIsExit2NamingIt) {
+  EXPECT_EQ(vramlab({"hint", "01.9"}), 2) << output_;
+  EXPECT_NE(output_.find("'01.9'"), std::string::npos) << output_;
+  EXPECT_EQ(vramlab({"check", "01.9"}), 2) << output_;
+  EXPECT_NE(output_.find("'01.9'"), std::string::npos) << output_;
+  EXPECT_EQ(vramlab({"solution", "42.1"}), 2) << output_;
+  EXPECT_EQ(vramlab({"run", "77"}), 2) << output_;
+  EXPECT_NE(output_.find("'77'"), std::string::npos) << output_;
+}
+
+TEST_F(WorkbookCli, HintLevelOutOfRangeIsExit2NamingIt) {
+  EXPECT_EQ(vramlab({"hint", "01.1", "--level", "4"}), 2) << output_;
+  EXPECT_NE(output_.find("level 4"), std::string::npos) << output_;
+  EXPECT_EQ(vramlab({"hint", "01.1", "--level", "0"}), 0) << output_;  // 0 = the next one
+}
+
+TEST_F(WorkbookCli, HintsAdvanceAndAreRemembered) {
+  const Workbook book = load_workbook(build_info::kSourceDir);
+  const Exercise& ex = book.exercise("01.2");
+  ASSERT_EQ(vramlab({"hint", "01.2"}), 0) << output_;
+  EXPECT_NE(output_.find("Hint 1/3"), std::string::npos) << output_;
+  EXPECT_NE(output_.find(ex.hints[0]), std::string::npos) << output_;
+  ASSERT_EQ(vramlab({"hint", "01.2"}), 0) << output_;
+  EXPECT_NE(output_.find(ex.hints[1]), std::string::npos) << output_;
+  EXPECT_EQ(load_state(state_).hints_seen.at("01.2"), 2);
+  ASSERT_EQ(vramlab({"hint", "01.2", "--level", "3", "--json"}), 0) << output_;
+  const auto j = nlohmann::json::parse(output_);
+  EXPECT_EQ(j.at("level"), 3);
+  EXPECT_EQ(j.at("hint"), ex.hints[2]);
+}
+
+TEST_F(WorkbookCli, ListShowsLesson01PendingWithFiles) {
+  ASSERT_EQ(vramlab({"list"}), 0) << output_;
+  EXPECT_NE(output_.find("01.1"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("PENDING"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("exercises/01-memory-breakdown/bytes_per_param.cpp"), std::string::npos)
+      << output_;
+  EXPECT_EQ(output_.find('\x1b'), std::string::npos) << "colour without a terminal";
+  ASSERT_EQ(vramlab({"list", "--json"}), 0) << output_;
+  const auto j = nlohmann::json::parse(output_);
+  const auto& lesson = j.at("lessons").at(0);
+  EXPECT_EQ(lesson.at("id"), "01");
+  EXPECT_EQ(lesson.at("done"), 0);
+  for (const auto& ex : lesson.at("exercises")) EXPECT_EQ(ex.at("status"), "PENDING") << ex.dump();
+  EXPECT_EQ(j.at("current"), "01.1");
+}
+
+TEST_F(WorkbookCli, DoneExercisesShowAsDoneAndUnlockTheSolution) {
+  EXPECT_EQ(vramlab({"solution", "01.1"}), 1) << output_;
+  EXPECT_NE(output_.find("--reveal"), std::string::npos) << output_;
+  State s;
+  s.done = {"01.1"};
+  save_state(state_, s);
+  ASSERT_EQ(vramlab({"solution", "01.1"}), 0) << output_;
+  EXPECT_NE(output_.find("model_state_breakdown"), std::string::npos) << output_;
+  ASSERT_EQ(vramlab({"list", "--json"}), 0) << output_;
+  const auto j = nlohmann::json::parse(output_);
+  EXPECT_EQ(j.at("lessons").at(0).at("exercises").at(0).at("status"), "DONE");
+  EXPECT_EQ(j.at("current"), "01.2");
+  ASSERT_EQ(vramlab({"solution", "01.2", "--reveal", "--json"}), 0) << output_;
+  EXPECT_NE(
+      nlohmann::json::parse(output_).at("text").get<std::string>().find("layer_activation_bytes"),
+      std::string::npos);
+}
+
+TEST_F(WorkbookCli, ResetRefusesWithoutATerminalOrYes) {
+  EXPECT_EQ(vramlab({"reset", "01.1"}), 2) << output_;
+  EXPECT_NE(output_.find("--yes"), std::string::npos) << output_;
+  EXPECT_EQ(vramlab({"reset"}), 2) << output_;
+}
+
+}  // namespace
+}  // namespace vramlab::workbook

@@ -1,0 +1,138 @@
+// `vramlab verify`: what CI runs (.ci/run) to prove every exercise is real. It fails (exit 1)
+// unless every reference passes its tests, every stub fails every one of its tests with the NOT
+// IMPLEMENTED message, every known-wrong variant fails at least one test (a crash or a timeout is
+// a failure of verify), and every exercise has three hints, tests and its doc snippets;
+// `--docs` also builds the Doxygen docs, whose warnings are errors.
+//
+//   build/bin/vramlab verify [ID|LESSON] [--docs] [--timeout 120] [--json]
+#include <cstdio>
+#include <memory>
+
+#include "common/platform/errors.h"
+#include "common/report/table.h"
+#include "common/report/terminal.h"
+#include "common/workbook/verify_rules.h"
+#include "tools/vramlab/commands/workbook_cli.h"
+
+namespace vramlab::cli::workbook_cli {
+
+namespace {
+
+using nlohmann::json;
+namespace style = report::style;
+
+struct Finding {
+  std::string exercise;
+  std::string check;  // "files", "reference", "stub", "wrong:<name>", "docs", "build"
+  std::vector<std::string> problems;
+};
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, int& exit_code) {
+  struct Options : CommonOptions {
+    std::string selector;
+    bool docs = false;
+    double timeout_seconds = 120.0;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd =
+      app.add_subcommand("verify",
+                         "CI: every reference passes, every stub fails with NOT IMPLEMENTED, every "
+                         "known-wrong variant is caught, hints/tests/snippets exist");
+  cmd->add_option("target", options->selector, "only this exercise (01.1) or lesson (01)");
+  cmd->add_flag("--docs", options->docs,
+                "also build the docs target (Doxygen, warnings are errors)");
+  cmd->add_option("--timeout", options->timeout_seconds, "seconds each test binary may run")
+      ->check(CLI::PositiveNumber);
+  add_common_options(cmd, *options);
+  cmd->callback([options, &exit_code] {
+    const Context ctx = load_context(*options);
+    const auto chosen =
+        options->selector.empty() ? ctx.book.all_exercises() : ctx.book.select(options->selector);
+    std::vector<Finding> findings;
+
+    std::vector<std::string> targets;
+    for (const auto* ex : chosen) {
+      findings.push_back({ex->id, "files", workbook::exercise_file_problems(*ex, ctx.repo_root)});
+      targets.push_back(ex->reference_test_target());
+      targets.push_back(ex->mine_test_target());
+      for (const auto& w : ex->wrong) targets.push_back(ex->wrong_test_target(w.name));
+    }
+    if (!targets.empty()) {
+      std::fprintf(stderr, "verify: building %zu test binaries ...\n", targets.size());
+      std::string errors;
+      if (!build_targets(ctx, targets, "verify", errors)) {
+        findings.push_back(
+            {"*", "build", {"building the exercise test binaries failed:\n" + errors}});
+      } else {
+        const fs::path work = ctx.build_dir / "workbook" / "verify";
+        for (const auto* ex : chosen) {
+          std::fprintf(stderr, "verify: %s ...\n", ex->id.c_str());
+          const auto run = [&](const std::string& target) {
+            return workbook::run_test_binary(test_binary(ctx, target), ex->test_filter, work,
+                                             options->timeout_seconds);
+          };
+          findings.push_back({ex->id, "reference",
+                              workbook::reference_problems(run(ex->reference_test_target()))});
+          findings.push_back(
+              {ex->id, "stub", workbook::stub_problems(run(ex->mine_test_target()), ex->id)});
+          for (const auto& w : ex->wrong)
+            findings.push_back(
+                {ex->id, "wrong:" + w.name,
+                 workbook::wrong_variant_problems(run(ex->wrong_test_target(w.name)), w.name)});
+        }
+      }
+    }
+    if (options->docs) {
+      std::fprintf(stderr, "verify: building the docs ...\n");
+      std::string errors;
+      Finding docs{"*", "docs", {}};
+      if (!build_targets(ctx, {"docs"}, "docs", errors))
+        docs.problems.push_back("the docs build failed:\n" + errors);
+      findings.push_back(docs);
+    }
+
+    size_t failed = 0;
+    for (const auto& f : findings) failed += f.problems.empty() ? 0 : 1;
+    if (ctx.json) {
+      json checks = json::array();
+      for (const auto& f : findings)
+        checks.push_back({{"exercise", f.exercise},
+                          {"check", f.check},
+                          {"ok", f.problems.empty()},
+                          {"problems", f.problems}});
+      print_json({{"ok", failed == 0}, {"checks", checks}, {"exercises", chosen.size()}});
+    } else {
+      report::Table table({{"exercise"}, {"check"}, {"result"}, {"problem"}});
+      for (const auto& f : findings) {
+        if (f.problems.empty()) {
+          table.add_row({f.exercise, f.check, "ok", ""}, report::RowStyle::kNormal);
+        } else {
+          for (size_t i = 0; i < f.problems.size(); ++i) {
+            std::string first_line = f.problems[i].substr(0, f.problems[i].find('\n'));
+            if (first_line.size() > 160) first_line = first_line.substr(0, 157) + "...";
+            table.add_row({i == 0 ? f.exercise : "", i == 0 ? f.check : "", "FAIL", first_line},
+                          report::RowStyle::kRed);
+          }
+        }
+      }
+      std::string out = table.render(ctx.colour);
+      for (const auto& f : findings)
+        for (const auto& p : f.problems)
+          if (p.find('\n') != std::string::npos)
+            out += "\n" + f.exercise + " " + f.check + ":\n" + p + "\n";
+      out += failed == 0
+                 ? style::green("verify: " + std::to_string(chosen.size()) + " exercises, " +
+                                    std::to_string(findings.size()) + " checks, all hold",
+                                ctx.colour)
+                 : style::red("verify: " + std::to_string(failed) + " of " +
+                                  std::to_string(findings.size()) + " checks failed",
+                              ctx.colour);
+      std::fputs((out + "\n").c_str(), stdout);
+    }
+    exit_code = failed == 0 ? 0 : kExitFailure;
+  });
+}
+
+}  // namespace vramlab::cli::workbook_cli
