@@ -1,0 +1,150 @@
+// Optimizers over a ParameterStore: AdamW and SGD(momentum) updates against a scalar double
+// transcription of torch.optim's formulas, memory categories of states and gradients, and
+// gradient release (none) versus zeroing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/memory/device.h"
+#include "common/memory/memory_category.h"
+#include "common/nn/parameter_store.h"
+#include "common/nn/runtime.h"
+#include "common/optim/optimizer.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::optim {
+namespace {
+
+using memory::MemoryCategory;
+
+int64_t category_bytes(nn::Runtime& runtime, MemoryCategory category) {
+  return runtime.allocator().category_stats().of(category).current;
+}
+
+// A store of two tensors (odd sizes) with seeded values and gradients.
+struct Fixture {
+  nn::Runtime runtime{memory::parse_device("cpu")};
+  nn::ParameterStore params{runtime, {{"a", {3, 7}, 0}, {"b", {5}, -1}}};
+  void fill(int step) {
+    params.ensure_grads();
+    for (int64_t i = 0; i < params.numel(); ++i) {
+      if (step == 0) params.values().f32()[i] = 0.1f * static_cast<float>((i * 37) % 11) - 0.5f;
+      params.grads().f32()[i] = 0.05f * static_cast<float>(((i + step) * 13) % 9) - 0.2f;
+    }
+  }
+};
+
+TEST(AdamW, ThreeStepsMatchTorchFormulaInDouble) {
+  Fixture f;
+  kernels::cpu::AdamWHyperparameters hp;
+  hp.learning_rate = 0.01f;
+  hp.weight_decay = 0.1f;
+  AdamW adamw(f.runtime, hp);
+  const int64_t n = f.params.numel();
+  std::vector<double> p(static_cast<size_t>(n)), m(p.size(), 0.0), v(p.size(), 0.0);
+  for (int step = 0; step < 3; ++step) {
+    f.fill(step);
+    if (step == 0)
+      for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = f.params.values().f32()[i];
+    adamw.step(f.params);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto s = static_cast<size_t>(i);
+      const double g = f.params.grads().f32()[i];
+      const int t = step + 1;
+      p[s] *= 1.0 - 0.01 * 0.1;
+      m[s] = 0.9 * m[s] + 0.1 * g;
+      v[s] = 0.999 * v[s] + 0.001 * g * g;
+      const double m_hat = m[s] / (1 - std::pow(0.9, t)), v_hat = v[s] / (1 - std::pow(0.999, t));
+      p[s] -= 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
+    }
+  }
+  double max_diff = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    max_diff = std::max(max_diff, std::abs(p[static_cast<size_t>(i)] - f.params.values().f32()[i]));
+  EXPECT_LT(max_diff, 1e-6) << "max |f32 - double| over " << n << " parameters";
+  EXPECT_EQ(adamw.steps(), 3);
+  EXPECT_EQ(adamw.state_bytes(), 8 * n);
+  EXPECT_GE(category_bytes(f.runtime, MemoryCategory::optimizer_state), 8 * n);
+}
+
+TEST(Sgd, MomentumMatchesTorchFormulaInDouble) {
+  Fixture f;
+  Sgd sgd(f.runtime, 0.1f, 0.9f, 0.01f);
+  const int64_t n = f.params.numel();
+  std::vector<double> p(static_cast<size_t>(n)), buf(p.size(), 0.0);
+  for (int step = 0; step < 3; ++step) {
+    f.fill(step);
+    if (step == 0)
+      for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = f.params.values().f32()[i];
+    sgd.step(f.params);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto s = static_cast<size_t>(i);
+      const double g = f.params.grads().f32()[i] + 0.01 * p[s];
+      buf[s] = 0.9 * buf[s] + g;
+      p[s] -= 0.1 * buf[s];
+    }
+  }
+  double max_diff = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    max_diff = std::max(max_diff, std::abs(p[static_cast<size_t>(i)] - f.params.values().f32()[i]));
+  EXPECT_LT(max_diff, 1e-6);
+  EXPECT_EQ(sgd.state_bytes(), 4 * n);
+}
+
+TEST(Sgd, WithoutMomentumHoldsNoState) {
+  Fixture f;
+  Sgd sgd(f.runtime, 0.1f);
+  f.fill(0);
+  const float before = f.params.values().f32()[4];
+  const float grad = f.params.grads().f32()[4];
+  sgd.step(f.params);
+  EXPECT_FLOAT_EQ(f.params.values().f32()[4], before - 0.1f * grad);
+  EXPECT_EQ(sgd.state_bytes(), 0);
+  EXPECT_EQ(category_bytes(f.runtime, MemoryCategory::optimizer_state), 0);
+}
+
+TEST(Optimizer, GradientsAreReleasedToNoneOrZeroed) {
+  Fixture f;
+  f.fill(0);
+  EXPECT_GE(category_bytes(f.runtime, MemoryCategory::gradient), 4 * f.params.numel());
+  Optimizer::zero_grad(f.params, false);
+  EXPECT_FALSE(f.params.grads().empty());
+  for (int64_t i = 0; i < f.params.numel(); ++i) ASSERT_EQ(f.params.grads().f32()[i], 0.0f) << i;
+  Optimizer::zero_grad(f.params, true);
+  EXPECT_TRUE(f.params.grads().empty());
+  EXPECT_EQ(category_bytes(f.runtime, MemoryCategory::gradient), 0);
+  AdamW adamw(f.runtime, {});
+  EXPECT_THROW(adamw.step(f.params), std::logic_error);
+}
+
+TEST(Optimizer, BadHyperparametersNameTheValue) {
+  nn::Runtime runtime(memory::parse_device("cpu"));
+  kernels::cpu::AdamWHyperparameters hp;
+  hp.learning_rate = -1.0f;
+  EXPECT_THROW(AdamW(runtime, hp), UsageError);
+  hp.learning_rate = 1e-3f;
+  hp.beta2 = 1.0f;
+  EXPECT_THROW(AdamW(runtime, hp), UsageError);
+  EXPECT_THROW(Sgd(runtime, 0.1f, 1.5f), UsageError);
+  try {
+    Sgd(runtime, std::nanf(""));
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Optimizer, MetaDeviceAllocatesStatesWithoutTouchingThem) {
+  nn::Runtime runtime(memory::parse_device("meta"));
+  nn::ParameterStore params(runtime, {{"w", {1 << 20, 1 << 10}, 0}});  // 4 GiB of parameters
+  params.ensure_grads();
+  AdamW adamw(runtime, {});
+  adamw.step(params);
+  EXPECT_EQ(adamw.state_bytes(), int64_t{8} << 30);
+  EXPECT_EQ(category_bytes(runtime, MemoryCategory::optimizer_state), int64_t{8} << 30);
+  EXPECT_EQ(category_bytes(runtime, MemoryCategory::parameter), int64_t{4} << 30);
+}
+
+}  // namespace
+}  // namespace vramlab::optim
