@@ -49,8 +49,9 @@ void validate_shapes(const ModelConfig& c) {
         std::to_string(c.kv_heads) + ") must equal heads (" + std::to_string(c.heads) + ")");
 }
 
-// The tensor list of a shape-valid config; every numel is overflow-checked.
-std::vector<ParameterSpec> build_parameters(const ModelConfig& c) {
+// The tensor list of a shape-valid config, with the first \p layers_to_build blocks; every numel
+// is overflow-checked.
+std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers_to_build) {
   const int64_t C = c.hidden;
   const int64_t F = c.ffn_hidden;
   const int64_t kvC = c.kv_hidden();
@@ -73,7 +74,7 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c) {
   };
   add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1);                      // (V, C)
   if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1);  // (maxT, C)
-  for (int64_t l = 0; l < c.layers; ++l) {
+  for (int64_t l = 0; l < layers_to_build; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
     if (gpt2) {
@@ -99,12 +100,6 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c) {
   return out;
 }
 
-int64_t sum_numel(const std::vector<ParameterSpec>& specs) {
-  int64_t total = 0;
-  for (const auto& s : specs) total = checked_add(total, s.numel(), "parameter count");
-  return total;
-}
-
 struct NamedConfig {
   std::string_view name;
   ModelConfig (*make)();
@@ -127,6 +122,22 @@ const NamedConfig kConfigs[] = {
     {"llama3-70b", [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); }},
 };
 
+// Exact count from one block's tensors (all blocks have the same shapes), overflow-checked, without
+// building the whole list.
+int64_t count_parameters(const ModelConfig& c) {
+  validate_shapes(c);
+  int64_t outside = 0;
+  int64_t one_layer = 0;
+  for (const auto& s : build_parameters(c, 1)) {
+    if (s.layer < 0)
+      outside = checked_add(outside, s.numel(), "parameter count");
+    else
+      one_layer = checked_add(one_layer, s.numel(), "parameter count");
+  }
+  return checked_add(outside, checked_mul(one_layer, c.layers, "parameter count"),
+                     "parameter count");
+}
+
 }  // namespace
 
 int64_t ParameterSpec::numel() const {
@@ -136,26 +147,24 @@ int64_t ParameterSpec::numel() const {
 }
 
 void ModelConfig::validate() const {
-  validate_shapes(*this);
-  (void)sum_numel(build_parameters(*this));
+  (void)count_parameters(*this);
 }
 
 std::vector<ParameterSpec> ModelConfig::parameters() const {
-  validate_shapes(*this);
-  auto specs = build_parameters(*this);
-  (void)sum_numel(specs);
-  return specs;
+  (void)count_parameters(*this);
+  return build_parameters(*this, layers);
 }
 
 int64_t ModelConfig::parameter_count() const {
-  return sum_numel(parameters());
+  return count_parameters(*this);
 }
 
 int64_t ModelConfig::largest_layer_parameter_count() const {
-  int64_t layer_zero = 0;
-  for (const auto& s : parameters())
-    if (s.layer == 0) layer_zero += s.numel();
-  return layer_zero;  // every block has the same shapes
+  validate();
+  int64_t one_layer = 0;  // every block has the same shapes
+  for (const auto& s : build_parameters(*this, 1))
+    if (s.layer == 0) one_layer += s.numel();
+  return one_layer;
 }
 
 ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
