@@ -56,6 +56,50 @@ std::string_view run_status_name(RunStatus status) {
   return "unknown";
 }
 
+namespace {
+
+bool valid_utf8(const std::string& bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    const size_t length = c < 0x80             ? 1
+                          : (c & 0xE0) == 0xC0 ? 2
+                          : (c & 0xF0) == 0xE0 ? 3
+                          : (c & 0xF8) == 0xF0 ? 4
+                                               : 0;
+    if (length == 0 || (length == 2 && c < 0xC2) || i + length > bytes.size()) return false;
+    for (size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(bytes[i + k]) & 0xC0) != 0x80) return false;
+    i += length;
+  }
+  return true;
+}
+
+// GoogleTest's JSON writer escapes each byte of a UTF-8 failure message as its own \u00XX code
+// point, so "—" arrives as three Latin-1 characters. When every code point of a decoded string is
+// below 256 and those bytes form valid UTF-8, they were such bytes: take them back.
+std::string repair_utf8(const std::string& text) {
+  std::string bytes;
+  bool any_high = false;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      bytes += static_cast<char>(c);
+      i += 1;
+    } else if ((c & 0xE0) == 0xC0 && c <= 0xC3 && i + 1 < text.size()) {
+      // U+0080..U+00FF, two bytes in UTF-8.
+      bytes +=
+          static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3F));
+      any_high = true;
+      i += 2;
+    } else {
+      return text;  // a code point above U+00FF: real UTF-8 text, leave it
+    }
+  }
+  return any_high && valid_utf8(bytes) ? bytes : text;
+}
+
+}  // namespace
+
 std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text) {
   const json report = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (report.is_discarded() || !report.is_object() || !report.contains("testsuites") ||
@@ -70,7 +114,7 @@ std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text) {
         result.suite = suite.at("name").get<std::string>();
         result.name = test.at("name").get<std::string>();
         for (const auto& failure : test.value("failures", json::array()))
-          result.failures.push_back(failure.value("failure", ""));
+          result.failures.push_back(repair_utf8(failure.value("failure", "")));
         if (!result.failures.empty())
           result.outcome = TestOutcome::kFailed;
         else if (test.value("result", "COMPLETED") == "SKIPPED")

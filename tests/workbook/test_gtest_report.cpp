@@ -52,6 +52,16 @@ TEST(GtestReport, RunCountsAndAllPassedNeedTests) {
   EXPECT_EQ(run.first_failure()->name, "Fails");
 }
 
+TEST(GtestReport, UndoesGoogleTestsByteWiseEscapingOfUtf8) {
+  // GoogleTest writes the three bytes of "—" (E2 80 94) as \u00E2\u0080\u0094.
+  const auto tests = parse_gtest_json(R"({"testsuites": [{"name": "S", "testsuite": [{"name": "T",
+      "status": "RUN", "failures": [{"failure": "a\n\u00E2\u0080\u0094 b \"q\""},
+                                    {"failure": "caf\u00E9"}]}]}]})");
+  ASSERT_EQ(tests.size(), 1u);
+  EXPECT_EQ(tests[0].failures[0], "a\n\u2014 b \"q\"");
+  EXPECT_EQ(tests[0].failures[1], "caf\u00e9");  // not valid UTF-8 as bytes: a real é stays
+}
+
 TEST(GtestReport, MalformedReportsAreUsageErrors) {
   EXPECT_THROW(parse_gtest_json("not json"), UsageError);
   EXPECT_THROW(parse_gtest_json("{}"), UsageError);
