@@ -23,6 +23,19 @@ TEST(SimtOwnVectorTypes, Dim3DefaultsMissingExtentsToOne) {
   EXPECT_EQ(u.z, 1u);
 }
 
+TEST(SimtOwnVectorTypes, VectorTypesHaveCudasSizeAndAlignment) {
+  static_assert(sizeof(float4) == 16 && alignof(float4) == 16);
+  static_assert(sizeof(float2) == 8 && alignof(float2) == 8);
+  static_assert(sizeof(int4) == 16 && alignof(int4) == 16);
+  static_assert(sizeof(uint2) == 8 && alignof(uint2) == 8);
+  static_assert(sizeof(double2) == 16 && alignof(double2) == 16);
+  const float4 v = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+  EXPECT_EQ(v.x + v.y + v.z + v.w, 10.0f);
+  EXPECT_EQ(make_int2(3, -4).y, -4);
+  EXPECT_EQ(make_uint4(1, 2, 3, 4).w, 4u);
+  EXPECT_EQ(make_double2(0.5, 1.5).x, 0.5);
+}
+
 TEST(SimtOwnVectorTypes, TwoDimensionalLaunchCoversEveryThread) {
   std::vector<unsigned> out(12 * 6, 0);
   VRAMLAB_LAUNCH(coordinates_kernel, dim3(3, 2), dim3(4, 3), 0, 0)(out.data());
