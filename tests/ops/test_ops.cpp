@@ -7,6 +7,7 @@
 //   cuda_v1/v2                  the nvcc-built kernels on a real GPU; skipped with the reason when
 //                               the build has no nvcc or the machine has no GPU
 // Run: build/tests/bin/test_ops [--gtest_filter='*layernorm*']
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,15 +15,18 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/platform/gpu_probe.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/simt/device_memory.h"
 #include "kernels/simt/launch_options.h"
 #include "tests/ops/op_harness.h"
+#include "tests/ops/planted_race.h"
 
 #if VRAMLAB_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -57,6 +61,11 @@ std::string case_name(const Case& c) {
       return op.name + "_cuda_" + kernels::cuda::kernel_version_name(c.version);
   }
   return op.name;
+}
+
+// gtest prints a parameter with this (instead of its bytes) in failure lists.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(c);
 }
 
 std::vector<Case> all_cases() {
@@ -202,11 +211,12 @@ double element(const std::vector<unsigned char>& bytes, Dtype dtype, int64_t i) 
 }
 
 // Runs one op at one shape on one backend and compares every output with the double reference.
-void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_index, const Case& c,
-               Memory* memory) {
+// name: the case, for messages. memory: nullptr for the cpu_fast backend.
+void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_index,
+               const std::string& name, Backend backend, KernelVersion version, Memory* memory) {
   const Shape& shape = op.shapes[shape_index];
   const std::vector<BufferSpec> specs = op.buffers(shape);
-  const std::string what = case_name(c) + " at " + shape.label;
+  const std::string what = name + " at " + shape.label;
 
   std::vector<std::vector<unsigned char>> initial;
   for (std::size_t k = 0; k < specs.size(); k++) {
@@ -235,7 +245,7 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_ind
 
   // Backend: the same initial bytes, on host memory (cpu) or device memory.
   std::vector<std::vector<unsigned char>> results = initial;
-  if (c.backend == Backend::cpu_fast) {
+  if (backend == Backend::cpu_fast) {
     Args<float> args;
     for (auto& bytes : results) args.pointers.push_back(bytes.data());
     backend_op.cpu_fast(shape, args);
@@ -251,7 +261,7 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_ind
       args.pointers.push_back(pointer);
     }
     try {
-      backend_op.cuda(shape, args, c.version);
+      backend_op.cuda(shape, args, version);
       memory->synchronize();
       for (std::size_t k = 0; k < specs.size(); k++) {
         memory->to_host(results[k].data(), args.pointers[k], results[k].size());
@@ -298,7 +308,50 @@ TEST_P(OpsTest, MatchesCpuReferenceAtEveryShape) {
     memory = std::make_unique<HostMemory>();
   }
   for (std::size_t s = 0; s < op.shapes.size(); s++) {
-    run_shape(op, *backend_op, s, c, memory.get());
+    run_shape(op, *backend_op, s, case_name(c), c.backend, c.version, memory.get());
+  }
+}
+
+// The harness itself must catch a race: a column sum whose block adds its 8 row partials without
+// the __syncthreads between writing and reading them (tests/ops/planted_race.cpp). Threads
+// reading first see stale partials under the in-order and random schedules (under reverse the
+// writers happen to run first and the race hides: one reason the harness runs all three).
+TEST(OpsHarness, CatchesAMissingBarrierUnderTheInOrderAndRandomSchedules) {
+  OpSpec op;
+  op.name = "column_sums_missing_barrier";
+  op.tolerance = 1e-5;
+  op.shapes = {Shape{}};
+  op.shapes[0].label = "N33_C40";
+  op.shapes[0].N = 33;
+  op.shapes[0].C = 40;
+  op.buffers = [](const Shape& s) {
+    return std::vector<BufferSpec>{{"dbias", s.C, Dtype::f32, Init::normal, 1.0, true},
+                                   {"dout", s.N * s.C, Dtype::f32, Init::normal, 1.0, false}};
+  };
+  op.reference = [](const Shape& s, const Args<double>& a) {
+    kernels::cpu::bias_add_backward_reference<double>(a.f(0), a.f(1), s.N, s.C);
+  };
+  op.cuda = [](const Shape& s, const Args<float>& a, KernelVersion) {
+    column_sums_missing_barrier(a.f(0), a.f(1), s.N, s.C);
+  };
+  HostMemory memory;
+  for (simt::Schedule schedule : {simt::Schedule::kInOrder, simt::Schedule::kRandom}) {
+    simt::LaunchOptions launch = simt::launch_options();
+    launch.schedule = schedule;
+    launch.seed = kRandomScheduleSeed;
+    launch.poison_shared = false;  // stale values, not NaN poison, must be what gives it away
+    simt::ScopedLaunchOptions scoped(launch);
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter capture(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      run_shape(op, op, 0, op.name, Backend::emulated, KernelVersion::v1, &memory);
+    }
+    ASSERT_GT(failures.size(), 0) << "the harness missed the race under the "
+                                  << simt::schedule_name(schedule) << " schedule";
+    EXPECT_NE(std::string(failures.GetTestPartResult(0).message()).find("% of the tolerance"),
+              std::string::npos)
+        << failures.GetTestPartResult(0).message();
   }
 }
 

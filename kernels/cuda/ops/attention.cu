@@ -5,7 +5,6 @@
 //   backward: datt = dout·vᵀ → dpreatt = softmax backward → dq += scale·dpreatt·k,
 //             and dk, dv by one thread per (b, t2, kv head, d) summing its query heads and rows
 //             in order (deterministic: no atomics).
-#include <limits>
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
@@ -44,7 +43,7 @@ __global__ void attention_scores_kernel(float* preatt, const float* q, const flo
   const std::int64_t t2 = index % s.T, t = index / s.T % s.T;
   const std::int64_t h = index / (s.T * s.T) % s.H, b = index / (s.T * s.T * s.H);
   if (t2 > t) {
-    preatt[index] = -std::numeric_limits<float>::infinity();
+    preatt[index] = -INFINITY;
     return;
   }
   const float* q_row = q + q_at(s, b, t, h);
@@ -60,7 +59,7 @@ __global__ void attention_softmax_kernel(float* att, const float* preatt, Attent
   if (row >= s.B * s.H * s.T) return;
   const std::int64_t t = row % s.T;
   const float* x = preatt + row * s.T;  // (T)
-  float max_value = -std::numeric_limits<float>::infinity();
+  float max_value = -INFINITY;
   for (std::int64_t t2 = 0; t2 <= t; t2++) max_value = fmaxf(max_value, x[t2]);
   float total = 0.0f;
   for (std::int64_t t2 = 0; t2 <= t; t2++) total += expf(x[t2] - max_value);

@@ -4,7 +4,6 @@
 //   v1 forward: one thread per row (the CPU loop).
 //   v2 forward: one warp per row, shuffle max and sum, coalesced reads.
 // An out-of-range target stops the kernel with a device error (targets live on the device).
-#include <limits>
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
@@ -33,7 +32,7 @@ __global__ void cross_entropy_forward_v1_kernel(float* losses, float* logsumexp,
   if (row >= N) return;
   check_target(targets[row], V);
   const float* x = logits + row * Vp;  // (Vp)
-  float max_value = -std::numeric_limits<float>::infinity();
+  float max_value = -INFINITY;
   for (std::int64_t i = 0; i < V; i++) max_value = fmaxf(max_value, x[i]);
   float total = 0.0f;
   for (std::int64_t i = 0; i < V; i++) total += expf(x[i] - max_value);
@@ -54,7 +53,7 @@ __global__ void cross_entropy_forward_v2_kernel(float* losses, float* logsumexp,
   const std::int32_t target = targets[row];
   check_target(target, V);
   const float* x = logits + row * Vp;  // (Vp)
-  float max_value = -std::numeric_limits<float>::infinity();
+  float max_value = -INFINITY;
   for (std::int64_t i = lane; i < V; i += 32) max_value = fmaxf(max_value, x[i]);
   max_value = warp_max(max_value);
   float total = 0.0f;

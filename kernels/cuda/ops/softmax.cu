@@ -2,7 +2,6 @@
 //   v1: the CPU loop, one thread per row (three passes: max, sum, write).
 //   v2: one warp per row; max and sum by butterfly shuffles, the row read from global memory with
 //       32 lanes side by side (coalesced) instead of one thread striding through it.
-#include <limits>
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
@@ -25,7 +24,7 @@ __global__ void softmax_forward_v1_kernel(float* out, const float* inp, std::int
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= N) return;
   const float* x = inp + row * C;  // (C)
-  float max_value = -std::numeric_limits<float>::infinity();
+  float max_value = -INFINITY;
   for (std::int64_t c = 0; c < C; c++) max_value = fmaxf(max_value, x[c]);
   float total = 0.0f;
   for (std::int64_t c = 0; c < C; c++) total += expf(x[c] - max_value);
@@ -38,7 +37,7 @@ __global__ void softmax_forward_v2_kernel(float* out, const float* inp, std::int
   if (row >= N) return;  // the whole warp leaves together
   const unsigned lane = threadIdx.x % 32;
   const float* x = inp + row * C;  // (C)
-  float max_value = -std::numeric_limits<float>::infinity();
+  float max_value = -INFINITY;
   for (std::int64_t c = lane; c < C; c += 32) max_value = fmaxf(max_value, x[c]);
   max_value = warp_max(max_value);
   float total = 0.0f;
