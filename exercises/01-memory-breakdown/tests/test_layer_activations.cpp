@@ -2,7 +2,8 @@
 // code (`vramlab check 01.2`) and against the reference (ctest: test_ex_01_2_ref).
 // Expectations: the runtime's saved-tensor layout (llm.c's GPT-2 block, listed tensor by tensor
 // below and in common/estimate/runtime_activations.h), and the estimator's
-// runtime_activation_bytes_per_layer(), the contract the runtime's SavedActivations store meets.
+// runtime_activation_bytes_per_layer(), and what the runtime's SavedActivations store really holds
+// after a forward pass of a small GPT-2.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,7 +13,11 @@
 
 #include "common/dtype/dtype.h"
 #include "common/estimate/runtime_activations.h"
+#include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "lessons/01-memory-breakdown/api/layer_activations.h"
@@ -92,6 +97,38 @@ TEST(LayerActivations, AgreesWithTheRuntimeLayoutOfTheEstimator) {
                 static_cast<double>(
                     estimate::runtime_activation_bytes_per_layer(model, s.batch, s.seq, dtype)),
                 static_cast<double>(layer_activation_bytes(s, dtype)));
+  }
+  EXPECT_TRUE(bytes.passed()) << bytes.failure_message();
+}
+
+TEST(LayerActivations, MatchesWhatTheSavedActivationsStoreHolds) {
+  // Real forward passes of small random GPT-2 models on the CPU: the bytes block 0 saved in the
+  // store are the measurement.
+  std::mt19937_64 rng(0x0102'0003);
+  auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  Comparison bytes("layer bytes vs the SavedActivations store", Unit::kBytes);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int64_t heads = pick(1, 3), hidden = heads * 4 * pick(1, 3), batch = pick(1, 3),
+                  seq = pick(1, 13);
+    const ModelConfig config = gpt2_config("custom", 2, hidden, heads, 61, seq);
+    nn::Runtime runtime(memory::parse_device("cpu"));
+    nn::DecoderModel model(runtime, config, 7);
+    nn::SavedActivations saved(runtime, config.layers);
+    std::vector<int32_t> tokens(static_cast<size_t>(batch * seq)), targets(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = static_cast<int32_t>(pick(0, 60));
+      targets[i] = static_cast<int32_t>(pick(0, 60));
+    }
+    model.forward(saved, tokens.data(), targets.data(), batch, seq);
+    int64_t layer0_bytes = 0;
+    for (const auto& info : saved.list())
+      if (info.layer == 0) layer0_bytes += info.bytes;
+    const LayerShape shape{batch, seq, hidden, heads, 4 * hidden};
+    bytes.add(describe(shape, DType::f32) + " (store)", static_cast<double>(layer0_bytes),
+              static_cast<double>(layer_activation_bytes(shape, DType::f32)));
+    saved.clear();
   }
   EXPECT_TRUE(bytes.passed()) << bytes.failure_message();
 }
