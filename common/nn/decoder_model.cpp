@@ -115,7 +115,7 @@ void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, cons
   if (runtime_.runs_kernels()) {
     const float* probs = saved.get(-1, "probs").f32();  // (B, T, V)
     const float inv_n = 1.0f / static_cast<float>(N);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * V >= (int64_t{1} << 16))
     for (int64_t row = 0; row < N; ++row) {
       const float* p = probs + row * V;
       float* d = dlogits + row * V;

@@ -21,6 +21,10 @@ void check(int64_t N, int64_t C, int64_t OC) {
                      " OC=" + std::to_string(OC) + " are out of OpenBLAS's range");
 }
 
+// Below this many multiply-adds a GEMM runs on one thread: waking the pool costs more than it
+// saves.
+constexpr int64_t kParallelMinFlops = int64_t{1} << 20;
+
 // [begin, end) of band `index` out of `bands` over `total` items, bands a multiple of `align`.
 void band(int64_t total, int64_t bands, int64_t index, int64_t align, int64_t& begin,
           int64_t& end) {
@@ -35,7 +39,7 @@ void parallel_linear_forward(float* out, const float* inp, const float* weight, 
                              int64_t N, int64_t C, int64_t OC) {
   check(N, C, OC);
   if (N == 0 || OC == 0) return;
-#pragma omp parallel
+#pragma omp parallel if (N * C * OC >= kParallelMinFlops)
   {
     int64_t begin, end;
     band(N, omp_get_num_threads(), omp_get_thread_num(), 8, begin, end);
@@ -58,7 +62,7 @@ void parallel_linear_backward(float* dinp, float* dweight, float* dbias, const f
                               int64_t OC) {
   check(N, C, OC);
   if (N == 0 || OC == 0) return;
-#pragma omp parallel
+#pragma omp parallel if (N * C * OC >= kParallelMinFlops)
   {
     const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
     int64_t begin, end;
