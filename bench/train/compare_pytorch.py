@@ -109,6 +109,7 @@ def main():
     except ImportError:
         sys.exit("PyTorch not found: run this script with /usr/bin/python3 (Debian's python3-torch)")
     torch.set_num_threads(THREADS)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work skews both sides)")
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}  "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads; vramlab {THREADS} threads")
     doctor = json.loads(subprocess.run([args.vramlab, "doctor", "--json"], check=True,
