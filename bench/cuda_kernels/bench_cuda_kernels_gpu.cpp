@@ -33,9 +33,16 @@ const std::string& skip_reason() {
   static const std::string reason = [] {
     const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
     if (probe.status == vramlab::platform::GpuStatus::available) return std::string();
-    return "SKIPPED: no GPU: " + probe.detail;
+    return "SKIPPED: " + probe.detail;  // the probe says why, e.g. "no GPU: ..."
   }();
   return reason;
+}
+
+// cudaMalloc. \throws CudaError when it fails.
+void* device_malloc(std::size_t bytes) {
+  void* pointer = nullptr;
+  runtime::check_cuda(cudaMalloc(&pointer, bytes), "cudaMalloc");
+  return pointer;
 }
 
 // A device buffer of n floats, uniform in [low, high).
@@ -46,7 +53,7 @@ class DeviceFloats {
     std::uniform_real_distribution<float> distribution(low, high);
     std::vector<float> host(static_cast<std::size_t>(n));
     for (float& x : host) x = distribution(generator);
-    runtime::check_cuda(cudaMalloc(&data_, host.size() * sizeof(float)), "cudaMalloc");
+    data_ = static_cast<float*>(device_malloc(host.size() * sizeof(float)));
     runtime::check_cuda(
         cudaMemcpy(data_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
         "cudaMemcpy");
@@ -115,8 +122,7 @@ void cross_entropy_forward(benchmark::State& state, KernelVersion version) {
   for (std::size_t i = 0; i < host_targets.size(); i++) {
     host_targets[i] = static_cast<int32_t>(i * 61 % kVocabulary);
   }
-  int32_t* targets = nullptr;
-  runtime::check_cuda(cudaMalloc(&targets, host_targets.size() * sizeof(int32_t)), "cudaMalloc");
+  auto* targets = static_cast<int32_t*>(device_malloc(host_targets.size() * sizeof(int32_t)));
   runtime::check_cuda(cudaMemcpy(targets, host_targets.data(),
                                  host_targets.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
                       "cudaMemcpy");
@@ -130,8 +136,7 @@ void cross_entropy_forward(benchmark::State& state, KernelVersion version) {
 void sum_of_squares(benchmark::State& state, KernelVersion version) {
   if (skipped(state)) return;
   DeviceFloats x(kFlat, 1);
-  double* out = nullptr;
-  runtime::check_cuda(cudaMalloc(&out, sizeof(double)), "cudaMalloc");
+  auto* out = static_cast<double*>(device_malloc(sizeof(double)));
   time_launches(state, kFlat * 4, [&] { cuda::sum_of_squares(out, x.data(), kFlat, version); });
   cudaFree(out);
 }

@@ -189,8 +189,9 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
 /// D or theta <= 0.
 void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
                   double theta = 10000.0, int64_t position_offset = 0);
-/// dinp += rotate⁻¹(dout). \param dinp (B, T, H, D) \param dout (B, T, H, D), other parameters as
-/// rope_forward. \throws as rope_forward.
+/// dinp += rotate⁻¹(dout). \param dinp (B, T, H, D) \param dout (B, T, H, D) \param B batch
+/// \param T time \param H heads \param D head size (even) \param theta base
+/// \param position_offset position of t = 0. \throws as rope_forward.
 void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
                    double theta = 10000.0, int64_t position_offset = 0);
 

@@ -292,7 +292,7 @@ TEST_P(OpsTest, MatchesCpuReferenceAtEveryShape) {
 #if VRAMLAB_HAVE_CUDA
     const platform::GpuProbe probe = platform::probe_gpus();
     if (probe.status != platform::GpuStatus::available) {
-      GTEST_SKIP() << "SKIPPED: no GPU: " << probe.detail;
+      GTEST_SKIP() << "SKIPPED: " << probe.detail;  // e.g. "no GPU: the NVIDIA driver ..."
     }
     backend_op = &gpu_op_table()[c.op_index];
     memory = std::make_unique<GpuMemory>();
