@@ -421,8 +421,9 @@ std::string render_text(const Breakdown& b, bool colour) {
 
   line(bold("What the differences mean", colour));
   line(
-      "  - rounding: the caching allocator hands out blocks in multiples of 512 B, so every "
-      "tensor costs up to 511 B more than numel x 4 (PyTorch's round_size).");
+      "  - rounding: the caching allocator hands out blocks in multiples of 512 B (PyTorch's "
+      "round_size), and a request above 1 MiB keeps a leftover under 1 MiB instead of splitting "
+      "it off (should_split), so a 19.07 MiB block can count as 20 MiB.");
   line(
       "  - temporaries: gradients of the attention matrix, of the MLP and of the norms live "
       "only inside one layer's backward; no formula counts them, yet they add to the peak.");

@@ -61,8 +61,10 @@ struct Breakdown {
   std::vector<LayerActivations> layers;  ///< the store, grouped by layer.
   /// Exercise 01.2's bytes of one block (GPT-2 family only; empty otherwise or on error).
   std::optional<int64_t> exercise_layer_bytes;
-  /// Exercise 01.1 for the runtime's fp32 training and for ZeRO's mixed precision.
-  std::optional<ModelStateBreakdown> exercise_fp32, exercise_mixed;
+  /// Exercise 01.1 for the runtime's fp32 training (empty on error).
+  std::optional<ModelStateBreakdown> exercise_fp32;
+  /// Exercise 01.1 for ZeRO's mixed precision, bf16 with fp32 master weights (empty on error).
+  std::optional<ModelStateBreakdown> exercise_mixed;
   /// Exercise 01.3 on the step's trace.
   std::optional<PeakReport> exercise_peak;
   std::vector<LiveTensor> live_at_peak;   ///< largest first (from exercise 01.3's names).
