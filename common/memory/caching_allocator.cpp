@@ -129,6 +129,30 @@ void CachingAllocator::insert_into_blocks(Block* block) {
   pool_insert(block->mapped ? block->pool->blocks : block->pool->unmapped, block);
 }
 
+void CachingAllocator::insert_into_blocks_at(BlockPool::Set::iterator slot, Block* block,
+                                             bool grew) {
+  block->gc_count_base = block->pool->get_free_blocks_call_count;
+  BlockPool::Set& set = block->mapped ? block->pool->blocks : block->pool->unmapped;
+  const BlockComparator before;
+  // Same stream: a block that grew orders after the entry's old key, so only its successor can be
+  // out of order; a block that shrank, only its predecessor.
+  bool in_order = false;
+  if (grew) {
+    const auto after_slot = std::next(slot);
+    in_order = after_slot == set.end() || before(block, *after_slot);
+  } else {
+    in_order = slot == set.begin() || before(*std::prev(slot), block);
+  }
+  if (in_order) {
+    // The entry's neighbours still order around the block: only the stored pointer changes, which
+    // keeps the tree valid (std::set's nodes hold non-const values; the key is never reordered).
+    const_cast<Block*&>(*slot) = block;
+    return;
+  }
+  spare_nodes_.push_back(set.extract(slot));
+  pool_insert(set, block);
+}
+
 std::size_t CachingAllocator::stat_type_of(const BlockPool& pool) {
   return pool.is_small ? kSmallPool : kLargePool;
 }
@@ -164,22 +188,21 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
                      category,
                      current_context_id(),
                      name};
-  Block* block = get_free_block(params);
-  if (block == nullptr) {
-    if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
-      garbage_collect_cached_blocks();
-    }
-    block = alloc_block(params, false);
-    if (block == nullptr && release_available_cached_blocks(params)) {
-      block = alloc_block(params, false);
-    }
-    if (block == nullptr && release_cached_blocks()) block = alloc_block(params, true);
+  const auto cached = get_free_block(params);
+  if (cached != params.pool->blocks.end()) return alloc_found_block(*cached, params, cached);
+  if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
+    garbage_collect_cached_blocks();
   }
+  Block* block = alloc_block(params, false);
+  if (block == nullptr && release_available_cached_blocks(params)) {
+    block = alloc_block(params, false);
+  }
+  if (block == nullptr && release_cached_blocks()) block = alloc_block(params, true);
   if (block == nullptr) throw_out_of_memory(params);
-  return alloc_found_block(block, params);
+  return alloc_found_block(block, params, params.pool->blocks.end());
 }
 
-Block* CachingAllocator::get_free_block(AllocParams& params) {
+BlockPool::Set::iterator CachingAllocator::get_free_block(AllocParams& params) {
   BlockPool& pool = *params.pool;
   if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
     ++pool.get_free_blocks_call_count;  // ages cached blocks for garbage collection
@@ -189,7 +212,7 @@ Block* CachingAllocator::get_free_block(AllocParams& params) {
   key.size = params.size;
   key.address = 0;
   auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end() || (*it)->stream != params.stream) return nullptr;
+  if (it == pool.blocks.end() || (*it)->stream != params.stream) return pool.blocks.end();
   if ((*it)->expandable != nullptr) {
     if (config_.expandable_segments) {
       // A block at the end of an expandable segment can grow into the unmapped pages after it, so
@@ -208,19 +231,17 @@ Block* CachingAllocator::get_free_block(AllocParams& params) {
         ++it;
       } while (it != pool.blocks.end() && (*it)->expandable != nullptr &&
                (*it)->stream == params.stream);
-      if (it == pool.blocks.end() || (*it)->stream != params.stream) return nullptr;
+      if (it == pool.blocks.end() || (*it)->stream != params.stream) return pool.blocks.end();
     }
   }
   const std::size_t max_split = config_.max_split_size_bytes;
   // Never hand an oversize block to a small request, nor a much larger one to an oversize request.
-  if (params.size < max_split && (*it)->size >= max_split) return nullptr;
+  if (params.size < max_split && (*it)->size >= max_split) return pool.blocks.end();
   if (params.size >= max_split &&
       (*it)->size >= params.size + config_.max_non_split_rounding_bytes) {
-    return nullptr;
+    return pool.blocks.end();
   }
-  Block* block = *it;
-  spare_nodes_.push_back(pool.blocks.extract(it));
-  return block;
+  return it;
 }
 
 Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
@@ -250,7 +271,8 @@ Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
   return block;
 }
 
-Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& params) {
+Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& params,
+                                           BlockPool::Set::iterator pool_entry) {
   const std::size_t size = params.size;
   const std::size_t type = stat_type_of(*params.pool);
   const bool already_split = block->is_split();
@@ -269,7 +291,11 @@ Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& para
     remaining->prev = block;
     remaining->address += size;
     remaining->size -= size;
-    insert_into_blocks(remaining);
+    if (pool_entry != params.pool->blocks.end()) {
+      insert_into_blocks_at(pool_entry, remaining, false);
+    } else {
+      insert_into_blocks(remaining);
+    }
     if (block->expandable == nullptr) {
       for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
         if (already_split) {
@@ -280,17 +306,22 @@ Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& para
         }
       }
     }
-  } else if (already_split && block->expandable == nullptr) {
-    for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-      stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(block->size));
-      stats_.inactive_split[t].decrease(1);
+  } else {
+    if (pool_entry != params.pool->blocks.end()) {
+      spare_nodes_.push_back(params.pool->blocks.extract(pool_entry));
+    }
+    if (already_split && block->expandable == nullptr) {
+      for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
+        stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(block->size));
+        stats_.inactive_split[t].decrease(1);
+      }
     }
   }
   block->allocated = true;
   block->requested_size = params.orig_size;
   block->category = params.category;
   block->context_id = params.context_id;
-  block->name.assign(params.name);
+  if (!params.name.empty() || !block->name.empty()) block->name.assign(params.name);
   const auto block_bytes = static_cast<std::int64_t>(block->size);
   for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
     stats_.allocation[t].increase(1);
@@ -338,20 +369,40 @@ void CachingAllocator::free_block(Block* block) {
   const std::size_t original_size = block->size;
   const std::size_t requested_size = block->requested_size;
   BlockPool& pool = *block->pool;
+  BlockPool::Set& set = block->mapped ? pool.blocks : pool.unmapped;
+  Block* const merge_prev = can_merge(block, block->prev) ? block->prev : nullptr;
+  Block* const merge_next = can_merge(block, block->next) ? block->next : nullptr;
+  // The merged block takes over the pool entry of the first free neighbour (one lookup, and no
+  // tree rebalancing when the order allows it); the second neighbour's entry is removed. Both are
+  // looked up before any block changes, so every comparison sees consistent keys.
+  auto pool_entry = merge_prev != nullptr ? set.find(merge_prev) : set.end();
+  if (merge_next != nullptr) {
+    const auto it = set.find(merge_next);
+    if (pool_entry == set.end()) {
+      pool_entry = it;
+    } else {
+      spare_nodes_.push_back(set.extract(it));
+    }
+  }
   std::int64_t net_inactive_split_blocks = 0;
   std::int64_t net_inactive_split_bytes = 0;
-  for (Block* candidate : {block->prev, block->next}) {
-    const std::size_t subsumed = try_merge_blocks(block, candidate, pool);
-    if (subsumed > 0) {
-      net_inactive_split_blocks -= 1;
-      net_inactive_split_bytes -= static_cast<std::int64_t>(subsumed);
-    }
+  if (merge_prev != nullptr) {
+    net_inactive_split_blocks -= 1;
+    net_inactive_split_bytes -= static_cast<std::int64_t>(merge_blocks(block, merge_prev));
+  }
+  if (merge_next != nullptr) {
+    net_inactive_split_blocks -= 1;
+    net_inactive_split_bytes -= static_cast<std::int64_t>(merge_blocks(block, merge_next));
   }
   block->requested_size = 0;
   block->name.clear();
   block->category = MemoryCategory::other;
   block->context_id = 0;
-  insert_into_blocks(block);
+  if (pool_entry != set.end()) {
+    insert_into_blocks_at(pool_entry, block, true);
+  } else {
+    insert_into_blocks(block);
+  }
   if (block->is_split()) {
     net_inactive_split_blocks += 1;
     net_inactive_split_bytes += static_cast<std::int64_t>(block->size);
@@ -376,11 +427,18 @@ void CachingAllocator::free_block(Block* block) {
   }
 }
 
+bool CachingAllocator::can_merge(const Block* dst, const Block* src) {
+  return src != nullptr && !src->allocated && src->event_count == 0 && src->stream_uses.empty() &&
+         dst->mapped == src->mapped;
+}
+
 std::size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
-  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
-      dst->mapped != src->mapped) {
-    return 0;
-  }
+  if (!can_merge(dst, src)) return 0;
+  pool_erase(src->mapped ? pool.blocks : pool.unmapped, src);
+  return merge_blocks(dst, src);
+}
+
+std::size_t CachingAllocator::merge_blocks(Block* dst, Block* src) {
   if (dst->prev == src) {
     dst->address = src->address;
     dst->prev = src->prev;
@@ -391,7 +449,6 @@ std::size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool
   }
   const std::size_t subsumed = src->size;
   dst->size += subsumed;
-  pool_erase(src->mapped ? pool.blocks : pool.unmapped, src);
   delete_block(src);
   return subsumed;
 }

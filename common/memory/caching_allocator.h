@@ -169,14 +169,23 @@ class CachingAllocator {
   void pool_insert(BlockPool::Set& set, Block* block);
   void pool_erase(BlockPool::Set& set, Block* block);
   void insert_into_blocks(Block* block);
+  // Puts \p block into the pool entry \p slot (which held it or a neighbour it absorbed) without
+  // rebalancing when the order allows, else moves it to its sorted place. \p grew: the block is
+  // larger than the entry's old key (merged), else smaller (split).
+  void insert_into_blocks_at(BlockPool::Set::iterator slot, Block* block, bool grew);
   static std::size_t stat_type_of(const BlockPool& pool);
   bool should_split(const Block* block, std::size_t size) const;
 
-  Block* get_free_block(AllocParams& params);
+  // \return the best-fitting free block's pool entry, or params.pool->blocks.end().
+  BlockPool::Set::iterator get_free_block(AllocParams& params);
   Block* alloc_block(AllocParams& params, bool is_retry);
-  Block* alloc_found_block(Block* block, const AllocParams& params);
+  // \p pool_entry is \p block's entry in params.pool->blocks, or end() when it is in no pool.
+  Block* alloc_found_block(Block* block, const AllocParams& params,
+                           BlockPool::Set::iterator pool_entry);
   void free_block(Block* block);
+  static bool can_merge(const Block* dst, const Block* src);
   std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
+  std::size_t merge_blocks(Block* dst, Block* src);
   void insert_events(Block* block);
   void process_events();
   void synchronize_and_free_events();

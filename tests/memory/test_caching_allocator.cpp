@@ -134,6 +134,63 @@ TEST(BestFit, TiesGoToTheLowerAddress) {
   EXPECT_EQ(allocator->malloc(12 * kMiB)->address, lower);
 }
 
+// The cached path keeps a split remainder in its parent's pool entry when the order allows; here
+// the remainder (512 KiB) is smaller than another free block (768 KiB), so it must move before it.
+TEST(BestFit, ASplitRemainderSmallerThanAnotherFreeBlockIsFoundFirst) {
+  auto allocator = make_meta_allocator(kGiB);
+  Block* y = allocator->malloc(768 * kKiB);  // segment 1: 768 KiB | 1 MiB | 256 KiB
+  Block* a2 = allocator->malloc(kMiB);
+  Block* a3 = allocator->malloc(256 * kKiB);
+  Block* b1 = allocator->malloc(512 * kKiB);  // segment 2: 512 KiB | 1 MiB | 512 KiB
+  Block* b2 = allocator->malloc(kMiB);
+  Block* b3 = allocator->malloc(512 * kKiB);
+  ASSERT_EQ(allocator->stats().segment[kAggregate].current, 2);
+  const std::uint64_t y_address = y->address;
+  const std::uint64_t x_address = b2->address;
+  allocator->free(y);
+  allocator->free(b2);
+  allocator->free(b3);  // merges with b2: a free 1.5 MiB block
+  allocator->check_invariants();
+  Block* c = allocator->malloc(kMiB);  // best fit: the 1.5 MiB block, leaving 512 KiB
+  EXPECT_EQ(c->address, x_address);
+  allocator->check_invariants();
+  Block* d = allocator->malloc(512 * kKiB);
+  EXPECT_EQ(d->address, x_address + kMiB)
+      << "the 512 KiB remainder fits best, not the 768 KiB block";
+  Block* e = allocator->malloc(768 * kKiB);
+  EXPECT_EQ(e->address, y_address);
+  allocator->check_invariants();
+  for (Block* block : {a2, a3, b1, c, d, e}) allocator->free(block);
+  allocator->check_invariants();
+  EXPECT_EQ(allocator->stats().allocation[kAggregate].current, 0);
+}
+
+// The cached free merges into a free neighbour's pool entry when the order allows; here the merged
+// block (1.5 MiB) is larger than another free block (1 MiB), so it must move after it.
+TEST(BestFit, AMergedBlockLargerThanAnotherFreeBlockIsFoundLast) {
+  auto allocator = make_meta_allocator(kGiB);
+  Block* w0 = allocator->malloc(512 * kKiB);  // segment 1: 512 KiB | 1 MiB | 512 KiB
+  Block* m = allocator->malloc(kMiB);
+  Block* w = allocator->malloc(512 * kKiB);
+  Block* z0 = allocator->malloc(kMiB);  // segment 2: 1 MiB | 1 MiB
+  Block* z = allocator->malloc(kMiB);
+  ASSERT_EQ(allocator->stats().segment[kAggregate].current, 2);
+  const std::uint64_t m_address = m->address;
+  const std::uint64_t z_address = z->address;
+  allocator->free(z);
+  allocator->free(w);
+  allocator->free(m);  // merges with w: a free 1.5 MiB block
+  allocator->check_invariants();
+  Block* first = allocator->malloc(kMiB);
+  EXPECT_EQ(first->address, z_address) << "the 1 MiB block fits best, not the merged 1.5 MiB one";
+  Block* second = allocator->malloc(kMiB);
+  EXPECT_EQ(second->address, m_address);
+  allocator->check_invariants();
+  for (Block* block : {w0, z0, first, second}) allocator->free(block);
+  allocator->check_invariants();
+  EXPECT_EQ(allocator->stats().inactive_split[kAggregate].current, 0);
+}
+
 TEST(Merge, FreeingTheMiddleBlockMergesBothNeighbours) {
   auto allocator = make_sim_allocator(kGiB);
   Block* a = allocator->malloc(4096);
