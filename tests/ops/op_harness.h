@@ -58,7 +58,7 @@ struct Shape {
   int64_t N = 0, C = 0;
   int64_t B = 0, T = 0, H = 0, Hkv = 0, D = 0, V = 0, Vp = 0;
   int64_t step = 1;         ///< optimizer step
-  bool misaligned = false;  ///< shift every device buffer by 4 bytes (breaks float4 alignment)
+  bool misaligned = false;  ///< shift every f32/i32 device buffer by 4 bytes (no float4 loads)
 };
 
 /// Typed views of an op's buffers, in BufferSpec order. Real is float for the backends and double

@@ -250,10 +250,11 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_ind
     for (auto& bytes : results) args.pointers.push_back(bytes.data());
     backend_op.cpu_fast(shape, args);
   } else {
-    const std::size_t shift = shape.misaligned ? sizeof(float) : 0;
     std::vector<void*> allocations;
     Args<float> args;
     for (std::size_t k = 0; k < specs.size(); k++) {
+      // Misaligned: 4 bytes off a 16-byte boundary (f32/i32 only; a double must stay aligned).
+      const std::size_t shift = shape.misaligned && specs[k].dtype != Dtype::f64 ? 4 : 0;
       void* base = memory->allocate(initial[k].size() + shift + 16);
       allocations.push_back(base);
       void* pointer = static_cast<unsigned char*>(base) + shift;
