@@ -1,6 +1,8 @@
 // The cuda backing: cudaMalloc/cudaFree for segments and the driver's virtual-memory API
 // (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess) for expandable segments.
 // Compiled with the CUDA toolkit only (VRAMLAB_HAVE_CUDA); without it make_cuda_backing throws.
+// The driver API is reached through the runtime's cudaGetDriverEntryPointByVersion rather than by
+// linking libcuda, so binaries still start on machines with the toolkit but no driver.
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +19,45 @@ namespace vramlab::memory {
 
 #if VRAMLAB_HAVE_CUDA
 namespace {
+
+// The driver's virtual-memory entry points, looked up once through the runtime (CUDA 12 ABI).
+struct DriverVmmApi {
+  decltype(&cuMemAddressReserve) address_reserve = nullptr;
+  decltype(&cuMemAddressFree) address_free = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+};
+
+template <typename Fn>
+void resolve(const char* symbol, Fn& fn) {
+  void* pointer = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &pointer, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || pointer == nullptr) {
+    throw std::runtime_error(std::string("the CUDA driver does not provide ") + symbol +
+                             " (needed for expandable segments)");
+  }
+  fn = reinterpret_cast<Fn>(pointer);
+}
+
+const DriverVmmApi& driver_vmm_api() {
+  static const DriverVmmApi api = [] {
+    DriverVmmApi a;
+    resolve("cuMemAddressReserve", a.address_reserve);
+    resolve("cuMemAddressFree", a.address_free);
+    resolve("cuMemCreate", a.create);
+    resolve("cuMemRelease", a.release);
+    resolve("cuMemMap", a.map);
+    resolve("cuMemUnmap", a.unmap);
+    resolve("cuMemSetAccess", a.set_access);
+    return a;
+  }();
+  return api;
+}
 
 void check_runtime(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
@@ -46,7 +87,7 @@ class CudaBacking final : public Backing {
   }
   std::uint64_t reserve_address_range(std::size_t bytes) override {
     CUdeviceptr address = 0;
-    if (cuMemAddressReserve(&address, bytes, 0, 0, 0) != CUDA_SUCCESS) return 0;
+    if (driver_vmm_api().address_reserve(&address, bytes, 0, 0, 0) != CUDA_SUCCESS) return 0;
     return static_cast<std::uint64_t>(address);
   }
   bool map_pages(std::uint64_t address, std::size_t bytes) override {
@@ -55,17 +96,17 @@ class CudaBacking final : public Backing {
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = device_index_;
     CUmemGenericAllocationHandle handle{};
-    if (cuMemCreate(&handle, bytes, &prop, 0) != CUDA_SUCCESS) return false;
-    if (cuMemMap(static_cast<CUdeviceptr>(address), bytes, 0, handle, 0) != CUDA_SUCCESS) {
-      cuMemRelease(handle);
+    if (driver_vmm_api().create(&handle, bytes, &prop, 0) != CUDA_SUCCESS) return false;
+    if (driver_vmm_api().map(static_cast<CUdeviceptr>(address), bytes, 0, handle, 0) != CUDA_SUCCESS) {
+      driver_vmm_api().release(handle);
       return false;
     }
     CUmemAccessDesc access{};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (cuMemSetAccess(static_cast<CUdeviceptr>(address), bytes, &access, 1) != CUDA_SUCCESS) {
-      cuMemUnmap(static_cast<CUdeviceptr>(address), bytes);
-      cuMemRelease(handle);
+    if (driver_vmm_api().set_access(static_cast<CUdeviceptr>(address), bytes, &access, 1) != CUDA_SUCCESS) {
+      driver_vmm_api().unmap(static_cast<CUdeviceptr>(address), bytes);
+      driver_vmm_api().release(handle);
       return false;
     }
     handles_[address] = {handle, bytes};
@@ -77,14 +118,14 @@ class CudaBacking final : public Backing {
     while (cursor < address + bytes) {
       auto it = handles_.find(cursor);
       if (it == handles_.end()) break;
-      cuMemUnmap(static_cast<CUdeviceptr>(cursor), it->second.bytes);
-      cuMemRelease(it->second.handle);
+      driver_vmm_api().unmap(static_cast<CUdeviceptr>(cursor), it->second.bytes);
+      driver_vmm_api().release(it->second.handle);
       cursor += it->second.bytes;
       handles_.erase(it);
     }
   }
   void release_address_range(std::uint64_t address, std::size_t bytes) override {
-    cuMemAddressFree(static_cast<CUdeviceptr>(address), bytes);
+    driver_vmm_api().address_free(static_cast<CUdeviceptr>(address), bytes);
   }
   std::uint64_t total_bytes() const override { return total_; }
   std::uint64_t free_bytes() const override {

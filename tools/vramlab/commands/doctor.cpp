@@ -19,6 +19,7 @@
 #include "common/platform/cpu_features.h"
 #include "common/platform/gpu_probe.h"
 #include "common/report/terminal.h"
+#include "kernels/cpu/kernel_set.h"
 #include "tools/vramlab/commands.h"
 
 namespace vramlab::cli {
@@ -141,6 +142,8 @@ json collect(bool measure_gemm) {
             {"parallel", blas.parallel},
             {"threads", blas.threads}};
   if (!blas.detected_core.empty()) b["detected_core"] = blas.detected_core;
+  r["cpu_kernels"] = {{"simd", kernels::cpu::compiled_simd_level()},
+                      {"march_native", kernels::cpu::compiled_for_native_cpu()}};
   if (measure_gemm) b["sgemm_gflops"] = platform::measure_sgemm_gflops(1024, 0.3);
   r["blas"] = b;
 
@@ -196,6 +199,9 @@ void print_human(const json& r) {
   core += ")";
   row("BLAS core", core);
   row("recommended core", b["recommended_core"]);
+  row("vramlab CPU kernels",
+      r["cpu_kernels"]["simd"].get<std::string>() +
+          (r["cpu_kernels"]["march_native"].get<bool>() ? " (compiled with -march=native)" : ""));
   row("BLAS threading", b["parallel"].get<std::string>() + ", " +
                             std::to_string(b["threads"].get<int64_t>()) + " threads");
   if (b.contains("sgemm_gflops")) {
