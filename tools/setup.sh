@@ -29,6 +29,9 @@ cmake --preset "$preset"
 cmake --build --preset "$preset"
 
 echo
-echo "vramlab: built. The main demo:"
+echo "vramlab: built. What this machine can run:"
+build/bin/vramlab doctor --no-gemm | sed -n '/^GPU/,/^CPU/p' | sed '$d'
 echo
-exec build/bin/vramlab doctor
+echo "The main demo, lesson 01 (one real training step, every byte accounted for):"
+echo
+exec build/bin/lesson01_memory_breakdown
