@@ -37,9 +37,12 @@ class WorkbookCli : public ::testing::Test {
     fs::remove_all(dir_);
   }
   // Runs vramlab with \p args; returns its exit code and fills output_.
-  int vramlab(std::vector<std::string> args) {
-    args.insert(args.begin(), VRAMLAB_CLI_PATH);
-    const ProcessResult r = run_process(args, dir_ / "out.txt", 120.0);
+  int vramlab(const std::vector<std::string>& args) {
+    std::vector<std::string> argv;
+    argv.reserve(args.size() + 1);
+    argv.push_back(cli_path_);
+    for (const auto& arg : args) argv.push_back(arg);
+    const ProcessResult r = run_process(argv, dir_ / "out.txt", 120.0);
     std::ifstream in(dir_ / "out.txt");
     std::stringstream text;
     text << in.rdbuf();
@@ -48,6 +51,7 @@ class WorkbookCli : public ::testing::Test {
   }
   fs::path dir_, state_;
   std::string output_;
+  const std::string cli_path_ = VRAMLAB_CLI_PATH;
 };
 
 TEST_F(WorkbookCli, UnknownExerciseOrLessonIsExit2NamingIt) {
