@@ -2,14 +2,16 @@
 /// \brief A seeded, learnable synthetic token stream: a sparse doubly-stochastic Markov chain whose
 /// unigram entropy and entropy rate are both known exactly.
 ///
-/// Each token v has `branching` successors perm_j(v) (j = 0..branching-1, perm_j random
-/// permutations of the vocabulary) taken with probabilities p_j ∝ 2^-j. Every column of the
+/// The chain runs over S = min(V, 256) states, each shown as a distinct random token id of the
+/// vocabulary (so a small model meets every transition often within a short run, whatever V).
+/// Each state s has `branching` successors perm_j(s) (j = 0..branching-1, perm_j random
+/// permutations of the states) taken with probabilities p_j ∝ 2^-j. Every column of the
 /// transition matrix sums to Σ p_j = 1, so the chain is doubly stochastic and the uniform
-/// distribution is stationary. Sequences start at a uniformly random token, so the marginal of
-/// every position is exactly uniform:
-///   - unigram entropy = ln V (what a model that ignores context can reach at best),
-///   - entropy rate    = mean over v of H(next | current = v) (the best any model can reach),
-/// and the latter is far below the former (≈ 1.2 nats against ln 4096 ≈ 8.3 for branching 4).
+/// distribution is stationary. Sequences start at a uniformly random state, so the marginal of
+/// every position is exactly uniform over the S state tokens:
+///   - unigram entropy = ln S (what a model that ignores context can reach at best),
+///   - entropy rate    = mean over s of H(next | current = s) (the best any model can reach),
+/// and the latter is far below the former (≈ 1.1 nats against ln 256 ≈ 5.5 for branching 4).
 /// Bits come from SplitMix64, so a stream is the same on every platform and compiler.
 #pragma once
 
@@ -32,24 +34,30 @@ class SyntheticTokenStream {
   /// \param B batch size ≥ 0. \param T sequence length ≥ 0.
   void next_batch(int32_t* inputs, int32_t* targets, int64_t B, int64_t T);
 
-  /// \return ln V in nats: the cross-entropy of the best context-free model.
+  /// \return ln S in nats: the cross-entropy of the best context-free model.
   [[nodiscard]] double unigram_entropy_nats() const;
   /// \return the exact entropy rate in nats (mean of the per-token successor entropies).
   [[nodiscard]] double entropy_rate_nats() const;
   /// \return V.
   [[nodiscard]] int64_t vocab() const { return vocab_; }
-  /// \return the probability of the transition from \p current to \p next.
-  /// \param current a token in [0, V). \param next a token in [0, V).
-  [[nodiscard]] double transition_probability(int32_t current, int32_t next) const;
+  /// \return the token id of each state, (S) distinct ids in [0, V).
+  [[nodiscard]] const std::vector<int32_t>& state_tokens() const { return state_tokens_; }
+  /// \param current_token a token id. \param next_token a token id.
+  /// \return the probability of the transition from \p current_token to \p next_token (0 when
+  /// either is not a state token).
+  [[nodiscard]] double transition_probability(int32_t current_token, int32_t next_token) const;
 
  private:
-  int32_t sample_successor(int32_t current);
+  int32_t sample_successor(int32_t state);
   uint64_t next_bits();
+  [[nodiscard]] int32_t state_of(int32_t token) const;
 
   int64_t vocab_;
+  int64_t states_;
   int64_t branching_;
   std::vector<double> probabilities_;  // (branching) p_j
-  std::vector<int32_t> successors_;    // (V, branching) perm_j(v)
+  std::vector<int32_t> successors_;    // (S, branching) perm_j(s)
+  std::vector<int32_t> state_tokens_;  // (S) token id of each state
   uint64_t state_;
 };
 

@@ -3,8 +3,10 @@
 // that matrix and of long samples, batches are shifted pairs, and streams are seed-determined.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "common/platform/errors.h"
@@ -13,21 +15,35 @@
 namespace vramlab::train {
 namespace {
 
-TEST(SyntheticTokens, TransitionMatrixIsDoublyStochastic) {
-  for (const int64_t V : {2, 7, 50}) {
+TEST(SyntheticTokens, TransitionMatrixIsDoublyStochasticOverTheStateTokens) {
+  for (const int64_t V : {2, 7, 50, 300}) {
     for (const int64_t branching : {1, 2, 4}) {
       if (branching > V) continue;
       SyntheticTokenStream s(V, branching, 3);
+      const auto& states = s.state_tokens();
+      ASSERT_EQ(static_cast<int64_t>(states.size()), std::min<int64_t>(V, 256));
+      EXPECT_EQ(std::set<int32_t>(states.begin(), states.end()).size(), states.size());
       for (int32_t a = 0; a < V; ++a) {
+        const bool is_state = std::find(states.begin(), states.end(), a) != states.end();
         double row = 0.0, column = 0.0;
         for (int32_t b = 0; b < V; ++b) {
           row += s.transition_probability(a, b);
           column += s.transition_probability(b, a);
         }
-        EXPECT_NEAR(row, 1.0, 1e-12) << "V " << V << " row " << a;
-        EXPECT_NEAR(column, 1.0, 1e-12) << "V " << V << " column " << a;
+        EXPECT_NEAR(row, is_state ? 1.0 : 0.0, 1e-12) << "V " << V << " row " << a;
+        EXPECT_NEAR(column, is_state ? 1.0 : 0.0, 1e-12) << "V " << V << " column " << a;
       }
     }
+  }
+}
+
+TEST(SyntheticTokens, LargeVocabulariesUse256StateTokens) {
+  SyntheticTokenStream s(50257, 4, 1);
+  EXPECT_EQ(s.state_tokens().size(), 256u);
+  EXPECT_DOUBLE_EQ(s.unigram_entropy_nats(), std::log(256.0));
+  for (const int32_t token : s.state_tokens()) {
+    EXPECT_GE(token, 0);
+    EXPECT_LT(token, 50257);
   }
 }
 
