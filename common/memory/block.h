@@ -42,13 +42,37 @@ struct Block {
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
+/// A pool search key: the (stream, size, address) a best-fit lookup starts from, without building a
+/// whole Block (whose string and vector members cost a construction and destruction per lookup).
+struct BlockKey {
+  StreamId stream = 0;        ///< the requesting stream
+  std::size_t size = 0;       ///< the rounded request
+  std::uint64_t address = 0;  ///< the lowest address to consider (0: any)
+};
+
 /// Orders free blocks by (stream, size, address): lower_bound gives the best fit on a stream.
+/// Transparent, so the pool sets can be searched with a BlockKey.
 struct BlockComparator {
+  /// Lets std::set look up a BlockKey without converting it to a Block*.
+  using is_transparent = void;
+  /// \return true when (\p a_stream, \p a_size, \p a_address) orders before the \p b triple.
+  static bool less(StreamId a_stream, std::size_t a_size, std::uint64_t a_address,
+                   StreamId b_stream, std::size_t b_size, std::uint64_t b_address) {
+    if (a_stream != b_stream) return a_stream < b_stream;
+    if (a_size != b_size) return a_size < b_size;
+    return a_address < b_address;
+  }
   /// \return true when \p a orders before \p b.
   bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->size != b->size) return a->size < b->size;
-    return a->address < b->address;
+    return less(a->stream, a->size, a->address, b->stream, b->size, b->address);
+  }
+  /// \return true when the block \p a orders before the key \p b.
+  bool operator()(const Block* a, const BlockKey& b) const {
+    return less(a->stream, a->size, a->address, b.stream, b.size, b.address);
+  }
+  /// \return true when the key \p a orders before the block \p b.
+  bool operator()(const BlockKey& a, const Block* b) const {
+    return less(a.stream, a.size, a.address, b->stream, b->size, b->address);
   }
 };
 

@@ -207,11 +207,7 @@ BlockPool::Set::iterator CachingAllocator::get_free_block(AllocParams& params) {
   if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
     ++pool.get_free_blocks_call_count;  // ages cached blocks for garbage collection
   }
-  Block key;
-  key.stream = params.stream;
-  key.size = params.size;
-  key.address = 0;
-  auto it = pool.blocks.lower_bound(&key);
+  auto it = pool.blocks.lower_bound(BlockKey{params.stream, params.size, 0});
   if (it == pool.blocks.end() || (*it)->stream != params.stream) return pool.blocks.end();
   if ((*it)->expandable != nullptr) {
     if (config_.expandable_segments) {
@@ -561,11 +557,8 @@ bool CachingAllocator::release_available_cached_blocks(const AllocParams& params
   const std::size_t max_split = config_.max_split_size_bytes;
   if (max_split == std::numeric_limits<std::size_t>::max()) return false;
   BlockPool& pool = *params.pool;
-  Block key;
-  key.stream = params.stream;
-  key.size = std::max(params.size, max_split);
-  key.address = 0;
-  auto it = pool.blocks.lower_bound(&key);
+  const BlockKey key{params.stream, std::max(params.size, max_split), 0};
+  auto it = pool.blocks.lower_bound(key);
   // The smallest whole cached segment that is large enough, if there is one on this stream.
   while (it != pool.blocks.end() && (*it)->stream == params.stream &&
          ((*it)->expandable != nullptr || (*it)->is_split())) {
@@ -737,11 +730,7 @@ Block* CachingAllocator::find_expandable_block(AllocParams& params) {
     }
     return bytes >= size;
   };
-  Block key;
-  key.stream = params.stream;
-  key.size = 0;
-  key.address = 0;
-  for (auto it = pool.unmapped.lower_bound(&key);
+  for (auto it = pool.unmapped.lower_bound(BlockKey{params.stream, 0, 0});
        it != pool.unmapped.end() && (*it)->stream == params.stream; ++it) {
     Block* candidate = *it;
     // Start at the free block just before the unmapped range, if any, so they join.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
 
 #include "common/memory/caching_allocator.h"
 #include "common/platform/errors.h"
@@ -107,6 +108,32 @@ TEST(Split, LargePoolSplitsOnlyWhenMoreThanOneMiBRemains) {
   allocator->free(split);
   EXPECT_EQ(allocator->stats().segment[kAggregate].current, 1);
   allocator->check_invariants();
+}
+
+// Best fit searches the pool with a BlockKey; the key must order exactly like a Block with the same
+// (stream, size, address), or lower_bound would return another block than PyTorch's search.
+TEST(BestFit, ASearchKeyOrdersLikeABlockWithTheSameFields) {
+  std::mt19937_64 rng(20261122);
+  std::uniform_int_distribution<int> small(0, 3);  // few values, so ties on each field are common
+  const BlockComparator before;
+  for (int trial = 0; trial < 20000; ++trial) {
+    Block a;
+    Block b;
+    a.stream = small(rng);
+    b.stream = small(rng);
+    a.size = kMinBlockSize * static_cast<std::size_t>(small(rng));
+    b.size = kMinBlockSize * static_cast<std::size_t>(small(rng));
+    a.address = static_cast<std::uint64_t>(small(rng)) << 20;
+    b.address = static_cast<std::uint64_t>(small(rng)) << 20;
+    const BlockKey a_key{a.stream, a.size, a.address};
+    const BlockKey b_key{b.stream, b.size, b.address};
+    ASSERT_EQ(before(&a, &b), before(a_key, &b))
+        << "trial " << trial << ": key (" << a.stream << ", " << a.size << ", " << a.address
+        << ") vs block (" << b.stream << ", " << b.size << ", " << b.address << ")";
+    ASSERT_EQ(before(&a, &b), before(&a, b_key))
+        << "trial " << trial << ": block (" << a.stream << ", " << a.size << ", " << a.address
+        << ") vs key (" << b.stream << ", " << b.size << ", " << b.address << ")";
+  }
 }
 
 TEST(BestFit, TakesTheSmallestAdequateFreeBlock) {
