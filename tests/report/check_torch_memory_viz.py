@@ -7,6 +7,7 @@ version offers. `segments` renders a flamegraph with a downloaded script in some
 module's segments() function is also called directly with an identity formatter.
 Exits 77 (ctest SKIP_RETURN_CODE) with a reason when torch cannot be imported.
 Usage: check_torch_memory_viz.py CASES_BINARY OUT_DIR
+       check_torch_memory_viz.py --pickle=SNAPSHOT.pickle OUT_DIR   (an existing snapshot)
 """
 import os
 import subprocess
@@ -25,10 +26,17 @@ def main():
     except Exception as error:  # ImportError, or a broken install
         print(f"SKIP: PyTorch is not importable here ({error}); install Debian's python3-torch to run this check")
         return SKIP
-    binary, out_dir = sys.argv[1], sys.argv[2]
-    os.makedirs(out_dir, exist_ok=True)
-    subprocess.run([binary, out_dir], check=True)
-    path = os.path.join(out_dir, "training_snapshot.pickle")
+    if sys.argv[1] == "--pickle":
+        print(__doc__)
+        return 2
+    if sys.argv[1].startswith("--pickle="):
+        path, out_dir = sys.argv[1][len("--pickle="):], sys.argv[2]
+        os.makedirs(out_dir, exist_ok=True)
+    else:
+        binary, out_dir = sys.argv[1], sys.argv[2]
+        os.makedirs(out_dir, exist_ok=True)
+        subprocess.run([binary, out_dir], check=True)
+        path = os.path.join(out_dir, "training_snapshot.pickle")
 
     # torch < 2.0 (Debian 12 ships 1.13) reads the older snapshot format: the bare list of
     # segments that torch.cuda.memory_snapshot() returned then, which is our snapshot's "segments"
