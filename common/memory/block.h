@@ -14,33 +14,9 @@
 
 namespace vramlab::memory {
 
+struct Block;
 struct BlockPool;
 struct ExpandableSegment;
-
-/// A contiguous piece of a segment. The blocks of one segment form a doubly linked list in address
-/// order (prev/next); a block with neither is a whole segment.
-struct Block {
-  std::uint64_t address = 0;          ///< device address of the first byte
-  std::size_t size = 0;               ///< bytes (a multiple of 512)
-  std::size_t requested_size = 0;     ///< bytes the caller asked for (0 when free)
-  StreamId stream = 0;                ///< the stream the block belongs to
-  BlockPool* pool = nullptr;          ///< small or large pool
-  Block* prev = nullptr;              ///< lower-address neighbour in the segment
-  Block* next = nullptr;              ///< higher-address neighbour in the segment
-  bool allocated = false;             ///< handed out to a caller
-  bool mapped = true;                 ///< false for unmapped parts of an expandable segment
-  bool in_use = false;                ///< this Block object currently describes memory
-  int event_count = 0;                ///< stream events that must complete before reuse
-  std::vector<StreamId> stream_uses;  ///< other streams that used the block (record_stream)
-  std::uint64_t gc_count_base = 0;    ///< pool's get_free_block count when the block was cached
-  ExpandableSegment* expandable = nullptr;          ///< the expandable segment holding it, if any
-  MemoryCategory category = MemoryCategory::other;  ///< what the allocation is for
-  std::uint32_t context_id = 0;  ///< context label at allocation (see context_label())
-  std::string name;              ///< tensor name at allocation
-
-  /// \return true when the block is part of a segment split into several blocks.
-  bool is_split() const { return prev != nullptr || next != nullptr; }
-};
 
 /// A pool search key: the (stream, size, address) a best-fit lookup starts from, without building a
 /// whole Block (whose string and vector members cost a construction and destruction per lookup).
@@ -63,23 +39,58 @@ struct BlockComparator {
     return a_address < b_address;
   }
   /// \return true when \p a orders before \p b.
-  bool operator()(const Block* a, const Block* b) const {
-    return less(a->stream, a->size, a->address, b->stream, b->size, b->address);
-  }
+  bool operator()(const Block* a, const Block* b) const;
   /// \return true when the block \p a orders before the key \p b.
-  bool operator()(const Block* a, const BlockKey& b) const {
-    return less(a->stream, a->size, a->address, b.stream, b.size, b.address);
-  }
+  bool operator()(const Block* a, const BlockKey& b) const;
   /// \return true when the key \p a orders before the block \p b.
-  bool operator()(const BlockKey& a, const Block* b) const {
-    return less(a.stream, a.size, a.address, b->stream, b->size, b->address);
-  }
+  bool operator()(const BlockKey& a, const Block* b) const;
 };
+
+/// A pool's set of free blocks in best-fit order.
+using BlockSet = std::set<Block*, BlockComparator>;
+
+/// A contiguous piece of a segment. The blocks of one segment form a doubly linked list in address
+/// order (prev/next); a block with neither is a whole segment.
+struct Block {
+  std::uint64_t address = 0;       ///< device address of the first byte
+  std::size_t size = 0;            ///< bytes (a multiple of 512)
+  std::size_t requested_size = 0;  ///< bytes the caller asked for (0 when free)
+  StreamId stream = 0;             ///< the stream the block belongs to
+  BlockPool* pool = nullptr;       ///< small or large pool
+  /// The block's entry in its pool's set, valid while the block is free (in the set); lets free
+  /// merge with a neighbour without searching the pool for it.
+  BlockSet::iterator pool_entry{};
+  Block* prev = nullptr;              ///< lower-address neighbour in the segment
+  Block* next = nullptr;              ///< higher-address neighbour in the segment
+  bool allocated = false;             ///< handed out to a caller
+  bool mapped = true;                 ///< false for unmapped parts of an expandable segment
+  bool in_use = false;                ///< this Block object currently describes memory
+  int event_count = 0;                ///< stream events that must complete before reuse
+  std::vector<StreamId> stream_uses;  ///< other streams that used the block (record_stream)
+  std::uint64_t gc_count_base = 0;    ///< pool's get_free_block count when the block was cached
+  ExpandableSegment* expandable = nullptr;          ///< the expandable segment holding it, if any
+  MemoryCategory category = MemoryCategory::other;  ///< what the allocation is for
+  std::uint32_t context_id = 0;  ///< context label at allocation (see context_label())
+  std::string name;              ///< tensor name at allocation
+
+  /// \return true when the block is part of a segment split into several blocks.
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+};
+
+inline bool BlockComparator::operator()(const Block* a, const Block* b) const {
+  return less(a->stream, a->size, a->address, b->stream, b->size, b->address);
+}
+inline bool BlockComparator::operator()(const Block* a, const BlockKey& b) const {
+  return less(a->stream, a->size, a->address, b.stream, b.size, b.address);
+}
+inline bool BlockComparator::operator()(const BlockKey& a, const Block* b) const {
+  return less(a.stream, a.size, a.address, b->stream, b->size, b->address);
+}
 
 /// The free blocks of one pool (small or large).
 struct BlockPool {
   /// The set type of both lists.
-  using Set = std::set<Block*, BlockComparator>;
+  using Set = BlockSet;
   Set blocks;                                    ///< free mapped blocks
   Set unmapped;                                  ///< unmapped ranges of expandable segments
   bool is_small = false;                         ///< the small pool (≤ 1 MiB requests)

@@ -113,9 +113,9 @@ void CachingAllocator::pool_insert(BlockPool::Set& set, Block* block) {
     BlockPool::Set::node_type node = std::move(spare_nodes_.back());
     spare_nodes_.pop_back();
     node.value() = block;
-    set.insert(std::move(node));
+    block->pool_entry = set.insert(std::move(node)).position;
   } else {
-    set.insert(block);
+    block->pool_entry = set.insert(block).first;
   }
 }
 
@@ -147,6 +147,7 @@ void CachingAllocator::insert_into_blocks_at(BlockPool::Set::iterator slot, Bloc
     // The entry's neighbours still order around the block: only the stored pointer changes, which
     // keeps the tree valid (std::set's nodes hold non-const values; the key is never reordered).
     const_cast<Block*&>(*slot) = block;
+    block->pool_entry = slot;
     return;
   }
   spare_nodes_.push_back(set.extract(slot));
@@ -256,10 +257,8 @@ Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
   block->stream = params.stream;
   block->pool = params.pool;
   const std::size_t type = stat_type_of(*params.pool);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.segment[t].increase(1);
-    stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(size));
-  }
+  increase_pool_stat(stats_.segment, type, 1);
+  increase_pool_stat(stats_.reserved_bytes, type, static_cast<std::int64_t>(size));
   if (size >= config_.max_split_size_bytes) stats_.oversize_segments.increase(1);
   ++stats_.num_device_alloc;
   record_trace(TraceAction::segment_alloc, address, size, params.stream, params.category,
@@ -293,13 +292,12 @@ Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& para
       insert_into_blocks(remaining);
     }
     if (block->expandable == nullptr) {
-      for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-        if (already_split) {
-          stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(size));
-        } else {
-          stats_.inactive_split_bytes[t].increase(static_cast<std::int64_t>(remaining->size));
-          stats_.inactive_split[t].increase(1);
-        }
+      if (already_split) {
+        decrease_pool_stat(stats_.inactive_split_bytes, type, static_cast<std::int64_t>(size));
+      } else {
+        increase_pool_stat(stats_.inactive_split_bytes, type,
+                           static_cast<std::int64_t>(remaining->size));
+        increase_pool_stat(stats_.inactive_split, type, 1);
       }
     }
   } else {
@@ -307,10 +305,8 @@ Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& para
       spare_nodes_.push_back(params.pool->blocks.extract(pool_entry));
     }
     if (already_split && block->expandable == nullptr) {
-      for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-        stats_.inactive_split_bytes[t].decrease(static_cast<std::int64_t>(block->size));
-        stats_.inactive_split[t].decrease(1);
-      }
+      decrease_pool_stat(stats_.inactive_split_bytes, type, static_cast<std::int64_t>(block->size));
+      decrease_pool_stat(stats_.inactive_split, type, 1);
     }
   }
   block->allocated = true;
@@ -319,13 +315,11 @@ Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& para
   block->context_id = params.context_id;
   if (!params.name.empty() || !block->name.empty()) block->name.assign(params.name);
   const auto block_bytes = static_cast<std::int64_t>(block->size);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.allocation[t].increase(1);
-    stats_.allocated_bytes[t].increase(block_bytes);
-    stats_.active[t].increase(1);
-    stats_.active_bytes[t].increase(block_bytes);
-    stats_.requested_bytes[t].increase(static_cast<std::int64_t>(params.orig_size));
-  }
+  increase_pool_stat(stats_.allocation, type, 1);
+  increase_pool_stat(stats_.allocated_bytes, type, block_bytes);
+  increase_pool_stat(stats_.active, type, 1);
+  increase_pool_stat(stats_.active_bytes, type, block_bytes);
+  increase_pool_stat(stats_.requested_bytes, type, static_cast<std::int64_t>(params.orig_size));
   if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.increase(1);
   category_stats_.allocated_bytes[static_cast<std::size_t>(params.category)].increase(block_bytes);
   record_trace(TraceAction::alloc, block->address, params.orig_size, block->stream, block->category,
@@ -346,10 +340,8 @@ void CachingAllocator::free(Block* block) {
                block->category, block->context_id, block->name);
   const std::size_t type = stat_type_of(*block->pool);
   const auto block_bytes = static_cast<std::int64_t>(block->size);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.allocation[t].decrease(1);
-    stats_.allocated_bytes[t].decrease(block_bytes);
-  }
+  decrease_pool_stat(stats_.allocation, type, 1);
+  decrease_pool_stat(stats_.allocated_bytes, type, block_bytes);
   if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.decrease(1);
   category_stats_.allocated_bytes[static_cast<std::size_t>(block->category)].decrease(block_bytes);
   if (!block->stream_uses.empty()) {
@@ -368,16 +360,15 @@ void CachingAllocator::free_block(Block* block) {
   BlockPool::Set& set = block->mapped ? pool.blocks : pool.unmapped;
   Block* const merge_prev = can_merge(block, block->prev) ? block->prev : nullptr;
   Block* const merge_next = can_merge(block, block->next) ? block->next : nullptr;
-  // The merged block takes over the pool entry of the first free neighbour (one lookup, and no
-  // tree rebalancing when the order allows it); the second neighbour's entry is removed. Both are
-  // looked up before any block changes, so every comparison sees consistent keys.
-  auto pool_entry = merge_prev != nullptr ? set.find(merge_prev) : set.end();
+  // The merged block takes over the pool entry of the first free neighbour (no lookup: a free block
+  // knows its entry, and no tree rebalancing when the order allows it); the second neighbour's
+  // entry is removed before any block changes, so every comparison sees consistent keys.
+  auto pool_entry = merge_prev != nullptr ? merge_prev->pool_entry : set.end();
   if (merge_next != nullptr) {
-    const auto it = set.find(merge_next);
     if (pool_entry == set.end()) {
-      pool_entry = it;
+      pool_entry = merge_next->pool_entry;
     } else {
-      spare_nodes_.push_back(set.extract(it));
+      spare_nodes_.push_back(set.extract(merge_next->pool_entry));
     }
   }
   std::int64_t net_inactive_split_blocks = 0;
@@ -404,23 +395,21 @@ void CachingAllocator::free_block(Block* block) {
     net_inactive_split_bytes += static_cast<std::int64_t>(block->size);
   }
   const std::size_t type = stat_type_of(pool);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    if (block->expandable == nullptr) {
-      if (net_inactive_split_blocks > 0) {
-        stats_.inactive_split[t].increase(net_inactive_split_blocks);
-      } else if (net_inactive_split_blocks < 0) {
-        stats_.inactive_split[t].decrease(-net_inactive_split_blocks);
-      }
-      if (net_inactive_split_bytes > 0) {
-        stats_.inactive_split_bytes[t].increase(net_inactive_split_bytes);
-      } else if (net_inactive_split_bytes < 0) {
-        stats_.inactive_split_bytes[t].decrease(-net_inactive_split_bytes);
-      }
+  if (block->expandable == nullptr) {
+    if (net_inactive_split_blocks > 0) {
+      increase_pool_stat(stats_.inactive_split, type, net_inactive_split_blocks);
+    } else if (net_inactive_split_blocks < 0) {
+      decrease_pool_stat(stats_.inactive_split, type, -net_inactive_split_blocks);
     }
-    stats_.active[t].decrease(1);
-    stats_.active_bytes[t].decrease(static_cast<std::int64_t>(original_size));
-    stats_.requested_bytes[t].decrease(static_cast<std::int64_t>(requested_size));
+    if (net_inactive_split_bytes > 0) {
+      increase_pool_stat(stats_.inactive_split_bytes, type, net_inactive_split_bytes);
+    } else if (net_inactive_split_bytes < 0) {
+      decrease_pool_stat(stats_.inactive_split_bytes, type, -net_inactive_split_bytes);
+    }
   }
+  decrease_pool_stat(stats_.active, type, 1);
+  decrease_pool_stat(stats_.active_bytes, type, static_cast<std::int64_t>(original_size));
+  decrease_pool_stat(stats_.requested_bytes, type, static_cast<std::int64_t>(requested_size));
 }
 
 bool CachingAllocator::can_merge(const Block* dst, const Block* src) {
@@ -541,10 +530,8 @@ void CachingAllocator::release_block(Block* block) {
   backing_->free_segment(block->address, block->size);
   total_allocated_memory_ -= block->size;
   const std::size_t type = stat_type_of(*block->pool);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.segment[t].decrease(1);
-    stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(block->size));
-  }
+  decrease_pool_stat(stats_.segment, type, 1);
+  decrease_pool_stat(stats_.reserved_bytes, type, static_cast<std::int64_t>(block->size));
   if (block->size >= config_.max_split_size_bytes) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
   record_trace(TraceAction::segment_free, block->address, block->size, block->stream,
@@ -657,8 +644,9 @@ void CachingAllocator::throw_out_of_memory(const AllocParams& params) {
   details.capacity_bytes = backing_->total_bytes();
   details.free_bytes = backing_->free_bytes();
   details.allowed_bytes = memory_fraction_set_ ? allowed_memory_maximum_ : 0;
-  details.allocated_bytes = stats_.allocated_bytes[kAggregate].current;
-  details.reserved_bytes = stats_.reserved_bytes[kAggregate].current;
+  const DeviceStats stats = with_aggregate_sums(stats_);
+  details.allocated_bytes = stats.allocated_bytes[kAggregate].current;
+  details.reserved_bytes = stats.reserved_bytes[kAggregate].current;
   details.reserved_unallocated_bytes = details.reserved_bytes - details.allocated_bytes;
   details.largest_live_blocks = live_blocks_locked();
   if (details.largest_live_blocks.size() > 10) details.largest_live_blocks.resize(10);
@@ -799,9 +787,7 @@ bool CachingAllocator::map_block(Block* to_map, std::size_t size, const AllocPar
   insert_into_blocks(to_map);
   total_allocated_memory_ += mapped_bytes;
   const std::size_t type = stat_type_of(pool);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.reserved_bytes[t].increase(static_cast<std::int64_t>(mapped_bytes));
-  }
+  increase_pool_stat(stats_.reserved_bytes, type, static_cast<std::int64_t>(mapped_bytes));
   ++stats_.num_device_alloc;
   record_trace(TraceAction::segment_map, segment.address + first_page * segment.page_bytes,
                mapped_bytes, to_map->stream, params ? params->category : MemoryCategory::other,
@@ -861,9 +847,7 @@ void CachingAllocator::unmap_block(Block* block) {
   insert_into_blocks(block);
   total_allocated_memory_ -= unmapped_bytes;
   const std::size_t type = stat_type_of(pool);
-  for (std::size_t t : {static_cast<std::size_t>(kAggregate), type}) {
-    stats_.reserved_bytes[t].decrease(static_cast<std::int64_t>(unmapped_bytes));
-  }
+  decrease_pool_stat(stats_.reserved_bytes, type, static_cast<std::int64_t>(unmapped_bytes));
   ++stats_.num_device_free;
   record_trace(TraceAction::segment_unmap, unmapped_address, unmapped_bytes, block->stream,
                MemoryCategory::other, 0, {});
@@ -922,7 +906,7 @@ std::vector<TraceEntry> CachingAllocator::trace() const {
 
 DeviceStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  return with_aggregate_sums(stats_);
 }
 
 std::vector<std::pair<std::string, std::int64_t>> CachingAllocator::memory_stats() const {
@@ -936,7 +920,7 @@ CategoryStats CachingAllocator::category_stats() const {
 
 void CachingAllocator::reset_peak_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.reset_peak();
+  reset_pool_stats_peak(stats_);
   for (Stat& stat : category_stats_.allocated_bytes) stat.peak = stat.current;
 }
 
@@ -1019,8 +1003,12 @@ void CachingAllocator::check_invariants() const {
       fail("free neighbours not merged at " + std::to_string(block->address));
     }
     const BlockPool::Set& set = block->mapped ? block->pool->blocks : block->pool->unmapped;
-    if (is_free != (set.count(const_cast<Block*>(block)) == 1)) {
+    const auto entry = set.find(const_cast<Block*>(block));
+    if (is_free != (entry != set.end())) {
       fail("pool membership wrong at " + std::to_string(block->address));
+    }
+    if (is_free && block->pool_entry != entry) {
+      fail("pool entry of the free block at " + std::to_string(block->address) + " is stale");
     }
     if (is_free) (block->mapped ? free_mapped : free_unmapped) += 1;
     if (block->expandable == nullptr && block->prev == nullptr) {
@@ -1061,23 +1049,28 @@ void CachingAllocator::check_invariants() const {
       free_unmapped != small_blocks_.unmapped.size() + large_blocks_.unmapped.size()) {
     fail("pools hold blocks that are not free");
   }
+  const DeviceStats actual = with_aggregate_sums(stats_);
   const std::pair<const char*, std::pair<const StatArray*, const StatArray*>> arrays[] = {
-      {"allocation", {&expected.allocation, &stats_.allocation}},
-      {"segment", {&expected.segment, &stats_.segment}},
-      {"active", {&expected.active, &stats_.active}},
-      {"inactive_split", {&expected.inactive_split, &stats_.inactive_split}},
-      {"allocated_bytes", {&expected.allocated_bytes, &stats_.allocated_bytes}},
-      {"reserved_bytes", {&expected.reserved_bytes, &stats_.reserved_bytes}},
-      {"active_bytes", {&expected.active_bytes, &stats_.active_bytes}},
-      {"inactive_split_bytes", {&expected.inactive_split_bytes, &stats_.inactive_split_bytes}},
-      {"requested_bytes", {&expected.requested_bytes, &stats_.requested_bytes}},
+      {"allocation", {&expected.allocation, &actual.allocation}},
+      {"segment", {&expected.segment, &actual.segment}},
+      {"active", {&expected.active, &actual.active}},
+      {"inactive_split", {&expected.inactive_split, &actual.inactive_split}},
+      {"allocated_bytes", {&expected.allocated_bytes, &actual.allocated_bytes}},
+      {"reserved_bytes", {&expected.reserved_bytes, &actual.reserved_bytes}},
+      {"active_bytes", {&expected.active_bytes, &actual.active_bytes}},
+      {"inactive_split_bytes", {&expected.inactive_split_bytes, &actual.inactive_split_bytes}},
+      {"requested_bytes", {&expected.requested_bytes, &actual.requested_bytes}},
   };
   for (const auto& [name, pair] : arrays) {
     for (std::size_t s = 0; s < 3; ++s) {
-      if ((*pair.first)[s].current != (*pair.second)[s].current) {
-        fail(std::string(name) + "[" + std::to_string(s) + "] is " +
-             std::to_string((*pair.second)[s].current) + ", blocks sum to " +
-             std::to_string((*pair.first)[s].current));
+      const Stat& stat = (*pair.second)[s];
+      if ((*pair.first)[s].current != stat.current) {
+        fail(std::string(name) + "[" + std::to_string(s) + "] is " + std::to_string(stat.current) +
+             ", blocks sum to " + std::to_string((*pair.first)[s].current));
+      }
+      if (stat.peak < stat.current) {
+        fail(std::string(name) + "[" + std::to_string(s) + "]: peak " + std::to_string(stat.peak) +
+             " below current " + std::to_string(stat.current));
       }
     }
   }
@@ -1087,10 +1080,10 @@ void CachingAllocator::check_invariants() const {
     }
   }
   if (reserved_total != total_allocated_memory_) fail("total reserved memory");
-  const std::int64_t reserved = stats_.reserved_bytes[kAggregate].current;
-  const std::int64_t active = stats_.active_bytes[kAggregate].current;
-  const std::int64_t allocated = stats_.allocated_bytes[kAggregate].current;
-  const std::int64_t requested = stats_.requested_bytes[kAggregate].current;
+  const std::int64_t reserved = actual.reserved_bytes[kAggregate].current;
+  const std::int64_t active = actual.active_bytes[kAggregate].current;
+  const std::int64_t allocated = actual.allocated_bytes[kAggregate].current;
+  const std::int64_t requested = actual.requested_bytes[kAggregate].current;
   if (!(reserved >= active && active >= allocated && active >= requested)) {
     fail("reserved >= active >= allocated, active >= requested");
   }

@@ -221,7 +221,7 @@ class CachingAllocator {
   std::string device_label_;
   std::int64_t device_index_;
   AllocatorConfig config_;
-  DeviceStats stats_;
+  DeviceStats stats_;  // kept per pool: see with_aggregate_sums
   CategoryStats category_stats_;
   BlockPool small_blocks_;
   BlockPool large_blocks_;

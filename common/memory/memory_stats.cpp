@@ -17,12 +17,19 @@ void reset_stat_accumulated(Stat& stat) {
 }
 
 template <typename Function>
-void for_each_stat(DeviceStats& stats, Function&& function) {
+void for_each_stat_array(DeviceStats& stats, Function&& function) {
   for (StatArray* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
                            &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
                            &stats.inactive_split_bytes, &stats.requested_bytes}) {
-    for (Stat& stat : *array) function(stat);
+    function(*array);
   }
+}
+
+template <typename Function>
+void for_each_stat(DeviceStats& stats, Function&& function) {
+  for_each_stat_array(stats, [&](StatArray& array) {
+    for (Stat& stat : array) function(stat);
+  });
   function(stats.oversize_allocations);
   function(stats.oversize_segments);
 }
@@ -48,6 +55,25 @@ void DeviceStats::reset_accumulated() {
   num_sync_all_streams = 0;
   num_device_alloc = 0;
   num_device_free = 0;
+}
+
+DeviceStats with_aggregate_sums(DeviceStats pool_stats) {
+  for_each_stat_array(pool_stats, [](StatArray& array) {
+    Stat& all = array[kAggregate];
+    const Stat& small = array[kSmallPool];
+    const Stat& large = array[kLargePool];
+    all.current = small.current + large.current;
+    all.allocated = small.allocated + large.allocated;
+    all.freed = small.freed + large.freed;
+  });
+  return pool_stats;
+}
+
+void reset_pool_stats_peak(DeviceStats& pool_stats) {
+  pool_stats.reset_peak();
+  for_each_stat_array(pool_stats, [](StatArray& array) {
+    array[kAggregate].peak = array[kSmallPool].current + array[kLargePool].current;
+  });
 }
 
 std::vector<std::pair<std::string, std::int64_t>> DeviceStats::to_key_values() const {
