@@ -164,6 +164,14 @@ void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const 
 void cross_entropy_backward(float* dlogits, const float* dlosses, const float* logits,
                             const float* logsumexp, const int32_t* targets, int64_t N, int64_t V,
                             int64_t Vp);
+/// dlogits[row, i] = scale · (probs[row, i] − [i == target]) for i < V, WRITTEN (padding
+/// untouched), one thread per element: the logits' gradient of scale · Σ losses from the saved
+/// probabilities, so it may overwrite the logits in place. \param dlogits (N, Vp)
+/// \param probs (N, Vp) from forward \param targets (N) \param N rows \param V classes
+/// \param Vp padded row length \param scale e.g. 1/N for a mean loss. \throws as
+/// cross_entropy_forward.
+void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
+                           int64_t V, int64_t Vp, float scale);
 
 // ---- embedding (embedding.cu) --------------------------------------------------------------
 

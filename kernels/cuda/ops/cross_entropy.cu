@@ -1,6 +1,8 @@
 // Fused softmax + cross-entropy CUDA kernels. Forward: per row, logsumexp over the V real classes
 // (columns V..Vp are padding), the loss, and optionally the probabilities. Backward: one thread
 // per (row, class < V) element, recomputing the probability from the saved logsumexp.
+// dlogits: one thread per (row, class < V) element, from the saved probabilities (written, so it
+// can overwrite the logits in place as the nn layer's backward does).
 //   v1 forward: one thread per row (the CPU loop).
 //   v2 forward: one warp per row, shuffle max and sum, coalesced reads.
 // An out-of-range target stops the kernel with a device error (targets live on the device).
@@ -82,6 +84,17 @@ __global__ void cross_entropy_backward_kernel(float* dlogits, const float* dloss
   dlogits[row * Vp + i] += dlosses[row] * (probability - indicator);
 }
 
+__global__ void cross_entropy_dlogits_kernel(float* dlogits, const float* probs,
+                                             const std::int32_t* targets, std::int64_t N,
+                                             std::int64_t V, std::int64_t Vp, float scale) {
+  const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= N * V) return;
+  const std::int64_t row = index / V, i = index % V;
+  check_target(targets[row], V);
+  const float value = probs[row * Vp + i] * scale;
+  dlogits[row * Vp + i] = i == targets[row] ? value - scale : value;
+}
+
 void check_arguments(const char* op, std::int64_t N, std::int64_t V, std::int64_t Vp) {
   cpu::require_non_negative(op, "N", N);
   cpu::require_non_negative(op, "V", V);
@@ -116,6 +129,15 @@ void cross_entropy_backward(float* dlogits, const float* dlosses, const float* l
   VRAMLAB_LAUNCH(cross_entropy_backward_kernel, blocks_for(N * V, kElementwiseBlockThreads),
                  kElementwiseBlockThreads, 0, 0)
   (dlogits, dlosses, logits, logsumexp, targets, N, V, Vp);
+}
+
+void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
+                           int64_t V, int64_t Vp, float scale) {
+  check_arguments("cuda::cross_entropy_dlogits", N, V, Vp);
+  if (N == 0) return;
+  VRAMLAB_LAUNCH(cross_entropy_dlogits_kernel, blocks_for(N * V, kElementwiseBlockThreads),
+                 kElementwiseBlockThreads, 0, 0)
+  (dlogits, probs, targets, N, V, Vp, scale);
 }
 
 }  // namespace VRAMLAB_CUDA_OPS_ABI
