@@ -82,6 +82,10 @@ CachingAllocator::~CachingAllocator() {
   }
 }
 
+// The cached path's helpers (get_free_block, alloc_found_block, insert_into_blocks_at,
+// merge_blocks) are always inlined: GCC keeps them as calls, and their prologues and epilogues
+// were ~90 of ~790 instructions per cached alloc+free pair (callgrind).
+
 // ---- block objects and pool sets (recycled so the cached path does not touch the heap) ----
 
 Block* CachingAllocator::new_block() {
@@ -129,8 +133,8 @@ void CachingAllocator::insert_into_blocks(Block* block) {
   pool_insert(block->mapped ? block->pool->blocks : block->pool->unmapped, block);
 }
 
-void CachingAllocator::insert_into_blocks_at(BlockPool::Set::iterator slot, Block* block,
-                                             bool grew) {
+[[gnu::always_inline]] inline void CachingAllocator::insert_into_blocks_at(
+    BlockPool::Set::iterator slot, Block* block, bool grew) {
   block->gc_count_base = block->pool->get_free_blocks_call_count;
   BlockPool::Set& set = block->mapped ? block->pool->blocks : block->pool->unmapped;
   const BlockComparator before;
@@ -203,7 +207,8 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
   return alloc_found_block(block, params, params.pool->blocks.end());
 }
 
-BlockPool::Set::iterator CachingAllocator::get_free_block(AllocParams& params) {
+[[gnu::always_inline]] inline BlockPool::Set::iterator CachingAllocator::get_free_block(
+    AllocParams& params) {
   BlockPool& pool = *params.pool;
   if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
     ++pool.get_free_blocks_call_count;  // ages cached blocks for garbage collection
@@ -266,8 +271,8 @@ Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
   return block;
 }
 
-Block* CachingAllocator::alloc_found_block(Block* block, const AllocParams& params,
-                                           BlockPool::Set::iterator pool_entry) {
+[[gnu::always_inline]] inline Block* CachingAllocator::alloc_found_block(
+    Block* block, const AllocParams& params, BlockPool::Set::iterator pool_entry) {
   const std::size_t size = params.size;
   const std::size_t type = stat_type_of(*params.pool);
   const bool already_split = block->is_split();
@@ -423,7 +428,7 @@ std::size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool
   return merge_blocks(dst, src);
 }
 
-std::size_t CachingAllocator::merge_blocks(Block* dst, Block* src) {
+[[gnu::always_inline]] inline std::size_t CachingAllocator::merge_blocks(Block* dst, Block* src) {
   if (dst->prev == src) {
     dst->address = src->address;
     dst->prev = src->prev;
