@@ -1,9 +1,10 @@
-// A million random operations (alloc, free, empty_cache, record_stream, stream sync, sync) against
-// a simple independent model of what must hold; the allocator's own invariant check (O(blocks))
-// runs after every operation, out-of-memory errors included.
+// A million random operations (alloc, free, empty_cache, record_stream, stream sync, sync, stat
+// resets) against a simple independent model of what must hold; the allocator's own invariant
+// check (O(blocks)) runs after every operation, out-of-memory errors included.
 //   build/tests/bin/test_allocator_randomized
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -21,9 +22,43 @@ constexpr std::int64_t kOperationScale = 20;  // sanitizers are ~20x slower
 constexpr std::int64_t kOperationScale = 1;
 #endif
 
+/// torch's stat rules applied directly to "all" and to the block's pool (the allocator keeps "all"
+/// as the pools' sum plus its own peak; this model does not).
+struct StatModel {
+  std::array<Stat, 3> stats;  // indexed by StatType
+  void increase(std::size_t pool_type, std::int64_t amount) {
+    for (std::size_t type : {static_cast<std::size_t>(kAggregate), pool_type}) {
+      stats[type].increase(amount);
+    }
+  }
+  void decrease(std::size_t pool_type, std::int64_t amount) {
+    for (std::size_t type : {static_cast<std::size_t>(kAggregate), pool_type}) {
+      stats[type].decrease(amount);
+    }
+  }
+  void reset_peak() {
+    for (Stat& stat : stats) stat.peak = stat.current;
+  }
+  void reset_accumulated() {
+    for (Stat& stat : stats) stat.allocated = stat.freed = 0;
+  }
+  void expect_equal(const StatArray& actual, const char* name) const {
+    for (std::size_t type = 0; type < 3; ++type) {
+      const Stat& want = stats[type];
+      const Stat& got = actual[type];
+      EXPECT_TRUE(want.current == got.current && want.peak == got.peak &&
+                  want.allocated == got.allocated && want.freed == got.freed)
+          << name << "[" << type << "] current/peak/allocated/freed: expected " << want.current
+          << "/" << want.peak << "/" << want.allocated << "/" << want.freed << ", got "
+          << got.current << "/" << got.peak << "/" << got.allocated << "/" << got.freed;
+    }
+  }
+};
+
 /// What the caller knows: its live allocations. Checks that need nothing from the allocator's
 /// internals: no two live allocations overlap, each is at least its rounded request, counts and
-/// requested bytes match.
+/// requested bytes match, and the allocation and allocated_bytes stats (which change only when
+/// the caller allocates or frees) follow torch's rules in every field.
 class Model {
  public:
   void add(Block* block, std::size_t requested, const AllocatorConfig& config) {
@@ -40,6 +75,8 @@ class Model {
     by_address_.emplace(block->address, block);
     live_.push_back({block, requested});
     requested_bytes_ += static_cast<std::int64_t>(requested);
+    allocation_.increase(pool_type(block), 1);
+    allocated_bytes_.increase(pool_type(block), static_cast<std::int64_t>(block->size));
   }
   std::pair<Block*, std::size_t> take(std::size_t index) {
     auto entry = live_[index];
@@ -47,16 +84,36 @@ class Model {
     live_.pop_back();
     by_address_.erase(entry.first->address);
     requested_bytes_ -= static_cast<std::int64_t>(entry.second);
+    allocation_.decrease(pool_type(entry.first), 1);
+    allocated_bytes_.decrease(pool_type(entry.first), static_cast<std::int64_t>(entry.first->size));
     return entry;
+  }
+  void reset_peak() {
+    allocation_.reset_peak();
+    allocated_bytes_.reset_peak();
+  }
+  void reset_accumulated() {
+    allocation_.reset_accumulated();
+    allocated_bytes_.reset_accumulated();
+  }
+  void expect_stats(const DeviceStats& stats) const {
+    allocation_.expect_equal(stats.allocation, "allocation");
+    allocated_bytes_.expect_equal(stats.allocated_bytes, "allocated_bytes");
   }
   std::size_t size() const { return live_.size(); }
   Block* block(std::size_t index) const { return live_[index].first; }
   std::int64_t requested_bytes() const { return requested_bytes_; }
 
  private:
+  static std::size_t pool_type(const Block* block) {
+    return block->pool->is_small ? kSmallPool : kLargePool;
+  }
+
   std::vector<std::pair<Block*, std::size_t>> live_;
   std::map<std::uint64_t, Block*> by_address_;
   std::int64_t requested_bytes_ = 0;
+  StatModel allocation_;
+  StatModel allocated_bytes_;
 };
 
 struct RunResult {
@@ -106,6 +163,12 @@ RunResult run_random_operations(std::uint64_t seed, std::int64_t operations,
       if (stream != block->stream) used_by_other_stream.insert(block);
     } else if (choice < 975) {
       allocator->synchronize_stream(stream);
+    } else if (choice < 980) {
+      allocator->reset_peak_stats();
+      model.reset_peak();
+    } else if (choice < 985) {
+      allocator->reset_accumulated_stats();
+      model.reset_accumulated();
     } else {
       allocator->synchronize();
     }
@@ -113,6 +176,7 @@ RunResult run_random_operations(std::uint64_t seed, std::int64_t operations,
     allocator->check_invariants();
     const DeviceStats stats = allocator->stats();
     EXPECT_EQ(stats.allocation[kAggregate].current, static_cast<std::int64_t>(model.size()));
+    model.expect_stats(stats);
     if (!pending_frees) {
       EXPECT_EQ(stats.requested_bytes[kAggregate].current, model.requested_bytes());
     } else {

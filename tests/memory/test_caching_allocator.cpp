@@ -236,6 +236,36 @@ TEST(Merge, FreeingTheMiddleBlockMergesBothNeighbours) {
   EXPECT_EQ(whole->address, segment);
 }
 
+// A free block's pool entry is what free merges through (no search): every merge below goes
+// through the entry of a block that itself got there by an earlier merge.
+TEST(Merge, ChainedMergesGoThroughEachMergedBlocksPoolEntry) {
+  auto allocator = make_meta_allocator(kGiB);
+  Block* a = allocator->malloc(512 * kKiB);  // segment 1, exactly full: a | b | c | d
+  Block* b = allocator->malloc(512 * kKiB);
+  Block* c = allocator->malloc(512 * kKiB);
+  Block* d = allocator->malloc(512 * kKiB);
+  Block* other = allocator->malloc(kMiB);  // segment 2: other | 1 MiB free
+  ASSERT_EQ(allocator->stats().segment[kAggregate].current, 2);
+  const std::uint64_t segment = a->address;
+  const std::uint64_t other_remainder = other->address + kMiB;
+  allocator->free(a);
+  allocator->free(b);  // a + b: takes a's entry, still ordered before segment 2's 1 MiB block
+  allocator->check_invariants();
+  allocator->free(c);  // a + b + c through that entry; at 1.5 MiB it moves after the 1 MiB block
+  allocator->check_invariants();
+  Block* first = allocator->malloc(kMiB);
+  EXPECT_EQ(first->address, other_remainder) << "the 1 MiB block fits best";
+  Block* second = allocator->malloc(kMiB);
+  EXPECT_EQ(second->address, segment) << "then the merged 1.5 MiB block a + b + c";
+  EXPECT_EQ(second->size, kMiB);
+  allocator->check_invariants();
+  for (Block* block : {first, second, d, other}) allocator->free(block);
+  allocator->check_invariants();
+  EXPECT_EQ(allocator->stats().inactive_split[kSmallPool].current, 0);
+  allocator->empty_cache();  // releases whole segments only: both are whole again
+  EXPECT_EQ(allocator->stats().segment[kAggregate].current, 0);
+}
+
 TEST(Merge, MemoryIsNeverReturnedOnFree) {
   auto allocator = make_sim_allocator(kGiB);
   allocator->free(allocator->malloc(30 * kMiB));
@@ -593,6 +623,44 @@ TEST(Stats, ResetAccumulatedZeroesTotalsAndCounters) {
   EXPECT_EQ(stats.allocated_bytes[kAggregate].current, static_cast<std::int64_t>(50 * kMiB));
   EXPECT_EQ(stats.num_alloc_retries, 0);
   EXPECT_EQ(stats.num_device_alloc, 0);
+}
+
+// "all" is the sum of the pools, but its peak is the peak of the sum: a small and a large block
+// that never live at the same time do not add up in it.
+TEST(Stats, TheAllPeakIsThePeakOfTheSumNotTheSumOfPeaks) {
+  auto allocator = make_meta_allocator(kGiB);
+  const auto small_bytes = static_cast<std::int64_t>(3 * kKiB);
+  const auto large_bytes = static_cast<std::int64_t>(6 * kMiB);
+  allocator->free(allocator->malloc(3 * kKiB));
+  allocator->free(allocator->malloc(6 * kMiB));
+  DeviceStats stats = allocator->stats();
+  EXPECT_EQ(stats.allocated_bytes[kSmallPool].peak, small_bytes);
+  EXPECT_EQ(stats.allocated_bytes[kLargePool].peak, large_bytes);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].peak, large_bytes);
+  EXPECT_EQ(stats.allocation[kAggregate].peak, 1);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].allocated, small_bytes + large_bytes);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].freed, small_bytes + large_bytes);
+  EXPECT_EQ(stats.segment[kAggregate].current, 2);
+  Block* small = allocator->malloc(3 * kKiB);
+  Block* large = allocator->malloc(6 * kMiB);
+  stats = allocator->stats();
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].peak, small_bytes + large_bytes);
+  EXPECT_EQ(stats.allocation[kAggregate].peak, 2);
+  EXPECT_EQ(stats.active_bytes[kAggregate].current, small_bytes + large_bytes);
+  allocator->free(large);
+  allocator->reset_peak_stats();
+  stats = allocator->stats();
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].peak, small_bytes);
+  EXPECT_EQ(stats.allocated_bytes[kLargePool].peak, 0);
+  EXPECT_EQ(stats.reserved_bytes[kAggregate].peak, stats.reserved_bytes[kAggregate].current);
+  allocator->reset_accumulated_stats();
+  allocator->free(small);
+  stats = allocator->stats();
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].allocated, 0);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].freed, small_bytes);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].current, 0);
+  EXPECT_EQ(stats.allocated_bytes[kAggregate].peak, small_bytes);
+  allocator->check_invariants();
 }
 
 TEST(Stats, KeysAreTorchsSortedKeys) {
