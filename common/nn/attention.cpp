@@ -1,9 +1,6 @@
 // Attention module: projections, (RoPE,) materialized causal attention, output projection.
 #include "common/nn/attention.h"
 
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/rope.h"
-
 namespace vramlab::nn {
 
 namespace {
@@ -60,8 +57,8 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
     qkv_[1].forward(runtime, kb.f32(), inp, N);
     qkv_[2].forward(runtime, vb.f32(), inp, N);
     if (runtime.runs_kernels()) {
-      kernels::cpu::rope_forward(qb.f32(), qb.f32(), B, T, H_, D_, rope_theta_);
-      kernels::cpu::rope_forward(kb.f32(), kb.f32(), B, T, Hkv_, D_, rope_theta_);
+      runtime.kernels().rope_forward(qb.f32(), qb.f32(), B, T, H_, D_, rope_theta_);
+      runtime.kernels().rope_forward(kb.f32(), kb.f32(), B, T, Hkv_, D_, rope_theta_);
     }
     q = qb.f32();
     k = kb.f32();
@@ -71,8 +68,8 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
   const DeviceBuffer& att = saved.save(layer_, "att", {B, H_, T, T});        // (B, H, T, T)
   const DeviceBuffer& atty = saved.save(layer_, "atty", {B, T, C_});         // (B, T, C)
   if (runtime.runs_kernels())
-    kernels::cpu::attention_forward(atty.f32(), preatt.f32(), att.f32(), q, k, v, B, T, H_, Hkv_,
-                                    D_);
+    runtime.kernels().attention_forward(atty.f32(), preatt.f32(), att.f32(), q, k, v, B, T, H_,
+                                        Hkv_, D_);
   const DeviceBuffer& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.f32(), atty.f32(), N);
   return out;
@@ -105,8 +102,8 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, float*
   {
     DeviceBuffer dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
     if (runtime.runs_kernels())
-      kernels::cpu::attention_backward(dq, dk, dv, dpreatt.f32(), datty.f32(), q, k, v,
-                                       saved.get(layer_, "att").f32(), B, T, H_, Hkv_, D_);
+      runtime.kernels().attention_backward(dq, dk, dv, dpreatt.f32(), datty.f32(), q, k, v,
+                                           saved.get(layer_, "att").f32(), B, T, H_, Hkv_, D_);
   }
   datty.reset();
   if (rope_) {
@@ -114,8 +111,8 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, float*
     DeviceBuffer dqk =
         runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope");
     if (runtime.runs_kernels()) {
-      kernels::cpu::rope_backward(dqk.f32(), dq, B, T, H_, D_, rope_theta_);
-      kernels::cpu::rope_backward(dqk.f32() + N * C_, dk, B, T, Hkv_, D_, rope_theta_);
+      runtime.kernels().rope_backward(dqk.f32(), dq, B, T, H_, D_, rope_theta_);
+      runtime.kernels().rope_backward(dqk.f32() + N * C_, dk, B, T, Hkv_, D_, rope_theta_);
     }
     qkv_[0].backward(runtime, dinp, dqk.f32(), inp, N);
     qkv_[1].backward(runtime, dinp, dqk.f32() + N * C_, inp, N);

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "common/memory/history.h"
-#include "kernels/cpu/elementwise.h"
 
 namespace vramlab::nn {
 
@@ -37,7 +36,7 @@ const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, co
   const DeviceBuffer& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
   const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.f32(), B, T, "residual2");
   if (runtime.runs_kernels())
-    kernels::cpu::residual_forward(residual2.f32(), residual2.f32(), x, n);
+    runtime.kernels().residual_forward(residual2.f32(), residual2.f32(), x, n);
   const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.f32(), B, T);  // (B, T, C)
   const DeviceBuffer& residual3 = std::visit(
       [&](const auto& mlp) -> const DeviceBuffer& {
@@ -45,7 +44,7 @@ const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, co
       },
       mlp_);
   if (runtime.runs_kernels())
-    kernels::cpu::residual_forward(residual3.f32(), residual3.f32(), residual2.f32(), n);
+    runtime.kernels().residual_forward(residual3.f32(), residual3.f32(), residual2.f32(), n);
   return residual3;
 }
 

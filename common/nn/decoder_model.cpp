@@ -2,15 +2,15 @@
 // decoder_model.h).
 #include "common/nn/decoder_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "common/dtype/counter_rng.h"
 #include "common/memory/history.h"
 #include "common/platform/errors.h"
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cpu/reduction.h"
 
 namespace vramlab::nn {
 
@@ -60,22 +60,33 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
 void DecoderModel::initialise(uint64_t seed) {
   if (!runtime_.runs_kernels()) return;
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
+  // The values are computed on the host and copied in chunks: the parameters may be device
+  // memory, and a chunk bounds the host memory this needs.
+  constexpr int64_t kChunkElements = int64_t{1} << 20;
+  std::vector<float> staging;  // (min(numel, kChunkElements))
   for (const ParameterView& view : params_.views()) {
-    float* p = params_.value(view);
     const bool norm =
         view.name.find("ln") != std::string::npos || view.name.find("norm") != std::string::npos;
-    if (ends_with(view.name, ".bias")) {
-      for (int64_t i = 0; i < view.numel; ++i) p[i] = 0.0f;
-    } else if (norm) {
-      for (int64_t i = 0; i < view.numel; ++i) p[i] = 1.0f;
-    } else {
-      const bool residual_projection =
-          ends_with(view.name, "attn.proj.weight") || ends_with(view.name, "attn.o.weight") ||
-          ends_with(view.name, "mlp.proj.weight") || ends_with(view.name, "mlp.down.weight");
-      const float std = residual_projection ? residual_std : 0.02f;
+    const bool residual_projection =
+        ends_with(view.name, "attn.proj.weight") || ends_with(view.name, "attn.o.weight") ||
+        ends_with(view.name, "mlp.proj.weight") || ends_with(view.name, "mlp.down.weight");
+    const float std = residual_projection ? residual_std : 0.02f;
+    for (int64_t begin = 0; begin < view.numel; begin += kChunkElements) {
+      const int64_t count = std::min(kChunkElements, view.numel - begin);
+      staging.resize(static_cast<size_t>(count));
+      float* chunk = staging.data();  // (count)
+      if (ends_with(view.name, ".bias")) {
+        std::fill(chunk, chunk + count, 0.0f);
+      } else if (norm) {
+        std::fill(chunk, chunk + count, 1.0f);
+      } else {
+        const auto first = static_cast<uint64_t>(view.offset + begin);
 #pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < view.numel; ++i)
-        p[i] = std * normal_sample(seed, static_cast<uint64_t>(view.offset + i));
+        for (int64_t i = 0; i < count; ++i)
+          chunk[i] = std * normal_sample(seed, first + static_cast<uint64_t>(i));
+      }
+      runtime_.kernels().copy_to_device(params_.value(view) + begin, chunk,
+                                        static_cast<size_t>(count) * sizeof(float));
     }
   }
 }
@@ -98,9 +109,10 @@ double DecoderModel::forward(SavedActivations& saved, const int32_t* tokens, con
   const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
   DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
   if (!runtime_.runs_kernels()) return 0.0;
-  kernels::cpu::cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(),
-                                      targets, N, V, V);
-  return kernels::cpu::sum(losses.f32(), N) / static_cast<double>(N);
+  const KernelBackend& kernels = runtime_.kernels();
+  kernels.cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(), targets,
+                                N, V);
+  return kernels.sum(losses.f32(), N) / static_cast<double>(N);
 }
 
 void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets,
@@ -112,18 +124,9 @@ void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, cons
   params_.ensure_grads();
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
   float* dlogits = saved.get(-1, "logits").f32();  // (B, T, V)
-  if (runtime_.runs_kernels()) {
-    const float* probs = saved.get(-1, "probs").f32();  // (B, T, V)
-    const float inv_n = 1.0f / static_cast<float>(N);
-#pragma omp parallel for schedule(static) if (N * V >= (int64_t{1} << 16))
-    for (int64_t row = 0; row < N; ++row) {
-      const float* p = probs + row * V;
-      float* d = dlogits + row * V;
-#pragma omp simd
-      for (int64_t i = 0; i < V; ++i) d[i] = p[i] * inv_n;
-      d[targets[row]] -= inv_n;
-    }
-  }
+  if (runtime_.runs_kernels())
+    runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").f32(), targets, N, V,
+                                             1.0f / static_cast<float>(N));
   const float* last = blocks_.empty()
                           ? saved.get(-1, "encoded").f32()
                           : saved.get(static_cast<int64_t>(blocks_.size()) - 1, "residual3").f32();

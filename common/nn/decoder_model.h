@@ -32,10 +32,12 @@ class DecoderModel {
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
 
   /// Forward pass; saves what backward needs in \p saved.
-  /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V).
-  /// \param targets (B, T) ids in [0, V). \param B batch ≥ 1. \param T sequence in [1, max_seq].
-  /// \return the mean loss over B·T tokens (0 on meta, where nothing is computed).
-  /// \throws vramlab::UsageError for B or T out of range; memory::OutOfMemoryError when full.
+  /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V), in the runtime's
+  /// memory (an i32 buffer of it: device memory on a cuda device).
+  /// \param targets (B, T) ids in [0, V), in the runtime's memory. \param B batch ≥ 1. \param T
+  /// sequence in [1, max_seq]. \return the mean loss over B·T tokens (0 on meta, where nothing is
+  /// computed). \throws vramlab::UsageError for B or T out of range; memory::OutOfMemoryError when
+  /// full.
   double forward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets, int64_t B,
                  int64_t T);
   /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if

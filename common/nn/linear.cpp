@@ -3,8 +3,6 @@
 
 #include <stdexcept>
 
-#include "common/nn/parallel_linear.h"
-
 namespace vramlab::nn {
 
 Linear::Linear(const ParameterStore& params, const std::string& weight_name,
@@ -22,7 +20,7 @@ void Linear::forward(const Runtime& runtime, float* out, const float* inp, int64
   if (!runtime.runs_kernels()) return;
   const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
   const float* bias = bias_ ? params_.value(*bias_) + row_begin_ : nullptr;   // (OC)
-  parallel_linear_forward(out, inp, weight, bias, N, in_features_, out_features_);
+  runtime.kernels().linear_forward(out, inp, weight, bias, N, in_features_, out_features_);
 }
 
 void Linear::backward(const Runtime& runtime, float* dinp, const float* dout, const float* inp,
@@ -31,7 +29,8 @@ void Linear::backward(const Runtime& runtime, float* dinp, const float* dout, co
   const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
   float* dweight = params_.grad(*weight_) + row_begin_ * in_features_;        // (OC, C)
   float* dbias = bias_ ? params_.grad(*bias_) + row_begin_ : nullptr;         // (OC)
-  parallel_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, in_features_, out_features_);
+  runtime.kernels().linear_backward(dinp, dweight, dbias, dout, inp, weight, N, in_features_,
+                                    out_features_);
 }
 
 }  // namespace vramlab::nn

@@ -1,8 +1,6 @@
 // The GELU and SwiGLU feed-forward sub-layers (see mlp.h).
 #include "common/nn/mlp.h"
 
-#include "kernels/cpu/activation.h"
-
 namespace vramlab::nn {
 
 Mlp::Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer)
@@ -17,7 +15,7 @@ const DeviceBuffer& Mlp::forward(Runtime& runtime, SavedActivations& saved, cons
   const DeviceBuffer& fch = saved.save(layer_, "fch", {B, T, F});            // (B, T, F)
   const DeviceBuffer& fch_gelu = saved.save(layer_, "fch_gelu", {B, T, F});  // (B, T, F)
   fc_.forward(runtime, fch.f32(), inp, N);
-  if (runtime.runs_kernels()) kernels::cpu::gelu_forward(fch_gelu.f32(), fch.f32(), N * F);
+  if (runtime.runs_kernels()) runtime.kernels().gelu_forward(fch_gelu.f32(), fch.f32(), N * F);
   const DeviceBuffer& out =
       saved.save(layer_, output_name, {B, T, proj_.out_features()});  // (B, T, C)
   proj_.forward(runtime, out.f32(), fch_gelu.f32(), N);
@@ -33,7 +31,8 @@ void Mlp::backward(Runtime& runtime, const SavedActivations& saved, float* dinp,
   proj_.backward(runtime, dfch_gelu.f32(), dout, saved.get(layer_, "fch_gelu").f32(), N);
   DeviceBuffer dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch");
   if (runtime.runs_kernels())
-    kernels::cpu::gelu_backward(dfch.f32(), saved.get(layer_, "fch").f32(), dfch_gelu.f32(), N * F);
+    runtime.kernels().gelu_backward(dfch.f32(), saved.get(layer_, "fch").f32(), dfch_gelu.f32(),
+                                    N * F);
   dfch_gelu.reset();
   fc_.backward(runtime, dinp, dfch.f32(), inp, N);
 }
@@ -54,7 +53,7 @@ const DeviceBuffer& SwigluMlp::forward(Runtime& runtime, SavedActivations& saved
   gate_.forward(runtime, gate.f32(), inp, N);
   up_.forward(runtime, up.f32(), inp, N);
   if (runtime.runs_kernels())
-    kernels::cpu::swiglu_forward(swiglu.f32(), gate.f32(), up.f32(), N * F);
+    runtime.kernels().swiglu_forward(swiglu.f32(), gate.f32(), up.f32(), N * F);
   const DeviceBuffer& out =
       saved.save(layer_, output_name, {B, T, down_.out_features()});  // (B, T, C)
   down_.forward(runtime, out.f32(), swiglu.f32(), N);
@@ -72,8 +71,8 @@ void SwigluMlp::backward(Runtime& runtime, const SavedActivations& saved, float*
   float* dgate = dgate_up.f32();  // (B, T, F)
   float* dup = dgate + N * F;     // (B, T, F)
   if (runtime.runs_kernels())
-    kernels::cpu::swiglu_backward(dgate, dup, dswiglu.f32(), saved.get(layer_, "gate").f32(),
-                                  saved.get(layer_, "up").f32(), N * F);
+    runtime.kernels().swiglu_backward(dgate, dup, dswiglu.f32(), saved.get(layer_, "gate").f32(),
+                                      saved.get(layer_, "up").f32(), N * F);
   dswiglu.reset();
   gate_.backward(runtime, dinp, dgate, inp, N);
   up_.backward(runtime, dinp, dup, inp, N);

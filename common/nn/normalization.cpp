@@ -1,8 +1,6 @@
 // LayerNorm / RMSNorm module over the kernels (see normalization.h).
 #include "common/nn/normalization.h"
 
-#include "kernels/cpu/normalization.h"
-
 namespace vramlab::nn {
 
 Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string saved_name,
@@ -25,12 +23,12 @@ const DeviceBuffer& Norm::forward(Runtime& runtime, SavedActivations& saved, con
     const DeviceBuffer& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
     const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
     if (runtime.runs_kernels())
-      kernels::cpu::layernorm_forward(out.f32(), mean.f32(), rstd.f32(), inp,
-                                      params_.value(*weight_), params_.value(*bias_), N, C_);
+      runtime.kernels().layernorm_forward(out.f32(), mean.f32(), rstd.f32(), inp,
+                                          params_.value(*weight_), params_.value(*bias_), N, C_);
   } else {
     const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
     if (runtime.runs_kernels())
-      kernels::cpu::rmsnorm_forward(out.f32(), rstd.f32(), inp, params_.value(*weight_), N, C_);
+      runtime.kernels().rmsnorm_forward(out.f32(), rstd.f32(), inp, params_.value(*weight_), N, C_);
   }
   return out;
 }
@@ -42,11 +40,11 @@ void Norm::backward(const Runtime& runtime, const SavedActivations& saved, float
   const float* rstd = saved.get(layer_, rstd_name_).f32();  // (B, T)
   if (is_layernorm()) {
     const float* mean = saved.get(layer_, mean_name_).f32();  // (B, T)
-    kernels::cpu::layernorm_backward(dinp, params_.grad(*weight_), params_.grad(*bias_), dout, inp,
-                                     params_.value(*weight_), mean, rstd, N, C_);
+    runtime.kernels().layernorm_backward(dinp, params_.grad(*weight_), params_.grad(*bias_), dout,
+                                         inp, params_.value(*weight_), mean, rstd, N, C_);
   } else {
-    kernels::cpu::rmsnorm_backward(dinp, params_.grad(*weight_), dout, inp, params_.value(*weight_),
-                                   rstd, N, C_);
+    runtime.kernels().rmsnorm_backward(dinp, params_.grad(*weight_), dout, inp,
+                                       params_.value(*weight_), rstd, N, C_);
   }
 }
 

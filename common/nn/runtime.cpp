@@ -1,10 +1,13 @@
-// Runtime: a device, its caching allocator, and the kernel dispatch rule (see runtime.h).
+// Runtime: a device, its caching allocator, and the kernel backend (see runtime.h).
 #include "common/nn/runtime.h"
 
-#include <cstring>
 #include <utility>
 
+#include "common/memory/backing.h"
+#include "common/nn/cpu_kernel_backend.h"
+#include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/platform/errors.h"
+#include "common/platform/gpu_probe.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);  // stable OpenBLAS symbol
 
@@ -15,9 +18,79 @@ namespace {
 // cpu memory has no capacity; the host backing still needs a number, so give it an exabyte.
 constexpr uint64_t kUnlimitedBytes = memory::kOneExaByte;
 
+std::string quoted_kernels(KernelKind kernels) {
+  return "kernels '" + std::string(kernel_kind_name(kernels)) + "'";
+}
+
+void check_combination(const memory::Device& device, KernelKind kernels) {
+  const std::string name = device.name();
+  switch (device.kind) {
+    case memory::DeviceKind::meta:
+      if (kernels != KernelKind::cpu)
+        throw UsageError(quoted_kernels(kernels) + " cannot run on device '" + name +
+                         "': no kernel runs on meta (only allocations are replayed)");
+      break;
+    case memory::DeviceKind::cpu:
+    case memory::DeviceKind::sim:
+      if (kernels == KernelKind::cuda)
+        throw UsageError(quoted_kernels(kernels) + " need a cuda device, not '" + name +
+                         "' (use --kernels cuda-emulated to run the CUDA kernels on the CPU)");
+      break;
+    case memory::DeviceKind::cuda:
+      if (kernels != KernelKind::cuda)
+        throw UsageError(quoted_kernels(kernels) + " cannot run on device '" + name +
+                         "': its memory is on the GPU (use --kernels cuda)");
+      break;
+  }
+}
+
+// The cuda device's allocator backing, after checking that this build and machine can use it.
+std::unique_ptr<memory::Backing> usable_cuda_backing(const memory::Device& device) {
+  const std::string name = device.name();
+#if VRAMLAB_HAVE_CUDA
+  const platform::GpuProbe probe = platform::probe_gpus();
+  if (probe.status != platform::GpuStatus::available)
+    throw UsageError(
+        "device '" + name + "' is not available: " + platform::gpu_status_name(probe.status) +
+        " (" + probe.detail + "); without a GPU use --device sim:t4-16g --kernels cuda-emulated");
+  if (device.index >= static_cast<int64_t>(probe.devices.size()))
+    throw UsageError("device '" + name + "' does not exist: the driver reports " +
+                     std::to_string(probe.devices.size()) + " GPU(s)");
+  return memory::make_cuda_backing(static_cast<int>(device.index));
+#else
+  throw UsageError("device '" + name +
+                   "' is not available: this build of vramlab has no CUDA (configure with "
+                   "-DVRAMLAB_CUDA=ON); without a GPU use --device sim:t4-16g --kernels "
+                   "cuda-emulated");
+#endif
+}
+
+std::unique_ptr<KernelBackend> make_kernels(KernelKind kernels) {
+  switch (kernels) {
+    case KernelKind::cpu:
+      return std::make_unique<CpuKernelBackend>();
+    case KernelKind::cuda_emulated:
+      return make_emulated_cuda_kernel_backend();
+    case KernelKind::cuda:
+#if VRAMLAB_HAVE_CUDA
+      return make_gpu_cuda_kernel_backend();
+#else
+      break;
+#endif
+  }
+  throw UsageError(quoted_kernels(kernels) + " are not in this build (it has no CUDA)");
+}
+
 }  // namespace
 
-Runtime::Runtime(const memory::Device& device) : device_(device) {
+KernelKind Runtime::default_kernel_kind(const memory::Device& device) {
+  return device.kind == memory::DeviceKind::cuda ? KernelKind::cuda : KernelKind::cpu;
+}
+
+Runtime::Runtime(const memory::Device& device) : Runtime(device, default_kernel_kind(device)) {}
+
+Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(device) {
+  check_combination(device, kernels);
   // One OpenMP pool owns the cores; OpenBLAS runs inside it, one thread per call
   // (parallel_linear.h).
   openblas_set_num_threads(1);
@@ -36,10 +109,14 @@ Runtime::Runtime(const memory::Device& device) : device_(device) {
       runs_kernels_ = false;
       break;
     case memory::DeviceKind::cuda:
-      throw UsageError("device '" + device.name() +
-                       "' needs a GPU build of the nn layer; use --device cpu, sim or meta");
+      allocator_ = std::make_unique<memory::CachingAllocator>(usable_cuda_backing(device),
+                                                              device.name(), device.index);
+      break;
   }
+  kernels_ = make_kernels(kernels);
 }
+
+Runtime::~Runtime() = default;
 
 DeviceBuffer Runtime::allocate(std::vector<int64_t> shape, DType dtype,
                                memory::MemoryCategory category, std::string name) {
@@ -59,16 +136,12 @@ DeviceBuffer Runtime::temporary(std::vector<int64_t> shape, std::string name) {
 
 void Runtime::fill_zero(const DeviceBuffer& buffer) const {
   if (!runs_kernels_ || buffer.numel() == 0) return;
-  auto* bytes = static_cast<unsigned char*>(buffer.data());
-  const int64_t total = buffer.bytes();
-  constexpr int64_t kChunkBytes = int64_t{1} << 18;
-  const int64_t chunks = (total + kChunkBytes - 1) / kChunkBytes;
-#pragma omp parallel for schedule(static) if (chunks > 4)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunkBytes;
-    const int64_t end = begin + kChunkBytes < total ? begin + kChunkBytes : total;
-    std::memset(bytes + begin, 0, static_cast<size_t>(end - begin));
-  }
+  kernels_->fill_zero(buffer.data(), static_cast<size_t>(buffer.bytes()));
+}
+
+void Runtime::copy_to_device(const DeviceBuffer& buffer, const void* host) const {
+  if (!runs_kernels_ || buffer.numel() == 0) return;
+  kernels_->copy_to_device(buffer.data(), host, static_cast<size_t>(buffer.bytes()));
 }
 
 }  // namespace vramlab::nn

@@ -1,9 +1,16 @@
 /// \file
-/// \brief Runtime: one device, its caching allocator, and the kernel dispatch rule of the nn layer.
+/// \brief Runtime: one device, its caching allocator, and the kernel backend the nn layer
+/// dispatches to.
 ///
-/// Dispatch: on `cpu` and `sim` the CPU kernels run on the blocks' host memory; on `meta` no kernel
-/// runs and only the outputs are allocated (so a 70B training step's allocations replay in
-/// seconds); `cuda` needs a GPU build of the nn layer and is refused with a clear error.
+/// Dispatch (KernelKind):
+/// - `cpu` (default on cpu and sim): the CPU kernels run on the blocks' host memory;
+/// - `cuda-emulated` (cpu or sim): the CUDA kernels run under the SIMT emulator on the same host
+///   memory, so the sim device's allocator statistics are those of the CUDA path;
+/// - `cuda` (the only kernels of a cuda device, and its default): the nvcc-built kernels on a GPU,
+///   the allocator over cudaMalloc and the driver's virtual-memory API;
+/// - on `meta` no kernel runs and only the outputs are allocated (so a 70B training step's
+///   allocations replay in seconds).
+///
 /// Every device, cpu included, goes through the caching allocator (cpu with no capacity), so
 /// a training step reuses cached blocks instead of asking the OS for pages every step and the
 /// per-category statistics are measured the same way on every device.
@@ -17,22 +24,40 @@
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
 #include "common/nn/device_buffer.h"
+#include "common/nn/kernel_backend.h"
 
 namespace vramlab::nn {
 
 /// A device with its allocator; modules allocate and dispatch through it.
 class Runtime {
  public:
+  /// A runtime with the device's default kernels (default_kernel_kind()).
   /// \param device from memory::parse_device().
-  /// \throws vramlab::UsageError for a cuda device ("needs a GPU build").
+  /// \throws vramlab::UsageError for a cuda device this build or machine cannot use (the
+  /// message says why: no CUDA in the build, no driver, no device, index out of range).
   explicit Runtime(const memory::Device& device);
+  /// \param device from memory::parse_device(). \param kernels which kernels run.
+  /// \throws vramlab::UsageError naming the kernels or the device for a combination that cannot
+  /// run (cuda-emulated on meta, cpu or cuda-emulated kernels on a cuda device, cuda kernels on
+  /// a host device), or as Runtime(device) for an unusable cuda device.
+  Runtime(const memory::Device& device, KernelKind kernels);
+  ~Runtime();                                   ///< Frees the allocator, then the backend.
+  Runtime(const Runtime&) = delete;             ///< One runtime per allocator.
+  Runtime& operator=(const Runtime&) = delete;  ///< One runtime per allocator.
+
+  /// \param device a device. \return cuda for a cuda device, cpu otherwise.
+  [[nodiscard]] static KernelKind default_kernel_kind(const memory::Device& device);
 
   /// \return the device.
   [[nodiscard]] const memory::Device& device() const { return device_; }
   /// \return the allocator (stats, snapshots, invariants).
   [[nodiscard]] memory::CachingAllocator& allocator() { return *allocator_; }
-  /// \return true when kernels run (cpu, sim); false on meta.
+  /// \return true when kernels run (cpu, sim, cuda); false on meta.
   [[nodiscard]] bool runs_kernels() const { return runs_kernels_; }
+  /// \return the kernels every module calls (only when runs_kernels()).
+  [[nodiscard]] const KernelBackend& kernels() const { return *kernels_; }
+  /// \return which kernels run.
+  [[nodiscard]] KernelKind kernel_kind() const { return kernels_->kind(); }
 
   /// Allocates an uninitialised buffer.
   /// \param shape dimensions. \param dtype element type. \param category what it is for.
@@ -48,11 +73,15 @@ class Runtime {
   /// \param shape dimensions. \param name tensor name. \return the buffer.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   DeviceBuffer temporary(std::vector<int64_t> shape, std::string name);
-  /// Sets every byte of \p buffer to zero (multi-threaded; nothing on meta).
+  /// Sets every byte of \p buffer to zero (through the kernels; nothing on meta).
   /// \param buffer the buffer.
   void fill_zero(const DeviceBuffer& buffer) const;
+  /// Copies host memory into a buffer (nothing on meta).
+  /// \param buffer destination. \param host (buffer.bytes() bytes) source.
+  void copy_to_device(const DeviceBuffer& buffer, const void* host) const;
 
  private:
+  std::unique_ptr<KernelBackend> kernels_;
   memory::Device device_;
   std::unique_ptr<memory::CachingAllocator> allocator_;
   bool runs_kernels_ = true;

@@ -42,8 +42,8 @@ void AdamW::step(nn::ParameterStore& params) {
   }
   ++steps_;
   if (!runtime_.runs_kernels()) return;
-  kernels::cpu::adamw_update(params.values().f32(), params.grads().f32(), m_.f32(), v_.f32(),
-                             params.numel(), hp_, steps_);
+  runtime_.kernels().adamw_update(params.values().f32(), params.grads().f32(), m_.f32(), v_.f32(),
+                                  params.numel(), hp_, steps_);
 }
 
 int64_t AdamW::state_bytes() const {
@@ -69,9 +69,9 @@ void Sgd::step(nn::ParameterStore& params) {
         runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "sgd.momentum");
   ++steps_;
   if (!runtime_.runs_kernels()) return;
-  kernels::cpu::sgd_update(params.values().f32(), params.grads().f32(),
-                           momentum_ > 0 ? momentum_buffer_.f32() : nullptr, params.numel(),
-                           learning_rate_, momentum_, weight_decay_, nesterov_);
+  runtime_.kernels().sgd_update(params.values().f32(), params.grads().f32(),
+                                momentum_ > 0 ? momentum_buffer_.f32() : nullptr, params.numel(),
+                                learning_rate_, momentum_, weight_decay_, nesterov_);
 }
 
 int64_t Sgd::state_bytes() const {

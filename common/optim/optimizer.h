@@ -3,7 +3,7 @@
 /// lazily at the first step (as PyTorch does) with the category optimizer_state.
 ///
 /// The store keeps every parameter in one block, so a step is one elementwise kernel call over
-/// all parameters (kernels/cpu/optimizer.h); on the meta device only the states are allocated.
+/// all parameters through the Runtime's kernels; on the meta device only the states are allocated.
 #pragma once
 
 #include <cstdint>

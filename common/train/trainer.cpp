@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <string>
 
 #include "common/nn/saved_activations.h"
@@ -51,10 +50,8 @@ StepResult Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const int64_t B = options_.batch, T = options_.seq;
   data_.next_batch(host_inputs_.data(), host_targets_.data(), B, T);
-  if (runtime_.runs_kernels()) {
-    std::memcpy(inputs_.data(), host_inputs_.data(), host_inputs_.size() * sizeof(int32_t));
-    std::memcpy(targets_.data(), host_targets_.data(), host_targets_.size() * sizeof(int32_t));
-  }
+  runtime_.copy_to_device(inputs_, host_inputs_.data());
+  runtime_.copy_to_device(targets_, host_targets_.data());
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
   optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
