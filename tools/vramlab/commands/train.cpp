@@ -2,9 +2,15 @@
 // chosen device and reports loss and tokens/s per step, the median step time and the peak memory
 // per category (from the caching allocator).
 //
+// --kernels picks what runs the step: the CPU kernels (default on cpu and sim), the CUDA kernels
+// under the SIMT emulator on the same memory (cuda-emulated), or the CUDA kernels on a GPU (cuda,
+// the only choice and the default on a cuda device).
+//
 //   vramlab train --model gpt2-tiny --steps 20
-//   vramlab train --layers 2 --hidden 128 --heads 4 --seq 64 --batch 4 --vocab 512 --device
-//   sim:t4-16g vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
+//   vramlab train --layers 2 --hidden 128 --heads 4 --seq 64 --batch 4 --vocab 512
+//                 --device sim:t4-16g --kernels cuda-emulated
+//   vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
+//   vramlab train --model gpt2-tiny --device cuda:0
 #include <omp.h>
 
 #include <cmath>
@@ -18,6 +24,7 @@
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
+#include "common/nn/kernel_backend.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
 #include "common/report/progress_bar.h"
@@ -38,6 +45,7 @@ struct TrainCommandOptions {
   int64_t steps = 20;
   double lr = 1e-3;
   std::string device = "cpu";
+  std::string kernels;  // empty: the device's default
   int64_t threads = 0;
   uint64_t seed = 1;
   bool json = false;
@@ -107,16 +115,20 @@ void run_train(const TrainCommandOptions& o) {
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.learning_rate = static_cast<float>(o.lr);
   options.seed = o.seed;
-  nn::Runtime runtime(device);
+  const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
+                                                   : nn::parse_kernel_kind(o.kernels);
+  nn::Runtime runtime(device, kernels);
+  const std::string kernels_name(nn::kernel_kind_name(runtime.kernel_kind()));
   train::Trainer trainer(runtime, options);
 
   const bool colour = report::use_colour(stdout);
   using namespace report::style;
   const ModelConfig& m = options.model;
   if (!o.json) {
-    std::printf("%s %s (%s) on %s: %s parameters, B=%lld T=%lld, %lld threads\n",
+    std::printf("%s %s (%s) on %s, %s kernels: %s parameters, B=%lld T=%lld, %lld threads\n",
                 bold("vramlab train", colour).c_str(), m.name.c_str(), m.family.c_str(),
-                device.name().c_str(), report::format_count(m.parameter_count()).c_str(),
+                device.name().c_str(), kernels_name.c_str(),
+                report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
     std::printf(
@@ -161,6 +173,7 @@ void run_train(const TrainCommandOptions& o) {
         {"summary", true},
         {"model", m.name},
         {"device", device.name()},
+        {"kernels", kernels_name},
         {"parameters", m.parameter_count()},
         {"batch", options.batch},
         {"seq", options.seq},
@@ -210,7 +223,13 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", opts->vocab, "Vocabulary size V");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
   cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
-  cmd->add_option("--device", opts->device, "cpu | sim[:preset|:size] | meta (default cpu)");
+  cmd->add_option("--device", opts->device,
+                  "cpu | sim[:preset|:size] | meta | cuda[:N] (default cpu)");
+  cmd->add_option("--kernels", opts->kernels,
+                  "What runs the step: cpu (the CPU kernels; default on cpu and sim), "
+                  "cuda-emulated (the CUDA kernels under the SIMT emulator, on cpu or sim memory), "
+                  "cuda (the CUDA kernels on a GPU; the only choice and the default on a cuda "
+                  "device). Nothing runs on meta.");
   cmd->add_option("--threads", opts->threads,
                   "Threads of the runtime's OpenMP pool (default: all cores)");
   cmd->add_option("--seed", opts->seed, "Seed of the weights and the token stream (default 1)");
