@@ -46,7 +46,8 @@ class DeviceBuffer {
   /// Frees the block now (the buffer becomes empty).
   void reset();
 
-  /// \return the first byte (a host pointer on cpu/sim, a virtual address on meta).
+  /// \return the first byte (a host pointer on cpu/sim, a GPU pointer on cuda, a virtual address
+  /// on meta).
   [[nodiscard]] void* data() const;
   /// \return data() as float (the buffer must be f32).
   [[nodiscard]] float* f32() const { return static_cast<float*>(data()); }
