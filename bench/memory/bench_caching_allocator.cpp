@@ -9,8 +9,9 @@
 // and reports thread-CPU ns per pair for both and `vs_malloc` = allocator / glibc (the target for
 // the cached pair is at most 4).
 // A chunk is kPairsPerChunk pairs: reading the thread CPU clock is a system call (~0.4 us here),
-// and with 256-pair chunks its two reads added ~3.4 ns to every pair on both sides, which made a
-// 6x cached pair look like 4x. At 16384 pairs they add < 0.06 ns.
+// and with the former 256-pair chunks the reads and the switching between the two loops added
+// ~2 ns to glibc's ~8 ns 512 B pair, so the ratio read ~10% low (4.5x where 16384-pair chunks
+// measure 5.1x, same build, same session). At 16384 pairs the clock reads add < 0.06 ns a pair.
 #include <benchmark/benchmark.h>
 
 #include <time.h>

@@ -74,10 +74,12 @@ struct DeviceStats {
   std::vector<std::pair<std::string, std::int64_t>> to_key_values() const;
 };
 
-/// Adds \p amount to the pool statistic \p stats[\p type] and raises the "all" peak to the sum of
-/// the pools. For statistics kept per pool (see with_aggregate_sums): one Stat update instead of
-/// two on the allocator's hot path. \param stats the statistic.  \param type kSmallPool or
-/// kLargePool.  \param amount non-negative.
+/// Adds \p amount to the pool statistic \p stats[\p type] and raises the "all" peak to the pools'
+/// sum. For statistics kept per pool (see with_aggregate_sums): one Stat update instead of two on
+/// the allocator's hot path.
+/// \param stats the statistic.
+/// \param type kSmallPool or kLargePool.
+/// \param amount non-negative.
 inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
   stats[type].increase(amount);
   const std::int64_t all = stats[kSmallPool].current + stats[kLargePool].current;
@@ -85,19 +87,21 @@ inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t 
 }
 
 /// Subtracts \p amount from the pool statistic \p stats[\p type] (see increase_pool_stat).
-/// \param stats the statistic.  \param type kSmallPool or kLargePool.  \param amount non-negative.
+/// \param stats the statistic.
+/// \param type kSmallPool or kLargePool.
+/// \param amount non-negative.
 inline void decrease_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
   stats[type].decrease(amount);
 }
 
-/// Statistics kept per pool: every StatArray's "all" entry holds only its peak (the peak of a sum
-/// is not the sum of the peaks); current, allocated and freed of "all" are the pools' sums. \param
-/// pool_stats statistics kept with increase_pool_stat and decrease_pool_stat. \return the same
-/// statistics with every "all" entry complete.
+/// Completes statistics kept per pool. Every StatArray's "all" entry holds only its peak (the peak
+/// of a sum is not the sum of the peaks); its current, allocated and freed are the pools' sums.
+/// \param pool_stats statistics kept with increase_pool_stat and decrease_pool_stat.
+/// \return the same statistics with every "all" entry complete.
 DeviceStats with_aggregate_sums(DeviceStats pool_stats);
 
-/// Sets every peak of statistics kept per pool to its current value; an "all" peak becomes the sum
-/// of the pools' current values (DeviceStats::reset_peak would read the unkept "all" current).
+/// Sets every peak of statistics kept per pool to its current value; an "all" peak becomes the
+/// pools' current sum (DeviceStats::reset_peak would read the unkept "all" current).
 /// \param pool_stats statistics kept with increase_pool_stat and decrease_pool_stat.
 void reset_pool_stats_peak(DeviceStats& pool_stats);
 
