@@ -6,6 +6,15 @@
 /// freeing happens when the buffer is destroyed, returning the block to the allocator's cache.
 /// On the meta device data() is a virtual address that must never be dereferenced: the Runtime
 /// skips every kernel there.
+///
+/// Why not memory::Tensor: a Tensor's storage comes from the process-wide allocator of its device
+/// (memory::device_allocator), shared by every user in the process, and on `cpu` that allocator
+/// hands out plain uncached host memory. A training step needs its own allocator per Runtime (so a
+/// lesson's statistics count one model's step and nothing else, and tests can start from zero) and
+/// caching on every device, cpu included (a step reuses its blocks instead of faulting in fresh
+/// pages). A DeviceBuffer is also the sole owner of its block: no reference count, no lookup on
+/// free. Tensor stays the type for data that moves between devices (Tensor::to and its transfer
+/// statistics).
 #pragma once
 
 #include <cstddef>
