@@ -33,15 +33,6 @@ std::size_t roundup_power2_next_division(std::size_t bytes, std::size_t division
   return round_floor == bytes ? bytes : round_floor + division;
 }
 
-std::size_t round_size(std::size_t bytes, const AllocatorConfig& config) {
-  if (bytes < kMinBlockSize) return kMinBlockSize;
-  const std::size_t divisions = config.divisions_for(bytes);
-  if (divisions > 1 && bytes > kMinBlockSize * divisions) {
-    return roundup_power2_next_division(bytes, divisions);
-  }
-  return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
-}
-
 std::size_t get_allocation_size(std::size_t rounded_bytes) {
   if (rounded_bytes <= kSmallSize) return kSmallBuffer;
   if (rounded_bytes < kMinLargeAlloc) return kLargeBuffer;

@@ -48,15 +48,22 @@ inline constexpr std::size_t kRoundLarge = 2ULL << 20;
 /// Requests of this size or more fail at once ("more than 1EB").
 inline constexpr std::uint64_t kOneExaByte = 1ULL << 60;
 
-/// PyTorch's round_size: at least 512 B, a multiple of 512 B, or the next power-of-two division
-/// when roundup_power2_divisions applies to the size.
-/// \param bytes the request.  \param config the settings.  \return the rounded size.
-std::size_t round_size(std::size_t bytes, const AllocatorConfig& config);
-
 /// Rounds \p bytes up to the next of \p divisions equal steps between two powers of two (powers of
 /// two stay unchanged).
 /// \param bytes the size.  \param divisions a power of two ≥ 2.  \return the rounded size.
 std::size_t roundup_power2_next_division(std::size_t bytes, std::size_t divisions);
+
+/// PyTorch's round_size: at least 512 B, a multiple of 512 B, or the next power-of-two division
+/// when roundup_power2_divisions applies to the size. Inline: every malloc calls it.
+/// \param bytes the request.  \param config the settings.  \return the rounded size.
+inline std::size_t round_size(std::size_t bytes, const AllocatorConfig& config) {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  const std::size_t divisions = config.divisions_for(bytes);
+  if (divisions > 1 && bytes > kMinBlockSize * divisions) {
+    return roundup_power2_next_division(bytes, divisions);
+  }
+  return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
+}
 
 /// PyTorch's get_allocation_size: the segment size for a rounded request.
 /// \param rounded_bytes the output of round_size.  \return 2 MiB, 20 MiB or a multiple of 2 MiB.
