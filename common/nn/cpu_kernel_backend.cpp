@@ -142,14 +142,7 @@ void CpuKernelBackend::cross_entropy_forward(float* losses, float* logsumexp, fl
 void CpuKernelBackend::cross_entropy_dlogits(float* dlogits, const float* probs,
                                              const int32_t* targets, int64_t N, int64_t V,
                                              float scale) const {
-#pragma omp parallel for schedule(static) if (N * V >= (int64_t{1} << 16))
-  for (int64_t row = 0; row < N; ++row) {
-    const float* p = probs + row * V;  // (V)
-    float* d = dlogits + row * V;      // (V)
-#pragma omp simd
-    for (int64_t i = 0; i < V; ++i) d[i] = p[i] * scale;
-    d[targets[row]] -= scale;
-  }
+  kernels::cpu::cross_entropy_dlogits(dlogits, probs, targets, N, V, V, scale);
 }
 
 double CpuKernelBackend::sum(const float* x, int64_t n) const {

@@ -65,6 +65,19 @@ void cross_entropy_backward(float* dlogits, const float* dlosses, const float* l
   }
 }
 
+void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
+                           int64_t V, int64_t Vp, float scale) {
+  check_arguments("cross_entropy_dlogits", targets, N, V, Vp);
+#pragma omp parallel for schedule(static) if (N * V >= (int64_t{1} << 16))
+  for (int64_t row = 0; row < N; ++row) {
+    const float* p = probs + row * Vp;  // (V)
+    float* d = dlogits + row * Vp;      // (V)
+#pragma omp simd
+    for (int64_t i = 0; i < V; ++i) d[i] = p[i] * scale;
+    d[targets[row]] -= scale;
+  }
+}
+
 template <typename Real>
 void cross_entropy_forward_reference(Real* losses, Real* logsumexp, Real* probs, const Real* logits,
                                      const int32_t* targets, int64_t N, int64_t V, int64_t Vp) {

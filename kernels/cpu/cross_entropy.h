@@ -32,6 +32,15 @@ void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const 
 void cross_entropy_backward(float* dlogits, const float* dlosses, const float* logits,
                             const float* logsumexp, const int32_t* targets, int64_t N, int64_t V,
                             int64_t Vp);
+/// dlogits[row, i] = scale · (probs[row, i] - [i == target]) for i < V, WRITTEN: the logits'
+/// gradient of scale · Σ losses from the forward's probabilities, so dlogits may be the logits
+/// themselves (the nn layer overwrites them in place).
+/// \param dlogits (N, Vp) written; columns V..Vp-1 untouched. \param probs (N, Vp) from the
+/// forward. \param targets (N) \param N rows. \param V valid vocabulary size. \param Vp row stride.
+/// \param scale e.g. 1/N for a mean loss.
+/// \throws vramlab::UsageError on a bad size or a target outside [0, V).
+void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
+                           int64_t V, int64_t Vp, float scale);
 
 /// Reference of cross_entropy_forward (std::exp, std::log). \tparam Real float or double.
 template <typename Real>

@@ -169,6 +169,40 @@ TEST(CrossEntropy, RejectsTargetsOutsideTheVocabularyAndBadPadding) {
   EXPECT_THROW(cross_entropy_forward(losses.data(), lse.data(), nullptr, logits.data(), good.data(),
                                      2, 4, 3),
                UsageError);
+  std::vector<float> dlogits(8, 0.0f);
+  EXPECT_THROW(cross_entropy_dlogits(dlogits.data(), logits.data(), bad.data(), 2, 4, 4, 0.5f),
+               UsageError);
+}
+
+// dlogits = scale · (probs − onehot), written over whatever was there (the logits, in the nn
+// layer), padding untouched; equal to cross_entropy_backward accumulated into zeros with
+// dlosses = scale, within f32 rounding of the two ways of getting the probabilities.
+TEST(CrossEntropy, DlogitsFromProbabilitiesMatchesTheBackwardAndKeepsPadding) {
+  for (const Shape& s : kShapes) {
+    const auto logits = logits_with_extremes(s.N, s.Vp, 41);
+    const auto targets = random_tokens(s.N, s.V, 42);
+    const float scale = s.N > 0 ? 1.0f / static_cast<float>(s.N) : 1.0f;
+    std::vector<float> losses(static_cast<size_t>(s.N)), lse(static_cast<size_t>(s.N));
+    std::vector<float> probs(static_cast<size_t>(s.N * s.Vp));  // (N, Vp)
+    cross_entropy_forward(losses.data(), lse.data(), probs.data(), logits.data(), targets.data(),
+                          s.N, s.V, s.Vp);
+    std::vector<float> dlogits = logits;  // (N, Vp) overwritten in place, as the nn layer does
+    cross_entropy_dlogits(dlogits.data(), probs.data(), targets.data(), s.N, s.V, s.Vp, scale);
+    std::vector<float> expected(static_cast<size_t>(s.N * s.Vp), 0.0f);  // (N, Vp)
+    const std::vector<float> dlosses(static_cast<size_t>(s.N), scale);
+    cross_entropy_backward(expected.data(), dlosses.data(), logits.data(), lse.data(),
+                           targets.data(), s.N, s.V, s.Vp);
+    for (int64_t row = 0; row < s.N; ++row)
+      for (int64_t i = s.V; i < s.Vp; ++i) {
+        const auto at = static_cast<size_t>(row * s.Vp + i);
+        ASSERT_EQ(dlogits[at], logits[at]) << "padding column " << i << " of row " << row;
+        expected[at] = logits[at];
+      }
+    // Both are scale·(p − onehot) with p ≤ 1 from two f32 exp paths (forward's softmax, backward's
+    // exp(x − logsumexp)), each within a few ulps of 1: |Δ| ≤ 2e-6 · scale.
+    EXPECT_TRUE(all_close("dlogits N=" + std::to_string(s.N) + " V=" + std::to_string(s.V), dlogits,
+                          expected, 2e-6 * scale, 0.0));
+  }
 }
 
 }  // namespace

@@ -492,9 +492,7 @@ std::vector<OpSpec> make_table() {
          cuda::cross_entropy_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp);
        }});
 
-  // dlogits from the saved probabilities, written (the nn layer's mean-loss backward). kernels/cpu
-  // has no twin: the CPU side is the loop of nn::CpuKernelBackend::cross_entropy_dlogits, here
-  // with the padded stride; the reference is the same formula in double.
+  // dlogits from the saved probabilities, written (the nn layer's mean-loss backward).
   t.push_back({"cross_entropy_dlogits", false, kElementwiseTolerance, cross_entropy_shapes(),
                [](const Shape& s) {
                  return std::vector{out("dlogits", s.N * s.Vp), in("probs", s.N * s.Vp),
@@ -508,12 +506,8 @@ std::vector<OpSpec> make_table() {
                          scale * (a.f(1)[row * s.Vp + i] - (i == a.i32(2)[row] ? 1.0 : 0.0));
                },
                [](const Shape& s, const Args<float>& a) {
-                 const float scale = 1.0f / static_cast<float>(s.N);
-                 for (int64_t row = 0; row < s.N; ++row) {
-                   for (int64_t i = 0; i < s.V; ++i)
-                     a.f(0)[row * s.Vp + i] = a.f(1)[row * s.Vp + i] * scale;
-                   a.f(0)[row * s.Vp + a.i32(2)[row]] -= scale;
-                 }
+                 cpu::cross_entropy_dlogits(a.f(0), a.f(1), a.i32(2), s.N, s.V, s.Vp,
+                                            1.0f / static_cast<float>(s.N));
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::cross_entropy_dlogits(a.f(0), a.f(1), a.i32(2), s.N, s.V, s.Vp,
