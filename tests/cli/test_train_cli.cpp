@@ -4,35 +4,37 @@
 // documents --kernels.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/platform/gpu_probe.h"
+#include "common/workbook/process.h"
 
 namespace {
 
 struct Result {
   int exit_code = -1;
-  std::string out;  // stdout, or stderr when asked for
+  std::string out;  // stdout and stderr, in order
 };
 
-// Runs vramlab with \p args (plain words, no quoting needed) and captures stdout or stderr.
-Result vramlab(const std::string& args, bool capture_stderr) {
-  const std::string command = std::string("'") + VRAMLAB_CLI_PATH + "' " + args +
-                              (capture_stderr ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs vramlab with \p args (plain words separated by spaces) under a 60 s limit.
+Result vramlab(const std::string& args) {
+  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  const std::filesystem::path output = std::filesystem::temp_directory_path() /
+                                       ("vramlab_train_cli_" + std::to_string(getpid()) + ".txt");
+  const vramlab::workbook::ProcessResult run = vramlab::workbook::run_process(argv, output, 60.0);
+  std::ostringstream text;
+  text << std::ifstream(output).rdbuf();
+  Result result{run.started && !run.timed_out && run.signal == 0 ? run.exit_code : -1, text.str()};
+  std::filesystem::remove(output);
   return result;
 }
 
@@ -49,7 +51,7 @@ TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
   if (VRAMLAB_HAVE_CUDA && probe.status == vramlab::platform::GpuStatus::available)
     GTEST_SKIP() << "a GPU is usable here";
-  const Result r = vramlab(std::string(kTiny) + " --device cuda", true);
+  const Result r = vramlab(std::string(kTiny) + " --device cuda");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_EQ(count_lines(r.out), 1) << r.out;
   EXPECT_NE(r.out.find("device 'cuda:0' is not available: "), std::string::npos) << r.out;
@@ -57,20 +59,20 @@ TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const std::string reason =
       VRAMLAB_HAVE_CUDA ? vramlab::platform::gpu_status_name(probe.status) : "has no CUDA";
   EXPECT_NE(r.out.find(reason), std::string::npos) << "missing '" << reason << "' in " << r.out;
-  const Result indexed = vramlab(std::string(kTiny) + " --device cuda:1 --kernels cuda", true);
+  const Result indexed = vramlab(std::string(kTiny) + " --device cuda:1 --kernels cuda");
   EXPECT_EQ(indexed.exit_code, 2) << indexed.out;
   EXPECT_NE(indexed.out.find("'cuda:1'"), std::string::npos) << indexed.out;
 }
 
 TEST(TrainCli, CudaEmulatedKernelsTrainOnASimDeviceAndTheSummarySaysSo) {
   const Result r =
-      vramlab(std::string(kTiny) + " --device sim:t4-16g --kernels cuda-emulated --json", false);
+      vramlab(std::string(kTiny) + " --device sim:t4-16g --kernels cuda-emulated --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::istringstream lines(r.out);
   std::string line, last;
   int steps = 0;
   while (std::getline(lines, line)) {
-    if (line.empty()) continue;
+    if (line.empty() || line.front() != '{') continue;
     const auto j = nlohmann::json::parse(line);
     if (j.contains("loss")) {
       ++steps;
@@ -84,7 +86,7 @@ TEST(TrainCli, CudaEmulatedKernelsTrainOnASimDeviceAndTheSummarySaysSo) {
   EXPECT_EQ(summary.at("device"), "sim:t4-16g") << last;
   EXPECT_GT(summary.at("peak_bytes").at("by_category").at("activation").get<int64_t>(), 0) << last;
 
-  const Result cpu = vramlab(std::string(kTiny) + " --json", false);
+  const Result cpu = vramlab(std::string(kTiny) + " --json");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.out;
   EXPECT_NE(cpu.out.find("\"kernels\":\"cpu\""), std::string::npos) << cpu.out;
 }
@@ -101,7 +103,7 @@ TEST(TrainCli, BadKernelsAndCombinationsExit2NamingTheValue) {
       {" --kernels tpu", "'tpu'"},
   };
   for (const auto& c : cases) {
-    const Result r = vramlab(std::string(kTiny) + c.args, true);
+    const Result r = vramlab(std::string(kTiny) + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
     EXPECT_EQ(count_lines(r.out), 1) << c.args << ": " << r.out;
     EXPECT_NE(r.out.find(c.named), std::string::npos) << c.args << ": " << r.out;
@@ -109,7 +111,7 @@ TEST(TrainCli, BadKernelsAndCombinationsExit2NamingTheValue) {
 }
 
 TEST(TrainCli, HelpDocumentsKernels) {
-  const Result r = vramlab("train --help", false);
+  const Result r = vramlab("train --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cuda-emulated"), std::string::npos) << r.out;
