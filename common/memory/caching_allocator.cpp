@@ -74,16 +74,19 @@ CachingAllocator::~CachingAllocator() {
 }
 
 // The cached path's helpers (get_free_block, alloc_found_block, insert_into_blocks_at,
-// merge_blocks, delete_block) are always inlined: GCC keeps them as calls, and their prologues and
-// epilogues were ~90 of ~790 instructions per cached alloc+free pair (callgrind).
+// merge_blocks, delete_block, free_block, the pool-stat updates) are always inlined: GCC keeps them
+// as calls, and their prologues and epilogues were ~90 of ~790 instructions per cached alloc+free
+// pair (callgrind); free_block's call alone cost ~20 more. What the cached path does not need
+// (a new segment, the release paths, the OOM error) is out of line in malloc_uncached.
 
 // ---- block objects and pool sets (recycled so the cached path does not touch the heap) ----
 
 Block* CachingAllocator::new_block() {
   Block* block = nullptr;
-  if (!spare_blocks_.empty()) {
-    block = spare_blocks_.back();
-    spare_blocks_.pop_back();
+  if (spare_blocks_ != nullptr) {
+    block = spare_blocks_;
+    spare_blocks_ = block->next;
+    block->next = nullptr;
   } else {
     block = &block_storage_.emplace_back();
   }
@@ -94,13 +97,14 @@ Block* CachingAllocator::new_block() {
 [[gnu::always_inline]] inline void CachingAllocator::delete_block(Block* block) {
   block->in_use = false;
   block->allocated = false;
-  block->prev = block->next = nullptr;
+  block->prev = nullptr;
   block->stream_uses.clear();
   block->event_count = 0;
   block->expandable = nullptr;
   block->mapped = true;
   block->name.clear();
-  spare_blocks_.push_back(block);
+  block->next = spare_blocks_;  // the spare list runs through the unused blocks' next
+  spare_blocks_ = block;
 }
 
 void CachingAllocator::pool_insert(BlockPool::Set& set, Block* block) {
@@ -164,17 +168,10 @@ bool CachingAllocator::should_split(const Block* block, std::size_t size) const 
 Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCategory category,
                                 std::string_view name) {
   if (bytes == 0) return nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes >= kOneExaByte) {
-    OutOfMemoryDetails details;
-    details.requested_bytes = bytes;
-    details.capacity_bytes = backing_->total_bytes();
-    details.free_bytes = backing_->free_bytes();
-    throw OutOfMemoryError(
-        device_label_ + " out of memory. Tried to allocate more than 1EB memory.",
-        std::move(details));
-  }
-  process_events();
+  AllocatorLock lock(mutex_);
+  if (bytes >= kOneExaByte) [[unlikely]]
+    throw_more_than_exabyte(bytes);
+  if (!events_.empty()) process_events();
   const std::size_t size = round_size(bytes, config_);
   AllocParams params{stream,
                      bytes,
@@ -186,6 +183,10 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
                      name};
   const auto cached = get_free_block(params);
   if (cached != params.pool->blocks.end()) return alloc_found_block(*cached, params, cached);
+  return malloc_uncached(params);
+}
+
+Block* CachingAllocator::malloc_uncached(AllocParams& params) {
   if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
     garbage_collect_cached_blocks();
   }
@@ -196,6 +197,15 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
   if (block == nullptr && release_cached_blocks()) block = alloc_block(params, true);
   if (block == nullptr) throw_out_of_memory(params);
   return alloc_found_block(block, params, params.pool->blocks.end());
+}
+
+void CachingAllocator::throw_more_than_exabyte(std::size_t bytes) {
+  OutOfMemoryDetails details;
+  details.requested_bytes = bytes;
+  details.capacity_bytes = backing_->total_bytes();
+  details.free_bytes = backing_->free_bytes();
+  throw OutOfMemoryError(device_label_ + " out of memory. Tried to allocate more than 1EB memory.",
+                         std::move(details));
 }
 
 [[gnu::always_inline]] inline BlockPool::Set::iterator CachingAllocator::get_free_block(
@@ -327,7 +337,7 @@ Block* CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
 
 void CachingAllocator::free(Block* block) {
   if (block == nullptr) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   if (!block->in_use || !block->allocated) {
     throw std::logic_error("CachingAllocator::free: the block is not allocated (double free?)");
   }
@@ -347,7 +357,7 @@ void CachingAllocator::free(Block* block) {
   }
 }
 
-void CachingAllocator::free_block(Block* block) {
+[[gnu::always_inline]] inline void CachingAllocator::free_block(Block* block) {
   record_trace(TraceAction::free_completed, block->address, block->requested_size, block->stream,
                block->category, block->context_id, block->name);
   const std::size_t original_size = block->size;
@@ -437,7 +447,7 @@ std::size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool
 // ---- streams and events ----
 
 void CachingAllocator::record_stream(Block* block, StreamId stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   if (block == nullptr || !block->allocated) {
     throw std::logic_error("CachingAllocator::record_stream: the block is not allocated");
   }
@@ -471,12 +481,12 @@ void CachingAllocator::process_events() {
 }
 
 void CachingAllocator::synchronize() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   for (PendingEvent& event : events_) event.completed = true;
 }
 
 void CachingAllocator::synchronize_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   for (PendingEvent& event : events_) {
     if (event.stream == stream) event.completed = true;
   }
@@ -494,7 +504,7 @@ void CachingAllocator::synchronize_and_free_events() {
 // ---- giving memory back to the device ----
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   release_cached_blocks();
 }
 
@@ -611,14 +621,14 @@ void CachingAllocator::set_memory_fraction(double fraction) {
     std::snprintf(text, sizeof(text), "%g", fraction);
     throw UsageError(std::string("invalid memory fraction ") + text + " (expected 0 to 1)");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   memory_fraction_set_ = true;
   allowed_memory_maximum_ =
       static_cast<std::uint64_t>(fraction * static_cast<double>(backing_->total_bytes()));
 }
 
 void CachingAllocator::set_config(const AllocatorConfig& config) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   config_ = config;
   stats_.max_split_size = config_.max_split_size_bytes == std::numeric_limits<std::size_t>::max()
                               ? -1
@@ -626,7 +636,7 @@ void CachingAllocator::set_config(const AllocatorConfig& config) {
 }
 
 AllocatorConfig CachingAllocator::config() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return config_;
 }
 
@@ -881,7 +891,7 @@ void CachingAllocator::store_trace_entry(TraceAction action, std::uint64_t addre
 }
 
 void CachingAllocator::record_history(RecordMode mode, std::size_t max_entries) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   record_mode_ = mode;
   max_trace_entries_ = mode == RecordMode::all ? max_entries : 0;
   trace_.clear();
@@ -889,7 +899,7 @@ void CachingAllocator::record_history(RecordMode mode, std::size_t max_entries) 
 }
 
 std::vector<TraceEntry> CachingAllocator::trace() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   std::vector<TraceEntry> ordered;
   ordered.reserve(trace_.size());
   for (std::size_t i = 0; i < trace_.size(); ++i) {
@@ -901,7 +911,7 @@ std::vector<TraceEntry> CachingAllocator::trace() const {
 // ---- inspection ----
 
 DeviceStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return with_aggregate_sums(stats_);
 }
 
@@ -910,29 +920,29 @@ std::vector<std::pair<std::string, std::int64_t>> CachingAllocator::memory_stats
 }
 
 CategoryStats CachingAllocator::category_stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return category_stats_;
 }
 
 void CachingAllocator::reset_peak_stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   reset_pool_stats_peak(stats_);
   for (Stat& stat : category_stats_.allocated_bytes) stat.peak = stat.current;
 }
 
 void CachingAllocator::reset_accumulated_stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   stats_.reset_accumulated();
   for (Stat& stat : category_stats_.allocated_bytes) stat.allocated = stat.freed = 0;
 }
 
 std::uint64_t CachingAllocator::capacity_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return backing_->total_bytes();
 }
 
 std::uint64_t CachingAllocator::free_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return backing_->free_bytes();
 }
 
@@ -964,12 +974,12 @@ std::vector<LiveBlockInfo> CachingAllocator::live_blocks_locked() const {
 }
 
 std::vector<LiveBlockInfo> CachingAllocator::live_blocks() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   return live_blocks_locked();
 }
 
 void CachingAllocator::check_invariants() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   auto fail = [](const std::string& what) {
     throw std::logic_error("allocator invariant: " + what);
   };

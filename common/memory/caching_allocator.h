@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/memory/alloc_config.h"
+#include "common/memory/allocator_lock.h"
 #include "common/memory/backing.h"
 #include "common/memory/block.h"
 #include "common/memory/history.h"
@@ -71,7 +72,8 @@ std::size_t get_allocation_size(std::size_t rounded_bytes);
 
 /// The caching allocator of one device.
 ///
-/// Thread-safe: every public member takes the allocator's lock.
+/// Thread-safe: every public member takes the allocator's lock (AllocatorLock: skipped while the
+/// process has a single thread).
 class CachingAllocator {
  public:
   /// \param backing where segments come from.
@@ -186,6 +188,10 @@ class CachingAllocator {
   // \return the best-fitting free block's pool entry, or params.pool->blocks.end().
   BlockPool::Set::iterator get_free_block(AllocParams& params);
   Block* alloc_block(AllocParams& params, bool is_retry);
+  // malloc without a cached block: a new segment, else the release paths, else the OOM error. Out
+  // of line so the cached path's frame stays small.
+  [[gnu::noinline]] Block* malloc_uncached(AllocParams& params);
+  [[noreturn, gnu::noinline, gnu::cold]] void throw_more_than_exabyte(std::size_t bytes);
   // \p pool_entry is \p block's entry in params.pool->blocks, or end() when it is in no pool.
   Block* alloc_found_block(Block* block, const AllocParams& params,
                            BlockPool::Set::iterator pool_entry);
@@ -235,7 +241,7 @@ class CachingAllocator {
   std::vector<PendingEvent> events_;
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   std::deque<Block> block_storage_;
-  std::vector<Block*> spare_blocks_;
+  Block* spare_blocks_ = nullptr;  // unused Block objects, linked through next
   std::vector<BlockPool::Set::node_type> spare_nodes_;
   std::uint64_t total_allocated_memory_ = 0;
   bool memory_fraction_set_ = false;

@@ -83,7 +83,8 @@ struct DeviceStats {
 /// \param stats the statistic.
 /// \param type kSmallPool or kLargePool.
 /// \param amount non-negative.
-inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
+[[gnu::always_inline]] inline void increase_pool_stat(StatArray& stats, std::size_t type,
+                                                      std::int64_t amount) {
   stats[type].current += amount;
   stats[type].allocated += amount;
 }
@@ -93,7 +94,8 @@ inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t 
 /// \param stats the statistic.
 /// \param type kSmallPool or kLargePool.
 /// \param amount non-negative.
-inline void decrease_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
+[[gnu::always_inline]] inline void decrease_pool_stat(StatArray& stats, std::size_t type,
+                                                      std::int64_t amount) {
   Stat& pool = stats[type];
   if (pool.current > pool.peak) pool.peak = pool.current;
   const std::int64_t all = stats[kSmallPool].current + stats[kLargePool].current;

@@ -23,7 +23,7 @@ json frames_for(const std::string& context, const std::string& name) {
 }  // namespace
 
 json CachingAllocator::snapshot() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   const bool with_frames = record_mode_ != RecordMode::off;
   std::vector<const Block*> blocks = all_blocks_locked();
   std::int64_t total_active = 0;
