@@ -7,8 +7,10 @@
 
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
+/// 1 when the C library says whether the process has one thread (glibc ≥ 2.32), else 0.
 #define VRAMLAB_HAVE_SINGLE_THREADED 1
 #else
+/// 1 when the C library says whether the process has one thread (glibc ≥ 2.32), else 0.
 #define VRAMLAB_HAVE_SINGLE_THREADED 0
 #endif
 
@@ -23,8 +25,9 @@ namespace vramlab::memory {
 ///
 /// Why skipping is safe: while `__libc_single_threaded` is true no other thread exists, and only
 /// this thread could create one; it is inside an allocator call, which never starts a thread that
-/// calls the allocator. The decision is taken once per call and kept, so a lock taken is always
-/// released (a backing may start helper threads, e.g. the CUDA runtime's, in the middle of a call).
+/// calls the allocator (a backing may start helper threads, e.g. the CUDA runtime's, but they never
+/// call it). The decision is taken once per call and kept: a guard that took no lock never unlocks,
+/// even when the process gains a thread during the call.
 /// Once the process has had a second thread, glibc keeps the flag false and every call locks.
 /// Without glibc's flag (non-glibc systems) every call locks.
 class AllocatorLock {
