@@ -4,18 +4,22 @@
 //
 // BM_CachedAllocFreePair: malloc + free served from the cache (the steady state of a training
 // loop). BM_CacheMissAllocFreePair: every malloc gets a new segment from the sim backing (mmap) and
-// empty_cache returns it (munmap). BM_CachedAllocFreePairMultithreaded: the cached pair again,
-// after the process has started a second thread, as a training process has (OpenBLAS's workers):
-// from then on glibc's mutex and the allocator's lock (AllocatorLock) use atomic instructions,
-// while glibc's per-thread malloc cache needs none. It is registered last because a process that
-// has had a second thread stays multi-threaded for glibc; the `locks` counter says which case a row
-// ran in. Each benchmark runs glibc malloc/free of the same size in alternating chunks with the
-// allocator and reports thread-CPU ns per pair for both and `vs_malloc` = allocator / glibc (the
-// target for the cached pair is at most 4). A chunk is kPairsPerChunk pairs: reading the thread CPU
-// clock is a system call (~0.4 us here), and with the former 256-pair chunks the reads and the
-// switching between the two loops added ~2 ns to glibc's ~8 ns 512 B pair, so the ratio read ~10%
-// low (4.5x where 16384-pair chunks measure 5.1x, same build, same session). At 16384 pairs the
-// clock reads add < 0.06 ns a pair.
+// empty_cache returns it (munmap).
+//
+// BM_CachedAllocFreePairMultithreaded: the cached pair again, after the process has started a
+// second thread, as a training process has (OpenBLAS's workers): from then on glibc's mutex and the
+// allocator's lock (AllocatorLock) use atomic instructions, while glibc's per-thread malloc cache
+// needs none. It is registered last because a process that has had a second thread stays
+// multi-threaded for glibc; the `locks` counter says which case a row ran in.
+//
+// Each benchmark runs glibc malloc/free of the same size in alternating chunks with the allocator
+// and reports thread-CPU ns per pair for both and `vs_malloc` = allocator / glibc (the target for
+// the cached pair is at most 4).
+//
+// A chunk is kPairsPerChunk pairs: reading the thread CPU clock is a system call (~0.4 us here),
+// and with the former 256-pair chunks the reads and the switching between the two loops added
+// ~2 ns to glibc's ~8 ns 512 B pair, so the ratio read ~10% low (4.5x where 16384-pair chunks
+// measure 5.1x, same build, same session). At 16384 pairs the clock reads add < 0.06 ns a pair.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
