@@ -3,9 +3,12 @@
 ///
 /// A vramlab binary maps a UsageError to one line on stderr and exit code 2 (bad input), and any
 /// other std::exception to exit code 1. Out-of-memory errors derive from std::runtime_error (see
-/// common/memory/oom_error.h) and carry a PyTorch-format message.
+/// common/memory/oom_error.h) and carry a PyTorch-format message. An InternalError is a bug in
+/// vramlab (or in a learner's exercise code calling a kernel): it names the file and line of the
+/// check that failed, so the message points at the broken contract rather than at the user.
 #pragma once
 
+#include <source_location>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +19,17 @@ namespace vramlab {
 struct UsageError : std::invalid_argument {
   /// \param message what was wrong, naming the offending value, e.g. "unknown dtype 'nope'".
   explicit UsageError(const std::string& message) : std::invalid_argument(message) {}
+};
+
+/// A violated precondition inside vramlab (a kernel given a negative size, a token outside the
+/// vocabulary, a tensor of the wrong dtype): a bug in the caller, not bad user input.
+struct InternalError : std::logic_error {
+  /// \param message what was violated, naming the values.
+  /// \param where the check that failed (defaults to the caller's line).
+  explicit InternalError(const std::string& message,
+                         std::source_location where = std::source_location::current())
+      : std::logic_error("internal error at " + std::string(where.file_name()) + ":" +
+                         std::to_string(where.line()) + ": " + message) {}
 };
 
 /// Exit code for bad input (a UsageError or a command-line parse error).

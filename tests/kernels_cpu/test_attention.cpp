@@ -162,8 +162,9 @@ TEST(Attention, ReferenceGradientsMatchCentralDifferencesForGroupedQueries) {
 
 TEST(Attention, RejectsKvHeadsThatDoNotDivideHeads) {
   float x = 0.0f;
-  EXPECT_THROW(attention_forward(&x, &x, &x, &x, &x, &x, 1, 1, 4, 3, 2), UsageError);
-  EXPECT_THROW(attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, 1, 1, 4, 0, 2), UsageError);
+  EXPECT_THROW(attention_forward(&x, &x, &x, &x, &x, &x, 1, 1, 4, 3, 2), InternalError);
+  EXPECT_THROW(attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, 1, 1, 4, 0, 2),
+               InternalError);
 }
 
 }  // namespace

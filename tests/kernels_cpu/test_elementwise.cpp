@@ -231,8 +231,8 @@ TEST(Activation, SwigluFastMatchesTheDoubleReferenceAndItsGradientsMatchCentralD
 
 TEST(Activation, RejectsANegativeSize) {
   float x = 0.0f;
-  EXPECT_THROW(gelu_forward(&x, &x, -1), UsageError);
-  EXPECT_THROW(swiglu_backward(&x, &x, &x, &x, &x, -5), UsageError);
+  EXPECT_THROW(gelu_forward(&x, &x, -1), InternalError);
+  EXPECT_THROW(swiglu_backward(&x, &x, &x, &x, &x, -5), InternalError);
 }
 
 }  // namespace

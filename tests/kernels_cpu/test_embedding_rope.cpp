@@ -74,9 +74,9 @@ TEST(Embedding, RejectsATokenOutsideTheVocabulary) {
   const std::vector<int32_t> tokens = {0, 7};
   std::vector<float> table(14), out(4);
   EXPECT_THROW(embedding_forward(out.data(), tokens.data(), table.data(), nullptr, 1, 2, 2, 7),
-               UsageError);
+               InternalError);
   EXPECT_THROW(embedding_backward(table.data(), nullptr, out.data(), tokens.data(), 1, 2, 2, 7),
-               UsageError);
+               InternalError);
 }
 
 struct RopeShape {
@@ -143,8 +143,8 @@ TEST(Rope, ReferenceGradientMatchesCentralDifferences) {
 
 TEST(Rope, RejectsAnOddHeadDimension) {
   float x = 0.0f;
-  EXPECT_THROW(rope_forward(&x, &x, 1, 1, 1, 3), UsageError);
-  EXPECT_THROW(rope_backward(&x, &x, 1, 1, 1, 4, 0.0), UsageError);
+  EXPECT_THROW(rope_forward(&x, &x, 1, 1, 1, 3), InternalError);
+  EXPECT_THROW(rope_backward(&x, &x, 1, 1, 1, 4, 0.0), InternalError);
 }
 
 }  // namespace

@@ -120,18 +120,18 @@ TEST(Matmul, ReferenceGradientsMatchCentralDifferencesInDouble) {
 
 TEST(Matmul, RejectsNegativeSizes) {
   float x = 0.0f;
-  EXPECT_THROW(matmul_forward(&x, &x, &x, nullptr, -1, 1, 1), UsageError);
-  EXPECT_THROW(matmul_backward(&x, &x, nullptr, &x, &x, &x, 1, -2, 1), UsageError);
+  EXPECT_THROW(matmul_forward(&x, &x, &x, nullptr, -1, 1, 1), InternalError);
+  EXPECT_THROW(matmul_backward(&x, &x, nullptr, &x, &x, &x, 1, -2, 1), InternalError);
   EXPECT_THROW(matmul_forward_reference<double>(nullptr, nullptr, nullptr, nullptr, 1, 1, -3),
-               UsageError);
+               InternalError);
 }
 
 TEST(Sgemm, RejectsALeadingDimensionShorterThanARow) {
   std::vector<float> a(12), b(12), c(9);
   EXPECT_THROW(sgemm(false, false, 3, 3, 4, 1.0f, a.data(), 3, b.data(), 3, 0.0f, c.data(), 3),
-               UsageError);
+               InternalError);
   EXPECT_THROW(sgemm(false, true, 3, 3, 4, 1.0f, a.data(), 4, b.data(), 3, 0.0f, c.data(), 3),
-               UsageError);
+               InternalError);
   EXPECT_NO_THROW(sgemm(false, true, 3, 3, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c.data(), 3));
 }
 

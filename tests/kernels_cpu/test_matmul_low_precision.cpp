@@ -123,8 +123,8 @@ TEST(LowPrecisionMatmulArguments, RejectsNegativeSizes) {
   const bf16_t b{0};
   const f16_t h{0};
   float x = 0.0f;
-  EXPECT_THROW(matmul_forward(&x, &b, &b, nullptr, -1, 1, 1), UsageError);
-  EXPECT_THROW(matmul_backward(&x, &x, nullptr, &x, &h, &h, 1, 1, -1), UsageError);
+  EXPECT_THROW(matmul_forward(&x, &b, &b, nullptr, -1, 1, 1), InternalError);
+  EXPECT_THROW(matmul_backward(&x, &x, nullptr, &x, &h, &h, 1, 1, -1), InternalError);
 }
 
 }  // namespace

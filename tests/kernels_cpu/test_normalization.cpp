@@ -155,8 +155,8 @@ TEST(LayerNorm, ConstantRowNormalizesToTheBias) {
 
 TEST(Normalization, RejectsNegativeSizes) {
   float x = 0.0f;
-  EXPECT_THROW(layernorm_forward(&x, &x, &x, &x, &x, &x, -1, 4), UsageError);
-  EXPECT_THROW(rmsnorm_backward(&x, &x, &x, &x, &x, &x, 2, -4), UsageError);
+  EXPECT_THROW(layernorm_forward(&x, &x, &x, &x, &x, &x, -1, 4), InternalError);
+  EXPECT_THROW(rmsnorm_backward(&x, &x, &x, &x, &x, &x, 2, -4), InternalError);
 }
 
 }  // namespace
