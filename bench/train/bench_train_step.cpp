@@ -40,7 +40,7 @@ void run_steps(benchmark::State& state, const std::string& model, const std::str
   const double steps = static_cast<double>(state.iterations());
   state.counters["tokens_per_s"] =
       benchmark::Counter(steps * static_cast<double>(B * T), benchmark::Counter::kIsRate);
-  if (runtime.runs_kernels())
+  if (runtime.kernel_kind() != nn::KernelKind::meta)
     state.counters["GFLOP_per_s"] = benchmark::Counter(
         steps * model_flops(options.model, B, T) / 1e9, benchmark::Counter::kIsRate);
   state.counters["threads"] = omp_get_max_threads();

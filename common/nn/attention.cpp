@@ -37,85 +37,81 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
       proj_(Linear::from_prefix(
           params, prefix(layer) + (config.family == "gpt2" ? "attn.proj" : "attn.o"))) {}
 
-const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
-                                       int64_t B, int64_t T, const std::string& output_name) const {
+const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved,
+                                       const TensorView& inp, int64_t B, int64_t T,
+                                       const std::string& output_name) const {
+  const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  const float *q, *k, *v;  // (B, T, H, D), (B, T, Hkv, D), (B, T, Hkv, D)
+  TensorView q, k, v;  // (B, T, C), (B, T, kvC), (B, T, kvC)
   if (!rope_) {
     const DeviceBuffer& qkv = saved.save(layer_, "qkv", {3, B, T, C_});  // (3, B, T, C)
-    for (int64_t i = 0; i < 3; ++i)
-      qkv_[static_cast<size_t>(i)].forward(runtime, qkv.f32() + i * N * C_, inp, N);
-    q = qkv.f32();
-    k = q + N * C_;
-    v = k + N * C_;
+    q = qkv.view(0, {B, T, C_});
+    k = qkv.view(N * C_, {B, T, C_});
+    v = qkv.view(2 * N * C_, {B, T, C_});
   } else {
-    const DeviceBuffer& qb = saved.save(layer_, "q", {B, T, C_});   // (B, T, C)
-    const DeviceBuffer& kb = saved.save(layer_, "k", {B, T, kvC});  // (B, T, kvC)
-    const DeviceBuffer& vb = saved.save(layer_, "v", {B, T, kvC});  // (B, T, kvC)
-    qkv_[0].forward(runtime, qb.f32(), inp, N);
-    qkv_[1].forward(runtime, kb.f32(), inp, N);
-    qkv_[2].forward(runtime, vb.f32(), inp, N);
-    if (runtime.runs_kernels()) {
-      runtime.kernels().rope_forward(qb.f32(), qb.f32(), B, T, H_, D_, rope_theta_);
-      runtime.kernels().rope_forward(kb.f32(), kb.f32(), B, T, Hkv_, D_, rope_theta_);
-    }
-    q = qb.f32();
-    k = kb.f32();
-    v = vb.f32();
+    q = saved.save(layer_, "q", {B, T, C_}).view();   // (B, T, C)
+    k = saved.save(layer_, "k", {B, T, kvC}).view();  // (B, T, kvC)
+    v = saved.save(layer_, "v", {B, T, kvC}).view();  // (B, T, kvC)
+  }
+  qkv_[0].forward(runtime, q, inp, N);
+  qkv_[1].forward(runtime, k, inp, N);
+  qkv_[2].forward(runtime, v, inp, N);
+  if (rope_) {
+    kernels.rope_forward(q, q, B, T, H_, D_, rope_theta_);
+    kernels.rope_forward(k, k, B, T, Hkv_, D_, rope_theta_);
   }
   const DeviceBuffer& preatt = saved.save(layer_, "preatt", {B, H_, T, T});  // (B, H, T, T)
   const DeviceBuffer& att = saved.save(layer_, "att", {B, H_, T, T});        // (B, H, T, T)
   const DeviceBuffer& atty = saved.save(layer_, "atty", {B, T, C_});         // (B, T, C)
-  if (runtime.runs_kernels())
-    runtime.kernels().attention_forward(atty.f32(), preatt.f32(), att.f32(), q, k, v, B, T, H_,
-                                        Hkv_, D_);
+  kernels.attention_forward(atty.view(), preatt.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
   const DeviceBuffer& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
-  proj_.forward(runtime, out.f32(), atty.f32(), N);
+  proj_.forward(runtime, out.view(), atty.view(), N);
   return out;
 }
 
-void Attention::backward(Runtime& runtime, const SavedActivations& saved, float* dinp,
-                         const float* dout, const float* inp, int64_t B, int64_t T) const {
+void Attention::backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                         const TensorView& dout, const TensorView& inp, int64_t B,
+                         int64_t T) const {
+  const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  const DeviceBuffer& atty = saved.get(layer_, "atty");
   DeviceBuffer datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
-  proj_.backward(runtime, datty.f32(), dout, atty.f32(), N);
+  proj_.backward(runtime, datty.view(), dout, saved.get(layer_, "atty").view(), N);
 
   // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
   DeviceBuffer dqkv =
       runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv");
-  float* dq = dqkv.f32();
-  float* dk = dq + N * C_;
-  float* dv = dk + N * kvC;
-  const float *q, *k, *v;
+  const TensorView dq = dqkv.view(0, {B, T, C_});
+  const TensorView dk = dqkv.view(N * C_, {B, T, kvC});
+  const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
+  TensorView q, k, v;
   if (!rope_) {
-    q = saved.get(layer_, "qkv").f32();
-    k = q + N * C_;
-    v = k + N * C_;
+    const DeviceBuffer& qkv = saved.get(layer_, "qkv");  // (3, B, T, C)
+    q = qkv.view(0, {B, T, C_});
+    k = qkv.view(N * C_, {B, T, C_});
+    v = qkv.view(2 * N * C_, {B, T, C_});
   } else {
-    q = saved.get(layer_, "q").f32();
-    k = saved.get(layer_, "k").f32();
-    v = saved.get(layer_, "v").f32();
+    q = saved.get(layer_, "q").view();
+    k = saved.get(layer_, "k").view();
+    v = saved.get(layer_, "v").view();
   }
   {
     DeviceBuffer dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
-    if (runtime.runs_kernels())
-      runtime.kernels().attention_backward(dq, dk, dv, dpreatt.f32(), datty.f32(), q, k, v,
-                                           saved.get(layer_, "att").f32(), B, T, H_, Hkv_, D_);
+    kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v,
+                               saved.get(layer_, "att").view(), B, T, H_, Hkv_, D_);
   }
   datty.reset();
   if (rope_) {
     // Undo the rotation: gradients with respect to the projections' outputs.
     DeviceBuffer dqk =
         runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope");
-    if (runtime.runs_kernels()) {
-      runtime.kernels().rope_backward(dqk.f32(), dq, B, T, H_, D_, rope_theta_);
-      runtime.kernels().rope_backward(dqk.f32() + N * C_, dk, B, T, Hkv_, D_, rope_theta_);
-    }
-    qkv_[0].backward(runtime, dinp, dqk.f32(), inp, N);
-    qkv_[1].backward(runtime, dinp, dqk.f32() + N * C_, inp, N);
+    const TensorView dq_prerope = dqk.view(0, {B, T, C_});
+    const TensorView dk_prerope = dqk.view(N * C_, {B, T, kvC});
+    kernels.rope_backward(dq_prerope, dq, B, T, H_, D_, rope_theta_);
+    kernels.rope_backward(dk_prerope, dk, B, T, Hkv_, D_, rope_theta_);
+    qkv_[0].backward(runtime, dinp, dq_prerope, inp, N);
+    qkv_[1].backward(runtime, dinp, dk_prerope, inp, N);
   } else {
     qkv_[0].backward(runtime, dinp, dq, inp, N);
     qkv_[1].backward(runtime, dinp, dk, inp, N);

@@ -29,44 +29,41 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
              config.family == "gpt2" ? "ln2" : "norm2", layer),
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
-const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const float* x,
+const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                                    int64_t B, int64_t T) const {
-  const int64_t n = B * T * C_;
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
   const DeviceBuffer& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.f32(), B, T, "residual2");
-  if (runtime.runs_kernels())
-    runtime.kernels().residual_forward(residual2.f32(), residual2.f32(), x, n);
-  const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.f32(), B, T);  // (B, T, C)
+  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, "residual2");
+  runtime.kernels().residual_forward(residual2.view(), residual2.view(), x);
+  const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.view(), B, T);  // (B, T, C)
   const DeviceBuffer& residual3 = std::visit(
       [&](const auto& mlp) -> const DeviceBuffer& {
-        return mlp.forward(runtime, saved, ln2.f32(), B, T, "residual3");
+        return mlp.forward(runtime, saved, ln2.view(), B, T, "residual3");
       },
       mlp_);
-  if (runtime.runs_kernels())
-    runtime.kernels().residual_forward(residual3.f32(), residual3.f32(), residual2.f32(), n);
+  runtime.kernels().residual_forward(residual3.view(), residual3.view(), residual2.view());
   return residual3;
 }
 
-void Block::backward(Runtime& runtime, SavedActivations& saved, const float* x, float* dresidual,
-                     int64_t B, int64_t T) const {
+void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
+                     const TensorView& dresidual, int64_t B, int64_t T) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
-  const float* residual2 = saved.get(layer_, "residual2").f32();  // (B, T, C)
+  const TensorView residual2 = saved.get(layer_, "residual2").view();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
     DeviceBuffer dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
-    const float* ln2 = saved.get(layer_, norm2_.is_layernorm() ? "ln2" : "norm2").f32();
+    const TensorView ln2 = saved.get(layer_, norm2_.is_layernorm() ? "ln2" : "norm2").view();
     std::visit(
-        [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.f32(), dresidual, ln2, B, T); },
+        [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dresidual, ln2, B, T); },
         mlp_);
-    norm2_.backward(runtime, saved, dresidual, dln2.f32(), residual2, B, T);
+    norm2_.backward(runtime, saved, dresidual, dln2.view(), residual2, B, T);
   }
   {
     // Then the attention branch → ∂loss/∂x.
     DeviceBuffer dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
-    const float* ln1 = saved.get(layer_, norm1_.is_layernorm() ? "ln1" : "norm1").f32();
-    attention_.backward(runtime, saved, dln1.f32(), dresidual, ln1, B, T);
-    norm1_.backward(runtime, saved, dresidual, dln1.f32(), x, B, T);
+    const TensorView ln1 = saved.get(layer_, norm1_.is_layernorm() ? "ln1" : "norm1").view();
+    attention_.backward(runtime, saved, dln1.view(), dresidual, ln1, B, T);
+    norm1_.backward(runtime, saved, dresidual, dln1.view(), x, B, T);
   }
   saved.release_layer(layer_);
 }

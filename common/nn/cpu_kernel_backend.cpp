@@ -16,7 +16,7 @@
 
 namespace vramlab::nn {
 
-void CpuKernelBackend::fill_zero(void* device_pointer, std::size_t bytes) const {
+void CpuKernelBackend::do_fill_zero(void* device_pointer, std::size_t bytes) const {
   auto* first = static_cast<unsigned char*>(device_pointer);
   const auto total = static_cast<int64_t>(bytes);
   constexpr int64_t kChunkBytes = int64_t{1} << 18;
@@ -29,135 +29,136 @@ void CpuKernelBackend::fill_zero(void* device_pointer, std::size_t bytes) const 
   }
 }
 
-void CpuKernelBackend::copy_to_device(void* device_pointer, const void* host_pointer,
-                                      std::size_t bytes) const {
+void CpuKernelBackend::do_copy_to_device(void* device_pointer, const void* host_pointer,
+                                         std::size_t bytes) const {
   if (bytes != 0) std::memcpy(device_pointer, host_pointer, bytes);
 }
 
-void CpuKernelBackend::copy_to_host(void* host_pointer, const void* device_pointer,
-                                    std::size_t bytes) const {
+void CpuKernelBackend::do_copy_to_host(void* host_pointer, const void* device_pointer,
+                                       std::size_t bytes) const {
   if (bytes != 0) std::memcpy(host_pointer, device_pointer, bytes);
 }
 
-void CpuKernelBackend::linear_forward(float* out, const float* inp, const float* weight,
-                                      const float* bias, int64_t N, int64_t C, int64_t OC) const {
+void CpuKernelBackend::do_linear_forward(float* out, const float* inp, const float* weight,
+                                         const float* bias, int64_t N, int64_t C,
+                                         int64_t OC) const {
   parallel_linear_forward(out, inp, weight, bias, N, C, OC);
 }
 
-void CpuKernelBackend::linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                       const float* inp, const float* weight, int64_t N, int64_t C,
-                                       int64_t OC) const {
+void CpuKernelBackend::do_linear_backward(float* dinp, float* dweight, float* dbias,
+                                          const float* dout, const float* inp, const float* weight,
+                                          int64_t N, int64_t C, int64_t OC) const {
   parallel_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-void CpuKernelBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                         const float* weight, const float* bias, int64_t N,
-                                         int64_t C) const {
+void CpuKernelBackend::do_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                            const float* weight, const float* bias, int64_t N,
+                                            int64_t C) const {
   kernels::cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
 
-void CpuKernelBackend::layernorm_backward(float* dinp, float* dweight, float* dbias,
-                                          const float* dout, const float* inp, const float* weight,
-                                          const float* mean, const float* rstd, int64_t N,
-                                          int64_t C) const {
+void CpuKernelBackend::do_layernorm_backward(float* dinp, float* dweight, float* dbias,
+                                             const float* dout, const float* inp,
+                                             const float* weight, const float* mean,
+                                             const float* rstd, int64_t N, int64_t C) const {
   kernels::cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
-void CpuKernelBackend::rmsnorm_forward(float* out, float* rstd, const float* inp,
-                                       const float* weight, int64_t N, int64_t C) const {
+void CpuKernelBackend::do_rmsnorm_forward(float* out, float* rstd, const float* inp,
+                                          const float* weight, int64_t N, int64_t C) const {
   kernels::cpu::rmsnorm_forward(out, rstd, inp, weight, N, C);
 }
 
-void CpuKernelBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout,
-                                        const float* inp, const float* weight, const float* rstd,
-                                        int64_t N, int64_t C) const {
+void CpuKernelBackend::do_rmsnorm_backward(float* dinp, float* dweight, const float* dout,
+                                           const float* inp, const float* weight, const float* rstd,
+                                           int64_t N, int64_t C) const {
   kernels::cpu::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
 }
 
-void CpuKernelBackend::residual_forward(float* out, const float* a, const float* b,
-                                        int64_t n) const {
+void CpuKernelBackend::do_residual_forward(float* out, const float* a, const float* b,
+                                           int64_t n) const {
   kernels::cpu::residual_forward(out, a, b, n);
 }
 
-void CpuKernelBackend::gelu_forward(float* out, const float* inp, int64_t n) const {
+void CpuKernelBackend::do_gelu_forward(float* out, const float* inp, int64_t n) const {
   kernels::cpu::gelu_forward(out, inp, n);
 }
 
-void CpuKernelBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
-                                     int64_t n) const {
+void CpuKernelBackend::do_gelu_backward(float* dinp, const float* inp, const float* dout,
+                                        int64_t n) const {
   kernels::cpu::gelu_backward(dinp, inp, dout, n);
 }
 
-void CpuKernelBackend::swiglu_forward(float* out, const float* gate, const float* up,
-                                      int64_t n) const {
+void CpuKernelBackend::do_swiglu_forward(float* out, const float* gate, const float* up,
+                                         int64_t n) const {
   kernels::cpu::swiglu_forward(out, gate, up, n);
 }
 
-void CpuKernelBackend::swiglu_backward(float* dgate, float* dup, const float* dout,
-                                       const float* gate, const float* up, int64_t n) const {
+void CpuKernelBackend::do_swiglu_backward(float* dgate, float* dup, const float* dout,
+                                          const float* gate, const float* up, int64_t n) const {
   kernels::cpu::swiglu_backward(dgate, dup, dout, gate, up, n);
 }
 
-void CpuKernelBackend::rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
-                                    int64_t D, double theta) const {
+void CpuKernelBackend::do_rope_forward(float* out, const float* inp, int64_t B, int64_t T,
+                                       int64_t H, int64_t D, double theta) const {
   kernels::cpu::rope_forward(out, inp, B, T, H, D, theta);
 }
 
-void CpuKernelBackend::rope_backward(float* dinp, const float* dout, int64_t B, int64_t T,
-                                     int64_t H, int64_t D, double theta) const {
+void CpuKernelBackend::do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T,
+                                        int64_t H, int64_t D, double theta) const {
   kernels::cpu::rope_backward(dinp, dout, B, T, H, D, theta);
 }
 
-void CpuKernelBackend::attention_forward(float* out, float* preatt, float* att, const float* q,
-                                         const float* k, const float* v, int64_t B, int64_t T,
-                                         int64_t H, int64_t Hkv, int64_t D) const {
+void CpuKernelBackend::do_attention_forward(float* out, float* preatt, float* att, const float* q,
+                                            const float* k, const float* v, int64_t B, int64_t T,
+                                            int64_t H, int64_t Hkv, int64_t D) const {
   kernels::cpu::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D);
 }
 
-void CpuKernelBackend::attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
-                                          const float* dout, const float* q, const float* k,
-                                          const float* v, const float* att, int64_t B, int64_t T,
-                                          int64_t H, int64_t Hkv, int64_t D) const {
+void CpuKernelBackend::do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
+                                             const float* dout, const float* q, const float* k,
+                                             const float* v, const float* att, int64_t B, int64_t T,
+                                             int64_t H, int64_t Hkv, int64_t D) const {
   kernels::cpu::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D);
 }
 
-void CpuKernelBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                         const float* wpe, int64_t B, int64_t T, int64_t C,
-                                         int64_t V) const {
+void CpuKernelBackend::do_embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                            const float* wpe, int64_t B, int64_t T, int64_t C,
+                                            int64_t V) const {
   kernels::cpu::embedding_forward(out, tokens, wte, wpe, B, T, C, V);
 }
 
-void CpuKernelBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                          const int32_t* tokens, int64_t B, int64_t T, int64_t C,
-                                          int64_t V) const {
+void CpuKernelBackend::do_embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                             const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                                             int64_t V) const {
   kernels::cpu::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V);
 }
 
-void CpuKernelBackend::cross_entropy_forward(float* losses, float* logsumexp, float* probs,
-                                             const float* logits, const int32_t* targets, int64_t N,
-                                             int64_t V) const {
+void CpuKernelBackend::do_cross_entropy_forward(float* losses, float* logsumexp, float* probs,
+                                                const float* logits, const int32_t* targets,
+                                                int64_t N, int64_t V) const {
   kernels::cpu::cross_entropy_forward(losses, logsumexp, probs, logits, targets, N, V, V);
 }
 
-void CpuKernelBackend::cross_entropy_dlogits(float* dlogits, const float* probs,
-                                             const int32_t* targets, int64_t N, int64_t V,
-                                             float scale) const {
+void CpuKernelBackend::do_cross_entropy_dlogits(float* dlogits, const float* probs,
+                                                const int32_t* targets, int64_t N, int64_t V,
+                                                float scale) const {
   kernels::cpu::cross_entropy_dlogits(dlogits, probs, targets, N, V, V, scale);
 }
 
-double CpuKernelBackend::sum(const float* x, int64_t n) const {
+double CpuKernelBackend::do_sum(const float* x, int64_t n) const {
   return kernels::cpu::sum(x, n);
 }
 
-void CpuKernelBackend::adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                                    const kernels::cpu::AdamWHyperparameters& hp,
-                                    int64_t step) const {
+void CpuKernelBackend::do_adamw_update(float* param, const float* grad, float* m, float* v,
+                                       int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
+                                       int64_t step) const {
   kernels::cpu::adamw_update(param, grad, m, v, n, hp, step);
 }
 
-void CpuKernelBackend::sgd_update(float* param, const float* grad, float* momentum_buffer,
-                                  int64_t n, float learning_rate, float momentum,
-                                  float weight_decay, bool nesterov) const {
+void CpuKernelBackend::do_sgd_update(float* param, const float* grad, float* momentum_buffer,
+                                     int64_t n, float learning_rate, float momentum,
+                                     float weight_decay, bool nesterov) const {
   kernels::cpu::sgd_update(param, grad, momentum_buffer, n, learning_rate, momentum, weight_decay,
                            nesterov);
 }

@@ -58,12 +58,7 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
 }
 
 void DecoderModel::initialise(uint64_t seed) {
-  if (!runtime_.runs_kernels()) return;
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
-  // The values are computed on the host and copied in chunks: the parameters may be device
-  // memory, and a chunk bounds the host memory this needs.
-  constexpr int64_t kChunkElements = int64_t{1} << 20;
-  std::vector<float> staging;  // (min(numel, kChunkElements))
   for (const ParameterView& view : params_.views()) {
     const bool norm =
         view.name.find("ln") != std::string::npos || view.name.find("norm") != std::string::npos;
@@ -71,28 +66,25 @@ void DecoderModel::initialise(uint64_t seed) {
         ends_with(view.name, "attn.proj.weight") || ends_with(view.name, "attn.o.weight") ||
         ends_with(view.name, "mlp.proj.weight") || ends_with(view.name, "mlp.down.weight");
     const float std = residual_projection ? residual_std : 0.02f;
-    for (int64_t begin = 0; begin < view.numel; begin += kChunkElements) {
-      const int64_t count = std::min(kChunkElements, view.numel - begin);
-      staging.resize(static_cast<size_t>(count));
-      float* chunk = staging.data();  // (count)
-      if (ends_with(view.name, ".bias")) {
-        std::fill(chunk, chunk + count, 0.0f);
-      } else if (norm) {
-        std::fill(chunk, chunk + count, 1.0f);
-      } else {
-        const auto first = static_cast<uint64_t>(view.offset + begin);
+    // Element i of the whole store is normal sample i of the seed's stream, whatever the chunking.
+    runtime_.kernels().fill_from_host(
+        params_.value(view), [&](float* chunk, int64_t first, int64_t count) {
+          if (ends_with(view.name, ".bias")) {
+            std::fill(chunk, chunk + count, 0.0f);
+          } else if (norm) {
+            std::fill(chunk, chunk + count, 1.0f);
+          } else {
+            const auto index = static_cast<uint64_t>(view.offset + first);
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; ++i)
-          chunk[i] = std * normal_sample(seed, first + static_cast<uint64_t>(i));
-      }
-      runtime_.kernels().copy_to_device(params_.value(view) + begin, chunk,
-                                        static_cast<size_t>(count) * sizeof(float));
-    }
+            for (int64_t i = 0; i < count; ++i)
+              chunk[i] = std * normal_sample(seed, index + static_cast<uint64_t>(i));
+          }
+        });
   }
 }
 
-double DecoderModel::forward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets,
-                             int64_t B, int64_t T) {
+double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
+                             const TensorView& targets, int64_t B, int64_t T) {
   if (B < 1) throw UsageError("batch size must be >= 1, got " + std::to_string(B));
   if (T < 1 || T > config_.max_seq)
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
@@ -101,47 +93,46 @@ double DecoderModel::forward(SavedActivations& saved, const int32_t* tokens, con
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   const DeviceBuffer* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
-  for (const Block& block : blocks_) x = &block.forward(runtime_, saved, x->f32(), B, T);
-  const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->f32(), B, T);  // (B, T, C)
-  const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                // (B, T, V)
-  lm_head_.forward(runtime_, logits.f32(), lnf.f32(), N);
+  for (const Block& block : blocks_) x = &block.forward(runtime_, saved, x->view(), B, T);
+  const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
+  const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                 // (B, T, V)
+  lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   const DeviceBuffer& probs = saved.save(-1, "probs", {B, T, V});    // (B, T, V)
   const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
   DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
-  if (!runtime_.runs_kernels()) return 0.0;
   const KernelBackend& kernels = runtime_.kernels();
-  kernels.cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(), targets,
-                                N, V);
-  return kernels.sum(losses.f32(), N) / static_cast<double>(N);
+  kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
+                                targets, N, V);
+  return kernels.sum(losses.view()) / static_cast<double>(N);
 }
 
-void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets,
-                            int64_t B, int64_t T) {
+void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
+                            const TensorView& targets, int64_t B, int64_t T) {
   const memory::ContextLabelScope label("backward");
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   const int64_t C = config_.hidden;
   params_.ensure_grads();
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
-  float* dlogits = saved.get(-1, "logits").f32();  // (B, T, V)
-  if (runtime_.runs_kernels())
-    runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").f32(), targets, N, V,
-                                             1.0f / static_cast<float>(N));
-  const float* last = blocks_.empty()
-                          ? saved.get(-1, "encoded").f32()
-                          : saved.get(static_cast<int64_t>(blocks_.size()) - 1, "residual3").f32();
+  const TensorView dlogits = saved.get(-1, "logits").view();  // (B, T, V)
+  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").view(), targets, N, V,
+                                           1.0f / static_cast<float>(N));
+  const TensorView last =
+      blocks_.empty() ? saved.get(-1, "encoded").view()
+                      : saved.get(static_cast<int64_t>(blocks_.size()) - 1, "residual3").view();
   DeviceBuffer dresidual =
       runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
   {
     DeviceBuffer dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
-    lm_head_.backward(runtime_, dlnf.f32(), dlogits, saved.get(-1, "lnf").f32(), N);
-    final_norm_.backward(runtime_, saved, dresidual.f32(), dlnf.f32(), last, B, T);
+    lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, "lnf").view(), N);
+    final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
-    const float* x = l == 0 ? saved.get(-1, "encoded").f32() : saved.get(l - 1, "residual3").f32();
-    blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.f32(), B, T);
+    const TensorView x =
+        l == 0 ? saved.get(-1, "encoded").view() : saved.get(l - 1, "residual3").view();
+    blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.view(), B, T);
   }
-  embedding_.backward(runtime_, dresidual.f32(), tokens, B, T);
+  embedding_.backward(runtime_, dresidual.view(), tokens, B, T);
   saved.clear();
 }
 

@@ -33,20 +33,20 @@ class DecoderModel {
 
   /// Forward pass; saves what backward needs in \p saved.
   /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V), in the runtime's
-  /// memory (an i32 buffer of it: device memory on a cuda device).
+  /// memory (an i32 view: device memory on a cuda device).
   /// \param targets (B, T) ids in [0, V), in the runtime's memory. \param B batch ≥ 1. \param T
   /// sequence in [1, max_seq]. \return the mean loss over B·T tokens (0 on meta, where nothing is
   /// computed). \throws vramlab::UsageError for B or T out of range; memory::OutOfMemoryError when
   /// full.
-  double forward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets, int64_t B,
-                 int64_t T);
+  double forward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
+                 int64_t B, int64_t T);
   /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if
   /// they were released) and empties \p saved layer by layer.
   /// \param saved the store filled by forward(). \param tokens (B, T). \param targets (B, T).
   /// \param B batch. \param T sequence.
   /// \throws memory::OutOfMemoryError when full.
-  void backward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets, int64_t B,
-                int64_t T);
+  void backward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
+                int64_t B, int64_t T);
 
   /// \return the configuration.
   [[nodiscard]] const ModelConfig& config() const { return config_; }

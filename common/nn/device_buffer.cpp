@@ -15,9 +15,11 @@ DeviceBuffer::DeviceBuffer(memory::CachingAllocator& allocator, std::vector<int6
   int64_t numel = 1;
   for (const int64_t dim : shape_) {
     if (dim < 0)
-      throw UsageError("tensor '" + name_ + "': negative dimension in " + format_shape(shape_));
+      throw UsageError("tensor '" + name_ + "': negative dimension in " +
+                       memory::format_shape(shape_));
     if (dim != 0 && numel > std::numeric_limits<int64_t>::max() / element_bytes / dim)
-      throw UsageError("tensor '" + name_ + "': size of " + format_shape(shape_) + " overflows");
+      throw UsageError("tensor '" + name_ + "': size of " + memory::format_shape(shape_) +
+                       " overflows");
     numel *= dim;
   }
   numel_ = numel;
@@ -67,15 +69,6 @@ void* DeviceBuffer::data() const {
 
 int64_t DeviceBuffer::bytes() const {
   return numel_ * static_cast<int64_t>(dtype_size_bytes(dtype_));
-}
-
-std::string format_shape(const std::vector<int64_t>& shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + ")";
 }
 
 }  // namespace vramlab::nn

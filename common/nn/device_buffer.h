@@ -20,12 +20,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/dtype/dtype.h"
 #include "common/memory/block.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/memory_category.h"
+#include "common/memory/tensor_view.h"
 
 namespace vramlab::nn {
 
@@ -74,6 +76,15 @@ class DeviceBuffer {
   [[nodiscard]] memory::MemoryCategory category() const { return category_; }
   /// \return the name given at allocation.
   [[nodiscard]] const std::string& name() const { return name_; }
+  /// \return the whole buffer as a typed view.
+  [[nodiscard]] memory::TensorView view() const {
+    return memory::TensorView(data(), dtype_, shape_);
+  }
+  /// \param offset first element. \param shape the slice's dimensions.
+  /// \return a slice of the buffer. \throws vramlab::InternalError when it does not fit.
+  [[nodiscard]] memory::TensorView view(int64_t offset, std::vector<int64_t> shape) const {
+    return view().slice(offset, std::move(shape));
+  }
   /// \return true when the buffer was never allocated or has been reset.
   [[nodiscard]] bool empty() const { return allocator_ == nullptr; }
 
@@ -86,8 +97,5 @@ class DeviceBuffer {
   memory::MemoryCategory category_ = memory::MemoryCategory::other;
   std::string name_;
 };
-
-/// \param shape dimensions. \return e.g. "(8, 128, 256)".
-std::string format_shape(const std::vector<int64_t>& shape);
 
 }  // namespace vramlab::nn

@@ -13,19 +13,17 @@ Embedding::Embedding(const ParameterStore& params, const std::string& token_tabl
 }
 
 const DeviceBuffer& Embedding::forward(Runtime& runtime, SavedActivations& saved,
-                                       const int32_t* tokens, int64_t B, int64_t T) const {
+                                       const TensorView& tokens, int64_t B, int64_t T) const {
   const DeviceBuffer& encoded = saved.save(-1, "encoded", {B, T, C_});  // (B, T, C)
-  if (runtime.runs_kernels())
-    runtime.kernels().embedding_forward(encoded.f32(), tokens, params_.value(*wte_),
-                                        wpe_ ? params_.value(*wpe_) : nullptr, B, T, C_, V_);
+  runtime.kernels().embedding_forward(encoded.view(), tokens, params_.value(*wte_),
+                                      wpe_ ? params_.value(*wpe_) : TensorView(), B, T, C_, V_);
   return encoded;
 }
 
-void Embedding::backward(const Runtime& runtime, const float* dout, const int32_t* tokens,
+void Embedding::backward(const Runtime& runtime, const TensorView& dout, const TensorView& tokens,
                          int64_t B, int64_t T) const {
-  if (!runtime.runs_kernels()) return;
-  runtime.kernels().embedding_backward(params_.grad(*wte_), wpe_ ? params_.grad(*wpe_) : nullptr,
-                                       dout, tokens, B, T, C_, V_);
+  runtime.kernels().embedding_backward(
+      params_.grad(*wte_), wpe_ ? params_.grad(*wpe_) : TensorView(), dout, tokens, B, T, C_, V_);
 }
 
 }  // namespace vramlab::nn

@@ -1,43 +1,54 @@
 /// \file
 /// \brief KernelBackend: every kernel the nn, optim and train layers run, and the memory movement
 /// between the host and a Runtime's buffers, behind one interface so the same modules train on
-/// host memory (the CPU kernels) or on device memory (the CUDA kernels, on a GPU or emulated).
+/// host memory (the CPU kernels), on device memory (the CUDA kernels, on a GPU or emulated), or on
+/// nothing at all (the meta kernels, which run no kernel: a 70B step's allocations in seconds).
 ///
-/// Every pointer given to a backend is a pointer into its Runtime's buffers ("device" pointers),
-/// except the host side of copy_to_device / copy_to_host. Semantics follow kernels/cpu: forward
-/// ops write their outputs, backward ops ACCUMULATE into every gradient.
+/// The public methods take typed views (memory::TensorView) and check, before anything runs, that
+/// each has the dtype and the element count the op's sizes call for; a mismatch is a bug in the
+/// caller and throws vramlab::InternalError naming the op and the argument. They then call the
+/// backend's implementation with raw pointers (the private virtual `do_*` functions), so the
+/// checks are written once for every backend. Semantics follow kernels/cpu: forward ops write
+/// their outputs, backward ops ACCUMULATE into every gradient.
 ///
-/// Implementations: CpuKernelBackend (kernels/cpu and the OpenMP-split GEMMs of parallel_linear.h)
-/// and the CUDA backends of common/nn/cuda (kernels/cuda/ops.h, emulated or on a GPU).
+/// Implementations: CpuKernelBackend (kernels/cpu and the OpenMP-split GEMMs of parallel_linear.h),
+/// MetaKernelBackend (nothing runs) and the CUDA backends of common/nn/cuda (kernels/cuda/ops.h,
+/// emulated or on a GPU).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
+#include "common/memory/tensor_view.h"
 #include "kernels/cpu/optimizer.h"
 
 namespace vramlab::nn {
 
+using memory::TensorView;
+
 /// Which implementation of the kernels a Runtime dispatches to.
 enum class KernelKind {
-  cpu,            ///< kernels/cpu on host memory (cpu and sim devices; nothing runs on meta)
+  cpu,            ///< kernels/cpu on host memory (cpu and sim devices)
   cuda_emulated,  ///< kernels/cuda compiled by g++, run by the SIMT emulator on host memory
   cuda,           ///< kernels/cuda compiled by nvcc, run on a GPU (cuda devices only)
+  meta,           ///< no kernel runs (the meta device: shapes and allocations only)
 };
 
-/// \param kind a kind. \return "cpu", "cuda-emulated" or "cuda" (the `--kernels` spelling).
+/// \param kind a kind. \return "cpu", "cuda-emulated", "cuda" or "meta" (the `--kernels` spelling).
 std::string_view kernel_kind_name(KernelKind kind);
 
 /// Parses the `--kernels` spelling of a kind.
-/// \param text "cpu", "cuda-emulated" or "cuda".
+/// \param text "cpu", "cuda-emulated", "cuda" or "meta".
 /// \return the kind.
 /// \throws vramlab::UsageError naming \p text when it is none of them.
 KernelKind parse_kernel_kind(std::string_view text);
 
 /// The kernels and memory movement of one Runtime. Methods are const: a backend holds no state
-/// that a call changes visibly (scratch memory at most).
+/// that a call changes visibly (scratch memory at most). Every view given to a backend is memory
+/// of its Runtime ("device" memory), except the host side of copy_to_device / copy_to_host.
 class KernelBackend {
  public:
   virtual ~KernelBackend() = default;
@@ -47,142 +58,212 @@ class KernelBackend {
 
   // ---- memory movement -----------------------------------------------------------------------
 
-  /// Sets \p bytes bytes at \p device_pointer to zero.
-  /// \param device_pointer a Runtime buffer's memory. \param bytes how many.
-  virtual void fill_zero(void* device_pointer, std::size_t bytes) const = 0;
-  /// Copies host memory into a Runtime buffer (synchronous).
-  /// \param device_pointer destination. \param host_pointer source. \param bytes how many.
-  virtual void copy_to_device(void* device_pointer, const void* host_pointer,
-                              std::size_t bytes) const = 0;
-  /// Copies a Runtime buffer into host memory (synchronous: the data is there on return).
-  /// \param host_pointer destination. \param device_pointer source. \param bytes how many.
-  virtual void copy_to_host(void* host_pointer, const void* device_pointer,
-                            std::size_t bytes) const = 0;
+  /// Sets every byte of \p buffer to zero.
+  /// \param buffer any dtype.
+  void fill_zero(const TensorView& buffer) const;
+  /// Copies host memory into \p buffer (synchronous).
+  /// \param buffer destination. \param host_pointer source of buffer.bytes() bytes.
+  void copy_to_device(const TensorView& buffer, const void* host_pointer) const;
+  /// Copies \p buffer into host memory (synchronous: the data is there on return).
+  /// \param host_pointer destination of buffer.bytes() bytes. \param buffer source.
+  void copy_to_host(void* host_pointer, const TensorView& buffer) const;
+
+  /// Computes elements [first, first + count) of a buffer into a host chunk.
+  using HostGenerator = std::function<void(float* chunk, int64_t first, int64_t count)>;
+  /// Fills an f32 buffer with values computed on the host, chunk by chunk (at most 2^20 elements
+  /// of host memory whatever the buffer's size), e.g. initial weights. On meta nothing is
+  /// generated, which keeps a 70B model's setup instant.
+  /// \param buffer f32 destination. \param generate the host-side generator.
+  void fill_from_host(const TensorView& buffer, const HostGenerator& generate) const;
 
   // ---- linear layer (GEMMs) ------------------------------------------------------------------
 
   /// out = inp · weightᵀ + bias. \param out (N, OC) \param inp (N, C) \param weight (OC, C)
-  /// \param bias (OC) or nullptr \param N rows \param C input features \param OC output features.
+  /// \param bias (OC) or none \param N rows \param C input features \param OC output features.
   /// \throws vramlab::UsageError on a size the GEMM library cannot index.
-  virtual void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
-                              int64_t N, int64_t C, int64_t OC) const = 0;
+  void linear_forward(const TensorView& out, const TensorView& inp, const TensorView& weight,
+                      const TensorView& bias, int64_t N, int64_t C, int64_t OC) const;
   /// dinp += dout · weight, dweight += doutᵀ · inp, dbias += Σ_rows dout.
-  /// \param dinp (N, C) or nullptr \param dweight (OC, C) \param dbias (OC) or nullptr
+  /// \param dinp (N, C) or none \param dweight (OC, C) \param dbias (OC) or none
   /// \param dout (N, OC) \param inp (N, C) \param weight (OC, C) \param N rows
   /// \param C input features \param OC output features. \throws as linear_forward.
-  virtual void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int64_t N, int64_t C,
-                               int64_t OC) const = 0;
+  void linear_backward(const TensorView& dinp, const TensorView& dweight, const TensorView& dbias,
+                       const TensorView& dout, const TensorView& inp, const TensorView& weight,
+                       int64_t N, int64_t C, int64_t OC) const;
 
   // ---- normalization -------------------------------------------------------------------------
 
   /// LayerNorm over the last axis (eps 1e-5). \param out (N, C) \param mean (N) \param rstd (N)
   /// \param inp (N, C) \param weight (C) \param bias (C) \param N rows \param C channels.
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                 const float* weight, const float* bias, int64_t N,
-                                 int64_t C) const = 0;
+  void layernorm_forward(const TensorView& out, const TensorView& mean, const TensorView& rstd,
+                         const TensorView& inp, const TensorView& weight, const TensorView& bias,
+                         int64_t N, int64_t C) const;
   /// LayerNorm gradients, accumulated. \param dinp (N, C) \param dweight (C) \param dbias (C)
   /// \param dout (N, C) \param inp (N, C) \param weight (C) \param mean (N) \param rstd (N)
   /// \param N rows \param C channels.
-  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, const float* mean,
-                                  const float* rstd, int64_t N, int64_t C) const = 0;
+  void layernorm_backward(const TensorView& dinp, const TensorView& dweight,
+                          const TensorView& dbias, const TensorView& dout, const TensorView& inp,
+                          const TensorView& weight, const TensorView& mean, const TensorView& rstd,
+                          int64_t N, int64_t C) const;
   /// RMSNorm over the last axis (eps 1e-5). \param out (N, C) \param rstd (N) \param inp (N, C)
   /// \param weight (C) \param N rows \param C channels.
-  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                               int64_t N, int64_t C) const = 0;
+  void rmsnorm_forward(const TensorView& out, const TensorView& rstd, const TensorView& inp,
+                       const TensorView& weight, int64_t N, int64_t C) const;
   /// RMSNorm gradients, accumulated. \param dinp (N, C) \param dweight (C) \param dout (N, C)
   /// \param inp (N, C) \param weight (C) \param rstd (N) \param N rows \param C channels.
-  virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, const float* rstd, int64_t N,
-                                int64_t C) const = 0;
+  void rmsnorm_backward(const TensorView& dinp, const TensorView& dweight, const TensorView& dout,
+                        const TensorView& inp, const TensorView& weight, const TensorView& rstd,
+                        int64_t N, int64_t C) const;
 
   // ---- elementwise ---------------------------------------------------------------------------
 
   /// out = a + b (out may alias a or b). \param out (n) \param a (n) \param b (n)
-  /// \param n elements.
-  virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) const = 0;
-  /// GELU, tanh approximation. \param out (n) \param inp (n) \param n elements.
-  virtual void gelu_forward(float* out, const float* inp, int64_t n) const = 0;
-  /// dinp += GELU'(inp) · dout. \param dinp (n) \param inp (n) \param dout (n) \param n elements.
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) const = 0;
-  /// out = SiLU(gate) · up. \param out (n) \param gate (n) \param up (n) \param n elements.
-  virtual void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const = 0;
+  void residual_forward(const TensorView& out, const TensorView& a, const TensorView& b) const;
+  /// GELU, tanh approximation. \param out (n) \param inp (n)
+  void gelu_forward(const TensorView& out, const TensorView& inp) const;
+  /// dinp += GELU'(inp) · dout. \param dinp (n) \param inp (n) \param dout (n)
+  void gelu_backward(const TensorView& dinp, const TensorView& inp, const TensorView& dout) const;
+  /// out = SiLU(gate) · up. \param out (n) \param gate (n) \param up (n)
+  void swiglu_forward(const TensorView& out, const TensorView& gate, const TensorView& up) const;
   /// dgate += SiLU'(gate) · up · dout, dup += SiLU(gate) · dout. \param dgate (n) \param dup (n)
-  /// \param dout (n) \param gate (n) \param up (n) \param n elements.
-  virtual void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                               const float* up, int64_t n) const = 0;
+  /// \param dout (n) \param gate (n) \param up (n)
+  void swiglu_backward(const TensorView& dgate, const TensorView& dup, const TensorView& dout,
+                       const TensorView& gate, const TensorView& up) const;
 
   // ---- attention -----------------------------------------------------------------------------
 
   /// Rotary embedding of every head vector (out may alias inp). \param out (B, T, H, D)
   /// \param inp (B, T, H, D) \param B batch \param T time \param H heads \param D head size (even)
   /// \param theta base of the angles.
-  virtual void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
-                            int64_t D, double theta) const = 0;
+  void rope_forward(const TensorView& out, const TensorView& inp, int64_t B, int64_t T, int64_t H,
+                    int64_t D, double theta) const;
   /// dinp += rotate⁻¹(dout). \param dinp (B, T, H, D) \param dout (B, T, H, D) \param B batch
   /// \param T time \param H heads \param D head size (even) \param theta base of the angles.
-  virtual void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H,
-                             int64_t D, double theta) const = 0;
+  void rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B, int64_t T,
+                     int64_t H, int64_t D, double theta) const;
   /// Causal attention with grouped KV heads. \param out (B, T, H, D) \param preatt (B, H, T, T)
   /// \param att (B, H, T, T) \param q (B, T, H, D) \param k (B, T, Hkv, D) \param v (B, T, Hkv, D)
   /// \param B batch \param T time \param H heads \param Hkv kv heads \param D head size.
-  virtual void attention_forward(float* out, float* preatt, float* att, const float* q,
-                                 const float* k, const float* v, int64_t B, int64_t T, int64_t H,
-                                 int64_t Hkv, int64_t D) const = 0;
+  void attention_forward(const TensorView& out, const TensorView& preatt, const TensorView& att,
+                         const TensorView& q, const TensorView& k, const TensorView& v, int64_t B,
+                         int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
   /// Attention gradients (dq, dk, dv accumulated; dpreatt scratch). \param dq (B, T, H, D)
   /// \param dk (B, T, Hkv, D) \param dv (B, T, Hkv, D) \param dpreatt (B, H, T, T)
   /// \param dout (B, T, H, D) \param q (B, T, H, D) \param k (B, T, Hkv, D) \param v (B, T, Hkv, D)
   /// \param att (B, H, T, T) \param B batch \param T time \param H heads \param Hkv kv heads
   /// \param D head size.
-  virtual void attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
-                                  const float* dout, const float* q, const float* k, const float* v,
-                                  const float* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                                  int64_t D) const = 0;
+  void attention_backward(const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                          const TensorView& dpreatt, const TensorView& dout, const TensorView& q,
+                          const TensorView& k, const TensorView& v, const TensorView& att,
+                          int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
 
   // ---- embedding and loss --------------------------------------------------------------------
 
-  /// out[b, t] = wte[tokens[b, t]] + wpe[t]. \param out (B, T, C) \param tokens (B, T)
-  /// \param wte (V, C) \param wpe (T, C) or nullptr \param B batch \param T time
+  /// out[b, t] = wte[tokens[b, t]] + wpe[t]. \param out (B, T, C) \param tokens (B, T) i32
+  /// \param wte (V, C) \param wpe (≥T, C) or none \param B batch \param T time
   /// \param C channels \param V vocabulary.
-  /// \throws vramlab::UsageError for a token outside [0, V) (CPU; a device error on a GPU).
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                 const float* wpe, int64_t B, int64_t T, int64_t C,
-                                 int64_t V) const = 0;
+  /// \throws vramlab::InternalError for a token outside [0, V) (CPU; a device error on a GPU).
+  void embedding_forward(const TensorView& out, const TensorView& tokens, const TensorView& wte,
+                         const TensorView& wpe, int64_t B, int64_t T, int64_t C, int64_t V) const;
   /// dwte[tokens[b, t]] += dout[b, t]; dwpe[t] += Σ_b dout[b, t]. \param dwte (V, C)
-  /// \param dwpe (T, C) or nullptr \param dout (B, T, C) \param tokens (B, T) \param B batch
+  /// \param dwpe (≥T, C) or none \param dout (B, T, C) \param tokens (B, T) i32 \param B batch
   /// \param T time \param C channels \param V vocabulary. \throws as embedding_forward.
-  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                  const int32_t* tokens, int64_t B, int64_t T, int64_t C,
-                                  int64_t V) const = 0;
+  void embedding_backward(const TensorView& dwte, const TensorView& dwpe, const TensorView& dout,
+                          const TensorView& tokens, int64_t B, int64_t T, int64_t C,
+                          int64_t V) const;
   /// losses[row] = logsumexp(logits[row]) − logits[row, target], probs = softmax(logits).
   /// \param losses (N) \param logsumexp (N) \param probs (N, V) \param logits (N, V)
-  /// \param targets (N) \param N rows \param V classes.
-  /// \throws vramlab::UsageError for a target outside [0, V) (CPU; a device error on a GPU).
-  virtual void cross_entropy_forward(float* losses, float* logsumexp, float* probs,
-                                     const float* logits, const int32_t* targets, int64_t N,
-                                     int64_t V) const = 0;
+  /// \param targets (N) i32 \param N rows \param V classes.
+  /// \throws vramlab::InternalError for a target outside [0, V) (CPU; a device error on a GPU).
+  void cross_entropy_forward(const TensorView& losses, const TensorView& logsumexp,
+                             const TensorView& probs, const TensorView& logits,
+                             const TensorView& targets, int64_t N, int64_t V) const;
   /// dlogits = scale · (probs − onehot(target)), WRITTEN (not accumulated): the gradient of
   /// scale · Σ losses with respect to the logits. dlogits may alias the logits (not probs).
-  /// \param dlogits (N, V) \param probs (N, V) \param targets (N) \param N rows \param V classes
-  /// \param scale e.g. 1/N for a mean loss.
-  virtual void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
-                                     int64_t N, int64_t V, float scale) const = 0;
-  /// \param x (n) \param n elements. \return Σ x accumulated in double, on the host.
-  [[nodiscard]] virtual double sum(const float* x, int64_t n) const = 0;
+  /// \param dlogits (N, V) \param probs (N, V) \param targets (N) i32 \param N rows
+  /// \param V classes \param scale e.g. 1/N for a mean loss.
+  void cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
+                             const TensorView& targets, int64_t N, int64_t V, float scale) const;
+  /// \param x (n) f32. \return Σ x accumulated in double, on the host (0 on meta).
+  [[nodiscard]] double sum(const TensorView& x) const;
 
   // ---- optimizers ----------------------------------------------------------------------------
 
   /// One AdamW step in place. \param param (n) \param grad (n) \param m (n) \param v (n)
-  /// \param n elements \param hp hyperparameters \param step 1-based step.
-  virtual void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                            const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const = 0;
-  /// One SGD step in place. \param param (n) \param grad (n) \param momentum_buffer (n) or
-  /// nullptr when momentum is 0 \param n elements \param learning_rate lr \param momentum μ
-  /// \param weight_decay wd \param nesterov Nesterov momentum.
-  virtual void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                          float learning_rate, float momentum, float weight_decay,
-                          bool nesterov) const = 0;
+  /// \param hp hyperparameters \param step 1-based step.
+  void adamw_update(const TensorView& param, const TensorView& grad, const TensorView& m,
+                    const TensorView& v, const kernels::cpu::AdamWHyperparameters& hp,
+                    int64_t step) const;
+  /// One SGD step in place. \param param (n) \param grad (n) \param momentum_buffer (n) or none
+  /// when momentum is 0 \param learning_rate lr \param momentum μ \param weight_decay wd
+  /// \param nesterov Nesterov momentum.
+  void sgd_update(const TensorView& param, const TensorView& grad,
+                  const TensorView& momentum_buffer, float learning_rate, float momentum,
+                  float weight_decay, bool nesterov) const;
+
+ private:
+  // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
+  virtual void do_fill_zero(void* device_pointer, std::size_t bytes) const = 0;
+  virtual void do_copy_to_device(void* device_pointer, const void* host_pointer,
+                                 std::size_t bytes) const = 0;
+  virtual void do_copy_to_host(void* host_pointer, const void* device_pointer,
+                               std::size_t bytes) const = 0;
+  // Generates chunk by chunk and copies each chunk in (meta overrides it with nothing).
+  virtual void do_fill_from_host(float* device_pointer, int64_t numel,
+                                 const HostGenerator& generate) const;
+  virtual void do_linear_forward(float* out, const float* inp, const float* weight,
+                                 const float* bias, int64_t N, int64_t C, int64_t OC) const = 0;
+  virtual void do_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, int64_t N, int64_t C,
+                                  int64_t OC) const = 0;
+  virtual void do_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                    const float* weight, const float* bias, int64_t N,
+                                    int64_t C) const = 0;
+  virtual void do_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int64_t N, int64_t C) const = 0;
+  virtual void do_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                                  int64_t N, int64_t C) const = 0;
+  virtual void do_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                   const float* weight, const float* rstd, int64_t N,
+                                   int64_t C) const = 0;
+  virtual void do_residual_forward(float* out, const float* a, const float* b, int64_t n) const = 0;
+  virtual void do_gelu_forward(float* out, const float* inp, int64_t n) const = 0;
+  virtual void do_gelu_backward(float* dinp, const float* inp, const float* dout,
+                                int64_t n) const = 0;
+  virtual void do_swiglu_forward(float* out, const float* gate, const float* up,
+                                 int64_t n) const = 0;
+  virtual void do_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                                  const float* up, int64_t n) const = 0;
+  virtual void do_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
+                               int64_t D, double theta) const = 0;
+  virtual void do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H,
+                                int64_t D, double theta) const = 0;
+  virtual void do_attention_forward(float* out, float* preatt, float* att, const float* q,
+                                    const float* k, const float* v, int64_t B, int64_t T, int64_t H,
+                                    int64_t Hkv, int64_t D) const = 0;
+  virtual void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
+                                     const float* dout, const float* q, const float* k,
+                                     const float* v, const float* att, int64_t B, int64_t T,
+                                     int64_t H, int64_t Hkv, int64_t D) const = 0;
+  virtual void do_embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                    const float* wpe, int64_t B, int64_t T, int64_t C,
+                                    int64_t V) const = 0;
+  virtual void do_embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                     const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                                     int64_t V) const = 0;
+  virtual void do_cross_entropy_forward(float* losses, float* logsumexp, float* probs,
+                                        const float* logits, const int32_t* targets, int64_t N,
+                                        int64_t V) const = 0;
+  virtual void do_cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
+                                        int64_t N, int64_t V, float scale) const = 0;
+  [[nodiscard]] virtual double do_sum(const float* x, int64_t n) const = 0;
+  virtual void do_adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                               const kernels::cpu::AdamWHyperparameters& hp,
+                               int64_t step) const = 0;
+  virtual void do_sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
+                             float learning_rate, float momentum, float weight_decay,
+                             bool nesterov) const = 0;
 };
 
 }  // namespace vramlab::nn

@@ -16,21 +16,28 @@ Linear::Linear(const ParameterStore& params, const std::string& weight_name,
     throw std::logic_error("linear '" + weight_name + "': rows out of range");
 }
 
-void Linear::forward(const Runtime& runtime, float* out, const float* inp, int64_t N) const {
-  if (!runtime.runs_kernels()) return;
-  const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
-  const float* bias = bias_ ? params_.value(*bias_) + row_begin_ : nullptr;   // (OC)
-  runtime.kernels().linear_forward(out, inp, weight, bias, N, in_features_, out_features_);
+// This layer's rows of a weight (or its gradient): (OC, C).
+TensorView Linear::band(const TensorView& tensor) const {
+  return tensor.slice(row_begin_ * in_features_, {out_features_, in_features_});
 }
 
-void Linear::backward(const Runtime& runtime, float* dinp, const float* dout, const float* inp,
-                      int64_t N) const {
-  if (!runtime.runs_kernels()) return;
-  const float* weight = params_.value(*weight_) + row_begin_ * in_features_;  // (OC, C)
-  float* dweight = params_.grad(*weight_) + row_begin_ * in_features_;        // (OC, C)
-  float* dbias = bias_ ? params_.grad(*bias_) + row_begin_ : nullptr;         // (OC)
-  runtime.kernels().linear_backward(dinp, dweight, dbias, dout, inp, weight, N, in_features_,
-                                    out_features_);
+// This layer's entries of a bias (or its gradient), or none: (OC).
+TensorView Linear::bias_band(const TensorView& tensor) const {
+  return bias_ ? tensor.slice(row_begin_, {out_features_}) : TensorView();
+}
+
+void Linear::forward(const Runtime& runtime, const TensorView& out, const TensorView& inp,
+                     int64_t N) const {
+  runtime.kernels().linear_forward(out, inp, band(params_.value(*weight_)),
+                                   bias_ ? bias_band(params_.value(*bias_)) : TensorView(), N,
+                                   in_features_, out_features_);
+}
+
+void Linear::backward(const Runtime& runtime, const TensorView& dinp, const TensorView& dout,
+                      const TensorView& inp, int64_t N) const {
+  runtime.kernels().linear_backward(
+      dinp, band(params_.grad(*weight_)), bias_ ? bias_band(params_.grad(*bias_)) : TensorView(),
+      dout, inp, band(params_.value(*weight_)), N, in_features_, out_features_);
 }
 
 }  // namespace vramlab::nn

@@ -30,12 +30,13 @@ class Linear {
 
   /// out = inp · Wᵀ + b.
   /// \param runtime dispatch. \param out (N, OC) written. \param inp (N, C). \param N rows.
-  void forward(const Runtime& runtime, float* out, const float* inp, int64_t N) const;
+  void forward(const Runtime& runtime, const TensorView& out, const TensorView& inp,
+               int64_t N) const;
   /// dinp += dout · W, dW += doutᵀ · inp, db += Σ dout.
-  /// \param runtime dispatch. \param dinp (N, C) accumulated, or nullptr.
+  /// \param runtime dispatch. \param dinp (N, C) accumulated, or none.
   /// \param dout (N, OC). \param inp (N, C) the forward input. \param N rows.
-  void backward(const Runtime& runtime, float* dinp, const float* dout, const float* inp,
-                int64_t N) const;
+  void backward(const Runtime& runtime, const TensorView& dinp, const TensorView& dout,
+                const TensorView& inp, int64_t N) const;
 
   /// \return C, the input features.
   [[nodiscard]] int64_t in_features() const { return in_features_; }
@@ -43,6 +44,9 @@ class Linear {
   [[nodiscard]] int64_t out_features() const { return out_features_; }
 
  private:
+  [[nodiscard]] TensorView band(const TensorView& tensor) const;
+  [[nodiscard]] TensorView bias_band(const TensorView& tensor) const;
+
   const ParameterStore& params_;
   const ParameterView* weight_;
   const ParameterView* bias_ = nullptr;

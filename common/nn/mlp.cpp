@@ -8,33 +8,31 @@ Mlp::Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer)
       fc_(Linear::from_prefix(params, prefix + ".fc")),
       proj_(Linear::from_prefix(params, prefix + ".proj")) {}
 
-const DeviceBuffer& Mlp::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+const DeviceBuffer& Mlp::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                                  int64_t B, int64_t T, const std::string& output_name) const {
   const int64_t N = B * T;
   const int64_t F = fc_.out_features();
   const DeviceBuffer& fch = saved.save(layer_, "fch", {B, T, F});            // (B, T, F)
   const DeviceBuffer& fch_gelu = saved.save(layer_, "fch_gelu", {B, T, F});  // (B, T, F)
-  fc_.forward(runtime, fch.f32(), inp, N);
-  if (runtime.runs_kernels()) runtime.kernels().gelu_forward(fch_gelu.f32(), fch.f32(), N * F);
+  fc_.forward(runtime, fch.view(), inp, N);
+  runtime.kernels().gelu_forward(fch_gelu.view(), fch.view());
   const DeviceBuffer& out =
       saved.save(layer_, output_name, {B, T, proj_.out_features()});  // (B, T, C)
-  proj_.forward(runtime, out.f32(), fch_gelu.f32(), N);
+  proj_.forward(runtime, out.view(), fch_gelu.view(), N);
   return out;
 }
 
-void Mlp::backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
-                   const float* inp, int64_t B, int64_t T) const {
+void Mlp::backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                   const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const {
   const int64_t N = B * T;
   const int64_t F = fc_.out_features();
   // dfch_gelu, then dfch in the same temporary after GELU's backward (it reads dfch_gelu).
   DeviceBuffer dfch_gelu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch_gelu");
-  proj_.backward(runtime, dfch_gelu.f32(), dout, saved.get(layer_, "fch_gelu").f32(), N);
+  proj_.backward(runtime, dfch_gelu.view(), dout, saved.get(layer_, "fch_gelu").view(), N);
   DeviceBuffer dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch");
-  if (runtime.runs_kernels())
-    runtime.kernels().gelu_backward(dfch.f32(), saved.get(layer_, "fch").f32(), dfch_gelu.f32(),
-                                    N * F);
+  runtime.kernels().gelu_backward(dfch.view(), saved.get(layer_, "fch").view(), dfch_gelu.view());
   dfch_gelu.reset();
-  fc_.backward(runtime, dinp, dfch.f32(), inp, N);
+  fc_.backward(runtime, dinp, dfch.view(), inp, N);
 }
 
 SwigluMlp::SwigluMlp(const ParameterStore& params, const std::string& prefix, int64_t layer)
@@ -43,36 +41,36 @@ SwigluMlp::SwigluMlp(const ParameterStore& params, const std::string& prefix, in
       up_(Linear::from_prefix(params, prefix + ".up")),
       down_(Linear::from_prefix(params, prefix + ".down")) {}
 
-const DeviceBuffer& SwigluMlp::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
-                                       int64_t B, int64_t T, const std::string& output_name) const {
+const DeviceBuffer& SwigluMlp::forward(Runtime& runtime, SavedActivations& saved,
+                                       const TensorView& inp, int64_t B, int64_t T,
+                                       const std::string& output_name) const {
   const int64_t N = B * T;
   const int64_t F = gate_.out_features();
   const DeviceBuffer& gate = saved.save(layer_, "gate", {B, T, F});      // (B, T, F)
   const DeviceBuffer& up = saved.save(layer_, "up", {B, T, F});          // (B, T, F)
   const DeviceBuffer& swiglu = saved.save(layer_, "swiglu", {B, T, F});  // (B, T, F)
-  gate_.forward(runtime, gate.f32(), inp, N);
-  up_.forward(runtime, up.f32(), inp, N);
-  if (runtime.runs_kernels())
-    runtime.kernels().swiglu_forward(swiglu.f32(), gate.f32(), up.f32(), N * F);
+  gate_.forward(runtime, gate.view(), inp, N);
+  up_.forward(runtime, up.view(), inp, N);
+  runtime.kernels().swiglu_forward(swiglu.view(), gate.view(), up.view());
   const DeviceBuffer& out =
       saved.save(layer_, output_name, {B, T, down_.out_features()});  // (B, T, C)
-  down_.forward(runtime, out.f32(), swiglu.f32(), N);
+  down_.forward(runtime, out.view(), swiglu.view(), N);
   return out;
 }
 
-void SwigluMlp::backward(Runtime& runtime, const SavedActivations& saved, float* dinp,
-                         const float* dout, const float* inp, int64_t B, int64_t T) const {
+void SwigluMlp::backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                         const TensorView& dout, const TensorView& inp, int64_t B,
+                         int64_t T) const {
   const int64_t N = B * T;
   const int64_t F = gate_.out_features();
   DeviceBuffer dswiglu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dswiglu");
-  down_.backward(runtime, dswiglu.f32(), dout, saved.get(layer_, "swiglu").f32(), N);
+  down_.backward(runtime, dswiglu.view(), dout, saved.get(layer_, "swiglu").view(), N);
   DeviceBuffer dgate_up =
       runtime.zeros({2, B, T, F}, memory::MemoryCategory::temporary, "dgate_up");
-  float* dgate = dgate_up.f32();  // (B, T, F)
-  float* dup = dgate + N * F;     // (B, T, F)
-  if (runtime.runs_kernels())
-    runtime.kernels().swiglu_backward(dgate, dup, dswiglu.f32(), saved.get(layer_, "gate").f32(),
-                                      saved.get(layer_, "up").f32(), N * F);
+  const TensorView dgate = dgate_up.view(0, {B, T, F});
+  const TensorView dup = dgate_up.view(N * F, {B, T, F});
+  runtime.kernels().swiglu_backward(dgate, dup, dswiglu.view(), saved.get(layer_, "gate").view(),
+                                    saved.get(layer_, "up").view());
   dswiglu.reset();
   gate_.backward(runtime, dinp, dgate, inp, N);
   up_.backward(runtime, dinp, dup, inp, N);

@@ -22,12 +22,12 @@ class Mlp {
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
   /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
   /// \return the saved output.
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                               int64_t B, int64_t T, const std::string& output_name) const;
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
-  void backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
-                const float* inp, int64_t B, int64_t T) const;
+  void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 
  private:
   int64_t layer_;
@@ -43,12 +43,12 @@ class SwigluMlp {
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
   /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
   /// \return the saved output.
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                               int64_t B, int64_t T, const std::string& output_name) const;
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
-  void backward(Runtime& runtime, const SavedActivations& saved, float* dinp, const float* dout,
-                const float* inp, int64_t B, int64_t T) const;
+  void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 
  private:
   int64_t layer_;

@@ -15,31 +15,28 @@ Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string 
   if (params.contains(prefix + ".bias")) bias_ = &params.find(prefix + ".bias");
 }
 
-const DeviceBuffer& Norm::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
+const DeviceBuffer& Norm::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                                   int64_t B, int64_t T) const {
   const int64_t N = B * T;
   const DeviceBuffer& out = saved.save(layer_, name_, {B, T, C_});  // (B, T, C)
   if (is_layernorm()) {
     const DeviceBuffer& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
     const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
-    if (runtime.runs_kernels())
-      runtime.kernels().layernorm_forward(out.f32(), mean.f32(), rstd.f32(), inp,
-                                          params_.value(*weight_), params_.value(*bias_), N, C_);
+    runtime.kernels().layernorm_forward(out.view(), mean.view(), rstd.view(), inp,
+                                        params_.value(*weight_), params_.value(*bias_), N, C_);
   } else {
     const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
-    if (runtime.runs_kernels())
-      runtime.kernels().rmsnorm_forward(out.f32(), rstd.f32(), inp, params_.value(*weight_), N, C_);
+    runtime.kernels().rmsnorm_forward(out.view(), rstd.view(), inp, params_.value(*weight_), N, C_);
   }
   return out;
 }
 
-void Norm::backward(const Runtime& runtime, const SavedActivations& saved, float* dinp,
-                    const float* dout, const float* inp, int64_t B, int64_t T) const {
-  if (!runtime.runs_kernels()) return;
+void Norm::backward(const Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
+                    const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const {
   const int64_t N = B * T;
-  const float* rstd = saved.get(layer_, rstd_name_).f32();  // (B, T)
+  const TensorView rstd = saved.get(layer_, rstd_name_).view();  // (B, T)
   if (is_layernorm()) {
-    const float* mean = saved.get(layer_, mean_name_).f32();  // (B, T)
+    const TensorView mean = saved.get(layer_, mean_name_).view();  // (B, T)
     runtime.kernels().layernorm_backward(dinp, params_.grad(*weight_), params_.grad(*bias_), dout,
                                          inp, params_.value(*weight_), mean, rstd, N, C_);
   } else {

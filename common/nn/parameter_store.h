@@ -44,12 +44,15 @@ class ParameterStore {
   /// \return the total number of parameters.
   [[nodiscard]] int64_t numel() const { return numel_; }
 
-  /// \param view a view of this store. \return its first parameter element.
-  [[nodiscard]] float* value(const ParameterView& view) const {
-    return values_.f32() + view.offset;
+  /// \param view a view of this store. \return the parameter's values, with its shape.
+  [[nodiscard]] memory::TensorView value(const ParameterView& view) const {
+    return values_.view(view.offset, view.shape);
   }
-  /// \param view a view of this store. \return its first gradient element (grads must exist).
-  [[nodiscard]] float* grad(const ParameterView& view) const { return grads_.f32() + view.offset; }
+  /// \param view a view of this store. \return the parameter's gradient, with its shape
+  /// (gradients must exist).
+  [[nodiscard]] memory::TensorView grad(const ParameterView& view) const {
+    return grads_.view(view.offset, view.shape);
+  }
   /// \return the parameter block, (numel).
   [[nodiscard]] const DeviceBuffer& values() const { return values_; }
   /// \return the gradient block, (numel); empty when gradients are released.

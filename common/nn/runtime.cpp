@@ -6,6 +6,7 @@
 #include "common/memory/backing.h"
 #include "common/nn/cpu_kernel_backend.h"
 #include "common/nn/cuda/cuda_kernel_backend.h"
+#include "common/nn/meta_kernel_backend.h"
 #include "common/platform/errors.h"
 #include "common/platform/gpu_probe.h"
 
@@ -26,7 +27,7 @@ void check_combination(const memory::Device& device, KernelKind kernels) {
   const std::string name = device.name();
   switch (device.kind) {
     case memory::DeviceKind::meta:
-      if (kernels != KernelKind::cpu)
+      if (kernels != KernelKind::meta)
         throw UsageError(quoted_kernels(kernels) + " cannot run on device '" + name +
                          "': no kernel runs on meta (only allocations are replayed)");
       break;
@@ -35,6 +36,9 @@ void check_combination(const memory::Device& device, KernelKind kernels) {
       if (kernels == KernelKind::cuda)
         throw UsageError(quoted_kernels(kernels) + " need a cuda device, not '" + name +
                          "' (use --kernels cuda-emulated to run the CUDA kernels on the CPU)");
+      if (kernels == KernelKind::meta)
+        throw UsageError(quoted_kernels(kernels) + " need the meta device, not '" + name +
+                         "' (use --device meta)");
       break;
     case memory::DeviceKind::cuda:
       if (kernels != KernelKind::cuda)
@@ -71,6 +75,8 @@ std::unique_ptr<KernelBackend> make_kernels(KernelKind kernels) {
       return std::make_unique<CpuKernelBackend>();
     case KernelKind::cuda_emulated:
       return make_emulated_cuda_kernel_backend();
+    case KernelKind::meta:
+      return make_meta_kernel_backend();
     case KernelKind::cuda:
 #if VRAMLAB_HAVE_CUDA
       return make_gpu_cuda_kernel_backend();
@@ -84,7 +90,16 @@ std::unique_ptr<KernelBackend> make_kernels(KernelKind kernels) {
 }  // namespace
 
 KernelKind Runtime::default_kernel_kind(const memory::Device& device) {
-  return device.kind == memory::DeviceKind::cuda ? KernelKind::cuda : KernelKind::cpu;
+  switch (device.kind) {
+    case memory::DeviceKind::cuda:
+      return KernelKind::cuda;
+    case memory::DeviceKind::meta:
+      return KernelKind::meta;
+    case memory::DeviceKind::cpu:
+    case memory::DeviceKind::sim:
+      break;
+  }
+  return KernelKind::cpu;
 }
 
 Runtime::Runtime(const memory::Device& device) : Runtime(device, default_kernel_kind(device)) {}
@@ -106,7 +121,6 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
     case memory::DeviceKind::meta:
       allocator_ = std::make_unique<memory::CachingAllocator>(
           memory::make_meta_backing(device.spec.capacity_bytes), device.name(), device.index);
-      runs_kernels_ = false;
       break;
     case memory::DeviceKind::cuda:
       allocator_ = std::make_unique<memory::CachingAllocator>(usable_cuda_backing(device),
@@ -132,16 +146,6 @@ DeviceBuffer Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory c
 
 DeviceBuffer Runtime::temporary(std::vector<int64_t> shape, std::string name) {
   return allocate(std::move(shape), DType::f32, memory::MemoryCategory::temporary, std::move(name));
-}
-
-void Runtime::fill_zero(const DeviceBuffer& buffer) const {
-  if (!runs_kernels_ || buffer.numel() == 0) return;
-  kernels_->fill_zero(buffer.data(), static_cast<size_t>(buffer.bytes()));
-}
-
-void Runtime::copy_to_device(const DeviceBuffer& buffer, const void* host) const {
-  if (!runs_kernels_ || buffer.numel() == 0) return;
-  kernels_->copy_to_device(buffer.data(), host, static_cast<size_t>(buffer.bytes()));
 }
 
 }  // namespace vramlab::nn

@@ -8,8 +8,9 @@
 ///   memory, so the sim device's allocator statistics are those of the CUDA path;
 /// - `cuda` (the only kernels of a cuda device, and its default): the nvcc-built kernels on a GPU,
 ///   the allocator over cudaMalloc and the driver's virtual-memory API;
-/// - on `meta` no kernel runs and only the outputs are allocated (so a 70B training step's
-///   allocations replay in seconds).
+/// - `meta` (the only kernels of a meta device): no kernel runs and only the outputs are
+///   allocated, so a 70B training step's allocations replay in seconds. The modules call the
+///   kernels the same way on every device; nothing in them asks which device it is.
 ///
 /// Every device, cpu included, goes through the caching allocator (cpu with no capacity), so
 /// a training step reuses cached blocks instead of asking the OS for pages every step and the
@@ -45,16 +46,14 @@ class Runtime {
   Runtime(const Runtime&) = delete;             ///< One runtime per allocator.
   Runtime& operator=(const Runtime&) = delete;  ///< One runtime per allocator.
 
-  /// \param device a device. \return cuda for a cuda device, cpu otherwise.
+  /// \param device a device. \return cuda for a cuda device, meta for meta, cpu otherwise.
   [[nodiscard]] static KernelKind default_kernel_kind(const memory::Device& device);
 
   /// \return the device.
   [[nodiscard]] const memory::Device& device() const { return device_; }
   /// \return the allocator (stats, snapshots, invariants).
   [[nodiscard]] memory::CachingAllocator& allocator() { return *allocator_; }
-  /// \return true when kernels run (cpu, sim, cuda); false on meta.
-  [[nodiscard]] bool runs_kernels() const { return runs_kernels_; }
-  /// \return the kernels every module calls (only when runs_kernels()).
+  /// \return the kernels every module calls.
   [[nodiscard]] const KernelBackend& kernels() const { return *kernels_; }
   /// \return which kernels run.
   [[nodiscard]] KernelKind kernel_kind() const { return kernels_->kind(); }
@@ -75,16 +74,22 @@ class Runtime {
   DeviceBuffer temporary(std::vector<int64_t> shape, std::string name);
   /// Sets every byte of \p buffer to zero (through the kernels; nothing on meta).
   /// \param buffer the buffer.
-  void fill_zero(const DeviceBuffer& buffer) const;
+  void fill_zero(const DeviceBuffer& buffer) const { kernels_->fill_zero(buffer.view()); }
   /// Copies host memory into a buffer (nothing on meta).
   /// \param buffer destination. \param host (buffer.bytes() bytes) source.
-  void copy_to_device(const DeviceBuffer& buffer, const void* host) const;
+  void copy_to_device(const DeviceBuffer& buffer, const void* host) const {
+    kernels_->copy_to_device(buffer.view(), host);
+  }
+  /// Copies a buffer into host memory (nothing on meta).
+  /// \param host (buffer.bytes() bytes) destination. \param buffer source.
+  void copy_to_host(void* host, const DeviceBuffer& buffer) const {
+    kernels_->copy_to_host(host, buffer.view());
+  }
 
  private:
   std::unique_ptr<KernelBackend> kernels_;
   memory::Device device_;
   std::unique_ptr<memory::CachingAllocator> allocator_;
-  bool runs_kernels_ = true;
 };
 
 }  // namespace vramlab::nn

@@ -41,9 +41,8 @@ void AdamW::step(nn::ParameterStore& params) {
                         "adamw.exp_avg_sq");
   }
   ++steps_;
-  if (!runtime_.runs_kernels()) return;
-  runtime_.kernels().adamw_update(params.values().f32(), params.grads().f32(), m_.f32(), v_.f32(),
-                                  params.numel(), hp_, steps_);
+  runtime_.kernels().adamw_update(params.values().view(), params.grads().view(), m_.view(),
+                                  v_.view(), hp_, steps_);
 }
 
 int64_t AdamW::state_bytes() const {
@@ -68,9 +67,8 @@ void Sgd::step(nn::ParameterStore& params) {
     momentum_buffer_ =
         runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "sgd.momentum");
   ++steps_;
-  if (!runtime_.runs_kernels()) return;
-  runtime_.kernels().sgd_update(params.values().f32(), params.grads().f32(),
-                                momentum_ > 0 ? momentum_buffer_.f32() : nullptr, params.numel(),
+  runtime_.kernels().sgd_update(params.values().view(), params.grads().view(),
+                                momentum_ > 0 ? momentum_buffer_.view() : memory::TensorView(),
                                 learning_rate_, momentum_, weight_decay_, nesterov_);
 }
 

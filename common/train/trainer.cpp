@@ -55,8 +55,8 @@ StepResult Trainer::step() {
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
   optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
-  const double loss = model_->forward(saved, inputs_.i32(), targets_.i32(), B, T);
-  model_->backward(saved, inputs_.i32(), targets_.i32(), B, T);
+  const double loss = model_->forward(saved, inputs_.view(), targets_.view(), B, T);
+  model_->backward(saved, inputs_.view(), targets_.view(), B, T);
   optimizer_->step(model_->parameters());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -9,6 +9,7 @@
 #include "common/estimate/runtime_activations.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
+#include "common/memory/tensor_view.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "lessons/01-memory-breakdown/api/layer_activations.h"
@@ -317,7 +318,7 @@ std::string render_text(const Breakdown& b, bool colour) {
       std::snprintf(share, sizeof share, "%.1f%%",
                     100.0 * static_cast<double>(info.bytes) /
                         static_cast<double>(std::max<int64_t>(1, b.layers[1].bytes)));
-      bt.add_row({info.name, nn::format_shape(info.shape),
+      bt.add_row({info.name, memory::format_shape(info.shape),
                   format_bytes(static_cast<uint64_t>(info.bytes)), share});
     }
     out += bt.render(colour, 4);

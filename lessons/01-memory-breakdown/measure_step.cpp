@@ -126,20 +126,18 @@ StepMeasurement measure_training_step(const StepSettings& settings) {
   std::vector<int32_t> host_inputs(static_cast<size_t>(B * T));   // (B, T)
   std::vector<int32_t> host_targets(static_cast<size_t>(B * T));  // (B, T)
   data.next_batch(host_inputs.data(), host_targets.data(), B, T);
-  if (runtime.runs_kernels()) {
-    std::memcpy(inputs.data(), host_inputs.data(), host_inputs.size() * sizeof(int32_t));
-    std::memcpy(targets.data(), host_targets.data(), host_targets.size() * sizeof(int32_t));
-  }
+  runtime.copy_to_device(inputs, host_inputs.data());
+  runtime.copy_to_device(targets, host_targets.data());
 
   const auto start = std::chrono::steady_clock::now();
   {
     // Local to the step, as in the trainer: an out-of-memory error frees what was saved.
     nn::SavedActivations saved(runtime, settings.model.layers);
     optim::Optimizer::zero_grad(model->parameters(), true);
-    m.loss = model->forward(saved, inputs.i32(), targets.i32(), B, T);
+    m.loss = model->forward(saved, inputs.view(), targets.view(), B, T);
     m.saved = saved.list();
     m.saved_requested_bytes = saved.bytes();
-    model->backward(saved, inputs.i32(), targets.i32(), B, T);
+    model->backward(saved, inputs.view(), targets.view(), B, T);
     m.gradient_requested_bytes = model->parameters().grads().bytes();
     const memory::ContextLabelScope label("optimizer");
     optimizer->step(model->parameters());

@@ -49,8 +49,9 @@ GradCheck check_model(const ModelConfig& config, int64_t B, int64_t T, uint64_t 
     for (int64_t i = 0; i < view.numel; ++i) {
       const double u = uniform(seed, static_cast<uint64_t>(view.offset + i)) - 0.5;
       const double value = norm ? 1.0 + 0.4 * u : 0.8 * u;
-      params.value(view)[i] = static_cast<float>(value);
-      theta[static_cast<size_t>(view.offset + i)] = static_cast<double>(params.value(view)[i]);
+      params.value(view).f32()[i] = static_cast<float>(value);
+      theta[static_cast<size_t>(view.offset + i)] =
+          static_cast<double>(params.value(view).f32()[i]);
     }
   }
   std::vector<int32_t> tokens(static_cast<size_t>(B * T)), targets(static_cast<size_t>(B * T));
@@ -63,8 +64,11 @@ GradCheck check_model(const ModelConfig& config, int64_t B, int64_t T, uint64_t 
   GradCheck result;
   {
     SavedActivations saved(runtime, config.layers);
-    result.loss_f32 = model.forward(saved, tokens.data(), targets.data(), B, T);
-    model.backward(saved, tokens.data(), targets.data(), B, T);
+    // cpu device memory is host memory: the host vectors are the step's inputs.
+    const memory::TensorView token_view(tokens.data(), DType::i32, {B, T});
+    const memory::TensorView target_view(targets.data(), DType::i32, {B, T});
+    result.loss_f32 = model.forward(saved, token_view, target_view, B, T);
+    model.backward(saved, token_view, target_view, B, T);
   }
   result.loss_f64 = testing::reference_loss(config, theta, tokens, targets, B, T);
   const double h = 1e-5;
@@ -83,7 +87,7 @@ GradCheck check_model(const ModelConfig& config, int64_t B, int64_t T, uint64_t 
   for (const ParameterView& view : params.views()) {
     for (int64_t i = 0; i < view.numel; ++i) {
       const double expected = numeric[static_cast<size_t>(view.offset + i)];
-      const double got = params.grad(view)[i];
+      const double got = params.grad(view).f32()[i];
       const double error = std::abs(got - expected);
       const double tolerance = 1e-4 * max_grad + 1e-3 * std::abs(expected);
       if (error / tolerance > result.max_ratio) {

@@ -31,9 +31,11 @@ void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64
   Runtime runtime(memory::parse_device(device));
   DecoderModel model(runtime, config, 1);
   SavedActivations saved(runtime, config.layers);
-  const auto tokens = token_ids(B * T, config.vocab, 1),
-             targets = token_ids(B * T, config.vocab, 2);
-  model.forward(saved, tokens.data(), targets.data(), B, T);
+  auto tokens = token_ids(B * T, config.vocab, 1), targets = token_ids(B * T, config.vocab, 2);
+  // sim and cpu memory is host memory and meta runs no kernel, so host vectors serve as inputs.
+  const memory::TensorView token_view(tokens.data(), DType::i32, {B, T});
+  const memory::TensorView target_view(targets.data(), DType::i32, {B, T});
+  model.forward(saved, token_view, target_view, B, T);
   const auto listed = saved.list();
   const auto per_layer = estimate::runtime_saved_activations_per_layer(config, B, T);
   const auto outside = estimate::runtime_saved_activations_outside_layers(config, B, T);
@@ -80,7 +82,7 @@ void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64
   EXPECT_GE(activation_bytes, saved.bytes());
   EXPECT_LT(activation_bytes,
             saved.bytes() + (int64_t{1} << 20) * static_cast<int64_t>(listed.size()));
-  model.backward(saved, tokens.data(), targets.data(), B, T);
+  model.backward(saved, token_view, target_view, B, T);
   EXPECT_TRUE(saved.list().empty());
   EXPECT_EQ(runtime.allocator().category_stats().of(memory::MemoryCategory::activation).current, 0);
   EXPECT_EQ(runtime.allocator().category_stats().of(memory::MemoryCategory::temporary).current, 0);
@@ -154,10 +156,17 @@ TEST(Runtime, CudaDeviceWithoutAGpuIsRefusedWithTheReason) {
   }
 }
 
-TEST(Runtime, MetaDeviceRunsNoKernelAndCpuAndSimDo) {
-  EXPECT_FALSE(Runtime(memory::parse_device("meta")).runs_kernels());
-  EXPECT_TRUE(Runtime(memory::parse_device("cpu")).runs_kernels());
-  EXPECT_TRUE(Runtime(memory::parse_device("sim:t4-16g")).runs_kernels());
+TEST(Runtime, EachDeviceKindGetsItsDefaultKernels) {
+  EXPECT_EQ(Runtime(memory::parse_device("meta")).kernel_kind(), KernelKind::meta);
+  EXPECT_EQ(Runtime(memory::parse_device("cpu")).kernel_kind(), KernelKind::cpu);
+  EXPECT_EQ(Runtime(memory::parse_device("sim:t4-16g")).kernel_kind(), KernelKind::cpu);
+}
+
+TEST(Runtime, MetaKernelsRunOnlyOnTheMetaDevice) {
+  EXPECT_THROW(Runtime(memory::parse_device("cpu"), KernelKind::meta), UsageError);
+  EXPECT_THROW(Runtime(memory::parse_device("sim:t4-16g"), KernelKind::meta), UsageError);
+  EXPECT_THROW(Runtime(memory::parse_device("meta"), KernelKind::cpu), UsageError);
+  EXPECT_THROW(Runtime(memory::parse_device("meta"), KernelKind::cuda_emulated), UsageError);
 }
 
 }  // namespace

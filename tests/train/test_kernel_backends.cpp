@@ -78,12 +78,11 @@ Gradients one_backward(const ModelConfig& config, KernelKind kernels, uint64_t s
   runtime.copy_to_device(targets, host_targets.data());
   nn::SavedActivations saved(runtime, config.layers);
   Gradients out;
-  out.loss = model.forward(saved, tokens.i32(), targets.i32(), B, T);
-  model.backward(saved, tokens.i32(), targets.i32(), B, T);
+  out.loss = model.forward(saved, tokens.view(), targets.view(), B, T);
+  model.backward(saved, tokens.view(), targets.view(), B, T);
   const nn::DeviceBuffer& grads = model.parameters().grads();
   out.values.resize(static_cast<size_t>(grads.numel()));
-  runtime.kernels().copy_to_host(out.values.data(), grads.data(),
-                                 static_cast<size_t>(grads.bytes()));
+  runtime.copy_to_host(out.values.data(), grads);
   return out;
 }
 

@@ -59,7 +59,8 @@ class CudaKernelBackend final : public KernelBackend {
 #endif
   }
 
-  void fill_zero(void* device_pointer, std::size_t bytes) const override {
+ private:
+  void do_fill_zero(void* device_pointer, std::size_t bytes) const override {
     if (bytes == 0) return;
 #if VRAMLAB_NN_CUDA_GPU
     check(cudaMemset(device_pointer, 0, bytes), "cudaMemset");
@@ -67,8 +68,8 @@ class CudaKernelBackend final : public KernelBackend {
     std::memset(device_pointer, 0, bytes);
 #endif
   }
-  void copy_to_device(void* device_pointer, const void* host_pointer,
-                      std::size_t bytes) const override {
+  void do_copy_to_device(void* device_pointer, const void* host_pointer,
+                         std::size_t bytes) const override {
     if (bytes == 0) return;
 #if VRAMLAB_NN_CUDA_GPU
     check(cudaMemcpy(device_pointer, host_pointer, bytes, cudaMemcpyHostToDevice),
@@ -77,8 +78,8 @@ class CudaKernelBackend final : public KernelBackend {
     std::memcpy(device_pointer, host_pointer, bytes);
 #endif
   }
-  void copy_to_host(void* host_pointer, const void* device_pointer,
-                    std::size_t bytes) const override {
+  void do_copy_to_host(void* host_pointer, const void* device_pointer,
+                       std::size_t bytes) const override {
     if (bytes == 0) return;
 #if VRAMLAB_NN_CUDA_GPU
     check(cudaMemcpy(host_pointer, device_pointer, bytes, cudaMemcpyDeviceToHost),
@@ -88,107 +89,108 @@ class CudaKernelBackend final : public KernelBackend {
 #endif
   }
 
-  void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) const override {
+  void do_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                         int64_t N, int64_t C, int64_t OC) const override {
     ops::matmul_forward(out, inp, weight, bias, N, C, OC);
   }
-  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int64_t N, int64_t C,
-                       int64_t OC) const override {
+  void do_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int64_t N, int64_t C,
+                          int64_t OC) const override {
     ops::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int64_t N,
-                         int64_t C) const override {
+  void do_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int64_t N,
+                            int64_t C) const override {
     ops::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, kLayerNormEps);
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int64_t N, int64_t C) const override {
+  void do_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                             const float* inp, const float* weight, const float* mean,
+                             const float* rstd, int64_t N, int64_t C) const override {
     ops::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
-                       int64_t C) const override {
+  void do_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
+                          int64_t C) const override {
     ops::rmsnorm_forward(out, rstd, inp, weight, N, C, kLayerNormEps);
   }
-  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                        const float* weight, const float* rstd, int64_t N,
-                        int64_t C) const override {
+  void do_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                           const float* weight, const float* rstd, int64_t N,
+                           int64_t C) const override {
     ops::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
   }
 
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) const override {
+  void do_residual_forward(float* out, const float* a, const float* b, int64_t n) const override {
     ops::residual_forward(out, a, b, n);
   }
-  void gelu_forward(float* out, const float* inp, int64_t n) const override {
+  void do_gelu_forward(float* out, const float* inp, int64_t n) const override {
     ops::gelu_forward(out, inp, n);
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) const override {
+  void do_gelu_backward(float* dinp, const float* inp, const float* dout,
+                        int64_t n) const override {
     ops::gelu_backward(dinp, inp, dout, n);
   }
-  void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const override {
+  void do_swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const override {
     ops::swiglu_forward(out, gate, up, n);
   }
-  void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                       const float* up, int64_t n) const override {
+  void do_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                          const float* up, int64_t n) const override {
     ops::swiglu_backward(dgate, dup, dout, gate, up, n);
   }
 
-  void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
-                    double theta) const override {
+  void do_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
+                       double theta) const override {
     ops::rope_forward(out, inp, B, T, H, D, theta);
   }
-  void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
-                     double theta) const override {
+  void do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                        double theta) const override {
     ops::rope_backward(dinp, dout, B, T, H, D, theta);
   }
-  void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                         const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                         int64_t D) const override {
+  void do_attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
+                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                            int64_t D) const override {
     ops::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D);
   }
-  void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
-                          const float* q, const float* k, const float* v, const float* att,
-                          int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) const override {
+  void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
+                             const float* q, const float* k, const float* v, const float* att,
+                             int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                             int64_t D) const override {
     ops::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D);
   }
 
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int64_t B, int64_t T, int64_t C, int64_t V) const override {
+  void do_embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                            int64_t B, int64_t T, int64_t C, int64_t V) const override {
     ops::embedding_forward(out, tokens, wte, wpe, B, T, C, V);
   }
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int64_t B, int64_t T, int64_t C, int64_t V) const override {
+  void do_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                             int64_t B, int64_t T, int64_t C, int64_t V) const override {
     ops::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V);
   }
-  void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
-                             const int32_t* targets, int64_t N, int64_t V) const override {
+  void do_cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
+                                const int32_t* targets, int64_t N, int64_t V) const override {
     ops::cross_entropy_forward(losses, logsumexp, probs, logits, targets, N, V, V);
   }
-  void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
-                             int64_t V, float scale) const override {
+  void do_cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
+                                int64_t N, int64_t V, float scale) const override {
     ops::cross_entropy_dlogits(dlogits, probs, targets, N, V, V, scale);
   }
-  [[nodiscard]] double sum(const float* x, int64_t n) const override {
+  [[nodiscard]] double do_sum(const float* x, int64_t n) const override {
     ops::sum(scratch_.get(), x, n);
     double total = 0.0;
-    copy_to_host(&total, scratch_.get(), sizeof total);
+    do_copy_to_host(&total, scratch_.get(), sizeof total);
     return total;
   }
 
-  void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                    const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const override {
+  void do_adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const override {
     ops::adamw_update(param, grad, m, v, n, hp, step);
   }
-  void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                  float learning_rate, float momentum, float weight_decay,
-                  bool nesterov) const override {
+  void do_sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
+                     float learning_rate, float momentum, float weight_decay,
+                     bool nesterov) const override {
     ops::sgd_update(param, grad, momentum_buffer, n, learning_rate, momentum, weight_decay,
                     nesterov);
   }
 
- private:
   // The CPU kernels' default epsilon (kernels/cpu/normalization.h), which the CPU backend uses.
   static constexpr float kLayerNormEps = 1e-5f;
   DeviceScratch scratch_;

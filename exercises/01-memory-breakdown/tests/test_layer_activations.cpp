@@ -121,7 +121,9 @@ TEST(LayerActivations, MatchesWhatTheSavedActivationsStoreHolds) {
       tokens[i] = static_cast<int32_t>(pick(0, 60));
       targets[i] = static_cast<int32_t>(pick(0, 60));
     }
-    model.forward(saved, tokens.data(), targets.data(), batch, seq);
+    // cpu device memory is host memory, so host vectors can be viewed as the step's inputs.
+    model.forward(saved, memory::TensorView(tokens.data(), DType::i32, {batch, seq}),
+                  memory::TensorView(targets.data(), DType::i32, {batch, seq}), batch, seq);
     int64_t layer0_bytes = 0;
     for (const auto& info : saved.list())
       if (info.layer == 0) layer0_bytes += info.bytes;

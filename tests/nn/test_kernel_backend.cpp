@@ -1,0 +1,128 @@
+// The typed boundary of the kernel backends: every backend refuses a view of the wrong dtype or
+// size with an InternalError naming the op and the argument, before any kernel runs; the meta
+// backend runs nothing but checks the same.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/nn/cpu_kernel_backend.h"
+#include "common/nn/cuda/cuda_kernel_backend.h"
+#include "common/nn/meta_kernel_backend.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::nn {
+namespace {
+
+std::vector<std::unique_ptr<KernelBackend>> host_backends() {
+  std::vector<std::unique_ptr<KernelBackend>> backends;
+  backends.push_back(std::make_unique<CpuKernelBackend>());
+  backends.push_back(make_emulated_cuda_kernel_backend());
+  backends.push_back(make_meta_kernel_backend());
+  return backends;
+}
+
+// The message of the InternalError `call` throws ("" if it throws none).
+template <class Call>
+std::string internal_error(Call call) {
+  try {
+    call();
+  } catch (const InternalError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KernelBackend, AWrongSizedOutputIsRefusedNamingTheOpAndTheArgument) {
+  const int64_t N = 3, C = 5, OC = 7;
+  std::vector<float> out(N * OC - 1), inp(N * C), weight(OC * C), bias(OC);
+  const std::vector<float> before(out.size(), 0.0f);
+  for (const auto& backend : host_backends()) {
+    const std::string message = internal_error([&] {
+      backend->linear_forward(TensorView(out.data(), DType::f32, {N * OC - 1}),
+                              TensorView(inp.data(), DType::f32, {N, C}),
+                              TensorView(weight.data(), DType::f32, {OC, C}),
+                              TensorView(bias.data(), DType::f32, {OC}), N, C, OC);
+    });
+    EXPECT_NE(message.find("linear_forward: out is a f32 tensor (20) of 20 elements; the op needs "
+                           "21 elements of f32"),
+              std::string::npos)
+        << kernel_kind_name(backend->kind()) << ": " << message;
+    EXPECT_EQ(out, before) << "the kernel ran before the check";
+  }
+}
+
+TEST(KernelBackend, TokensMustBeInt32AndActivationsFloat32) {
+  const int64_t B = 2, T = 3, C = 4, V = 5;
+  std::vector<float> out(B * T * C), wte(V * C), as_float_tokens(B * T), activations(B * T);
+  std::vector<int32_t> tokens(B * T, 1);
+  for (const auto& backend : host_backends()) {
+    const std::string float_tokens = internal_error([&] {
+      backend->embedding_forward(TensorView(out.data(), DType::f32, {B, T, C}),
+                                 TensorView(as_float_tokens.data(), DType::f32, {B, T}),
+                                 TensorView(wte.data(), DType::f32, {V, C}), TensorView(), B, T, C,
+                                 V);
+    });
+    EXPECT_NE(float_tokens.find("embedding_forward: tokens is a f32 tensor"), std::string::npos)
+        << float_tokens;
+    const std::string int_output = internal_error([&] {
+      backend->gelu_forward(TensorView(tokens.data(), DType::i32, {B * T}),
+                            TensorView(activations.data(), DType::f32, {B * T}));
+    });
+    EXPECT_NE(int_output.find("gelu_forward: out is a i32 tensor"), std::string::npos)
+        << int_output;
+  }
+}
+
+TEST(KernelBackend, APositionTableLongerThanTheSequenceIsAcceptedAShorterOneIsNot) {
+  const int64_t B = 1, T = 4, C = 2, V = 3;
+  std::vector<float> out(B * T * C), wte(V * C, 1.0f), wpe(8 * C, 0.5f);
+  std::vector<int32_t> tokens(B * T, 2);
+  CpuKernelBackend cpu;
+  cpu.embedding_forward(TensorView(out.data(), DType::f32, {B, T, C}),
+                        TensorView(tokens.data(), DType::i32, {B, T}),
+                        TensorView(wte.data(), DType::f32, {V, C}),
+                        TensorView(wpe.data(), DType::f32, {8, C}), B, T, C, V);
+  for (const float x : out) EXPECT_EQ(x, 1.5f);
+  EXPECT_NE(internal_error([&] {
+              cpu.embedding_forward(TensorView(out.data(), DType::f32, {B, T, C}),
+                                    TensorView(tokens.data(), DType::i32, {B, T}),
+                                    TensorView(wte.data(), DType::f32, {V, C}),
+                                    TensorView(wpe.data(), DType::f32, {3, C}), B, T, C, V);
+            }).find("wpe is a f32 tensor (3, 2) of 6 elements; the op needs at least 8"),
+            std::string::npos);
+}
+
+TEST(KernelBackend, MetaRunsNothingAndSumsToZero) {
+  const auto meta = make_meta_kernel_backend();
+  EXPECT_EQ(meta->kind(), KernelKind::meta);
+  std::vector<float> x(16, 3.0f);
+  const TensorView view(x.data(), DType::f32, {16});
+  meta->fill_zero(view);
+  meta->gelu_forward(view, view);
+  bool generated = false;
+  meta->fill_from_host(view, [&](float*, int64_t, int64_t) { generated = true; });
+  EXPECT_FALSE(generated);
+  EXPECT_EQ(meta->sum(view), 0.0);
+  for (const float v : x) EXPECT_EQ(v, 3.0f);
+}
+
+TEST(KernelBackend, FillFromHostWritesEveryElementAcrossChunks) {
+  const int64_t n = (int64_t{1} << 20) + 3;  // two chunks, the second of 3 elements
+  std::vector<float> x(static_cast<size_t>(n), -1.0f);
+  CpuKernelBackend cpu;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  cpu.fill_from_host(TensorView(x.data(), DType::f32, {n}),
+                     [&](float* chunk, int64_t first, int64_t count) {
+                       chunks.emplace_back(first, count);
+                       for (int64_t i = 0; i < count; ++i)
+                         chunk[i] = static_cast<float>((first + i) % 1000);
+                     });
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[1], (std::pair<int64_t, int64_t>{int64_t{1} << 20, 3}));
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(x[static_cast<size_t>(i)], (i % 1000)) << i;
+}
+
+}  // namespace
+}  // namespace vramlab::nn
