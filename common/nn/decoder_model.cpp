@@ -98,30 +98,47 @@ double DecoderModel::forward(SavedActivations& saved, const int32_t* tokens, con
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
   const memory::ContextLabelScope label("forward");
+  announce_before(StepPhase::forward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
+  announce_before(StepPhase::forward_embedding, saved);
   const DeviceBuffer* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
-  for (const Block& block : blocks_) x = &block.forward(runtime_, saved, x->f32(), B, T);
+  announce_after(StepPhase::forward_embedding, saved);
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    announce_before(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
+    x = &blocks_[l].forward(runtime_, saved, x->f32(), B, T);
+    announce_after(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
+  }
+  announce_before(StepPhase::forward_head, saved);
   const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->f32(), B, T);  // (B, T, C)
   const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                // (B, T, V)
   lm_head_.forward(runtime_, logits.f32(), lnf.f32(), N);
+  announce_after(StepPhase::forward_head, saved);
+  announce_before(StepPhase::loss, saved);
   const DeviceBuffer& probs = saved.save(-1, "probs", {B, T, V});    // (B, T, V)
   const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
   DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
-  if (!runtime_.runs_kernels()) return 0.0;
-  const KernelBackend& kernels = runtime_.kernels();
-  kernels.cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(), targets,
-                                N, V);
-  return kernels.sum(losses.f32(), N) / static_cast<double>(N);
+  double loss = 0.0;  // stays 0 on meta, where nothing is computed
+  if (runtime_.runs_kernels()) {
+    const KernelBackend& kernels = runtime_.kernels();
+    kernels.cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(), targets,
+                                  N, V);
+    loss = kernels.sum(losses.f32(), N) / static_cast<double>(N);
+  }
+  announce_after(StepPhase::loss, saved);
+  announce_after(StepPhase::forward, saved);
+  return loss;
 }
 
 void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, const int32_t* targets,
                             int64_t B, int64_t T) {
   const memory::ContextLabelScope label("backward");
+  announce_before(StepPhase::backward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   const int64_t C = config_.hidden;
   params_.ensure_grads();
+  announce_before(StepPhase::backward_head, saved);
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
   float* dlogits = saved.get(-1, "logits").f32();  // (B, T, V)
   if (runtime_.runs_kernels())
@@ -137,12 +154,18 @@ void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, cons
     lm_head_.backward(runtime_, dlnf.f32(), dlogits, saved.get(-1, "lnf").f32(), N);
     final_norm_.backward(runtime_, saved, dresidual.f32(), dlnf.f32(), last, B, T);
   }
+  announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
+    announce_before(StepPhase::backward_layer, saved, l);
     const float* x = l == 0 ? saved.get(-1, "encoded").f32() : saved.get(l - 1, "residual3").f32();
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.f32(), B, T);
+    announce_after(StepPhase::backward_layer, saved, l);
   }
+  announce_before(StepPhase::backward_embedding, saved);
   embedding_.backward(runtime_, dresidual.f32(), tokens, B, T);
+  announce_after(StepPhase::backward_embedding, saved);
   saved.clear();
+  announce_after(StepPhase::backward, saved);
 }
 
 }  // namespace vramlab::nn
