@@ -90,29 +90,44 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
   const memory::ContextLabelScope label("forward");
+  announce_before(StepPhase::forward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
+  announce_before(StepPhase::forward_embedding, saved);
   const DeviceBuffer* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
-  for (const Block& block : blocks_) x = &block.forward(runtime_, saved, x->view(), B, T);
+  announce_after(StepPhase::forward_embedding, saved);
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    announce_before(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
+    x = &blocks_[l].forward(runtime_, saved, x->view(), B, T);
+    announce_after(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
+  }
+  announce_before(StepPhase::forward_head, saved);
   const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
   const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                 // (B, T, V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
+  announce_after(StepPhase::forward_head, saved);
+  announce_before(StepPhase::loss, saved);
   const DeviceBuffer& probs = saved.save(-1, "probs", {B, T, V});    // (B, T, V)
   const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
   DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
                                 targets, N, V);
-  return kernels.sum(losses.view()) / static_cast<double>(N);
+  const double loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
+  announce_after(StepPhase::loss, saved);
+  announce_after(StepPhase::forward, saved);
+  return loss;
 }
 
 void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
                             const TensorView& targets, int64_t B, int64_t T) {
   const memory::ContextLabelScope label("backward");
+  announce_before(StepPhase::backward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   const int64_t C = config_.hidden;
   params_.ensure_grads();
+  announce_before(StepPhase::backward_head, saved);
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
   const TensorView dlogits = saved.get(-1, "logits").view();  // (B, T, V)
   runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").view(), targets, N, V,
@@ -127,13 +142,19 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
     lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, "lnf").view(), N);
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }
+  announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
+    announce_before(StepPhase::backward_layer, saved, l);
     const TensorView x =
         l == 0 ? saved.get(-1, "encoded").view() : saved.get(l - 1, "residual3").view();
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.view(), B, T);
+    announce_after(StepPhase::backward_layer, saved, l);
   }
+  announce_before(StepPhase::backward_embedding, saved);
   embedding_.backward(runtime_, dresidual.view(), tokens, B, T);
+  announce_after(StepPhase::backward_embedding, saved);
   saved.clear();
+  announce_after(StepPhase::backward, saved);
 }
 
 }  // namespace vramlab::nn

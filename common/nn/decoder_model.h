@@ -18,6 +18,7 @@
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
+#include "common/nn/step_observer.h"
 
 namespace vramlab::nn {
 
@@ -31,7 +32,8 @@ class DecoderModel {
   /// full.
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
 
-  /// Forward pass; saves what backward needs in \p saved.
+  /// Forward pass; saves what backward needs in \p saved. Announces the phases forward,
+  /// forward_embedding, forward_layer (per block, 0 to L-1), forward_head and loss to observers().
   /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V), in the runtime's
   /// memory (an i32 view: device memory on a cuda device).
   /// \param targets (B, T) ids in [0, V), in the runtime's memory. \param B batch ≥ 1. \param T
@@ -41,7 +43,9 @@ class DecoderModel {
   double forward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
                  int64_t B, int64_t T);
   /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if
-  /// they were released) and empties \p saved layer by layer.
+  /// they were released) and empties \p saved layer by layer. Announces the phases backward,
+  /// backward_head, backward_layer (per block, L-1 down to 0) and backward_embedding to
+  /// observers().
   /// \param saved the store filled by forward(). \param tokens (B, T). \param targets (B, T).
   /// \param B batch. \param T sequence.
   /// \throws memory::OutOfMemoryError when full.
@@ -54,9 +58,19 @@ class DecoderModel {
   [[nodiscard]] ParameterStore& parameters() { return params_; }
   /// \return the runtime.
   [[nodiscard]] Runtime& runtime() { return runtime_; }
+  /// \return who is told about the phases of forward() and backward() (and, through
+  /// train::Trainer, of the rest of the step).
+  [[nodiscard]] StepObservers& observers() { return observers_; }
 
  private:
   void initialise(uint64_t seed);
+  // Inline so that a phase without observers costs one empty() test.
+  void announce_before(StepPhase phase, SavedActivations& saved, int64_t layer = -1) {
+    if (!observers_.empty()) observers_.before(PhaseEvent{phase, layer, &saved, this});
+  }
+  void announce_after(StepPhase phase, SavedActivations& saved, int64_t layer = -1) {
+    if (!observers_.empty()) observers_.after(PhaseEvent{phase, layer, &saved, this});
+  }
 
   Runtime& runtime_;
   ModelConfig config_;
@@ -65,6 +79,7 @@ class DecoderModel {
   std::vector<Block> blocks_;
   Norm final_norm_;
   Linear lm_head_;
+  StepObservers observers_;
 };
 
 }  // namespace vramlab::nn

@@ -5,26 +5,11 @@
 #include <chrono>
 #include <string>
 
+#include "common/memory/history.h"
 #include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::train {
-
-namespace {
-
-std::unique_ptr<optim::Optimizer> make_optimizer(nn::Runtime& runtime, const TrainOptions& o) {
-  if (o.optimizer == "adamw") {
-    kernels::cpu::AdamWHyperparameters hp;
-    hp.learning_rate = o.learning_rate;
-    hp.weight_decay = o.weight_decay;
-    return std::make_unique<optim::AdamW>(runtime, hp);
-  }
-  if (o.optimizer == "sgd")
-    return std::make_unique<optim::Sgd>(runtime, o.learning_rate, 0.9f, o.weight_decay);
-  throw UsageError("unknown optimizer '" + o.optimizer + "' (expected adamw or sgd)");
-}
-
-}  // namespace
 
 Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     : runtime_(runtime),
@@ -37,8 +22,15 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   if (options.seq < 1 || options.seq > options.model.max_seq)
     throw UsageError("seq " + std::to_string(options.seq) + " outside [1, " +
                      std::to_string(options.model.max_seq) + "]");
-  optimizer_ = make_optimizer(runtime, options_);
-  model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed);
+  optim::OptimizerSettings optimizer_settings;
+  optimizer_settings.learning_rate = options_.learning_rate;
+  optimizer_settings.weight_decay = options_.weight_decay;
+  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings);
+  {
+    // Named so that an allocator trace tells the parameters apart from the step's tensors.
+    const memory::ContextLabelScope label("setup");
+    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed);
+  }
   const int64_t B = options_.batch, T = options_.seq;
   inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
   targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
@@ -54,10 +46,20 @@ StepResult Trainer::step() {
   runtime_.copy_to_device(targets_, host_targets_.data());
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
+  const nn::StepObservers& observers = model_->observers();
+  const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &saved, model_.get()};
+  if (!observers.empty()) observers.before(zero_grad);
   optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
+  if (!observers.empty()) observers.after(zero_grad);
   const double loss = model_->forward(saved, inputs_.view(), targets_.view(), B, T);
   model_->backward(saved, inputs_.view(), targets_.view(), B, T);
-  optimizer_->step(model_->parameters());
+  {
+    const memory::ContextLabelScope label("optimizer");
+    const nn::PhaseEvent optimizer_step{nn::StepPhase::optimizer_step, -1, &saved, model_.get()};
+    if (!observers.empty()) observers.before(optimizer_step);
+    optimizer_->step(model_->parameters());
+    if (!observers.empty()) observers.after(optimizer_step);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_done_;

@@ -2,6 +2,10 @@
 /// \brief The training loop: a DecoderModel on a Runtime, trained with AdamW or SGD on the
 /// synthetic Markov token stream, reporting per-step loss, time and tokens/s and the allocator's
 /// peak bytes per memory category.
+///
+/// A lesson that measures or changes part of the step registers an nn::StepObserver
+/// (add_observer) rather than copying the step: it is told before and after zero-grad, forward
+/// (per layer), loss, backward (per layer) and the optimizer step.
 #pragma once
 
 #include <array>
@@ -16,22 +20,25 @@
 #include "common/nn/decoder_model.h"
 #include "common/nn/device_buffer.h"
 #include "common/nn/runtime.h"
+#include "common/nn/step_observer.h"
 #include "common/optim/optimizer.h"
+#include "common/optim/optimizer_factory.h"
 #include "common/train/synthetic_tokens.h"
 
 namespace vramlab::train {
 
 /// What to train and how.
 struct TrainOptions {
-  ModelConfig model;                ///< the model (validated by the trainer).
-  int64_t batch = 8;                ///< B, sequences per step (≥ 1).
-  int64_t seq = 128;                ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
-  float learning_rate = 1e-3f;      ///< optimizer step size (> 0).
-  std::string optimizer = "adamw";  ///< "adamw" or "sgd" (momentum 0.9).
-  float weight_decay = 0.0f;        ///< decoupled (AdamW) or L2 (SGD) weight decay.
-  uint64_t seed = 1;                ///< initial weights and the token stream.
-  int64_t branching = 4;            ///< successors per token of the synthetic chain.
-  bool grads_to_none = true;        ///< release gradients between steps (else zero them).
+  ModelConfig model;            ///< the model (validated by the trainer).
+  int64_t batch = 8;            ///< B, sequences per step (≥ 1).
+  int64_t seq = 128;            ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
+  float learning_rate = 1e-3f;  ///< optimizer step size (> 0).
+  /// The optimizer (one the runtime implements: sgd, sgd_momentum with momentum 0.9, adamw).
+  estimate::Optimizer optimizer = estimate::Optimizer::adamw;
+  float weight_decay = 0.0f;  ///< decoupled (AdamW) or L2 (SGD) weight decay.
+  uint64_t seed = 1;          ///< initial weights and the token stream.
+  int64_t branching = 4;      ///< successors per token of the synthetic chain.
+  bool grads_to_none = true;  ///< release gradients between steps (else zero them).
 };
 
 /// One step's measurements.
@@ -53,20 +60,35 @@ struct MemoryReport {
 /// A model, an optimizer, a token stream and the step loop.
 class Trainer {
  public:
+  /// Allocates the parameters (under the allocator context label "setup") and the (B, T) input
+  /// and target buffers. To trace every allocation, turn the allocator's history on before.
   /// \param runtime the device. \param options what to train.
-  /// \throws vramlab::UsageError naming a bad option; memory::OutOfMemoryError when the
-  /// parameters do not fit.
+  /// \throws vramlab::UsageError naming a bad option or an optimizer the runtime does not
+  /// implement; memory::OutOfMemoryError when the parameters do not fit.
   Trainer(nn::Runtime& runtime, const TrainOptions& options);
 
-  /// Runs one forward, backward and optimizer step on the next batch.
+  /// Runs zero-grad, forward, backward and the optimizer step (context label "optimizer") on the
+  /// next batch, telling the observers about each phase.
   /// \return its measurements.
   /// \throws memory::OutOfMemoryError (the step's activations and temporaries are freed first).
   StepResult step();
+
+  /// Registers an observer of every later step's phases (see nn::StepObservers).
+  /// \param observer told in registration order; must outlive its registration.
+  void add_observer(nn::StepObserver& observer) { model_->observers().add(observer); }
+  /// Unregisters \p observer. \param observer a registered observer.
+  void remove_observer(const nn::StepObserver& observer) { model_->observers().remove(observer); }
 
   /// \return the allocator's per-category current and peak bytes.
   [[nodiscard]] MemoryReport memory_report() const;
   /// \return the model.
   [[nodiscard]] nn::DecoderModel& model() { return *model_; }
+  /// \return the optimizer (its states exist after the first step).
+  [[nodiscard]] optim::Optimizer& optimizer() { return *optimizer_; }
+  /// \return the (B, T) int32 token ids of the current batch, in the runtime's memory.
+  [[nodiscard]] const nn::DeviceBuffer& inputs() const { return inputs_; }
+  /// \return the (B, T) int32 next tokens of the current batch, in the runtime's memory.
+  [[nodiscard]] const nn::DeviceBuffer& targets() const { return targets_; }
   /// \return the token stream (entropies for the report).
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
   /// \return the options.

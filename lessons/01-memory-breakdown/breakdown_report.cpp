@@ -84,7 +84,7 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
   const estimate::Estimate& e = b.estimate;
   const ModelConfig& model = settings.model;
   const int64_t psi = m.parameter_count;
-  const bool adamw = settings.optimizer == "adamw";
+  const estimate::Optimizer opt = estimate::parse_optimizer(settings.optimizer);
 
   b.rows.push_back(model_state_row(
       "parameters", "parameters", MemoryCategory::parameter, m.peak_of(MemoryCategory::parameter),
@@ -92,12 +92,14 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
   b.rows.push_back(model_state_row("gradients", "gradients", MemoryCategory::gradient,
                                    m.peak_of(MemoryCategory::gradient), m.gradient_requested_bytes,
                                    e.gradients, "one fp32 block, made when backward starts"));
-  b.rows.push_back(model_state_row("optimizer_states", "optimizer states",
-                                   MemoryCategory::optimizer_state,
-                                   m.peak_of(MemoryCategory::optimizer_state),
-                                   m.optimizer_state_requested_bytes, e.optimizer_states,
-                                   adamw ? "AdamW m and v, two fp32 blocks, made at the first step"
-                                         : "SGD momentum, one fp32 block, made at the first step"));
+  b.rows.push_back(model_state_row(
+      "optimizer_states", "optimizer states", MemoryCategory::optimizer_state,
+      m.peak_of(MemoryCategory::optimizer_state), m.optimizer_state_requested_bytes,
+      e.optimizer_states,
+      opt == estimate::Optimizer::adamw ? "AdamW m and v, two fp32 blocks, made at the first step"
+      : opt == estimate::Optimizer::sgd_momentum
+          ? "SGD momentum, one fp32 block, made at the first step"
+          : "plain SGD keeps no state"));
 
   CategoryRow act{"activations",
                   "activations (saved)",
@@ -154,7 +156,6 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
   b.layers = activations_by_layer(m.saved, model.layers);
 
   // Exercise 01.1: bytes per parameter, fp32 as the runtime trains and ZeRO's mixed precision.
-  const estimate::Optimizer opt = estimator_optimizer(settings.optimizer);
   b.exercise_fp32 = try_exercise(b.exercises, "01.1", [&] {
     return model_state_breakdown(psi, estimate::Precision::fp32, opt);
   });
@@ -219,7 +220,10 @@ std::string render_text(const Breakdown& b, bool colour) {
       static_cast<long long>(model.layers), static_cast<long long>(model.hidden),
       static_cast<long long>(model.heads), static_cast<long long>(model.vocab),
       static_cast<long long>(s.batch), static_cast<long long>(s.seq),
-      s.optimizer == "adamw" ? "AdamW" : "SGD (momentum 0.9)", s.device.name().c_str());
+      s.optimizer == "adamw"          ? "AdamW"
+      : s.optimizer == "sgd-momentum" ? "SGD (momentum 0.9)"
+                                      : "SGD (no momentum)",
+      s.device.name().c_str());
   line(head);
   if (s.device.kind == memory::DeviceKind::meta) {
     std::snprintf(

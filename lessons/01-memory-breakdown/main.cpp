@@ -45,8 +45,8 @@ void explain_out_of_memory(const memory::OutOfMemoryError& error,
                "step is %s (parameters + gradients + optimizer states + activations, fp32).\n"
                "Try: --device meta to measure the same step with no memory at all; a larger "
                "device such as --device sim:a100-80g; a smaller --batch or --seq (activations "
-               "scale with B x T, the attention matrices with B x T^2); --optimizer sgd (4 bytes "
-               "of state per parameter instead of 8).\n",
+               "scale with B x T, the attention matrices with B x T^2); --optimizer sgd-momentum "
+               "(4 bytes of state per parameter instead of 8) or sgd (none).\n",
                settings.model.name.c_str(), static_cast<long long>(settings.batch),
                static_cast<long long>(settings.seq), settings.device.name().c_str(),
                report::format_bytes(settings.device.spec.capacity_bytes).c_str(),
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "cpu | sim[:preset|:size] | meta (default sim:t4-16g; presets t4-16g, "
                  "rtx4090-24g, a100-40g, a100-80g, h100-80g, h200-141g)");
-  app.add_option("--optimizer", o.optimizer, "adamw | sgd (momentum 0.9) (default adamw)");
+  app.add_option("--optimizer", o.optimizer,
+                 "adamw | sgd-momentum (momentum 0.9) | sgd (no state) (default adamw)");
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
   app.add_flag("--json", o.json, "One JSON object instead of the tables");
   app.add_option("--out-dir", o.out_dir,

@@ -2,18 +2,16 @@
 // (see measure_step.h).
 #include "lessons/01-memory-breakdown/measure_step.h"
 
-#include <chrono>
-#include <cstring>
-#include <memory>
 #include <set>
 #include <unordered_map>
 
 #include "common/memory/caching_allocator.h"
 #include "common/nn/decoder_model.h"
 #include "common/nn/runtime.h"
-#include "common/optim/optimizer.h"
+#include "common/nn/step_observer.h"
+#include "common/optim/optimizer_factory.h"
 #include "common/platform/errors.h"
-#include "common/train/synthetic_tokens.h"
+#include "common/train/trainer.h"
 
 namespace vramlab::lesson01 {
 
@@ -24,12 +22,23 @@ void require_positive(const char* flag, const std::optional<int64_t>& value) {
     throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(*value));
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(nn::Runtime& runtime,
-                                                 const std::string& optimizer) {
-  if (optimizer == "adamw")
-    return std::make_unique<optim::AdamW>(runtime, kernels::cpu::AdamWHyperparameters{});
-  return std::make_unique<optim::Sgd>(runtime, 1e-3f, 0.9f);
-}
+// Reads the two moments the trainer's step does not return: the saved tensors after forward
+// (backward frees them) and the gradient block after backward.
+class StepReader final : public nn::StepObserver {
+ public:
+  explicit StepReader(StepMeasurement& m) : m_(m) {}
+  void after(const nn::PhaseEvent& event) override {
+    if (event.phase == nn::StepPhase::forward) {
+      m_.saved = event.saved->list();
+      m_.saved_requested_bytes = event.saved->bytes();
+    } else if (event.phase == nn::StepPhase::backward) {
+      m_.gradient_requested_bytes = event.model->parameters().grads().bytes();
+    }
+  }
+
+ private:
+  StepMeasurement& m_;
+};
 
 }  // namespace
 
@@ -70,12 +79,6 @@ ModelConfig model_from_flags(const ModelFlags& flags) {
   return c;
 }
 
-estimate::Optimizer estimator_optimizer(const std::string& optimizer) {
-  if (optimizer == "adamw") return estimate::Optimizer::adamw;
-  if (optimizer == "sgd") return estimate::Optimizer::sgd_momentum;
-  throw UsageError("unknown optimizer '" + optimizer + "' (expected adamw or sgd)");
-}
-
 void validate(const StepSettings& settings) {
   settings.model.validate();
   if (settings.batch < 1)
@@ -84,7 +87,7 @@ void validate(const StepSettings& settings) {
     throw UsageError("--seq " + std::to_string(settings.seq) + " outside [1, " +
                      std::to_string(settings.model.max_seq) + "] for model '" +
                      settings.model.name + "'");
-  estimator_optimizer(settings.optimizer);
+  optim::require_implemented(estimate::parse_optimizer(settings.optimizer));
   if (settings.device.kind == memory::DeviceKind::cuda)
     throw UsageError("device '" + settings.device.name() +
                      "': lesson 01 runs on cpu, sim or meta in this build");
@@ -97,7 +100,7 @@ estimate::Estimate estimate_step(const StepSettings& settings) {
   in.micro_batch = settings.batch;
   in.seq = settings.seq;
   in.precision = estimate::Precision::fp32;
-  in.optimizer = estimator_optimizer(settings.optimizer);
+  in.optimizer = estimate::parse_optimizer(settings.optimizer);
   return estimate::estimate_memory(in);
 }
 
@@ -109,42 +112,24 @@ StepMeasurement measure_training_step(const StepSettings& settings) {
 
   nn::Runtime runtime(settings.device);
   memory::CachingAllocator& allocator = runtime.allocator();
+  // Before the trainer exists, so that the trace starts with the parameters.
   allocator.record_history(memory::RecordMode::all);
-  train::SyntheticTokenStream data(settings.model.vocab, std::min<int64_t>(4, settings.model.vocab),
-                                   settings.seed);
-  std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(runtime, settings.optimizer);
-  std::unique_ptr<nn::DecoderModel> model;
-  {
-    const memory::ContextLabelScope label("setup");
-    model = std::make_unique<nn::DecoderModel>(runtime, settings.model, settings.seed);
-  }
-  nn::DeviceBuffer inputs =
-      runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");  // (B, T)
-  nn::DeviceBuffer targets =
-      runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");  // (B, T)
-  m.input_requested_bytes = inputs.bytes() + targets.bytes();
-  std::vector<int32_t> host_inputs(static_cast<size_t>(B * T));   // (B, T)
-  std::vector<int32_t> host_targets(static_cast<size_t>(B * T));  // (B, T)
-  data.next_batch(host_inputs.data(), host_targets.data(), B, T);
-  runtime.copy_to_device(inputs, host_inputs.data());
-  runtime.copy_to_device(targets, host_targets.data());
+  train::TrainOptions options;
+  options.model = settings.model;
+  options.batch = B;
+  options.seq = T;
+  options.optimizer = estimate::parse_optimizer(settings.optimizer);
+  options.seed = settings.seed;
+  train::Trainer trainer(runtime, options);
+  StepReader reader(m);
+  trainer.add_observer(reader);
+  m.input_requested_bytes = trainer.inputs().bytes() + trainer.targets().bytes();
 
-  const auto start = std::chrono::steady_clock::now();
-  {
-    // Local to the step, as in the trainer: an out-of-memory error frees what was saved.
-    nn::SavedActivations saved(runtime, settings.model.layers);
-    optim::Optimizer::zero_grad(model->parameters(), true);
-    m.loss = model->forward(saved, inputs.view(), targets.view(), B, T);
-    m.saved = saved.list();
-    m.saved_requested_bytes = saved.bytes();
-    model->backward(saved, inputs.view(), targets.view(), B, T);
-    m.gradient_requested_bytes = model->parameters().grads().bytes();
-    const memory::ContextLabelScope label("optimizer");
-    optimizer->step(model->parameters());
-  }
-  m.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  m.parameter_requested_bytes = model->parameters().values().bytes();
-  m.optimizer_state_requested_bytes = optimizer->state_bytes();
+  const train::StepResult step = trainer.step();
+  m.loss = step.loss;
+  m.step_seconds = step.seconds;
+  m.parameter_requested_bytes = trainer.model().parameters().values().bytes();
+  m.optimizer_state_requested_bytes = trainer.optimizer().state_bytes();
 
   const memory::CategoryStats categories = allocator.category_stats();
   for (const memory::MemoryCategory c : memory::kAllMemoryCategories)

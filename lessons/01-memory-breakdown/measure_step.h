@@ -4,8 +4,8 @@
 /// analytic estimate of the same step.
 ///
 /// This is the library behind the `lesson01_memory_breakdown` binary and its tests
-/// (tests/lesson01). It uses the runtime directly (common/nn, common/optim) rather than
-/// train::Trainer so that it can list the SavedActivations store between forward and backward.
+/// (tests/lesson01). The step is train::Trainer's; an nn::StepObserver lists the SavedActivations
+/// store between forward and backward.
 #pragma once
 
 #include <array>
@@ -47,23 +47,20 @@ ModelConfig model_from_flags(const ModelFlags& flags);
 
 /// What to run.
 struct StepSettings {
-  ModelConfig model;                ///< the model (validated by measure_training_step()).
-  int64_t batch = 8;                ///< B (≥ 1).
-  int64_t seq = 128;                ///< T (1 ≤ T ≤ model.max_seq).
-  std::string optimizer = "adamw";  ///< "adamw" or "sgd" (momentum 0.9).
-  memory::Device device;            ///< where the step runs.
-  uint64_t seed = 1;                ///< initial weights and the token stream.
+  ModelConfig model;  ///< the model (validated by measure_training_step()).
+  int64_t batch = 8;  ///< B (≥ 1).
+  int64_t seq = 128;  ///< T (1 ≤ T ≤ model.max_seq).
+  /// The estimator's name of an optimizer the runtime implements: "adamw", "sgd-momentum"
+  /// (momentum 0.9) or "sgd" (no momentum, no state).
+  std::string optimizer = "adamw";
+  memory::Device device;  ///< where the step runs.
+  uint64_t seed = 1;      ///< initial weights and the token stream.
 };
 
 /// Checks the settings without allocating anything.
 /// \param settings the run.
 /// \throws vramlab::UsageError naming the bad value (model, B, T, optimizer).
 void validate(const StepSettings& settings);
-
-/// The estimator's optimizer for the runtime's optimizer name.
-/// \param optimizer "adamw" or "sgd". \return adamw or sgd_momentum.
-/// \throws vramlab::UsageError for any other name.
-estimate::Optimizer estimator_optimizer(const std::string& optimizer);
 
 /// The analytic estimate of the step: `vramlab estimate` for fp32 training (the runtime's
 /// precision), the runtime's optimizer, one device, micro-batch B and sequence T.
@@ -88,7 +85,7 @@ struct StepMeasurement {
   int64_t peak_reserved_bytes = 0;        ///< reserved_bytes.all.peak (segments).
   int64_t segment_count_peak = 0;         ///< segment.all.peak.
   double loss = 0.0;                      ///< the step's mean loss in nats (0 on meta).
-  double step_seconds = 0.0;              ///< wall time of forward + backward + optimizer step.
+  double step_seconds = 0.0;              ///< wall time of the step (batch copy to optimizer).
   std::vector<memory::TraceEntry> trace;  ///< the allocator's history from the first allocation.
   nlohmann::json snapshot;                ///< the allocator snapshot after the step.
 

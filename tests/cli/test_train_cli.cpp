@@ -117,4 +117,35 @@ TEST(TrainCli, HelpDocumentsKernels) {
   EXPECT_NE(r.out.find("cuda-emulated"), std::string::npos) << r.out;
 }
 
+TEST(TrainCli, OptimizerFlagTakesTheEstimatorsNames) {
+  // The states' peak tells the optimizers apart: AdamW two fp32 blocks, SGD with momentum one,
+  // plain SGD none.
+  int64_t state_peak[3] = {-1, -1, -1};
+  const char* const names[3] = {"adamw", "sgd-momentum", "sgd"};
+  for (int i = 0; i < 3; ++i) {
+    const Result r = vramlab(std::string(kTiny) + " --json --optimizer " + names[i]);
+    ASSERT_EQ(r.exit_code, 0) << names[i] << ": " << r.out;
+    std::istringstream lines(r.out);
+    std::string line, last;
+    while (std::getline(lines, line))
+      if (!line.empty() && line.front() == '{') last = line;
+    const auto summary = nlohmann::json::parse(last);
+    ASSERT_TRUE(summary.contains("summary")) << last;
+    EXPECT_EQ(summary.at("optimizer"), names[i]) << last;
+    state_peak[i] = summary.at("peak_bytes").at("by_category").at("optimizer_state").get<int64_t>();
+  }
+  EXPECT_GT(state_peak[0], state_peak[1]);
+  EXPECT_GT(state_peak[1], 0);
+  EXPECT_EQ(state_peak[2], 0);
+  for (const char* bad : {"lion", "rmsprop"}) {
+    const Result r = vramlab(std::string(kTiny) + " --optimizer " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << bad << ": " << r.out;
+    std::string quoted = "'";  // built by appends: g++ 12 warns (-Wrestrict) on "'" + string
+    quoted += bad;
+    quoted += "'";
+    EXPECT_NE(r.out.find(quoted), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/estimate/model_state_memory.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
@@ -140,7 +141,7 @@ Run train(const ModelConfig& config, KernelKind kernels, const std::string& opti
   o.batch = 2;
   o.seq = 13;
   o.seed = 5;
-  o.optimizer = optimizer;
+  o.optimizer = estimate::parse_optimizer(optimizer);
   o.learning_rate = learning_rate;
   nn::Runtime runtime(memory::parse_device("sim:t4-16g"), kernels);
   EXPECT_EQ(runtime.kernel_kind(), kernels);
@@ -152,7 +153,7 @@ Run train(const ModelConfig& config, KernelKind kernels, const std::string& opti
 }
 
 void expect_same_training(const ModelConfig& config, const std::string& optimizer) {
-  const float learning_rate = optimizer == "sgd" ? 0.1f : 3e-3f;
+  const float learning_rate = optimizer == "sgd-momentum" ? 0.1f : 3e-3f;
   const Run cpu = train(config, KernelKind::cpu, optimizer, learning_rate);
   const Run emulated = train(config, KernelKind::cuda_emulated, optimizer, learning_rate);
   // The same batches with (almost) no update: how far training moved the losses.
@@ -183,11 +184,11 @@ void expect_same_training(const ModelConfig& config, const std::string& optimize
 }
 
 TEST(KernelBackends, Gpt2TrainsTheSameWithSgd) {
-  expect_same_training(tiny_gpt2(), "sgd");
+  expect_same_training(tiny_gpt2(), "sgd-momentum");
 }
 
 TEST(KernelBackends, LlamaTrainsTheSameWithSgd) {
-  expect_same_training(tiny_llama(), "sgd");
+  expect_same_training(tiny_llama(), "sgd-momentum");
 }
 
 TEST(KernelBackends, Gpt2TrainsTheSameWithAdamW) {

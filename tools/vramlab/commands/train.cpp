@@ -7,6 +7,7 @@
 // the only choice and the default on a cuda device).
 //
 //   vramlab train --model gpt2-tiny --steps 20
+//   vramlab train --model gpt2-tiny --optimizer sgd-momentum --lr 0.1
 //   vramlab train --layers 2 --hidden 128 --heads 4 --seq 64 --batch 4 --vocab 512
 //                 --device sim:t4-16g --kernels cuda-emulated
 //   vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/estimate/model_state_memory.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
@@ -44,6 +46,7 @@ struct TrainCommandOptions {
   std::optional<int64_t> layers, hidden, heads, kv_heads, seq, batch, vocab;
   int64_t steps = 20;
   double lr = 1e-3;
+  std::string optimizer = "adamw";
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
   int64_t threads = 0;
@@ -115,6 +118,7 @@ void run_train(const TrainCommandOptions& o) {
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.learning_rate = static_cast<float>(o.lr);
   options.seed = o.seed;
+  options.optimizer = estimate::parse_optimizer(o.optimizer);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
@@ -174,6 +178,7 @@ void run_train(const TrainCommandOptions& o) {
         {"model", m.name},
         {"device", device.name()},
         {"kernels", kernels_name},
+        {"optimizer", estimate::optimizer_name(options.optimizer)},
         {"parameters", m.parameter_count()},
         {"batch", options.batch},
         {"seq", options.seq},
@@ -222,7 +227,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");
   cmd->add_option("--vocab", opts->vocab, "Vocabulary size V");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
-  cmd->add_option("--lr", opts->lr, "AdamW learning rate (default 1e-3)");
+  cmd->add_option("--lr", opts->lr, "Learning rate (default 1e-3)");
+  cmd->add_option("--optimizer", opts->optimizer,
+                  "adamw | sgd-momentum (momentum 0.9) | sgd (no momentum) (default adamw)");
   cmd->add_option("--device", opts->device,
                   "cpu | sim[:preset|:size] | meta | cuda[:N] (default cpu)");
   cmd->add_option("--kernels", opts->kernels,
