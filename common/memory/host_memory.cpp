@@ -41,17 +41,7 @@ HostMemoryLimit limit_from_meminfo() {
     std::ifstream file("/proc/meminfo");
     std::stringstream text;
     text << file.rdbuf();
-    const std::optional<std::uint64_t> available =
-        file ? parse_mem_available(text.str()) : std::nullopt;
-    if (!available) {
-      return HostMemoryLimit{kNoLimit, "no limit: /proc/meminfo has no MemAvailable"};
-    }
-    const std::uint64_t margin = host_memory_margin(*available);
-    return HostMemoryLimit{
-        *available > margin ? *available - margin : 0,
-        "MemAvailable " + format_size(*available) +
-            " when the first sim or cpu device was made, minus a safety margin of " +
-            format_size(margin)};
+    return limit_from_mem_available(file ? parse_mem_available(text.str()) : std::nullopt);
   }();
   return limit;
 }
@@ -135,6 +125,18 @@ void require_host_memory(std::string_view device_label, std::uint64_t planned_by
   std::string note(what);
   if (held > 0) note = format_size(held) + " held + " + format_size(planned_bytes) + " for " + note;
   throw host_memory_error(device_label, refusal, note);
+}
+
+HostMemoryLimit limit_from_mem_available(std::optional<std::uint64_t> available_bytes) {
+  if (!available_bytes)
+    return HostMemoryLimit{kNoLimit, "no limit: /proc/meminfo has no MemAvailable"};
+  const std::uint64_t available = *available_bytes;
+  const std::uint64_t margin = host_memory_margin(available);
+  return HostMemoryLimit{
+      available > margin ? available - margin : 0,
+      "MemAvailable " + format_size(available) +
+          " when the first sim or cpu device was made, minus a safety margin of " +
+          format_size(margin)};
 }
 
 std::uint64_t host_memory_margin(std::uint64_t available_bytes) {

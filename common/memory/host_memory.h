@@ -118,6 +118,12 @@ void require_host_memory(std::string_view device_label, std::uint64_t planned_by
 /// \return the margin in bytes.
 std::uint64_t host_memory_margin(std::uint64_t available_bytes);
 
+/// The budget the host's MemAvailable gives: MemAvailable minus host_memory_margin (0 when the
+/// margin is larger), or no limit when MemAvailable is unknown.
+/// \param available_bytes MemAvailable, or std::nullopt when /proc/meminfo could not be read.
+/// \return the budget and its source, for messages.
+HostMemoryLimit limit_from_mem_available(std::optional<std::uint64_t> available_bytes);
+
 /// Reads the MemAvailable line of /proc/meminfo's text.
 /// \param meminfo the file's contents.
 /// \return the bytes, or std::nullopt when there is no well-formed MemAvailable line.
