@@ -14,7 +14,7 @@
 /// The budget, first match wins:
 ///   1. set_host_memory_limit(bytes), for tests and embedding programs;
 ///   2. the environment variable `VRAMLAB_HOST_MEMORY_LIMIT` (a size such as `2GiB`, parsed by
-///      parse_size_bytes), read each time a host backing is made;
+///      parse_size_bytes; empty counts as unset), read each time a host backing is made;
 ///   3. MemAvailable from /proc/meminfo, read once when the first host backing is made, minus a
 ///      safety margin (host_memory_margin);
 ///   4. no limit where /proc/meminfo cannot be read.
