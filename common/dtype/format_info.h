@@ -4,7 +4,11 @@
 ///
 /// Nothing here is a typed-in decimal constant: every value is computed from (exponent bits,
 /// mantissa bits, what the all-ones exponent means), and tests/dtype checks the results against the
-/// values printed in the literature (design/reference-formulas.md §6).
+/// values printed in the formats' defining documents: IEEE 754-2008 (binary32, binary16), the
+/// bfloat16 and TF32 descriptions by their makers (Google's Cloud TPU bfloat16 format; NVIDIA's
+/// A100 Tensor Core GPU Architecture whitepaper, 2020) and, for E4M3 and E5M2, Micikevicius et al.,
+/// "FP8 Formats for Deep Learning" (2022, Table 1) and the OCP 8-bit Floating Point Specification
+/// (OFP8, 2023).
 #pragma once
 
 #include <cstdint>

@@ -6,13 +6,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace vramlab::memory {
 
 /// The device-memory driver under a caching allocator: cudaMalloc/cudaFree for whole segments, and
 /// the virtual-memory API (reserve address space, map/unmap pages) for expandable segments.
 /// Failures to get memory are reported by return values, never by exceptions: the allocator decides
-/// whether that becomes an out-of-memory error.
+/// whether that becomes an out-of-memory error, and it may retry after releasing cached segments.
+/// Only when it gives up does it ask the backing, through raise_refusal_cause, whether the last
+/// refusal had a cause other than the device being full.
 class Backing {
  public:
   virtual ~Backing() = default;
@@ -44,12 +47,24 @@ class Backing {
   virtual std::uint64_t free_bytes() const = 0;
   /// \return true when addresses are real host pointers the program may read and write.
   virtual bool host_accessible() const = 0;
+  /// Called by the allocator just before it raises an out-of-memory error. A backing whose last
+  /// refused request (allocate_segment or map_pages) was refused for a reason other than the
+  /// device being full throws that reason's error here instead; the host backing throws
+  /// HostMemoryError when the process's host-RAM budget refused it (host_memory.h). The default
+  /// has no other reason and returns.
+  /// \param device_label the allocator's device, e.g. "sim:rtx4090-24g", for the message.
+  virtual void raise_refusal_cause(std::string_view device_label) { (void)device_label; }
 };
 
 /// A simulated GPU: segments are host memory (anonymous mappings, committed lazily by the OS when
 /// first touched) and the device is full when the mapped bytes would exceed \p capacity_bytes.
+/// Every host backing also takes its segments and pages from the process's host-memory budget
+/// (host_memory.h), so a simulated device larger than the machine's free RAM fails with a
+/// HostMemoryError instead of being killed by the OS.
 /// \param capacity_bytes the simulated device's memory.
 /// \return the backing.
+/// \throws vramlab::UsageError when `VRAMLAB_HOST_MEMORY_LIMIT` is set to something that is not a
+///         size (resolve_host_memory_limit).
 std::unique_ptr<Backing> make_host_backing(std::uint64_t capacity_bytes);
 
 /// A meta device: addresses are handed out from a private virtual range and no memory is ever

@@ -643,6 +643,8 @@ AllocatorConfig CachingAllocator::config() const {
 // ---- out of memory ----
 
 void CachingAllocator::throw_out_of_memory(const AllocParams& params) {
+  // A sim device refused by the host's RAM (not by its capacity) throws HostMemoryError here.
+  backing_->raise_refusal_cause(device_label_);
   OutOfMemoryDetails details;
   details.requested_bytes = params.orig_size;
   details.rounded_bytes = params.size;

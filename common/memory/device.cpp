@@ -12,7 +12,8 @@ namespace {
 
 constexpr std::uint64_t kGiB = 1ULL << 30;
 constexpr std::uint64_t kMetaUnlimitedBytes = 1ULL << 60;  // 1 EiB: the allocator's hard limit
-// PCIe x16 per direction (reference-formulas.md §9, derived from GT/s x 16 x 128/130 / 8).
+// PCIe x16 per direction: GT/s x 16 lanes x 128/130 (the 128b/130b encoding) / 8 bits, with 8, 16
+// and 32 GT/s per lane for generations 3, 4 and 5 (PCI Express Base Specifications 3.0, 4.0, 5.0).
 constexpr double kPcieGen3BytesPerS = 15.75e9;
 constexpr double kPcieGen4BytesPerS = 31.5e9;
 constexpr double kPcieGen5BytesPerS = 63.0e9;
@@ -85,10 +86,11 @@ std::string Device::name() const {
 }
 
 const std::vector<DevicePreset>& device_presets() {
-  // Bandwidth sources (reference-formulas.md §9 and its status tags): A100 values [S] (several
-  // copies of NVIDIA's sheet agree); H100 3.35 TB/s and H200 4.8 TB/s [U] (not re-read from the
-  // datasheet); T4 (320 GB/s, PCIe Gen3) and RTX 4090 (1008 GB/s, PCIe Gen4) are not in §9 and are
-  // [U] values from the vendors' product pages. Host links are PCIe x16 per direction.
+  // Memory bandwidths as NVIDIA publishes them: A100 40GB SXM4 1,555 GB/s and 80GB SXM4
+  // 2,039 GB/s (NVIDIA A100 Tensor Core GPU datasheet; several copies agree); H100 SXM5 3.35 TB/s
+  // and H200 4.8 TB/s (NVIDIA's H100 and H200 product pages, not re-checked against the
+  // datasheets); T4 320 GB/s on PCIe Gen3 and GeForce RTX 4090 1,008 GB/s on PCIe Gen4 (NVIDIA's
+  // product pages). Host links are PCIe x16 per direction.
   static const std::vector<DevicePreset> presets = {
       {"t4-16g", "NVIDIA T4 16GB", 16 * kGiB, 320e9, kPcieGen3BytesPerS},
       {"rtx4090-24g", "NVIDIA GeForce RTX 4090 24GB", 24 * kGiB, 1008e9, kPcieGen4BytesPerS},

@@ -1,10 +1,14 @@
-// The sim and meta backings: host memory under a capacity, and bare virtual addresses.
+// The sim and meta backings: host memory under a capacity (and the process's host-memory budget),
+// and bare virtual addresses.
 #include <sys/mman.h>
 
-#include <stdexcept>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "common/memory/backing.h"
+#include "common/memory/host_memory.h"
+#include "common/memory/oom_error.h"
 
 namespace vramlab::memory {
 namespace {
@@ -29,21 +33,24 @@ class CapacityGauge {
 
 class HostBacking final : public Backing {
  public:
-  explicit HostBacking(std::uint64_t capacity_bytes) : gauge_(capacity_bytes) {}
+  explicit HostBacking(std::uint64_t capacity_bytes) : gauge_(capacity_bytes) {
+    resolve_host_memory_limit();  // a bad VRAMLAB_HOST_MEMORY_LIMIT stops here, not in a malloc
+  }
 
   std::uint64_t allocate_segment(std::size_t bytes) override {
-    if (!gauge_.try_take(bytes)) return 0;
+    host_refusal_.reset();
+    if (!take(bytes)) return 0;
     void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED) {
-      gauge_.give_back(bytes);
+      give_back(bytes);
       return 0;
     }
     return reinterpret_cast<std::uint64_t>(memory);
   }
   void free_segment(std::uint64_t address, std::size_t bytes) override {
     munmap(reinterpret_cast<void*>(address), bytes);
-    gauge_.give_back(bytes);
+    give_back(bytes);
   }
   std::uint64_t reserve_address_range(std::size_t bytes) override {
     void* memory =
@@ -51,9 +58,10 @@ class HostBacking final : public Backing {
     return memory == MAP_FAILED ? 0 : reinterpret_cast<std::uint64_t>(memory);
   }
   bool map_pages(std::uint64_t address, std::size_t bytes) override {
-    if (!gauge_.try_take(bytes)) return false;
+    host_refusal_.reset();
+    if (!take(bytes)) return false;
     if (mprotect(reinterpret_cast<void*>(address), bytes, PROT_READ | PROT_WRITE) != 0) {
-      gauge_.give_back(bytes);
+      give_back(bytes);
       return false;
     }
     return true;
@@ -62,7 +70,7 @@ class HostBacking final : public Backing {
     // Dropping the pages returns the memory to the OS; the range stays reserved.
     madvise(reinterpret_cast<void*>(address), bytes, MADV_DONTNEED);
     mprotect(reinterpret_cast<void*>(address), bytes, PROT_NONE);
-    gauge_.give_back(bytes);
+    give_back(bytes);
   }
   void release_address_range(std::uint64_t address, std::size_t bytes) override {
     munmap(reinterpret_cast<void*>(address), bytes);
@@ -70,9 +78,33 @@ class HostBacking final : public Backing {
   std::uint64_t total_bytes() const override { return gauge_.capacity_bytes(); }
   std::uint64_t free_bytes() const override { return gauge_.free_bytes(); }
   bool host_accessible() const override { return true; }
+  void raise_refusal_cause(std::string_view device_label) override {
+    if (!host_refusal_) return;
+    const HostMemoryRefusal refusal = *std::exchange(host_refusal_, std::nullopt);
+    throw host_memory_error(device_label, refusal,
+                            format_size(refusal.held_bytes) + " held + " +
+                                format_size(refusal.requested_bytes) + " requested");
+  }
 
  private:
+  // The device's capacity first: a full simulated device is the device's out-of-memory, whatever
+  // the host has left. Then the process's host budget.
+  bool take(std::size_t bytes) {
+    if (!gauge_.try_take(bytes)) return false;
+    host_refusal_ = take_host_memory(bytes);
+    if (!host_refusal_) return true;
+    gauge_.give_back(bytes);
+    return false;
+  }
+  void give_back(std::size_t bytes) {
+    gauge_.give_back(bytes);
+    give_back_host_memory(bytes);
+  }
+
   CapacityGauge gauge_;
+  // Why the last request was refused when the host budget refused it; kept until the allocator
+  // gives up (raise_refusal_cause) or the next request, so a retry that succeeds forgets it.
+  std::optional<HostMemoryRefusal> host_refusal_;
 };
 
 class MetaBacking final : public Backing {

@@ -22,7 +22,9 @@
 
 namespace vramlab::memory {
 
-/// A caching allocator for \p device on its own backing (outside the process registry).
+/// A caching allocator for \p device on its own backing (outside the process registry), for
+/// replays: a sim device gets the meta backing with the sim device's capacity, since a replay never
+/// touches the memory it allocates (no host RAM mapped, and the host-memory budget never applies).
 /// \param device a sim, meta or cuda device.  \param config the settings.
 /// \return the allocator.
 /// \throws vramlab::UsageError for a cpu device (it has no caching allocator);

@@ -3,12 +3,14 @@
 /// snapshot in PyTorch's schema the way pytorch.org/memory_viz does: the active-memory timeline,
 /// the segment layout at any event (where fragmentation shows), and summary numbers.
 ///
-/// Input schema: pytorch-memory-reference.md section 3.2 ("segments" with "blocks",
-/// "device_traces"[0] with actions alloc, free_requested, free_completed, segment_alloc,
-/// segment_free, segment_map, segment_unmap, oom, snapshot; "allocator_settings"). vramlab
-/// extensions are used when present: "category" on blocks and trace entries (parameter, gradient,
-/// optimizer_state, activation, temporary, input, other) and "frames"[0] = {filename: label stack
-/// such as "forward/block3/attention", line, name: tensor name}.
+/// Input schema: the dictionary of torch.cuda.memory._snapshot() (torch/cuda/memory.py; the
+/// structures are SegmentInfo, BlockInfo and TraceEntry in c10/cuda/CUDACachingAllocator.h)
+/// ("segments" with "blocks", "device_traces"[0] with actions alloc, free_requested,
+/// free_completed, segment_alloc, segment_free, segment_map, segment_unmap, oom, snapshot;
+/// "allocator_settings"). vramlab extensions are used when present: "category" on blocks and trace
+/// entries (parameter, gradient, optimizer_state, activation, temporary, input, other) and
+/// "frames"[0] = {filename: label stack such as "forward/block3/attention", line, name: tensor
+/// name}.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -17,7 +17,8 @@ namespace vramlab::report {
 
 /// Encodes \p value as a protocol-2 pickle.
 /// Strings with invalid UTF-8 have each bad byte replaced by U+FFFD so Python can load them.
-/// \param value any JSON value (typically a snapshot, see pytorch-memory-reference.md section 3.2).
+/// \param value any JSON value (typically a snapshot in the schema of PyTorch's
+/// torch.cuda.memory._snapshot()).
 /// \return the pickle bytes (PROTO 2 ... STOP).
 /// \throws std::invalid_argument for JSON binary or discarded values, and for strings of 4 GiB or
 /// more.

@@ -1,6 +1,6 @@
-// The number formats' limits (format_info.h), derived from bit layouts, against the values printed
-// in design/reference-formulas.md §6 (within half a unit of the last printed digit), and against
-// the conversions' own extreme patterns.
+// The number formats' limits (format_info.h), derived from bit layouts, against the decimal values
+// printed for each format (within half a unit of the last printed digit), and against the
+// conversions' own extreme patterns.
 //   build/tests/bin/test_dtype --gtest_filter='FormatInfo*'
 #include <gtest/gtest.h>
 
@@ -31,16 +31,19 @@ void expect_matches_printed(const std::string& what, double derived, Printed pri
                              << "% of the half-last-digit tolerance";
 }
 
-struct Section6Row {
+struct PrintedLimits {
   std::string name;
   int exponent_bits, mantissa_bits, bias;
   Printed max, min_normal, min_subnormal, epsilon;
 };
 
-// reference-formulas.md §6 "Format constants". Exact powers of two printed as 2^k are given with
-// 17 digits (the power itself); decimals are as printed.
+// The limits as printed: f32 and f16 from IEEE 754-2008 (binary32, binary16); bf16 (8 exponent
+// bits, 7 mantissa bits) and tf32 (8 and 10, NVIDIA's A100 whitepaper) by the same rules; E4M3 and
+// E5M2 from Micikevicius et al., "FP8 Formats for Deep Learning" (2022), Table 1 (max 448 and
+// 57344, min normal 2^-6 and 2^-14, min subnormal 2^-9 and 2^-16). Exact powers of two printed as
+// 2^k are given with 17 digits (the power itself); decimals are as printed.
 TEST(FormatInfo, MatchesTheLiteraturesPrintedValues) {
-  const Section6Row rows[] = {
+  const PrintedLimits rows[] = {
       {"f32", 8, 23, 127, {3.40282e38, 6}, {1.1755e-38, 5}, {1.401e-45, 4}, {1.19e-7, 3}},
       {"tf32",
        8,
@@ -62,7 +65,7 @@ TEST(FormatInfo, MatchesTheLiteraturesPrintedValues) {
       {"fp8_e5m2", 5, 2, 15, {57344, 5}, {std::ldexp(1.0, -14), 17}, {1.526e-5, 4}, {0.25, 2}},
       {"fp8_e4m3", 4, 3, 7, {448, 3}, {0.015625, 5}, {1.953e-3, 4}, {0.125, 3}},
   };
-  for (const Section6Row& row : rows) {
+  for (const PrintedLimits& row : rows) {
     const FloatFormatInfo* f = find_float_format(row.name);
     ASSERT_NE(f, nullptr) << row.name;
     EXPECT_EQ(f->exponent_bits, row.exponent_bits) << row.name;

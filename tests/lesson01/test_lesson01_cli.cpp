@@ -1,6 +1,6 @@
-// The lesson 01 binary on the command line: --json parses and has the keys the issue names, the
-// figures are written, a too-small simulated GPU exits 1 with PyTorch's out-of-memory message and
-// advice. (Bad input exiting 2 is checked by plain ctest cases, see CMakeLists.txt.)
+// The lesson 01 binary on the command line: --json parses and has the keys the lesson's README
+// names, the figures are written, a too-small simulated GPU exits 1 with PyTorch's out-of-memory
+// message and advice. (Bad input exiting 2 is checked by plain ctest cases, see CMakeLists.txt.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -1,4 +1,5 @@
-// The caching allocator's rules, one behaviour per test (pytorch-memory-reference.md §1).
+// The caching allocator's rules, one behaviour per test (PyTorch's
+// c10/cuda/CUDACachingAllocator.cpp).
 //   build/tests/bin/test_caching_allocator
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // memory_summary(): PyTorch's table, compared with tables derived by hand from the rules of
-// torch/cuda/memory.py (pytorch-memory-reference.md §2.2).
+// torch/cuda/memory.py (memory_summary and its _format_size/_format_count helpers).
 //   build/tests/bin/test_memory_summary
 #include <gtest/gtest.h>
 

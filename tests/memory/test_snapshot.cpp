@@ -1,4 +1,4 @@
-// Snapshots and history: PyTorch's schema (pytorch-memory-reference.md §3.2), block states, trace
+// Snapshots and history: PyTorch's schema (torch.cuda.memory._snapshot()), block states, trace
 // actions and their order, the ring buffer, labels as frames and the category extension.
 //   build/tests/bin/test_snapshot
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Test support: a realistic memory snapshot in PyTorch's schema (pytorch-memory-reference.md §3.2),
+// Test support: a realistic memory snapshot in PyTorch's schema (torch.cuda.memory._snapshot()),
 // produced by replaying a synthetic training loop through a tiny first-fit caching allocator, so
 // segments, blocks and trace events are mutually consistent (the final "segments" equal the
 // replay of the trace on top of the blocks that were live when recording began).

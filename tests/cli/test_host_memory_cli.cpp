@@ -1,0 +1,102 @@
+// `vramlab train` on a sim device whose memory outgrows the host's RAM budget: exit 2 within
+// seconds with one line that says it is host RAM (not the simulated device) and gives the numbers,
+// never the simulated device's out-of-memory message; the same run on --device meta exits 0; a bad
+// VRAMLAB_HOST_MEMORY_LIMIT exits 2 naming it.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/workbook/process.h"
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  double seconds = 0.0;
+  std::string out;  // stdout and stderr, in order
+};
+
+// Runs vramlab with \p args under a 60 s limit, with VRAMLAB_HOST_MEMORY_LIMIT=\p limit.
+Result vramlab(const std::string& args, const std::string& limit) {
+  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  const std::filesystem::path output =
+      std::filesystem::temp_directory_path() /
+      ("vramlab_host_memory_cli_" + std::to_string(getpid()) + ".txt");
+  setenv("VRAMLAB_HOST_MEMORY_LIMIT", limit.c_str(), 1);  // the child inherits it
+  const vramlab::workbook::ProcessResult run = vramlab::workbook::run_process(argv, output, 60.0);
+  unsetenv("VRAMLAB_HOST_MEMORY_LIMIT");
+  std::ostringstream text;
+  text << std::ifstream(output).rdbuf();
+  std::filesystem::remove(output);
+  return {run.started && !run.timed_out && run.signal == 0 ? run.exit_code : -1, run.seconds,
+          text.str()};
+}
+
+int count_lines(const std::string& text) {
+  int lines = 0;
+  for (const char c : text) lines += c == '\n' ? 1 : 0;
+  return lines;
+}
+
+// gpt2-tiny reserves 174 MiB in one step (B=8, T=128, AdamW): 100 MiB lets the parameters in and
+// stops the step part-way, at the allocation that crosses the budget.
+const char* const kStep = "train --model gpt2-tiny --steps 1 --device ";
+
+TEST(HostMemoryCli, ASimDeviceBeyondTheHostBudgetExits2WithOneLineSayingHostRam) {
+  const Result r = vramlab(std::string(kStep) + "sim:t4-16g", "100MiB");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_LT(r.seconds, 20.0) << r.out;
+  const std::size_t error = r.out.find("vramlab: error: out of host RAM, not out of device memory");
+  ASSERT_NE(error, std::string::npos) << r.out;
+  // stderr is unbuffered and stdout goes out at exit, so the error line may come first.
+  const std::string message = r.out.substr(error, r.out.find('\n', error) - error);
+  EXPECT_EQ(r.out.find("host RAM", error + message.size()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("host RAM", error), std::string::npos) << r.out;
+  for (const char* part :
+       {"sim:t4-16g keeps its memory in this machine's RAM", " held + ",
+        "only 100.00 MiB is available (VRAMLAB_HOST_MEMORY_LIMIT=100MiB)", "--device meta"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << "no '" << part << "' in " << message;
+  }
+  EXPECT_EQ(r.out.find("Tried to allocate"), std::string::npos) << r.out;
+}
+
+TEST(HostMemoryCli, TheBudgetRefusesAtTheFirstSegmentToo) {
+  const Result r = vramlab(std::string(kStep) + "sim:t4-16g", "8MiB");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("wanted 18.00 MiB of it (0 bytes held + 18.00 MiB requested) but only "
+                       "8.00 MiB is available"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(HostMemoryCli, TheCpuDeviceHasTheSameBudget) {
+  const Result r = vramlab(std::string(kStep) + "cpu", "100MiB");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("out of host RAM"), std::string::npos) << r.out;
+}
+
+TEST(HostMemoryCli, TheSameRunOnMetaExits0) {
+  const Result r = vramlab(std::string(kStep) + "meta", "8MiB");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("step    1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("host RAM"), std::string::npos) << r.out;
+}
+
+TEST(HostMemoryCli, ABadLimitExits2NamingTheVariableAndTheValue) {
+  const Result r = vramlab(std::string(kStep) + "sim:t4-16g", "lots");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(count_lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("VRAMLAB_HOST_MEMORY_LIMIT: invalid size 'lots'"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
