@@ -1,7 +1,7 @@
 /// \file
-/// \brief Routes the SIMT emulator's device allocations (simt::device_malloc, DeviceBuffer)
-/// through a vramlab device's caching allocator, so a memory lesson sees what emulated CUDA
-/// kernels allocate in that device's memory_stats, snapshots and OOM errors.
+/// \brief Routes the SIMT emulator's device allocations (simt::device_malloc, simt::DeviceBuffer)
+/// through a caching allocator of a vramlab device (make_caching_allocator), so its memory_stats,
+/// snapshots and OOM errors show what emulated CUDA kernels allocate.
 ///
 ///     auto device = vramlab::memory::parse_device("sim:t4-16g");
 ///     vramlab::cuda::SimDeviceMemoryResource resource(device);
@@ -9,16 +9,19 @@
 ///     vramlab::simt::DeviceBuffer<float> x(1 << 20);  // counted in the sim device's stats
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
+#include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
-#include "common/memory/device_allocator.h"
 #include "common/memory/memory_category.h"
 #include "kernels/simt/device_memory.h"
 
 namespace vramlab::cuda {
 
-/// A simt::DeviceMemoryResource backed by DeviceAllocator::raw_alloc/raw_free of one device.
+/// A simt::DeviceMemoryResource over its own caching allocator of one device.
 class SimDeviceMemoryResource final : public simt::DeviceMemoryResource {
  public:
   /// \param device a device whose memory the host can touch (cpu or sim): emulated kernels
@@ -33,13 +36,15 @@ class SimDeviceMemoryResource final : public simt::DeviceMemoryResource {
   void* allocate(std::size_t bytes) override;
   /// \param pointer memory from allocate() (nullptr is ignored).
   void deallocate(void* pointer) override;
-  /// \return the allocator of the device, for its stats.
-  memory::DeviceAllocator& allocator() const { return allocator_; }
+  /// \return the device's allocator, for its stats.
+  memory::CachingAllocator& allocator() const { return *allocator_; }
 
  private:
-  memory::DeviceAllocator& allocator_;
+  std::unique_ptr<memory::CachingAllocator> allocator_;
   memory::MemoryCategory category_;
   std::string name_;
+  std::mutex mutex_;  // the emulator may allocate from several threads
+  std::unordered_map<void*, memory::Block*> blocks_;  // pointer -> its block, for deallocate
 };
 
 /// Makes a resource the emulator's device memory for the lifetime of this object, then restores

@@ -1,6 +1,8 @@
 // The `vramlab alloc` trace format: parsing and replay.
 #include "common/memory/trace_replay.h"
 
+#include "common/memory/make_caching_allocator.h"
+
 #include <charconv>
 #include <sstream>
 #include <vector>
@@ -47,24 +49,14 @@ void expect_arguments(const std::vector<std::string>& words, std::size_t min_cou
 
 }  // namespace
 
-std::unique_ptr<CachingAllocator> make_caching_allocator(const Device& device,
-                                                         const AllocatorConfig& config) {
-  switch (device.kind) {
-    case DeviceKind::sim:
-      // A replay never touches the memory it allocates, and the allocator's decisions depend only
-      // on the capacity: the meta backing gives the same replay without mapping host RAM, so a
-      // 141 GiB trace replays on a laptop (and the host-memory budget never applies).
-    case DeviceKind::meta:
-      return std::make_unique<CachingAllocator>(make_meta_backing(device.spec.capacity_bytes),
-                                                device.name(), device.index, config);
-    case DeviceKind::cuda:
-      return std::make_unique<CachingAllocator>(make_cuda_backing(static_cast<int>(device.index)),
-                                                "CUDA", device.index, config);
-    case DeviceKind::cpu:
-      break;
-  }
-  throw UsageError("device '" + device.name() +
-                   "' has no caching allocator (use sim, meta or cuda)");
+std::unique_ptr<CachingAllocator> make_replay_allocator(const Device& device,
+                                                        const AllocatorConfig& config) {
+  if (device.kind == DeviceKind::cpu)
+    throw UsageError("device '" + device.name() +
+                     "' has no capacity to replay against (use sim, meta or cuda)");
+  return make_caching_allocator(
+      device, config,
+      device.kind == DeviceKind::cuda ? SegmentMemory::real : SegmentMemory::addresses_only);
 }
 
 void TraceReplayer::execute(const std::string& line) {

@@ -22,15 +22,16 @@
 
 namespace vramlab::memory {
 
-/// A caching allocator for \p device on its own backing (outside the process registry), for
-/// replays: a sim device gets the meta backing with the sim device's capacity, since a replay never
-/// touches the memory it allocates (no host RAM mapped, and the host-memory budget never applies).
+/// The caching allocator a replay runs on: make_caching_allocator() with addresses only for a sim
+/// device, since a replay never touches the memory it allocates (no host RAM is mapped and the
+/// host-memory budget never applies, so a 141 GiB trace replays on a laptop); a real GPU's memory
+/// on cuda.
 /// \param device a sim, meta or cuda device.  \param config the settings.
 /// \return the allocator.
-/// \throws vramlab::UsageError for a cpu device (it has no caching allocator);
-///         std::runtime_error for cuda without a CUDA build.
-std::unique_ptr<CachingAllocator> make_caching_allocator(const Device& device,
-                                                         const AllocatorConfig& config);
+/// \throws vramlab::UsageError for a cpu device (no capacity to replay against) or an unusable
+/// cuda device.
+std::unique_ptr<CachingAllocator> make_replay_allocator(const Device& device,
+                                                        const AllocatorConfig& config);
 
 /// How a replay ended.
 struct ReplayOutcome {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <limits>
 
-#include "common/memory/device_allocator.h"
+#include "common/memory/make_caching_allocator.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::memory {
@@ -121,44 +121,57 @@ TEST(AllocConf, EnvironmentVariableIsRead) {
   unsetenv("VRAMLAB_ALLOC_CONF");
 }
 
-TEST(DeviceRegistry, SeveralSimDevicesLiveSideBySide) {
-  DeviceAllocator& small = device_allocator(parse_device("sim:7:64MiB"));
-  DeviceAllocator& big = device_allocator(parse_device("sim:8:a100-80g"));
-  EXPECT_EQ(&small, &device_allocator(parse_device("sim:7:64MiB")));
-  void* on_big = big.raw_alloc(100 * kMiB);
-  EXPECT_THROW(small.raw_alloc(100 * kMiB), OutOfMemoryError);
-  std::memset(on_big, 1, 4096);
-  big.raw_free(on_big);
-  EXPECT_THROW(device_allocator(parse_device("sim:7:2GiB")), UsageError);
+TEST(MakeCachingAllocator, EachSimDeviceHasItsOwnCapacityAndLabel) {
+  auto small = make_caching_allocator(parse_device("sim:64MiB"), AllocatorConfig{});
+  auto big = make_caching_allocator(parse_device("sim:a100-80g"), AllocatorConfig{});
+  EXPECT_EQ(small->capacity_bytes(), 64 * kMiB);
+  EXPECT_EQ(big->capacity_bytes(), 80 * kGiB);
+  Block* on_big = big->malloc(100 * kMiB);
+  std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(on_big->address)), 1, 4096);
+  try {
+    small->malloc(100 * kMiB);
+    FAIL() << "100 MiB fit on a 64 MiB device";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind("sim:64MiB out of memory. Tried to allocate 100.00 MiB", 0), 0u)
+        << e.what();
+  }
+  big->free(on_big);
+  small->check_invariants();
 }
 
-TEST(DeviceRegistry, CpuMemoryIsTrackedWithoutCaching) {
-  DeviceAllocator& cpu = device_allocator(parse_device("cpu"));
-  const std::int64_t before = cpu.allocated_bytes().current;
-  void* p = cpu.raw_alloc(100, 0, MemoryCategory::input);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
-  EXPECT_EQ(cpu.allocated_bytes().current, before + 128);
-  EXPECT_EQ(cpu.caching_allocator(), nullptr);
-  cpu.raw_free(p);
-  EXPECT_EQ(cpu.allocated_bytes().current, before);
-  EXPECT_GE(cpu.category_stats().of(MemoryCategory::input).peak, 128);
+TEST(MakeCachingAllocator, CpuMemoryHasNoCapacityButIsCached) {
+  auto cpu = make_caching_allocator(parse_device("cpu"), AllocatorConfig{});
+  EXPECT_EQ(cpu->capacity_bytes(), kOneExaByte);
+  Block* block = cpu->malloc(100, 0, MemoryCategory::input, "ids");
+  EXPECT_EQ(cpu->stats().allocated_bytes[kAggregate].current, 512);  // PyTorch's 512-B rounding
+  EXPECT_EQ(cpu->category_stats().of(MemoryCategory::input).current, 512);
+  cpu->free(block);
+  EXPECT_EQ(cpu->stats().allocated_bytes[kAggregate].current, 0);
+  EXPECT_GT(cpu->stats().reserved_bytes[kAggregate].current, 0) << "the segment was not cached";
 }
 
-TEST(DeviceRegistry, MetaDeviceHandsOutAddressesWithoutMemory) {
-  DeviceAllocator& meta = device_allocator(parse_device("meta:9:1TiB"));
-  void* p = meta.raw_alloc(512 * kGiB);
-  EXPECT_NE(p, nullptr);
-  EXPECT_FALSE(meta.host_accessible());
-  meta.raw_free(p);
-  EXPECT_THROW(meta.raw_free(p), std::logic_error);
+TEST(MakeCachingAllocator, MetaAndAddressOnlySimHandOutAddressesWithoutMemory) {
+  for (const auto& [device, memory] : std::vector<std::pair<const char*, SegmentMemory>>{
+           {"meta:1TiB", SegmentMemory::real}, {"sim:1TiB", SegmentMemory::addresses_only}}) {
+    auto allocator = make_caching_allocator(parse_device(device), AllocatorConfig{}, memory);
+    Block* block = allocator->malloc(512 * kGiB);  // would not fit in this machine's RAM
+    EXPECT_NE(block->address, 0u) << device;
+    EXPECT_EQ(allocator->stats().reserved_bytes[kAggregate].current, 512 * kGiB) << device;
+    allocator->free(block);
+  }
 }
 
-TEST(DeviceRegistry, CudaWithoutCudaBuildFailsClearly) {
-#if !VRAMLAB_HAVE_CUDA
-  EXPECT_THROW(device_allocator(parse_device("cuda:5")), std::runtime_error);
-#else
-  GTEST_SKIP() << "built with CUDA";
-#endif
+TEST(MakeCachingAllocator, AnUnusableCudaDeviceIsRefusedWithTheReason) {
+  try {
+    make_caching_allocator(parse_device("cuda:5"), AllocatorConfig{});
+    GTEST_SKIP() << "this machine has a sixth GPU";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("device 'cuda:5' "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--device sim:t4-16g --kernels cuda-emulated"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ TEST_F(HostMemoryBudget, TheMetaDeviceNeverTakesFromIt) {
 }
 
 TEST_F(HostMemoryBudget, ATraceReplayOnASimDeviceMapsNoHostMemory) {
-  auto allocator = make_caching_allocator(parse_device("sim:h200-141g"), AllocatorConfig{});
+  auto allocator = make_replay_allocator(parse_device("sim:h200-141g"), AllocatorConfig{});
   Block* block = allocator->malloc(100 * kGiB);
   EXPECT_EQ(host_memory_held_bytes(), 0u);
   EXPECT_EQ(allocator->capacity_bytes(), 141 * kGiB);

@@ -13,7 +13,7 @@ namespace {
 constexpr std::size_t kMiB = 1ULL << 20;
 
 std::unique_ptr<CachingAllocator> meta_allocator(const std::string& size) {
-  return make_caching_allocator(parse_device("meta:" + size), AllocatorConfig{});
+  return make_replay_allocator(parse_device("meta:" + size), AllocatorConfig{});
 }
 
 std::string usage_error(CachingAllocator& allocator, const std::string& text) {
@@ -92,7 +92,7 @@ TEST(TraceReplay, MalformedLinesNameFileAndLine) {
 }
 
 TEST(TraceReplay, CpuHasNoCachingAllocator) {
-  EXPECT_THROW(make_caching_allocator(parse_device("cpu"), AllocatorConfig{}), UsageError);
+  EXPECT_THROW(make_replay_allocator(parse_device("cpu"), AllocatorConfig{}), UsageError);
 }
 
 }  // namespace

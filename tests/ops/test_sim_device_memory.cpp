@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/cuda/sim_device_memory_resource.h"
+#include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
-#include "common/memory/device_allocator.h"
 #include "common/memory/oom_error.h"
 #include "common/platform/errors.h"
 #include "kernels/cpu/softmax.h"
@@ -19,15 +19,14 @@
 namespace vramlab::cuda {
 namespace {
 
-std::int64_t allocated_bytes(memory::DeviceAllocator& allocator) {
-  return allocator.allocated_bytes().current;
+std::int64_t allocated_bytes(const memory::CachingAllocator& allocator) {
+  return allocator.stats().allocated_bytes[memory::kAggregate].current;
 }
 
 TEST(SimDeviceMemoryResource, EmulatedKernelBuffersShowUpInTheSimDeviceStats) {
-  // An index of its own, so other tests' allocations on sim devices do not interfere.
-  const memory::Device device = memory::parse_device("sim:7:64MiB");
+  const memory::Device device = memory::parse_device("sim:64MiB");
   SimDeviceMemoryResource resource(device, memory::MemoryCategory::activation, "softmax test");
-  memory::DeviceAllocator& allocator = resource.allocator();
+  memory::CachingAllocator& allocator = resource.allocator();
   const std::int64_t before = allocated_bytes(allocator);
   const std::int64_t activations_before =
       allocator.category_stats()
@@ -60,10 +59,23 @@ TEST(SimDeviceMemoryResource, EmulatedKernelBuffersShowUpInTheSimDeviceStats) {
     EXPECT_LT(max_diff, 1e-6) << "softmax on sim-device memory differs from the CPU reference";
   }
   EXPECT_EQ(allocated_bytes(allocator), before) << "freeing the buffers did not return the blocks";
+  EXPECT_NO_THROW(allocator.check_invariants());
+}
+
+TEST(SimDeviceMemoryResource, EachResourceHasItsOwnAllocator) {
+  SimDeviceMemoryResource small(memory::parse_device("sim:64MiB"));
+  SimDeviceMemoryResource big(memory::parse_device("sim:a100-80g"));
+  void* on_big = big.allocate(100 << 20);
+  EXPECT_THROW((void)small.allocate(100 << 20), memory::OutOfMemoryError);
+  EXPECT_EQ(allocated_bytes(small.allocator()), 0);
+  big.deallocate(on_big);
+  EXPECT_EQ(allocated_bytes(big.allocator()), 0);
+  int not_from_it = 0;
+  EXPECT_THROW(big.deallocate(&not_from_it), InternalError);
 }
 
 TEST(SimDeviceMemoryResource, TheScopeRestoresThePreviousResource) {
-  const memory::Device device = memory::parse_device("sim:8:16MiB");
+  const memory::Device device = memory::parse_device("sim:16MiB");
   SimDeviceMemoryResource resource(device);
   simt::DeviceMemoryResource* before = &simt::device_memory_resource();
   {
@@ -74,7 +86,7 @@ TEST(SimDeviceMemoryResource, TheScopeRestoresThePreviousResource) {
 }
 
 TEST(SimDeviceMemoryResource, TheSimDeviceCapacityLimitsEmulatedAllocations) {
-  const memory::Device device = memory::parse_device("sim:9:64MiB");
+  const memory::Device device = memory::parse_device("sim:64MiB");
   SimDeviceMemoryResource resource(device);
   ScopedDeviceMemoryResource use(resource);
   simt::DeviceBuffer<float> fits(512 * 1024);  // 2 MiB (a 20 MiB segment)

@@ -86,7 +86,7 @@ int run_alloc(const AllocOptions& options) {
   std::ifstream input(options.trace_path);
   if (!input) throw UsageError("cannot read trace '" + options.trace_path + "'");
 
-  auto allocator = memory::make_caching_allocator(device, config);
+  auto allocator = memory::make_replay_allocator(device, config);
   allocator->record_history(memory::RecordMode::all);
   memory::TraceReplayer replayer(*allocator);
   const memory::ReplayOutcome outcome = replayer.replay(input, options.trace_path);
