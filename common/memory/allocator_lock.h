@@ -18,18 +18,9 @@ namespace vramlab::memory {
 
 /// Holds a std::mutex for one allocator call, unless the process has a single thread.
 ///
-/// glibc's own pthread_mutex_lock/unlock make the same test (`__libc_single_threaded`) and then
-/// take no atomic operation, but they are calls that also dispatch on the mutex type: ~110
-/// instructions per malloc + free pair, a sixth of the cached pair (callgrind,
-/// bench_caching_allocator). Making the test inline drops them.
-///
-/// Why skipping is safe: while `__libc_single_threaded` is true no other thread exists, and only
-/// this thread could create one; it is inside an allocator call, which never starts a thread that
-/// calls the allocator (a backing may start helper threads, e.g. the CUDA runtime's, but they never
-/// call it). The decision is taken once per call and kept: a guard that took no lock never unlocks,
-/// even when the process gains a thread during the call.
-/// Once the process has had a second thread, glibc keeps the flag false and every call locks.
-/// Without glibc's flag (non-glibc systems) every call locks.
+/// The decision is taken at construction and kept: a guard that took no lock never unlocks, even
+/// when the process gains a thread meanwhile. Why skipping is safe, and what it gains: Note [Lock
+/// skipped while single-threaded] in caching_allocator.cpp.
 class AllocatorLock {
  public:
   /// Locks \p mutex unless the process has a single thread.

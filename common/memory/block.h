@@ -19,7 +19,7 @@ struct BlockPool;
 struct ExpandableSegment;
 
 /// A pool search key: the (stream, size, address) a best-fit lookup starts from, without building a
-/// whole Block (whose string and vector members cost a construction and destruction per lookup).
+/// whole Block (see Note [Search key] in caching_allocator.cpp).
 struct BlockKey {
   StreamId stream = 0;        ///< the requesting stream
   std::size_t size = 0;       ///< the rounded request
@@ -57,8 +57,8 @@ struct Block {
   std::size_t requested_size = 0;  ///< bytes the caller asked for (0 when free)
   StreamId stream = 0;             ///< the stream the block belongs to
   BlockPool* pool = nullptr;       ///< small or large pool
-  /// The block's entry in its pool's set, valid while the block is free (in the set); lets free
-  /// merge with a neighbour without searching the pool for it.
+  /// The block's entry in its pool's set, valid while the block is free (in the set); see Note
+  /// [Pool entries reused in place] in caching_allocator.cpp.
   BlockSet::iterator pool_entry{};
   Block* prev = nullptr;              ///< lower-address neighbour in the segment
   Block* next = nullptr;              ///< higher-address neighbour in the segment

@@ -173,32 +173,18 @@ class CachingAllocator {
     bool completed;
   };
 
-  Block* new_block();
-  void delete_block(Block* block);
-  void pool_insert(BlockPool::Set& set, Block* block);
-  void pool_erase(BlockPool::Set& set, Block* block);
-  void insert_into_blocks(Block* block);
-  // Puts \p block into the pool entry \p slot (which held it or a neighbour it absorbed) without
-  // rebalancing when the order allows, else moves it to its sorted place. \p grew: the block is
-  // larger than the entry's old key (merged), else smaller (split).
-  void insert_into_blocks_at(BlockPool::Set::iterator slot, Block* block, bool grew);
-  static std::size_t stat_type_of(const BlockPool& pool);
-  bool should_split(const Block* block, std::size_t size) const;
+  // The Notes named in comments ("See Note [Name]") are at the top of caching_allocator.cpp.
 
-  // \return the best-fitting free block's pool entry, or params.pool->blocks.end().
-  BlockPool::Set::iterator get_free_block(AllocParams& params);
-  Block* alloc_block(AllocParams& params, bool is_retry);
-  // malloc without a cached block: a new segment, else the release paths, else the OOM error. Out
-  // of line so the cached path's frame stays small.
-  [[gnu::noinline]] Block* malloc_uncached(AllocParams& params);
-  [[noreturn, gnu::noinline, gnu::cold]] void throw_more_than_exabyte(std::size_t bytes);
-  // \p pool_entry is \p block's entry in params.pool->blocks, or end() when it is in no pool.
-  Block* alloc_found_block(Block* block, const AllocParams& params,
-                           BlockPool::Set::iterator pool_entry);
+  // PyTorch's DeviceCachingAllocator members, in the order malloc and free call them.
+  bool get_free_block(AllocParams& params);
+  bool alloc_block(AllocParams& params, bool is_retry);
+  bool should_split(const Block* block, std::size_t size) const;
+  Block* alloc_found_block(const AllocParams& params, bool split_remainder);
   void free_block(Block* block);
-  static bool can_merge(const Block* dst, const Block* src);
-  std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
-  std::size_t merge_blocks(Block* dst, Block* src);
+  // Merges the free block \p src into its neighbour \p dst and returns the bytes it added, or 0
+  // when \p src cannot merge. \p dst_entry: see Note [Pool entries reused in place].
+  std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool,
+                               BlockPool::Set::iterator* dst_entry = nullptr);
   void insert_events(Block* block);
   void process_events();
   void synchronize_and_free_events();
@@ -207,7 +193,18 @@ class CachingAllocator {
   void release_blocks(BlockPool& pool);
   void release_block(Block* block);
   void garbage_collect_cached_blocks();
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_more_than_exabyte(std::size_t bytes);
   [[noreturn]] void throw_out_of_memory(const AllocParams& params);
+
+  Block* new_block();
+  void delete_block(Block* block);
+  void insert_into_blocks(Block* block);
+  // \p grew: \p block is larger than the key \p entry held (merged), else smaller (split).
+  void insert_into_blocks_at(BlockPool::Set::iterator entry, Block* block, bool grew);
+  void erase_from_blocks(Block* block);
+  void pool_insert(BlockPool::Set& set, Block* block);
+  void pool_erase(BlockPool::Set& set, Block* block);
+  static std::size_t stat_type_of(const BlockPool& pool);
 
   Block* try_allocate_expandable_block(AllocParams& params);
   Block* find_expandable_block(AllocParams& params);
@@ -234,15 +231,15 @@ class CachingAllocator {
   std::string device_label_;
   std::int64_t device_index_;
   AllocatorConfig config_;
-  DeviceStats stats_;  // kept per pool: see with_aggregate_sums
+  DeviceStats stats_;  // See Note [Pool-kept statistics]
   CategoryStats category_stats_;
   BlockPool small_blocks_;
   BlockPool large_blocks_;
   std::vector<PendingEvent> events_;
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   std::deque<Block> block_storage_;
-  Block* spare_blocks_ = nullptr;  // unused Block objects, linked through next
-  std::vector<BlockPool::Set::node_type> spare_nodes_;
+  Block* spare_blocks_ = nullptr;                       // See Note [Spare blocks]
+  std::vector<BlockPool::Set::node_type> spare_nodes_;  // See Note [Pool entries reused in place]
   std::uint64_t total_allocated_memory_ = 0;
   bool memory_fraction_set_ = false;
   std::uint64_t allowed_memory_maximum_ = 0;

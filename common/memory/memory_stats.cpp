@@ -63,9 +63,6 @@ DeviceStats with_aggregate_sums(DeviceStats pool_stats) {
     const Stat& small = array[kSmallPool];
     const Stat& large = array[kLargePool];
     all.current = small.current + large.current;
-    all.peak = std::max(all.peak, all.current);
-    for (const std::size_t pool : {kSmallPool, kLargePool})
-      array[pool].peak = std::max(array[pool].peak, array[pool].current);
     all.allocated = small.allocated + large.allocated;
     all.freed = small.freed + large.freed;
   });

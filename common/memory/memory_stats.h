@@ -74,39 +74,27 @@ struct DeviceStats {
   std::vector<std::pair<std::string, std::int64_t>> to_key_values() const;
 };
 
-/// Adds \p amount to the pool statistic \p stats[\p type]. For statistics kept per pool (see
-/// with_aggregate_sums), peaks are lazy: an increase only adds, and a peak is brought up to date
-/// when its value is about to fall (decrease_pool_stat) or is read (with_aggregate_sums). That is
-/// exact: between two decreases the value only rises, so its highest point is reached just before
-/// the next decrease or is the value now. It moves the peak work off the allocation path and drops
-/// it from allocations whose values never fall before the next read.
+/// Adds \p amount to the pool statistic \p stats[\p type] and raises the "all" peak to the pools'
+/// sum (see with_aggregate_sums).
 /// \param stats the statistic.
 /// \param type kSmallPool or kLargePool.
 /// \param amount non-negative.
-[[gnu::always_inline]] inline void increase_pool_stat(StatArray& stats, std::size_t type,
-                                                      std::int64_t amount) {
-  stats[type].current += amount;
-  stats[type].allocated += amount;
-}
-
-/// Subtracts \p amount from the pool statistic \p stats[\p type], first raising its peak and the
-/// "all" peak (the pools' sum) to their values before the decrease (see increase_pool_stat).
-/// \param stats the statistic.
-/// \param type kSmallPool or kLargePool.
-/// \param amount non-negative.
-[[gnu::always_inline]] inline void decrease_pool_stat(StatArray& stats, std::size_t type,
-                                                      std::int64_t amount) {
-  Stat& pool = stats[type];
-  if (pool.current > pool.peak) pool.peak = pool.current;
+inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
+  stats[type].increase(amount);
   const std::int64_t all = stats[kSmallPool].current + stats[kLargePool].current;
   if (all > stats[kAggregate].peak) stats[kAggregate].peak = all;
-  pool.current -= amount;
-  pool.freed += amount;
+}
+
+/// Subtracts \p amount from the pool statistic \p stats[\p type] (see with_aggregate_sums).
+/// \param stats the statistic.
+/// \param type kSmallPool or kLargePool.
+/// \param amount non-negative.
+inline void decrease_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
+  stats[type].decrease(amount);
 }
 
 /// Completes statistics kept per pool. Every StatArray's "all" entry holds only its peak (the peak
 /// of a sum is not the sum of the peaks); its current, allocated and freed are the pools' sums.
-/// Lazy peaks (see increase_pool_stat) are brought up to date with the current values.
 /// \param pool_stats statistics kept with increase_pool_stat and decrease_pool_stat.
 /// \return the same statistics with every "all" entry complete.
 DeviceStats with_aggregate_sums(DeviceStats pool_stats);
