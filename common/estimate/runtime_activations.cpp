@@ -37,7 +37,7 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
                                                                      int64_t seq) {
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, H = model.heads, F = model.ffn_hidden;
-  if (model.family == "gpt2") {
+  if (model.family == ModelFamily::gpt2) {
     return {
         {"ln1", {B, T, C}},       {"ln1_mean", {B, T}},
         {"ln1_rstd", {B, T}},     {"qkv", {B, T, checked_mul(3, C, "qkv width")}},
@@ -64,7 +64,7 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, V = model.vocab;
   std::vector<SavedActivationSpec> out = {{"encoded", {B, T, C}}, {"lnf", {B, T, C}}};
-  if (model.norm == "layernorm") out.push_back({"lnf_mean", {B, T}});
+  if (model.norm == NormKind::layernorm) out.push_back({"lnf_mean", {B, T}});
   out.push_back({"lnf_rstd", {B, T}});
   out.push_back({"logits", {B, T, V}});
   out.push_back({"probs", {B, T, V}});

@@ -34,16 +34,17 @@ void validate_shapes(const ModelConfig& c) {
   if (c.heads % c.kv_heads != 0)
     throw UsageError("model '" + c.name + "': kv_heads (" + std::to_string(c.kv_heads) +
                      ") must divide heads (" + std::to_string(c.heads) + ")");
-  if (c.family != "gpt2" && c.family != "llama")
-    throw UsageError("model '" + c.name + "': unknown family '" + c.family +
-                     "' (expected gpt2 or llama)");
-  if (c.norm != "layernorm" && c.norm != "rmsnorm")
-    throw UsageError("model '" + c.name + "': unknown norm '" + c.norm +
-                     "' (expected layernorm or rmsnorm)");
-  if (c.mlp != "gelu" && c.mlp != "swiglu")
-    throw UsageError("model '" + c.name + "': unknown mlp '" + c.mlp +
-                     "' (expected gelu or swiglu)");
-  if (c.family == "gpt2" && c.kv_heads != c.heads)
+  // The enums are closed, but a cast or an uninitialised copy can still carry another value.
+  if (c.family != ModelFamily::gpt2 && c.family != ModelFamily::llama)
+    throw UsageError("model '" + c.name + "': invalid family value " +
+                     std::to_string(static_cast<int>(c.family)));
+  if (c.norm != NormKind::layernorm && c.norm != NormKind::rmsnorm)
+    throw UsageError("model '" + c.name + "': invalid norm value " +
+                     std::to_string(static_cast<int>(c.norm)));
+  if (c.mlp != MlpKind::gelu && c.mlp != MlpKind::swiglu)
+    throw UsageError("model '" + c.name + "': invalid mlp value " +
+                     std::to_string(static_cast<int>(c.mlp)));
+  if (c.family == ModelFamily::gpt2 && c.kv_heads != c.heads)
     throw UsageError(
         "model '" + c.name + "': the gpt2 family has a fused (3C, C) qkv, so kv_heads (" +
         std::to_string(c.kv_heads) + ") must equal heads (" + std::to_string(c.heads) + ")");
@@ -61,8 +62,8 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
     (void)spec.numel();  // throws on overflow
     out.push_back(std::move(spec));
   };
-  const bool gpt2 = c.family == "gpt2";
-  const bool layernorm = c.norm == "layernorm";
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  const bool layernorm = c.norm == NormKind::layernorm;
   auto add_norm = [&](const std::string& prefix, int64_t layer) {
     add(prefix + ".weight", {C}, layer);               // (C)
     if (layernorm) add(prefix + ".bias", {C}, layer);  // (C)
@@ -86,7 +87,7 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
     }
     add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l);  // (C, C)
     add_norm(p + (gpt2 ? "ln2" : "norm2"), l);
-    if (c.mlp == "gelu") {
+    if (c.mlp == MlpKind::gelu) {
       add_linear(p + "mlp.fc", F, C, l);    // (F, C)
       add_linear(p + "mlp.proj", C, F, l);  // (C, F)
     } else {
@@ -171,7 +172,7 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
                         int64_t vocab, int64_t max_seq) {
   ModelConfig c;
   c.name = std::move(name);
-  c.family = "gpt2";
+  c.family = ModelFamily::gpt2;
   c.layers = layers;
   c.hidden = hidden;
   c.heads = heads;
@@ -182,8 +183,8 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
   c.max_seq = max_seq;
   c.tied_embeddings = true;
   c.learned_position_embeddings = true;
-  c.norm = "layernorm";
-  c.mlp = "gelu";
+  c.norm = NormKind::layernorm;
+  c.mlp = MlpKind::gelu;
   c.bias = true;
   return c;
 }
@@ -192,7 +193,7 @@ ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64
                          int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq) {
   ModelConfig c;
   c.name = std::move(name);
-  c.family = "llama";
+  c.family = ModelFamily::llama;
   c.layers = layers;
   c.hidden = hidden;
   c.heads = heads;
@@ -202,8 +203,8 @@ ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64
   c.max_seq = max_seq;
   c.tied_embeddings = false;
   c.learned_position_embeddings = false;
-  c.norm = "rmsnorm";
-  c.mlp = "swiglu";
+  c.norm = NormKind::rmsnorm;
+  c.mlp = MlpKind::swiglu;
   c.bias = false;
   return c;
 }

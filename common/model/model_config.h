@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/model_kinds.h"
+
 namespace vramlab {
 
 /// One parameter tensor of a model: its name, shape and owning layer.
@@ -37,19 +39,19 @@ struct ParameterSpec {
 
 /// The shapes of a decoder-only transformer.
 struct ModelConfig {
-  std::string name;              ///< e.g. "gpt2-124m", or "custom".
-  std::string family;            ///< "gpt2" or "llama".
-  int64_t layers = 0;            ///< L, number of transformer blocks.
-  int64_t hidden = 0;            ///< C (h in Korthikanti et al.), the model width.
-  int64_t heads = 0;             ///< H (a in Korthikanti et al.), attention heads.
+  std::string name;                        ///< e.g. "gpt2-124m", or "custom".
+  ModelFamily family = ModelFamily::gpt2;  ///< parameter names and attention layout.
+  int64_t layers = 0;                      ///< L, number of transformer blocks.
+  int64_t hidden = 0;                      ///< C (h in Korthikanti et al.), the model width.
+  int64_t heads = 0;                       ///< H (a in Korthikanti et al.), attention heads.
   int64_t kv_heads = 0;          ///< key/value heads (= heads without grouped-query attention).
   int64_t ffn_hidden = 0;        ///< F, MLP inner width (4C for GPT-2).
   int64_t vocab = 0;             ///< V, vocabulary size.
   int64_t max_seq = 0;           ///< maximum sequence length (rows of wpe for GPT-2).
   bool tied_embeddings = false;  ///< LM head shares the token embedding.
   bool learned_position_embeddings = false;  ///< a (maxT, C) position table (GPT-2).
-  std::string norm;                          ///< "layernorm" (weight + bias) or "rmsnorm" (weight).
-  std::string mlp;                           ///< "gelu" (fc, proj) or "swiglu" (gate, up, down).
+  NormKind norm = NormKind::layernorm;       ///< LayerNorm (weight + bias) or RMSNorm (weight).
+  MlpKind mlp = MlpKind::gelu;               ///< GELU (fc, proj) or SwiGLU (gate, up, down).
   bool bias = false;                         ///< linear layers carry biases.
 
   /// \return hidden / heads, the width of one attention head.
@@ -60,7 +62,7 @@ struct ModelConfig {
   /// Checks the shapes.
   /// \throws vramlab::UsageError naming the bad value: a size ≤ 0, more than 100000 layers,
   /// heads not dividing hidden,
-  /// kv_heads not dividing heads, an unknown family/norm/mlp, or a parameter count that
+  /// kv_heads not dividing heads, a family/norm/mlp outside its enum, or a parameter count that
   /// overflows int64.
   void validate() const;
 

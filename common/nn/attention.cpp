@@ -8,7 +8,7 @@ namespace {
 std::vector<Linear> make_qkv(const ParameterStore& params, const ModelConfig& c,
                              const std::string& p) {
   std::vector<Linear> qkv;
-  if (c.family == "gpt2") {
+  if (c.family == ModelFamily::gpt2) {
     for (int64_t i = 0; i < 3; ++i)
       qkv.emplace_back(params, p + "attn.qkv.weight", p + "attn.qkv.bias", i * c.hidden, c.hidden);
   } else {
@@ -31,11 +31,11 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
       H_(config.heads),
       Hkv_(config.kv_heads),
       D_(config.head_dim()),
-      rope_(config.family == "llama"),
+      rope_(config.family == ModelFamily::llama),
       rope_theta_(config.name.rfind("llama3", 0) == 0 ? 500000.0 : 10000.0),
       qkv_(make_qkv(params, config, prefix(layer))),
       proj_(Linear::from_prefix(
-          params, prefix(layer) + (config.family == "gpt2" ? "attn.proj" : "attn.o"))) {}
+          params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}
 
 const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved, const float* inp,
                                        int64_t B, int64_t T, const std::string& output_name) const {

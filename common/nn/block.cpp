@@ -11,7 +11,7 @@ namespace {
 
 std::variant<Mlp, SwigluMlp> make_mlp(const ParameterStore& params, const ModelConfig& c,
                                       const std::string& prefix, int64_t layer) {
-  if (c.mlp == "gelu") return Mlp(params, prefix, layer);
+  if (c.mlp == MlpKind::gelu) return Mlp(params, prefix, layer);
   return SwigluMlp(params, prefix, layer);
 }
 
@@ -21,12 +21,14 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
     : layer_(layer),
       C_(config.hidden),
       norm1_(params,
-             "blocks." + std::to_string(layer) + (config.family == "gpt2" ? ".ln1" : ".norm1"),
-             config.family == "gpt2" ? "ln1" : "norm1", layer),
+             "blocks." + std::to_string(layer) +
+                 (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
+             config.family == ModelFamily::gpt2 ? "ln1" : "norm1", layer),
       attention_(params, config, layer),
       norm2_(params,
-             "blocks." + std::to_string(layer) + (config.family == "gpt2" ? ".ln2" : ".norm2"),
-             config.family == "gpt2" ? "ln2" : "norm2", layer),
+             "blocks." + std::to_string(layer) +
+                 (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
+             config.family == ModelFamily::gpt2 ? "ln2" : "norm2", layer),
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
 const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const float* x,

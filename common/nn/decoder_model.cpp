@@ -24,7 +24,7 @@ std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& 
 }
 
 bool gpt2(const ModelConfig& c) {
-  return c.family == "gpt2";
+  return c.family == ModelFamily::gpt2;
 }
 
 // Standard normal number `index` of stream `seed` (Box-Muller on two counter-based uniforms).

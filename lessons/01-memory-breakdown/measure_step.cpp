@@ -60,12 +60,12 @@ ModelConfig model_from_flags(const ModelFlags& flags) {
   if (flags.hidden) c.hidden = *flags.hidden;
   if (flags.heads) {
     c.heads = *flags.heads;
-    if (c.family == "gpt2") c.kv_heads = *flags.heads;
+    if (c.family == ModelFamily::gpt2) c.kv_heads = *flags.heads;
   }
   if (flags.kv_heads) c.kv_heads = *flags.kv_heads;
   if (flags.vocab) c.vocab = *flags.vocab;
   if (flags.max_seq) c.max_seq = *flags.max_seq;
-  if (flags.hidden && c.family == "gpt2") c.ffn_hidden = 4 * c.hidden;
+  if (flags.hidden && c.family == ModelFamily::gpt2) c.ffn_hidden = 4 * c.hidden;
   c.validate();
   return c;
 }

@@ -145,9 +145,48 @@ TEST(ModelConfig, BadShapesAreUsageErrorsNamingTheValue) {
   const std::string deep = validate_message(gpt2_config("x", 1LL << 40, 8, 1, 8, 8));
   EXPECT_NE(deep.find("1099511627776"), std::string::npos) << deep;
   ModelConfig family = gpt2_config("x", 2, 64, 4, 256, 32);
-  family.family = "bert";
-  EXPECT_NE(validate_message(family).find("'bert'"), std::string::npos);
+  family.family = static_cast<ModelFamily>(7);
+  EXPECT_NE(validate_message(family).find("invalid family value 7"), std::string::npos);
   EXPECT_THROW((void)family.parameter_count(), UsageError);
+  ModelConfig norm = gpt2_config("x", 2, 64, 4, 256, 32);
+  norm.norm = static_cast<NormKind>(-1);
+  EXPECT_NE(validate_message(norm).find("invalid norm value -1"), std::string::npos);
+  ModelConfig mlp = gpt2_config("x", 2, 64, 4, 256, 32);
+  mlp.mlp = static_cast<MlpKind>(2);
+  EXPECT_NE(validate_message(mlp).find("invalid mlp value 2"), std::string::npos);
+}
+
+TEST(ModelKinds, NamesRoundTripThroughTheParsers) {
+  for (ModelFamily f : {ModelFamily::gpt2, ModelFamily::llama})
+    EXPECT_EQ(parse_model_family(model_family_name(f)), f);
+  for (NormKind n : {NormKind::layernorm, NormKind::rmsnorm})
+    EXPECT_EQ(parse_norm_kind(norm_kind_name(n)), n);
+  for (MlpKind m : {MlpKind::gelu, MlpKind::swiglu}) EXPECT_EQ(parse_mlp_kind(mlp_kind_name(m)), m);
+  // The spellings are part of the JSON outputs.
+  EXPECT_EQ(model_family_name(ModelFamily::gpt2), "gpt2");
+  EXPECT_EQ(model_family_name(ModelFamily::llama), "llama");
+  EXPECT_EQ(norm_kind_name(NormKind::layernorm), "layernorm");
+  EXPECT_EQ(norm_kind_name(NormKind::rmsnorm), "rmsnorm");
+  EXPECT_EQ(mlp_kind_name(MlpKind::gelu), "gelu");
+  EXPECT_EQ(mlp_kind_name(MlpKind::swiglu), "swiglu");
+}
+
+TEST(ModelKinds, ParsersRejectOtherSpellingsNamingTheValue) {
+  auto message = [](auto parse, std::string_view text) {
+    try {
+      (void)parse(text);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(parse_model_family, "bert"), "unknown family 'bert' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_model_family, "GPT2"), "unknown family 'GPT2' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_model_family, ""), "unknown family '' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_norm_kind, "batchnorm"),
+            "unknown norm 'batchnorm' (expected layernorm or rmsnorm)");
+  EXPECT_EQ(message(parse_mlp_kind, "relu"), "unknown mlp 'relu' (expected gelu or swiglu)");
+  EXPECT_EQ(message(parse_mlp_kind, "gelu "), "unknown mlp 'gelu ' (expected gelu or swiglu)");
 }
 
 TEST(ModelConfig, EveryBuiltInConfigValidates) {

@@ -73,18 +73,17 @@ std::optional<ModelConfig> model_from(const EstimateOptions& o) {
     if (!given(needed))
       throw UsageError(std::string("explicit shapes need ") + needed + " as well");
   const bool kv_or_ffn = given("--kv-heads") || given("--ffn");
-  const std::string family = o.family.empty() ? (kv_or_ffn ? "llama" : "gpt2") : o.family;
+  const ModelFamily family = o.family.empty() ? (kv_or_ffn ? ModelFamily::llama : ModelFamily::gpt2)
+                                              : parse_model_family(o.family);
   ModelConfig m;
-  if (family == "gpt2") {
+  if (family == ModelFamily::gpt2) {
     m = gpt2_config("custom", o.layers, o.hidden, o.heads, o.vocab, o.seq);
     if (given("--kv-heads")) m.kv_heads = o.kv_heads;
     if (given("--ffn")) m.ffn_hidden = o.ffn;
-  } else if (family == "llama") {
+  } else {
     if (!given("--ffn")) throw UsageError("the llama family needs --ffn (the SwiGLU width)");
     m = llama_config("custom", o.layers, o.hidden, o.heads,
                      given("--kv-heads") ? o.kv_heads : o.heads, o.ffn, o.vocab, o.seq);
-  } else {
-    throw UsageError("unknown family '" + family + "' (expected gpt2 or llama)");
   }
   m.validate();
   return m;
@@ -126,7 +125,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   if (in.model) {
     const ModelConfig& m = *in.model;
     inputs["model"] = m.name;
-    inputs["family"] = m.family;
+    inputs["family"] = model_family_name(m.family);
     inputs["layers"] = m.layers;
     inputs["hidden"] = m.hidden;
     inputs["heads"] = m.heads;

@@ -82,11 +82,11 @@ ModelConfig build_model(const TrainCommandOptions& o) {
   if (o.hidden) c.hidden = *o.hidden;
   if (o.heads) {
     c.heads = *o.heads;
-    if (c.family == "gpt2") c.kv_heads = *o.heads;
+    if (c.family == ModelFamily::gpt2) c.kv_heads = *o.heads;
   }
   if (o.kv_heads) c.kv_heads = *o.kv_heads;
   if (o.vocab) c.vocab = *o.vocab;
-  if (o.hidden && c.family == "gpt2") c.ffn_hidden = 4 * c.hidden;
+  if (o.hidden && c.family == ModelFamily::gpt2) c.ffn_hidden = 4 * c.hidden;
   c.validate();
   return c;
 }
@@ -126,9 +126,9 @@ void run_train(const TrainCommandOptions& o) {
   const ModelConfig& m = options.model;
   if (!o.json) {
     std::printf("%s %s (%s) on %s, %s kernels: %s parameters, B=%lld T=%lld, %lld threads\n",
-                bold("vramlab train", colour).c_str(), m.name.c_str(), m.family.c_str(),
-                device.name().c_str(), kernels_name.c_str(),
-                report::format_count(m.parameter_count()).c_str(),
+                bold("vramlab train", colour).c_str(), m.name.c_str(),
+                std::string(model_family_name(m.family)).c_str(), device.name().c_str(),
+                kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
     std::printf(
