@@ -44,6 +44,10 @@ void validate_shapes(const ModelConfig& c) {
   if (c.mlp != MlpKind::gelu && c.mlp != MlpKind::swiglu)
     throw UsageError("model '" + c.name + "': invalid mlp value " +
                      std::to_string(static_cast<int>(c.mlp)));
+  if (c.family == ModelFamily::llama && !(c.rope_theta > 0.0))
+    throw UsageError("model '" + c.name +
+                     "': rope_theta must be positive for the llama family, got " +
+                     std::to_string(c.rope_theta));
   if (c.family == ModelFamily::gpt2 && c.kv_heads != c.heads)
     throw UsageError(
         "model '" + c.name + "': the gpt2 family has a fused (3C, C) qkv, so kv_heads (" +
@@ -107,7 +111,8 @@ struct NamedConfig {
 };
 
 // The built-in table. GPT-2 sizes from the GPT-2 paper's Table 2 (V=50257, T=1024); Llama-2 and
-// Llama-3 from the released config.json files (hidden, intermediate, heads, kv heads, vocab).
+// Llama-3 from the released config.json files (hidden, intermediate, heads, kv heads, vocab,
+// rope_theta).
 const NamedConfig kConfigs[] = {
     {"gpt2-mini", [] { return gpt2_config("gpt2-mini", 2, 64, 4, 256, 32); }},
     {"gpt2-tiny", [] { return gpt2_config("gpt2-tiny", 4, 256, 4, 4096, 128); }},
@@ -119,8 +124,10 @@ const NamedConfig kConfigs[] = {
     {"llama2-7b", [] { return llama_config("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096); }},
     {"llama2-13b", [] { return llama_config("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096); }},
     {"llama2-70b", [] { return llama_config("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); }},
-    {"llama3-8b", [] { return llama_config("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); }},
-    {"llama3-70b", [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); }},
+    {"llama3-8b",
+     [] { return llama_config("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0); }},
+    {"llama3-70b",
+     [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 500000.0); }},
 };
 
 // Exact count from one block's tensors (all blocks have the same shapes), overflow-checked, without
@@ -190,7 +197,8 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
 }
 
 ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
-                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq) {
+                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq,
+                         double rope_theta) {
   ModelConfig c;
   c.name = std::move(name);
   c.family = ModelFamily::llama;
@@ -206,6 +214,7 @@ ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64
   c.norm = NormKind::rmsnorm;
   c.mlp = MlpKind::swiglu;
   c.bias = false;
+  c.rope_theta = rope_theta;
   return c;
 }
 

@@ -53,6 +53,9 @@ struct ModelConfig {
   NormKind norm = NormKind::layernorm;       ///< LayerNorm (weight + bias) or RMSNorm (weight).
   MlpKind mlp = MlpKind::gelu;               ///< GELU (fc, proj) or SwiGLU (gate, up, down).
   bool bias = false;                         ///< linear layers carry biases.
+  /// RoPE base θ (Su et al., RoFormer): 10000 for Llama 2, 500000 for Llama 3 (their released
+  /// config.json). Only the llama family uses it; 0 for GPT-2, which has learned positions.
+  double rope_theta = 0.0;
 
   /// \return hidden / heads, the width of one attention head.
   [[nodiscard]] int64_t head_dim() const { return hidden / heads; }
@@ -62,8 +65,8 @@ struct ModelConfig {
   /// Checks the shapes.
   /// \throws vramlab::UsageError naming the bad value: a size ≤ 0, more than 100000 layers,
   /// heads not dividing hidden,
-  /// kv_heads not dividing heads, a family/norm/mlp outside its enum, or a parameter count that
-  /// overflows int64.
+  /// kv_heads not dividing heads, a family/norm/mlp outside its enum, a llama config without a
+  /// positive rope_theta, or a parameter count that overflows int64.
   void validate() const;
 
   /// Every parameter tensor, in the order the runtime creates them (see the file comment).
@@ -89,10 +92,11 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
 /// A Llama family configuration (untied, RoPE, RMSNorm, SwiGLU, no biases).
 /// \param name the config's name. \param layers L. \param hidden C. \param heads H.
 /// \param kv_heads key/value heads. \param ffn_hidden F. \param vocab V.
-/// \param max_seq maximum context.
+/// \param max_seq maximum context. \param rope_theta RoPE base (Llama 2's 10000 by default).
 /// \return the configuration (not validated).
 ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
-                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq);
+                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq,
+                         double rope_theta = 10000.0);
 
 /// Names of the built-in configurations, in a stable order: gpt2-mini, gpt2-tiny, gpt2-124m,
 /// gpt2-355m, gpt2-774m, gpt2-1.5b, llama-tiny, llama2-7b, llama2-13b, llama2-70b, llama3-8b,

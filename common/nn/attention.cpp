@@ -32,7 +32,7 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
       Hkv_(config.kv_heads),
       D_(config.head_dim()),
       rope_(config.family == ModelFamily::llama),
-      rope_theta_(config.name.rfind("llama3", 0) == 0 ? 500000.0 : 10000.0),
+      rope_theta_(config.rope_theta),
       qkv_(make_qkv(params, config, prefix(layer))),
       proj_(Linear::from_prefix(
           params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}

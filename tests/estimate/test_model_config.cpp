@@ -154,6 +154,9 @@ TEST(ModelConfig, BadShapesAreUsageErrorsNamingTheValue) {
   ModelConfig mlp = gpt2_config("x", 2, 64, 4, 256, 32);
   mlp.mlp = static_cast<MlpKind>(2);
   EXPECT_NE(validate_message(mlp).find("invalid mlp value 2"), std::string::npos);
+  ModelConfig theta = llama_config("x", 2, 64, 4, 2, 96, 256, 32);
+  theta.rope_theta = 0.0;
+  EXPECT_NE(validate_message(theta).find("rope_theta must be positive"), std::string::npos);
 }
 
 TEST(ModelKinds, NamesRoundTripThroughTheParsers) {
@@ -187,6 +190,20 @@ TEST(ModelKinds, ParsersRejectOtherSpellingsNamingTheValue) {
             "unknown norm 'batchnorm' (expected layernorm or rmsnorm)");
   EXPECT_EQ(message(parse_mlp_kind, "relu"), "unknown mlp 'relu' (expected gelu or swiglu)");
   EXPECT_EQ(message(parse_mlp_kind, "gelu "), "unknown mlp 'gelu ' (expected gelu or swiglu)");
+}
+
+TEST(ModelConfig, RopeThetaFollowsTheReleasedConfigs) {
+  for (std::string_view name : model_config_names()) {
+    const ModelConfig c = model_config_by_name(name);
+    if (c.family == ModelFamily::gpt2)
+      EXPECT_EQ(c.rope_theta, 0.0) << name;
+    else if (name.substr(0, 6) == "llama3")
+      EXPECT_EQ(c.rope_theta, 500000.0) << name;
+    else
+      EXPECT_EQ(c.rope_theta, 10000.0) << name;
+  }
+  EXPECT_EQ(llama_config("x", 1, 8, 2, 2, 8, 8, 8).rope_theta, 10000.0);
+  EXPECT_EQ(llama_config("x", 1, 8, 2, 2, 8, 8, 8, 123.5).rope_theta, 123.5);
 }
 
 TEST(ModelConfig, EveryBuiltInConfigValidates) {

@@ -74,7 +74,7 @@ double reference_loss(const ModelConfig& c, const std::vector<double>& values,
   const bool gpt2 = c.family == ModelFamily::gpt2;
   const int64_t N = B * T, C = c.hidden, H = c.heads, Hkv = c.kv_heads, D = c.head_dim();
   const int64_t kvC = c.kv_hidden(), F = c.ffn_hidden, V = c.vocab;
-  const double theta = c.name.rfind("llama3", 0) == 0 ? 500000.0 : 10000.0;
+  const double theta = c.rope_theta;
   const std::string wte = gpt2 ? "wte" : "embed";
   Vec x(static_cast<size_t>(N * C));  // (B, T, C)
   k::embedding_forward_reference<double>(x.data(), tokens.data(), p.at(wte),
