@@ -61,24 +61,25 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
   const int64_t F = c.ffn_hidden;
   const int64_t kvC = c.kv_hidden();
   std::vector<ParameterSpec> out;
-  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer) {
-    ParameterSpec spec{std::move(name), std::move(shape), layer};
+  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer, InitKind init) {
+    ParameterSpec spec{std::move(name), std::move(shape), layer, init};
     (void)spec.numel();  // throws on overflow
     out.push_back(std::move(spec));
   };
   const bool gpt2 = c.family == ModelFamily::gpt2;
   const bool layernorm = c.norm == NormKind::layernorm;
   auto add_norm = [&](const std::string& prefix, int64_t layer) {
-    add(prefix + ".weight", {C}, layer);               // (C)
-    if (layernorm) add(prefix + ".bias", {C}, layer);  // (C)
+    add(prefix + ".weight", {C}, layer, InitKind::ones);                // (C)
+    if (layernorm) add(prefix + ".bias", {C}, layer, InitKind::zeros);  // (C)
   };
   auto add_linear = [&](const std::string& prefix, int64_t out_features, int64_t in_features,
-                        int64_t layer) {
-    add(prefix + ".weight", {out_features, in_features}, layer);  // (out, in)
-    if (c.bias) add(prefix + ".bias", {out_features}, layer);     // (out)
+                        int64_t layer, InitKind init = InitKind::normal) {
+    add(prefix + ".weight", {out_features, in_features}, layer, init);          // (out, in)
+    if (c.bias) add(prefix + ".bias", {out_features}, layer, InitKind::zeros);  // (out)
   };
-  add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1);                      // (V, C)
-  if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1);  // (maxT, C)
+  constexpr InitKind residual = InitKind::residual_normal;
+  add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1, InitKind::normal);                      // (V, C)
+  if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1, InitKind::normal);  // (maxT, C)
   for (int64_t l = 0; l < layers_to_build; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
@@ -89,19 +90,19 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
       add_linear(p + "attn.k", kvC, C, l);  // (kvC, C)
       add_linear(p + "attn.v", kvC, C, l);  // (kvC, C)
     }
-    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l);  // (C, C)
+    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l, residual);  // (C, C)
     add_norm(p + (gpt2 ? "ln2" : "norm2"), l);
     if (c.mlp == MlpKind::gelu) {
-      add_linear(p + "mlp.fc", F, C, l);    // (F, C)
-      add_linear(p + "mlp.proj", C, F, l);  // (C, F)
+      add_linear(p + "mlp.fc", F, C, l);              // (F, C)
+      add_linear(p + "mlp.proj", C, F, l, residual);  // (C, F)
     } else {
-      add_linear(p + "mlp.gate", F, C, l);  // (F, C)
-      add_linear(p + "mlp.up", F, C, l);    // (F, C)
-      add_linear(p + "mlp.down", C, F, l);  // (C, F)
+      add_linear(p + "mlp.gate", F, C, l);            // (F, C)
+      add_linear(p + "mlp.up", F, C, l);              // (F, C)
+      add_linear(p + "mlp.down", C, F, l, residual);  // (C, F)
     }
   }
   add_norm(gpt2 ? "lnf" : "normf", -1);
-  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, C}, -1);  // (V, C)
+  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, C}, -1, InitKind::normal);  // (V, C)
   return out;
 }
 

@@ -28,11 +28,23 @@
 
 namespace vramlab {
 
-/// One parameter tensor of a model: its name, shape and owning layer.
+/// How a parameter tensor is initialised (GPT-2's scheme, as in llm.c's train_gpt2.py). normal
+/// comes first, so a value-initialised InitKind is normal.
+enum class InitKind {
+  normal,           ///< N(0, 0.02²): embeddings and the other weight matrices.
+  residual_normal,  ///< N(0, (0.02/√(2L))²): projections that write into the residual stream
+                    ///< (attn.proj/o, mlp.proj/down), scaled so the stream's variance does not
+                    ///< grow with depth (GPT-2 paper, section 2.3).
+  zeros,            ///< biases.
+  ones,             ///< norm weights.
+};
+
+/// One parameter tensor of a model: its name, shape, owning layer and initialisation.
 struct ParameterSpec {
-  std::string name;            ///< e.g. "blocks.3.attn.qkv.weight".
-  std::vector<int64_t> shape;  ///< e.g. {3C, C}; a bias or norm weight is {C}.
-  int64_t layer = -1;          ///< transformer block index, or -1 outside the blocks.
+  std::string name;                  ///< e.g. "blocks.3.attn.qkv.weight".
+  std::vector<int64_t> shape;        ///< e.g. {3C, C}; a bias or norm weight is {C}.
+  int64_t layer = -1;                ///< transformer block index, or -1 outside the blocks.
+  InitKind init = InitKind::normal;  ///< how the runtime fills it before training.
   /// \return the number of elements (product of the shape).
   [[nodiscard]] int64_t numel() const;
 };

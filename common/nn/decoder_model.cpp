@@ -36,11 +36,6 @@ float normal_sample(uint64_t seed, uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed)
@@ -65,19 +60,14 @@ void DecoderModel::initialise(uint64_t seed) {
   constexpr int64_t kChunkElements = int64_t{1} << 20;
   std::vector<float> staging;  // (min(numel, kChunkElements))
   for (const ParameterView& view : params_.views()) {
-    const bool norm =
-        view.name.find("ln") != std::string::npos || view.name.find("norm") != std::string::npos;
-    const bool residual_projection =
-        ends_with(view.name, "attn.proj.weight") || ends_with(view.name, "attn.o.weight") ||
-        ends_with(view.name, "mlp.proj.weight") || ends_with(view.name, "mlp.down.weight");
-    const float std = residual_projection ? residual_std : 0.02f;
+    const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
     for (int64_t begin = 0; begin < view.numel; begin += kChunkElements) {
       const int64_t count = std::min(kChunkElements, view.numel - begin);
       staging.resize(static_cast<size_t>(count));
       float* chunk = staging.data();  // (count)
-      if (ends_with(view.name, ".bias")) {
+      if (view.init == InitKind::zeros) {
         std::fill(chunk, chunk + count, 0.0f);
-      } else if (norm) {
+      } else if (view.init == InitKind::ones) {
         std::fill(chunk, chunk + count, 1.0f);
       } else {
         const auto first = static_cast<uint64_t>(view.offset + begin);

@@ -206,6 +206,32 @@ TEST(ModelConfig, RopeThetaFollowsTheReleasedConfigs) {
   EXPECT_EQ(llama_config("x", 1, 8, 2, 2, 8, 8, 8, 123.5).rope_theta, 123.5);
 }
 
+TEST(ModelConfig, InitKindsFollowGpt2sScheme) {
+  // Expected kinds from each tensor's role, derived here from the name independently of the
+  // table in model_config.cpp.
+  auto expected = [](const std::string& name) {
+    auto ends = [&name](std::string_view s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends(".bias")) return InitKind::zeros;
+    if (name.find("ln") != std::string::npos || name.find("norm") != std::string::npos)
+      return InitKind::ones;
+    if (ends("attn.proj.weight") || ends("attn.o.weight") || ends("mlp.proj.weight") ||
+        ends("mlp.down.weight"))
+      return InitKind::residual_normal;
+    return InitKind::normal;
+  };
+  for (const char* name : {"gpt2-mini", "llama-tiny"}) {
+    const ModelConfig c = model_config_by_name(name);
+    int residual = 0;
+    for (const ParameterSpec& s : c.parameters()) {
+      EXPECT_EQ(s.init, expected(s.name)) << name << " " << s.name;
+      residual += s.init == InitKind::residual_normal ? 1 : 0;
+    }
+    EXPECT_EQ(residual, 2 * c.layers) << name;  // one attention and one MLP output per block
+  }
+}
+
 TEST(ModelConfig, EveryBuiltInConfigValidates) {
   for (std::string_view name : model_config_names())
     EXPECT_NO_THROW(model_config_by_name(name).validate()) << name;
