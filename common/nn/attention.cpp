@@ -1,6 +1,8 @@
 // Attention module: projections, (RoPE,) materialized causal attention, output projection.
 #include "common/nn/attention.h"
 
+#include "common/model/saved_tensor_names.h"
+
 namespace vramlab::nn {
 
 namespace {
@@ -43,16 +45,16 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
   const int64_t kvC = Hkv_ * D_;
   const float *q, *k, *v;  // (B, T, H, D), (B, T, Hkv, D), (B, T, Hkv, D)
   if (!rope_) {
-    const DeviceBuffer& qkv = saved.save(layer_, "qkv", {3, B, T, C_});  // (3, B, T, C)
+    const DeviceBuffer& qkv = saved.save(layer_, saved::qkv, {3, B, T, C_});  // (3, B, T, C)
     for (int64_t i = 0; i < 3; ++i)
       qkv_[static_cast<size_t>(i)].forward(runtime, qkv.f32() + i * N * C_, inp, N);
     q = qkv.f32();
     k = q + N * C_;
     v = k + N * C_;
   } else {
-    const DeviceBuffer& qb = saved.save(layer_, "q", {B, T, C_});   // (B, T, C)
-    const DeviceBuffer& kb = saved.save(layer_, "k", {B, T, kvC});  // (B, T, kvC)
-    const DeviceBuffer& vb = saved.save(layer_, "v", {B, T, kvC});  // (B, T, kvC)
+    const DeviceBuffer& qb = saved.save(layer_, saved::q, {B, T, C_});   // (B, T, C)
+    const DeviceBuffer& kb = saved.save(layer_, saved::k, {B, T, kvC});  // (B, T, kvC)
+    const DeviceBuffer& vb = saved.save(layer_, saved::v, {B, T, kvC});  // (B, T, kvC)
     qkv_[0].forward(runtime, qb.f32(), inp, N);
     qkv_[1].forward(runtime, kb.f32(), inp, N);
     qkv_[2].forward(runtime, vb.f32(), inp, N);
@@ -64,9 +66,9 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
     k = kb.f32();
     v = vb.f32();
   }
-  const DeviceBuffer& preatt = saved.save(layer_, "preatt", {B, H_, T, T});  // (B, H, T, T)
-  const DeviceBuffer& att = saved.save(layer_, "att", {B, H_, T, T});        // (B, H, T, T)
-  const DeviceBuffer& atty = saved.save(layer_, "atty", {B, T, C_});         // (B, T, C)
+  const DeviceBuffer& preatt = saved.save(layer_, saved::preatt, {B, H_, T, T});  // (B, H, T, T)
+  const DeviceBuffer& att = saved.save(layer_, saved::att, {B, H_, T, T});        // (B, H, T, T)
+  const DeviceBuffer& atty = saved.save(layer_, saved::atty, {B, T, C_});         // (B, T, C)
   if (runtime.runs_kernels())
     runtime.kernels().attention_forward(atty.f32(), preatt.f32(), att.f32(), q, k, v, B, T, H_,
                                         Hkv_, D_);
@@ -79,7 +81,7 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, float*
                          const float* dout, const float* inp, int64_t B, int64_t T) const {
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  const DeviceBuffer& atty = saved.get(layer_, "atty");
+  const DeviceBuffer& atty = saved.get(layer_, saved::atty);
   DeviceBuffer datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
   proj_.backward(runtime, datty.f32(), dout, atty.f32(), N);
 
@@ -91,19 +93,19 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, float*
   float* dv = dk + N * kvC;
   const float *q, *k, *v;
   if (!rope_) {
-    q = saved.get(layer_, "qkv").f32();
+    q = saved.get(layer_, saved::qkv).f32();
     k = q + N * C_;
     v = k + N * C_;
   } else {
-    q = saved.get(layer_, "q").f32();
-    k = saved.get(layer_, "k").f32();
-    v = saved.get(layer_, "v").f32();
+    q = saved.get(layer_, saved::q).f32();
+    k = saved.get(layer_, saved::k).f32();
+    v = saved.get(layer_, saved::v).f32();
   }
   {
     DeviceBuffer dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
     if (runtime.runs_kernels())
       runtime.kernels().attention_backward(dq, dk, dv, dpreatt.f32(), datty.f32(), q, k, v,
-                                           saved.get(layer_, "att").f32(), B, T, H_, Hkv_, D_);
+                                           saved.get(layer_, saved::att).f32(), B, T, H_, Hkv_, D_);
   }
   datty.reset();
   if (rope_) {

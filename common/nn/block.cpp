@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/memory/history.h"
+#include "common/model/saved_tensor_names.h"
 
 namespace vramlab::nn {
 
@@ -23,12 +24,12 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
       norm1_(params,
              "blocks." + std::to_string(layer) +
                  (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
-             config.family == ModelFamily::gpt2 ? "ln1" : "norm1", layer),
+             config.family == ModelFamily::gpt2 ? saved::ln1 : saved::norm1, layer),
       attention_(params, config, layer),
       norm2_(params,
              "blocks." + std::to_string(layer) +
                  (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
-             config.family == ModelFamily::gpt2 ? "ln2" : "norm2", layer),
+             config.family == ModelFamily::gpt2 ? saved::ln2 : saved::norm2, layer),
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
 const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const float* x,
@@ -36,13 +37,14 @@ const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, co
   const int64_t n = B * T * C_;
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
   const DeviceBuffer& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.f32(), B, T, "residual2");
+  const DeviceBuffer& residual2 =
+      attention_.forward(runtime, saved, ln1.f32(), B, T, saved::residual2);
   if (runtime.runs_kernels())
     runtime.kernels().residual_forward(residual2.f32(), residual2.f32(), x, n);
   const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.f32(), B, T);  // (B, T, C)
   const DeviceBuffer& residual3 = std::visit(
       [&](const auto& mlp) -> const DeviceBuffer& {
-        return mlp.forward(runtime, saved, ln2.f32(), B, T, "residual3");
+        return mlp.forward(runtime, saved, ln2.f32(), B, T, saved::residual3);
       },
       mlp_);
   if (runtime.runs_kernels())
@@ -53,11 +55,11 @@ const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, co
 void Block::backward(Runtime& runtime, SavedActivations& saved, const float* x, float* dresidual,
                      int64_t B, int64_t T) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
-  const float* residual2 = saved.get(layer_, "residual2").f32();  // (B, T, C)
+  const float* residual2 = saved.get(layer_, saved::residual2).f32();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
     DeviceBuffer dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
-    const float* ln2 = saved.get(layer_, norm2_.is_layernorm() ? "ln2" : "norm2").f32();
+    const float* ln2 = saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).f32();
     std::visit(
         [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.f32(), dresidual, ln2, B, T); },
         mlp_);
@@ -66,7 +68,7 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const float* x, 
   {
     // Then the attention branch → ∂loss/∂x.
     DeviceBuffer dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
-    const float* ln1 = saved.get(layer_, norm1_.is_layernorm() ? "ln1" : "norm1").f32();
+    const float* ln1 = saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).f32();
     attention_.backward(runtime, saved, dln1.f32(), dresidual, ln1, B, T);
     norm1_.backward(runtime, saved, dresidual, dln1.f32(), x, B, T);
   }

@@ -10,6 +10,7 @@
 
 #include "common/dtype/counter_rng.h"
 #include "common/memory/history.h"
+#include "common/model/saved_tensor_names.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::nn {
@@ -45,7 +46,7 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
       blocks_(make_blocks(params_, config)),
-      final_norm_(params_, gpt2(config) ? "lnf" : "normf", "lnf", -1),
+      final_norm_(params_, gpt2(config) ? "lnf" : "normf", saved::lnf, -1),
       lm_head_(params_,
                config.tied_embeddings ? (gpt2(config) ? "wte" : "embed") : "lm_head.weight",
                "lm_head.bias") {
@@ -93,11 +94,11 @@ double DecoderModel::forward(SavedActivations& saved, const int32_t* tokens, con
   const DeviceBuffer* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
   for (const Block& block : blocks_) x = &block.forward(runtime_, saved, x->f32(), B, T);
   const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->f32(), B, T);  // (B, T, C)
-  const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                // (B, T, V)
+  const DeviceBuffer& logits = saved.save(-1, saved::logits, {B, T, V});           // (B, T, V)
   lm_head_.forward(runtime_, logits.f32(), lnf.f32(), N);
-  const DeviceBuffer& probs = saved.save(-1, "probs", {B, T, V});    // (B, T, V)
-  const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
-  DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
+  const DeviceBuffer& probs = saved.save(-1, saved::probs, {B, T, V});  // (B, T, V)
+  const DeviceBuffer& losses = saved.save(-1, saved::losses, {B, T});   // (B, T)
+  DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");     // (B, T)
   if (!runtime_.runs_kernels()) return 0.0;
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.f32(), logsumexp.f32(), probs.f32(), logits.f32(), targets,
@@ -113,22 +114,23 @@ void DecoderModel::backward(SavedActivations& saved, const int32_t* tokens, cons
   const int64_t C = config_.hidden;
   params_.ensure_grads();
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
-  float* dlogits = saved.get(-1, "logits").f32();  // (B, T, V)
+  float* dlogits = saved.get(-1, saved::logits).f32();  // (B, T, V)
   if (runtime_.runs_kernels())
-    runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").f32(), targets, N, V,
-                                             1.0f / static_cast<float>(N));
-  const float* last = blocks_.empty()
-                          ? saved.get(-1, "encoded").f32()
-                          : saved.get(static_cast<int64_t>(blocks_.size()) - 1, "residual3").f32();
+    runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, saved::probs).f32(), targets, N,
+                                             V, 1.0f / static_cast<float>(N));
+  const float* last =
+      blocks_.empty() ? saved.get(-1, saved::encoded).f32()
+                      : saved.get(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3).f32();
   DeviceBuffer dresidual =
       runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
   {
     DeviceBuffer dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
-    lm_head_.backward(runtime_, dlnf.f32(), dlogits, saved.get(-1, "lnf").f32(), N);
+    lm_head_.backward(runtime_, dlnf.f32(), dlogits, saved.get(-1, saved::lnf).f32(), N);
     final_norm_.backward(runtime_, saved, dresidual.f32(), dlnf.f32(), last, B, T);
   }
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
-    const float* x = l == 0 ? saved.get(-1, "encoded").f32() : saved.get(l - 1, "residual3").f32();
+    const float* x =
+        l == 0 ? saved.get(-1, saved::encoded).f32() : saved.get(l - 1, saved::residual3).f32();
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.f32(), B, T);
   }
   embedding_.backward(runtime_, dresidual.f32(), tokens, B, T);
