@@ -206,7 +206,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
                              ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
                              ", t=" + std::to_string(in.tensor_parallel) +
                              ", L=" + std::to_string(m.layers) + ")";
-    if (m.mlp != "gelu" || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
+    if (m.mlp != MlpKind::gelu || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
       out.activations.source +=
           "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "
           "is an approximation (see the runtime-layout column)";
@@ -216,7 +216,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.runtime_activation_bytes =
         runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype);
     out.runtime_activation_source =
-        "vramlab runtime layout (llm.c style): L × " + m.family +
+        "vramlab runtime layout (llm.c style): L × " + std::string(model_family_name(m.family)) +
         " Block saved tensors + embedding, final norm, logits, probs, losses; " +
         std::string(dtype_name(runtime_dtype)) + ", one device, no TP/SP, no recompute";
   } else {

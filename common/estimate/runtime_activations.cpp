@@ -2,6 +2,7 @@
 #include "common/estimate/runtime_activations.h"
 
 #include "common/model/checked_int.h"
+#include "common/model/saved_tensor_names.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::estimate {
@@ -37,24 +38,41 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
                                                                      int64_t seq) {
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, H = model.heads, F = model.ffn_hidden;
-  if (model.family == "gpt2") {
+  if (model.family == ModelFamily::gpt2) {
     return {
-        {"ln1", {B, T, C}},       {"ln1_mean", {B, T}},
-        {"ln1_rstd", {B, T}},     {"qkv", {B, T, checked_mul(3, C, "qkv width")}},
-        {"preatt", {B, H, T, T}}, {"att", {B, H, T, T}},
-        {"atty", {B, T, C}},      {"residual2", {B, T, C}},
-        {"ln2", {B, T, C}},       {"ln2_mean", {B, T}},
-        {"ln2_rstd", {B, T}},     {"fch", {B, T, F}},
-        {"fch_gelu", {B, T, F}},  {"residual3", {B, T, C}},
+        {saved::ln1, {B, T, C}},
+        {saved::mean_of(saved::ln1), {B, T}},
+        {saved::rstd_of(saved::ln1), {B, T}},
+        {saved::qkv, {B, T, checked_mul(3, C, "qkv width")}},
+        {saved::preatt, {B, H, T, T}},
+        {saved::att, {B, H, T, T}},
+        {saved::atty, {B, T, C}},
+        {saved::residual2, {B, T, C}},
+        {saved::ln2, {B, T, C}},
+        {saved::mean_of(saved::ln2), {B, T}},
+        {saved::rstd_of(saved::ln2), {B, T}},
+        {saved::fch, {B, T, F}},
+        {saved::fch_gelu, {B, T, F}},
+        {saved::residual3, {B, T, C}},
     };
   }
   const int64_t kvC = model.kv_hidden();
   return {
-      {"norm1", {B, T, C}},  {"norm1_rstd", {B, T}}, {"q", {B, T, C}},
-      {"k", {B, T, kvC}},    {"v", {B, T, kvC}},     {"preatt", {B, H, T, T}},
-      {"att", {B, H, T, T}}, {"atty", {B, T, C}},    {"residual2", {B, T, C}},
-      {"norm2", {B, T, C}},  {"norm2_rstd", {B, T}}, {"gate", {B, T, F}},
-      {"up", {B, T, F}},     {"swiglu", {B, T, F}},  {"residual3", {B, T, C}},
+      {saved::norm1, {B, T, C}},
+      {saved::rstd_of(saved::norm1), {B, T}},
+      {saved::q, {B, T, C}},
+      {saved::k, {B, T, kvC}},
+      {saved::v, {B, T, kvC}},
+      {saved::preatt, {B, H, T, T}},
+      {saved::att, {B, H, T, T}},
+      {saved::atty, {B, T, C}},
+      {saved::residual2, {B, T, C}},
+      {saved::norm2, {B, T, C}},
+      {saved::rstd_of(saved::norm2), {B, T}},
+      {saved::gate, {B, T, F}},
+      {saved::up, {B, T, F}},
+      {saved::swiglu, {B, T, F}},
+      {saved::residual3, {B, T, C}},
   };
 }
 
@@ -63,12 +81,12 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
                                                                           int64_t seq) {
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, V = model.vocab;
-  std::vector<SavedActivationSpec> out = {{"encoded", {B, T, C}}, {"lnf", {B, T, C}}};
-  if (model.norm == "layernorm") out.push_back({"lnf_mean", {B, T}});
-  out.push_back({"lnf_rstd", {B, T}});
-  out.push_back({"logits", {B, T, V}});
-  out.push_back({"probs", {B, T, V}});
-  out.push_back({"losses", {B, T}});
+  std::vector<SavedActivationSpec> out = {{saved::encoded, {B, T, C}}, {saved::lnf, {B, T, C}}};
+  if (model.norm == NormKind::layernorm) out.push_back({saved::mean_of(saved::lnf), {B, T}});
+  out.push_back({saved::rstd_of(saved::lnf), {B, T}});
+  out.push_back({saved::logits, {B, T, V}});
+  out.push_back({saved::probs, {B, T, V}});
+  out.push_back({saved::losses, {B, T}});
   return out;
 }
 

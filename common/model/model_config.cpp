@@ -34,16 +34,21 @@ void validate_shapes(const ModelConfig& c) {
   if (c.heads % c.kv_heads != 0)
     throw UsageError("model '" + c.name + "': kv_heads (" + std::to_string(c.kv_heads) +
                      ") must divide heads (" + std::to_string(c.heads) + ")");
-  if (c.family != "gpt2" && c.family != "llama")
-    throw UsageError("model '" + c.name + "': unknown family '" + c.family +
-                     "' (expected gpt2 or llama)");
-  if (c.norm != "layernorm" && c.norm != "rmsnorm")
-    throw UsageError("model '" + c.name + "': unknown norm '" + c.norm +
-                     "' (expected layernorm or rmsnorm)");
-  if (c.mlp != "gelu" && c.mlp != "swiglu")
-    throw UsageError("model '" + c.name + "': unknown mlp '" + c.mlp +
-                     "' (expected gelu or swiglu)");
-  if (c.family == "gpt2" && c.kv_heads != c.heads)
+  // The enums are closed, but a cast or an uninitialised copy can still carry another value.
+  if (c.family != ModelFamily::gpt2 && c.family != ModelFamily::llama)
+    throw UsageError("model '" + c.name + "': invalid family value " +
+                     std::to_string(static_cast<int>(c.family)));
+  if (c.norm != NormKind::layernorm && c.norm != NormKind::rmsnorm)
+    throw UsageError("model '" + c.name + "': invalid norm value " +
+                     std::to_string(static_cast<int>(c.norm)));
+  if (c.mlp != MlpKind::gelu && c.mlp != MlpKind::swiglu)
+    throw UsageError("model '" + c.name + "': invalid mlp value " +
+                     std::to_string(static_cast<int>(c.mlp)));
+  if (c.family == ModelFamily::llama && !(c.rope_theta > 0.0))
+    throw UsageError("model '" + c.name +
+                     "': rope_theta must be positive for the llama family, got " +
+                     std::to_string(c.rope_theta));
+  if (c.family == ModelFamily::gpt2 && c.kv_heads != c.heads)
     throw UsageError(
         "model '" + c.name + "': the gpt2 family has a fused (3C, C) qkv, so kv_heads (" +
         std::to_string(c.kv_heads) + ") must equal heads (" + std::to_string(c.heads) + ")");
@@ -56,24 +61,25 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
   const int64_t F = c.ffn_hidden;
   const int64_t kvC = c.kv_hidden();
   std::vector<ParameterSpec> out;
-  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer) {
-    ParameterSpec spec{std::move(name), std::move(shape), layer};
+  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer, InitKind init) {
+    ParameterSpec spec{std::move(name), std::move(shape), layer, init};
     (void)spec.numel();  // throws on overflow
     out.push_back(std::move(spec));
   };
-  const bool gpt2 = c.family == "gpt2";
-  const bool layernorm = c.norm == "layernorm";
+  const bool gpt2 = c.family == ModelFamily::gpt2;
+  const bool layernorm = c.norm == NormKind::layernorm;
   auto add_norm = [&](const std::string& prefix, int64_t layer) {
-    add(prefix + ".weight", {C}, layer);               // (C)
-    if (layernorm) add(prefix + ".bias", {C}, layer);  // (C)
+    add(prefix + ".weight", {C}, layer, InitKind::ones);                // (C)
+    if (layernorm) add(prefix + ".bias", {C}, layer, InitKind::zeros);  // (C)
   };
   auto add_linear = [&](const std::string& prefix, int64_t out_features, int64_t in_features,
-                        int64_t layer) {
-    add(prefix + ".weight", {out_features, in_features}, layer);  // (out, in)
-    if (c.bias) add(prefix + ".bias", {out_features}, layer);     // (out)
+                        int64_t layer, InitKind init = InitKind::normal) {
+    add(prefix + ".weight", {out_features, in_features}, layer, init);          // (out, in)
+    if (c.bias) add(prefix + ".bias", {out_features}, layer, InitKind::zeros);  // (out)
   };
-  add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1);                      // (V, C)
-  if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1);  // (maxT, C)
+  constexpr InitKind residual = InitKind::residual_normal;
+  add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1, InitKind::normal);                      // (V, C)
+  if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1, InitKind::normal);  // (maxT, C)
   for (int64_t l = 0; l < layers_to_build; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
@@ -84,19 +90,19 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
       add_linear(p + "attn.k", kvC, C, l);  // (kvC, C)
       add_linear(p + "attn.v", kvC, C, l);  // (kvC, C)
     }
-    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l);  // (C, C)
+    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l, residual);  // (C, C)
     add_norm(p + (gpt2 ? "ln2" : "norm2"), l);
-    if (c.mlp == "gelu") {
-      add_linear(p + "mlp.fc", F, C, l);    // (F, C)
-      add_linear(p + "mlp.proj", C, F, l);  // (C, F)
+    if (c.mlp == MlpKind::gelu) {
+      add_linear(p + "mlp.fc", F, C, l);              // (F, C)
+      add_linear(p + "mlp.proj", C, F, l, residual);  // (C, F)
     } else {
-      add_linear(p + "mlp.gate", F, C, l);  // (F, C)
-      add_linear(p + "mlp.up", F, C, l);    // (F, C)
-      add_linear(p + "mlp.down", C, F, l);  // (C, F)
+      add_linear(p + "mlp.gate", F, C, l);            // (F, C)
+      add_linear(p + "mlp.up", F, C, l);              // (F, C)
+      add_linear(p + "mlp.down", C, F, l, residual);  // (C, F)
     }
   }
   add_norm(gpt2 ? "lnf" : "normf", -1);
-  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, C}, -1);  // (V, C)
+  if (!c.tied_embeddings) add("lm_head.weight", {c.vocab, C}, -1, InitKind::normal);  // (V, C)
   return out;
 }
 
@@ -106,7 +112,8 @@ struct NamedConfig {
 };
 
 // The built-in table. GPT-2 sizes from the GPT-2 paper's Table 2 (V=50257, T=1024); Llama-2 and
-// Llama-3 from the released config.json files (hidden, intermediate, heads, kv heads, vocab).
+// Llama-3 from the released config.json files (hidden, intermediate, heads, kv heads, vocab,
+// rope_theta).
 const NamedConfig kConfigs[] = {
     {"gpt2-mini", [] { return gpt2_config("gpt2-mini", 2, 64, 4, 256, 32); }},
     {"gpt2-tiny", [] { return gpt2_config("gpt2-tiny", 4, 256, 4, 4096, 128); }},
@@ -118,8 +125,10 @@ const NamedConfig kConfigs[] = {
     {"llama2-7b", [] { return llama_config("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096); }},
     {"llama2-13b", [] { return llama_config("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096); }},
     {"llama2-70b", [] { return llama_config("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); }},
-    {"llama3-8b", [] { return llama_config("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); }},
-    {"llama3-70b", [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); }},
+    {"llama3-8b",
+     [] { return llama_config("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0); }},
+    {"llama3-70b",
+     [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 500000.0); }},
 };
 
 // Exact count from one block's tensors (all blocks have the same shapes), overflow-checked, without
@@ -171,7 +180,7 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
                         int64_t vocab, int64_t max_seq) {
   ModelConfig c;
   c.name = std::move(name);
-  c.family = "gpt2";
+  c.family = ModelFamily::gpt2;
   c.layers = layers;
   c.hidden = hidden;
   c.heads = heads;
@@ -182,17 +191,18 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
   c.max_seq = max_seq;
   c.tied_embeddings = true;
   c.learned_position_embeddings = true;
-  c.norm = "layernorm";
-  c.mlp = "gelu";
+  c.norm = NormKind::layernorm;
+  c.mlp = MlpKind::gelu;
   c.bias = true;
   return c;
 }
 
 ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
-                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq) {
+                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq,
+                         double rope_theta) {
   ModelConfig c;
   c.name = std::move(name);
-  c.family = "llama";
+  c.family = ModelFamily::llama;
   c.layers = layers;
   c.hidden = hidden;
   c.heads = heads;
@@ -202,9 +212,10 @@ ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64
   c.max_seq = max_seq;
   c.tied_embeddings = false;
   c.learned_position_embeddings = false;
-  c.norm = "rmsnorm";
-  c.mlp = "swiglu";
+  c.norm = NormKind::rmsnorm;
+  c.mlp = MlpKind::swiglu;
   c.bias = false;
+  c.rope_theta = rope_theta;
   return c;
 }
 

@@ -24,33 +24,50 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/model_kinds.h"
+
 namespace vramlab {
 
-/// One parameter tensor of a model: its name, shape and owning layer.
+/// How a parameter tensor is initialised (GPT-2's scheme, as in llm.c's train_gpt2.py). normal
+/// comes first, so a value-initialised InitKind is normal.
+enum class InitKind {
+  normal,           ///< N(0, 0.02²): embeddings and the other weight matrices.
+  residual_normal,  ///< N(0, (0.02/√(2L))²): projections that write into the residual stream
+                    ///< (attn.proj/o, mlp.proj/down), scaled so the stream's variance does not
+                    ///< grow with depth (GPT-2 paper, section 2.3).
+  zeros,            ///< biases.
+  ones,             ///< norm weights.
+};
+
+/// One parameter tensor of a model: its name, shape, owning layer and initialisation.
 struct ParameterSpec {
-  std::string name;            ///< e.g. "blocks.3.attn.qkv.weight".
-  std::vector<int64_t> shape;  ///< e.g. {3C, C}; a bias or norm weight is {C}.
-  int64_t layer = -1;          ///< transformer block index, or -1 outside the blocks.
+  std::string name;                  ///< e.g. "blocks.3.attn.qkv.weight".
+  std::vector<int64_t> shape;        ///< e.g. {3C, C}; a bias or norm weight is {C}.
+  int64_t layer = -1;                ///< transformer block index, or -1 outside the blocks.
+  InitKind init = InitKind::normal;  ///< how the runtime fills it before training.
   /// \return the number of elements (product of the shape).
   [[nodiscard]] int64_t numel() const;
 };
 
 /// The shapes of a decoder-only transformer.
 struct ModelConfig {
-  std::string name;              ///< e.g. "gpt2-124m", or "custom".
-  std::string family;            ///< "gpt2" or "llama".
-  int64_t layers = 0;            ///< L, number of transformer blocks.
-  int64_t hidden = 0;            ///< C (h in Korthikanti et al.), the model width.
-  int64_t heads = 0;             ///< H (a in Korthikanti et al.), attention heads.
+  std::string name;                        ///< e.g. "gpt2-124m", or "custom".
+  ModelFamily family = ModelFamily::gpt2;  ///< parameter names and attention layout.
+  int64_t layers = 0;                      ///< L, number of transformer blocks.
+  int64_t hidden = 0;                      ///< C (h in Korthikanti et al.), the model width.
+  int64_t heads = 0;                       ///< H (a in Korthikanti et al.), attention heads.
   int64_t kv_heads = 0;          ///< key/value heads (= heads without grouped-query attention).
   int64_t ffn_hidden = 0;        ///< F, MLP inner width (4C for GPT-2).
   int64_t vocab = 0;             ///< V, vocabulary size.
   int64_t max_seq = 0;           ///< maximum sequence length (rows of wpe for GPT-2).
   bool tied_embeddings = false;  ///< LM head shares the token embedding.
   bool learned_position_embeddings = false;  ///< a (maxT, C) position table (GPT-2).
-  std::string norm;                          ///< "layernorm" (weight + bias) or "rmsnorm" (weight).
-  std::string mlp;                           ///< "gelu" (fc, proj) or "swiglu" (gate, up, down).
+  NormKind norm = NormKind::layernorm;       ///< LayerNorm (weight + bias) or RMSNorm (weight).
+  MlpKind mlp = MlpKind::gelu;               ///< GELU (fc, proj) or SwiGLU (gate, up, down).
   bool bias = false;                         ///< linear layers carry biases.
+  /// RoPE base θ (Su et al., RoFormer): 10000 for Llama 2, 500000 for Llama 3 (their released
+  /// config.json). Only the llama family uses it; 0 for GPT-2, which has learned positions.
+  double rope_theta = 0.0;
 
   /// \return hidden / heads, the width of one attention head.
   [[nodiscard]] int64_t head_dim() const { return hidden / heads; }
@@ -60,8 +77,8 @@ struct ModelConfig {
   /// Checks the shapes.
   /// \throws vramlab::UsageError naming the bad value: a size ≤ 0, more than 100000 layers,
   /// heads not dividing hidden,
-  /// kv_heads not dividing heads, an unknown family/norm/mlp, or a parameter count that
-  /// overflows int64.
+  /// kv_heads not dividing heads, a family/norm/mlp outside its enum, a llama config without a
+  /// positive rope_theta, or a parameter count that overflows int64.
   void validate() const;
 
   /// Every parameter tensor, in the order the runtime creates them (see the file comment).
@@ -87,10 +104,11 @@ ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_
 /// A Llama family configuration (untied, RoPE, RMSNorm, SwiGLU, no biases).
 /// \param name the config's name. \param layers L. \param hidden C. \param heads H.
 /// \param kv_heads key/value heads. \param ffn_hidden F. \param vocab V.
-/// \param max_seq maximum context.
+/// \param max_seq maximum context. \param rope_theta RoPE base (Llama 2's 10000 by default).
 /// \return the configuration (not validated).
 ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,
-                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq);
+                         int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq,
+                         double rope_theta = 10000.0);
 
 /// Names of the built-in configurations, in a stable order: gpt2-mini, gpt2-tiny, gpt2-124m,
 /// gpt2-355m, gpt2-774m, gpt2-1.5b, llama-tiny, llama2-7b, llama2-13b, llama2-70b, llama3-8b,

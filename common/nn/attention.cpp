@@ -1,6 +1,8 @@
 // Attention module: projections, (RoPE,) materialized causal attention, output projection.
 #include "common/nn/attention.h"
 
+#include "common/model/saved_tensor_names.h"
+
 namespace vramlab::nn {
 
 namespace {
@@ -8,7 +10,7 @@ namespace {
 std::vector<Linear> make_qkv(const ParameterStore& params, const ModelConfig& c,
                              const std::string& p) {
   std::vector<Linear> qkv;
-  if (c.family == "gpt2") {
+  if (c.family == ModelFamily::gpt2) {
     for (int64_t i = 0; i < 3; ++i)
       qkv.emplace_back(params, p + "attn.qkv.weight", p + "attn.qkv.bias", i * c.hidden, c.hidden);
   } else {
@@ -31,11 +33,11 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
       H_(config.heads),
       Hkv_(config.kv_heads),
       D_(config.head_dim()),
-      rope_(config.family == "llama"),
-      rope_theta_(config.name.rfind("llama3", 0) == 0 ? 500000.0 : 10000.0),
+      rope_(config.family == ModelFamily::llama),
+      rope_theta_(config.rope_theta),
       qkv_(make_qkv(params, config, prefix(layer))),
       proj_(Linear::from_prefix(
-          params, prefix(layer) + (config.family == "gpt2" ? "attn.proj" : "attn.o"))) {}
+          params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}
 
 const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved,
                                        const TensorView& inp, int64_t B, int64_t T,
@@ -45,14 +47,14 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
   const int64_t kvC = Hkv_ * D_;
   TensorView q, k, v;  // (B, T, C), (B, T, kvC), (B, T, kvC)
   if (!rope_) {
-    const DeviceBuffer& qkv = saved.save(layer_, "qkv", {3, B, T, C_});  // (3, B, T, C)
+    const DeviceBuffer& qkv = saved.save(layer_, saved::qkv, {3, B, T, C_});  // (3, B, T, C)
     q = qkv.view(0, {B, T, C_});
     k = qkv.view(N * C_, {B, T, C_});
     v = qkv.view(2 * N * C_, {B, T, C_});
   } else {
-    q = saved.save(layer_, "q", {B, T, C_}).view();   // (B, T, C)
-    k = saved.save(layer_, "k", {B, T, kvC}).view();  // (B, T, kvC)
-    v = saved.save(layer_, "v", {B, T, kvC}).view();  // (B, T, kvC)
+    q = saved.save(layer_, saved::q, {B, T, C_}).view();   // (B, T, C)
+    k = saved.save(layer_, saved::k, {B, T, kvC}).view();  // (B, T, kvC)
+    v = saved.save(layer_, saved::v, {B, T, kvC}).view();  // (B, T, kvC)
   }
   qkv_[0].forward(runtime, q, inp, N);
   qkv_[1].forward(runtime, k, inp, N);
@@ -61,9 +63,9 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
     kernels.rope_forward(q, q, B, T, H_, D_, rope_theta_);
     kernels.rope_forward(k, k, B, T, Hkv_, D_, rope_theta_);
   }
-  const DeviceBuffer& preatt = saved.save(layer_, "preatt", {B, H_, T, T});  // (B, H, T, T)
-  const DeviceBuffer& att = saved.save(layer_, "att", {B, H_, T, T});        // (B, H, T, T)
-  const DeviceBuffer& atty = saved.save(layer_, "atty", {B, T, C_});         // (B, T, C)
+  const DeviceBuffer& preatt = saved.save(layer_, saved::preatt, {B, H_, T, T});  // (B, H, T, T)
+  const DeviceBuffer& att = saved.save(layer_, saved::att, {B, H_, T, T});        // (B, H, T, T)
+  const DeviceBuffer& atty = saved.save(layer_, saved::atty, {B, T, C_});         // (B, T, C)
   kernels.attention_forward(atty.view(), preatt.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
   const DeviceBuffer& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.view(), atty.view(), N);
@@ -77,7 +79,7 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
   DeviceBuffer datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
-  proj_.backward(runtime, datty.view(), dout, saved.get(layer_, "atty").view(), N);
+  proj_.backward(runtime, datty.view(), dout, saved.get(layer_, saved::atty).view(), N);
 
   // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
   DeviceBuffer dqkv =
@@ -87,19 +89,19 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
   TensorView q, k, v;
   if (!rope_) {
-    const DeviceBuffer& qkv = saved.get(layer_, "qkv");  // (3, B, T, C)
+    const DeviceBuffer& qkv = saved.get(layer_, saved::qkv);  // (3, B, T, C)
     q = qkv.view(0, {B, T, C_});
     k = qkv.view(N * C_, {B, T, C_});
     v = qkv.view(2 * N * C_, {B, T, C_});
   } else {
-    q = saved.get(layer_, "q").view();
-    k = saved.get(layer_, "k").view();
-    v = saved.get(layer_, "v").view();
+    q = saved.get(layer_, saved::q).view();
+    k = saved.get(layer_, saved::k).view();
+    v = saved.get(layer_, saved::v).view();
   }
   {
     DeviceBuffer dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
     kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v,
-                               saved.get(layer_, "att").view(), B, T, H_, Hkv_, D_);
+                               saved.get(layer_, saved::att).view(), B, T, H_, Hkv_, D_);
   }
   datty.reset();
   if (rope_) {

@@ -1,6 +1,8 @@
 // One transformer block, forward and backward (see block.h).
 #include "common/nn/block.h"
 
+#include "common/model/saved_tensor_names.h"
+
 #include <string>
 
 #include "common/memory/history.h"
@@ -11,7 +13,7 @@ namespace {
 
 std::variant<Mlp, SwigluMlp> make_mlp(const ParameterStore& params, const ModelConfig& c,
                                       const std::string& prefix, int64_t layer) {
-  if (c.mlp == "gelu") return Mlp(params, prefix, layer);
+  if (c.mlp == MlpKind::gelu) return Mlp(params, prefix, layer);
   return SwigluMlp(params, prefix, layer);
 }
 
@@ -21,24 +23,24 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
     : layer_(layer),
       C_(config.hidden),
       norm1_(params,
-             "blocks." + std::to_string(layer) + (config.family == "gpt2" ? ".ln1" : ".norm1"),
-             config.family == "gpt2" ? "ln1" : "norm1", layer),
+             "blocks." + std::to_string(layer) + (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
+             config.family == ModelFamily::gpt2 ? saved::ln1 : saved::norm1, layer),
       attention_(params, config, layer),
       norm2_(params,
-             "blocks." + std::to_string(layer) + (config.family == "gpt2" ? ".ln2" : ".norm2"),
-             config.family == "gpt2" ? "ln2" : "norm2", layer),
+             "blocks." + std::to_string(layer) + (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
+             config.family == ModelFamily::gpt2 ? saved::ln2 : saved::norm2, layer),
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
 const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                                    int64_t B, int64_t T) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
   const DeviceBuffer& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, "residual2");
+  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2);
   runtime.kernels().residual_forward(residual2.view(), residual2.view(), x);
   const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.view(), B, T);  // (B, T, C)
   const DeviceBuffer& residual3 = std::visit(
       [&](const auto& mlp) -> const DeviceBuffer& {
-        return mlp.forward(runtime, saved, ln2.view(), B, T, "residual3");
+        return mlp.forward(runtime, saved, ln2.view(), B, T, saved::residual3);
       },
       mlp_);
   runtime.kernels().residual_forward(residual3.view(), residual3.view(), residual2.view());
@@ -48,11 +50,11 @@ const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, co
 void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                      const TensorView& dresidual, int64_t B, int64_t T) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
-  const TensorView residual2 = saved.get(layer_, "residual2").view();  // (B, T, C)
+  const TensorView residual2 = saved.get(layer_, saved::residual2).view();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
     DeviceBuffer dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
-    const TensorView ln2 = saved.get(layer_, norm2_.is_layernorm() ? "ln2" : "norm2").view();
+    const TensorView ln2 = saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).view();
     std::visit(
         [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dresidual, ln2, B, T); },
         mlp_);
@@ -61,7 +63,7 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
   {
     // Then the attention branch → ∂loss/∂x.
     DeviceBuffer dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
-    const TensorView ln1 = saved.get(layer_, norm1_.is_layernorm() ? "ln1" : "norm1").view();
+    const TensorView ln1 = saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).view();
     attention_.backward(runtime, saved, dln1.view(), dresidual, ln1, B, T);
     norm1_.backward(runtime, saved, dresidual, dln1.view(), x, B, T);
   }

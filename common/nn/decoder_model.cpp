@@ -2,6 +2,8 @@
 // decoder_model.h).
 #include "common/nn/decoder_model.h"
 
+#include "common/model/saved_tensor_names.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -24,7 +26,7 @@ std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& 
 }
 
 bool gpt2(const ModelConfig& c) {
-  return c.family == "gpt2";
+  return c.family == ModelFamily::gpt2;
 }
 
 // Standard normal number `index` of stream `seed` (Box-Muller on two counter-based uniforms).
@@ -36,11 +38,6 @@ float normal_sample(uint64_t seed, uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed)
@@ -50,7 +47,7 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
       blocks_(make_blocks(params_, config)),
-      final_norm_(params_, gpt2(config) ? "lnf" : "normf", "lnf", -1),
+      final_norm_(params_, gpt2(config) ? "lnf" : "normf", saved::lnf, -1),
       lm_head_(params_,
                config.tied_embeddings ? (gpt2(config) ? "wte" : "embed") : "lm_head.weight",
                "lm_head.bias") {
@@ -60,18 +57,13 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
 void DecoderModel::initialise(uint64_t seed) {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
   for (const ParameterView& view : params_.views()) {
-    const bool norm =
-        view.name.find("ln") != std::string::npos || view.name.find("norm") != std::string::npos;
-    const bool residual_projection =
-        ends_with(view.name, "attn.proj.weight") || ends_with(view.name, "attn.o.weight") ||
-        ends_with(view.name, "mlp.proj.weight") || ends_with(view.name, "mlp.down.weight");
-    const float std = residual_projection ? residual_std : 0.02f;
+    const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
     // Element i of the whole store is normal sample i of the seed's stream, whatever the chunking.
     runtime_.kernels().fill_from_host(
         params_.value(view), [&](float* chunk, int64_t first, int64_t count) {
-          if (ends_with(view.name, ".bias")) {
+          if (view.init == InitKind::zeros) {
             std::fill(chunk, chunk + count, 0.0f);
-          } else if (norm) {
+          } else if (view.init == InitKind::ones) {
             std::fill(chunk, chunk + count, 1.0f);
           } else {
             const auto index = static_cast<uint64_t>(view.offset + first);
@@ -103,12 +95,12 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   }
   announce_before(StepPhase::forward_head, saved);
   const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
-  const DeviceBuffer& logits = saved.save(-1, "logits", {B, T, V});                 // (B, T, V)
+  const DeviceBuffer& logits = saved.save(-1, saved::logits, {B, T, V});                 // (B, T, V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
-  const DeviceBuffer& probs = saved.save(-1, "probs", {B, T, V});    // (B, T, V)
-  const DeviceBuffer& losses = saved.save(-1, "losses", {B, T});     // (B, T)
+  const DeviceBuffer& probs = saved.save(-1, saved::probs, {B, T, V});    // (B, T, V)
+  const DeviceBuffer& losses = saved.save(-1, saved::losses, {B, T});     // (B, T)
   DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
@@ -129,24 +121,24 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   params_.ensure_grads();
   announce_before(StepPhase::backward_head, saved);
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
-  const TensorView dlogits = saved.get(-1, "logits").view();  // (B, T, V)
-  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, "probs").view(), targets, N, V,
+  const TensorView dlogits = saved.get(-1, saved::logits).view();  // (B, T, V)
+  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, saved::probs).view(), targets, N, V,
                                            1.0f / static_cast<float>(N));
   const TensorView last =
-      blocks_.empty() ? saved.get(-1, "encoded").view()
-                      : saved.get(static_cast<int64_t>(blocks_.size()) - 1, "residual3").view();
+      blocks_.empty() ? saved.get(-1, saved::encoded).view()
+                      : saved.get(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3).view();
   DeviceBuffer dresidual =
       runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
   {
     DeviceBuffer dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
-    lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, "lnf").view(), N);
+    lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }
   announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
     announce_before(StepPhase::backward_layer, saved, l);
     const TensorView x =
-        l == 0 ? saved.get(-1, "encoded").view() : saved.get(l - 1, "residual3").view();
+        l == 0 ? saved.get(-1, saved::encoded).view() : saved.get(l - 1, saved::residual3).view();
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.view(), B, T);
     announce_after(StepPhase::backward_layer, saved, l);
   }

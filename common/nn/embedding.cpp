@@ -1,6 +1,8 @@
 // Token and position embedding module (see embedding.h).
 #include "common/nn/embedding.h"
 
+#include "common/model/saved_tensor_names.h"
+
 namespace vramlab::nn {
 
 Embedding::Embedding(const ParameterStore& params, const std::string& token_table,
@@ -14,7 +16,7 @@ Embedding::Embedding(const ParameterStore& params, const std::string& token_tabl
 
 const DeviceBuffer& Embedding::forward(Runtime& runtime, SavedActivations& saved,
                                        const TensorView& tokens, int64_t B, int64_t T) const {
-  const DeviceBuffer& encoded = saved.save(-1, "encoded", {B, T, C_});  // (B, T, C)
+  const DeviceBuffer& encoded = saved.save(-1, saved::encoded, {B, T, C_});  // (B, T, C)
   runtime.kernels().embedding_forward(encoded.view(), tokens, params_.value(*wte_),
                                       wpe_ ? params_.value(*wpe_) : TensorView(), B, T, C_, V_);
   return encoded;

@@ -1,6 +1,8 @@
 // LayerNorm / RMSNorm module over the kernels (see normalization.h).
 #include "common/nn/normalization.h"
 
+#include "common/model/saved_tensor_names.h"
+
 namespace vramlab::nn {
 
 Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string saved_name,
@@ -8,8 +10,8 @@ Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string 
     : params_(params),
       weight_(&params.find(prefix + ".weight")),
       name_(std::move(saved_name)),
-      mean_name_(name_ + "_mean"),
-      rstd_name_(name_ + "_rstd"),
+      mean_name_(saved::mean_of(name_)),
+      rstd_name_(saved::rstd_of(name_)),
       layer_(layer),
       C_(weight_->shape.at(0)) {
   if (params.contains(prefix + ".bias")) bias_ = &params.find(prefix + ".bias");

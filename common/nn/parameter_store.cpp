@@ -10,7 +10,8 @@ namespace vramlab::nn {
 ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs)
     : runtime_(runtime) {
   for (const ParameterSpec& spec : specs) {
-    views_.push_back(ParameterView{spec.name, spec.shape, spec.layer, numel_, spec.numel()});
+    views_.push_back(
+        ParameterView{spec.name, spec.shape, spec.layer, numel_, spec.numel(), spec.init});
     numel_ += spec.numel();
   }
   values_ =

@@ -25,6 +25,7 @@ struct ParameterView {
   int64_t layer = -1;          ///< block index or -1.
   int64_t offset = 0;          ///< first element inside the store.
   int64_t numel = 0;           ///< number of elements.
+  InitKind init{};             ///< how DecoderModel::initialise fills it (normal if unset).
 };
 
 /// The parameters (category parameter) and gradients (category gradient) of one model.

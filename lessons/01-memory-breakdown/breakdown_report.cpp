@@ -164,7 +164,7 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
       return model_state_breakdown(psi, estimate::Precision::mixed_bf16, opt);
     });
   // Exercise 01.2: the bytes of one block (its layout is GPT-2's).
-  if (model.family == "gpt2") {
+  if (model.family == ModelFamily::gpt2) {
     b.exercise_layer_bytes = try_exercise(b.exercises, "01.2", [&] {
       return layer_activation_bytes(
           LayerShape{settings.batch, settings.seq, model.hidden, model.heads, model.ffn_hidden},
@@ -216,10 +216,11 @@ std::string render_text(const Breakdown& b, bool colour) {
   std::snprintf(
       head, sizeof head,
       "%s (%s): %s parameters, L=%lld C=%lld H=%lld V=%lld | B=%lld T=%lld | %s, fp32 | %s",
-      model.name.c_str(), model.family.c_str(), report::format_count(psi).c_str(),
-      static_cast<long long>(model.layers), static_cast<long long>(model.hidden),
-      static_cast<long long>(model.heads), static_cast<long long>(model.vocab),
-      static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+      model.name.c_str(), std::string(model_family_name(model.family)).c_str(),
+      report::format_count(psi).c_str(), static_cast<long long>(model.layers),
+      static_cast<long long>(model.hidden), static_cast<long long>(model.heads),
+      static_cast<long long>(model.vocab), static_cast<long long>(s.batch),
+      static_cast<long long>(s.seq),
       s.optimizer == "adamw"          ? "AdamW"
       : s.optimizer == "sgd-momentum" ? "SGD (momentum 0.9)"
                                       : "SGD (no momentum)",
@@ -490,7 +491,7 @@ nlohmann::json to_json(const Breakdown& b) {
       {"lesson", "01"},
       {"model",
        {{"name", s.model.name},
-        {"family", s.model.family},
+        {"family", model_family_name(s.model.family)},
         {"layers", s.model.layers},
         {"hidden", s.model.hidden},
         {"heads", s.model.heads},

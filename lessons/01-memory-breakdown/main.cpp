@@ -14,11 +14,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
+#include "common/model/model_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
@@ -30,7 +32,7 @@ namespace {
 using namespace vramlab;
 
 struct Options {
-  lesson01::ModelFlags model{"gpt2-tiny", {}, {}, {}, {}, {}, {}};
+  ModelFlags model;  // --model defaults to gpt2-tiny (set in main)
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
   std::string optimizer = "adamw";
@@ -83,7 +85,7 @@ void require_host_memory_for_step(const lesson01::StepSettings& settings,
 
 int run(const Options& o) {
   lesson01::StepSettings settings;
-  settings.model = lesson01::model_from_flags(o.model);
+  settings.model = o.model.build(o.seq);
   settings.batch = o.batch.value_or(8);
   settings.seq = o.seq.value_or(std::min<int64_t>(128, settings.model.max_seq));
   settings.optimizer = o.optimizer;
@@ -131,18 +133,8 @@ int main(int argc, char** argv) {
       "Lesson 01: one real training step, measured category by category beside the published "
       "formulas.",
       "lesson01_memory_breakdown"};
-  app.add_option(
-      "--model", o.model.name,
-      "Named model: gpt2-mini, gpt2-tiny, llama-tiny, gpt2-124m ... gpt2-1.5b, "
-      "llama2-7b/13b/70b, llama3-8b/70b (default gpt2-tiny); empty with explicit shapes");
-  app.add_option("--layers", o.model.layers, "Transformer blocks L (replaces the model's)");
-  app.add_option("--hidden", o.model.hidden, "Model width C");
-  app.add_option("--heads", o.model.heads, "Attention heads H");
-  app.add_option("--kv-heads", o.model.kv_heads,
-                 "Key/value heads (fewer than --heads: Llama-style)");
-  app.add_option("--vocab", o.model.vocab, "Vocabulary size V");
-  app.add_option("--max-seq", o.model.max_seq,
-                 "Position-table rows of an explicit model (default 1024)");
+  o.model.name = "gpt2-tiny";
+  add_model_options(app, o.model);
   app.add_option("--batch", o.batch, "Sequences per step B (default 8)");
   app.add_option("--seq", o.seq, "Tokens per sequence T (default min(128, the model's maximum))");
   app.add_option("--device", o.device,

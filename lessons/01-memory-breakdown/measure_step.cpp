@@ -17,11 +17,6 @@ namespace vramlab::lesson01 {
 
 namespace {
 
-void require_positive(const char* flag, const std::optional<int64_t>& value) {
-  if (value && *value < 1)
-    throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(*value));
-}
-
 // Reads the two moments the trainer's step does not return: the saved tensors after forward
 // (backward frees them) and the gradient block after backward.
 class StepReader final : public nn::StepObserver {
@@ -42,43 +37,6 @@ class StepReader final : public nn::StepObserver {
 
 }  // namespace
 
-ModelConfig model_from_flags(const ModelFlags& flags) {
-  require_positive("--layers", flags.layers);
-  require_positive("--hidden", flags.hidden);
-  require_positive("--heads", flags.heads);
-  require_positive("--kv-heads", flags.kv_heads);
-  require_positive("--vocab", flags.vocab);
-  require_positive("--max-seq", flags.max_seq);
-  ModelConfig c;
-  if (flags.name.empty()) {
-    if (!flags.layers || !flags.hidden || !flags.heads || !flags.vocab)
-      throw UsageError("give --model NAME, or all of --layers --hidden --heads --vocab");
-    const int64_t max_seq = flags.max_seq.value_or(1024);
-    if (flags.kv_heads && *flags.kv_heads != *flags.heads) {
-      // Llama's SwiGLU width: 8C/3 rounded up to a multiple of 64.
-      c = llama_config("custom", *flags.layers, *flags.hidden, *flags.heads, *flags.kv_heads,
-                       ((8 * *flags.hidden / 3) + 63) / 64 * 64, *flags.vocab, max_seq);
-    } else {
-      c = gpt2_config("custom", *flags.layers, *flags.hidden, *flags.heads, *flags.vocab, max_seq);
-    }
-    c.validate();
-    return c;
-  }
-  c = model_config_by_name(flags.name);
-  if (flags.layers) c.layers = *flags.layers;
-  if (flags.hidden) c.hidden = *flags.hidden;
-  if (flags.heads) {
-    c.heads = *flags.heads;
-    if (c.family == "gpt2") c.kv_heads = *flags.heads;
-  }
-  if (flags.kv_heads) c.kv_heads = *flags.kv_heads;
-  if (flags.vocab) c.vocab = *flags.vocab;
-  if (flags.max_seq) c.max_seq = *flags.max_seq;
-  if (flags.hidden && c.family == "gpt2") c.ffn_hidden = 4 * c.hidden;
-  c.validate();
-  return c;
-}
-
 void validate(const StepSettings& settings) {
   settings.model.validate();
   if (settings.batch < 1)
@@ -88,9 +46,6 @@ void validate(const StepSettings& settings) {
                      std::to_string(settings.model.max_seq) + "] for model '" +
                      settings.model.name + "'");
   optim::require_implemented(estimate::parse_optimizer(settings.optimizer));
-  if (settings.device.kind == memory::DeviceKind::cuda)
-    throw UsageError("device '" + settings.device.name() +
-                     "': lesson 01 runs on cpu, sim or meta in this build");
 }
 
 estimate::Estimate estimate_step(const StepSettings& settings) {

@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,25 +24,6 @@
 #include "lessons/01-memory-breakdown/api/peak_from_trace.h"
 
 namespace vramlab::lesson01 {
-
-/// The model flags of the lesson binary: a named model, optionally with some shapes replaced, or
-/// explicit shapes alone (the same rules as `vramlab train`).
-struct ModelFlags {
-  std::string name;                 ///< a named configuration ("" = explicit shapes).
-  std::optional<int64_t> layers;    ///< L.
-  std::optional<int64_t> hidden;    ///< C.
-  std::optional<int64_t> heads;     ///< H.
-  std::optional<int64_t> kv_heads;  ///< key/value heads (fewer than H: a Llama-style model).
-  std::optional<int64_t> vocab;     ///< V.
-  std::optional<int64_t> max_seq;   ///< the position table's rows for explicit shapes.
-};
-
-/// Builds and validates the model the flags describe.
-/// \param flags the flags.
-/// \return the configuration.
-/// \throws vramlab::UsageError naming the bad value: an unknown name, a size ≤ 0, missing shapes
-/// without a name, heads not dividing hidden.
-ModelConfig model_from_flags(const ModelFlags& flags);
 
 /// What to run.
 struct StepSettings {

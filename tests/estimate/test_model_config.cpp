@@ -147,9 +147,91 @@ TEST(ModelConfig, BadShapesAreUsageErrorsNamingTheValue) {
   const std::string deep = validate_message(gpt2_config("x", 1LL << 40, 8, 1, 8, 8));
   EXPECT_NE(deep.find("1099511627776"), std::string::npos) << deep;
   ModelConfig family = gpt2_config("x", 2, 64, 4, 256, 32);
-  family.family = "bert";
-  EXPECT_NE(validate_message(family).find("'bert'"), std::string::npos);
+  family.family = static_cast<ModelFamily>(7);
+  EXPECT_NE(validate_message(family).find("invalid family value 7"), std::string::npos);
   EXPECT_THROW((void)family.parameter_count(), UsageError);
+  ModelConfig norm = gpt2_config("x", 2, 64, 4, 256, 32);
+  norm.norm = static_cast<NormKind>(-1);
+  EXPECT_NE(validate_message(norm).find("invalid norm value -1"), std::string::npos);
+  ModelConfig mlp = gpt2_config("x", 2, 64, 4, 256, 32);
+  mlp.mlp = static_cast<MlpKind>(2);
+  EXPECT_NE(validate_message(mlp).find("invalid mlp value 2"), std::string::npos);
+  ModelConfig theta = llama_config("x", 2, 64, 4, 2, 96, 256, 32);
+  theta.rope_theta = 0.0;
+  EXPECT_NE(validate_message(theta).find("rope_theta must be positive"), std::string::npos);
+}
+
+TEST(ModelKinds, NamesRoundTripThroughTheParsers) {
+  for (ModelFamily f : {ModelFamily::gpt2, ModelFamily::llama})
+    EXPECT_EQ(parse_model_family(model_family_name(f)), f);
+  for (NormKind n : {NormKind::layernorm, NormKind::rmsnorm})
+    EXPECT_EQ(parse_norm_kind(norm_kind_name(n)), n);
+  for (MlpKind m : {MlpKind::gelu, MlpKind::swiglu}) EXPECT_EQ(parse_mlp_kind(mlp_kind_name(m)), m);
+  // The spellings are part of the JSON outputs.
+  EXPECT_EQ(model_family_name(ModelFamily::gpt2), "gpt2");
+  EXPECT_EQ(model_family_name(ModelFamily::llama), "llama");
+  EXPECT_EQ(norm_kind_name(NormKind::layernorm), "layernorm");
+  EXPECT_EQ(norm_kind_name(NormKind::rmsnorm), "rmsnorm");
+  EXPECT_EQ(mlp_kind_name(MlpKind::gelu), "gelu");
+  EXPECT_EQ(mlp_kind_name(MlpKind::swiglu), "swiglu");
+}
+
+TEST(ModelKinds, ParsersRejectOtherSpellingsNamingTheValue) {
+  auto message = [](auto parse, std::string_view text) {
+    try {
+      (void)parse(text);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(parse_model_family, "bert"), "unknown family 'bert' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_model_family, "GPT2"), "unknown family 'GPT2' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_model_family, ""), "unknown family '' (expected gpt2 or llama)");
+  EXPECT_EQ(message(parse_norm_kind, "batchnorm"),
+            "unknown norm 'batchnorm' (expected layernorm or rmsnorm)");
+  EXPECT_EQ(message(parse_mlp_kind, "relu"), "unknown mlp 'relu' (expected gelu or swiglu)");
+  EXPECT_EQ(message(parse_mlp_kind, "gelu "), "unknown mlp 'gelu ' (expected gelu or swiglu)");
+}
+
+TEST(ModelConfig, RopeThetaFollowsTheReleasedConfigs) {
+  for (std::string_view name : model_config_names()) {
+    const ModelConfig c = model_config_by_name(name);
+    if (c.family == ModelFamily::gpt2)
+      EXPECT_EQ(c.rope_theta, 0.0) << name;
+    else if (name.substr(0, 6) == "llama3")
+      EXPECT_EQ(c.rope_theta, 500000.0) << name;
+    else
+      EXPECT_EQ(c.rope_theta, 10000.0) << name;
+  }
+  EXPECT_EQ(llama_config("x", 1, 8, 2, 2, 8, 8, 8).rope_theta, 10000.0);
+  EXPECT_EQ(llama_config("x", 1, 8, 2, 2, 8, 8, 8, 123.5).rope_theta, 123.5);
+}
+
+TEST(ModelConfig, InitKindsFollowGpt2sScheme) {
+  // Expected kinds from each tensor's role, derived here from the name independently of the
+  // table in model_config.cpp.
+  auto expected = [](const std::string& name) {
+    auto ends = [&name](std::string_view s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends(".bias")) return InitKind::zeros;
+    if (name.find("ln") != std::string::npos || name.find("norm") != std::string::npos)
+      return InitKind::ones;
+    if (ends("attn.proj.weight") || ends("attn.o.weight") || ends("mlp.proj.weight") ||
+        ends("mlp.down.weight"))
+      return InitKind::residual_normal;
+    return InitKind::normal;
+  };
+  for (const char* name : {"gpt2-mini", "llama-tiny"}) {
+    const ModelConfig c = model_config_by_name(name);
+    int residual = 0;
+    for (const ParameterSpec& s : c.parameters()) {
+      EXPECT_EQ(s.init, expected(s.name)) << name << " " << s.name;
+      residual += s.init == InitKind::residual_normal ? 1 : 0;
+    }
+    EXPECT_EQ(residual, 2 * c.layers) << name;  // one attention and one MLP output per block
+  }
 }
 
 TEST(ModelConfig, EveryBuiltInConfigValidates) {

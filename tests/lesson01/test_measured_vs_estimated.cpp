@@ -237,16 +237,6 @@ TEST(MeasuredEqualsEstimated, BadSettingsAreUsageErrors) {
   EXPECT_THROW(measure_training_step(s), UsageError);
   s.optimizer = "rmsprop";  // unknown
   EXPECT_THROW(measure_training_step(s), UsageError);
-  ModelFlags flags;
-  flags.layers = 2;
-  flags.hidden = 100;
-  flags.heads = 3;
-  flags.vocab = 64;
-  EXPECT_THROW(model_from_flags(flags), UsageError);
-  flags.heads = 4;
-  flags.layers = 0;
-  EXPECT_THROW(model_from_flags(flags), UsageError);
-  EXPECT_THROW(model_from_flags(ModelFlags{"gpt5", {}, {}, {}, {}, {}, {}}), UsageError);
 }
 
 TEST(TraceEvents, NamesStayUniqueAmongLiveTensorsAndFreesFollowAddresses) {

@@ -71,10 +71,10 @@ double reference_loss(const ModelConfig& c, const std::vector<double>& values,
     p.offset[spec.name] = offset;
     offset += spec.numel();
   }
-  const bool gpt2 = c.family == "gpt2";
+  const bool gpt2 = c.family == ModelFamily::gpt2;
   const int64_t N = B * T, C = c.hidden, H = c.heads, Hkv = c.kv_heads, D = c.head_dim();
   const int64_t kvC = c.kv_hidden(), F = c.ffn_hidden, V = c.vocab;
-  const double theta = c.name.rfind("llama3", 0) == 0 ? 500000.0 : 10000.0;
+  const double theta = c.rope_theta;
   const std::string wte = gpt2 ? "wte" : "embed";
   Vec x(static_cast<size_t>(N * C));  // (B, T, C)
   k::embedding_forward_reference<double>(x.data(), tokens.data(), p.at(wte),
@@ -104,7 +104,7 @@ double reference_loss(const ModelConfig& c, const std::vector<double>& values,
     const Vec residual2 = add(x, linear(p, proj + ".weight", proj + ".bias", atty, N, C, C));
     const Vec ln2 = norm(p, b + (gpt2 ? "ln2" : "norm2"), residual2, N, C);
     Vec mlp_out;
-    if (c.mlp == "gelu") {
+    if (c.mlp == MlpKind::gelu) {
       const Vec fch = linear(p, b + "mlp.fc.weight", b + "mlp.fc.bias", ln2, N, C, F);
       Vec fch_gelu(fch.size());
       k::gelu_forward_reference<double>(fch_gelu.data(), fch.data(), N * F);

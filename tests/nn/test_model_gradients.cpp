@@ -120,6 +120,12 @@ TEST(ModelGradients, LlamaFamilyWithGroupedQueryAttentionMatchesDoubleFiniteDiff
   expect_gradients_match(llama_config("gradcheck-llama", 2, 16, 4, 2, 24, 32, 8), 2, 5);
 }
 
+TEST(ModelGradients, LlamaWithAnUnusualRopeBaseMatchesTheReferenceUsingTheSameBase) {
+  // θ = 3 rotates the second frequency pair by 3^(-1/2) rad per position instead of 0.01 (θ =
+  // 10000), so a runtime that ignored ModelConfig::rope_theta would miss the double forward.
+  expect_gradients_match(llama_config("gradcheck-llama-theta", 2, 16, 4, 2, 24, 32, 8, 3.0), 2, 5);
+}
+
 TEST(ModelGradients, SingleTokenBatchOfOne) {
   expect_gradients_match(gpt2_config("gradcheck-gpt2-t1", 1, 8, 2, 16, 4), 1, 1);
 }

@@ -74,7 +74,8 @@ TEST(Training, SameSeedGivesBitwiseIdenticalLosses) {
     const auto a = losses("cpu", o, 4), b = losses("cpu", o, 4);
     for (size_t i = 0; i < a.size(); ++i)
       EXPECT_EQ(a[i], b[i]) << o.model.name << " step " << i + 1;
-    EXPECT_NE(a, losses("cpu", o.model.family == "gpt2" ? small_gpt2(4) : small_llama(4), 4))
+    EXPECT_NE(
+        a, losses("cpu", o.model.family == ModelFamily::gpt2 ? small_gpt2(4) : small_llama(4), 4))
         << "another seed gives other losses";
   }
 }

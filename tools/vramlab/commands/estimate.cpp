@@ -13,12 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
+#include "common/model/model_flags.h"
 #include "common/platform/errors.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
@@ -31,63 +29,31 @@ namespace {
 using nlohmann::json;
 
 struct EstimateOptions {
-  std::string model;
+  ModelFlags model;
   std::string params;
-  std::string family;
-  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  std::optional<int64_t> seq;
   int64_t batch = 1, grad_accum = 1, zero = 0, dp = 1, tp = 1, block_size = 256;
   std::string precision = "mixed-bf16";
   std::string optimizer = "adamw";
   std::string recompute = "none";
   std::string offload = "none";
   bool sp = false, fp32_grads = false, json = false;
-  // Which shape flags were given (set from CLI11's counts in the callback).
-  std::vector<std::pair<std::string, CLI::Option*>> shape_flags;
-  CLI::Option* seq_flag = nullptr;
 };
 
-// The model from --model, the shape flags, or nothing (--params).
+// The model from --model and the shape flags, or nothing (--params).
 std::optional<ModelConfig> model_from(const EstimateOptions& o) {
-  auto given = [&o](std::string_view flag) {
-    for (const auto& [name, option] : o.shape_flags)
-      if (name == flag) return option->count() > 0;
-    return false;
-  };
-  bool any_shape = false;
-  for (const auto& [name, option] : o.shape_flags)
-    any_shape = any_shape || (name != "--seq" && option->count() > 0);
-  if (given("--seq") && o.model.empty() && !any_shape)
+  const bool any_model = !o.model.name.empty() || o.model.any_shape();
+  if (o.seq && !any_model)
     throw UsageError("--seq needs shapes: give --model NAME or the shape flags with it");
-  const int sources = (o.model.empty() ? 0 : 1) + (o.params.empty() ? 0 : 1) + (any_shape ? 1 : 0);
-  if (sources > 1)
+  if (!o.params.empty() && any_model)
     throw UsageError(
-        "give one of --model, --params, or the shape flags (--layers --hidden --heads "
-        "--vocab --seq ...), not several");
-  if (sources == 0)
+        "give --params (model states only) or a model (--model and/or the shape flags), not both");
+  if (!o.params.empty()) return std::nullopt;
+  if (!any_model)
     throw UsageError(
         "no model: give --model NAME (e.g. gpt2-124m), --params N, or --layers "
-        "--hidden --heads --vocab --seq");
-  if (!o.model.empty()) return model_config_by_name(o.model);
-  if (!o.params.empty()) return std::nullopt;
-  for (const char* needed : {"--layers", "--hidden", "--heads", "--vocab", "--seq"})
-    if (!given(needed))
-      throw UsageError(std::string("explicit shapes need ") + needed + " as well");
-  const bool kv_or_ffn = given("--kv-heads") || given("--ffn");
-  const std::string family = o.family.empty() ? (kv_or_ffn ? "llama" : "gpt2") : o.family;
-  ModelConfig m;
-  if (family == "gpt2") {
-    m = gpt2_config("custom", o.layers, o.hidden, o.heads, o.vocab, o.seq);
-    if (given("--kv-heads")) m.kv_heads = o.kv_heads;
-    if (given("--ffn")) m.ffn_hidden = o.ffn;
-  } else if (family == "llama") {
-    if (!given("--ffn")) throw UsageError("the llama family needs --ffn (the SwiGLU width)");
-    m = llama_config("custom", o.layers, o.hidden, o.heads,
-                     given("--kv-heads") ? o.kv_heads : o.heads, o.ffn, o.vocab, o.seq);
-  } else {
-    throw UsageError("unknown family '" + family + "' (expected gpt2 or llama)");
-  }
-  m.validate();
-  return m;
+        "--hidden --heads --vocab");
+  return o.model.build(o.seq);
 }
 
 estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
@@ -95,10 +61,8 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.model = model_from(o);
   if (!o.params.empty()) in.parameter_count = estimate::parse_parameter_count(o.params);
   in.micro_batch = o.batch;
-  // For a named model --seq is the training sequence (default: the model's context).
-  in.seq = (!o.model.empty() && o.seq_flag->count() > 0) ? o.seq : 0;
-  if (!o.model.empty() && o.seq_flag->count() > 0 && o.seq <= 0)
-    throw UsageError("sequence length must be positive, got " + std::to_string(o.seq));
+  // The training sequence; 0 = the model's context (which explicit shapes take from --seq).
+  in.seq = o.seq.value_or(0);
   in.grad_accum = o.grad_accum;
   in.precision = estimate::parse_precision(o.precision);
   in.optimizer = estimate::parse_optimizer(o.optimizer);
@@ -126,7 +90,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   if (in.model) {
     const ModelConfig& m = *in.model;
     inputs["model"] = m.name;
-    inputs["family"] = m.family;
+    inputs["family"] = model_family_name(m.family);
     inputs["layers"] = m.layers;
     inputs["hidden"] = m.hidden;
     inputs["heads"] = m.heads;
@@ -275,25 +239,12 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
       "Analytic memory estimate per device: parameters, gradients, optimizer states (ZeRO), "
       "activations (Korthikanti et al.)");
   auto o = std::make_shared<EstimateOptions>();
-  std::string names;
-  for (auto name : model_config_names()) names += (names.empty() ? "" : ", ") + std::string(name);
-  cmd->add_option("--model", o->model, "Named model: " + names);
+  add_model_options(*cmd, o->model);
   cmd->add_option("--params", o->params,
                   "Parameter count alone (e.g. 7.5e9, 7.5B): model states only");
-  o->shape_flags = {
-      {"--layers", cmd->add_option("--layers", o->layers, "Explicit shapes: transformer layers L")},
-      {"--hidden", cmd->add_option("--hidden", o->hidden, "Explicit shapes: hidden size h")},
-      {"--heads", cmd->add_option("--heads", o->heads, "Explicit shapes: attention heads a")},
-      {"--kv-heads", cmd->add_option("--kv-heads", o->kv_heads,
-                                     "Explicit shapes: key/value heads (implies --family llama)")},
-      {"--ffn", cmd->add_option("--ffn", o->ffn, "Explicit shapes: MLP width (implies llama)")},
-      {"--vocab", cmd->add_option("--vocab", o->vocab, "Explicit shapes: vocabulary V")},
-      {"--family", cmd->add_option("--family", o->family, "Explicit shapes: gpt2 or llama")},
-  };
-  o->seq_flag = cmd->add_option("--seq", o->seq,
-                                "Sequence length s (explicit shapes: also the context length; "
-                                "named model: default its context)");
-  o->shape_flags.emplace_back("--seq", o->seq_flag);
+  cmd->add_option("--seq", o->seq,
+                  "Sequence length s (default: the model's context; explicit shapes without "
+                  "--max-seq take it as their context)");
   cmd->add_option("--batch", o->batch, "Micro-batch b per device (default 1)");
   cmd->add_option("--grad-accum", o->grad_accum, "Gradient-accumulation steps (default 1)");
   cmd->add_option("--precision", o->precision,

@@ -26,6 +26,7 @@
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
+#include "common/model/model_flags.h"
 #include "common/nn/kernel_backend.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
@@ -42,8 +43,8 @@ namespace {
 using nlohmann::json;
 
 struct TrainCommandOptions {
-  std::string model;
-  std::optional<int64_t> layers, hidden, heads, kv_heads, seq, batch, vocab;
+  ModelFlags model;
+  std::optional<int64_t> seq, batch;
   int64_t steps = 20;
   double lr = 1e-3;
   std::string optimizer = "adamw";
@@ -57,41 +58,6 @@ struct TrainCommandOptions {
 void require_positive(const char* flag, const std::optional<int64_t>& value) {
   if (value && *value < 1)
     throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(*value));
-}
-
-ModelConfig build_model(const TrainCommandOptions& o) {
-  require_positive("--layers", o.layers);
-  require_positive("--hidden", o.hidden);
-  require_positive("--heads", o.heads);
-  require_positive("--kv-heads", o.kv_heads);
-  require_positive("--vocab", o.vocab);
-  ModelConfig c;
-  if (!o.model.empty()) {
-    c = model_config_by_name(o.model);
-  } else {
-    if (!o.layers || !o.hidden || !o.heads || !o.vocab)
-      throw UsageError("give --model NAME, or all of --layers --hidden --heads --vocab");
-    const int64_t seq = o.seq.value_or(128);
-    if (o.kv_heads && *o.kv_heads != *o.heads) {
-      c = llama_config("custom", *o.layers, *o.hidden, *o.heads, *o.kv_heads,
-                       ((8 * *o.hidden / 3) + 63) / 64 * 64, *o.vocab, seq);
-    } else {
-      c = gpt2_config("custom", *o.layers, *o.hidden, *o.heads, *o.vocab, seq);
-    }
-    c.validate();
-    return c;
-  }
-  if (o.layers) c.layers = *o.layers;
-  if (o.hidden) c.hidden = *o.hidden;
-  if (o.heads) {
-    c.heads = *o.heads;
-    if (c.family == "gpt2") c.kv_heads = *o.heads;
-  }
-  if (o.kv_heads) c.kv_heads = *o.kv_heads;
-  if (o.vocab) c.vocab = *o.vocab;
-  if (o.hidden && c.family == "gpt2") c.ffn_hidden = 4 * c.hidden;
-  c.validate();
-  return c;
 }
 
 json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& bytes) {
@@ -113,7 +79,7 @@ void run_train(const TrainCommandOptions& o) {
   }
   const memory::Device device = memory::parse_device(o.device);
   train::TrainOptions options;
-  options.model = build_model(o);
+  options.model = o.model.build(o.seq);
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.learning_rate = static_cast<float>(o.lr);
@@ -130,9 +96,9 @@ void run_train(const TrainCommandOptions& o) {
   const ModelConfig& m = options.model;
   if (!o.json) {
     std::printf("%s %s (%s) on %s, %s kernels: %s parameters, B=%lld T=%lld, %lld threads\n",
-                bold("vramlab train", colour).c_str(), m.name.c_str(), m.family.c_str(),
-                device.name().c_str(), kernels_name.c_str(),
-                report::format_count(m.parameter_count()).c_str(),
+                bold("vramlab train", colour).c_str(), m.name.c_str(),
+                std::string(model_family_name(m.family)).c_str(), device.name().c_str(),
+                kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
     std::printf(
@@ -216,16 +182,9 @@ void run_train(const TrainCommandOptions& o) {
 void add_train_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<TrainCommandOptions>();
   auto* cmd = app.add_subcommand("train", "Train a transformer on synthetic learnable tokens");
-  cmd->add_option("--model", opts->model,
-                  "Named model (see vramlab estimate --list), e.g. gpt2-tiny");
-  cmd->add_option("--layers", opts->layers, "Transformer blocks");
-  cmd->add_option("--hidden", opts->hidden, "Model width C");
-  cmd->add_option("--heads", opts->heads, "Attention heads");
-  cmd->add_option("--kv-heads", opts->kv_heads,
-                  "Key/value heads (fewer than --heads: a Llama-style GQA model)");
-  cmd->add_option("--seq", opts->seq, "Sequence length T (default 128)");
+  add_model_options(*cmd, opts->model);
+  cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))");
   cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");
-  cmd->add_option("--vocab", opts->vocab, "Vocabulary size V");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
   cmd->add_option("--lr", opts->lr, "Learning rate (default 1e-3)");
   cmd->add_option("--optimizer", opts->optimizer,
