@@ -39,15 +39,14 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
       proj_(Linear::from_prefix(
           params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}
 
-const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved,
-                                       const TensorView& inp, int64_t B, int64_t T,
-                                       const std::string& output_name) const {
+const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
+                                 int64_t B, int64_t T, const std::string& output_name) const {
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
   TensorView q, k, v;  // (B, T, C), (B, T, kvC), (B, T, kvC)
   if (!rope_) {
-    const DeviceBuffer& qkv = saved.save(layer_, saved::qkv, {3, B, T, C_});  // (3, B, T, C)
+    const Tensor& qkv = saved.save(layer_, saved::qkv, {3, B, T, C_});  // (3, B, T, C)
     q = qkv.view(0, {B, T, C_});
     k = qkv.view(N * C_, {B, T, C_});
     v = qkv.view(2 * N * C_, {B, T, C_});
@@ -63,11 +62,11 @@ const DeviceBuffer& Attention::forward(Runtime& runtime, SavedActivations& saved
     kernels.rope_forward(q, q, B, T, H_, D_, rope_theta_);
     kernels.rope_forward(k, k, B, T, Hkv_, D_, rope_theta_);
   }
-  const DeviceBuffer& preatt = saved.save(layer_, saved::preatt, {B, H_, T, T});  // (B, H, T, T)
-  const DeviceBuffer& att = saved.save(layer_, saved::att, {B, H_, T, T});        // (B, H, T, T)
-  const DeviceBuffer& atty = saved.save(layer_, saved::atty, {B, T, C_});         // (B, T, C)
+  const Tensor& preatt = saved.save(layer_, saved::preatt, {B, H_, T, T});  // (B, H, T, T)
+  const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});        // (B, H, T, T)
+  const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});         // (B, T, C)
   kernels.attention_forward(atty.view(), preatt.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
-  const DeviceBuffer& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
+  const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.view(), atty.view(), N);
   return out;
 }
@@ -78,18 +77,17 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  DeviceBuffer datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
+  Tensor datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
   proj_.backward(runtime, datty.view(), dout, saved.get(layer_, saved::atty).view(), N);
 
   // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
-  DeviceBuffer dqkv =
-      runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv");
+  Tensor dqkv = runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv");
   const TensorView dq = dqkv.view(0, {B, T, C_});
   const TensorView dk = dqkv.view(N * C_, {B, T, kvC});
   const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
   TensorView q, k, v;
   if (!rope_) {
-    const DeviceBuffer& qkv = saved.get(layer_, saved::qkv);  // (3, B, T, C)
+    const Tensor& qkv = saved.get(layer_, saved::qkv);  // (3, B, T, C)
     q = qkv.view(0, {B, T, C_});
     k = qkv.view(N * C_, {B, T, C_});
     v = qkv.view(2 * N * C_, {B, T, C_});
@@ -99,15 +97,14 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
     v = saved.get(layer_, saved::v).view();
   }
   {
-    DeviceBuffer dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
+    Tensor dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
     kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v,
                                saved.get(layer_, saved::att).view(), B, T, H_, Hkv_, D_);
   }
   datty.reset();
   if (rope_) {
     // Undo the rotation: gradients with respect to the projections' outputs.
-    DeviceBuffer dqk =
-        runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope");
+    Tensor dqk = runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope");
     const TensorView dq_prerope = dqk.view(0, {B, T, C_});
     const TensorView dk_prerope = dqk.view(N * C_, {B, T, kvC});
     kernels.rope_backward(dq_prerope, dq, B, T, H_, D_, rope_theta_);

@@ -31,8 +31,8 @@ class Attention {
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C) the normed input.
   /// \param B batch. \param T sequence. \param output_name name under which the projected output
   /// (B, T, C) is saved. \return that saved output.
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                              int64_t B, int64_t T, const std::string& output_name) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
+                        int64_t T, const std::string& output_name) const;
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C) gradient of the projected output. \param inp (B, T, C) forward input.
   /// \param B batch. \param T sequence.

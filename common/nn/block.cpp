@@ -23,23 +23,25 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
     : layer_(layer),
       C_(config.hidden),
       norm1_(params,
-             "blocks." + std::to_string(layer) + (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
+             "blocks." + std::to_string(layer) +
+                 (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
              config.family == ModelFamily::gpt2 ? saved::ln1 : saved::norm1, layer),
       attention_(params, config, layer),
       norm2_(params,
-             "blocks." + std::to_string(layer) + (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
+             "blocks." + std::to_string(layer) +
+                 (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
              config.family == ModelFamily::gpt2 ? saved::ln2 : saved::norm2, layer),
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
-const DeviceBuffer& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                                   int64_t B, int64_t T) const {
+const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
+                             int64_t B, int64_t T) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
-  const DeviceBuffer& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const DeviceBuffer& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2);
+  const Tensor& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
+  const Tensor& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2);
   runtime.kernels().residual_forward(residual2.view(), residual2.view(), x);
-  const DeviceBuffer& ln2 = norm2_.forward(runtime, saved, residual2.view(), B, T);  // (B, T, C)
-  const DeviceBuffer& residual3 = std::visit(
-      [&](const auto& mlp) -> const DeviceBuffer& {
+  const Tensor& ln2 = norm2_.forward(runtime, saved, residual2.view(), B, T);  // (B, T, C)
+  const Tensor& residual3 = std::visit(
+      [&](const auto& mlp) -> const Tensor& {
         return mlp.forward(runtime, saved, ln2.view(), B, T, saved::residual3);
       },
       mlp_);
@@ -53,8 +55,9 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
   const TensorView residual2 = saved.get(layer_, saved::residual2).view();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
-    DeviceBuffer dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
-    const TensorView ln2 = saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).view();
+    Tensor dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
+    const TensorView ln2 =
+        saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).view();
     std::visit(
         [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dresidual, ln2, B, T); },
         mlp_);
@@ -62,8 +65,9 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
   }
   {
     // Then the attention branch → ∂loss/∂x.
-    DeviceBuffer dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
-    const TensorView ln1 = saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).view();
+    Tensor dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
+    const TensorView ln1 =
+        saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).view();
     attention_.backward(runtime, saved, dln1.view(), dresidual, ln1, B, T);
     norm1_.backward(runtime, saved, dresidual, dln1.view(), x, B, T);
   }

@@ -25,8 +25,8 @@ class Block {
   Block(const ParameterStore& params, const ModelConfig& config, int64_t layer);
   /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.
   /// \param B batch. \param T sequence. \return the saved output residual3 (B, T, C).
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                              int64_t B, int64_t T) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x, int64_t B,
+                        int64_t T) const;
   /// Backward through the block, in place on the residual-stream gradient, then releases the
   /// layer's saved tensors.
   /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.

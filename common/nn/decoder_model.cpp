@@ -86,7 +86,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   announce_before(StepPhase::forward_embedding, saved);
-  const DeviceBuffer* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
+  const Tensor* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
   announce_after(StepPhase::forward_embedding, saved);
   for (size_t l = 0; l < blocks_.size(); ++l) {
     announce_before(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
@@ -94,14 +94,14 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     announce_after(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
   }
   announce_before(StepPhase::forward_head, saved);
-  const DeviceBuffer& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
-  const DeviceBuffer& logits = saved.save(-1, saved::logits, {B, T, V});                 // (B, T, V)
+  const Tensor& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
+  const Tensor& logits = saved.save(-1, saved::logits, {B, T, V});            // (B, T, V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
-  const DeviceBuffer& probs = saved.save(-1, saved::probs, {B, T, V});    // (B, T, V)
-  const DeviceBuffer& losses = saved.save(-1, saved::losses, {B, T});     // (B, T)
-  DeviceBuffer logsumexp = runtime_.temporary({B, T}, "logsumexp");  // (B, T)
+  const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});  // (B, T, V)
+  const Tensor& losses = saved.save(-1, saved::losses, {B, T});   // (B, T)
+  Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");     // (B, T)
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
                                 targets, N, V);
@@ -122,15 +122,15 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   announce_before(StepPhase::backward_head, saved);
   // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
   const TensorView dlogits = saved.get(-1, saved::logits).view();  // (B, T, V)
-  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, saved::probs).view(), targets, N, V,
-                                           1.0f / static_cast<float>(N));
+  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, saved::probs).view(), targets, N,
+                                           V, 1.0f / static_cast<float>(N));
   const TensorView last =
-      blocks_.empty() ? saved.get(-1, saved::encoded).view()
-                      : saved.get(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3).view();
-  DeviceBuffer dresidual =
-      runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
+      blocks_.empty()
+          ? saved.get(-1, saved::encoded).view()
+          : saved.get(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3).view();
+  Tensor dresidual = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
   {
-    DeviceBuffer dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
+    Tensor dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
     lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }

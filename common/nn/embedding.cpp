@@ -14,9 +14,9 @@ Embedding::Embedding(const ParameterStore& params, const std::string& token_tabl
   if (!position_table.empty()) wpe_ = &params.find(position_table);
 }
 
-const DeviceBuffer& Embedding::forward(Runtime& runtime, SavedActivations& saved,
-                                       const TensorView& tokens, int64_t B, int64_t T) const {
-  const DeviceBuffer& encoded = saved.save(-1, saved::encoded, {B, T, C_});  // (B, T, C)
+const Tensor& Embedding::forward(Runtime& runtime, SavedActivations& saved,
+                                 const TensorView& tokens, int64_t B, int64_t T) const {
+  const Tensor& encoded = saved.save(-1, saved::encoded, {B, T, C_});  // (B, T, C)
   runtime.kernels().embedding_forward(encoded.view(), tokens, params_.value(*wte_),
                                       wpe_ ? params_.value(*wpe_) : TensorView(), B, T, C_, V_);
   return encoded;

@@ -21,8 +21,8 @@ class Embedding {
             const std::string& position_table);
   /// \param runtime dispatch. \param saved the step's store. \param tokens (B, T) ids.
   /// \param B batch. \param T sequence (≤ the position table's rows). \return encoded (B, T, C).
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& tokens,
-                              int64_t B, int64_t T) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& tokens,
+                        int64_t B, int64_t T) const;
   /// \param runtime dispatch. \param dout (B, T, C). \param tokens (B, T). \param B batch.
   /// \param T sequence.
   void backward(const Runtime& runtime, const TensorView& dout, const TensorView& tokens, int64_t B,

@@ -22,8 +22,8 @@ class Mlp {
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
   /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
   /// \return the saved output.
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                              int64_t B, int64_t T, const std::string& output_name) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
+                        int64_t T, const std::string& output_name) const;
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
@@ -43,8 +43,8 @@ class SwigluMlp {
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
   /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
   /// \return the saved output.
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                              int64_t B, int64_t T, const std::string& output_name) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
+                        int64_t T, const std::string& output_name) const;
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,

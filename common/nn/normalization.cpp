@@ -17,17 +17,17 @@ Norm::Norm(const ParameterStore& params, const std::string& prefix, std::string 
   if (params.contains(prefix + ".bias")) bias_ = &params.find(prefix + ".bias");
 }
 
-const DeviceBuffer& Norm::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                                  int64_t B, int64_t T) const {
+const Tensor& Norm::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
+                            int64_t B, int64_t T) const {
   const int64_t N = B * T;
-  const DeviceBuffer& out = saved.save(layer_, name_, {B, T, C_});  // (B, T, C)
+  const Tensor& out = saved.save(layer_, name_, {B, T, C_});  // (B, T, C)
   if (is_layernorm()) {
-    const DeviceBuffer& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
-    const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    const Tensor& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
+    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
     runtime.kernels().layernorm_forward(out.view(), mean.view(), rstd.view(), inp,
                                         params_.value(*weight_), params_.value(*bias_), N, C_);
   } else {
-    const DeviceBuffer& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
     runtime.kernels().rmsnorm_forward(out.view(), rstd.view(), inp, params_.value(*weight_), N, C_);
   }
   return out;

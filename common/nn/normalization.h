@@ -25,8 +25,8 @@ class Norm {
   /// Normalises \p inp, saving the output and its statistics.
   /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
   /// \param B batch. \param T sequence. \return the saved output (B, T, C).
-  const DeviceBuffer& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                              int64_t B, int64_t T) const;
+  const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
+                        int64_t T) const;
   /// dinp += ∂loss/∂inp, dweight (and dbias) accumulated.
   /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
   /// \param dout (B, T, C). \param inp (B, T, C) the forward input. \param B batch. \param T

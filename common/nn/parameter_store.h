@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/memory/tensor.h"
 #include "common/model/model_config.h"
-#include "common/nn/device_buffer.h"
 #include "common/nn/runtime.h"
 
 namespace vramlab::nn {
@@ -55,9 +55,9 @@ class ParameterStore {
     return grads_.view(view.offset, view.shape);
   }
   /// \return the parameter block, (numel).
-  [[nodiscard]] const DeviceBuffer& values() const { return values_; }
+  [[nodiscard]] const Tensor& values() const { return values_; }
   /// \return the gradient block, (numel); empty when gradients are released.
-  [[nodiscard]] const DeviceBuffer& grads() const { return grads_; }
+  [[nodiscard]] const Tensor& grads() const { return grads_; }
 
   /// Makes sure a zeroed gradient block exists (allocates it if it was released).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
@@ -71,8 +71,8 @@ class ParameterStore {
   Runtime& runtime_;
   std::vector<ParameterView> views_;
   int64_t numel_ = 0;
-  DeviceBuffer values_;  // (numel) every parameter, layout order
-  DeviceBuffer grads_;   // (numel) their gradients, or empty
+  Tensor values_;  // (numel) every parameter, layout order
+  Tensor grads_;   // (numel) their gradients, or empty
 };
 
 }  // namespace vramlab::nn

@@ -1,23 +1,21 @@
 // Runtime: a device, its caching allocator, and the kernel backend (see runtime.h).
 #include "common/nn/runtime.h"
 
+#include <chrono>
 #include <utility>
 
-#include "common/memory/backing.h"
+#include "common/memory/alloc_config.h"
+#include "common/memory/make_caching_allocator.h"
 #include "common/nn/cpu_kernel_backend.h"
 #include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/meta_kernel_backend.h"
 #include "common/platform/errors.h"
-#include "common/platform/gpu_probe.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);  // stable OpenBLAS symbol
 
 namespace vramlab::nn {
 
 namespace {
-
-// cpu memory has no capacity; the host backing still needs a number, so give it an exabyte.
-constexpr uint64_t kUnlimitedBytes = memory::kOneExaByte;
 
 std::string quoted_kernels(KernelKind kernels) {
   return "kernels '" + std::string(kernel_kind_name(kernels)) + "'";
@@ -46,27 +44,6 @@ void check_combination(const memory::Device& device, KernelKind kernels) {
                          "': its memory is on the GPU (use --kernels cuda)");
       break;
   }
-}
-
-// The cuda device's allocator backing, after checking that this build and machine can use it.
-std::unique_ptr<memory::Backing> usable_cuda_backing(const memory::Device& device) {
-  const std::string name = device.name();
-#if VRAMLAB_HAVE_CUDA
-  const platform::GpuProbe probe = platform::probe_gpus();
-  if (probe.status != platform::GpuStatus::available)
-    throw UsageError(
-        "device '" + name + "' is not available: " + platform::gpu_status_name(probe.status) +
-        " (" + probe.detail + "); without a GPU use --device sim:t4-16g --kernels cuda-emulated");
-  if (device.index >= static_cast<int64_t>(probe.devices.size()))
-    throw UsageError("device '" + name + "' does not exist: the driver reports " +
-                     std::to_string(probe.devices.size()) + " GPU(s)");
-  return memory::make_cuda_backing(static_cast<int>(device.index));
-#else
-  throw UsageError("device '" + name +
-                   "' is not available: this build of vramlab has no CUDA (configure with "
-                   "-DVRAMLAB_CUDA=ON); without a GPU use --device sim:t4-16g --kernels "
-                   "cuda-emulated");
-#endif
 }
 
 std::unique_ptr<KernelBackend> make_kernels(KernelKind kernels) {
@@ -109,43 +86,46 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
   // One OpenMP pool owns the cores; OpenBLAS runs inside it, one thread per call
   // (parallel_linear.h).
   openblas_set_num_threads(1);
-  switch (device.kind) {
-    case memory::DeviceKind::cpu:
-      allocator_ = std::make_unique<memory::CachingAllocator>(
-          memory::make_host_backing(kUnlimitedBytes), device.name(), device.index);
-      break;
-    case memory::DeviceKind::sim:
-      allocator_ = std::make_unique<memory::CachingAllocator>(
-          memory::make_host_backing(device.spec.capacity_bytes), device.name(), device.index);
-      break;
-    case memory::DeviceKind::meta:
-      allocator_ = std::make_unique<memory::CachingAllocator>(
-          memory::make_meta_backing(device.spec.capacity_bytes), device.name(), device.index);
-      break;
-    case memory::DeviceKind::cuda:
-      allocator_ = std::make_unique<memory::CachingAllocator>(usable_cuda_backing(device),
-                                                              device.name(), device.index);
-      break;
-  }
+  allocator_ = memory::make_caching_allocator(device, memory::alloc_conf_from_environment());
   kernels_ = make_kernels(kernels);
 }
 
 Runtime::~Runtime() = default;
 
-DeviceBuffer Runtime::allocate(std::vector<int64_t> shape, DType dtype,
-                               memory::MemoryCategory category, std::string name) {
-  return DeviceBuffer(*allocator_, std::move(shape), dtype, category, std::move(name));
+Tensor Runtime::allocate(std::vector<int64_t> shape, DType dtype, memory::MemoryCategory category,
+                         std::string name) {
+  return Tensor(*allocator_, std::move(shape), dtype, category, std::move(name));
 }
 
-DeviceBuffer Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory category,
-                            std::string name) {
-  DeviceBuffer buffer = allocate(std::move(shape), DType::f32, category, std::move(name));
+Tensor Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory category,
+                      std::string name) {
+  Tensor buffer = allocate(std::move(shape), DType::f32, category, std::move(name));
   fill_zero(buffer);
   return buffer;
 }
 
-DeviceBuffer Runtime::temporary(std::vector<int64_t> shape, std::string name) {
+Tensor Runtime::temporary(std::vector<int64_t> shape, std::string name) {
   return allocate(std::move(shape), DType::f32, memory::MemoryCategory::temporary, std::move(name));
+}
+
+void Runtime::copy_to_device(const TensorView& destination, const void* host) {
+  const auto start = std::chrono::steady_clock::now();
+  kernels_->copy_to_device(destination, host);
+  if (destination.bytes() == 0) return;
+  transfers_.host_to_device_bytes += destination.bytes();
+  ++transfers_.host_to_device_copies;
+  transfers_.host_to_device_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Runtime::copy_to_host(void* host, const TensorView& source) {
+  const auto start = std::chrono::steady_clock::now();
+  kernels_->copy_to_host(host, source);
+  if (source.bytes() == 0) return;
+  transfers_.device_to_host_bytes += source.bytes();
+  ++transfers_.device_to_host_copies;
+  transfers_.device_to_host_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace vramlab::nn

@@ -12,9 +12,12 @@
 ///   allocated, so a 70B training step's allocations replay in seconds. The modules call the
 ///   kernels the same way on every device; nothing in them asks which device it is.
 ///
-/// Every device, cpu included, goes through the caching allocator (cpu with no capacity), so
-/// a training step reuses cached blocks instead of asking the OS for pages every step and the
-/// per-category statistics are measured the same way on every device.
+/// Every device, cpu included, goes through its caching allocator (memory::make_caching_allocator;
+/// cpu with no capacity), so a training step reuses cached blocks instead of asking the OS for
+/// pages every step and the per-category statistics are measured the same way on every device.
+/// Memory is owned by memory::Tensor; moving bytes between the host and the device is an operation
+/// of the runtime, counted in transfer_stats() (bytes, copies and seconds per direction), which is
+/// what the offload lesson measures.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +27,22 @@
 
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
-#include "common/nn/device_buffer.h"
+#include "common/memory/tensor.h"
 #include "common/nn/kernel_backend.h"
 
 namespace vramlab::nn {
+
+using memory::Tensor;
+
+/// What a runtime's copies between host and device memory moved, and how long they took.
+struct TransferStats {
+  int64_t host_to_device_bytes = 0;     ///< copy_to_device
+  int64_t host_to_device_copies = 0;    ///< copy_to_device calls that moved bytes
+  double host_to_device_seconds = 0.0;  ///< their wall time (synchronous copies)
+  int64_t device_to_host_bytes = 0;     ///< copy_to_host
+  int64_t device_to_host_copies = 0;    ///< copy_to_host calls that moved bytes
+  double device_to_host_seconds = 0.0;  ///< their wall time (synchronous copies)
+};
 
 /// A device with its allocator; modules allocate and dispatch through it.
 class Runtime {
@@ -62,34 +77,39 @@ class Runtime {
   /// \param shape dimensions. \param dtype element type. \param category what it is for.
   /// \param name tensor name. \return the buffer.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
-  DeviceBuffer allocate(std::vector<int64_t> shape, DType dtype, memory::MemoryCategory category,
-                        std::string name);
+  Tensor allocate(std::vector<int64_t> shape, DType dtype, memory::MemoryCategory category,
+                  std::string name);
   /// Allocates an f32 buffer filled with zeros (no fill on meta).
   /// \param shape dimensions. \param category what it is for. \param name tensor name.
   /// \return the buffer. \throws vramlab::memory::OutOfMemoryError when the device is full.
-  DeviceBuffer zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name);
+  Tensor zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name);
   /// Allocates an f32 temporary (category temporary), uninitialised.
   /// \param shape dimensions. \param name tensor name. \return the buffer.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
-  DeviceBuffer temporary(std::vector<int64_t> shape, std::string name);
+  Tensor temporary(std::vector<int64_t> shape, std::string name);
   /// Sets every byte of \p buffer to zero (through the kernels; nothing on meta).
   /// \param buffer the buffer.
-  void fill_zero(const DeviceBuffer& buffer) const { kernels_->fill_zero(buffer.view()); }
-  /// Copies host memory into a buffer (nothing on meta).
-  /// \param buffer destination. \param host (buffer.bytes() bytes) source.
-  void copy_to_device(const DeviceBuffer& buffer, const void* host) const {
-    kernels_->copy_to_device(buffer.view(), host);
+  void fill_zero(const Tensor& buffer) const { kernels_->fill_zero(buffer.view()); }
+  /// Copies host memory into (part of) this runtime's memory, counted in transfer_stats().
+  /// \param destination a view of this runtime's memory. \param host destination.bytes() bytes.
+  void copy_to_device(const TensorView& destination, const void* host);
+  /// \param destination a tensor of this runtime. \param host destination.bytes() bytes.
+  void copy_to_device(const Tensor& destination, const void* host) {
+    copy_to_device(destination.view(), host);
   }
-  /// Copies a buffer into host memory (nothing on meta).
-  /// \param host (buffer.bytes() bytes) destination. \param buffer source.
-  void copy_to_host(void* host, const DeviceBuffer& buffer) const {
-    kernels_->copy_to_host(host, buffer.view());
-  }
+  /// Copies (part of) this runtime's memory into host memory, counted in transfer_stats().
+  /// \param host source.bytes() bytes. \param source a view of this runtime's memory.
+  void copy_to_host(void* host, const TensorView& source);
+  /// \param host source.bytes() bytes. \param source a tensor of this runtime.
+  void copy_to_host(void* host, const Tensor& source) { copy_to_host(host, source.view()); }
+  /// \return the bytes, copies and seconds of this runtime's host-device copies so far.
+  [[nodiscard]] const TransferStats& transfer_stats() const { return transfers_; }
 
  private:
   std::unique_ptr<KernelBackend> kernels_;
   memory::Device device_;
   std::unique_ptr<memory::CachingAllocator> allocator_;
+  TransferStats transfers_;
 };
 
 }  // namespace vramlab::nn

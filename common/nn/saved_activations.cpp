@@ -40,7 +40,8 @@ void SavedActivations::set_policy(int64_t layer, ActivationPolicy policy) {
                      std::to_string(policies_.size()) + ")");
   if (policy != ActivationPolicy::save)
     throw UsageError("activation policy '" + std::string(activation_policy_name(policy)) +
-                     "' (layer " + std::to_string(layer) + "): not implemented in this issue");
+                     "' (layer " + std::to_string(layer) +
+                     "): not implemented by the runtime yet (only 'save' is)");
   policies_[static_cast<size_t>(layer)] = policy;
 }
 
@@ -48,8 +49,8 @@ ActivationPolicy SavedActivations::policy(int64_t layer) const {
   return layer < 0 ? ActivationPolicy::save : policies_[slot(layer) - 1];
 }
 
-DeviceBuffer& SavedActivations::save(int64_t layer, std::string_view name,
-                                     std::vector<int64_t> shape, DType dtype) {
+Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
+                               DType dtype) {
   auto& entries = slots_[slot(layer)];
   for (const Entry& e : entries)
     if (e.name == name)
@@ -57,13 +58,13 @@ DeviceBuffer& SavedActivations::save(int64_t layer, std::string_view name,
                              "' saved twice in layer " + std::to_string(layer));
   std::string full_name =
       layer < 0 ? std::string(name) : "blocks." + std::to_string(layer) + "." + std::string(name);
-  DeviceBuffer buffer = runtime_.allocate(std::move(shape), dtype,
-                                          memory::MemoryCategory::activation, std::move(full_name));
+  Tensor buffer = runtime_.allocate(std::move(shape), dtype, memory::MemoryCategory::activation,
+                                    std::move(full_name));
   entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++});
   return entries.back().buffer;
 }
 
-const DeviceBuffer& SavedActivations::get(int64_t layer, std::string_view name) const {
+const Tensor& SavedActivations::get(int64_t layer, std::string_view name) const {
   for (const Entry& e : slots_[slot(layer)])
     if (e.name == name) return e.buffer;
   throw std::logic_error("saved activations: nothing named '" + std::string(name) +

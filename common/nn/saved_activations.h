@@ -3,9 +3,9 @@
 /// backward, for one training step, with a per-layer policy.
 ///
 /// Policies: `save` keeps the tensor in device memory until the layer's backward (implemented);
-/// `recompute` (gradient checkpointing), `offload` (to host) and `compress` (int8) are the later
-/// techniques of the workbook on the same mechanism and are refused here with
-/// "not implemented in this issue" — never silently replaced by `save`.
+/// `recompute` (gradient checkpointing), `offload` (to host) and `compress` (int8) are the
+/// workbook's later techniques on the same mechanism; until the runtime has them, set_policy
+/// refuses them by name — never silently replacing them by `save`.
 /// Every saved tensor is allocated with the category `activation` and the name
 /// "blocks.L.NAME" (or "NAME" outside the blocks), so snapshots and OOM messages name it.
 #pragma once
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/dtype/dtype.h"
-#include "common/nn/device_buffer.h"
+#include "common/memory/tensor.h"
 #include "common/nn/runtime.h"
 
 namespace vramlab::nn {
@@ -25,9 +25,9 @@ namespace vramlab::nn {
 /// What to do with the activations of one layer.
 enum class ActivationPolicy : unsigned char {
   save,       ///< keep them in device memory until backward
-  recompute,  ///< drop them and recompute in backward (not implemented in this issue)
-  offload,    ///< copy them to host memory (not implemented in this issue)
-  compress,   ///< keep an int8 copy (not implemented in this issue)
+  recompute,  ///< drop them and recompute in backward (not implemented yet)
+  offload,    ///< copy them to host memory (not implemented yet)
+  compress,   ///< keep an int8 copy (not implemented yet)
 };
 
 /// \param policy a policy. \return "save", "recompute", "offload" or "compress".
@@ -51,7 +51,7 @@ class SavedActivations {
   /// Sets the policy of one block.
   /// \param layer in [0, layers). \param policy the policy.
   /// \throws vramlab::UsageError for a layer out of range, or any policy other than `save`
-  /// ("not implemented in this issue").
+  /// (not implemented yet).
   void set_policy(int64_t layer, ActivationPolicy policy);
   /// \param layer in [-1, layers). \return the layer's policy (always `save` outside the blocks).
   [[nodiscard]] ActivationPolicy policy(int64_t layer) const;
@@ -62,11 +62,11 @@ class SavedActivations {
   /// \return the buffer to fill (valid until release_layer(layer) or clear()).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
   /// the name is already saved in that layer or the layer is out of range.
-  DeviceBuffer& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
-                     DType dtype = DType::f32);
+  Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
+               DType dtype = DType::f32);
   /// \param layer block index or -1. \param name as given to save().
   /// \return the saved buffer. \throws std::logic_error when nothing of that name is saved.
-  [[nodiscard]] const DeviceBuffer& get(int64_t layer, std::string_view name) const;
+  [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
   /// Frees everything one layer saved (called after the layer's backward).
   /// \param layer block index or -1.
   void release_layer(int64_t layer);
@@ -81,7 +81,7 @@ class SavedActivations {
  private:
   struct Entry {
     std::string name;
-    DeviceBuffer buffer;
+    Tensor buffer;
     uint64_t order = 0;
   };
   [[nodiscard]] size_t slot(int64_t layer) const;

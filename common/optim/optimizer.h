@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "common/nn/device_buffer.h"
+#include "common/memory/tensor.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
 #include "kernels/cpu/optimizer.h"
@@ -54,8 +54,8 @@ class AdamW final : public Optimizer {
  private:
   nn::Runtime& runtime_;
   kernels::cpu::AdamWHyperparameters hp_;
-  nn::DeviceBuffer m_;  // (numel) first moment
-  nn::DeviceBuffer v_;  // (numel) second moment
+  memory::Tensor m_;  // (numel) first moment
+  memory::Tensor v_;  // (numel) second moment
 };
 
 /// SGD with momentum (torch.optim.SGD, dampening 0): 4 bytes per parameter with momentum, 0
@@ -78,7 +78,7 @@ class Sgd final : public Optimizer {
   float momentum_;
   float weight_decay_;
   bool nesterov_;
-  nn::DeviceBuffer momentum_buffer_;  // (numel), only with momentum > 0
+  memory::Tensor momentum_buffer_;  // (numel), only with momentum > 0
 };
 
 }  // namespace vramlab::optim

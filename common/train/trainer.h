@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "common/memory/memory_category.h"
+#include "common/memory/tensor.h"
 #include "common/model/model_config.h"
 #include "common/nn/decoder_model.h"
-#include "common/nn/device_buffer.h"
 #include "common/nn/runtime.h"
 #include "common/nn/step_observer.h"
 #include "common/optim/optimizer.h"
@@ -86,9 +86,9 @@ class Trainer {
   /// \return the optimizer (its states exist after the first step).
   [[nodiscard]] optim::Optimizer& optimizer() { return *optimizer_; }
   /// \return the (B, T) int32 token ids of the current batch, in the runtime's memory.
-  [[nodiscard]] const nn::DeviceBuffer& inputs() const { return inputs_; }
+  [[nodiscard]] const memory::Tensor& inputs() const { return inputs_; }
   /// \return the (B, T) int32 next tokens of the current batch, in the runtime's memory.
-  [[nodiscard]] const nn::DeviceBuffer& targets() const { return targets_; }
+  [[nodiscard]] const memory::Tensor& targets() const { return targets_; }
   /// \return the token stream (entropies for the report).
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
   /// \return the options.
@@ -100,8 +100,8 @@ class Trainer {
   SyntheticTokenStream data_;
   std::unique_ptr<nn::DecoderModel> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  nn::DeviceBuffer inputs_;            // (B, T) int32 token ids
-  nn::DeviceBuffer targets_;           // (B, T) int32 next tokens
+  memory::Tensor inputs_;              // (B, T) int32 token ids
+  memory::Tensor targets_;             // (B, T) int32 next tokens
   std::vector<int32_t> host_inputs_;   // (B, T)
   std::vector<int32_t> host_targets_;  // (B, T)
   int64_t steps_done_ = 0;

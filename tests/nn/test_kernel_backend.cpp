@@ -10,6 +10,7 @@
 #include "common/nn/cpu_kernel_backend.h"
 #include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/meta_kernel_backend.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::nn {
@@ -122,6 +123,33 @@ TEST(KernelBackend, FillFromHostWritesEveryElementAcrossChunks) {
   ASSERT_EQ(chunks.size(), 2u);
   EXPECT_EQ(chunks[1], (std::pair<int64_t, int64_t>{int64_t{1} << 20, 3}));
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(x[static_cast<size_t>(i)], (i % 1000)) << i;
+}
+
+}  // namespace
+}  // namespace vramlab::nn
+
+namespace vramlab::nn {
+namespace {
+
+TEST(Runtime, CopiesBetweenHostAndDeviceAreCountedInBytesAndCopies) {
+  for (const char* device : {"sim:64MiB", "meta"}) {
+    Runtime runtime(memory::parse_device(device));
+    const Tensor t = runtime.allocate({250, 4}, DType::f32, memory::MemoryCategory::other, "t");
+    std::vector<float> host(1000, 2.5f), back(1000, 0.0f);
+    runtime.copy_to_device(t, host.data());
+    runtime.copy_to_device(t.view(10, {90}), host.data());
+    runtime.copy_to_host(back.data(), t);
+    runtime.copy_to_device(t.view(0, {0}), host.data());  // nothing moves, nothing is counted
+    const TransferStats& s = runtime.transfer_stats();
+    EXPECT_EQ(s.host_to_device_bytes, 4000 + 360) << device;
+    EXPECT_EQ(s.host_to_device_copies, 2) << device;
+    EXPECT_EQ(s.device_to_host_bytes, 4000) << device;
+    EXPECT_EQ(s.device_to_host_copies, 1) << device;
+    EXPECT_GE(s.host_to_device_seconds, 0.0);
+    if (runtime.kernel_kind() != KernelKind::meta) {
+      EXPECT_EQ(back, host) << device;
+    }
+  }
 }
 
 }  // namespace

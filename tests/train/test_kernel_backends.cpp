@@ -71,9 +71,9 @@ Gradients one_backward(const ModelConfig& config, KernelKind kernels, uint64_t s
   std::vector<int32_t> host_tokens(static_cast<size_t>(B * T));   // (B, T)
   std::vector<int32_t> host_targets(static_cast<size_t>(B * T));  // (B, T)
   data.next_batch(host_tokens.data(), host_targets.data(), B, T);
-  const nn::DeviceBuffer tokens =
+  const memory::Tensor tokens =
       runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "tokens");
-  const nn::DeviceBuffer targets =
+  const memory::Tensor targets =
       runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
   runtime.copy_to_device(tokens, host_tokens.data());
   runtime.copy_to_device(targets, host_targets.data());
@@ -81,7 +81,7 @@ Gradients one_backward(const ModelConfig& config, KernelKind kernels, uint64_t s
   Gradients out;
   out.loss = model.forward(saved, tokens.view(), targets.view(), B, T);
   model.backward(saved, tokens.view(), targets.view(), B, T);
-  const nn::DeviceBuffer& grads = model.parameters().grads();
+  const memory::Tensor& grads = model.parameters().grads();
   out.values.resize(static_cast<size_t>(grads.numel()));
   runtime.copy_to_host(out.values.data(), grads);
   return out;
