@@ -245,7 +245,8 @@ constexpr float kScale = 0.37f;
 // The KernelBackend's layernorm/rmsnorm epsilon (kernel_backend.h): the raw kernels run with it
 // too, so one reference serves every column.
 constexpr float kEps = 1e-5f;
-constexpr double kTheta = 10000.0;
+// Not the kernels' default base (10000), so a call that drops theta shows.
+constexpr double kTheta = 500000.0;
 constexpr int64_t kPositionOffset = 3;
 
 // An optional buffer the shape leaves out: the "none" view for the backend, nullptr for kernels.
