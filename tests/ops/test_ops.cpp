@@ -26,6 +26,7 @@
 #include <ostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -470,6 +471,61 @@ TEST(OpsHarness, CatchesAMissingBarrierUnderTheInOrderAndRandomSchedules) {
               std::string::npos)
         << failures.GetTestPartResult(0).message();
   }
+}
+
+// Runs every shape of `op` on one backend column and returns the failure messages it reported.
+std::vector<std::string> failures_of(const OpSpec& op, Backend backend,
+                                     const nn::KernelBackend& kernels) {
+  HostMemory memory;
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter capture(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    for (std::size_t s = 0; s < op.shapes.size(); s++) {
+      run_shape(op, op, op.shapes[s], s, op.name,
+                Column{backend, KernelVersion::v2, &memory, &kernels});
+    }
+  }
+  std::vector<std::string> messages;
+  for (int i = 0; i < failures.size(); i++) {
+    messages.emplace_back(failures.GetTestPartResult(i).message());
+  }
+  return messages;
+}
+
+const OpSpec& table_op(const std::string& name) {
+  for (const OpSpec& op : emulated_op_table())
+    if (op.name == name) return op;
+  throw std::logic_error("no op " + name + " in the table");
+}
+
+// The backend columns must catch glue that hands a kernel the right buffers in the wrong order
+// (mean and rstd have the same dtype and size, so the typed checks cannot), while the same call
+// in the right order passes.
+TEST(OpsHarness, BackendColumnCatchesSwappedArguments) {
+  OpSpec swapped = table_op("layernorm_backward");
+  swapped.backend = [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+    k.layernorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[7], v[6], s.N, s.C);
+  };
+  const nn::CpuKernelBackend cpu;
+  const std::vector<std::string> failures = failures_of(swapped, Backend::cpu_backend, cpu);
+  ASSERT_FALSE(failures.empty()) << "the cpu_backend column missed mean and rstd swapped";
+  EXPECT_NE(failures[0].find("% of the tolerance"), std::string::npos) << failures[0];
+  EXPECT_TRUE(failures_of(table_op("layernorm_backward"), Backend::cpu_backend, cpu).empty());
+}
+
+// The meta column must catch a kernel that runs anyway (here: the CPU kernels behind meta's back),
+// while the meta backend itself passes.
+TEST(OpsHarness, MetaColumnCatchesAKernelThatRuns) {
+  OpSpec runs_anyway = table_op("gelu_forward");
+  runs_anyway.backend = [](const Shape&, const Views& v, const nn::KernelBackend&) {
+    nn::CpuKernelBackend().gelu_forward(v[0], v[1]);
+  };
+  const std::unique_ptr<nn::KernelBackend> meta = nn::make_meta_kernel_backend();
+  const std::vector<std::string> failures = failures_of(runs_anyway, Backend::meta_backend, *meta);
+  ASSERT_FALSE(failures.empty()) << "the meta_backend column missed a kernel that ran";
+  EXPECT_NE(failures[0].find("nothing may run on meta"), std::string::npos) << failures[0];
+  EXPECT_TRUE(failures_of(table_op("gelu_forward"), Backend::meta_backend, *meta).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpsTest, ::testing::ValuesIn(all_cases()),
