@@ -327,8 +327,9 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
     const bool views = through_kernel_backend(column.backend);
     Memory* memory = column.memory;
     std::vector<void*> allocations;
-    // A KernelBackend returns an f64 result to the host: those buffers stay in `results`.
+    // A KernelBackend returns an f64 result to the host: those buffers are host doubles.
     const auto on_host = [&](std::size_t k) { return views && specs[k].dtype == Dtype::f64; };
+    std::vector<double> host_f64(specs.size());
     const auto release_all = [&] {
       for (void* base : allocations) memory->release(base);
     };
@@ -337,9 +338,10 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
     try {
       for (std::size_t k = 0; k < specs.size(); k++) {
         if (on_host(k)) {
-          args.pointers.push_back(results[k].data());
+          host_f64[k] = element(initial[k], Dtype::f64, 0);
+          args.pointers.push_back(&host_f64[k]);
           backend_views.tensors.emplace_back();
-          backend_views.host_f64.push_back(reinterpret_cast<double*>(results[k].data()));
+          backend_views.host_f64.push_back(&host_f64[k]);
           continue;
         }
         // Misaligned: 4 bytes off a 16-byte boundary (f32/i32 only; a double must stay aligned).
@@ -364,7 +366,11 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
       }
       memory->synchronize();
       for (std::size_t k = 0; k < specs.size(); k++) {
-        if (!on_host(k)) memory->to_host(results[k].data(), args.pointers[k], results[k].size());
+        if (on_host(k)) {
+          std::memcpy(results[k].data(), &host_f64[k], sizeof(double));
+        } else {
+          memory->to_host(results[k].data(), args.pointers[k], results[k].size());
+        }
       }
     } catch (...) {
       release_all();
