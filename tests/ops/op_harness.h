@@ -3,11 +3,24 @@
 /// every op run on every backend and compared with the CPU reference kernel in double.
 ///
 /// An op is described once as data: its buffers (name, element count, dtype, how they are
-/// initialized, whether they are compared) for a shape, and three calls on raw pointers: the
-/// double reference (kernels/cpu `*_reference<double>`), the CPU fast path, and the CUDA launcher
-/// (kernels/cuda/ops.h) with a KernelVersion. Every buffer starts from the same seeded random
-/// values on every backend, outputs included, so forward kernels must write every element and
-/// backward kernels must accumulate (+=) exactly as the reference does.
+/// initialized, whether they are compared) for a shape, and up to four calls: the double reference
+/// (kernels/cpu `*_reference<double>`), the CPU fast path and the CUDA launcher
+/// (kernels/cuda/ops.h) with a KernelVersion, all three on raw pointers, and, for the ops the
+/// training step runs, the same op through a nn::KernelBackend on typed views. Every buffer starts
+/// from the same seeded random values on every backend, outputs included, so forward kernels must
+/// write every element and backward kernels must accumulate (+=) exactly as the reference does.
+///
+/// Columns (test_ops.cpp), each one gtest running all of the op's shapes:
+///   cpu_fast             kernels/cpu directly (the code learners read)
+///   emulated_v1/v2_<s>   kernels/cuda launchers under the SIMT emulator, three thread schedules
+///   cuda_v1/v2           the same launchers built by nvcc, on a GPU
+///   cpu_backend          CpuKernelBackend (what training runs on cpu and sim devices: its GEMMs
+///                        are parallel_linear.h, not kernels/cpu's matmul)
+///   emulated_backend_<s> the emulated CUDA backend (v2 kernels), in-order and random schedules
+///   gpu_backend          the GPU CUDA backend on GPU memory
+///   meta_backend         the meta backend: nothing may run, so every buffer must keep its bytes
+/// The backend columns test the backends' own glue (argument order, eps, the unpadded vocabulary,
+/// the loss-sum scratch, the typed checks of the views), which the raw-pointer columns bypass.
 ///
 /// Error measure, per compared buffer: normalized max error = max_i |x_i − ref_i| / max_i |ref_i|
 /// (the denominator floored at 1e-30); non-finite values must match exactly.
@@ -23,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "common/memory/tensor_view.h"
+#include "common/nn/kernel_backend.h"
 #include "kernels/cuda/ops.h"
 
 namespace vramlab::ops_test {
@@ -57,8 +72,12 @@ struct Shape {
   int64_t n = 0;      ///< elements of flat ops
   int64_t N = 0, C = 0;
   int64_t B = 0, T = 0, H = 0, Hkv = 0, D = 0, V = 0, Vp = 0;
-  int64_t step = 1;         ///< optimizer step
-  bool misaligned = false;  ///< shift every f32/i32 device buffer by 4 bytes (no float4 loads)
+  int64_t step = 1;             ///< optimizer step
+  int64_t position_offset = 0;  ///< RoPE: position of t = 0 (the backend has only 0)
+  bool no_bias = false;         ///< matmul: no bias / dbias (nullptr, or the "none" view)
+  bool no_dinp = false;         ///< matmul_backward: no dinp (the first layer's input)
+  bool no_momentum = false;     ///< sgd_update: momentum 0 and no momentum buffer
+  bool misaligned = false;      ///< shift every f32/i32 device buffer by 4 bytes (no float4 loads)
 };
 
 /// Typed views of an op's buffers, in BufferSpec order. Real is float for the backends and double
@@ -72,6 +91,19 @@ struct Args {
   double* f64(std::size_t k) const { return static_cast<double*>(pointers[k]); }
   /// \param k buffer index (an i32 buffer). \return its pointer.
   int32_t* i32(std::size_t k) const { return static_cast<int32_t*>(pointers[k]); }
+};
+
+/// The buffers of an op as a KernelBackend takes them, in BufferSpec order: one flat view of
+/// `count` elements per f32 or i32 buffer (the backend checks element counts, not dimensions),
+/// on the backend's memory. An f64 buffer holds a result the backend returns to the host (sum's
+/// double), so it has no view, only a host pointer.
+struct Views {
+  std::vector<memory::TensorView> tensors;  ///< one per BufferSpec ("none" for f64 buffers)
+  std::vector<double*> host_f64;            ///< one per BufferSpec (nullptr unless f64)
+  /// \param k buffer index (an f32 or i32 buffer). \return its view.
+  const memory::TensorView& operator[](std::size_t k) const { return tensors[k]; }
+  /// \param k buffer index (an f64 buffer). \return its host pointer.
+  double* f64(std::size_t k) const { return host_f64[k]; }
 };
 
 /// One op of the table.
@@ -88,6 +120,12 @@ struct OpSpec {
   std::function<void(const Shape&, const Args<float>&)> cpu_fast;
   /// The CUDA launcher, on device buffers.
   std::function<void(const Shape&, const Args<float>&, kernels::cuda::KernelVersion)> cuda;
+  /// The op through a KernelBackend (what training runs), on the backend's memory; empty for ops
+  /// the backend does not have (no backend columns then).
+  std::function<void(const Shape&, const Views&, const nn::KernelBackend&)> backend = nullptr;
+  /// The shapes of the backend columns when they differ from `shapes` (the backend has fewer
+  /// knobs: no padded vocabulary, no RoPE position offset); empty: `shapes`.
+  std::vector<Shape> backend_shapes = {};
 };
 
 /// \return the table whose CUDA calls go to the kernels compiled by g++ for the SIMT emulator.

@@ -1,7 +1,10 @@
 // The one table of the op harness: every op of the training runtime with its shapes, buffers and
-// the three calls (double reference, CPU fast path, CUDA launcher). Compiled twice: as is, its
-// CUDA calls go to the emulated kernels (emulated_op_table); op_table_gpu.cpp includes it with
-// VRAMLAB_CUDA_OPS_ABI = gpu so the same table drives the nvcc-built kernels (gpu_op_table).
+// calls (double reference, CPU fast path, CUDA launcher and, for the ops a KernelBackend has, the
+// backend call). Compiled twice: as is, its CUDA calls go to the emulated kernels
+// (emulated_op_table); op_table_gpu.cpp includes it with VRAMLAB_CUDA_OPS_ABI = gpu so the same
+// table drives the nvcc-built kernels (gpu_op_table). The backend calls are the same in both: the
+// backend object decides what runs.
+#include <algorithm>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -9,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/nn/kernel_backend.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/ops.h"
 #include "tests/ops/op_harness.h"
@@ -107,8 +111,13 @@ std::vector<Shape> row_shapes() {
 
 std::vector<Shape> cross_entropy_shapes() {
   std::vector<Shape> shapes;
-  for (auto [N, V, Vp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 1, 1}, {3, 7, 8}, {31, 33, 36}, {33, 257, 257}, {129, 50, 64}, {4, 1000, 1024}}) {
+  for (auto [N, V, Vp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                            {3, 7, 8},
+                                                                            {31, 33, 36},
+                                                                            {33, 257, 257},
+                                                                            {129, 50, 64},
+                                                                            {4, 1000, 1024},
+                                                                            {5, 1001, 1001}}) {
     Shape s;
     s.label = label({{"N", N}, {"V", V}, {"Vp", Vp}});
     s.N = N;
@@ -116,6 +125,14 @@ std::vector<Shape> cross_entropy_shapes() {
     s.Vp = Vp;
     shapes.push_back(s);
   }
+  return shapes;
+}
+
+// The KernelBackend has no padded vocabulary (its rows are V long): only the shapes with Vp == V
+// run in the backend columns.
+std::vector<Shape> unpadded_cross_entropy_shapes() {
+  std::vector<Shape> shapes = cross_entropy_shapes();
+  std::erase_if(shapes, [](const Shape& s) { return s.Vp != s.V; });
   return shapes;
 }
 
@@ -153,6 +170,17 @@ std::vector<Shape> head_shapes(bool with_kv_groups) {
   return shapes;
 }
 
+// RoPE at a position offset (as in a continued sequence) for the kernels' columns; the
+// KernelBackend always starts at position 0, so its columns run the same sizes at offset 0.
+std::vector<Shape> rope_shapes(int64_t position_offset) {
+  std::vector<Shape> shapes = head_shapes(false);
+  for (Shape& s : shapes) {
+    s.position_offset = position_offset;
+    if (position_offset != 0) s.label += "_offset" + std::to_string(position_offset);
+  }
+  return shapes;
+}
+
 std::vector<Shape> optimizer_shapes() {
   std::vector<Shape> shapes;
   for (auto [n, step, misaligned] :
@@ -172,24 +200,63 @@ std::vector<Shape> optimizer_shapes() {
   return shapes;
 }
 
+// SGD also without momentum (no buffer: the backend gets the "none" view, the kernels nullptr).
+std::vector<Shape> sgd_shapes() {
+  std::vector<Shape> shapes = optimizer_shapes();
+  for (auto [n, step, misaligned] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {1, 1, false}, {33, 2, false}, {1027, 3, true}}) {
+    Shape s;
+    s.label = label({{"n", n}, {"step", step}}, misaligned) + "_no_momentum";
+    s.n = n;
+    s.step = step;
+    s.misaligned = misaligned;
+    s.no_momentum = true;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
 std::vector<Shape> matmul_shapes() {
   std::vector<Shape> shapes;
-  for (auto [N, C, OC] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 1, 1}, {3, 7, 5}, {33, 31, 17}, {64, 257, 33}}) {
+  // Without a bias (dbias untouched) and without dinp (the first layer's input) too.
+  for (auto [N, C, OC, no_bias, no_dinp] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool, bool>>{{1, 1, 1, false, false},
+                                                                      {3, 7, 5, false, false},
+                                                                      {33, 31, 17, false, false},
+                                                                      {64, 257, 33, false, false},
+                                                                      {3, 7, 5, true, false},
+                                                                      {33, 31, 17, true, true},
+                                                                      {31, 9, 13, false, true}}) {
     Shape s;
     s.label = label({{"N", N}, {"C", C}, {"OC", OC}});
+    if (no_bias) s.label += "_no_bias";
+    if (no_dinp) s.label += "_no_dinp";
     s.N = N;
     s.C = C;
     s.V = OC;
+    s.no_bias = no_bias;
+    s.no_dinp = no_dinp;
     shapes.push_back(s);
   }
   return shapes;
 }
 
 constexpr float kScale = 0.37f;
+// The KernelBackend's layernorm/rmsnorm epsilon (kernel_backend.h): the raw kernels run with it
+// too, so one reference serves every column.
 constexpr float kEps = 1e-5f;
-constexpr double kTheta = 10000.0;
+// Not the kernels' default base (10000), so a call that drops theta shows.
+constexpr double kTheta = 500000.0;
 constexpr int64_t kPositionOffset = 3;
+
+// An optional buffer the shape leaves out: the "none" view for the backend, nullptr for kernels.
+memory::TensorView none_if(bool none, const memory::TensorView& view) {
+  return none ? memory::TensorView{} : view;
+}
+template <class Real>
+Real* null_if(bool none, Real* pointer) {
+  return none ? nullptr : pointer;
+}
 
 cpu::AdamWHyperparameters adamw_hyperparameters() {
   cpu::AdamWHyperparameters hp;
@@ -200,6 +267,9 @@ cpu::AdamWHyperparameters adamw_hyperparameters() {
 
 // SGD: momentum 0.9; Nesterov on even steps, so both forms run.
 constexpr float kSgdLearningRate = 0.05f, kSgdMomentum = 0.9f, kSgdWeightDecay = 0.01f;
+float sgd_momentum(const Shape& s) {
+  return s.no_momentum ? 0.0f : kSgdMomentum;
+}
 
 std::vector<OpSpec> make_table() {
   std::vector<OpSpec> t;
@@ -217,6 +287,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::residual_forward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.residual_forward(v[0], v[1], v[2]);
                }});
   t.push_back({"residual_backward", false, kElementwiseTolerance, flat_shapes(),
                [](const Shape& s) {
@@ -295,6 +368,9 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a) { cpu::gelu_forward(a.f(0), a.f(1), s.n); },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::gelu_forward(a.f(0), a.f(1), s.n);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.gelu_forward(v[0], v[1]);
                }});
   t.push_back({"gelu_backward", false, kElementwiseTolerance, flat_shapes(),
                [](const Shape& s) {
@@ -308,6 +384,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::gelu_backward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.gelu_backward(v[0], v[1], v[2]);
                }});
   t.push_back({"silu_forward", false, kElementwiseTolerance, flat_shapes(),
                [](const Shape& s) {
@@ -345,6 +424,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::swiglu_forward(a.f(0), a.f(1), a.f(2), s.n);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.swiglu_forward(v[0], v[1], v[2]);
                }});
   t.push_back({"swiglu_backward", false, kElementwiseTolerance, flat_shapes(),
                [](const Shape& s) {
@@ -360,6 +442,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::swiglu_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.n);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.swiglu_backward(v[0], v[1], v[2], v[3], v[4]);
                }});
 
   // ---- normalization (inputs offset by a large scale so the mean matters) ----
@@ -378,6 +463,9 @@ std::vector<OpSpec> make_table() {
        },
        [](const Shape& s, const Args<float>& a, KernelVersion v) {
          cuda::layernorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, kEps, v);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.layernorm_forward(v[0], v[1], v[2], v[3], v[4], v[5], s.N, s.C);
        }});
   t.push_back({"layernorm_backward", true, kRowTolerance, row_shapes(),
                [](const Shape& s) {
@@ -396,6 +484,9 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a, KernelVersion v) {
                  cuda::layernorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
                                           a.f(7), s.N, s.C, v);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.layernorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], s.N, s.C);
                }});
   t.push_back({"rmsnorm_forward", true, kRowTolerance, row_shapes(),
                [](const Shape& s) {
@@ -411,6 +502,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion v) {
                  cuda::rmsnorm_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, kEps, v);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.rmsnorm_forward(v[0], v[1], v[2], v[3], s.N, s.C);
                }});
   t.push_back(
       {"rmsnorm_backward", true, kRowTolerance, row_shapes(),
@@ -427,6 +521,9 @@ std::vector<OpSpec> make_table() {
        },
        [](const Shape& s, const Args<float>& a, KernelVersion v) {
          cuda::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, v);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.rmsnorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], s.N, s.C);
        }});
 
   // ---- softmax (logits with standard deviation 10: the max subtraction matters) ----
@@ -473,7 +570,11 @@ std::vector<OpSpec> make_table() {
        },
        [](const Shape& s, const Args<float>& a, KernelVersion v) {
          cuda::cross_entropy_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N, s.V, s.Vp, v);
-       }});
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.cross_entropy_forward(v[0], v[1], v[2], v[3], v[4], s.N, s.V);
+       },
+       unpadded_cross_entropy_shapes()});
   t.push_back(
       {"cross_entropy_backward", false, kRowTolerance, cross_entropy_shapes(),
        [](const Shape& s) {
@@ -512,7 +613,12 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::cross_entropy_dlogits(a.f(0), a.f(1), a.i32(2), s.N, s.V, s.Vp,
                                              1.0f / static_cast<float>(s.N));
-               }});
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.cross_entropy_dlogits(v[0], v[1], v[2], s.N, s.V,
+                                         1.0f / static_cast<float>(s.N));
+               },
+               unpadded_cross_entropy_shapes()});
 
   // ---- embedding (small V: many positions share a token, so the backward sums collide) ----
   t.push_back({"embedding_forward", false, kElementwiseTolerance, embedding_shapes(),
@@ -529,6 +635,9 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::embedding_forward(a.f(0), a.i32(1), a.f(2), a.f(3), s.B, s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.embedding_forward(v[0], v[1], v[2], v[3], s.B, s.T, s.C, s.V);
                }});
   t.push_back({"embedding_backward", false, kRowTolerance, embedding_shapes(),
                [](const Shape& s) {
@@ -544,39 +653,50 @@ std::vector<OpSpec> make_table() {
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::embedding_backward(a.f(0), a.f(1), a.f(2), a.i32(3), s.B, s.T, s.C, s.V);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.embedding_backward(v[0], v[1], v[2], v[3], s.B, s.T, s.C, s.V);
                }});
 
   // ---- RoPE ----
-  t.push_back({"rope_forward", false, kRowTolerance, head_shapes(false),
+  t.push_back({"rope_forward", false, kRowTolerance, rope_shapes(kPositionOffset),
                [](const Shape& s) {
                  const int64_t n = s.B * s.T * s.H * s.D;
                  return std::vector{out("out", n), in("inp", n)};
                },
                [](const Shape& s, const Args<double>& a) {
                  cpu::rope_forward_reference<double>(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta,
-                                                     kPositionOffset);
+                                                     s.position_offset);
                },
                [](const Shape& s, const Args<float>& a) {
-                 cpu::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+                 cpu::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, s.position_offset);
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
-                 cuda::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
-               }});
-  t.push_back({"rope_backward", false, kRowTolerance, head_shapes(false),
+                 cuda::rope_forward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, s.position_offset);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.rope_forward(v[0], v[1], s.B, s.T, s.H, s.D, kTheta);
+               },
+               rope_shapes(0)});
+  t.push_back({"rope_backward", false, kRowTolerance, rope_shapes(kPositionOffset),
                [](const Shape& s) {
                  const int64_t n = s.B * s.T * s.H * s.D;
                  return std::vector{out("dinp", n), in("dout", n)};
                },
                [](const Shape& s, const Args<double>& a) {
                  cpu::rope_backward_reference<double>(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta,
-                                                      kPositionOffset);
+                                                      s.position_offset);
                },
                [](const Shape& s, const Args<float>& a) {
-                 cpu::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
+                 cpu::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, s.position_offset);
                },
                [](const Shape& s, const Args<float>& a, KernelVersion) {
-                 cuda::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, kPositionOffset);
-               }});
+                 cuda::rope_backward(a.f(0), a.f(1), s.B, s.T, s.H, s.D, kTheta, s.position_offset);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.rope_backward(v[0], v[1], s.B, s.T, s.H, s.D, kTheta);
+               },
+               rope_shapes(0)});
 
   // ---- naive causal attention with grouped KV heads ----
   t.push_back({"attention_forward", false, kLongSumTolerance, head_shapes(true),
@@ -597,6 +717,9 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.B, s.T,
                                          s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.attention_forward(v[0], v[1], v[2], v[3], v[4], v[5], s.B, s.T, s.H, s.Hkv, s.D);
                }});
   t.push_back({"attention_backward", false, kLongSumTolerance, head_shapes(true),
                [](const Shape& s) {
@@ -619,20 +742,26 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a, KernelVersion) {
                  cuda::attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
                                           a.f(7), a.f(8), s.B, s.T, s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s.B,
+                                      s.T, s.H, s.Hkv, s.D);
                }});
 
   // ---- reductions (double results) ----
-  t.push_back({"sum", true, kElementwiseTolerance, flat_shapes(),
-               [](const Shape& s) {
-                 return std::vector{f64_out("sum"), in("x", s.n)};
-               },
-               [](const Shape& s, const Args<double>& a) {
-                 *a.f64(0) = cpu::sum_reference<double>(a.f(1), s.n);
-               },
-               [](const Shape& s, const Args<float>& a) { *a.f64(0) = cpu::sum(a.f(1), s.n); },
-               [](const Shape& s, const Args<float>& a, KernelVersion v) {
-                 cuda::sum(a.f64(0), a.f(1), s.n, v);
-               }});
+  t.push_back(
+      {"sum", true, kElementwiseTolerance, flat_shapes(),
+       [](const Shape& s) {
+         return std::vector{f64_out("sum"), in("x", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         *a.f64(0) = cpu::sum_reference<double>(a.f(1), s.n);
+       },
+       [](const Shape& s, const Args<float>& a) { *a.f64(0) = cpu::sum(a.f(1), s.n); },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::sum(a.f64(0), a.f(1), s.n, v);
+       },
+       [](const Shape&, const Views& v, const nn::KernelBackend& k) { *v.f64(0) = k.sum(v[1]); }});
   t.push_back(
       {"sum_of_squares", true, kElementwiseTolerance, flat_shapes(),
        [](const Shape& s) {
@@ -663,41 +792,53 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a, KernelVersion v) {
                  cuda::adamw_update(a.f(0), a.f(1), a.f(2), a.f(3), s.n, adamw_hyperparameters(),
                                     s.step, v);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.adamw_update(v[0], v[1], v[2], v[3], adamw_hyperparameters(), s.step);
                }});
   t.push_back(
-      {"sgd_update", false, kElementwiseTolerance, optimizer_shapes(),
+      {"sgd_update", false, kElementwiseTolerance, sgd_shapes(),
        [](const Shape& s) {
          return std::vector{out("param", s.n), in("grad", s.n), out("momentum_buffer", s.n)};
        },
        [](const Shape& s, const Args<double>& a) {
-         cpu::sgd_update_reference<double>(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate,
-                                           kSgdMomentum, kSgdWeightDecay, s.step % 2 == 0);
+         cpu::sgd_update_reference<double>(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n,
+                                           kSgdLearningRate, sgd_momentum(s), kSgdWeightDecay,
+                                           s.step % 2 == 0);
        },
        [](const Shape& s, const Args<float>& a) {
-         cpu::sgd_update(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate, kSgdMomentum,
-                         kSgdWeightDecay, s.step % 2 == 0);
+         cpu::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n, kSgdLearningRate,
+                         sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
        },
        [](const Shape& s, const Args<float>& a, KernelVersion) {
-         cuda::sgd_update(a.f(0), a.f(1), a.f(2), s.n, kSgdLearningRate, kSgdMomentum,
-                          kSgdWeightDecay, s.step % 2 == 0);
+         cuda::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n, kSgdLearningRate,
+                          sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), kSgdLearningRate, sgd_momentum(s),
+                      kSgdWeightDecay, s.step % 2 == 0);
        }});
 
   // ---- GEMM (shape.V holds OC) ----
-  t.push_back({"matmul_forward", false, kLongSumTolerance, matmul_shapes(),
-               [](const Shape& s) {
-                 return std::vector{out("out", s.N * s.V), in("inp", s.N * s.C),
-                                    in("weight", s.V * s.C), in("bias", s.V)};
-               },
-               [](const Shape& s, const Args<double>& a) {
-                 cpu::matmul_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C,
-                                                       s.V);
-               },
-               [](const Shape& s, const Args<float>& a) {
-                 cpu::matmul_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, s.V);
-               },
-               [](const Shape& s, const Args<float>& a, KernelVersion) {
-                 cuda::matmul_forward(a.f(0), a.f(1), a.f(2), a.f(3), s.N, s.C, s.V);
-               }});
+  t.push_back(
+      {"matmul_forward", false, kLongSumTolerance, matmul_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("out", s.N * s.V), in("inp", s.N * s.C), in("weight", s.V * s.C),
+                            in("bias", s.V)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::matmul_forward_reference<double>(a.f(0), a.f(1), a.f(2), null_if(s.no_bias, a.f(3)),
+                                               s.N, s.C, s.V);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::matmul_forward(a.f(0), a.f(1), a.f(2), null_if(s.no_bias, a.f(3)), s.N, s.C, s.V);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::matmul_forward(a.f(0), a.f(1), a.f(2), null_if(s.no_bias, a.f(3)), s.N, s.C, s.V);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.linear_forward(v[0], v[1], v[2], none_if(s.no_bias, v[3]), s.N, s.C, s.V);
+       }});
   t.push_back(
       {"matmul_backward", false, kLongSumTolerance, matmul_shapes(),
        [](const Shape& s) {
@@ -706,14 +847,21 @@ std::vector<OpSpec> make_table() {
                             in("inp", s.N * s.C),   in("weight", s.V * s.C)};
        },
        [](const Shape& s, const Args<double>& a) {
-         cpu::matmul_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N,
-                                                s.C, s.V);
+         cpu::matmul_backward_reference<double>(null_if(s.no_dinp, a.f(0)), a.f(1),
+                                                null_if(s.no_bias, a.f(2)), a.f(3), a.f(4), a.f(5),
+                                                s.N, s.C, s.V);
        },
        [](const Shape& s, const Args<float>& a) {
-         cpu::matmul_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
+         cpu::matmul_backward(null_if(s.no_dinp, a.f(0)), a.f(1), null_if(s.no_bias, a.f(2)),
+                              a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
        },
        [](const Shape& s, const Args<float>& a, KernelVersion) {
-         cuda::matmul_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
+         cuda::matmul_backward(null_if(s.no_dinp, a.f(0)), a.f(1), null_if(s.no_bias, a.f(2)),
+                               a.f(3), a.f(4), a.f(5), s.N, s.C, s.V);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.linear_backward(none_if(s.no_dinp, v[0]), v[1], none_if(s.no_bias, v[2]), v[3], v[4],
+                           v[5], s.N, s.C, s.V);
        }});
   return t;
 }

@@ -1,11 +1,19 @@
 // The op harness: every op of op_table.cpp on every backend, against the double CPU reference.
 // One gtest per op × backend × schedule, each running all of the op's shapes:
-//   cpu_fast                    the OpenMP/OpenBLAS CPU kernels
+//   cpu_fast                    the OpenMP/OpenBLAS CPU kernels of kernels/cpu, called directly
 //   emulated_v1/v2_<schedule>   the CUDA kernels under the SIMT emulator, with its in-order,
 //                               reverse and random thread schedules (a race shows up as a mismatch
 //                               or a report under at least one of them)
 //   cuda_v1/v2                  the nvcc-built kernels on a real GPU; skipped with the reason when
 //                               the build has no nvcc or the machine has no GPU
+// and, for the ops a nn::KernelBackend has (the calls training makes), through the backend on
+// typed views, at the op's backend shapes:
+//   cpu_backend                 CpuKernelBackend on host memory (its GEMMs are parallel_linear.h)
+//   emulated_backend_<schedule> the emulated CUDA backend (v2 kernels), in-order and random
+//   gpu_backend                 the GPU CUDA backend on GPU memory; skipped like cuda_v1/v2
+//   meta_backend                the meta backend on host memory: it must run nothing and throw
+//                               nothing, so every buffer keeps its initial bytes (sum's returned
+//                               double, which the harness stores, must be meta's 0)
 // Run: build/tests/bin/test_ops [--gtest_filter='*layernorm*']
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
@@ -18,9 +26,13 @@
 #include <ostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/nn/cpu_kernel_backend.h"
+#include "common/nn/cuda/cuda_kernel_backend.h"
+#include "common/nn/meta_kernel_backend.h"
 #include "common/platform/gpu_probe.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/simt/device_memory.h"
@@ -37,7 +49,20 @@ namespace {
 
 using kernels::cuda::KernelVersion;
 
-enum class Backend { cpu_fast, emulated, gpu };
+enum class Backend {
+  cpu_fast,
+  emulated,
+  gpu,
+  cpu_backend,
+  emulated_backend,
+  gpu_backend,
+  meta_backend,
+};
+
+bool through_kernel_backend(Backend backend) {
+  return backend == Backend::cpu_backend || backend == Backend::emulated_backend ||
+         backend == Backend::gpu_backend || backend == Backend::meta_backend;
+}
 
 struct Case {
   std::size_t op_index;
@@ -59,6 +84,14 @@ std::string case_name(const Case& c) {
              simt::schedule_name(c.schedule);
     case Backend::gpu:
       return op.name + "_cuda_" + kernels::cuda::kernel_version_name(c.version);
+    case Backend::cpu_backend:
+      return op.name + "_cpu_backend";
+    case Backend::emulated_backend:
+      return op.name + "_emulated_backend_" + simt::schedule_name(c.schedule);
+    case Backend::gpu_backend:
+      return op.name + "_gpu_backend";
+    case Backend::meta_backend:
+      return op.name + "_meta_backend";
   }
   return op.name;
 }
@@ -83,6 +116,15 @@ std::vector<Case> all_cases() {
     }
     for (KernelVersion v : versions)
       cases.push_back({i, Backend::gpu, v, simt::Schedule::kInOrder});
+    if (!table[i].backend) continue;
+    // The backend's kernels are the same v2 kernels the emulated_v2 columns already run under
+    // all three schedules; two schedules here test the glue around them.
+    cases.push_back({i, Backend::cpu_backend, KernelVersion::v2, simt::Schedule::kInOrder});
+    for (simt::Schedule s : {simt::Schedule::kInOrder, simt::Schedule::kRandom}) {
+      cases.push_back({i, Backend::emulated_backend, KernelVersion::v2, s});
+    }
+    cases.push_back({i, Backend::gpu_backend, KernelVersion::v2, simt::Schedule::kInOrder});
+    cases.push_back({i, Backend::meta_backend, KernelVersion::v2, simt::Schedule::kInOrder});
   }
   return cases;
 }
@@ -210,13 +252,45 @@ double element(const std::vector<unsigned char>& bytes, Dtype dtype, int64_t i) 
          << max_reference << ")";
 }
 
-// Runs one op at one shape on one backend and compares every output with the double reference.
-// name: the case, for messages. memory: nullptr for the cpu_fast backend.
-void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_index,
-               const std::string& name, Backend backend, KernelVersion version, Memory* memory) {
-  const Shape& shape = op.shapes[shape_index];
+// How one column runs an op: which call, on which memory.
+struct Column {
+  Backend backend = Backend::cpu_fast;
+  KernelVersion version = KernelVersion::v1;
+  Memory* memory = nullptr;                    // device memory; nullptr for cpu_fast
+  const nn::KernelBackend* kernels = nullptr;  // the backend columns
+};
+
+DType view_dtype(Dtype dtype) {
+  return dtype == Dtype::i32 ? DType::i32 : DType::f32;
+}
+
+// The meta backend must leave every buffer as it found it (nothing runs on meta); an f64 buffer
+// holds what its sum() returned, which is 0.
+void expect_untouched(const std::string& what, const std::vector<BufferSpec>& specs,
+                      const std::vector<std::vector<unsigned char>>& initial,
+                      const std::vector<std::vector<unsigned char>>& results) {
+  for (std::size_t k = 0; k < specs.size(); k++) {
+    if (specs[k].dtype == Dtype::f64) {
+      EXPECT_EQ(element(results[k], Dtype::f64, 0), 0.0)
+          << what << ", buffer " << specs[k].name << ": the meta backend returned a nonzero sum";
+      continue;
+    }
+    const auto mismatch = std::mismatch(initial[k].begin(), initial[k].end(), results[k].begin());
+    EXPECT_TRUE(mismatch.first == initial[k].end())
+        << what << ", buffer " << specs[k].name << ": byte "
+        << (mismatch.first - initial[k].begin()) << " of " << initial[k].size()
+        << " changed, but nothing may run on meta";
+  }
+}
+
+// Runs one op at one shape on one column and compares every output with the double reference
+// (on meta: checks that nothing changed). name: the case, for messages. shape_index seeds the
+// initial values.
+void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
+               std::size_t shape_index, const std::string& name, const Column& column) {
   const std::vector<BufferSpec> specs = op.buffers(shape);
   const std::string what = name + " at " + shape.label;
+  const bool meta = column.backend == Backend::meta_backend;
 
   std::vector<std::vector<unsigned char>> initial;
   for (std::size_t k = 0; k < specs.size(); k++) {
@@ -241,39 +315,74 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, std::size_t shape_ind
       reference_args.pointers.push_back(reference_f[k].data());
     }
   }
-  op.reference(shape, reference_args);
+  if (!meta) op.reference(shape, reference_args);
 
-  // Backend: the same initial bytes, on host memory (cpu) or device memory.
+  // Backend: the same initial bytes, on host memory (cpu_fast) or the column's memory.
   std::vector<std::vector<unsigned char>> results = initial;
-  if (backend == Backend::cpu_fast) {
+  if (column.backend == Backend::cpu_fast) {
     Args<float> args;
     for (auto& bytes : results) args.pointers.push_back(bytes.data());
     backend_op.cpu_fast(shape, args);
   } else {
+    const bool views = through_kernel_backend(column.backend);
+    Memory* memory = column.memory;
     std::vector<void*> allocations;
+    // A KernelBackend returns an f64 result to the host: those buffers are host doubles.
+    const auto on_host = [&](std::size_t k) { return views && specs[k].dtype == Dtype::f64; };
+    std::vector<double> host_f64(specs.size());
+    const auto release_all = [&] {
+      for (void* base : allocations) memory->release(base);
+    };
     Args<float> args;
-    for (std::size_t k = 0; k < specs.size(); k++) {
-      // Misaligned: 4 bytes off a 16-byte boundary (f32/i32 only; a double must stay aligned).
-      const std::size_t shift = shape.misaligned && specs[k].dtype != Dtype::f64 ? 4 : 0;
-      void* base = memory->allocate(initial[k].size() + shift + 16);
-      allocations.push_back(base);
-      void* pointer = static_cast<unsigned char*>(base) + shift;
-      memory->to_device(pointer, initial[k].data(), initial[k].size());
-      args.pointers.push_back(pointer);
-    }
+    Views backend_views;
     try {
-      backend_op.cuda(shape, args, version);
+      for (std::size_t k = 0; k < specs.size(); k++) {
+        if (on_host(k)) {
+          host_f64[k] = element(initial[k], Dtype::f64, 0);
+          args.pointers.push_back(&host_f64[k]);
+          backend_views.tensors.emplace_back();
+          backend_views.host_f64.push_back(&host_f64[k]);
+          continue;
+        }
+        // Misaligned: 4 bytes off a 16-byte boundary (f32/i32 only; a double must stay aligned).
+        const std::size_t shift = shape.misaligned && specs[k].dtype != Dtype::f64 ? 4 : 0;
+        void* base = memory->allocate(initial[k].size() + shift + 16);
+        allocations.push_back(base);
+        void* pointer = static_cast<unsigned char*>(base) + shift;
+        memory->to_device(pointer, initial[k].data(), initial[k].size());
+        args.pointers.push_back(pointer);
+        if (specs[k].dtype == Dtype::f64) {
+          backend_views.tensors.emplace_back();
+        } else {
+          backend_views.tensors.emplace_back(pointer, view_dtype(specs[k].dtype),
+                                             std::vector<int64_t>{specs[k].count});
+        }
+        backend_views.host_f64.push_back(nullptr);
+      }
+      if (views) {
+        backend_op.backend(shape, backend_views, *column.kernels);
+      } else {
+        backend_op.cuda(shape, args, column.version);
+      }
       memory->synchronize();
       for (std::size_t k = 0; k < specs.size(); k++) {
-        memory->to_host(results[k].data(), args.pointers[k], results[k].size());
+        if (on_host(k)) {
+          std::memcpy(results[k].data(), &host_f64[k], sizeof(double));
+        } else {
+          memory->to_host(results[k].data(), args.pointers[k], results[k].size());
+        }
       }
     } catch (...) {
-      for (void* base : allocations) memory->release(base);
+      release_all();
       throw;
     }
-    for (void* base : allocations) memory->release(base);
+    release_all();
   }
 
+  if (meta) {
+    expect_untouched(what, specs, initial, results);
+    return;
+  }
   for (std::size_t k = 0; k < specs.size(); k++) {
     if (!specs[k].compare) continue;
     const double tolerance = specs[k].dtype == Dtype::f64 ? kF64Tolerance : op.tolerance;
@@ -289,7 +398,8 @@ TEST_P(OpsTest, MatchesCpuReferenceAtEveryShape) {
   const OpSpec* backend_op = &op;
   std::unique_ptr<Memory> memory;
   std::unique_ptr<simt::ScopedLaunchOptions> options;
-  if (c.backend == Backend::gpu) {
+  std::unique_ptr<nn::KernelBackend> kernels;
+  if (c.backend == Backend::gpu || c.backend == Backend::gpu_backend) {
 #if VRAMLAB_HAVE_CUDA
     const platform::GpuProbe probe = platform::probe_gpus();
     if (probe.status != platform::GpuStatus::available) {
@@ -297,19 +407,31 @@ TEST_P(OpsTest, MatchesCpuReferenceAtEveryShape) {
     }
     backend_op = &gpu_op_table()[c.op_index];
     memory = std::make_unique<GpuMemory>();
+    if (c.backend == Backend::gpu_backend) kernels = nn::make_gpu_cuda_kernel_backend();
 #else
     GTEST_SKIP() << "SKIPPED: this build has no nvcc-compiled kernels (VRAMLAB_HAVE_CUDA is OFF); "
                     "configure with -DVRAMLAB_CUDA=ON on a machine with an NVIDIA GPU";
 #endif
-  } else if (c.backend == Backend::emulated) {
+  } else if (c.backend == Backend::emulated || c.backend == Backend::emulated_backend) {
     simt::LaunchOptions launch = simt::launch_options();
     launch.schedule = c.schedule;
     launch.seed = kRandomScheduleSeed;
     options = std::make_unique<simt::ScopedLaunchOptions>(launch);
     memory = std::make_unique<HostMemory>();
+    if (c.backend == Backend::emulated_backend) kernels = nn::make_emulated_cuda_kernel_backend();
+  } else if (c.backend == Backend::cpu_backend) {
+    memory = std::make_unique<HostMemory>();
+    kernels = std::make_unique<nn::CpuKernelBackend>();
+  } else if (c.backend == Backend::meta_backend) {
+    memory = std::make_unique<HostMemory>();
+    kernels = nn::make_meta_kernel_backend();
   }
-  for (std::size_t s = 0; s < op.shapes.size(); s++) {
-    run_shape(op, *backend_op, s, case_name(c), c.backend, c.version, memory.get());
+  const Column column{c.backend, c.version, memory.get(), kernels.get()};
+  const std::vector<Shape>& shapes = through_kernel_backend(c.backend) && !op.backend_shapes.empty()
+                                         ? op.backend_shapes
+                                         : op.shapes;
+  for (std::size_t s = 0; s < shapes.size(); s++) {
+    run_shape(op, *backend_op, shapes[s], s, case_name(c), column);
   }
 }
 
@@ -346,7 +468,8 @@ TEST(OpsHarness, CatchesAMissingBarrierUnderTheInOrderAndRandomSchedules) {
     {
       ::testing::ScopedFakeTestPartResultReporter capture(
           ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
-      run_shape(op, op, 0, op.name, Backend::emulated, KernelVersion::v1, &memory);
+      run_shape(op, op, op.shapes[0], 0, op.name,
+                Column{Backend::emulated, KernelVersion::v1, &memory, nullptr});
     }
     ASSERT_GT(failures.size(), 0) << "the harness missed the race under the "
                                   << simt::schedule_name(schedule) << " schedule";
@@ -354,6 +477,61 @@ TEST(OpsHarness, CatchesAMissingBarrierUnderTheInOrderAndRandomSchedules) {
               std::string::npos)
         << failures.GetTestPartResult(0).message();
   }
+}
+
+// Runs every shape of `op` on one backend column and returns the failure messages it reported.
+std::vector<std::string> failures_of(const OpSpec& op, Backend backend,
+                                     const nn::KernelBackend& kernels) {
+  HostMemory memory;
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter capture(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    for (std::size_t s = 0; s < op.shapes.size(); s++) {
+      run_shape(op, op, op.shapes[s], s, op.name,
+                Column{backend, KernelVersion::v2, &memory, &kernels});
+    }
+  }
+  std::vector<std::string> messages;
+  for (int i = 0; i < failures.size(); i++) {
+    messages.emplace_back(failures.GetTestPartResult(i).message());
+  }
+  return messages;
+}
+
+const OpSpec& table_op(const std::string& name) {
+  for (const OpSpec& op : emulated_op_table())
+    if (op.name == name) return op;
+  throw std::logic_error("no op " + name + " in the table");
+}
+
+// The backend columns must catch glue that hands a kernel the right buffers in the wrong order
+// (mean and rstd have the same dtype and size, so the typed checks cannot), while the same call
+// in the right order passes.
+TEST(OpsHarness, BackendColumnCatchesSwappedArguments) {
+  OpSpec swapped = table_op("layernorm_backward");
+  swapped.backend = [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+    k.layernorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[7], v[6], s.N, s.C);
+  };
+  const nn::CpuKernelBackend cpu;
+  const std::vector<std::string> failures = failures_of(swapped, Backend::cpu_backend, cpu);
+  ASSERT_FALSE(failures.empty()) << "the cpu_backend column missed mean and rstd swapped";
+  EXPECT_NE(failures[0].find("% of the tolerance"), std::string::npos) << failures[0];
+  EXPECT_TRUE(failures_of(table_op("layernorm_backward"), Backend::cpu_backend, cpu).empty());
+}
+
+// The meta column must catch a kernel that runs anyway (here: the CPU kernels behind meta's back),
+// while the meta backend itself passes.
+TEST(OpsHarness, MetaColumnCatchesAKernelThatRuns) {
+  OpSpec runs_anyway = table_op("gelu_forward");
+  runs_anyway.backend = [](const Shape&, const Views& v, const nn::KernelBackend&) {
+    nn::CpuKernelBackend().gelu_forward(v[0], v[1]);
+  };
+  const std::unique_ptr<nn::KernelBackend> meta = nn::make_meta_kernel_backend();
+  const std::vector<std::string> failures = failures_of(runs_anyway, Backend::meta_backend, *meta);
+  ASSERT_FALSE(failures.empty()) << "the meta_backend column missed a kernel that ran";
+  EXPECT_NE(failures[0].find("nothing may run on meta"), std::string::npos) << failures[0];
+  EXPECT_TRUE(failures_of(table_op("gelu_forward"), Backend::meta_backend, *meta).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpsTest, ::testing::ValuesIn(all_cases()),
