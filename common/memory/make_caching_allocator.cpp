@@ -20,9 +20,9 @@ std::unique_ptr<Backing> usable_cuda_backing(const Device& device) {
 #if VRAMLAB_HAVE_CUDA
   const platform::GpuProbe probe = platform::probe_gpus();
   if (probe.status != platform::GpuStatus::available)
-    throw UsageError(
-        "device '" + name + "' is not available: " + platform::gpu_status_name(probe.status) +
-        " (" + probe.detail + "); without a GPU use --device sim:t4-16g --kernels cuda-emulated");
+    throw UsageError("device '" + name +
+                     "' is not available: " + platform::gpu_status_name(probe.status) + " (" +
+                     probe.detail + "); without a GPU, simulate one: --device sim:t4-16g");
   if (device.index >= static_cast<int64_t>(probe.devices.size()))
     throw UsageError("device '" + name + "' does not exist: the driver reports " +
                      std::to_string(probe.devices.size()) + " GPU(s)");
@@ -30,8 +30,7 @@ std::unique_ptr<Backing> usable_cuda_backing(const Device& device) {
 #else
   throw UsageError("device '" + name +
                    "' is not available: this build of vramlab has no CUDA (configure with "
-                   "-DVRAMLAB_CUDA=ON); without a GPU use --device sim:t4-16g --kernels "
-                   "cuda-emulated");
+                   "-DVRAMLAB_CUDA=ON); without a GPU, simulate one: --device sim:t4-16g");
 #endif
 }
 

@@ -85,3 +85,21 @@ TEST(Lesson01Cli, TooSmallSimulatedGpuExits1WithPyTorchsMessageAndAdvice) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every lesson command runs on a real GPU with --device cuda; without one it is refused with the
+// GPU probe's reason (what `vramlab doctor` prints) and exit 2, before anything runs.
+TEST(Lesson01Cli, CudaDeviceRunsOnAGpuOrIsRefusedWithTheDoctorsReason) {
+  const LessonRun r = run_lesson("--model gpt2-mini --batch 2 --seq 16 --device cuda", "cuda");
+  if (r.exit_code == 0) {
+    EXPECT_NE(r.out.find("cuda:0"), std::string::npos) << r.out;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("device 'cuda:0' is not available: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--device sim:t4-16g"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+}  // namespace
