@@ -195,7 +195,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "What runs the step: cpu (the CPU kernels; default on cpu and sim), "
                   "cuda-emulated (the CUDA kernels under the SIMT emulator, on cpu or sim memory), "
                   "cuda (the CUDA kernels on a GPU; the only choice and the default on a cuda "
-                  "device). Nothing runs on meta.");
+                  "device), meta (nothing runs: the only choice and the default on meta).");
   cmd->add_option("--threads", opts->threads,
                   "Threads of the runtime's OpenMP pool (default: all cores)");
   cmd->add_option("--seed", opts->seed, "Seed of the weights and the token stream (default 1)");
