@@ -5,11 +5,49 @@
 #include <chrono>
 #include <string>
 
+#include "common/estimate/estimator.h"
 #include "common/memory/history.h"
+#include "common/memory/host_memory.h"
+#include "common/memory/oom_error.h"
 #include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::train {
+
+namespace {
+
+// A sim or cpu device's memory is host RAM, and the allocator's host budget stops a run only at
+// the allocation that crosses it, after however much of the forward pass fits (minutes for a large
+// model). The parameters and every saved activation are live together at the end of the forward
+// pass: a lower bound on the step's peak, so a step that fits is never refused. A device holds at
+// most its capacity, so a run that overflows the device first is left to the device's own
+// out-of-memory error. Beyond the host's budget, stop before allocating anything.
+void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options) {
+  if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
+  estimate::EstimateInputs in;
+  in.model = options.model;
+  in.micro_batch = options.batch;
+  in.seq = options.seq;
+  in.precision = estimate::Precision::fp32;
+  in.optimizer = options.optimizer;
+  const estimate::Estimate e = estimate::estimate_memory(in);
+  const auto held_after_forward =
+      static_cast<uint64_t>(e.parameters.bytes + e.runtime_activation_bytes);
+  const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
+  const uint64_t planned =
+      capacity == 0 ? held_after_forward : std::min(held_after_forward, capacity);
+  const std::string note =
+      planned < held_after_forward
+          ? "the device's " + memory::format_size(capacity) + ", which the step's " +
+                memory::format_size(held_after_forward) + " of parameters and saved activations " +
+                "would fill"
+          : std::string(
+                "the step's parameters and saved activations, live together at the end "
+                "of the forward pass");
+  memory::require_host_memory(device.name(), planned, note);
+}
+
+}  // namespace
 
 Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     : runtime_(runtime),
@@ -22,6 +60,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   if (options.seq < 1 || options.seq > options.model.max_seq)
     throw UsageError("seq " + std::to_string(options.seq) + " outside [1, " +
                      std::to_string(options.model.max_seq) + "]");
+  require_host_memory_for_step(runtime.device(), options_);
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;
   optimizer_settings.weight_decay = options_.weight_decay;

@@ -18,7 +18,6 @@
 #include <string>
 
 #include "common/memory/device.h"
-#include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
@@ -57,32 +56,6 @@ void explain_out_of_memory(const memory::OutOfMemoryError& error,
                report::format_bytes(static_cast<uint64_t>(estimated_bytes)).c_str());
 }
 
-// A sim or cpu device keeps its memory in this machine's RAM. The allocator stops a run whose
-// segments outgrow the host's budget (host_memory.h), but only at the allocation that crosses it,
-// which for a big step comes after minutes of forward pass. What the step must hold is known before
-// it starts: at the end of the forward pass every parameter and every saved activation is live (a
-// lower bound on the peak, so a step that fits is never refused), and the device holds at most
-// its capacity. If even that is beyond the host's budget, stop now with the same error.
-void require_host_memory_for_step(const lesson01::StepSettings& settings,
-                                  const estimate::Estimate& estimate) {
-  const memory::DeviceKind kind = settings.device.kind;
-  if (kind != memory::DeviceKind::sim && kind != memory::DeviceKind::cpu) return;
-  const auto held_after_forward =
-      static_cast<uint64_t>(estimate.parameters.bytes + estimate.runtime_activation_bytes);
-  const uint64_t capacity = settings.device.spec.capacity_bytes;  // 0 on cpu: none
-  const uint64_t planned =
-      capacity == 0 ? held_after_forward : std::min(held_after_forward, capacity);
-  const std::string note =
-      planned < held_after_forward
-          ? "the device's " + memory::format_size(capacity) + ", which the step's " +
-                memory::format_size(held_after_forward) + " of parameters and saved activations " +
-                "would fill"
-          : std::string(
-                "the step's parameters and saved activations, live together at the end "
-                "of the forward pass");
-  memory::require_host_memory(settings.device.name(), planned, note);
-}
-
 int run(const Options& o) {
   lesson01::StepSettings settings;
   settings.model = o.model.build(o.seq);
@@ -92,7 +65,6 @@ int run(const Options& o) {
   settings.seed = o.seed;
   settings.device = memory::parse_device(o.device);
   const estimate::Estimate before = lesson01::estimate_step(settings);
-  require_host_memory_for_step(settings, before);
   lesson01::StepMeasurement measurement;
   try {
     measurement = lesson01::measure_training_step(settings);
