@@ -132,6 +132,7 @@ ReplayOutcome TraceReplayer::replay(std::istream& input, const std::string& file
       outcome.line_number = line_number;
       outcome.line_text = line.substr(first);
       outcome.message = error.what();
+      outcome.details = error.details();
       return outcome;
     } catch (const UsageError& error) {
       throw UsageError(file_name + ":" + std::to_string(line_number) + ": " + error.what());

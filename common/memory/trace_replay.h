@@ -19,6 +19,7 @@
 
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
+#include "common/memory/oom_error.h"
 
 namespace vramlab::memory {
 
@@ -39,6 +40,7 @@ struct ReplayOutcome {
   std::size_t line_number = 0;  ///< the failing line (when out_of_memory)
   std::string line_text;        ///< its text
   std::string message;          ///< the OutOfMemoryError's message
+  OutOfMemoryDetails details;   ///< the allocator state at the failure (when out_of_memory)
   std::size_t operations = 0;   ///< operations executed
 };
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,11 @@ inline constexpr std::string_view kSummaryPrefix = "vramlab-summary: ";
 ///
 /// A value passes when |actual - expected| ≤ absolute_tolerance + relative_tolerance·|expected|;
 /// NaN passes only against NaN, an infinity only against the same infinity.
+///
+/// The message names the worst case (largest |diff|) and, when it is another case, the smallest
+/// failing one (smallest |expected|): a learner debugs a 1-parameter case more easily than a 70B
+/// one. With per_unit("token") and a count passed to add(), it also gives the diff per token,
+/// which is usually the term the learner got wrong (e.g. "-4 B per token": one (B,T) tensor).
 class Comparison {
  public:
   /// \param quantity what is compared, e.g. "optimizer-state bytes".
@@ -48,6 +54,15 @@ class Comparison {
   /// \param expected the value the test derived independently.
   /// \param actual the value the code under test returned.
   void add(std::string where, double expected, double actual);
+  /// Records one case whose diff is also reported per unit (see per_unit()).
+  /// \param where the case.
+  /// \param expected the value the test derived independently.
+  /// \param actual the value the code under test returned.
+  /// \param units how many units the case has (e.g. B·T tokens; ≤ 0: no per-unit figure).
+  void add(std::string where, double expected, double actual, double units);
+  /// Names the unit of add()'s \p units, e.g. "token" or "parameter".
+  /// \param name the unit, singular. \return this comparison.
+  Comparison& per_unit(std::string name);
   /// \return the number of cases recorded.
   [[nodiscard]] size_t count() const { return count_; }
   /// \return the number of cases outside the tolerance.
@@ -77,6 +92,13 @@ class Comparison {
   double worst_expected_ = 0.0;
   double worst_actual_ = 0.0;
   double worst_allowed_ = 0.0;
+  double worst_units_ = 0.0;
+  std::string per_unit_;
+  bool have_smallest_ = false;  // a failing case was recorded
+  std::string smallest_where_;
+  double smallest_expected_ = 0.0;
+  double smallest_actual_ = 0.0;
+  double smallest_units_ = 0.0;
 };
 
 /// A failure summary read back from a test's failure message.
@@ -91,12 +113,39 @@ struct FailureSummary {
   double actual = 0.0;                ///< actual value there.
   double allowed_abs_diff = 0.0;      ///< the tolerance there (0 = exact).
   double percent_of_tolerance = 0.0;  ///< max |diff| as % of the tolerance (infinity if exact).
+  std::string per_unit;               ///< the unit of the per-unit diffs ("" when none).
+  double diff_per_unit = 0.0;         ///< (actual - expected) / units at the worst case (0: none).
+  std::string smallest_where;         ///< the failing case of smallest |expected| ("" when none).
+  double smallest_expected = 0.0;     ///< expected value there.
+  double smallest_actual = 0.0;       ///< actual value there.
+  double smallest_diff_per_unit = 0.0;  ///< (actual - expected) / units there (0: none).
 };
 
 /// Finds the `vramlab-summary:` line in a failure message and decodes it.
 /// \param failure_message a GoogleTest failure message (any text).
 /// \return the summary, or nothing when the message has no (valid) summary line.
 std::optional<FailureSummary> parse_failure_summary(std::string_view failure_message);
+
+/// Two sets of names compared: what is missing from and extra in the actual set, so a failure
+/// lists names instead of counts.
+struct NameSetDiff {
+  std::vector<std::string> missing;  ///< expected but not in the actual names, sorted.
+  std::vector<std::string> extra;    ///< in the actual names but not expected, sorted.
+  bool order_differs = false;        ///< same set, but another order or repeated names.
+  /// \return true when the actual names equal the expected ones, in order.
+  [[nodiscard]] bool same() const { return missing.empty() && extra.empty() && !order_differs; }
+};
+
+/// Compares two lists of names as sets, and their order.
+/// \param expected the names the test derived. \param actual the names the code returned.
+/// \return the missing and extra names.
+NameSetDiff compare_names(const std::vector<std::string>& expected,
+                          const std::vector<std::string>& actual);
+
+/// One line for humans, e.g. "missing 2 (ln1, qkv); extra 1 (att)".
+/// \param diff a comparison of names. \param actual the actual names, listed when only the order
+/// differs. \return the line ("same names" when they match).
+std::string describe(const NameSetDiff& diff, const std::vector<std::string>& actual);
 
 /// One line for humans, e.g. "max |diff| 4.00 MiB at 'psi=…': expected 12.00 MiB, got 8.00 MiB
 /// (exact match required; 12 of 400 cases wrong)".

@@ -1,7 +1,7 @@
 // Exercise 01.1 — YOUR CODE: the model-state bytes of Ψ parameters, split into weights, gradients,
 // optimizer states and fp32 master weights, for a precision and an optimizer.
 //
-// The API and its conventions: lessons/01-memory-breakdown/api/bytes_per_param.h
+// The API and its contract: lessons/01-memory-breakdown/api/bytes_per_param.h
 // Check:  build/bin/vramlab check 01.1        Stuck:  build/bin/vramlab hint 01.1
 #include "lessons/01-memory-breakdown/api/bytes_per_param.h"
 #include "common/workbook/not_implemented.h"

@@ -1,7 +1,7 @@
 // Exercise 01.2 — YOUR CODE: the bytes one GPT-2 layer of the runtime saves for backward, from
 // its shapes.
 //
-// The API and the saved-tensor layout: lessons/01-memory-breakdown/api/layer_activations.h
+// The API and its contract: lessons/01-memory-breakdown/api/layer_activations.h
 // Check:  build/bin/vramlab check 01.2        Stuck:  build/bin/vramlab hint 01.2
 #include "lessons/01-memory-breakdown/api/layer_activations.h"
 #include "common/workbook/not_implemented.h"

@@ -3,17 +3,10 @@
 /// split into weights, gradients, optimizer states and fp32 master weights.
 ///
 /// The one API shared by the stub (exercises/01-memory-breakdown/bytes_per_param.cpp) and the
-/// reference (solutions/01-memory-breakdown/bytes_per_param.cpp). Conventions (ZeRO's
-/// accounting, Rajbhandari et al. 2020 §3.1; bitsandbytes for 8-bit AdamW):
-/// - fp32: 4-byte weights and gradients, 4-byte optimizer-state elements, no master copy.
-/// - bf16 (pure): 2-byte weights and gradients, optimizer states kept in bf16 (2 bytes), no master.
-/// - mixed-fp16 / mixed-bf16: 2-byte weights and gradients, an fp32 master copy (4 bytes) and
-///   fp32 optimizer states (4 bytes per element). Mixed AdamW is the paper's 2 + 2 + 12 = 16 B.
-/// - Optimizer states per parameter: sgd none; sgd-momentum and lion one (momentum); adamw two
-///   (m, v); adam-mini one m per parameter plus one v per block (\p adam_mini_v_blocks of them);
-///   adamw-8bit two 1-byte states plus, per state, one fp32 absmax per block of kAdam8bitBlockSize
-///   parameters (⌈Ψ/256⌉ blocks), whatever the precision.
-/// The master copy is reported on its own, not inside optimizer_state_bytes.
+/// reference (solutions/01-memory-breakdown/bytes_per_param.cpp). The accounting is ZeRO's
+/// (Rajbhandari et al. 2020, §3.1) for the dense optimizers and bitsandbytes' block-wise
+/// quantisation for 8-bit AdamW. Working out which parts each precision and optimizer keeps, and
+/// in how many bytes, is the exercise: the lesson's README and `vramlab hint 01.1` guide you.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +30,8 @@ struct ModelStateBreakdown {
   }
 };
 
-/// Exercise 01.1: the model-state bytes of \p parameter_count parameters.
+/// Exercise 01.1: the model-state bytes of \p parameter_count parameters, exact (no rounding to
+/// KiB or GB), for sizes up to hundreds of billions of parameters.
 /// \param parameter_count Ψ (> 0).
 /// \param precision the training precision.
 /// \param optimizer the optimizer.

@@ -3,13 +3,10 @@
 /// derived from its shapes.
 ///
 /// The one API shared by the stub (exercises/01-memory-breakdown/layer_activations.cpp) and the
-/// reference (solutions/01-memory-breakdown/layer_activations.cpp). The layout is the runtime's
-/// (common/estimate/runtime_activations.h, llm.c's GPT-2 block), every tensor in \p dtype:
-///
-///     ln1 (B,T,C)  ln1_mean (B,T)  ln1_rstd (B,T)  qkv (B,T,3C)
-///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)
-///     ln2 (B,T,C)  ln2_mean (B,T)  ln2_rstd (B,T)  fch (B,T,F)  fch_gelu (B,T,F)  residual3
-///     (B,T,C)
+/// reference (solutions/01-memory-breakdown/layer_activations.cpp). "Saved for backward" means
+/// what the runtime's GPT-2 block (llm.c's, common/nn/block.h) keeps from its forward pass until
+/// its backward pass, every tensor in \p dtype. Finding those tensors and their shapes (read
+/// the block, the attention and the MLP) is the exercise; `vramlab hint 01.2` guides you.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +24,8 @@ struct LayerShape {
   int64_t ffn_hidden = 0;  ///< F, the MLP's inner width (4C in GPT-2).
 };
 
-/// Exercise 01.2: bytes one layer saves for backward (the sum over the layout above).
+/// Exercise 01.2: the bytes one layer saves for backward, exact, for shapes up to long-context
+/// models (T = 8192 and beyond).
 /// \param shape B, T, C, H, F (all > 0, H dividing C).
 /// \param dtype the element type of every saved tensor (the runtime uses f32).
 /// \return the bytes.

@@ -1,0 +1,30 @@
+// Known-wrong variant of exercise 01.2 (kept for `vramlab verify`, never linked into a lesson):
+// copies the shapes into int variables for readability, so B*H*T*T is computed in 32 bits and
+// wraps around at long context (T = 8192). The exercise's tests must fail for it.
+#include <string>
+
+#include "common/platform/errors.h"
+#include "lessons/01-memory-breakdown/api/layer_activations.h"
+
+namespace vramlab::lesson01 {
+
+int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
+  for (int64_t v : {shape.batch, shape.seq, shape.hidden, shape.heads, shape.ffn_hidden})
+    if (v <= 0) throw UsageError("every size must be > 0, got " + std::to_string(v));
+  if (shape.hidden % shape.heads != 0)
+    throw UsageError("heads H = " + std::to_string(shape.heads) + " must divide hidden C");
+  if (shape.batch * shape.seq * shape.seq > (int64_t{1} << 50))
+    throw UsageError("layer activation bytes overflow int64");
+  const int B = static_cast<int>(shape.batch), T = static_cast<int>(shape.seq),
+            C = static_cast<int>(shape.hidden), H = static_cast<int>(shape.heads),
+            F = static_cast<int>(shape.ffn_hidden);
+  // The mistake: int * int stays int; widening happens only after the product wrapped. (The
+  // casts to unsigned make the wrap defined here; a signed int product wraps the same way in
+  // practice, as undefined behaviour.)
+  const int64_t token_elements = int64_t{B} * T * (8 * C + 2 * F + 4);
+  const auto attention_elements = static_cast<int64_t>(
+      static_cast<unsigned>(2) * static_cast<unsigned>(B * H) * static_cast<unsigned>(T * T));
+  return (token_elements + attention_elements) * static_cast<int64_t>(dtype_size_bytes(dtype));
+}
+
+}  // namespace vramlab::lesson01
