@@ -14,6 +14,8 @@ under docs/pages, lessons, exercises, common and kernels. A page must not contai
     relative path from the page's own folder; Doxygen finds images through IMAGE_PATH);
   - a link to an in-page anchor (#...): Doxygen 1.9 names headings autotoc_mdN, GitHub names them
     after their text, so no anchor works in both; link the page file instead;
+  - a closing ' inside a single-backtick code span (Doxygen 1.9 reads `...' as quotes);
+  - a `code span` inside straight double quotes (Doxygen 1.9 prints its backticks);
   - a blank line inside <details> (Doxygen 1.9 ends the block there, GitHub does not);
   - two images with the same file name (Doxygen copies images flat into html/);
   - a ```python block that does not compile (the snippets a learner pastes);
@@ -40,6 +42,8 @@ MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s
 HTML_LINK = re.compile(r"\b(?:src|href)\s*=\s*\"([^\"]+)\"")
 SNIPPET_MARK = re.compile(r"^<!--\s*snippet:\s*(\S+)\s+(\S+)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+QUOTED_CODE = re.compile(r'"[^"`]*`[^`"]+`[^"`]*"')
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -137,6 +141,14 @@ def check_page(root, page, update):
             if HEADING_ID.search(text):
                 problems.append(f"{where}:{i + 1}: '{HEADING_ID.search(text).group(0)}' shows as text "
                                 "in a Markdown viewer; Doxygen names the page after its file")
+            if any(len(m.group(1)) == 1 and re.search(r"'(?![A-Za-z0-9])", m.group(2))
+                   for m in CODE_SPAN.finditer(line)):
+                problems.append(f"{where}:{i + 1}: a closing quote ' inside a `code span` makes Doxygen 1.9 "
+                                "print `...' as quotes; write the span with double backticks")
+            if QUOTED_CODE.search(line):
+                problems.append(f"{where}:{i + 1}: a `code span` inside straight double quotes shows "
+                                "its backticks on the Doxygen site (1.9 reads \"...\" as a string); "
+                                "use “ ” or move the code out")
             for target in MARKDOWN_LINK.findall(text) + HTML_LINK.findall(text):
                 problem = check_link(root, page, target)
                 if problem:
@@ -198,13 +210,14 @@ def image_name_problems(root, pages):
     return problems
 
 
-def check(root, update=False):
+def check(root, update=False, verbose=True):
     problems, snippets_by_page = image_name_problems(root, find_pages(root)), {}
     for page in find_pages(root):
         page_problems, snippets, text = check_page(root, page, update)
         if update and text != page.read_text(encoding="utf-8"):
             page.write_text(text, encoding="utf-8")
-            print(f"updated {page.relative_to(root)}")
+            if verbose:
+                print(f"updated {page.relative_to(root)}")
         problems += page_problems
         snippets_by_page[page] = snippets
     return problems + manifest_problems(root, snippets_by_page)
@@ -231,6 +244,8 @@ def self_test():
         "manifest snippet missing": good.replace("<!-- snippet: src/a.cpp body -->\n", ""),
         "blank line in details": good + "\n<details><summary>Hint</summary>\none\n\ntwo\n</details>\n",
         "two images named a.svg": good + "\n![another](other/a.svg)\n",
+        "code span in straight quotes": good + '\nThe tutorial says "Can be `$100$` GB".\n',
+        "apostrophe in a code span": good + "\nIt prints `unknown exercise '01.9'` and stops.\n",
         "python that does not compile": good + "\n```python\nprint(torch.cuda.memory_allocated(()\n```\n",
     }
     failures = []
@@ -257,7 +272,7 @@ def self_test():
             if not check(root):
                 failures.append(f"not caught: {rule}")
         page.write_text(broken["stale snippet"], encoding="utf-8")
-        check(root, update=True)
+        check(root, update=True, verbose=False)
         if page.read_text(encoding="utf-8") != good or check(root):
             failures.append("--update did not restore the snippet from its source")
     for failure in failures:
