@@ -21,8 +21,8 @@ struct WrongVariant {
   std::string mistake;  ///< the mistake it makes, in words.
 };
 
-/// A documentation snippet: `//! [name]` markers in a compiled source that a page includes with
-/// `\snippet file name`.
+/// A documentation snippet: `//! [name]` markers in a compiled source whose lines the exercises
+/// page copies into a code block (tests/docs/check_pages.py keeps the copy equal to the source).
 struct Snippet {
   std::string file;  ///< path relative to the repository root.
   std::string name;  ///< the marker name.
