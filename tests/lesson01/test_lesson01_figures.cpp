@@ -1,7 +1,8 @@
 // Lesson 01's figures can be read: at the lesson's default settings and at other model sizes and
 // devices, no two texts of a figure overlap and none leaves the canvas (the report library's layout
-// check), every figure renders to a PNG of its own size with librsvg, and the stacked bars' totals
-// are the totals of the lesson's text tables.
+// check), every figure renders to a PNG of its own size with librsvg, the timeline page runs in
+// headless Chromium without a JavaScript error, and the stacked bars' totals are the totals of the
+// lesson's text tables.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "common/report/svg_plot.h"
 #include "common/report/terminal.h"
 #include "lessons/01-memory-breakdown/breakdown_report.h"
+#include "tests/report/browser_check.h"
 
 namespace vramlab::lesson01 {
 namespace {
@@ -140,6 +142,28 @@ TEST(LessonFiguresRender, EveryFigureRendersToAPngOfItsCanvasSize) {
       EXPECT_EQ(be32(16), static_cast<uint32_t>(std::lround(figure->width))) << png;
       EXPECT_EQ(be32(20), static_cast<uint32_t>(std::lround(figure->height))) << png;
     }
+  }
+}
+
+// The timeline page a learner opens, for each setting, runs in Chromium without a JavaScript error.
+TEST(LessonFiguresRender, TimelineRunsInChromiumWithoutErrors) {
+  using report::testing::ChromiumAvailability;
+  switch (report::testing::find_chromium()) {
+    case ChromiumAvailability::kFound:
+      break;
+    case ChromiumAvailability::kMissingInCi:
+      FAIL() << "chromium (Debian package chromium) is missing, and CI is set: install it";
+    case ChromiumAvailability::kMissing:
+      GTEST_SKIP() << "chromium (Debian package chromium) is not installed and CI is not set; in "
+                      "CI this test fails instead of skipping";
+  }
+  for (const Case& c : cases()) {
+    const report::testing::BrowserRun run = report::testing::run_in_chromium(
+        make_figures(breakdown_for(c)).timeline_html,
+        std::string(LESSON01_FIGURES_TEST_DIR) + "/" + c.name + "_timeline");
+    ASSERT_TRUE(run.ran) << run.command;
+    EXPECT_EQ(run.error, "") << c.name << ": the timeline threw in Chromium";
+    EXPECT_GE(run.cards, 3u) << c.name << ": the timeline's script did not fill in its summary";
   }
 }
 
