@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <numbers>
 #include <stdexcept>
 #include <utility>
 
@@ -17,7 +18,22 @@ namespace {
 
 constexpr double kFontSize = 12.0;
 constexpr double kTitleFontSize = 15.0;
-constexpr double kCharWidth = 7.0;  // average glyph width at kFontSize, for layout only
+// Average glyph width and the ascent/descent of a sans-serif font, in font sizes (em): DejaVu
+// Sans, what librsvg and most Linux browsers pick for "sans-serif", averages about 0.6 em for
+// mixed lower-case text and digits, 0.65 em in bold. Layout and the overlap check use the same
+// estimates, so a label that is estimated to fit is also checked with that estimate.
+constexpr double kGlyphWidth = 0.6;
+constexpr double kBoldGlyphWidth = 0.66;
+constexpr double kAscent = 0.78;
+constexpr double kDescent = 0.24;
+// A budget up to this multiple of the largest bar is drawn to scale; beyond, it is written at the
+// edge of the plot.
+constexpr double kBudgetOnScaleFactor = 1.5;
+constexpr std::string_view kBudgetColour = "#b00000";
+// Group labels that do not fit their slot even wrapped are turned by this angle (radians).
+constexpr double kGroupLabelTurn = 35.0 * std::numbers::pi / 180.0;
+// Half a pixel of slack: boxes that merely touch, or sit on the canvas edge, are fine.
+constexpr double kTolerance = 0.5;
 
 // Appends every piece to `out` (avoids temporaries from chains of operator+).
 template <typename... Pieces>
@@ -46,9 +62,58 @@ std::string signed_bytes_label(double bytes) {
   return label;
 }
 
-double text_width(std::string_view text) {
-  return kCharWidth * static_cast<double>(display_width(text));
+double text_width(std::string_view text, double font_size = kFontSize, bool bold = false) {
+  return font_size * (bold ? kBoldGlyphWidth : kGlyphWidth) *
+         static_cast<double>(display_width(text));
 }
+
+// "[x0..x1, y0..y1]": the box's extent, for a layout message.
+std::string describe(const TextBox& box) {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const CanvasPoint& p : box.corners) {
+    x0 = std::min(x0, p.x);
+    x1 = std::max(x1, p.x);
+    y0 = std::min(y0, p.y);
+    y1 = std::max(y1, p.y);
+  }
+  return "[x " + number(x0) + ".." + number(x1) + ", y " + number(y0) + ".." + number(y1) + "]";
+}
+
+// Separating-axis test of two rectangles (each possibly rotated): they overlap unless their
+// projections onto one of the four edge directions are disjoint. Touching edges do not count.
+bool boxes_overlap(const TextBox& a, const TextBox& b) {
+  for (const TextBox* box : {&a, &b}) {
+    for (size_t e = 0; e < 2; ++e) {
+      const CanvasPoint& p = box->corners[e];
+      const CanvasPoint& q = box->corners[e + 1];
+      const double ax = -(q.y - p.y);
+      const double ay = q.x - p.x;
+      const double length = std::hypot(ax, ay);
+      if (length == 0.0) return false;  // an empty text covers nothing
+      auto project = [&](const TextBox& t) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (const CanvasPoint& c : t.corners) {
+          const double d = (c.x * ax + c.y * ay) / length;
+          lo = std::min(lo, d);
+          hi = std::max(hi, d);
+        }
+        return std::pair{lo, hi};
+      };
+      const auto [a_lo, a_hi] = project(a);
+      const auto [b_lo, b_hi] = project(b);
+      if (a_hi <= b_lo + kTolerance || b_hi <= a_lo + kTolerance) return false;
+    }
+  }
+  return true;
+}
+
+struct TextStyle {
+  std::string_view anchor = "start";  // SVG text-anchor: "start", "middle" or "end"
+  double size = kFontSize;
+  bool bold = false;
+  std::string_view fill = {};  // empty = black
+  double rotate = 0.0;         // degrees about the anchor point, clockwise on screen
+};
 
 // Accumulates SVG elements; every attribute value and text passes through xml_escape.
 class SvgDocument {
@@ -95,24 +160,29 @@ class SvgDocument {
     element("circle", attributes, tooltip);
   }
 
-  // anchor: "start", "middle" or "end"; extra: further raw attributes (e.g. a transform).
-  void text(double x, double y, std::string_view content, std::string_view anchor = "start",
-            double size = kFontSize, std::string_view extra = {}) {
-    append(body_, "<text x=\"", number(x), "\" y=\"", number(y), "\" font-size=\"", number(size),
-           "\" text-anchor=\"", anchor, "\"");
-    if (!extra.empty()) append(body_, " ", extra);
+  void text(double x, double y, std::string_view content, const TextStyle& style = {}) {
+    append(body_, "<text x=\"", number(x), "\" y=\"", number(y), "\" font-size=\"",
+           number(style.size), "\" text-anchor=\"", style.anchor, "\"");
+    if (style.bold) body_ += " font-weight=\"bold\"";
+    if (!style.fill.empty()) append(body_, " fill=\"", xml_escape(style.fill), "\"");
+    if (style.rotate != 0.0) {
+      append(body_, " transform=\"rotate(", number(style.rotate), " ", number(x), " ", number(y),
+             ")\"");
+    }
     append(body_, ">", xml_escape(content), "</text>\n");
+    boxes_.push_back(text_box(content, x, y, style.anchor, style.size, style.bold, style.rotate));
   }
 
-  [[nodiscard]] std::string finish(std::string_view title, double height) const {
-    std::string out;
+  [[nodiscard]] SvgFigure finish(std::string_view title, double height) const {
+    SvgFigure figure{{}, width_, height, boxes_};
+    std::string& out = figure.svg;
     out.reserve(body_.size() + 400);
     append(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", number(width_), "\" height=\"",
            number(height), "\" viewBox=\"0 0 ", number(width_), " ", number(height),
            "\" font-family=\"sans-serif\">\n", "<title>", xml_escape(title), "</title>\n",
            "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", body_, "</svg>\n");
-    return out;
+    return figure;
   }
 
  private:
@@ -127,6 +197,7 @@ class SvgDocument {
 
   double width_;
   std::string body_;
+  std::vector<TextBox> boxes_;
 };
 
 // Ticks for a byte axis: the binary unit in which the maximum is at least 1, nice steps in it.
@@ -201,6 +272,47 @@ double draw_legend(SvgDocument* svg, double x0, double y0, double width,
   return y - y0 + 8.0;
 }
 
+// Greedy wrap at spaces so that each line fits max_width; a word wider than a line stays whole
+// on its own line (the caller sees that from text_width).
+std::vector<std::string> wrap_words(std::string_view text, double max_width, double font_size,
+                                    bool bold) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    if (!word.empty()) {
+      std::string candidate = line.empty() ? std::string(word) : line + " " + std::string(word);
+      if (!line.empty() && text_width(candidate, font_size, bold) > max_width) {
+        lines.push_back(line);
+        line = std::string(word);
+      } else {
+        line = std::move(candidate);
+      }
+    }
+    start = end + 1;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
+// The title, bold and centred, wrapped to the canvas. Returns the y of its lowest glyphs.
+double draw_title(SvgDocument& svg, std::string_view title) {
+  constexpr double kFirstBaseline = 24.0;
+  constexpr double kLineHeight = 19.0;
+  const std::vector<std::string> lines =
+      wrap_words(title, svg.width() - 16.0, kTitleFontSize, true);
+  double baseline = kFirstBaseline;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    baseline = kFirstBaseline + kLineHeight * static_cast<double>(i);
+    svg.text(svg.width() / 2, baseline, lines[i],
+             {.anchor = "middle", .size = kTitleFontSize, .bold = true});
+  }
+  return baseline + kDescent * kTitleFontSize;
+}
+
 std::vector<std::string> resolve_colours(const std::vector<std::string>& given,
                                          const std::vector<std::string>& names, bool by_category,
                                          const char* what) {
@@ -264,10 +376,10 @@ std::vector<double> nice_ticks(double max_value, size_t target_count) {
   return range_ticks(0.0, max_value, target_count);
 }
 
-std::string render_stacked_bar_svg(const StackedBarChart& chart) {
+SvgFigure plot_stacked_bar(const StackedBarChart& chart) {
   const std::vector<std::string> colours =
       resolve_colours(chart.colours, chart.categories, true, "StackedBarChart");
-  uint64_t max_total_bytes = chart.budget_bytes;
+  uint64_t max_total_bytes = 0;
   for (const StackedBar& bar : chart.bars) {
     if (bar.values_bytes.size() != chart.categories.size()) {
       throw std::invalid_argument("StackedBarChart bar '" + bar.label + "' has " +
@@ -278,31 +390,39 @@ std::string render_stacked_bar_svg(const StackedBarChart& chart) {
     for (const uint64_t value : bar.values_bytes) total_bytes += value;
     max_total_bytes = std::max(max_total_bytes, total_bytes);
   }
+  // The axis follows the data. A budget far beyond it (a 16 GiB GPU under a 200 MiB step) would
+  // shrink every bar to a sliver, so it is then written at the edge instead of drawn to scale.
+  const bool budget_on_scale =
+      chart.budget_bytes > 0 &&
+      (max_total_bytes == 0 || static_cast<double>(chart.budget_bytes) <=
+                                   kBudgetOnScaleFactor * static_cast<double>(max_total_bytes));
+  const uint64_t axis_bytes =
+      budget_on_scale ? std::max(max_total_bytes, chart.budget_bytes) : max_total_bytes;
 
   double label_width = 60.0;
   for (const StackedBar& bar : chart.bars)
     label_width = std::max(label_width, text_width(bar.label) + 16.0);
-  label_width = std::min(label_width, 260.0);
-  constexpr double kWidth = 860.0;
   constexpr double kRightMargin = 100.0;
+  constexpr double kMinPlotWidth = 420.0;
   constexpr double kBarHeight = 26.0;
   constexpr double kBarGap = 12.0;
+  const double width = std::max(860.0, label_width + kMinPlotWidth + kRightMargin);
   const double plot_left = label_width;
-  const double plot_width = kWidth - plot_left - kRightMargin;
+  const double plot_width = width - plot_left - kRightMargin;
 
-  SvgDocument svg(kWidth);
-  svg.text(kWidth / 2, 24, chart.title, "middle", kTitleFontSize, "font-weight=\"bold\"");
-  const double plot_top = 44.0;
+  SvgDocument svg(width);
+  // Room above the plot for the budget's label.
+  const double plot_top = draw_title(svg, chart.title) + 26.0;
   const double plot_height =
       std::max(kBarHeight, static_cast<double>(chart.bars.size()) * (kBarHeight + kBarGap));
 
-  const ByteTicks ticks = byte_ticks(max_total_bytes, 6);
+  const ByteTicks ticks = byte_ticks(axis_bytes, 6);
   const double axis_max = ticks.values_bytes.back();
   auto x_of = [&](double bytes) { return plot_left + plot_width * bytes / axis_max; };
   for (size_t i = 0; i < ticks.values_bytes.size(); ++i) {
     const double x = x_of(ticks.values_bytes[i]);
     svg.line(x, plot_top, x, plot_top + plot_height, "#dddddd");
-    svg.text(x, plot_top + plot_height + 16, ticks.labels[i], "middle", 11.0);
+    svg.text(x, plot_top + plot_height + 16, ticks.labels[i], {.anchor = "middle", .size = 11.0});
   }
   svg.line(plot_left, plot_top + plot_height, plot_left + plot_width, plot_top + plot_height,
            "#333333");
@@ -310,7 +430,8 @@ std::string render_stacked_bar_svg(const StackedBarChart& chart) {
   for (size_t b = 0; b < chart.bars.size(); ++b) {
     const StackedBar& bar = chart.bars[b];
     const double y = plot_top + kBarGap / 2 + static_cast<double>(b) * (kBarHeight + kBarGap);
-    svg.text(plot_left - 8, y + kBarHeight / 2 + 4, bar.label, "end");
+    const double baseline = y + kBarHeight / 2 + 4;
+    svg.text(plot_left - 8, baseline, bar.label, {.anchor = "end"});
     double cumulative_bytes = 0;
     for (size_t c = 0; c < chart.categories.size(); ++c) {
       const uint64_t value = bar.values_bytes[c];
@@ -321,27 +442,52 @@ std::string render_stacked_bar_svg(const StackedBarChart& chart) {
       svg.rect(x0, y, x1 - x0, kBarHeight, colours[c],
                bytes_tooltip(bar.label, chart.categories[c], value));
       const std::string label = format_bytes(value);
-      if (x1 - x0 > text_width(label) + 8) {
-        svg.text((x0 + x1) / 2, y + kBarHeight / 2 + 4, label, "middle", 11.0, "fill=\"white\"");
+      if (x1 - x0 > text_width(label, 11.0) + 8) {
+        svg.text((x0 + x1) / 2, baseline, label,
+                 {.anchor = "middle", .size = 11.0, .fill = "white"});
       }
     }
-    svg.text(x_of(cumulative_bytes) + 6, y + kBarHeight / 2 + 4,
-             format_bytes(static_cast<uint64_t>(cumulative_bytes)), "start", 11.0);
+    svg.text(x_of(cumulative_bytes) + 6, baseline,
+             format_bytes(static_cast<uint64_t>(cumulative_bytes)), {.size = 11.0});
   }
   if (chart.budget_bytes > 0) {
-    const double x = x_of(static_cast<double>(chart.budget_bytes));
-    svg.line(x, plot_top - 6, x, plot_top + plot_height, "#b00000", 1.5, true);
     std::string label = chart.budget_label.empty() ? std::string("budget") : chart.budget_label;
-    append(label, " (", format_bytes(chart.budget_bytes), ")");
-    svg.text(x, plot_top - 8, label, "middle", 11.0, "fill=\"#b00000\"");
+    append(label, " ", format_bytes(chart.budget_bytes));
+    const double label_y = plot_top - 8;
+    const TextStyle style{.size = 11.0, .fill = kBudgetColour};
+    if (budget_on_scale) {
+      const double x = x_of(static_cast<double>(chart.budget_bytes));
+      svg.line(x, plot_top - 4, x, plot_top + plot_height, kBudgetColour, 1.5, true);
+      // Centred on its line unless that would leave the canvas.
+      const double half = text_width(label, style.size) / 2;
+      TextStyle placed = style;
+      placed.anchor = x + half > width - 4 ? "end" : (x - half < 4 ? "start" : "middle");
+      svg.text(x, label_y, label, placed);
+    } else {
+      label += " \u2192";  // off the scale, to the right
+      TextStyle placed = style;
+      placed.anchor = "end";
+      svg.text(width - 8, label_y, label, placed);
+    }
+  }
+  // The legend names the categories that some bar has.
+  std::vector<std::string> shown_categories;
+  std::vector<std::string> shown_colours;
+  for (size_t c = 0; c < chart.categories.size(); ++c) {
+    const bool drawn = std::any_of(chart.bars.begin(), chart.bars.end(),
+                                   [&](const StackedBar& bar) { return bar.values_bytes[c] > 0; });
+    if (drawn || chart.bars.empty()) {
+      shown_categories.push_back(chart.categories[c]);
+      shown_colours.push_back(colours[c]);
+    }
   }
   const double legend_top = plot_top + plot_height + 28;
   const double legend_height =
-      draw_legend(&svg, plot_left, legend_top, plot_width, chart.categories, colours, {});
+      draw_legend(&svg, plot_left, legend_top, plot_width, shown_categories, shown_colours, {});
   return svg.finish(chart.title, legend_top + legend_height + 8);
 }
 
-std::string render_grouped_bar_svg(const GroupedBarChart& chart) {
+SvgFigure plot_grouped_bar(const GroupedBarChart& chart) {
   const std::vector<std::string> colours =
       resolve_colours(chart.colours, chart.series, false, "GroupedBarChart");
   if (chart.values_bytes.size() != chart.series.size()) {
@@ -349,62 +495,138 @@ std::string render_grouped_bar_svg(const GroupedBarChart& chart) {
                                 " value rows for " + std::to_string(chart.series.size()) +
                                 " series");
   }
+  if (!chart.missing.empty() && chart.missing.size() != chart.series.size()) {
+    throw std::invalid_argument("GroupedBarChart has " + std::to_string(chart.missing.size()) +
+                                " missing-value rows for " + std::to_string(chart.series.size()) +
+                                " series");
+  }
   uint64_t max_bytes = 0;
   for (size_t s = 0; s < chart.series.size(); ++s) {
-    if (chart.values_bytes[s].size() != chart.groups.size()) {
+    if (chart.values_bytes[s].size() != chart.groups.size() ||
+        (!chart.missing.empty() && chart.missing[s].size() != chart.groups.size())) {
       throw std::invalid_argument("GroupedBarChart series '" + chart.series[s] + "' has " +
                                   std::to_string(chart.values_bytes[s].size()) + " values for " +
                                   std::to_string(chart.groups.size()) + " groups");
     }
     for (const uint64_t value : chart.values_bytes[s]) max_bytes = std::max(max_bytes, value);
   }
+  auto is_missing = [&](size_t s, size_t g) {
+    return !chart.missing.empty() && chart.missing[s][g];
+  };
 
-  constexpr double kLeft = 90.0;
+  constexpr double kMinLeft = 90.0;
   constexpr double kPlotHeight = 300.0;
-  constexpr double kPlotTop = 50.0;
+  constexpr double kValueSize = 10.0;
+  constexpr double kGroupLabelLineHeight = 15.0;
   const double bar_width = 26.0;
   const double group_width = std::max(
       static_cast<double>(std::max<size_t>(chart.series.size(), 1)) * bar_width + 24.0, 90.0);
   const double plot_width = std::max(400.0, group_width * static_cast<double>(chart.groups.size()));
-  const double width = kLeft + plot_width + 30.0;
+  const double slot_width =
+      plot_width / static_cast<double>(std::max<size_t>(chart.groups.size(), 1));
+
+  // Group labels: wrapped at spaces to their slot; if a single word is still wider than the slot,
+  // every label is turned instead, so that neighbours cannot run into each other.
+  std::vector<std::vector<std::string>> group_lines;
+  bool turn_group_labels = false;
+  for (const std::string& group : chart.groups) {
+    group_lines.push_back(wrap_words(group, slot_width - 6, kFontSize, false));
+    for (const std::string& line : group_lines.back())
+      turn_group_labels = turn_group_labels || text_width(line) > slot_width - 6;
+  }
+  // A turned label hangs down to the left of its group: the first ones may need a wider margin.
+  double left = kMinLeft;
+  double group_labels_height = 0;
+  for (size_t g = 0; g < chart.groups.size(); ++g) {
+    group_labels_height = std::max(
+        group_labels_height,
+        turn_group_labels ? text_width(chart.groups[g]) * std::sin(kGroupLabelTurn) + kFontSize
+                          : static_cast<double>(group_lines[g].size()) * kGroupLabelLineHeight);
+    if (turn_group_labels) {
+      const double reach = text_width(chart.groups[g]) * std::cos(kGroupLabelTurn) +
+                           kFontSize * std::sin(kGroupLabelTurn);
+      left = std::max(left, reach - slot_width * (static_cast<double>(g) + 0.5) + 4.0);
+    }
+  }
+  const double width = left + plot_width + 30.0;
 
   SvgDocument svg(width);
-  svg.text(width / 2, 24, chart.title, "middle", kTitleFontSize, "font-weight=\"bold\"");
+  const double title_bottom = draw_title(svg, chart.title);
   const ByteTicks ticks = byte_ticks(max_bytes, 5);
   const double axis_max = ticks.values_bytes.back();
-  const double plot_bottom = kPlotTop + kPlotHeight;
+
+  // Value labels stand upright above their bar; a bar too close to the top of the plot gets its
+  // label inside instead, and only a short bar near the top pushes the plot down.
+  auto value_label = [&](size_t s, size_t g) {
+    return is_missing(s, g) ? std::string("n/a") : format_bytes(chart.values_bytes[s][g]);
+  };
+  auto bar_height = [&](size_t s, size_t g) {
+    return is_missing(s, g)
+               ? 0.0
+               : kPlotHeight * static_cast<double>(chart.values_bytes[s][g]) / axis_max;
+  };
+  const double min_plot_top = title_bottom + 14.0;
+  double plot_top = min_plot_top;
+  for (size_t s = 0; s < chart.series.size(); ++s) {
+    for (size_t g = 0; g < chart.groups.size(); ++g) {
+      const double length = text_width(value_label(s, g), kValueSize) + 4.0;
+      const double height = bar_height(s, g);
+      const double room_above = kPlotHeight - height + (min_plot_top - title_bottom) - 6.0;
+      if (length <= room_above || height >= length + 6.0) continue;
+      plot_top = std::max(plot_top, min_plot_top + length - room_above);
+    }
+  }
+  const double plot_bottom = plot_top + kPlotHeight;
   auto y_of = [&](double bytes) { return plot_bottom - kPlotHeight * bytes / axis_max; };
   for (size_t i = 0; i < ticks.values_bytes.size(); ++i) {
     const double y = y_of(ticks.values_bytes[i]);
-    svg.line(kLeft, y, kLeft + plot_width, y, "#dddddd");
-    svg.text(kLeft - 6, y + 4, ticks.labels[i], "end", 11.0);
+    svg.line(left, y, left + plot_width, y, "#dddddd");
+    svg.text(left - 6, y + 4, ticks.labels[i], {.anchor = "end", .size = 11.0});
   }
-  svg.line(kLeft, plot_bottom, kLeft + plot_width, plot_bottom, "#333333");
-  svg.line(kLeft, kPlotTop, kLeft, plot_bottom, "#333333");
+  svg.line(left, plot_bottom, left + plot_width, plot_bottom, "#333333");
+  svg.line(left, plot_top, left, plot_bottom, "#333333");
 
-  const double slot_width =
-      plot_width / static_cast<double>(std::max<size_t>(chart.groups.size(), 1));
   for (size_t g = 0; g < chart.groups.size(); ++g) {
-    const double group_center = kLeft + slot_width * (static_cast<double>(g) + 0.5);
+    const double group_center = left + slot_width * (static_cast<double>(g) + 0.5);
     const double bars_width = bar_width * static_cast<double>(chart.series.size());
     for (size_t s = 0; s < chart.series.size(); ++s) {
-      const uint64_t value = chart.values_bytes[s][g];
       const double x = group_center - bars_width / 2 + bar_width * static_cast<double>(s);
-      const double y = y_of(static_cast<double>(value));
-      svg.rect(x + 1, y, bar_width - 2, plot_bottom - y, colours[s],
-               bytes_tooltip(chart.groups[g], chart.series[s], value));
-      svg.text(x + bar_width / 2, y - 4, format_bytes(value), "start", 9.0,
-               "transform=\"rotate(-60 " + number(x + bar_width / 2) + " " + number(y - 4) + ")\"");
+      const double height = bar_height(s, g);
+      const double y = plot_bottom - height;
+      if (!is_missing(s, g)) {
+        const uint64_t value = chart.values_bytes[s][g];
+        svg.rect(x + 1, y, bar_width - 2, height, colours[s],
+                 bytes_tooltip(chart.groups[g], chart.series[s], value));
+      }
+      // Upright text: its glyphs lie left of the baseline, so the baseline sits right of centre.
+      const std::string label = value_label(s, g);
+      const double baseline_x = x + bar_width / 2 + kValueSize * (kAscent - kDescent) / 2;
+      const double room_above = y - title_bottom - 6.0;
+      if (text_width(label, kValueSize) + 4.0 <= room_above ||
+          height < text_width(label, kValueSize) + 10.0) {
+        svg.text(baseline_x, y - 4, label, {.size = kValueSize, .rotate = -90.0});
+      } else {
+        svg.text(baseline_x, y + 5, label,
+                 {.anchor = "end", .size = kValueSize, .fill = "white", .rotate = -90.0});
+      }
     }
-    svg.text(group_center, plot_bottom + 16, chart.groups[g], "middle");
+    if (turn_group_labels) {
+      svg.text(group_center + 4, plot_bottom + 14, chart.groups[g],
+               {.anchor = "end", .rotate = -kGroupLabelTurn * 180.0 / std::numbers::pi});
+    } else {
+      for (size_t l = 0; l < group_lines[g].size(); ++l) {
+        svg.text(group_center, plot_bottom + 16 + kGroupLabelLineHeight * static_cast<double>(l),
+                 group_lines[g][l], {.anchor = "middle"});
+      }
+    }
   }
-  const double legend_top = plot_bottom + 28;
+  const double legend_top = plot_bottom + group_labels_height + 20;
   const double legend_height =
-      draw_legend(&svg, kLeft, legend_top, plot_width, chart.series, colours, {});
+      draw_legend(&svg, left, legend_top, plot_width, chart.series, colours, {});
   return svg.finish(chart.title, legend_top + legend_height + 8);
 }
 
-std::string render_line_plot_svg(const LinePlot& plot) {
+SvgFigure plot_line(const LinePlot& plot) {
   double x_lo = INFINITY;
   double x_hi = -INFINITY;
   double y_lo = INFINITY;
@@ -474,10 +696,11 @@ std::string render_line_plot_svg(const LinePlot& plot) {
   constexpr double kWidth = 760.0;
   constexpr double kLeft = 90.0;
   constexpr double kRight = 30.0;
-  constexpr double kPlotTop = 50.0;
   constexpr double kPlotHeight = 320.0;
   const double plot_width = kWidth - kLeft - kRight;
-  const double plot_bottom = kPlotTop + kPlotHeight;
+  SvgDocument svg(kWidth);
+  const double plot_top = draw_title(svg, plot.title) + 22.0;
+  const double plot_bottom = plot_top + kPlotHeight;
   const double x_axis_lo = x_ticks.front();
   const double x_axis_hi = x_ticks.back();
   const double y_axis_lo = y_ticks.front();
@@ -493,23 +716,20 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     return plot_bottom - kPlotHeight * (y - y_axis_lo) / (y_axis_hi - y_axis_lo);
   };
 
-  SvgDocument svg(kWidth);
-  svg.text(kWidth / 2, 24, plot.title, "middle", kTitleFontSize, "font-weight=\"bold\"");
   for (size_t i = 0; i < y_ticks.size(); ++i) {
     const double y = y_of(y_ticks[i]);
     svg.line(kLeft, y, kLeft + plot_width, y, "#dddddd");
-    svg.text(kLeft - 6, y + 4, y_labels[i], "end", 11.0);
+    svg.text(kLeft - 6, y + 4, y_labels[i], {.anchor = "end", .size = 11.0});
   }
   for (size_t i = 0; i < x_ticks.size(); ++i) {
     const double x = x_of_tick(x_ticks[i]);
-    svg.line(x, kPlotTop, x, plot_bottom, "#eeeeee");
-    svg.text(x, plot_bottom + 16, x_labels[i], "middle", 11.0);
+    svg.line(x, plot_top, x, plot_bottom, "#eeeeee");
+    svg.text(x, plot_bottom + 16, x_labels[i], {.anchor = "middle", .size = 11.0});
   }
   svg.line(kLeft, plot_bottom, kLeft + plot_width, plot_bottom, "#333333");
-  svg.line(kLeft, kPlotTop, kLeft, plot_bottom, "#333333");
-  svg.text(kLeft + plot_width / 2, plot_bottom + 36, plot.x_label, "middle");
-  svg.text(18, kPlotTop + kPlotHeight / 2, plot.y_label, "middle", kFontSize,
-           "transform=\"rotate(-90 18 " + number(kPlotTop + kPlotHeight / 2) + ")\"");
+  svg.line(kLeft, plot_top, kLeft, plot_bottom, "#333333");
+  svg.text(kLeft + plot_width / 2, plot_bottom + 36, plot.x_label, {.anchor = "middle"});
+  svg.text(18, plot_top + kPlotHeight / 2, plot.y_label, {.anchor = "middle", .rotate = -90.0});
 
   std::vector<std::string> names;
   std::vector<std::string> colours;
@@ -546,6 +766,62 @@ std::string render_line_plot_svg(const LinePlot& plot) {
   const double legend_height =
       draw_legend(&svg, kLeft, legend_top, plot_width, names, colours, dashed);
   return svg.finish(plot.title, legend_top + legend_height + 8);
+}
+
+std::string render_stacked_bar_svg(const StackedBarChart& chart) {
+  return plot_stacked_bar(chart).svg;
+}
+
+std::string render_grouped_bar_svg(const GroupedBarChart& chart) {
+  return plot_grouped_bar(chart).svg;
+}
+
+std::string render_line_plot_svg(const LinePlot& plot) {
+  return plot_line(plot).svg;
+}
+
+TextBox text_box(std::string_view text, double x, double y, std::string_view anchor,
+                 double font_size, bool bold, double rotate_degrees) {
+  const double width = text_width(text, font_size, bold);
+  const double left = anchor == "middle" ? x - width / 2 : (anchor == "end" ? x - width : x);
+  const double top = y - kAscent * font_size;
+  const double bottom = y + kDescent * font_size;
+  const double radians = rotate_degrees * std::numbers::pi / 180.0;
+  const double c = std::cos(radians);
+  const double s = std::sin(radians);
+  // SVG's rotate(a x y): clockwise on screen because y grows downwards.
+  auto turned = [&](double px, double py) {
+    return CanvasPoint{x + (px - x) * c - (py - y) * s, y + (px - x) * s + (py - y) * c};
+  };
+  return {std::string(text),
+          {turned(left, top), turned(left + width, top), turned(left + width, bottom),
+           turned(left, bottom)}};
+}
+
+std::vector<std::string> text_layout_problems(const SvgFigure& figure) {
+  std::vector<std::string> problems;
+  const std::vector<TextBox>& boxes = figure.text_boxes;
+  for (const TextBox& box : boxes) {
+    if (box.text.empty()) continue;
+    for (const CanvasPoint& p : box.corners) {
+      if (p.x < -kTolerance || p.y < -kTolerance || p.x > figure.width + kTolerance ||
+          p.y > figure.height + kTolerance) {
+        problems.push_back("\"" + box.text + "\" " + describe(box) + " leaves the canvas (" +
+                           number(figure.width) + " x " + number(figure.height) + ")");
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      if (boxes[i].text.empty() || boxes[j].text.empty()) continue;
+      if (boxes_overlap(boxes[i], boxes[j])) {
+        problems.push_back("\"" + boxes[i].text + "\" " + describe(boxes[i]) + " overlaps \"" +
+                           boxes[j].text + "\" " + describe(boxes[j]));
+      }
+    }
+  }
+  return problems;
 }
 
 void write_text_file(const std::string& path, std::string_view text) {

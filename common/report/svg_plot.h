@@ -7,6 +7,7 @@
 /// Hovering a bar or point shows its exact value (an SVG \<title\>).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,15 +27,19 @@ struct StackedBar {
   std::vector<uint64_t> values_bytes;  ///< one value per category of the chart, in bytes.
 };
 
-/// Horizontal bars, each split into coloured category segments, with a legend.
+/// Horizontal bars, each split into coloured category segments, with a legend of the categories
+/// that some bar has.
 struct StackedBarChart {
   std::string title;                    ///< drawn on top.
   std::vector<std::string> categories;  ///< legend entries, in stacking order (left to right).
   /// One CSS colour per category; empty = category_colour() of each category name.
   std::vector<std::string> colours;
   std::vector<StackedBar> bars;  ///< top to bottom.
-  uint64_t budget_bytes = 0;     ///< if non-zero, a dashed vertical line (e.g. the GPU's capacity).
-  std::string budget_label;      ///< text by the budget line, e.g. "A100 40 GB".
+  /// If non-zero, e.g. the GPU's capacity: a dashed vertical line when it is within 1.5x the
+  /// longest bar; beyond, the axis stays scaled to the bars and the budget is written at the
+  /// plot's right edge with an arrow ("A100 40 GB 40.00 GiB →").
+  uint64_t budget_bytes = 0;
+  std::string budget_label;  ///< text before the budget's size, e.g. "A100 40 GB".
 };
 
 /// Vertical bars grouped per category: one bar per series in each group.
@@ -44,6 +49,9 @@ struct GroupedBarChart {
   std::vector<std::string> series;   ///< e.g. {"measured", "estimated"}.
   std::vector<std::string> colours;  ///< one CSS colour per series; empty = series_colour().
   std::vector<std::vector<uint64_t>> values_bytes;  ///< (series, groups) in bytes.
+  /// (series, groups): true where a series has no value for a group (no bar; "n/a" is written
+  /// instead of a size). Empty = every value is present.
+  std::vector<std::vector<bool>> missing;
 };
 
 /// One line of a LinePlot.
@@ -71,11 +79,13 @@ struct LinePlot {
 /// \throws std::invalid_argument if colours or a bar's values do not have one entry per category.
 std::string render_stacked_bar_svg(const StackedBarChart& chart);
 
-/// Renders a GroupedBarChart as an SVG document.
+/// Renders a GroupedBarChart as an SVG document. Long group labels are wrapped at spaces or, if a
+/// word is wider than its group, turned; value labels stand upright above their bars (inside a bar
+/// that reaches too close to the title).
 /// \param chart the data.
 /// \return the SVG text.
-/// \throws std::invalid_argument if values_bytes is not (series, groups) or colours has the wrong
-/// length.
+/// \throws std::invalid_argument if values_bytes or a non-empty missing is not (series, groups),
+/// or colours has the wrong length.
 std::string render_grouped_bar_svg(const GroupedBarChart& chart);
 
 /// Renders a LinePlot as an SVG document.
@@ -89,6 +99,56 @@ std::string render_line_plot_svg(const LinePlot& plot);
 /// \param text content.
 /// \throws std::runtime_error naming the path if it cannot be written.
 void write_text_file(const std::string& path, std::string_view text);
+
+/// A point on an SVG canvas (pixels, y grows downwards).
+struct CanvasPoint {
+  double x = 0;  ///< from the left edge.
+  double y = 0;  ///< from the top edge.
+};
+
+/// The box one placed text covers on the canvas, as the layout estimates it: font size × number
+/// of characters × an average glyph width wide, from the ascent above the baseline to the descent
+/// below it, turned with the text when the text is rotated.
+struct TextBox {
+  std::string text;                    ///< the text as drawn (unescaped).
+  std::array<CanvasPoint, 4> corners;  ///< in order around the box (a rotated rectangle).
+};
+
+/// An SVG figure together with the boxes of every text it placed, so that a test can check the
+/// layout (see text_layout_problems()).
+struct SvgFigure {
+  std::string svg;                  ///< the standalone SVG document.
+  double width = 0;                 ///< canvas width in pixels.
+  double height = 0;                ///< canvas height in pixels.
+  std::vector<TextBox> text_boxes;  ///< every \<text\> of the document, in drawing order.
+};
+
+/// Lays out a StackedBarChart. \param chart the data. \return the figure and its text boxes.
+/// \throws std::invalid_argument as render_stacked_bar_svg().
+SvgFigure plot_stacked_bar(const StackedBarChart& chart);
+
+/// Lays out a GroupedBarChart. \param chart the data. \return the figure and its text boxes.
+/// \throws std::invalid_argument as render_grouped_bar_svg().
+SvgFigure plot_grouped_bar(const GroupedBarChart& chart);
+
+/// Lays out a LinePlot. \param plot the data. \return the figure and its text boxes.
+/// \throws std::invalid_argument as render_line_plot_svg().
+SvgFigure plot_line(const LinePlot& plot);
+
+/// The layout faults of a figure that a reader would see: two texts whose boxes overlap, and a
+/// text whose box leaves the canvas.
+/// \param figure a figure from one of the plot_* functions.
+/// \return one message per fault naming the texts and their boxes; empty when the layout is clean.
+std::vector<std::string> text_layout_problems(const SvgFigure& figure);
+
+/// The box a text covers, estimated as the plot layout does (see TextBox).
+/// \param text the text. \param x,y its anchor point (on the baseline).
+/// \param anchor "start", "middle" or "end" (SVG text-anchor). \param font_size in pixels.
+/// \param bold a bold font (wider glyphs). \param rotate_degrees rotation about (x, y), clockwise
+/// on screen as SVG's rotate().
+/// \return the box.
+TextBox text_box(std::string_view text, double x, double y, std::string_view anchor,
+                 double font_size, bool bold, double rotate_degrees);
 
 /// Evenly spaced "nice" tick values (steps of 1, 2 or 5 times a power of ten) covering [0,
 /// max_value]. \param max_value the largest value to cover (values <= 0 give the ticks {0, 1}).

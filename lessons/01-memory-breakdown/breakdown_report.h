@@ -17,6 +17,7 @@
 
 #include "common/estimate/estimator.h"
 #include "common/memory/memory_category.h"
+#include "common/report/svg_plot.h"
 #include "lessons/01-memory-breakdown/api/bytes_per_param.h"
 #include "lessons/01-memory-breakdown/api/peak_from_trace.h"
 #include "lessons/01-memory-breakdown/measure_step.h"
@@ -93,6 +94,21 @@ struct FigurePaths {
   std::string measured_vs_estimated_svg;  ///< grouped bars per category.
   std::string timeline_html;              ///< the memory timeline of the step.
 };
+
+/// The lesson's figures, laid out but not written (tests check their layout).
+struct Figures {
+  report::SvgFigure breakdown;              ///< stacked bars: the peak measured and estimated.
+  report::SvgFigure measured_vs_estimated;  ///< grouped bars per category.
+  std::string timeline_html;                ///< the memory timeline of the step.
+};
+
+/// \param breakdown the breakdown.
+/// \return breakdown.svg's data: the peak as measured (what was live at it) and as estimated, by
+/// category; each bar's total is a total of render_text()'s tables.
+report::StackedBarChart breakdown_chart(const Breakdown& breakdown);
+
+/// \param breakdown the breakdown. \return the lesson's figures.
+Figures make_figures(const Breakdown& breakdown);
 
 /// Writes breakdown.svg, measured_vs_estimated.svg and timeline.html into \p out_dir (created
 /// if missing).

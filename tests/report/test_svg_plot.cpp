@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -112,7 +113,46 @@ TEST(StackedBarSvg, SegmentWidthsAreProportionalToBytes) {
   EXPECT_NE(svg.find("fill=\"darkgreen\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"goldenrod\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"mediumblue\""), std::string::npos);
-  EXPECT_NE(svg.find("T4 16 GB (16.00 GiB)"), std::string::npos);
+  // 16 GiB is twice the longest bar: written at the edge, not drawn to scale.
+  EXPECT_NE(svg.find("T4 16 GB 16.00 GiB \u2192"), std::string::npos) << svg;
+}
+
+// Sum of the widths of the segments whose tooltip starts with `bar`.
+double bar_width(const std::string& svg, const std::string& bar) {
+  const std::regex pattern("<rect [^>]*width=\"([0-9.]+)\"[^>]*><title>([^<]*)</title>");
+  double width = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    if ((*it)[2].str().rfind(bar + " / ", 0) == 0) width += std::stod((*it)[1].str());
+  }
+  return width;
+}
+
+TEST(StackedBarSvg, AxisFollowsTheBarsAndAFarBudgetIsWrittenAtTheEdge) {
+  StackedBarChart chart;
+  chart.title = "one step";
+  chart.categories = {"parameter", "activation", "input"};
+  chart.bars = {{"measured", {16u << 20, 150u << 20, 0}},
+                {"estimated", {16u << 20, 160u << 20, 0}}};
+  chart.budget_bytes = 16ull << 30;
+  chart.budget_label = "sim:t4-16g capacity";
+  const SvgFigure far = plot_stacked_bar(chart);
+  // 176 MiB on a 200 MiB axis: the longest bar spans most of the plot, whatever the budget.
+  EXPECT_GT(bar_width(far.svg, "estimated"), 0.5 * far.width) << far.svg;
+  EXPECT_EQ(far.svg.find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(far.svg.find(">sim:t4-16g capacity 16.00 GiB \u2192</text>"), std::string::npos);
+  // A category no bar has is left out of the legend.
+  EXPECT_EQ(far.svg.find(">input</text>"), std::string::npos) << far.svg;
+  EXPECT_NE(far.svg.find(">activation</text>"), std::string::npos);
+  EXPECT_TRUE(text_layout_problems(far).empty());
+
+  // A budget near the data is drawn to scale, as a dashed line, and the bars shrink to fit it.
+  chart.budget_bytes = 250u << 20;
+  const SvgFigure near = plot_stacked_bar(chart);
+  EXPECT_NE(near.svg.find("stroke-dasharray"), std::string::npos);
+  EXPECT_EQ(near.svg.find("\u2192"), std::string::npos);
+  EXPECT_LT(bar_width(near.svg, "estimated"), bar_width(far.svg, "estimated"));
+  EXPECT_TRUE(text_layout_problems(near).empty());
 }
 
 TEST(StackedBarSvg, RejectsMismatchedValuesAndColours) {
@@ -159,6 +199,132 @@ TEST(GroupedBarSvg, RejectsWrongShape) {
   EXPECT_THROW(render_grouped_bar_svg(chart), std::invalid_argument);
   chart.values_bytes = {};
   EXPECT_THROW(render_grouped_bar_svg(chart), std::invalid_argument);
+}
+
+TEST(GroupedBarSvg, MissingValuesDrawNoBarAndSayNotAvailable) {
+  GroupedBarChart chart;
+  chart.groups = {"temporaries", "inputs"};
+  chart.series = {"measured", "estimated"};
+  chart.values_bytes = {{11u << 20, 8192}, {0, 8192}};
+  chart.missing = {{false, false}, {true, false}};
+  const std::string svg = render_grouped_bar_svg(chart);
+  EXPECT_EQ(count_of(svg, "<title>"), 1u + 3u) << svg;
+  EXPECT_EQ(svg.find("temporaries / estimated"), std::string::npos);
+  EXPECT_EQ(count_of(svg, ">n/a</text>"), 1u);
+  chart.missing = {{false, false}};
+  EXPECT_THROW(render_grouped_bar_svg(chart), std::invalid_argument);
+}
+
+// Random grouped and stacked charts: labels of random length (some one long word), values over
+// many magnitudes, 1 to 9 groups. Whatever the data, no text overlaps another or leaves the canvas.
+TEST(ChartLayout, RandomChartsHaveNoOverlappingOrClippedText) {
+  std::mt19937_64 rng(20261123);
+  auto word = [&](size_t length) {
+    std::string w;
+    for (size_t i = 0; i < length; ++i) w += static_cast<char>('a' + rng() % 26);
+    return w;
+  };
+  auto label = [&] {
+    std::string text = word(1 + rng() % 12);
+    for (size_t words = rng() % 4; words > 0; --words) text += " " + word(1 + rng() % 9);
+    if (rng() % 5 == 0) text = word(14 + rng() % 16);  // one word wider than a group
+    return text;
+  };
+  auto bytes = [&] {
+    const uint64_t magnitude = uint64_t{1} << (rng() % 40);
+    return rng() % 7 == 0 ? 0 : magnitude + rng() % magnitude;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    GroupedBarChart grouped;
+    grouped.title = label() + " " + label() + " (" + label() + ", " + label() + ")";
+    grouped.series = {"measured", "estimated"};
+    grouped.values_bytes.resize(2);
+    grouped.missing.resize(2);
+    const size_t groups = 1 + rng() % 9;
+    for (size_t g = 0; g < groups; ++g) {
+      grouped.groups.push_back(label());
+      for (size_t s = 0; s < 2; ++s) {
+        grouped.values_bytes[s].push_back(bytes());
+        grouped.missing[s].push_back(rng() % 9 == 0);
+      }
+    }
+    const SvgFigure g = plot_grouped_bar(grouped);
+    const std::vector<std::string> problems = text_layout_problems(g);
+    ASSERT_TRUE(problems.empty()) << "trial " << trial << ": " << problems.front() << "\n" << g.svg;
+
+    StackedBarChart stacked;
+    stacked.title = grouped.title;
+    stacked.categories = {"parameter", "gradient", "optimizer_state", "activation", "temporary"};
+    for (size_t b = 0, n = 1 + rng() % 4; b < n; ++b) {
+      StackedBar bar{label(), {}};
+      for (size_t c = 0; c < stacked.categories.size(); ++c) bar.values_bytes.push_back(bytes());
+      stacked.bars.push_back(bar);
+    }
+    stacked.budget_bytes = rng() % 2 == 0 ? 0 : bytes();
+    stacked.budget_label = label();
+    const SvgFigure s = plot_stacked_bar(stacked);
+    const std::vector<std::string> stacked_problems = text_layout_problems(s);
+    ASSERT_TRUE(stacked_problems.empty())
+        << "trial " << trial << ": " << stacked_problems.front() << "\n"
+        << s.svg;
+  }
+}
+
+TEST(TextBox, WidthFollowsCharactersAndFontSizeAndAnchor) {
+  const TextBox start = text_box("abcd", 100, 50, "start", 10, false, 0);
+  const TextBox longer = text_box("abcdefgh", 100, 50, "start", 10, false, 0);
+  const TextBox bigger = text_box("abcd", 100, 50, "start", 20, false, 0);
+  const TextBox middle = text_box("abcd", 100, 50, "middle", 10, false, 0);
+  const TextBox end = text_box("abcd", 100, 50, "end", 10, false, 0);
+  auto width = [](const TextBox& b) { return b.corners[1].x - b.corners[0].x; };
+  EXPECT_DOUBLE_EQ(start.corners[0].x, 100);
+  EXPECT_NEAR(width(longer), 2 * width(start), 1e-9);
+  EXPECT_NEAR(width(bigger), 2 * width(start), 1e-9);
+  EXPECT_NEAR(middle.corners[0].x, 100 - width(start) / 2, 1e-9);
+  EXPECT_NEAR(end.corners[1].x, 100, 1e-9);
+  EXPECT_GT(text_box("abcd", 0, 0, "start", 10, true, 0).corners[1].x, width(start));
+  // The box spans the baseline: glyphs above it, descenders below.
+  EXPECT_LT(start.corners[0].y, 50);
+  EXPECT_GT(start.corners[3].y, 50);
+  // Turned by -90 degrees (upright text reading upwards), the box is tall and thin, above y.
+  const TextBox upright = text_box("abcdefgh", 100, 50, "start", 10, false, -90);
+  double y_min = 1e9, y_max = -1e9, x_min = 1e9, x_max = -1e9;
+  for (const CanvasPoint& p : upright.corners) {
+    y_min = std::min(y_min, p.y);
+    y_max = std::max(y_max, p.y);
+    x_min = std::min(x_min, p.x);
+    x_max = std::max(x_max, p.x);
+  }
+  EXPECT_NEAR(y_max, 50, 1e-9);
+  EXPECT_NEAR(50 - y_min, width(longer), 1e-9);
+  EXPECT_NEAR(x_max - x_min, start.corners[3].y - start.corners[0].y, 1e-9);
+}
+
+TEST(TextLayoutProblems, FindsOverlapsAndTextOffTheCanvasButNotNeighbours) {
+  SvgFigure figure;
+  figure.width = 200;
+  figure.height = 100;
+  figure.text_boxes = {text_box("left", 10, 20, "start", 12, false, 0),
+                       text_box("touching", 10 + 4 * 12 * 0.6, 20, "start", 12, false, 0),
+                       text_box("below", 10, 40, "start", 12, false, 0)};
+  EXPECT_TRUE(text_layout_problems(figure).empty());
+  figure.text_boxes.push_back(text_box("crossing", 20, 22, "start", 12, false, 0));
+  std::vector<std::string> problems = text_layout_problems(figure);
+  ASSERT_EQ(problems.size(), 2u);  // over "left" and "touching"
+  EXPECT_NE(problems[0].find("\"left\""), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("overlaps \"crossing\""), std::string::npos) << problems[0];
+  figure.text_boxes = {text_box("off the right edge", 190, 50, "start", 12, false, 0),
+                       text_box("above", 100, 5, "middle", 12, false, 0)};
+  problems = text_layout_problems(figure);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("leaves the canvas (200.00 x 100.00)"), std::string::npos);
+  // Two labels turned by 45 degrees side by side: their bounding rectangles overlap, the texts do
+  // not (the check uses the turned boxes themselves).
+  figure.text_boxes = {text_box("parallel one", 60, 90, "start", 10, false, -45),
+                       text_box("parallel two", 80, 90, "start", 10, false, -45)};
+  EXPECT_TRUE(text_layout_problems(figure).empty());
+  figure.text_boxes.push_back(text_box("across", 60, 60, "start", 10, false, 45));
+  EXPECT_FALSE(text_layout_problems(figure).empty());
 }
 
 TEST(LinePlotSvg, SkipsNonFinitePointsAndBreaksTheLine) {

@@ -1,5 +1,7 @@
 // Internal: the HTML/CSS/JavaScript template of the memory timeline page (memory_timeline_html.cpp
-// fills in @@TITLE@@ and @@DATA@@). Kept apart so the page can be read and edited as one unit.
+// fills in @@TITLE@@ and @@DATA@@). The page itself is
+// common/report/timeline/timeline.{html,css,js}, compiled in at build time, so it can be read,
+// linted and tested as a web page.
 #pragma once
 
 #include <string_view>

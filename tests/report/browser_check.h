@@ -1,0 +1,32 @@
+// Test support: loads a generated HTML page in headless Chromium and reports the first JavaScript
+// error. An error listener put first in <head> writes any uncaught error or unhandled promise
+// rejection into an attribute of <html>, which --dump-dom prints; the page's summary cards
+// (class="card") show that its script ran to the end. Chromium runs with --no-sandbox because CI
+// runs as root.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace vramlab::report::testing {
+
+/// What one page load in Chromium showed.
+struct BrowserRun {
+  bool ran = false;     ///< chromium exited 0.
+  std::string error;    ///< the first JavaScript error (HTML-escaped), empty if none.
+  size_t cards = 0;     ///< elements with class="card" in the final DOM.
+  std::string command;  ///< the shell command, for failure messages.
+};
+
+/// Whether `chromium` is on PATH; if not, whether CI is set (then a test must fail, not skip).
+enum class ChromiumAvailability { kFound, kMissing, kMissingInCi };
+
+/// \return whether chromium can be run.
+ChromiumAvailability find_chromium();
+
+/// Loads \p page in headless Chromium (timers and animation frames get 5 s of virtual time).
+/// \param page the HTML page. \param directory where the page, profile, DOM and log are written.
+/// \return what the final DOM showed.
+BrowserRun run_in_chromium(const std::string& page, const std::string& directory);
+
+}  // namespace vramlab::report::testing
