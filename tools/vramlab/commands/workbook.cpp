@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "common/platform/errors.h"
@@ -180,7 +181,7 @@ void add_check(CLI::App& app, int& exit_code) {
 void add_hint(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string id;
-    int level = 0;
+    std::optional<int> level;  // unset: the next hint not seen yet
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -195,10 +196,10 @@ void add_hint(CLI::App& app, int& exit_code) {
     const int levels = static_cast<int>(ex.hints.size());
     if (levels == 0) throw UsageError("exercise " + ex.id + " has no hints");
     const int seen = ctx.state.hints_seen.count(ex.id) ? ctx.state.hints_seen.at(ex.id) : 0;
-    const int level = options->level != 0 ? options->level : std::min(levels, seen + 1);
+    const int level = options->level.value_or(std::min(levels, seen + 1));
     if (level < 1 || level > levels)
-      throw UsageError("hint level " + std::to_string(level) + " is out of range for " + ex.id +
-                       " (1-" + std::to_string(levels) + ")");
+      throw UsageError("--level " + std::to_string(level) + " is out of range: exercise " + ex.id +
+                       " has hint levels 1 to " + std::to_string(levels));
     ctx.state.hints_seen[ex.id] = std::max(seen, level);
     workbook::save_state(ctx.state_file, ctx.state);
     const std::string& text = ex.hints[static_cast<size_t>(level - 1)];
@@ -349,16 +350,19 @@ void add_run(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string lesson;
     bool mine = false;
-    std::vector<std::string> args;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "run", "build and run a lesson's binary: vramlab run 01 [--mine] [-- args]");
+      "run",
+      "build and run a lesson's binary: vramlab run 01 [--mine] [the lesson's flags, e.g. --model "
+      "gpt2-1.5b --device meta; `--` before them is optional]");
   cmd->add_option("lesson", options->lesson, "lesson id, e.g. 01")->required();
   cmd->add_flag("--mine", options->mine, "use your exercise code instead of the references");
-  cmd->add_option("args", options->args, "arguments for the lesson binary (after --)");
   add_common_options(cmd, *options);
-  cmd->callback([options, &exit_code] {
+  // Every flag `run` does not know, with its value, belongs to the lesson binary, which checks
+  // it (exit 2 there).
+  cmd->allow_extras();
+  cmd->callback([options, cmd, &exit_code] {
     const Context ctx = load_context(*options);
     const workbook::Lesson& lesson = ctx.book.lesson(options->lesson);
     if (lesson.binary.empty())
@@ -381,9 +385,22 @@ void add_run(CLI::App& app, int& exit_code) {
       exit_code = kExitFailure;
       return;
     }
+    // Whose code runs decides what the numbers mean: say it before the lesson's own header (on
+    // stderr under --json, which keeps stdout one JSON object).
+    std::string files;
+    for (const auto& ex : lesson.exercises) files += (files.empty() ? "" : ", ") + ex.stub;
+    const std::string whose =
+        options->mine ? style::yellow("YOUR CODE", ctx.colour) + ": lesson " + lesson.id +
+                            " runs with your exercise files " + files +
+                            " (an exercise not done yet shows as NOT IMPLEMENTED in the report)"
+                      : style::cyan("REFERENCE", ctx.colour) + ": lesson " + lesson.id +
+                            " runs with the reference solutions; `vramlab run " + lesson.id +
+                            " --mine` runs your " + files;
+    std::fprintf(ctx.json ? stderr : stdout, "%s\n", whose.c_str());
     const fs::path binary = ctx.build_dir / "bin" / target;
     std::vector<std::string> args = {binary.string()};
-    args.insert(args.end(), options->args.begin(), options->args.end());
+    for (const std::string& extra : cmd->remaining())
+      if (extra != "--") args.push_back(extra);
     if (ctx.json) args.push_back("--json");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
