@@ -37,8 +37,49 @@ struct EstimateOptions {
   std::string optimizer = "adamw";
   std::string recompute = "none";
   std::string offload = "none";
-  bool sp = false, fp32_grads = false, json = false;
+  bool sp = false, fp32_grads = false, json = false, list_models = false;
 };
+
+// The named models --model takes, with their shapes: what to pick before estimating or training.
+void print_models(bool as_json) {
+  json models = json::array();
+  using report::Align;
+  report::Table table({{"model"},
+                       {"family"},
+                       {"parameters", Align::kRight},
+                       {"L", Align::kRight},
+                       {"C", Align::kRight},
+                       {"H", Align::kRight},
+                       {"kv", Align::kRight},
+                       {"F", Align::kRight},
+                       {"V", Align::kRight},
+                       {"context", Align::kRight}});
+  for (const std::string_view name : model_config_names()) {
+    const ModelConfig m = model_config_by_name(name);
+    models.push_back({{"name", m.name},
+                      {"family", model_family_name(m.family)},
+                      {"parameters", m.parameter_count()},
+                      {"layers", m.layers},
+                      {"hidden", m.hidden},
+                      {"heads", m.heads},
+                      {"kv_heads", m.kv_heads},
+                      {"ffn_hidden", m.ffn_hidden},
+                      {"vocab", m.vocab},
+                      {"max_seq", m.max_seq}});
+    table.add_row({m.name, std::string(model_family_name(m.family)),
+                   report::format_count(m.parameter_count()), std::to_string(m.layers),
+                   std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.kv_heads),
+                   std::to_string(m.ffn_hidden), std::to_string(m.vocab),
+                   std::to_string(m.max_seq)});
+  }
+  if (as_json) {
+    std::printf("%s\n", json{{"models", models}}.dump(2).c_str());
+    return;
+  }
+  std::fputs(table.render(report::use_colour(stdout)).c_str(), stdout);
+  std::printf(
+      "--model NAME takes one of these in vramlab estimate, vramlab train and vramlab run 01.\n");
+}
 
 // The model from --model and the shape flags, or nothing (--params).
 std::optional<ModelConfig> model_from(const EstimateOptions& o) {
@@ -261,7 +302,14 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--recompute", o->recompute, "none (default) | selective | full");
   cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  cmd->add_flag("--list-models", o->list_models,
+                "List the named models --model takes, with their shapes and parameter counts");
   cmd->callback([o, &exit_code] {
+    if (o->list_models) {
+      print_models(o->json);
+      exit_code = 0;
+      return;
+    }
     const estimate::EstimateInputs in = inputs_from(*o);
     const estimate::Estimate e = estimate::estimate_memory(in);
     if (o->json)

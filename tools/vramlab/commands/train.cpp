@@ -181,7 +181,10 @@ void run_train(const TrainCommandOptions& o) {
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<TrainCommandOptions>();
-  auto* cmd = app.add_subcommand("train", "Train a transformer on synthetic learnable tokens");
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a transformer on synthetic learnable tokens (the named models and their shapes: "
+      "vramlab estimate --list-models)");
   add_model_options(*cmd, opts->model);
   cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))");
   cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");
