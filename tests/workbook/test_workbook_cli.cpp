@@ -189,6 +189,28 @@ TEST_F(WorkbookCli, DoneExercisesShowAsDoneAndUnlockTheSolution) {
       std::string::npos);
 }
 
+// --diff compares the bodies of the functions the learner edits, not the two files: the header
+// comment and the includes differ everywhere and would hide the code.
+TEST_F(WorkbookCli, SolutionDiffComparesTheFunctionBodies) {
+  ASSERT_EQ(vramlab({"solution", "01.2", "--reveal", "--diff"}), 0) << output_;
+  EXPECT_NE(output_.find("--- yours: exercises/01-memory-breakdown/layer_activations.cpp: "
+                         "layer_activation_bytes() body"),
+            std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("-  VRAMLAB_NOT_IMPLEMENTED(\"01.2\");"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("+  require_positive(shape.batch"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("#include"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("YOUR CODE"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("The reference also defines checked_multiply(), checked_sum(), "
+                         "require_positive()"),
+            std::string::npos)
+      << output_;
+  ASSERT_EQ(vramlab({"solution", "01.1", "--reveal", "--diff", "--json"}), 0) << output_;
+  const std::string diff = nlohmann::json::parse(output_).at("diff");
+  EXPECT_NE(diff.find("model_state_breakdown() body"), std::string::npos) << diff;
+  EXPECT_EQ(diff.find("#include"), std::string::npos) << diff;
+}
+
 TEST_F(WorkbookCli, ResetRefusesWithoutATerminalOrYes) {
   EXPECT_EQ(vramlab({"reset", "01.1"}), 2) << output_;
   EXPECT_NE(output_.find("--yes"), std::string::npos) << output_;

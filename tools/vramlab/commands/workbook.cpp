@@ -24,6 +24,7 @@
 #include "common/report/terminal.h"
 #include "common/workbook/process.h"
 #include "tools/vramlab/commands.h"
+#include "tools/vramlab/commands/function_bodies.h"
 #include "tools/vramlab/commands/workbook_cli.h"
 
 namespace vramlab::cli {
@@ -232,6 +233,60 @@ std::string read_text(const fs::path& file) {
   return text.str();
 }
 
+// `diff -u` of two texts, labelled.
+std::string diff_texts(const std::string& mine, const std::string& reference,
+                       const std::string& mine_label, const std::string& reference_label) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("vramlab-solution-diff-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "mine") << mine;
+  std::ofstream(dir / "reference") << reference;
+  workbook::run_process({"diff", "-u", "--label", mine_label, "--label", reference_label,
+                         (dir / "mine").string(), (dir / "reference").string()},
+                        dir / "out", 30.0);
+  std::string text = read_text(dir / "out");
+  fs::remove_all(dir);
+  return text;
+}
+
+// The learner edits the bodies of the stub's functions, so those are what is compared, one
+// function at a time; the reference's other functions (its helpers) are named, not diffed.
+std::string function_diff(const Context& ctx, const workbook::Exercise& ex) {
+  const auto mine = function_definitions(read_text(ctx.repo_root / ex.stub));
+  const auto reference = function_definitions(read_text(ctx.repo_root / ex.reference));
+  const auto find = [](const std::vector<FunctionDefinition>& in, const std::string& name) {
+    return std::find_if(in.begin(), in.end(),
+                        [&](const FunctionDefinition& f) { return f.name == name; });
+  };
+  std::string out;
+  std::vector<std::string> only_mine, only_reference;
+  for (const auto& f : mine) {
+    const auto ref = find(reference, f.name);
+    if (ref == reference.end()) {
+      only_mine.push_back(f.name + "()");
+      continue;
+    }
+    if (f.body == ref->body) {
+      out += f.name + "(): the same as the reference\n";
+      continue;
+    }
+    out += diff_texts(f.body, ref->body, "yours: " + ex.stub + ": " + f.name + "() body",
+                      "reference: " + ex.reference + ": " + f.name + "() body");
+  }
+  for (const auto& f : reference)
+    if (find(mine, f.name) == mine.end()) only_reference.push_back(f.name + "()");
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  if (!only_reference.empty())
+    out += "The reference also defines " + join(only_reference) + " (helpers; `vramlab solution " +
+           ex.id + "` shows the whole file).\n";
+  if (!only_mine.empty()) out += "Your file also defines " + join(only_mine) + ".\n";
+  return out;
+}
+
 void add_solution(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string id;
@@ -242,7 +297,8 @@ void add_solution(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "solution", "the reference solution, once your code passes (or with --reveal)");
   cmd->add_option("id", options->id, "exercise id, e.g. 01.1")->required();
-  cmd->add_flag("--diff", options->diff, "show the difference between your file and the reference");
+  cmd->add_flag("--diff", options->diff,
+                "show how the bodies of the functions you edit differ from the reference's");
   cmd->add_flag("--reveal", options->reveal, "show it even though your code does not pass yet");
   add_common_options(cmd, *options);
   cmd->callback([options, &exit_code] {
@@ -261,14 +317,7 @@ void add_solution(CLI::App& app, int& exit_code) {
     }
     std::string text;
     if (options->diff) {
-      const fs::path out = fs::temp_directory_path() /
-                           ("vramlab-solution-diff-" + std::to_string(getpid()) + ".txt");
-      workbook::run_process(
-          {"diff", "-u", "--label", "yours: " + ex.stub, "--label", "reference: " + ex.reference,
-           (ctx.repo_root / ex.stub).string(), (ctx.repo_root / ex.reference).string()},
-          out, 30.0);
-      text = read_text(out);
-      fs::remove(out);
+      text = function_diff(ctx, ex);
     } else {
       text = read_text(ctx.repo_root / ex.reference);
     }
