@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
@@ -122,6 +123,17 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   return in;
 }
 
+// What the inputs ask for but do not do: said in a note, since they are valid (the estimate is
+// still right), only probably not what was meant.
+std::vector<std::string> notes_for(const estimate::EstimateInputs& in) {
+  std::vector<std::string> notes;
+  if (in.zero_stage > 0 && in.data_parallel == 1)
+    notes.push_back("ZeRO stage " + std::to_string(in.zero_stage) +
+                    " with --dp 1 partitions nothing: it splits model states across the " +
+                    "data-parallel ranks, and there is one; give --dp N (N > 1) to see it shrink");
+  return notes;
+}
+
 double per_param(int64_t bytes, int64_t params) {
   return static_cast<double>(bytes) / static_cast<double>(params);
 }
@@ -170,6 +182,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
                            {"activations", e.activations.bytes},
                            {"total", e.total_bytes}};
   r["master_weight_bytes"] = e.master_weight_bytes;
+  // Whether ZeRO splits anything here: a stage above 0 over more than one data-parallel rank.
+  r["zero_partitions"] = in.zero_stage > 0 && in.data_parallel > 1;
+  r["notes"] = notes_for(in);
   r["cpu_offload_bytes"] = e.cpu_offload_bytes;
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
@@ -270,6 +285,8 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
     std::printf("  activations per layer: %s (Korthikanti et al.), %s (runtime layout)\n",
                 format_bytes(static_cast<uint64_t>(e.activation_bytes_per_layer)).c_str(),
                 format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes_per_layer)).c_str());
+  for (const std::string& note : notes_for(in))
+    std::printf("  %s %s\n", report::style::yellow("note:", colour).c_str(), note.c_str());
 }
 
 }  // namespace
