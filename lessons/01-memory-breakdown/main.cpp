@@ -27,6 +27,7 @@
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
+#include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
@@ -256,10 +257,12 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n", e.what());
+    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
+                 memory::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n", e.what());
+    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
+                 memory::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lesson01_memory_breakdown: %s\n", e.what());

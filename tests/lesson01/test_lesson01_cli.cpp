@@ -299,3 +299,23 @@ TEST_F(LessonWithState, OutOfMemoryAdviceSuggestsALargerSimOnlyWhenHostRamHoldsI
 }
 
 }  // namespace
+
+namespace {
+
+// Bad input is one line naming the value, with what the user typed shown and not played.
+TEST_F(LessonWithState, ControlCharactersInBadInputAreShownEscaped) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--model", "gp\x1b[2Jt"}, {"--bogus\x07"}}) {
+    std::vector<std::string> argv = {LESSON01_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const Ran ran = run_words(argv, dir_ / "bad.txt", 60.0);
+    EXPECT_EQ(ran.result.exit_code, 2) << ran.out;
+    EXPECT_EQ(ran.out.find('\n'), ran.out.size() - 1) << "one line: " << ran.out;
+    EXPECT_EQ(ran.out.find_first_of("\x1b\x07"), std::string::npos) << ran.out;
+    EXPECT_TRUE(ran.out.find("gp\\x1b[2Jt") != std::string::npos ||
+                ran.out.find("--bogus\\x07") != std::string::npos)
+        << ran.out;
+  }
+}
+
+}  // namespace
