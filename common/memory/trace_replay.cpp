@@ -4,6 +4,7 @@
 #include "common/memory/make_caching_allocator.h"
 
 #include <charconv>
+#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -11,6 +12,19 @@
 
 namespace vramlab::memory {
 namespace {
+
+bool is_control(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
+
+// The first control character of a line other than the tab that separates words: a trace is text,
+// and a name holding a NUL or an escape sequence would reach the terminal in every report.
+std::string::size_type find_control(const std::string& line) {
+  for (std::string::size_type i = 0; i < line.size(); ++i)
+    if (is_control(line[i]) && line[i] != '\t') return i;
+  return std::string::npos;
+}
 
 std::vector<std::string> split_words(const std::string& line) {
   std::istringstream stream(line);
@@ -48,6 +62,21 @@ void expect_arguments(const std::vector<std::string>& words, std::size_t min_cou
 }
 
 }  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (!is_control(c)) {
+      out += c;
+      continue;
+    }
+    char escaped[5];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
+    out += escaped;
+  }
+  return out;
+}
 
 std::unique_ptr<CachingAllocator> make_replay_allocator(const Device& device,
                                                         const AllocatorConfig& config) {
@@ -124,6 +153,11 @@ ReplayOutcome TraceReplayer::replay(std::istream& input, const std::string& file
     const std::size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
     if (line.back() == '\r') line.pop_back();
+    if (const auto at = find_control(line); at != std::string::npos)
+      throw UsageError(printable(file_name) + ":" + std::to_string(line_number) +
+                       ": control character " + printable(line.substr(at, 1)) + " at column " +
+                       std::to_string(at + 1) +
+                       " (a trace holds printable text only): " + printable(line));
     try {
       execute(line);
       ++outcome.operations;
@@ -135,7 +169,8 @@ ReplayOutcome TraceReplayer::replay(std::istream& input, const std::string& file
       outcome.details = error.details();
       return outcome;
     } catch (const UsageError& error) {
-      throw UsageError(file_name + ":" + std::to_string(line_number) + ": " + error.what());
+      throw UsageError(printable(file_name) + ":" + std::to_string(line_number) + ": " +
+                       error.what());
     }
   }
   return outcome;

@@ -15,6 +15,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/memory/caching_allocator.h"
@@ -22,6 +23,12 @@
 #include "common/memory/oom_error.h"
 
 namespace vramlab::memory {
+
+/// Text from a trace or a command line as it may be shown on a terminal: every control character
+/// (bytes below 0x20, and 0x7f) becomes `\xNN`, so a NUL cannot cut a message short and an escape
+/// sequence cannot drive the terminal; every other byte (UTF-8 included) is kept.
+/// \param text the text as given. \return the text with its control characters escaped.
+std::string printable(std::string_view text);
 
 /// The caching allocator a replay runs on: make_caching_allocator() with addresses only for a sim
 /// device, since a replay never touches the memory it allocates (no host RAM is mapped and the

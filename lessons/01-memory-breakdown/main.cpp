@@ -6,29 +6,49 @@
 //   build/bin/lesson01_memory_breakdown --model gpt2-1.5b --batch 1 --seq 1024 --device meta
 //   build/bin/lesson01_memory_breakdown --model llama2-7b --batch 1 --seq 4096 --device meta
 //   build/bin/lesson01_memory_breakdown --json --out-dir /tmp/l01
-//   build/bin/vramlab run 01 [--mine] -- --model gpt2-mini    (with your exercise code: --mine)
+//   build/bin/vramlab run 01 [--mine] --model gpt2-mini    (with your exercise code: --mine)
+//
+// The figures go to <build>/lesson-output/01 unless --out-dir says otherwise: never into the
+// current directory, which is usually the checkout, where git would see them.
 //
 // Exit codes: 0 success, 1 out of memory (PyTorch's message) or another run-time failure, 2 bad
 // input or a step that needs more host RAM than this machine has for a sim or cpu device.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "common/memory/device.h"
+#include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
+#include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
+#include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
+#include "common/workbook/manifest.h"
+#include "common/workbook/state.h"
 #include "lessons/01-memory-breakdown/breakdown_report.h"
 #include "lessons/01-memory-breakdown/measure_step.h"
 
 namespace {
 
 using namespace vramlab;
+namespace fs = std::filesystem;
+
+// The binary of `vramlab run 01 --mine` (the learner's exercise code) defines this.
+#ifdef VRAMLAB_LESSON_RUNS_MINE
+constexpr bool kRunsMine = true;
+#else
+constexpr bool kRunsMine = false;
+#endif
 
 struct Options {
   ModelFlags model;  // --model defaults to gpt2-tiny (set in main)
@@ -37,23 +57,134 @@ struct Options {
   std::string optimizer = "adamw";
   uint64_t seed = 1;
   bool json = false;
-  std::string out_dir = "lesson01-figures";
+  std::string out_dir;  // "" = default_out_dir()
 };
+
+// This binary's folder (build/bin), or "" when /proc does not say.
+fs::path own_folder() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self.parent_path();
+}
+
+// <build>/lesson-output/01: beside the build's binaries, inside the build directory that git
+// ignores.
+fs::path default_out_dir() {
+  const fs::path bin = own_folder();
+  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
+  return build / "lesson-output" / "01";
+}
+
+// How to call vramlab from here, so that every suggested command works as printed: the vramlab
+// beside this binary, relative to the current directory when it is below it.
+std::string vramlab_command() {
+  const fs::path bin = own_folder();
+  if (bin.empty() || !fs::exists(bin / "vramlab")) return "vramlab";
+  std::error_code error;
+  const fs::path here = fs::current_path(error);
+  if (!error) {
+    const fs::path relative = (bin / "vramlab").lexically_relative(here);
+    if (!relative.empty() && *relative.begin() != "..")
+      return relative.has_parent_path() ? relative.string() : "./" + relative.string();
+  }
+  return (bin / "vramlab").string();
+}
+
+// The command that runs this lesson again with \p flags, the way it was run (--mine or not).
+std::string lesson_command(const std::string& flags) {
+  return vramlab_command() + " run 01" + (kRunsMine ? " --mine" : "") + " " + flags;
+}
+
+// The next exercise of lesson 01 from the learner's workbook state, as a command to run, or the
+// news that all are done. The state file is VRAMLAB_STATE_FILE when set, as for vramlab itself.
+std::string exercise_suggestion() {
+  try {
+    const fs::path root = build_info::kSourceDir;
+    const workbook::Workbook book = workbook::load_workbook(root);
+    const char* state_env = std::getenv("VRAMLAB_STATE_FILE");
+    const workbook::State state = workbook::load_state(state_env != nullptr && *state_env != '\0'
+                                                           ? fs::path(state_env)
+                                                           : workbook::state_path(root));
+    for (const auto& ex : book.lesson("01").exercises)
+      if (!state.is_done(ex.id))
+        return "  " + vramlab_command() + " check " + ex.id + "   # exercise " + ex.id +
+               ", the first not done yet: " + ex.stub + "\n";
+    return "  " + vramlab_command() + " list   # every exercise of lesson 01 is done\n";
+  } catch (const std::exception&) {
+    // A checkout without the workbook's files still runs the lesson.
+    return "  " + vramlab_command() + " list   # the exercises and which are done\n";
+  }
+}
+
+// What to run next, one command per line; a comment after `#` says why, so each line can be
+// pasted into a shell as it is. The step just measured is not suggested again.
+std::string next_commands(const lesson01::StepSettings& s) {
+  struct Suggestion {
+    std::string model, flags, why;
+    memory::DeviceKind kind;
+  };
+  const std::vector<Suggestion> all = {
+      {"gpt2-1.5b", "--model gpt2-1.5b --batch 1 --seq 1024 --device meta",
+       "GPT-2 1.5B: sized on meta, nothing allocated", memory::DeviceKind::meta},
+      {"llama2-7b", "--model llama2-7b --batch 1 --seq 4096 --device meta",
+       "Llama 2 7B at its full context", memory::DeviceKind::meta},
+      {"", "--model gpt2-tiny --device sim:64MiB", "an out-of-memory error on a small GPU",
+       memory::DeviceKind::sim},
+  };
+  std::string out = "Next:\n";
+  for (const auto& suggestion : all) {
+    if (suggestion.model == s.model.name && suggestion.kind == s.device.kind) continue;
+    out += "  " + lesson_command(suggestion.flags) + "   # " + suggestion.why + "\n";
+  }
+  return out + exercise_suggestion();
+}
+
+// The smallest simulated GPU preset that holds \p bytes with a quarter to spare for the caching
+// allocator's rounding and fragmentation, when this machine's RAM can back it; "" otherwise.
+std::string larger_sim_device(int64_t bytes) {
+  const auto wanted = static_cast<uint64_t>(bytes) + static_cast<uint64_t>(bytes) / 4;
+  if (wanted > memory::resolve_host_memory_limit().bytes) return "";
+  for (const memory::DevicePreset& preset : memory::device_presets())
+    if (preset.capacity_bytes >= wanted) return "sim:" + std::string(preset.name);
+  return "";
+}
 
 void explain_out_of_memory(const memory::OutOfMemoryError& error,
                            const lesson01::StepSettings& settings, int64_t estimated_bytes) {
   std::fprintf(stderr, "%s\n\n", error.what());
-  std::fprintf(stderr,
-               "lesson 01: %s with B=%lld, T=%lld does not fit on %s (%s). The estimate for the "
-               "step is %s (parameters + gradients + optimizer states + activations, fp32).\n"
-               "Try: --device meta to measure the same step with no memory at all; a larger "
-               "device such as --device sim:a100-80g; a smaller --batch or --seq (activations "
-               "scale with B x T, the attention matrices with B x T^2); --optimizer sgd-momentum "
-               "(4 bytes of state per parameter instead of 8) or sgd (none).\n",
-               settings.model.name.c_str(), static_cast<long long>(settings.batch),
-               static_cast<long long>(settings.seq), settings.device.name().c_str(),
-               report::format_bytes(settings.device.spec.capacity_bytes).c_str(),
-               report::format_bytes(static_cast<uint64_t>(estimated_bytes)).c_str());
+  const std::string model = "--model " + settings.model.name;
+  const std::string shape =
+      " --batch " + std::to_string(settings.batch) + " --seq " + std::to_string(settings.seq);
+  std::string advice =
+      "lesson 01: " + settings.model.name + " with B=" + std::to_string(settings.batch) +
+      ", T=" + std::to_string(settings.seq) + " does not fit on " + settings.device.name() + " (" +
+      report::format_bytes(settings.device.spec.capacity_bytes) +
+      "). The estimate for the step is " +
+      report::format_bytes(static_cast<uint64_t>(estimated_bytes)) +
+      " (parameters + gradients + optimizer states + activations, fp32).\nTry:\n";
+  advice += "  " + lesson_command(model + shape + " --device meta") +
+            "   # the same step, measured with no memory at all\n";
+  // A simulated GPU keeps its memory in this machine's RAM: a larger one is only worth suggesting
+  // when the step fits there, else meta is the way to size it.
+  if (const std::string larger = larger_sim_device(estimated_bytes); !larger.empty())
+    advice += "  " + lesson_command(model + shape + " --device " + larger) +
+              "   # a GPU large enough for this step\n";
+  else
+    advice +=
+        "  (no larger simulated GPU: one that holds this step keeps it in this machine's "
+        "RAM, which has " +
+        report::format_bytes(memory::resolve_host_memory_limit().bytes) +
+        " for it; meta measures it instead)\n";
+  if (settings.batch > 1)
+    advice += "  " +
+              lesson_command(model + " --batch 1 --seq " + std::to_string(settings.seq) +
+                             " --device " + settings.device.name()) +
+              "   # activations scale with B x T\n";
+  advice += "  " +
+            lesson_command(model + shape + " --optimizer sgd-momentum --device " +
+                           settings.device.name()) +
+            "   # 4 bytes of optimizer state per parameter instead of 8 (sgd: none)\n";
+  std::fputs(advice.c_str(), stderr);
 }
 
 int run(const Options& o) {
@@ -75,7 +206,9 @@ int run(const Options& o) {
     return kExitFailure;
   }
   const lesson01::Breakdown breakdown = lesson01::analyse(settings, std::move(measurement));
-  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, o.out_dir);
+  const std::string out_dir =
+      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
+  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, out_dir);
   if (o.json) {
     nlohmann::json j = lesson01::to_json(breakdown);
     j["figures"] = {{"breakdown_svg", figures.breakdown_svg},
@@ -86,13 +219,11 @@ int run(const Options& o) {
   }
   const bool colour = report::use_colour(stdout);
   std::fputs(lesson01::render_text(breakdown, colour).c_str(), stdout);
-  std::printf("\nFigures: %s, %s, %s (open the .html in a browser)\n",
-              figures.breakdown_svg.c_str(), figures.measured_vs_estimated_svg.c_str(),
-              figures.timeline_html.c_str());
-  std::printf(
-      "Next: --model gpt2-1.5b --batch 1 --seq 1024 --device meta; --model llama2-7b --batch 1 "
-      "--seq 4096 --device meta; --device sim:64MiB to see an out-of-memory error; the exercises: "
-      "vramlab check 01.1\n");
+  std::printf("\nFigures in %s: %s, %s, %s (open the .html in a browser)\n", out_dir.c_str(),
+              fs::path(figures.breakdown_svg).filename().c_str(),
+              fs::path(figures.measured_vs_estimated_svg).filename().c_str(),
+              fs::path(figures.timeline_html).filename().c_str());
+  std::fputs(next_commands(settings).c_str(), stdout);
   return 0;
 }
 
@@ -118,7 +249,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "One JSON object instead of the tables");
   app.add_option("--out-dir", o.out_dir,
                  "Where breakdown.svg, measured_vs_estimated.svg and timeline.html go "
-                 "(default lesson01-figures)");
+                 "(default: lesson-output/01 in the build directory)");
   try {
     app.parse(argc, argv);
     return run(o);
@@ -126,10 +257,12 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n", e.what());
+    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
+                 memory::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n", e.what());
+    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
+                 memory::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lesson01_memory_breakdown: %s\n", e.what());

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -146,6 +147,56 @@ TEST(TrainCli, OptimizerFlagTakesTheEstimatorsNames) {
     quoted += "'";
     EXPECT_NE(r.out.find(quoted), std::string::npos) << r.out;
   }
+}
+
+}  // namespace
+
+namespace {
+
+int64_t activation_peak(const std::string& out) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("summary"))
+      return j.at("peak_bytes").at("by_category").at("activation").get<int64_t>();
+  }
+  return -1;
+}
+
+// Lesson 01 and `vramlab train --steps 1` measure the same first step: the saved activations are
+// the runtime layout of `vramlab estimate` exactly. Later steps reuse cached blocks that are not
+// split when 1 MiB or less would be left, which the text output says under the table; with
+// expandable segments (no such leftovers) the two agree again, which is the reason it gives.
+TEST(TrainCli, TheFirstStepsActivationsAreTheRuntimeLayoutAndLaterStepsSayWhyTheyDiffer) {
+  const std::string model = "train --model gpt2-tiny --batch 8 --seq 128 --device meta ";
+  const Result estimate =
+      vramlab("estimate --model gpt2-tiny --batch 8 --seq 128 --precision fp32 --json");
+  ASSERT_EQ(estimate.exit_code, 0) << estimate.out;
+  const int64_t layout =
+      nlohmann::json::parse(estimate.out).at("activations_runtime_layout_bytes").get<int64_t>();
+  const Result one = vramlab(model + "--steps 1 --json");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  EXPECT_EQ(activation_peak(one.out), layout) << one.out;
+  const Result two = vramlab(model + "--steps 2 --json");
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  EXPECT_GT(activation_peak(two.out), layout) << two.out;
+  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  const Result expandable = vramlab(model + "--steps 2 --json");
+  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  ASSERT_EQ(expandable.exit_code, 0) << expandable.out;
+  EXPECT_EQ(activation_peak(expandable.out), layout) << expandable.out;
+
+  const Result text_two = vramlab(model + "--steps 2");
+  ASSERT_EQ(text_two.exit_code, 0) << text_two.out;
+  const size_t table = text_two.out.find("reserved (segments)");
+  const size_t note = text_two.out.find("should_split");
+  ASSERT_NE(note, std::string::npos) << text_two.out;
+  EXPECT_GT(note, table) << text_two.out;
+  EXPECT_NE(text_two.out.find("--steps 1", note), std::string::npos) << text_two.out;
+  const Result text_one = vramlab(model + "--steps 1");
+  ASSERT_EQ(text_one.exit_code, 0) << text_one.out;
+  EXPECT_EQ(text_one.out.find("should_split"), std::string::npos) << text_one.out;
 }
 
 }  // namespace

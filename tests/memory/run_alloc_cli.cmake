@@ -1,7 +1,8 @@
 # Runs `vramlab alloc` and checks its exit code, and optionally that stdout is valid JSON with a
 # memory_stats object, or that stderr matches a regular expression.
 #   cmake -DVRAMLAB=... -DARGS="alloc;trace;--json" -DEXPECT_EXIT=0 [-DCHECK_JSON=ON]
-#         [-DSTDERR_REGEX=...] [-DPYTHON=python3] -P run_alloc_cli.cmake
+#         [-DSTDERR_REGEX=...] [-DSTDOUT_REGEX=...] [-DSTDOUT_NOT_REGEX=...] [-DPYTHON=python3]
+#         -P run_alloc_cli.cmake
 execute_process(COMMAND ${VRAMLAB} ${ARGS} RESULT_VARIABLE exit_code OUTPUT_VARIABLE out
                 ERROR_VARIABLE err)
 if(NOT exit_code EQUAL EXPECT_EXIT)
@@ -27,4 +28,10 @@ if(CHECK_JSON)
 endif()
 if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
   message(FATAL_ERROR "stderr does not match '${STDERR_REGEX}':\n${err}")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT_REGEX}':\n${out}")
+endif()
+if(DEFINED STDOUT_NOT_REGEX AND out MATCHES "${STDOUT_NOT_REGEX}")
+  message(FATAL_ERROR "stdout should not match '${STDOUT_NOT_REGEX}':\n${out}")
 endif()

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -37,12 +38,12 @@ class WorkbookCli : public ::testing::Test {
     fs::remove_all(dir_);
   }
   // Runs vramlab with \p args; returns its exit code and fills output_.
-  int vramlab(const std::vector<std::string>& args) {
+  int vramlab(const std::vector<std::string>& args, double seconds = 120.0) {
     std::vector<std::string> argv;
     argv.reserve(args.size() + 1);
     argv.push_back(cli_path_);
     for (const auto& arg : args) argv.push_back(arg);
-    const ProcessResult r = run_process(argv, dir_ / "out.txt", 120.0);
+    const ProcessResult r = run_process(argv, dir_ / "out.txt", seconds);
     std::ifstream in(dir_ / "out.txt");
     std::stringstream text;
     text << in.rdbuf();
@@ -67,7 +68,76 @@ TEST_F(WorkbookCli, UnknownExerciseOrLessonIsExit2NamingIt) {
 TEST_F(WorkbookCli, HintLevelOutOfRangeIsExit2NamingIt) {
   EXPECT_EQ(vramlab({"hint", "01.1", "--level", "4"}), 2) << output_;
   EXPECT_NE(output_.find("level 4"), std::string::npos) << output_;
-  EXPECT_EQ(vramlab({"hint", "01.1", "--level", "0"}), 0) << output_;  // 0 = the next one
+  for (const char* level : {"0", "-1", "17"}) {
+    EXPECT_EQ(vramlab({"hint", "01.1", "--level", level}), 2) << output_;
+    EXPECT_NE(output_.find("--level " + std::string(level) + " "), std::string::npos) << output_;
+    EXPECT_NE(output_.find("1 to 3"), std::string::npos) << output_;
+    EXPECT_EQ(std::count(output_.begin(), output_.end(), '\n'), 1) << output_;
+  }
+  EXPECT_FALSE(fs::exists(state_)) << "a refused hint counts as seen";
+}
+
+TEST_F(WorkbookCli, UnknownCommandIsExit2NamingItWithTheCommands) {
+  EXPECT_EQ(vramlab({"frobnicate"}), 2) << output_;
+  EXPECT_NE(output_.find("unknown command 'frobnicate'"), std::string::npos) << output_;
+  for (const char* command : {"list", "check", "run", "alloc", "estimate", "train"})
+    EXPECT_NE(output_.find(command), std::string::npos) << command << ": " << output_;
+  EXPECT_EQ(std::count(output_.begin(), output_.end(), '\n'), 1) << output_;
+  // What the user typed is shown, never played: an escape sequence arrives escaped.
+  EXPECT_EQ(vramlab({"frob\x1b[2Jnicate"}), 2) << output_;
+  EXPECT_NE(output_.find("'frob\\x1b[2Jnicate'"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find('\x1b'), std::string::npos) << output_;
+  // A known command still parses.
+  EXPECT_EQ(vramlab({"list", "--json"}), 0) << output_;
+}
+
+// `vramlab run 01` passes the lesson's flags on, with or without `--`, says whose code runs, and
+// leaves a flag neither knows to the lesson binary's exit 2.
+TEST_F(WorkbookCli, RunPassesTheLessonsFlagsAndSaysWhoseCodeRuns) {
+  const std::vector<std::string> flags = {
+      "--model", "gpt2-mini", "--batch", "2",         "--seq",
+      "16",      "--device",  "meta",    "--out-dir", (dir_ / "figures").string()};
+  for (const bool separator : {false, true}) {
+    std::vector<std::string> args = {"run", "01"};
+    if (separator) args.push_back("--");
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(vramlab(args), 0) << output_;
+    EXPECT_NE(output_.find("gpt2-mini (gpt2)"), std::string::npos) << output_;
+    EXPECT_NE(output_.find("B=2 T=16"), std::string::npos) << output_;
+    EXPECT_NE(output_.find("REFERENCE: lesson 01 runs with the reference solutions"),
+              std::string::npos)
+        << output_;
+  }
+  std::vector<std::string> json = {"run", "01", "--json"};
+  json.insert(json.end(), flags.begin(), flags.end());
+  ASSERT_EQ(vramlab(json), 0) << output_;
+  EXPECT_NE(output_.find("\"parameter_count\""), std::string::npos) << output_;
+  EXPECT_EQ(vramlab({"run", "01", "--device", "meta", "--bogus"}), 2) << output_;
+  EXPECT_NE(output_.find("--bogus"), std::string::npos) << output_;
+}
+
+// --mine builds the learner's binary (their stubs compile as shipped) and says which files run.
+TEST_F(WorkbookCli, RunMineSaysItRunsYourFiles) {
+  std::vector<std::string> args = {"run",
+                                   "01",
+                                   "--mine",
+                                   "--model",
+                                   "gpt2-mini",
+                                   "--batch",
+                                   "2",
+                                   "--seq",
+                                   "16",
+                                   "--device",
+                                   "meta",
+                                   "--out-dir",
+                                   (dir_ / "figures").string()};
+  ASSERT_EQ(vramlab(args, 500.0), 0) << output_;
+  const Workbook book = load_workbook(build_info::kSourceDir);
+  const size_t header = output_.find("YOUR CODE: lesson 01 runs with your exercise files");
+  ASSERT_NE(header, std::string::npos) << output_;
+  EXPECT_LT(header, output_.find("Lesson 01:")) << "the header comes first: " << output_;
+  for (const auto& ex : book.lesson("01").exercises)
+    EXPECT_NE(output_.find(ex.stub, header), std::string::npos) << ex.stub << "\n" << output_;
 }
 
 TEST_F(WorkbookCli, HintsAdvanceAndAreRemembered) {
@@ -117,6 +187,28 @@ TEST_F(WorkbookCli, DoneExercisesShowAsDoneAndUnlockTheSolution) {
   EXPECT_NE(
       nlohmann::json::parse(output_).at("text").get<std::string>().find("layer_activation_bytes"),
       std::string::npos);
+}
+
+// --diff compares the bodies of the functions the learner edits, not the two files: the header
+// comment and the includes differ everywhere and would hide the code.
+TEST_F(WorkbookCli, SolutionDiffComparesTheFunctionBodies) {
+  ASSERT_EQ(vramlab({"solution", "01.2", "--reveal", "--diff"}), 0) << output_;
+  EXPECT_NE(output_.find("--- yours: exercises/01-memory-breakdown/layer_activations.cpp: "
+                         "layer_activation_bytes() body"),
+            std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("-  VRAMLAB_NOT_IMPLEMENTED(\"01.2\");"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("+  require_positive(shape.batch"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("#include"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("YOUR CODE"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("The reference also defines checked_multiply(), checked_sum(), "
+                         "require_positive()"),
+            std::string::npos)
+      << output_;
+  ASSERT_EQ(vramlab({"solution", "01.1", "--reveal", "--diff", "--json"}), 0) << output_;
+  const std::string diff = nlohmann::json::parse(output_).at("diff");
+  EXPECT_NE(diff.find("model_state_breakdown() body"), std::string::npos) << diff;
+  EXPECT_EQ(diff.find("#include"), std::string::npos) << diff;
 }
 
 TEST_F(WorkbookCli, ResetRefusesWithoutATerminalOrYes) {

@@ -1,15 +1,18 @@
 // `vramlab alloc`: the allocator playground. Replays an allocation trace on a simulated device's
-// caching allocator (PyTorch CUDACachingAllocator semantics) and prints memory_stats() and/or
-// memory_summary().
+// caching allocator (PyTorch CUDACachingAllocator semantics) and prints what a learner reads first:
+// memory_summary()'s table and the bytes per category; --stats adds memory_stats()'s raw keys.
 //
 //   vramlab alloc tools/alloc-traces/fragmentation.trace
 //   vramlab alloc TRACE --device sim:a100-40g --conf max_split_size_mb:64 --summary
+//   vramlab alloc TRACE --stats                       + every memory_stats() key
 //   vramlab alloc TRACE --json                        {"memory_stats": {...}, ...}
 //   vramlab alloc TRACE --export-snapshot run.pickle  (.pickle for pytorch.org/memory_viz, .json,
 //   .html)
 //
 // Exit codes: 0 replayed, 1 out of memory during the replay (message and line on stderr),
-// 2 bad input (a malformed line is reported as FILE:LINE: message).
+// 2 bad input (a malformed line is reported as FILE:LINE: message). Text from the trace or the
+// command line is printed with its control characters escaped (memory::printable).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@
 #include "common/platform/errors.h"
 #include "common/report/memory_timeline_html.h"
 #include "common/report/snapshot_pickle.h"
+#include "common/report/terminal.h"
 #include "tools/vramlab/commands.h"
 
 namespace vramlab::cli {
@@ -35,6 +39,7 @@ struct AllocOptions {
   std::string conf;
   bool json_output = false;
   bool summary = false;
+  bool stats = false;
   std::string export_path;
 };
 
@@ -60,17 +65,35 @@ void print_stats_text(const memory::CachingAllocator& allocator) {
   std::size_t width = 0;
   const auto stats = allocator.memory_stats();
   for (const auto& [key, value] : stats) width = std::max(width, key.size());
+  std::printf("\nmemory_stats()\n");
   for (const auto& [key, value] : stats) {
     std::printf("%-*s  %lld\n", static_cast<int>(width), key.c_str(),
                 static_cast<long long>(value));
   }
-  std::printf("\nbytes per category     current         peak\n");
+}
+
+void print_categories_text(const memory::CachingAllocator& allocator) {
+  std::printf("\nbytes per category  %12s  %12s\n", "current", "peak");
   const memory::CategoryStats categories = allocator.category_stats();
   for (memory::MemoryCategory category : memory::kAllMemoryCategories) {
     const memory::Stat& stat = categories.of(category);
-    std::printf("%-16s %14lld %12lld\n", std::string(memory::category_name(category)).c_str(),
-                static_cast<long long>(stat.current), static_cast<long long>(stat.peak));
+    std::printf("  %-16s  %12s  %12s\n", std::string(memory::category_name(category)).c_str(),
+                report::format_bytes(static_cast<uint64_t>(stat.current)).c_str(),
+                report::format_bytes(static_cast<uint64_t>(stat.peak)).c_str());
   }
+}
+
+// Each line of a message with its control characters escaped; the lines themselves are kept.
+std::string printable_lines(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    out += memory::printable(std::string_view(text).substr(start, end - start));
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
 }
 
 int run_alloc(const AllocOptions& options) {
@@ -84,7 +107,8 @@ int run_alloc(const AllocOptions& options) {
   const memory::AllocatorConfig config =
       memory::parse_alloc_conf(options.conf, memory::alloc_conf_from_environment());
   std::ifstream input(options.trace_path);
-  if (!input) throw UsageError("cannot read trace '" + options.trace_path + "'");
+  const std::string shown_path = memory::printable(options.trace_path);
+  if (!input) throw UsageError("cannot read trace '" + shown_path + "'");
 
   auto allocator = memory::make_replay_allocator(device, config);
   allocator->record_history(memory::RecordMode::all);
@@ -92,12 +116,13 @@ int run_alloc(const AllocOptions& options) {
   const memory::ReplayOutcome outcome = replayer.replay(input, options.trace_path);
 
   if (outcome.out_of_memory) {
-    std::fprintf(stderr, "%s:%zu: out of memory at '%s'\n%s\n", options.trace_path.c_str(),
-                 outcome.line_number, outcome.line_text.c_str(), outcome.message.c_str());
+    std::fprintf(stderr, "%s:%zu: out of memory at '%s'\n%s\n", shown_path.c_str(),
+                 outcome.line_number, memory::printable(outcome.line_text).c_str(),
+                 printable_lines(outcome.message).c_str());
   }
   if (!options.export_path.empty()) {
     export_snapshot(allocator->snapshot(), options.export_path,
-                    "vramlab alloc " + options.trace_path + " on " + device.name());
+                    "vramlab alloc " + shown_path + " on " + device.name());
   }
   if (options.json_output) {
     json stats = json::object();
@@ -109,7 +134,7 @@ int run_alloc(const AllocOptions& options) {
       categories[std::string(memory::category_name(category))] = {{"current", stat.current},
                                                                   {"peak", stat.peak}};
     }
-    json result = {{"trace", options.trace_path},
+    json result = {{"trace", shown_path},
                    {"device", device.name()},
                    {"capacity_bytes", allocator->capacity_bytes()},
                    {"operations", outcome.operations},
@@ -118,17 +143,24 @@ int run_alloc(const AllocOptions& options) {
                    {"out_of_memory", nullptr}};
     if (outcome.out_of_memory) {
       result["out_of_memory"] = {{"line", outcome.line_number},
-                                 {"operation", outcome.line_text},
-                                 {"message", outcome.message}};
+                                 {"operation", memory::printable(outcome.line_text)},
+                                 {"message", printable_lines(outcome.message)}};
     }
     if (options.summary) result["summary"] = allocator->memory_summary();
-    std::printf("%s\n", result.dump(2).c_str());
-  } else if (options.summary) {
+    std::printf("%s\n", result.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  } else if (options.summary && !options.stats) {
     std::fputs(allocator->memory_summary().c_str(), stdout);
   } else {
-    std::printf("# %s on %s: %zu operations replayed\n", options.trace_path.c_str(),
-                device.name().c_str(), outcome.operations);
-    print_stats_text(*allocator);
+    std::printf("# %s on %s: %zu operations replayed\n", shown_path.c_str(), device.name().c_str(),
+                outcome.operations);
+    std::fputs(allocator->memory_summary().c_str(), stdout);
+    print_categories_text(*allocator);
+    if (options.stats) {
+      print_stats_text(*allocator);
+    } else {
+      std::printf("\n(--stats adds memory_stats()'s %zu raw keys; --json has them too)\n",
+                  allocator->memory_stats().size());
+    }
   }
   return outcome.out_of_memory ? kExitFailure : 0;
 }
@@ -140,7 +172,8 @@ void add_alloc_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "alloc",
       "Allocator playground: replay an allocation trace on a simulated GPU's caching allocator "
-      "(PyTorch semantics) and print memory_stats() / memory_summary().");
+      "(PyTorch semantics) and print memory_summary() and the bytes per category (--stats: "
+      "memory_stats()).");
   cmd->add_option("trace", options->trace_path,
                   "Trace file, one operation per line: alloc NAME BYTES [stream=S] "
                   "[category=C] | free NAME | empty_cache | record_stream NAME S | sync [S] | "
@@ -156,7 +189,11 @@ void add_alloc_command(CLI::App& app, int& exit_code) {
   cmd->add_flag(
       "--json", options->json_output,
       "Print one JSON object; its memory_stats member holds torch.cuda.memory_stats()'s keys");
-  cmd->add_flag("--summary", options->summary, "Print torch.cuda.memory_summary()'s table");
+  cmd->add_flag(
+      "--summary", options->summary,
+      "Print only torch.cuda.memory_summary()'s table (in --json: add it as \"summary\")");
+  cmd->add_flag("--stats", options->stats,
+                "Also print torch.cuda.memory_stats()'s raw keys (always in --json)");
   cmd->add_option("--export-snapshot", options->export_path,
                   "Write the allocator snapshot: .pickle (PyTorch's _dump_snapshot format for "
                   "pytorch.org/memory_viz), .json, or .html (self-contained timeline)");

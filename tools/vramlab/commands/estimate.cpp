@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
@@ -37,8 +38,49 @@ struct EstimateOptions {
   std::string optimizer = "adamw";
   std::string recompute = "none";
   std::string offload = "none";
-  bool sp = false, fp32_grads = false, json = false;
+  bool sp = false, fp32_grads = false, json = false, list_models = false;
 };
+
+// The named models --model takes, with their shapes: what to pick before estimating or training.
+void print_models(bool as_json) {
+  json models = json::array();
+  using report::Align;
+  report::Table table({{"model"},
+                       {"family"},
+                       {"parameters", Align::kRight},
+                       {"L", Align::kRight},
+                       {"C", Align::kRight},
+                       {"H", Align::kRight},
+                       {"kv", Align::kRight},
+                       {"F", Align::kRight},
+                       {"V", Align::kRight},
+                       {"context", Align::kRight}});
+  for (const std::string_view name : model_config_names()) {
+    const ModelConfig m = model_config_by_name(name);
+    models.push_back({{"name", m.name},
+                      {"family", model_family_name(m.family)},
+                      {"parameters", m.parameter_count()},
+                      {"layers", m.layers},
+                      {"hidden", m.hidden},
+                      {"heads", m.heads},
+                      {"kv_heads", m.kv_heads},
+                      {"ffn_hidden", m.ffn_hidden},
+                      {"vocab", m.vocab},
+                      {"max_seq", m.max_seq}});
+    table.add_row({m.name, std::string(model_family_name(m.family)),
+                   report::format_count(m.parameter_count()), std::to_string(m.layers),
+                   std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.kv_heads),
+                   std::to_string(m.ffn_hidden), std::to_string(m.vocab),
+                   std::to_string(m.max_seq)});
+  }
+  if (as_json) {
+    std::printf("%s\n", json{{"models", models}}.dump(2).c_str());
+    return;
+  }
+  std::fputs(table.render(report::use_colour(stdout)).c_str(), stdout);
+  std::printf(
+      "--model NAME takes one of these in vramlab estimate, vramlab train and vramlab run 01.\n");
+}
 
 // The model from --model and the shape flags, or nothing (--params).
 std::optional<ModelConfig> model_from(const EstimateOptions& o) {
@@ -79,6 +121,17 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
     throw UsageError("unknown offload '" + o.offload +
                      "' (expected one of: none, optimizer, params, both)");
   return in;
+}
+
+// What the inputs ask for but do not do: said in a note, since they are valid (the estimate is
+// still right), only probably not what was meant.
+std::vector<std::string> notes_for(const estimate::EstimateInputs& in) {
+  std::vector<std::string> notes;
+  if (in.zero_stage > 0 && in.data_parallel == 1)
+    notes.push_back("ZeRO stage " + std::to_string(in.zero_stage) +
+                    " with --dp 1 partitions nothing: it splits model states across the " +
+                    "data-parallel ranks, and there is one; give --dp N (N > 1) to see it shrink");
+  return notes;
 }
 
 double per_param(int64_t bytes, int64_t params) {
@@ -129,6 +182,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
                            {"activations", e.activations.bytes},
                            {"total", e.total_bytes}};
   r["master_weight_bytes"] = e.master_weight_bytes;
+  // Whether ZeRO splits anything here: a stage above 0 over more than one data-parallel rank.
+  r["zero_partitions"] = in.zero_stage > 0 && in.data_parallel > 1;
+  r["notes"] = notes_for(in);
   r["cpu_offload_bytes"] = e.cpu_offload_bytes;
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
@@ -229,6 +285,8 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
     std::printf("  activations per layer: %s (Korthikanti et al.), %s (runtime layout)\n",
                 format_bytes(static_cast<uint64_t>(e.activation_bytes_per_layer)).c_str(),
                 format_bytes(static_cast<uint64_t>(e.runtime_activation_bytes_per_layer)).c_str());
+  for (const std::string& note : notes_for(in))
+    std::printf("  %s %s\n", report::style::yellow("note:", colour).c_str(), note.c_str());
 }
 
 }  // namespace
@@ -261,7 +319,14 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--recompute", o->recompute, "none (default) | selective | full");
   cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
+  cmd->add_flag("--list-models", o->list_models,
+                "List the named models --model takes, with their shapes and parameter counts");
   cmd->callback([o, &exit_code] {
+    if (o->list_models) {
+      print_models(o->json);
+      exit_code = 0;
+      return;
+    }
     const estimate::EstimateInputs in = inputs_from(*o);
     const estimate::Estimate e = estimate::estimate_memory(in);
     if (o->json)

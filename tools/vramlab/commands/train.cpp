@@ -175,13 +175,26 @@ void run_train(const TrainCommandOptions& o) {
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
+  // Lesson 01 measures one step from fresh segments, where the saved activations count exactly
+  // the runtime layout; later steps reuse step 1's cached blocks, and a block is not split when
+  // 1 MiB or less would be left (PyTorch's should_split), so a tensor can hold a larger block.
+  if (o.steps > 1)
+    std::printf(
+        "  (peaks over %lld steps: from step 2 on, tensors reuse blocks cached by step 1, and a "
+        "block left with 1 MiB or less is not split (PyTorch's should_split), so a category can "
+        "count more than its tensors; --steps 1 measures the first step from fresh segments, as "
+        "lesson 01 does)\n",
+        static_cast<long long>(o.steps));
 }
 
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<TrainCommandOptions>();
-  auto* cmd = app.add_subcommand("train", "Train a transformer on synthetic learnable tokens");
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a transformer on synthetic learnable tokens (the named models and their shapes: "
+      "vramlab estimate --list-models)");
   add_model_options(*cmd, opts->model);
   cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))");
   cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");

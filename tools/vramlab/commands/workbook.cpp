@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "common/platform/errors.h"
@@ -23,6 +24,7 @@
 #include "common/report/terminal.h"
 #include "common/workbook/process.h"
 #include "tools/vramlab/commands.h"
+#include "tools/vramlab/commands/function_bodies.h"
 #include "tools/vramlab/commands/workbook_cli.h"
 
 namespace vramlab::cli {
@@ -180,7 +182,7 @@ void add_check(CLI::App& app, int& exit_code) {
 void add_hint(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string id;
-    int level = 0;
+    std::optional<int> level;  // unset: the next hint not seen yet
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -195,10 +197,10 @@ void add_hint(CLI::App& app, int& exit_code) {
     const int levels = static_cast<int>(ex.hints.size());
     if (levels == 0) throw UsageError("exercise " + ex.id + " has no hints");
     const int seen = ctx.state.hints_seen.count(ex.id) ? ctx.state.hints_seen.at(ex.id) : 0;
-    const int level = options->level != 0 ? options->level : std::min(levels, seen + 1);
+    const int level = options->level.value_or(std::min(levels, seen + 1));
     if (level < 1 || level > levels)
-      throw UsageError("hint level " + std::to_string(level) + " is out of range for " + ex.id +
-                       " (1-" + std::to_string(levels) + ")");
+      throw UsageError("--level " + std::to_string(level) + " is out of range: exercise " + ex.id +
+                       " has hint levels 1 to " + std::to_string(levels));
     ctx.state.hints_seen[ex.id] = std::max(seen, level);
     workbook::save_state(ctx.state_file, ctx.state);
     const std::string& text = ex.hints[static_cast<size_t>(level - 1)];
@@ -231,6 +233,60 @@ std::string read_text(const fs::path& file) {
   return text.str();
 }
 
+// `diff -u` of two texts, labelled.
+std::string diff_texts(const std::string& mine, const std::string& reference,
+                       const std::string& mine_label, const std::string& reference_label) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("vramlab-solution-diff-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "mine") << mine;
+  std::ofstream(dir / "reference") << reference;
+  workbook::run_process({"diff", "-u", "--label", mine_label, "--label", reference_label,
+                         (dir / "mine").string(), (dir / "reference").string()},
+                        dir / "out", 30.0);
+  std::string text = read_text(dir / "out");
+  fs::remove_all(dir);
+  return text;
+}
+
+// The learner edits the bodies of the stub's functions, so those are what is compared, one
+// function at a time; the reference's other functions (its helpers) are named, not diffed.
+std::string function_diff(const Context& ctx, const workbook::Exercise& ex) {
+  const auto mine = function_definitions(read_text(ctx.repo_root / ex.stub));
+  const auto reference = function_definitions(read_text(ctx.repo_root / ex.reference));
+  const auto find = [](const std::vector<FunctionDefinition>& in, const std::string& name) {
+    return std::find_if(in.begin(), in.end(),
+                        [&](const FunctionDefinition& f) { return f.name == name; });
+  };
+  std::string out;
+  std::vector<std::string> only_mine, only_reference;
+  for (const auto& f : mine) {
+    const auto ref = find(reference, f.name);
+    if (ref == reference.end()) {
+      only_mine.push_back(f.name + "()");
+      continue;
+    }
+    if (f.body == ref->body) {
+      out += f.name + "(): the same as the reference\n";
+      continue;
+    }
+    out += diff_texts(f.body, ref->body, "yours: " + ex.stub + ": " + f.name + "() body",
+                      "reference: " + ex.reference + ": " + f.name + "() body");
+  }
+  for (const auto& f : reference)
+    if (find(mine, f.name) == mine.end()) only_reference.push_back(f.name + "()");
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  if (!only_reference.empty())
+    out += "The reference also defines " + join(only_reference) + " (helpers; `vramlab solution " +
+           ex.id + "` shows the whole file).\n";
+  if (!only_mine.empty()) out += "Your file also defines " + join(only_mine) + ".\n";
+  return out;
+}
+
 void add_solution(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string id;
@@ -241,7 +297,8 @@ void add_solution(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "solution", "the reference solution, once your code passes (or with --reveal)");
   cmd->add_option("id", options->id, "exercise id, e.g. 01.1")->required();
-  cmd->add_flag("--diff", options->diff, "show the difference between your file and the reference");
+  cmd->add_flag("--diff", options->diff,
+                "show how the bodies of the functions you edit differ from the reference's");
   cmd->add_flag("--reveal", options->reveal, "show it even though your code does not pass yet");
   add_common_options(cmd, *options);
   cmd->callback([options, &exit_code] {
@@ -260,14 +317,7 @@ void add_solution(CLI::App& app, int& exit_code) {
     }
     std::string text;
     if (options->diff) {
-      const fs::path out = fs::temp_directory_path() /
-                           ("vramlab-solution-diff-" + std::to_string(getpid()) + ".txt");
-      workbook::run_process(
-          {"diff", "-u", "--label", "yours: " + ex.stub, "--label", "reference: " + ex.reference,
-           (ctx.repo_root / ex.stub).string(), (ctx.repo_root / ex.reference).string()},
-          out, 30.0);
-      text = read_text(out);
-      fs::remove(out);
+      text = function_diff(ctx, ex);
     } else {
       text = read_text(ctx.repo_root / ex.reference);
     }
@@ -349,16 +399,19 @@ void add_run(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string lesson;
     bool mine = false;
-    std::vector<std::string> args;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "run", "build and run a lesson's binary: vramlab run 01 [--mine] [-- args]");
+      "run",
+      "build and run a lesson's binary: vramlab run 01 [--mine] [the lesson's flags, e.g. --model "
+      "gpt2-1.5b --device meta; `--` before them is optional]");
   cmd->add_option("lesson", options->lesson, "lesson id, e.g. 01")->required();
   cmd->add_flag("--mine", options->mine, "use your exercise code instead of the references");
-  cmd->add_option("args", options->args, "arguments for the lesson binary (after --)");
   add_common_options(cmd, *options);
-  cmd->callback([options, &exit_code] {
+  // Every flag `run` does not know, with its value, belongs to the lesson binary, which checks
+  // it (exit 2 there).
+  cmd->allow_extras();
+  cmd->callback([options, cmd, &exit_code] {
     const Context ctx = load_context(*options);
     const workbook::Lesson& lesson = ctx.book.lesson(options->lesson);
     if (lesson.binary.empty())
@@ -381,9 +434,22 @@ void add_run(CLI::App& app, int& exit_code) {
       exit_code = kExitFailure;
       return;
     }
+    // Whose code runs decides what the numbers mean: say it before the lesson's own header (on
+    // stderr under --json, which keeps stdout one JSON object).
+    std::string files;
+    for (const auto& ex : lesson.exercises) files += (files.empty() ? "" : ", ") + ex.stub;
+    const std::string whose =
+        options->mine ? style::yellow("YOUR CODE", ctx.colour) + ": lesson " + lesson.id +
+                            " runs with your exercise files " + files +
+                            " (an exercise not done yet shows as NOT IMPLEMENTED in the report)"
+                      : style::cyan("REFERENCE", ctx.colour) + ": lesson " + lesson.id +
+                            " runs with the reference solutions; `vramlab run " + lesson.id +
+                            " --mine` runs your " + files;
+    std::fprintf(ctx.json ? stderr : stdout, "%s\n", whose.c_str());
     const fs::path binary = ctx.build_dir / "bin" / target;
     std::vector<std::string> args = {binary.string()};
-    args.insert(args.end(), options->args.begin(), options->args.end());
+    for (const std::string& extra : cmd->remaining())
+      if (extra != "--") args.push_back(extra);
     if (ctx.json) args.push_back("--json");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
