@@ -40,10 +40,11 @@ struct OutOfMemoryDetails {
 /// what() is PyTorch's current message, with "CUDA" replaced by the simulated device's name on sim.
 class OutOfMemoryError : public std::runtime_error {
  public:
-  /// \param message the full message.  \param details the state at the failure.
+  /// \param message what() returns, already formatted (PyTorch's text).
+  /// \param details the allocator state, for programs that act on it (e.g. print live blocks).
   OutOfMemoryError(const std::string& message, OutOfMemoryDetails details)
       : std::runtime_error(message), details_(std::move(details)) {}
-  /// \return the allocator state at the failure.
+  /// \return valid as long as the exception object.
   const OutOfMemoryDetails& details() const { return details_; }
 
  private:
@@ -51,7 +52,7 @@ class OutOfMemoryError : public std::runtime_error {
 };
 
 /// PyTorch's c10 format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "1.00 GiB".
-/// \param bytes the size.  \return the text.
+/// Two decimals from KiB up; plain bytes below 1 KiB.
 std::string format_size(std::uint64_t bytes);
 
 }  // namespace vramlab::memory
