@@ -48,9 +48,9 @@ class Comparison {
   /// \param expected the value the test derived independently.
   /// \param actual the value the code under test returned.
   void add(std::string where, double expected, double actual);
-  /// \return the number of cases recorded.
+  /// Cases recorded by add().
   [[nodiscard]] size_t count() const { return count_; }
-  /// \return the number of cases outside the tolerance.
+  /// Cases outside the tolerance.
   [[nodiscard]] size_t mismatches() const { return mismatches_; }
   /// \return true when every case is within the tolerance (and at least one was recorded).
   [[nodiscard]] bool passed() const { return count_ > 0 && mismatches_ == 0; }
