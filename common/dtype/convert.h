@@ -141,10 +141,9 @@ VRAMLAB_HOST_DEVICE constexpr Truncated truncate_magnitude(uint32_t abs_bits) {
   return Truncated{(exponent_base << L::mantissa_bits) + kept, remainder};
 }
 
-/// Converts \p x to layout L's bits.
-/// \param saturate clamp overflow and infinity to the largest finite value instead of infinity
-///        (ieee) or NaN (finite_single_nan).
-/// \param random_bits uniform random bits for Rounding::stochastic; ignored otherwise.
+/// Converts \p x to layout L's bits. \p saturate clamps overflow and infinity to the largest
+/// finite value instead of infinity (ieee) or NaN (finite_single_nan); \p random_bits are uniform
+/// random bits for Rounding::stochastic, ignored otherwise.
 /// \return the narrow bit pattern in the low sign_shift+1 bits.
 template <class L>
 VRAMLAB_HOST_DEVICE constexpr uint32_t narrow_from_f32(float x, bool saturate, Rounding rounding,
@@ -256,8 +255,8 @@ VRAMLAB_HOST_DEVICE constexpr inline float bf16_bits_to_f32(uint16_t bits) {
   return detail::narrow_to_f32<detail::BF16Layout>(bits);
 }
 /// f32 -> fp8 e4m3 bits, round to nearest even (NVIDIA `__nv_cvt_float_to_fp8(x, sat, __NV_E4M3)`).
-/// \param saturate true (`__NV_SATFINITE`): overflow and +-inf give +-448; false (`__NV_NOSAT`):
-///        they give NaN (0x7F, or 0xFF when negative). NaN gives 0x7F either way.
+/// \p saturate true (`__NV_SATFINITE`): overflow and +-inf give +-448; false (`__NV_NOSAT`):
+/// they give NaN (0x7F, or 0xFF when negative). NaN gives 0x7F either way.
 VRAMLAB_HOST_DEVICE constexpr inline uint8_t f32_to_e4m3_bits(float x, bool saturate) {
   return static_cast<uint8_t>(
       detail::narrow_from_f32<detail::E4M3Layout>(x, saturate, detail::Rounding::nearest_even, 0));
@@ -267,8 +266,8 @@ VRAMLAB_HOST_DEVICE constexpr inline float e4m3_bits_to_f32(uint8_t bits) {
   return detail::narrow_to_f32<detail::E4M3Layout>(bits);
 }
 /// f32 -> fp8 e5m2 bits, round to nearest even (NVIDIA `__nv_cvt_float_to_fp8(x, sat, __NV_E5M2)`).
-/// \param saturate true (`__NV_SATFINITE`): overflow and +-inf give +-57344; false (`__NV_NOSAT`):
-///        they give +-inf. NaN gives 0x7F either way.
+/// \p saturate true (`__NV_SATFINITE`): overflow and +-inf give +-57344; false (`__NV_NOSAT`):
+/// they give +-inf. NaN gives 0x7F either way.
 VRAMLAB_HOST_DEVICE constexpr inline uint8_t f32_to_e5m2_bits(float x, bool saturate) {
   return static_cast<uint8_t>(
       detail::narrow_from_f32<detail::E5M2Layout>(x, saturate, detail::Rounding::nearest_even, 0));
