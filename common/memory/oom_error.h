@@ -14,10 +14,10 @@ namespace vramlab::memory {
 
 /// A live block named in an out-of-memory error.
 struct LiveBlockInfo {
-  std::uint64_t address = 0;                        ///< block address
-  std::size_t size_bytes = 0;                       ///< block size (rounded)
-  std::size_t requested_bytes = 0;                  ///< what the caller asked for
-  MemoryCategory category = MemoryCategory::other;  ///< what it is for
+  std::uint64_t address = 0;        ///< device address (never dereference it on meta)
+  std::size_t size_bytes = 0;       ///< block size (rounded)
+  std::size_t requested_bytes = 0;  ///< what the caller asked for
+  MemoryCategory category = MemoryCategory::other;  ///< as given to malloc
   std::string name;                                 ///< tensor name, if any
   std::string context;  ///< context label stack, e.g. "forward/block3/attention"
 };

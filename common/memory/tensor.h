@@ -73,14 +73,14 @@ class Tensor {
     return view().slice(offset, std::move(shape));
   }
 
-  [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }  ///< dimensions
+  [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }  ///< dense row-major
   [[nodiscard]] DType dtype() const { return dtype_; }                        ///< element type
-  [[nodiscard]] int64_t numel() const { return numel_; }                      ///< element count
+  [[nodiscard]] int64_t numel() const { return numel_; }                      ///< 0 when empty
   /// \return numel × element size (what was requested, before the allocator's rounding).
   [[nodiscard]] int64_t bytes() const {
     return numel_ * static_cast<int64_t>(dtype_size_bytes(dtype_));
   }
-  [[nodiscard]] MemoryCategory category() const { return category_; }  ///< what it is for
+  [[nodiscard]] MemoryCategory category() const { return category_; }  ///< fixed at allocation
   [[nodiscard]] const std::string& name() const { return name_; }      ///< as in snapshots
   /// \return the allocator (the device) it lives on, nullptr when empty.
   [[nodiscard]] CachingAllocator* allocator() const { return allocator_; }
