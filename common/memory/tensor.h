@@ -48,8 +48,8 @@ class Tensor {
   Tensor(Tensor&& other) noexcept;
   /// Moves ownership (freeing the current block first). \param other left empty. \return *this.
   Tensor& operator=(Tensor&& other) noexcept;
-  Tensor(const Tensor&) = delete;             ///< One owner per block.
-  Tensor& operator=(const Tensor&) = delete;  ///< One owner per block.
+  Tensor(const Tensor&) = delete;  ///< One owner per block.
+  Tensor& operator=(const Tensor&) = delete;
 
   /// Frees the block now (the tensor becomes empty).
   void reset();

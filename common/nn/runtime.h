@@ -57,9 +57,9 @@ class Runtime {
   /// run (cuda-emulated on meta, cpu or cuda-emulated kernels on a cuda device, cuda kernels on
   /// a host device), or as Runtime(device) for an unusable cuda device.
   Runtime(const memory::Device& device, KernelKind kernels);
-  ~Runtime();                                   ///< Frees the allocator, then the backend.
-  Runtime(const Runtime&) = delete;             ///< One runtime per allocator.
-  Runtime& operator=(const Runtime&) = delete;  ///< One runtime per allocator.
+  ~Runtime();                        ///< Frees the allocator, then the backend.
+  Runtime(const Runtime&) = delete;  ///< One runtime per allocator.
+  Runtime& operator=(const Runtime&) = delete;
 
   /// \return cuda for a cuda device, meta for meta, cpu otherwise.
   [[nodiscard]] static KernelKind default_kernel_kind(const memory::Device& device);

@@ -46,8 +46,8 @@ class ProgressBar {
   ProgressBar(uint64_t total, std::string label, ProgressBarOptions options = {});
   /// Finishes the bar if finish() was not called, so a terminal line is never left open.
   ~ProgressBar();
-  ProgressBar(const ProgressBar&) = delete;             ///< A bar owns its line: not copyable.
-  ProgressBar& operator=(const ProgressBar&) = delete;  ///< A bar owns its line: not copyable.
+  ProgressBar(const ProgressBar&) = delete;  ///< A bar owns its line: not copyable.
+  ProgressBar& operator=(const ProgressBar&) = delete;
 
   /// Records progress and redraws if the mode and throttle allow.
   /// \param done steps completed so far (values above total are clamped to total).
