@@ -37,12 +37,10 @@ enum class KernelKind {
   meta,           ///< no kernel runs (the meta device: shapes and allocations only)
 };
 
-/// \param kind a kind. \return "cpu", "cuda-emulated", "cuda" or "meta" (the `--kernels` spelling).
+/// \return "cpu", "cuda-emulated", "cuda" or "meta" (the `--kernels` spelling).
 std::string_view kernel_kind_name(KernelKind kind);
 
-/// Parses the `--kernels` spelling of a kind.
-/// \param text "cpu", "cuda-emulated", "cuda" or "meta".
-/// \return the kind.
+/// Parses the `--kernels` spelling of a kind: "cpu", "cuda-emulated", "cuda" or "meta".
 /// \throws vramlab::UsageError naming \p text when it is none of them.
 KernelKind parse_kernel_kind(std::string_view text);
 
