@@ -6,8 +6,7 @@
 
 namespace vramlab::cuda_runtime {
 
-/// Throws CudaError unless status is CUBLAS_STATUS_SUCCESS.
-/// \param status what the call returned. \param what the call, for the message.
+/// Throws CudaError unless \p status is CUBLAS_STATUS_SUCCESS; \p what names the call.
 /// \throws CudaError naming what and the status.
 void check_cublas(cublasStatus_t status, const char* what);
 
@@ -16,11 +15,11 @@ class CublasHandle {
  public:
   /// Creates the handle. \throws CudaError when cublasCreate fails (e.g. no GPU).
   CublasHandle();
-  /// Destroys the handle.
+  /// cublasDestroy; errors are ignored (a destructor must not throw).
   ~CublasHandle();
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
-  /// \return the handle.
+  /// Valid while this object lives; do not destroy it yourself.
   cublasHandle_t get() const { return handle_; }
 
  private:
@@ -28,7 +27,7 @@ class CublasHandle {
 };
 
 /// The handle the GEMM launchers use, created on first use (one per process, thread-safe
-/// initialization). \return the handle. \throws CudaError when it cannot be created.
+/// initialization), destroyed at exit. \throws CudaError when it cannot be created.
 cublasHandle_t default_cublas_handle();
 
 }  // namespace vramlab::cuda_runtime

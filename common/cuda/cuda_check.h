@@ -15,8 +15,7 @@ struct CudaError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Throws CudaError unless status is cudaSuccess.
-/// \param status what the call returned. \param what the call, for the message.
+/// Throws CudaError unless \p status is cudaSuccess; \p what names the call.
 /// \throws CudaError naming what and cudaGetErrorString(status).
 inline void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {

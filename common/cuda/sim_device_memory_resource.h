@@ -26,17 +26,17 @@ class SimDeviceMemoryResource final : public simt::DeviceMemoryResource {
  public:
   /// \param device a device whose memory the host can touch (cpu or sim): emulated kernels
   /// dereference device pointers on the CPU. \param category the memory category the allocations
-  /// are counted under. \param name the name recorded with each allocation (history, snapshots).
+  /// are counted under. \param name recorded with each allocation (history, snapshots).
   /// \throws vramlab::UsageError for a meta or cuda device (their memory is not host memory).
   explicit SimDeviceMemoryResource(const memory::Device& device,
                                    memory::MemoryCategory category = memory::MemoryCategory::other,
                                    std::string name = "emulated kernel buffer");
-  /// \param bytes how much. \return memory of the device (the caching allocator's blocks are at
-  /// least 512-byte aligned). \throws memory::OutOfMemoryError when the device is full.
+  /// \return memory of the device (the caching allocator's blocks are at least 512-byte
+  /// aligned). \throws memory::OutOfMemoryError when the device is full.
   void* allocate(std::size_t bytes) override;
-  /// \param pointer memory from allocate() (nullptr is ignored).
+  /// \p pointer from allocate(); nullptr is ignored.
   void deallocate(void* pointer) override;
-  /// \return the device's allocator, for its stats.
+  /// Owned by this resource; its stats count only the emulator's allocations.
   memory::CachingAllocator& allocator() const { return *allocator_; }
 
  private:
@@ -52,7 +52,7 @@ class SimDeviceMemoryResource final : public simt::DeviceMemoryResource {
 /// simt::set_device_memory_resource).
 class ScopedDeviceMemoryResource {
  public:
-  /// \param resource the resource to use until destruction.
+  /// \p resource must outlive this object.
   explicit ScopedDeviceMemoryResource(simt::DeviceMemoryResource& resource)
       : previous_(simt::set_device_memory_resource(&resource)) {}
   /// Restores the previous resource.

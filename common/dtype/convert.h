@@ -141,12 +141,9 @@ VRAMLAB_HOST_DEVICE constexpr Truncated truncate_magnitude(uint32_t abs_bits) {
   return Truncated{(exponent_base << L::mantissa_bits) + kept, remainder};
 }
 
-/// Converts an f32 to layout L's bits.
-/// \param x the value.
-/// \param saturate clamp overflow and infinity to the largest finite value instead of infinity
-///        (ieee) or NaN (finite_single_nan).
-/// \param rounding nearest-even or stochastic.
-/// \param random_bits uniform random bits for Rounding::stochastic; ignored otherwise.
+/// Converts \p x to layout L's bits. \p saturate clamps overflow and infinity to the largest
+/// finite value instead of infinity (ieee) or NaN (finite_single_nan); \p random_bits are uniform
+/// random bits for Rounding::stochastic, ignored otherwise.
 /// \return the narrow bit pattern in the low sign_shift+1 bits.
 template <class L>
 VRAMLAB_HOST_DEVICE constexpr uint32_t narrow_from_f32(float x, bool saturate, Rounding rounding,
@@ -216,7 +213,6 @@ VRAMLAB_HOST_DEVICE constexpr float narrow_to_f32(uint32_t bits) {
 }  // namespace detail
 
 /// f32 -> f16 bits, round to nearest even; overflow gives infinity, NaN gives 0x7FFF.
-/// \param x the value. \return the f16 bit pattern.
 VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_f16_bits(float x) {
   // Branch-free (selects, no jumps) so loops over it vectorize; equals narrow_from_f32<F16Layout>.
   const uint32_t bits = f32_to_bits(x);
@@ -240,12 +236,10 @@ VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_f16_bits(float x) {
                                                       : sign | magnitude);
 }
 /// f16 bits -> f32, exact.
-/// \param bits the f16 bit pattern. \return its value.
 VRAMLAB_HOST_DEVICE constexpr inline float f16_bits_to_f32(uint16_t bits) {
   return detail::narrow_to_f32<detail::F16Layout>(bits);
 }
 /// f32 -> bf16 bits, round to nearest even; overflow gives infinity, NaN gives 0x7FFF.
-/// \param x the value. \return the bf16 bit pattern.
 VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_bf16_bits(float x) {
   // bf16 is the top half of an f32, so round to nearest even is one add: 0x7FFF plus the kept
   // lowest bit carries into bit 16 exactly when the dropped half exceeds a tie, or ties to odd. The
@@ -257,89 +251,78 @@ VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_bf16_bits(float x) {
   return static_cast<uint16_t>(is_nan ? detail::BF16Layout::canonical_nan_bits : rounded);
 }
 /// bf16 bits -> f32, exact.
-/// \param bits the bf16 bit pattern. \return its value.
 VRAMLAB_HOST_DEVICE constexpr inline float bf16_bits_to_f32(uint16_t bits) {
   return detail::narrow_to_f32<detail::BF16Layout>(bits);
 }
 /// f32 -> fp8 e4m3 bits, round to nearest even (NVIDIA `__nv_cvt_float_to_fp8(x, sat, __NV_E4M3)`).
-/// \param x the value.
-/// \param saturate true (`__NV_SATFINITE`): overflow and +-inf give +-448; false (`__NV_NOSAT`):
-///        they give NaN (0x7F, or 0xFF when negative). NaN gives 0x7F either way.
-/// \return the e4m3 bit pattern.
+/// \p saturate true (`__NV_SATFINITE`): overflow and +-inf give +-448; false (`__NV_NOSAT`):
+/// they give NaN (0x7F, or 0xFF when negative). NaN gives 0x7F either way.
 VRAMLAB_HOST_DEVICE constexpr inline uint8_t f32_to_e4m3_bits(float x, bool saturate) {
   return static_cast<uint8_t>(
       detail::narrow_from_f32<detail::E4M3Layout>(x, saturate, detail::Rounding::nearest_even, 0));
 }
 /// fp8 e4m3 bits -> f32, exact (S.1111.111 is NaN).
-/// \param bits the e4m3 bit pattern. \return its value.
 VRAMLAB_HOST_DEVICE constexpr inline float e4m3_bits_to_f32(uint8_t bits) {
   return detail::narrow_to_f32<detail::E4M3Layout>(bits);
 }
 /// f32 -> fp8 e5m2 bits, round to nearest even (NVIDIA `__nv_cvt_float_to_fp8(x, sat, __NV_E5M2)`).
-/// \param x the value.
-/// \param saturate true (`__NV_SATFINITE`): overflow and +-inf give +-57344; false (`__NV_NOSAT`):
-///        they give +-inf. NaN gives 0x7F either way.
-/// \return the e5m2 bit pattern.
+/// \p saturate true (`__NV_SATFINITE`): overflow and +-inf give +-57344; false (`__NV_NOSAT`):
+/// they give +-inf. NaN gives 0x7F either way.
 VRAMLAB_HOST_DEVICE constexpr inline uint8_t f32_to_e5m2_bits(float x, bool saturate) {
   return static_cast<uint8_t>(
       detail::narrow_from_f32<detail::E5M2Layout>(x, saturate, detail::Rounding::nearest_even, 0));
 }
 /// fp8 e5m2 bits -> f32, exact.
-/// \param bits the e5m2 bit pattern. \return its value.
 VRAMLAB_HOST_DEVICE constexpr inline float e5m2_bits_to_f32(uint8_t bits) {
   return detail::narrow_to_f32<detail::E5M2Layout>(bits);
 }
 
 /// f32 -> f16 bits with stochastic rounding: x goes to the neighbour away from zero with
 /// probability (distance from the neighbour toward zero) / (spacing), so E[result] = x. Overflow
-/// past 65504 can round to infinity; NaN gives 0x7FFF. \param x the value. \param random_bits 32
-/// uniform random bits, e.g. stochastic_bits(seed, element_index). \return the f16 bit pattern.
+/// past 65504 can round to infinity; NaN gives 0x7FFF. \p random_bits are 32 uniform bits,
+/// e.g. stochastic_bits(seed, element_index).
 VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_f16_bits_stochastic(float x,
                                                                          uint32_t random_bits) {
   return static_cast<uint16_t>(detail::narrow_from_f32<detail::F16Layout>(
       x, false, detail::Rounding::stochastic, random_bits));
 }
 /// f32 -> bf16 bits with stochastic rounding (unbiased: E[result] = x); NaN gives 0x7FFF.
-/// \param x the value.
-/// \param random_bits 32 uniform random bits, e.g. stochastic_bits(seed, element_index).
-/// \return the bf16 bit pattern.
+/// \p random_bits as f32_to_f16_bits_stochastic.
 VRAMLAB_HOST_DEVICE constexpr inline uint16_t f32_to_bf16_bits_stochastic(float x,
                                                                           uint32_t random_bits) {
   return static_cast<uint16_t>(detail::narrow_from_f32<detail::BF16Layout>(
       x, false, detail::Rounding::stochastic, random_bits));
 }
 
-/// f32 -> f16 storage, round to nearest even. \param x the value. \return the f16.
+/// f32 -> f16 storage, round to nearest even (f32_to_f16_bits in a type).
 VRAMLAB_HOST_DEVICE constexpr inline f16_t to_f16(float x) {
   return f16_t{f32_to_f16_bits(x)};
 }
-/// f32 -> bf16 storage, round to nearest even. \param x the value. \return the bf16.
+/// f32 -> bf16 storage, round to nearest even (f32_to_bf16_bits in a type).
 VRAMLAB_HOST_DEVICE constexpr inline bf16_t to_bf16(float x) {
   return bf16_t{f32_to_bf16_bits(x)};
 }
-/// f32 -> fp8 e4m3 storage, round to nearest even.
-/// \param x the value. \param saturate see f32_to_e4m3_bits. \return the e4m3 value.
+/// f32 -> fp8 e4m3 storage, round to nearest even; \p saturate as f32_to_e4m3_bits.
 VRAMLAB_HOST_DEVICE constexpr inline fp8_e4m3_t to_fp8_e4m3(float x, bool saturate) {
   return fp8_e4m3_t{f32_to_e4m3_bits(x, saturate)};
 }
-/// f32 -> fp8 e5m2 storage, round to nearest even.
-/// \param x the value. \param saturate see f32_to_e5m2_bits. \return the e5m2 value.
+/// f32 -> fp8 e5m2 storage, round to nearest even; \p saturate as f32_to_e5m2_bits.
 VRAMLAB_HOST_DEVICE constexpr inline fp8_e5m2_t to_fp8_e5m2(float x, bool saturate) {
   return fp8_e5m2_t{f32_to_e5m2_bits(x, saturate)};
 }
-/// f16 -> f32, exact. \param h the f16. \return its value.
+/// f16 -> f32, exact.
 VRAMLAB_HOST_DEVICE constexpr inline float to_f32(f16_t h) {
   return f16_bits_to_f32(h.bits);
 }
-/// bf16 -> f32, exact. \param b the bf16. \return its value.
+/// bf16 -> f32, exact.
 VRAMLAB_HOST_DEVICE constexpr inline float to_f32(bf16_t b) {
   return bf16_bits_to_f32(b.bits);
 }
-/// fp8 e4m3 -> f32, exact. \param v the e4m3 value. \return its value.
+/// fp8 e4m3 -> f32, exact.
 VRAMLAB_HOST_DEVICE constexpr inline float to_f32(fp8_e4m3_t v) {
   return e4m3_bits_to_f32(v.bits);
 }
-/// fp8 e5m2 -> f32, exact. \param v the e5m2 value. \return its value.
+/// fp8 e5m2 -> f32, exact.
 VRAMLAB_HOST_DEVICE constexpr inline float to_f32(fp8_e5m2_t v) {
   return e5m2_bits_to_f32(v.bits);
 }

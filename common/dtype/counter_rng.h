@@ -17,7 +17,6 @@ namespace vramlab {
 inline constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ull;
 
 /// SplitMix64's output function: a bijective 64-bit mix with full avalanche.
-/// \param state any 64-bit value. \return its mixed value.
 VRAMLAB_HOST_DEVICE constexpr inline uint64_t splitmix64_mix(uint64_t state) {
   state = (state ^ (state >> 30)) * 0xBF58476D1CE4E5B9ull;
   state = (state ^ (state >> 27)) * 0x94D049BB133111EBull;
@@ -25,8 +24,8 @@ VRAMLAB_HOST_DEVICE constexpr inline uint64_t splitmix64_mix(uint64_t state) {
 }
 
 /// 32 uniform random bits for element `index` of the stream named `seed`.
-/// \param seed the stream; different seeds give unrelated streams.
-/// \param index the element (e.g. the position of a value in a tensor).
+/// Different seeds give unrelated streams; \p index is e.g. the position of a value in a tensor,
+/// so any element's bits can be computed alone, in any order, on any thread.
 /// \return the high 32 bits of SplitMix64 element `index` after seeding with splitmix64_mix(seed).
 VRAMLAB_HOST_DEVICE constexpr inline uint32_t stochastic_bits(uint64_t seed, uint64_t index) {
   const uint64_t state = splitmix64_mix(seed) + (index + 1u) * kSplitMix64Gamma;

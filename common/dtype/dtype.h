@@ -25,23 +25,19 @@ inline constexpr DType kAllDTypes[] = {DType::f32,      DType::f16,      DType::
                                        DType::fp8_e4m3, DType::fp8_e5m2, DType::i8,
                                        DType::u8,       DType::i32,      DType::i64};
 
-/// Bytes one element occupies.
-/// \param dtype the element type. \return 1, 2, 4 or 8.
+/// Bytes one element occupies: 1, 2, 4 or 8.
 size_t dtype_size_bytes(DType dtype);
 
 /// The canonical name: "f32", "f16", "bf16", "fp8_e4m3", "fp8_e5m2", "i8", "u8", "i32", "i64".
-/// \param dtype the element type. \return its name (static storage).
+/// Static storage: the view never dangles.
 std::string_view dtype_name(DType dtype);
 
 /// True for the floating-point types (f32, f16, bf16, fp8_e4m3, fp8_e5m2).
-/// \param dtype the element type. \return whether it is a floating-point format.
 bool dtype_is_floating(DType dtype);
 
 /// Parses a canonical name or a common alias (float32, fp32, float16, half, fp16, bfloat16, e4m3,
 /// e5m2, int8, uint8, int32, int64; also float8_e4m3fn, float8_e5m2 as PyTorch spells them).
 /// Matching is exact (case-sensitive).
-/// \param name the text to parse.
-/// \return the DType.
 /// \throws vramlab::UsageError "unknown dtype 'NAME' (expected one of: f32, ...)" for anything
 /// else.
 DType parse_dtype(std::string_view name);

@@ -13,8 +13,7 @@
 namespace vramlab {
 
 /// The IEEE-754 binary32 bit pattern of `x` (sign bit 31, exponent bits 30..23, mantissa 22..0).
-/// \param x any float, including NaN payloads and subnormals.
-/// \return its bits, unchanged.
+/// Any float, NaN payloads and subnormals included, keeps its bits.
 VRAMLAB_HOST_DEVICE constexpr inline uint32_t f32_to_bits(float x) {
 #if defined(__CUDA_ARCH__)
   return __builtin_bit_cast(uint32_t, x);
@@ -24,8 +23,7 @@ VRAMLAB_HOST_DEVICE constexpr inline uint32_t f32_to_bits(float x) {
 }
 
 /// The float whose IEEE-754 binary32 bit pattern is `bits`.
-/// \param bits any 32-bit pattern.
-/// \return the float with exactly those bits.
+/// Any pattern is allowed, NaNs included; no canonicalization.
 VRAMLAB_HOST_DEVICE constexpr inline float bits_to_f32(uint32_t bits) {
 #if defined(__CUDA_ARCH__)
   return __builtin_bit_cast(float, bits);

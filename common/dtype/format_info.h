@@ -53,13 +53,10 @@ struct FloatFormatInfo {
 const std::vector<FloatFormatInfo>& float_formats();
 
 /// The limits of one floating-point format by name ("tf32" included, which has no DType).
-/// \param name a name from float_formats().
 /// \return the format's entry, or nullptr when the name is not a floating-point format.
 const FloatFormatInfo* find_float_format(std::string_view name);
 
 /// The limits of a floating-point DType.
-/// \param dtype f32, f16, bf16, fp8_e4m3 or fp8_e5m2.
-/// \return its entry in float_formats().
 /// \throws vramlab::UsageError when dtype is an integer type (the message names it).
 const FloatFormatInfo& float_format_info(DType dtype);
 

@@ -25,10 +25,8 @@ class Backing {
   /// \return its address, or 0 when the device has not enough free memory.
   virtual std::uint64_t allocate_segment(std::size_t bytes) = 0;
   /// Frees a segment returned by allocate_segment (cudaFree).
-  /// \param address the segment's address.  \param bytes its size.
   virtual void free_segment(std::uint64_t address, std::size_t bytes) = 0;
   /// Reserves address space without memory (cuMemAddressReserve).
-  /// \param bytes the size of the range.
   /// \return the range's address, or 0 if the address space cannot be reserved.
   virtual std::uint64_t reserve_address_range(std::size_t bytes) = 0;
   /// Backs [address, address + bytes) of a reserved range with memory (cuMemCreate + cuMemMap).
@@ -39,7 +37,6 @@ class Backing {
   /// \param address page-aligned start.  \param bytes a multiple of the page size.
   virtual void unmap_pages(std::uint64_t address, std::size_t bytes) = 0;
   /// Returns a reserved range (cuMemAddressFree); its pages must be unmapped.
-  /// \param address the range's address.  \param bytes its size.
   virtual void release_address_range(std::uint64_t address, std::size_t bytes) = 0;
   /// \return the device's total memory in bytes (cudaMemGetInfo's total).
   virtual std::uint64_t total_bytes() const = 0;
@@ -61,21 +58,16 @@ class Backing {
 /// Every host backing also takes its segments and pages from the process's host-memory budget
 /// (host_memory.h), so a simulated device larger than the machine's free RAM fails with a
 /// HostMemoryError instead of being killed by the OS.
-/// \param capacity_bytes the simulated device's memory.
-/// \return the backing.
 /// \throws vramlab::UsageError when `VRAMLAB_HOST_MEMORY_LIMIT` is set to something that is not a
 ///         size (resolve_host_memory_limit).
 std::unique_ptr<Backing> make_host_backing(std::uint64_t capacity_bytes);
 
 /// A meta device: addresses are handed out from a private virtual range and no memory is ever
 /// touched, so a 1 TiB device works on a laptop.
-/// \param capacity_bytes the simulated device's memory.
-/// \return the backing.
 std::unique_ptr<Backing> make_meta_backing(std::uint64_t capacity_bytes);
 
 /// A real GPU through cudaMalloc and the driver's virtual-memory API.
-/// \param device_index the CUDA device ordinal.
-/// \return the backing.
+/// \param device_index the CUDA device ordinal (cudaSetDevice's argument).
 /// \throws std::runtime_error when vramlab was built without CUDA (VRAMLAB_HAVE_CUDA) or the
 ///         device cannot be used.
 std::unique_ptr<Backing> make_cuda_backing(int device_index);

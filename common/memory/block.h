@@ -38,11 +38,11 @@ struct BlockComparator {
     if (a_size != b_size) return a_size < b_size;
     return a_address < b_address;
   }
-  /// \return true when \p a orders before \p b.
+  /// Block against block: the std::set order.
   bool operator()(const Block* a, const Block* b) const;
-  /// \return true when the block \p a orders before the key \p b.
+  /// Block against key: lower_bound's probe. Inline below, on the malloc path.
   bool operator()(const Block* a, const BlockKey& b) const;
-  /// \return true when the key \p a orders before the block \p b.
+  /// Key against block: the mirror overload std::set requires of a transparent comparator.
   bool operator()(const BlockKey& a, const Block* b) const;
 };
 

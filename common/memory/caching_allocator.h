@@ -90,8 +90,8 @@ class CachingAllocator {
 
   /// Allocates \p bytes on \p stream.
   /// \param bytes the request; 0 returns nullptr and changes nothing.
-  /// \param stream the stream that will use the memory.
-  /// \param category what the memory is for.
+  /// \param stream once freed, the block is reused only by requests on this stream.
+  /// \param category counted in category_stats() and written to snapshots.
   /// \param name the tensor's name, shown in snapshots and out-of-memory errors.
   /// \return the block; its `address` is the memory.
   /// \throws OutOfMemoryError when the device cannot provide the memory even after flushing the
@@ -100,7 +100,6 @@ class CachingAllocator {
                 MemoryCategory category = MemoryCategory::other, std::string_view name = {});
   /// Frees a block returned by malloc (nullptr is ignored). The block returns to the cache at once,
   /// or once the events of the streams given to record_stream complete.
-  /// \param block the block.
   void free(Block* block);
   /// Marks \p block as used by \p stream (torch.Tensor.record_stream): when freed, it is not reused
   /// until that stream's work has completed. A no-op for the block's own stream.
@@ -109,7 +108,6 @@ class CachingAllocator {
   /// Completes the work of every stream (torch.cuda.synchronize()).
   void synchronize();
   /// Completes the work of one stream (torch.cuda.Stream.synchronize()).
-  /// \param stream the stream.
   void synchronize_stream(StreamId stream);
   /// Waits for pending frees, then returns every cached whole segment to the device
   /// (torch.cuda.empty_cache()).
@@ -119,12 +117,11 @@ class CachingAllocator {
   /// \throws vramlab::UsageError naming \p fraction when it is outside [0, 1].
   void set_memory_fraction(double fraction);
   /// Replaces the settings; blocks already cached keep their place.
-  /// \param config the new settings.
   void set_config(const AllocatorConfig& config);
-  /// \return the current settings.
+  /// \return a copy, taken under the lock (set_config may change them from another thread).
   AllocatorConfig config() const;
 
-  /// \return a copy of the statistics.
+  /// \return a copy taken under the lock, with complete "all" rows (with_aggregate_sums).
   DeviceStats stats() const;
   /// \return torch.cuda.memory_stats(): sorted (key, value) pairs.
   std::vector<std::pair<std::string, std::int64_t>> memory_stats() const;
@@ -149,7 +146,7 @@ class CachingAllocator {
   /// \return {"segments": [...], "device_traces": [[...]], "allocator_settings": {...}}.
   nlohmann::json snapshot();
 
-  /// \return the device's capacity in bytes.
+  /// \return the backing's total bytes, ignoring set_memory_fraction.
   std::uint64_t capacity_bytes() const;
   /// \return the device's free bytes (capacity minus everything reserved on it).
   std::uint64_t free_bytes() const;

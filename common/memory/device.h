@@ -49,11 +49,11 @@ struct DeviceSpec {
 
 /// A device: kind, index and spec.
 struct Device {
-  /// What kind of device this is.
+  /// Decides the backing (make_caching_allocator).
   DeviceKind kind = DeviceKind::cpu;
   /// Device ordinal among devices of the same kind (the `N` of `cuda:N`).
   std::int64_t index = 0;
-  /// Capacity and bandwidths.
+  /// From the preset or size in the device string (sim, meta); see DeviceSpec for the zeros.
   DeviceSpec spec;
 
   /// \return the canonical device string, e.g. "sim:a100-40g", "sim:1:2GiB", "cuda:0", "cpu".

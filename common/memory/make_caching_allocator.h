@@ -27,8 +27,8 @@ enum class SegmentMemory {
 /// The caching allocator of \p device. Its label in out-of-memory messages is PyTorch's "CUDA" on
 /// a GPU and the device's name otherwise (e.g. "sim:t4-16g out of memory. Tried to allocate ...").
 /// \param device from parse_device(). \param config the allocator settings (e.g. from
-/// alloc_conf_from_environment()). \param memory real memory or addresses only.
-/// \return the allocator.
+/// alloc_conf_from_environment()). \param memory ignored on meta, which is always addresses
+/// only.
 /// \throws vramlab::UsageError for a cuda device this build or machine cannot use (the message
 /// is the GPU probe's reason, with the way to run without one).
 std::unique_ptr<CachingAllocator> make_caching_allocator(

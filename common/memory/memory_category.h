@@ -34,7 +34,6 @@ std::string_view category_name(MemoryCategory category);
 
 /// Parses a category name as printed by category_name().
 /// \param name e.g. "activation".
-/// \return the category.
 /// \throws vramlab::UsageError naming \p name when it is not a category.
 MemoryCategory parse_category(std::string_view name);
 

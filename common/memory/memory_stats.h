@@ -21,13 +21,13 @@ struct Stat {
   std::int64_t allocated = 0;  ///< sum of increases since the last reset_accumulated
   std::int64_t freed = 0;      ///< sum of decreases since the last reset_accumulated
 
-  /// Adds \p amount.  \param amount non-negative.
+  /// \param amount non-negative (bytes or a count, as the stat is).
   void increase(std::int64_t amount) {
     current += amount;
     if (current > peak) peak = current;
     allocated += amount;
   }
-  /// Subtracts \p amount.  \param amount non-negative.
+  /// \param amount non-negative; peak stays.
   void decrease(std::int64_t amount) {
     current -= amount;
     freed += amount;
@@ -76,7 +76,7 @@ struct DeviceStats {
 
 /// Adds \p amount to the pool statistic \p stats[\p type] and raises the "all" peak to the pools'
 /// sum (see with_aggregate_sums).
-/// \param stats the statistic.
+/// \param stats one StatArray of DeviceStats.
 /// \param type kSmallPool or kLargePool.
 /// \param amount non-negative.
 inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
@@ -86,7 +86,7 @@ inline void increase_pool_stat(StatArray& stats, std::size_t type, std::int64_t 
 }
 
 /// Subtracts \p amount from the pool statistic \p stats[\p type] (see with_aggregate_sums).
-/// \param stats the statistic.
+/// \param stats one StatArray of DeviceStats.
 /// \param type kSmallPool or kLargePool.
 /// \param amount non-negative.
 inline void decrease_pool_stat(StatArray& stats, std::size_t type, std::int64_t amount) {
@@ -109,7 +109,7 @@ struct CategoryStats {
   /// Bytes allocated (rounded block sizes) per category, indexed by MemoryCategory.
   std::array<Stat, kMemoryCategoryCount> allocated_bytes;
 
-  /// \return the stat of \p category.
+  /// Indexes allocated_bytes by the enum's value, so no cast at call sites.
   const Stat& of(MemoryCategory category) const {
     return allocated_bytes[static_cast<std::size_t>(category)];
   }

@@ -14,10 +14,10 @@ namespace vramlab::memory {
 
 /// A live block named in an out-of-memory error.
 struct LiveBlockInfo {
-  std::uint64_t address = 0;                        ///< block address
-  std::size_t size_bytes = 0;                       ///< block size (rounded)
-  std::size_t requested_bytes = 0;                  ///< what the caller asked for
-  MemoryCategory category = MemoryCategory::other;  ///< what it is for
+  std::uint64_t address = 0;        ///< device address (never dereference it on meta)
+  std::size_t size_bytes = 0;       ///< block size (rounded)
+  std::size_t requested_bytes = 0;  ///< what the caller asked for
+  MemoryCategory category = MemoryCategory::other;  ///< as given to malloc
   std::string name;                                 ///< tensor name, if any
   std::string context;  ///< context label stack, e.g. "forward/block3/attention"
 };
@@ -40,10 +40,11 @@ struct OutOfMemoryDetails {
 /// what() is PyTorch's current message, with "CUDA" replaced by the simulated device's name on sim.
 class OutOfMemoryError : public std::runtime_error {
  public:
-  /// \param message the full message.  \param details the state at the failure.
+  /// \param message what() returns, already formatted (PyTorch's text).
+  /// \param details the allocator state, for programs that act on it (e.g. print live blocks).
   OutOfMemoryError(const std::string& message, OutOfMemoryDetails details)
       : std::runtime_error(message), details_(std::move(details)) {}
-  /// \return the allocator state at the failure.
+  /// \return valid as long as the exception object.
   const OutOfMemoryDetails& details() const { return details_; }
 
  private:
@@ -51,7 +52,7 @@ class OutOfMemoryError : public std::runtime_error {
 };
 
 /// PyTorch's c10 format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "1.00 GiB".
-/// \param bytes the size.  \return the text.
+/// Two decimals from KiB up; plain bytes below 1 KiB.
 std::string format_size(std::uint64_t bytes);
 
 }  // namespace vramlab::memory

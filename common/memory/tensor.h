@@ -35,9 +35,9 @@ class Tensor {
   Tensor() = default;
   /// Allocates an uninitialised tensor.
   /// \param allocator the device's allocator. \param shape dimensions (each ≥ 0).
-  /// \param dtype element type. \param category what the memory is for.
+  /// \param dtype element type. \param category counted in the allocator's category_stats().
   /// \param name tensor name for snapshots and out-of-memory messages.
-  /// \param stream the allocation stream.
+  /// \param stream the block's stream (see CachingAllocator::malloc).
   /// \throws OutOfMemoryError when the device is full; vramlab::UsageError on a negative
   /// dimension or a size overflow (shapes come from user-chosen model sizes).
   Tensor(CachingAllocator& allocator, std::vector<int64_t> shape, DType dtype,
@@ -48,8 +48,8 @@ class Tensor {
   Tensor(Tensor&& other) noexcept;
   /// Moves ownership (freeing the current block first). \param other left empty. \return *this.
   Tensor& operator=(Tensor&& other) noexcept;
-  Tensor(const Tensor&) = delete;             ///< One owner per block.
-  Tensor& operator=(const Tensor&) = delete;  ///< One owner per block.
+  Tensor(const Tensor&) = delete;  ///< One owner per block.
+  Tensor& operator=(const Tensor&) = delete;
 
   /// Frees the block now (the tensor becomes empty).
   void reset();
@@ -65,7 +65,7 @@ class Tensor {
   [[nodiscard]] int32_t* i32(std::source_location where = std::source_location::current()) const {
     return view().i32(where);
   }
-  /// \return the whole tensor as a typed view.
+  /// \return a view that does not keep the block alive: it dangles after reset() or a move.
   [[nodiscard]] TensorView view() const { return TensorView(data(), dtype_, shape_); }
   /// \param offset first element. \param shape the slice's dimensions.
   /// \return a slice. \throws vramlab::InternalError when it does not fit.
@@ -73,15 +73,15 @@ class Tensor {
     return view().slice(offset, std::move(shape));
   }
 
-  [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }  ///< dimensions
+  [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }  ///< dense row-major
   [[nodiscard]] DType dtype() const { return dtype_; }                        ///< element type
-  [[nodiscard]] int64_t numel() const { return numel_; }                      ///< element count
+  [[nodiscard]] int64_t numel() const { return numel_; }                      ///< 0 when empty
   /// \return numel × element size (what was requested, before the allocator's rounding).
   [[nodiscard]] int64_t bytes() const {
     return numel_ * static_cast<int64_t>(dtype_size_bytes(dtype_));
   }
-  [[nodiscard]] MemoryCategory category() const { return category_; }  ///< what it is for
-  [[nodiscard]] const std::string& name() const { return name_; }      ///< its name
+  [[nodiscard]] MemoryCategory category() const { return category_; }  ///< fixed at allocation
+  [[nodiscard]] const std::string& name() const { return name_; }      ///< as in snapshots
   /// \return the allocator (the device) it lives on, nullptr when empty.
   [[nodiscard]] CachingAllocator* allocator() const { return allocator_; }
   /// \return true when the tensor was never allocated or has been reset.

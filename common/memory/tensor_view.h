@@ -30,11 +30,11 @@ class TensorView {
   [[nodiscard]] bool none() const { return data_ == nullptr && numel_ == 0 && shape_.empty(); }
   /// \return the first element's address (never dereference it on meta).
   [[nodiscard]] void* data() const { return data_; }
-  /// \return the element type.
+  /// Checked by f32() and i32() before a cast.
   [[nodiscard]] DType dtype() const { return dtype_; }
-  /// \return the dimensions.
+  /// Row-major, no strides: the view is always dense.
   [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }
-  /// \return the number of elements.
+  /// Product of shape(); 0 for "none".
   [[nodiscard]] int64_t numel() const { return numel_; }
   /// \return numel × element size.
   [[nodiscard]] int64_t bytes() const {

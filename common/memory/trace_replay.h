@@ -35,7 +35,6 @@ std::string printable(std::string_view text);
 /// host-memory budget never applies, so a 141 GiB trace replays on a laptop); a real GPU's memory
 /// on cuda.
 /// \param device a sim, meta or cuda device.  \param config the settings.
-/// \return the allocator.
 /// \throws vramlab::UsageError for a cpu device (no capacity to replay against) or an unusable
 /// cuda device.
 std::unique_ptr<CachingAllocator> make_replay_allocator(const Device& device,
@@ -54,7 +53,7 @@ struct ReplayOutcome {
 /// Replays a trace on an allocator, keeping the names of live allocations.
 class TraceReplayer {
  public:
-  /// \param allocator the allocator to drive (not owned).
+  /// \param allocator not owned; must outlive the replayer.
   explicit TraceReplayer(CachingAllocator& allocator) : allocator_(allocator) {}
 
   /// Replays every line of \p input.

@@ -25,17 +25,15 @@ namespace vramlab::nn {
 /// The attention sub-layer of one block.
 class Attention {
  public:
-  /// \param params the store. \param config the model. \param layer block index.
+  /// Binds the layer's weights in \p params; no memory is allocated.
   Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer);
 
-  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C) the normed input.
-  /// \param B batch. \param T sequence. \param output_name name under which the projected output
-  /// (B, T, C) is saved. \return that saved output.
+  /// \p inp (B, T, C) is the normed input. Returns the projected output (B, T, C), saved under
+  /// \p output_name.
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
                         int64_t T, const std::string& output_name) const;
-  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
-  /// \param dout (B, T, C) gradient of the projected output. \param inp (B, T, C) forward input.
-  /// \param B batch. \param T sequence.
+  /// Accumulates into \p dinp (B, T, C) from \p dout (B, T, C), the projected output's gradient;
+  /// \p inp (B, T, C) is forward's input.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
                 const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 

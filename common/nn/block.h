@@ -21,17 +21,15 @@ namespace vramlab::nn {
 /// One transformer block.
 class Block {
  public:
-  /// \param params the store. \param config the model. \param layer block index.
+  /// Binds the layer's weights in \p params; no memory is allocated.
   Block(const ParameterStore& params, const ModelConfig& config, int64_t layer);
-  /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.
-  /// \param B batch. \param T sequence. \return the saved output residual3 (B, T, C).
+  /// \p x (B, T, C) is the block input. Returns the saved output residual3 (B, T, C).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x, int64_t B,
                         int64_t T) const;
   /// Backward through the block, in place on the residual-stream gradient, then releases the
   /// layer's saved tensors.
-  /// \param runtime dispatch. \param saved the step's store. \param x (B, T, C) block input.
-  /// \param dresidual (B, T, C): ∂loss/∂output on entry, ∂loss/∂x on return.
-  /// \param B batch. \param T sequence.
+  /// \p x (B, T, C) is forward's input; \p dresidual (B, T, C) holds ∂loss/∂output on entry and
+  /// ∂loss/∂x on return.
   void backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                 const TensorView& dresidual, int64_t B, int64_t T) const;
 

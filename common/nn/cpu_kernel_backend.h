@@ -10,7 +10,6 @@ namespace vramlab::nn {
 /// The CPU kernels; "device" memory is host memory, so memory movement is memcpy/memset.
 class CpuKernelBackend final : public KernelBackend {
  public:
-  /// \return KernelKind::cpu.
   [[nodiscard]] KernelKind kind() const override { return KernelKind::cpu; }
 
  private:

@@ -27,9 +27,9 @@ class DecoderModel {
  public:
   /// Allocates the parameters (in ModelConfig::parameters() order) and initialises them
   /// GPT-2 style: weights N(0, 0.02) (residual projections 0.02/√(2L)), biases 0, norm weights 1.
-  /// \param runtime the device. \param config a model (validated here). \param seed initial
-  /// weights. \throws vramlab::UsageError for an invalid config; memory::OutOfMemoryError when
-  /// full.
+  /// \param runtime must outlive the model. \param config validated here. \param seed of the
+  /// initial weights (same seed, same weights on every device). \throws vramlab::UsageError for an
+  /// invalid config; memory::OutOfMemoryError when full.
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
 
   /// Forward pass; saves what backward needs in \p saved. Announces the phases forward,
@@ -46,17 +46,16 @@ class DecoderModel {
   /// they were released) and empties \p saved layer by layer. Announces the phases backward,
   /// backward_head, backward_layer (per block, L-1 down to 0) and backward_embedding to
   /// observers().
-  /// \param saved the store filled by forward(). \param tokens (B, T). \param targets (B, T).
-  /// \param B batch. \param T sequence.
+  /// \p saved is the store forward() filled; \p tokens, \p targets and B, T as given to it.
   /// \throws memory::OutOfMemoryError when full.
   void backward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
                 int64_t B, int64_t T);
 
-  /// \return the configuration.
+  /// As validated by the constructor.
   [[nodiscard]] const ModelConfig& config() const { return config_; }
-  /// \return the parameters and gradients.
+  /// Values and gradients, one flat block each (what an optimizer updates).
   [[nodiscard]] ParameterStore& parameters() { return params_; }
-  /// \return the runtime.
+  /// The constructor's: its allocator holds every tensor of the model.
   [[nodiscard]] Runtime& runtime() { return runtime_; }
   /// \return who is told about the phases of forward() and backward() (and, through
   /// train::Trainer, of the rest of the step).

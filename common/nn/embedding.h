@@ -15,16 +15,14 @@ namespace vramlab::nn {
 /// The token (and position) embedding.
 class Embedding {
  public:
-  /// \param params the store. \param token_table "wte" or "embed". \param position_table "wpe"
-  /// or "" for none.
+  /// \p token_table is "wte" (GPT-2) or "embed" (Llama); \p position_table "wpe", or "" for
+  /// none (Llama: positions come from RoPE).
   Embedding(const ParameterStore& params, const std::string& token_table,
             const std::string& position_table);
-  /// \param runtime dispatch. \param saved the step's store. \param tokens (B, T) ids.
-  /// \param B batch. \param T sequence (≤ the position table's rows). \return encoded (B, T, C).
+  /// \p tokens (B, T) ids; T ≤ the position table's rows. Returns the saved encoded (B, T, C).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& tokens,
                         int64_t B, int64_t T) const;
-  /// \param runtime dispatch. \param dout (B, T, C). \param tokens (B, T). \param B batch.
-  /// \param T sequence.
+  /// Accumulates \p dout (B, T, C) into the tables' gradients at \p tokens (B, T).
   void backward(const Runtime& runtime, const TensorView& dout, const TensorView& tokens, int64_t B,
                 int64_t T) const;
 

@@ -37,12 +37,10 @@ enum class KernelKind {
   meta,           ///< no kernel runs (the meta device: shapes and allocations only)
 };
 
-/// \param kind a kind. \return "cpu", "cuda-emulated", "cuda" or "meta" (the `--kernels` spelling).
+/// \return "cpu", "cuda-emulated", "cuda" or "meta" (the `--kernels` spelling).
 std::string_view kernel_kind_name(KernelKind kind);
 
-/// Parses the `--kernels` spelling of a kind.
-/// \param text "cpu", "cuda-emulated", "cuda" or "meta".
-/// \return the kind.
+/// Parses the `--kernels` spelling of a kind: "cpu", "cuda-emulated", "cuda" or "meta".
 /// \throws vramlab::UsageError naming \p text when it is none of them.
 KernelKind parse_kernel_kind(std::string_view text);
 
@@ -53,105 +51,89 @@ class KernelBackend {
  public:
   virtual ~KernelBackend() = default;
 
-  /// \return which implementation this is.
+  /// Fixed for the backend's lifetime; Runtime::kernel_kind() reports it.
   [[nodiscard]] virtual KernelKind kind() const = 0;
 
   // ---- memory movement -----------------------------------------------------------------------
 
-  /// Sets every byte of \p buffer to zero.
-  /// \param buffer any dtype.
+  /// Sets every byte of \p buffer, of any dtype, to zero.
   void fill_zero(const TensorView& buffer) const;
-  /// Copies host memory into \p buffer (synchronous).
-  /// \param buffer destination. \param host_pointer source of buffer.bytes() bytes.
+  /// Copies buffer.bytes() bytes from \p host_pointer into \p buffer (synchronous).
   void copy_to_device(const TensorView& buffer, const void* host_pointer) const;
-  /// Copies \p buffer into host memory (synchronous: the data is there on return).
-  /// \param host_pointer destination of buffer.bytes() bytes. \param buffer source.
+  /// Copies \p buffer into buffer.bytes() bytes at \p host_pointer (synchronous: the data is
+  /// there on return).
   void copy_to_host(void* host_pointer, const TensorView& buffer) const;
 
   /// Computes elements [first, first + count) of a buffer into a host chunk.
   using HostGenerator = std::function<void(float* chunk, int64_t first, int64_t count)>;
   /// Fills an f32 buffer with values computed on the host, chunk by chunk (at most 2^20 elements
   /// of host memory whatever the buffer's size), e.g. initial weights. On meta nothing is
-  /// generated, which keeps a 70B model's setup instant.
-  /// \param buffer f32 destination. \param generate the host-side generator.
+  /// generated, which keeps a 70B model's setup instant. \p buffer must be f32.
   void fill_from_host(const TensorView& buffer, const HostGenerator& generate) const;
 
   // ---- linear layer (GEMMs) ------------------------------------------------------------------
 
-  /// out = inp · weightᵀ + bias. \param out (N, OC) \param inp (N, C) \param weight (OC, C)
-  /// \param bias (OC) or none \param N rows \param C input features \param OC output features.
+  /// out = inp · weightᵀ + bias. Shapes: out (N, OC), inp (N, C), weight (OC, C), bias (OC) or
+  /// none.
   /// \throws vramlab::UsageError on a size the GEMM library cannot index.
   void linear_forward(const TensorView& out, const TensorView& inp, const TensorView& weight,
                       const TensorView& bias, int64_t N, int64_t C, int64_t OC) const;
-  /// dinp += dout · weight, dweight += doutᵀ · inp, dbias += Σ_rows dout.
-  /// \param dinp (N, C) or none \param dweight (OC, C) \param dbias (OC) or none
-  /// \param dout (N, OC) \param inp (N, C) \param weight (OC, C) \param N rows
-  /// \param C input features \param OC output features. \throws as linear_forward.
+  /// dinp += dout · weight, dweight += doutᵀ · inp, dbias += Σ_rows dout. Shapes as
+  /// linear_forward, with dout (N, OC); dinp and dbias may be none. \throws as linear_forward.
   void linear_backward(const TensorView& dinp, const TensorView& dweight, const TensorView& dbias,
                        const TensorView& dout, const TensorView& inp, const TensorView& weight,
                        int64_t N, int64_t C, int64_t OC) const;
 
   // ---- normalization -------------------------------------------------------------------------
 
-  /// LayerNorm over the last axis (eps 1e-5). \param out (N, C) \param mean (N) \param rstd (N)
-  /// \param inp (N, C) \param weight (C) \param bias (C) \param N rows \param C channels.
+  /// LayerNorm over the last axis (eps 1e-5). Shapes: out, inp (N, C); mean, rstd (N);
+  /// weight, bias (C).
   void layernorm_forward(const TensorView& out, const TensorView& mean, const TensorView& rstd,
                          const TensorView& inp, const TensorView& weight, const TensorView& bias,
                          int64_t N, int64_t C) const;
-  /// LayerNorm gradients, accumulated. \param dinp (N, C) \param dweight (C) \param dbias (C)
-  /// \param dout (N, C) \param inp (N, C) \param weight (C) \param mean (N) \param rstd (N)
-  /// \param N rows \param C channels.
+  /// LayerNorm gradients, accumulated. Shapes as layernorm_forward; mean and rstd are its outputs.
   void layernorm_backward(const TensorView& dinp, const TensorView& dweight,
                           const TensorView& dbias, const TensorView& dout, const TensorView& inp,
                           const TensorView& weight, const TensorView& mean, const TensorView& rstd,
                           int64_t N, int64_t C) const;
-  /// RMSNorm over the last axis (eps 1e-5). \param out (N, C) \param rstd (N) \param inp (N, C)
-  /// \param weight (C) \param N rows \param C channels.
+  /// RMSNorm over the last axis (eps 1e-5). Shapes: out, inp (N, C); rstd (N); weight (C).
   void rmsnorm_forward(const TensorView& out, const TensorView& rstd, const TensorView& inp,
                        const TensorView& weight, int64_t N, int64_t C) const;
-  /// RMSNorm gradients, accumulated. \param dinp (N, C) \param dweight (C) \param dout (N, C)
-  /// \param inp (N, C) \param weight (C) \param rstd (N) \param N rows \param C channels.
+  /// RMSNorm gradients, accumulated. Shapes as rmsnorm_forward.
   void rmsnorm_backward(const TensorView& dinp, const TensorView& dweight, const TensorView& dout,
                         const TensorView& inp, const TensorView& weight, const TensorView& rstd,
                         int64_t N, int64_t C) const;
 
   // ---- elementwise ---------------------------------------------------------------------------
 
-  /// out = a + b (out may alias a or b). \param out (n) \param a (n) \param b (n)
+  /// out = a + b, all (n); out may alias a or b.
   void residual_forward(const TensorView& out, const TensorView& a, const TensorView& b) const;
-  /// GELU, tanh approximation. \param out (n) \param inp (n)
+  /// GELU, tanh approximation; out and inp (n).
   void gelu_forward(const TensorView& out, const TensorView& inp) const;
-  /// dinp += GELU'(inp) · dout. \param dinp (n) \param inp (n) \param dout (n)
+  /// dinp += GELU'(inp) · dout, all (n).
   void gelu_backward(const TensorView& dinp, const TensorView& inp, const TensorView& dout) const;
-  /// out = SiLU(gate) · up. \param out (n) \param gate (n) \param up (n)
+  /// out = SiLU(gate) · up, all (n).
   void swiglu_forward(const TensorView& out, const TensorView& gate, const TensorView& up) const;
-  /// dgate += SiLU'(gate) · up · dout, dup += SiLU(gate) · dout. \param dgate (n) \param dup (n)
-  /// \param dout (n) \param gate (n) \param up (n)
+  /// dgate += SiLU'(gate) · up · dout, dup += SiLU(gate) · dout, all (n).
   void swiglu_backward(const TensorView& dgate, const TensorView& dup, const TensorView& dout,
                        const TensorView& gate, const TensorView& up) const;
 
   // ---- attention -----------------------------------------------------------------------------
 
-  /// Rotary embedding of every head vector (out may alias inp). \param out (B, T, H, D)
-  /// \param inp (B, T, H, D) \param B batch \param T time \param H heads \param D head size (even)
-  /// \param theta base of the angles.
+  /// Rotary embedding of every head vector; out and inp (B, T, H, D), may alias; D even;
+  /// \p theta is the angles' base (10000 in Llama 2).
   void rope_forward(const TensorView& out, const TensorView& inp, int64_t B, int64_t T, int64_t H,
                     int64_t D, double theta) const;
-  /// dinp += rotate⁻¹(dout). \param dinp (B, T, H, D) \param dout (B, T, H, D) \param B batch
-  /// \param T time \param H heads \param D head size (even) \param theta base of the angles.
+  /// dinp += rotate⁻¹(dout); shapes and \p theta as rope_forward.
   void rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B, int64_t T,
                      int64_t H, int64_t D, double theta) const;
-  /// Causal attention with grouped KV heads. \param out (B, T, H, D) \param preatt (B, H, T, T)
-  /// \param att (B, H, T, T) \param q (B, T, H, D) \param k (B, T, Hkv, D) \param v (B, T, Hkv, D)
-  /// \param B batch \param T time \param H heads \param Hkv kv heads \param D head size.
+  /// Causal attention with grouped KV heads (Hkv divides H). Shapes: out, q (B, T, H, D);
+  /// k, v (B, T, Hkv, D); preatt (scaled scores) and att (probabilities) (B, H, T, T).
   void attention_forward(const TensorView& out, const TensorView& preatt, const TensorView& att,
                          const TensorView& q, const TensorView& k, const TensorView& v, int64_t B,
                          int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
-  /// Attention gradients (dq, dk, dv accumulated; dpreatt scratch). \param dq (B, T, H, D)
-  /// \param dk (B, T, Hkv, D) \param dv (B, T, Hkv, D) \param dpreatt (B, H, T, T)
-  /// \param dout (B, T, H, D) \param q (B, T, H, D) \param k (B, T, Hkv, D) \param v (B, T, Hkv, D)
-  /// \param att (B, H, T, T) \param B batch \param T time \param H heads \param Hkv kv heads
-  /// \param D head size.
+  /// Attention gradients (dq, dk, dv accumulated; dpreatt is (B, H, T, T) scratch, written).
+  /// Every other shape as attention_forward, dX like X.
   void attention_backward(const TensorView& dq, const TensorView& dk, const TensorView& dv,
                           const TensorView& dpreatt, const TensorView& dout, const TensorView& q,
                           const TensorView& k, const TensorView& v, const TensorView& att,
@@ -159,44 +141,38 @@ class KernelBackend {
 
   // ---- embedding and loss --------------------------------------------------------------------
 
-  /// out[b, t] = wte[tokens[b, t]] + wpe[t]. \param out (B, T, C) \param tokens (B, T) i32
-  /// \param wte (V, C) \param wpe (≥T, C) or none \param B batch \param T time
-  /// \param C channels \param V vocabulary.
+  /// out[b, t] = wte[tokens[b, t]] + wpe[t]. Shapes: out (B, T, C), tokens (B, T) i32,
+  /// wte (V, C), wpe (≥T, C) or none.
   /// \throws vramlab::InternalError for a token outside [0, V) (CPU; a device error on a GPU).
   void embedding_forward(const TensorView& out, const TensorView& tokens, const TensorView& wte,
                          const TensorView& wpe, int64_t B, int64_t T, int64_t C, int64_t V) const;
-  /// dwte[tokens[b, t]] += dout[b, t]; dwpe[t] += Σ_b dout[b, t]. \param dwte (V, C)
-  /// \param dwpe (≥T, C) or none \param dout (B, T, C) \param tokens (B, T) i32 \param B batch
-  /// \param T time \param C channels \param V vocabulary. \throws as embedding_forward.
+  /// dwte[tokens[b, t]] += dout[b, t]; dwpe[t] += Σ_b dout[b, t]. Shapes as embedding_forward.
+  /// \throws as embedding_forward.
   void embedding_backward(const TensorView& dwte, const TensorView& dwpe, const TensorView& dout,
                           const TensorView& tokens, int64_t B, int64_t T, int64_t C,
                           int64_t V) const;
   /// losses[row] = logsumexp(logits[row]) − logits[row, target], probs = softmax(logits).
-  /// \param losses (N) \param logsumexp (N) \param probs (N, V) \param logits (N, V)
-  /// \param targets (N) i32 \param N rows \param V classes.
+  /// Shapes: losses, logsumexp, targets (N), targets i32; probs, logits (N, V).
   /// \throws vramlab::InternalError for a target outside [0, V) (CPU; a device error on a GPU).
   void cross_entropy_forward(const TensorView& losses, const TensorView& logsumexp,
                              const TensorView& probs, const TensorView& logits,
                              const TensorView& targets, int64_t N, int64_t V) const;
   /// dlogits = scale · (probs − onehot(target)), WRITTEN (not accumulated): the gradient of
   /// scale · Σ losses with respect to the logits. dlogits may alias the logits (not probs).
-  /// \param dlogits (N, V) \param probs (N, V) \param targets (N) i32 \param N rows
-  /// \param V classes \param scale e.g. 1/N for a mean loss.
+  /// Shapes as cross_entropy_forward; \p scale e.g. 1/N for a mean loss.
   void cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
                              const TensorView& targets, int64_t N, int64_t V, float scale) const;
-  /// \param x (n) f32. \return Σ x accumulated in double, on the host (0 on meta).
+  /// \return Σ x over an f32 (n), accumulated in double, on the host (0 on meta).
   [[nodiscard]] double sum(const TensorView& x) const;
 
   // ---- optimizers ----------------------------------------------------------------------------
 
-  /// One AdamW step in place. \param param (n) \param grad (n) \param m (n) \param v (n)
-  /// \param hp hyperparameters \param step 1-based step.
+  /// One AdamW step in place; param, grad and the moments m, v all (n); \p step is 1-based.
   void adamw_update(const TensorView& param, const TensorView& grad, const TensorView& m,
                     const TensorView& v, const kernels::cpu::AdamWHyperparameters& hp,
                     int64_t step) const;
-  /// One SGD step in place. \param param (n) \param grad (n) \param momentum_buffer (n) or none
-  /// when momentum is 0 \param learning_rate lr \param momentum μ \param weight_decay wd
-  /// \param nesterov Nesterov momentum.
+  /// One SGD step in place (torch.optim.SGD); param, grad (n); momentum_buffer (n), or none
+  /// when momentum is 0.
   void sgd_update(const TensorView& param, const TensorView& grad,
                   const TensorView& momentum_buffer, float learning_rate, float momentum,
                   float weight_decay, bool nesterov) const;

@@ -15,32 +15,30 @@ namespace vramlab::nn {
 /// A linear layer whose weight (and optional bias) live in a ParameterStore.
 class Linear {
  public:
-  /// \param params the store. \param weight_name e.g. "blocks.0.attn.qkv.weight" or "wte".
+  /// \param params must outlive the layer. \param weight_name e.g. "blocks.0.attn.qkv.weight" or
+  /// "wte" (a tied LM head).
   /// \param bias_name e.g. "blocks.0.attn.qkv.bias"; no bias when the store has no such tensor.
   /// \param row_begin first output row of the weight this layer uses.
   /// \param rows output features (-1: every row from row_begin).
   /// \throws std::logic_error when the weight is missing or the band is out of range.
   Linear(const ParameterStore& params, const std::string& weight_name, const std::string& bias_name,
          int64_t row_begin = 0, int64_t rows = -1);
-  /// A Linear over PREFIX.weight and (when present) PREFIX.bias.
-  /// \param params the store. \param prefix e.g. "blocks.0.mlp.fc". \return the layer.
+  /// A Linear over PREFIX.weight and (when present) PREFIX.bias, e.g. "blocks.0.mlp.fc".
   static Linear from_prefix(const ParameterStore& params, const std::string& prefix) {
     return Linear(params, prefix + ".weight", prefix + ".bias");
   }
 
-  /// out = inp · Wᵀ + b.
-  /// \param runtime dispatch. \param out (N, OC) written. \param inp (N, C). \param N rows.
+  /// out = inp · Wᵀ + b, written. \p out (N, OC), \p inp (N, C).
   void forward(const Runtime& runtime, const TensorView& out, const TensorView& inp,
                int64_t N) const;
-  /// dinp += dout · W, dW += doutᵀ · inp, db += Σ dout.
-  /// \param runtime dispatch. \param dinp (N, C) accumulated, or none.
-  /// \param dout (N, OC). \param inp (N, C) the forward input. \param N rows.
+  /// dinp += dout · W, dW += doutᵀ · inp, db += Σ dout. \p dinp (N, C) or none (the first layer
+  /// needs no input gradient), \p dout (N, OC), \p inp (N, C) forward's input.
   void backward(const Runtime& runtime, const TensorView& dinp, const TensorView& dout,
                 const TensorView& inp, int64_t N) const;
 
-  /// \return C, the input features.
+  /// C, the weight's columns.
   [[nodiscard]] int64_t in_features() const { return in_features_; }
-  /// \return OC, the output features.
+  /// OC, the rows of the band (not of the whole weight).
   [[nodiscard]] int64_t out_features() const { return out_features_; }
 
  private:

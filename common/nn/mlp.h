@@ -17,15 +17,12 @@ namespace vramlab::nn {
 /// GPT-2's MLP: proj(GELU(fc(x))).
 class Mlp {
  public:
-  /// \param params the store. \param prefix e.g. "blocks.0.mlp". \param layer block index.
+  /// Binds PREFIX.fc and PREFIX.proj (\p prefix e.g. "blocks.0.mlp"); allocates nothing.
   Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer);
-  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
-  /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
-  /// \return the saved output.
+  /// \p inp (B, T, C). Returns the output (B, T, C), saved under \p output_name.
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
                         int64_t T, const std::string& output_name) const;
-  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
-  /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
+  /// Accumulates into \p dinp (B, T, C) from \p dout (B, T, C); \p inp (B, T, C) is forward's.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
                 const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 
@@ -38,15 +35,12 @@ class Mlp {
 /// Llama's SwiGLU MLP: down(silu(gate(x)) · up(x)).
 class SwigluMlp {
  public:
-  /// \param params the store. \param prefix e.g. "blocks.0.mlp". \param layer block index.
+  /// Binds PREFIX.gate, PREFIX.up and PREFIX.down; allocates nothing.
   SwigluMlp(const ParameterStore& params, const std::string& prefix, int64_t layer);
-  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
-  /// \param B batch. \param T sequence. \param output_name name of the saved output (B, T, C).
-  /// \return the saved output.
+  /// \p inp (B, T, C). Returns the output (B, T, C), saved under \p output_name.
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
                         int64_t T, const std::string& output_name) const;
-  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
-  /// \param dout (B, T, C). \param inp (B, T, C) forward input. \param B batch. \param T sequence.
+  /// Accumulates into \p dinp (B, T, C) from \p dout (B, T, C); \p inp (B, T, C) is forward's.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
                 const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 

@@ -16,25 +16,21 @@ namespace vramlab::nn {
 /// A LayerNorm or RMSNorm over the last dimension C.
 class Norm {
  public:
-  /// \param params the store. \param prefix e.g. "blocks.0.ln1": a PREFIX.bias makes it a
-  /// LayerNorm, its absence an RMSNorm. \param saved_name e.g. "ln1" (the saved tensors' names).
-  /// \param layer block index or -1.
+  /// \p prefix e.g. "blocks.0.ln1": a PREFIX.bias makes it a LayerNorm, its absence an RMSNorm.
+  /// \p saved_name e.g. "ln1" names the saved tensors; \p layer is -1 outside the blocks.
   Norm(const ParameterStore& params, const std::string& prefix, std::string saved_name,
        int64_t layer);
 
-  /// Normalises \p inp, saving the output and its statistics.
-  /// \param runtime dispatch. \param saved the step's store. \param inp (B, T, C).
-  /// \param B batch. \param T sequence. \return the saved output (B, T, C).
+  /// Normalises \p inp (B, T, C), saving the output (B, T, C) and its statistics (B, T); returns
+  /// the saved output.
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
                         int64_t T) const;
-  /// dinp += ∂loss/∂inp, dweight (and dbias) accumulated.
-  /// \param runtime dispatch. \param saved the step's store. \param dinp (B, T, C) accumulated.
-  /// \param dout (B, T, C). \param inp (B, T, C) the forward input. \param B batch. \param T
-  /// sequence.
+  /// dinp += ∂loss/∂inp, dweight (and dbias) accumulated. \p dinp, \p dout and \p inp (forward's
+  /// input) are (B, T, C).
   void backward(const Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
                 const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
 
-  /// \return true for LayerNorm, false for RMSNorm.
+  /// Decided by the parameters at construction (a bias means LayerNorm).
   [[nodiscard]] bool is_layernorm() const { return bias_ != nullptr; }
 
  private:

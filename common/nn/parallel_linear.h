@@ -13,18 +13,15 @@
 
 namespace vramlab::nn {
 
-/// out = inp · weightᵀ + bias, rows split over the threads.
-/// \param out (N, OC). \param inp (N, C). \param weight (OC, C). \param bias (OC) or nullptr.
-/// \param N rows. \param C input features. \param OC output features.
+/// out = inp · weightᵀ + bias, rows split over the threads. Shapes: out (N, OC), inp (N, C),
+/// weight (OC, C), bias (OC) or nullptr.
 /// \throws vramlab::UsageError on a size OpenBLAS cannot index (checked before any thread starts).
 void parallel_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                              int64_t N, int64_t C, int64_t OC);
 
 /// dinp += dout · weight (rows split), dweight += doutᵀ · inp and dbias += Σ dout (output
 /// features split; each dbias column summed over rows in order, so deterministic).
-/// \param dinp (N, C) or nullptr. \param dweight (OC, C). \param dbias (OC) or nullptr.
-/// \param dout (N, OC). \param inp (N, C). \param weight (OC, C).
-/// \param N rows. \param C input features. \param OC output features.
+/// Shapes as parallel_linear_forward; dinp and dbias may be nullptr.
 /// \throws vramlab::UsageError on a size OpenBLAS cannot index.
 void parallel_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                               const float* inp, const float* weight, int64_t N, int64_t C,

@@ -32,25 +32,25 @@ struct ParameterView {
 class ParameterStore {
  public:
   /// Allocates the parameter block (uninitialised) and lays out \p specs in order.
-  /// \param runtime the device. \param specs from ModelConfig::parameters().
+  /// \param runtime must outlive the store. \param specs from ModelConfig::parameters().
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs);
 
-  /// \param name a parameter name. \return its view. \throws std::logic_error if absent.
+  /// Linear search over the names; modules call it once, at construction. \throws std::logic_error
+  /// if absent.
   [[nodiscard]] const ParameterView& find(std::string_view name) const;
-  /// \param name a parameter name. \return true when the store has it.
+  /// Lets optional parameters (biases, position table) be probed without a throw.
   [[nodiscard]] bool contains(std::string_view name) const;
-  /// \return every view, in layout order.
+  /// In layout order (ModelConfig::parameters()).
   [[nodiscard]] const std::vector<ParameterView>& views() const { return views_; }
-  /// \return the total number of parameters.
+  /// Parameter count (not bytes): the values block holds 4 × numel bytes.
   [[nodiscard]] int64_t numel() const { return numel_; }
 
-  /// \param view a view of this store. \return the parameter's values, with its shape.
+  /// \p view must come from this store. \return the values, with the parameter's shape.
   [[nodiscard]] memory::TensorView value(const ParameterView& view) const {
     return values_.view(view.offset, view.shape);
   }
-  /// \param view a view of this store. \return the parameter's gradient, with its shape
-  /// (gradients must exist).
+  /// As value(), into the gradient block; call ensure_grads() first if they may be released.
   [[nodiscard]] memory::TensorView grad(const ParameterView& view) const {
     return grads_.view(view.offset, view.shape);
   }

@@ -57,38 +57,33 @@ class Runtime {
   /// run (cuda-emulated on meta, cpu or cuda-emulated kernels on a cuda device, cuda kernels on
   /// a host device), or as Runtime(device) for an unusable cuda device.
   Runtime(const memory::Device& device, KernelKind kernels);
-  ~Runtime();                                   ///< Frees the allocator, then the backend.
-  Runtime(const Runtime&) = delete;             ///< One runtime per allocator.
-  Runtime& operator=(const Runtime&) = delete;  ///< One runtime per allocator.
+  ~Runtime();                        ///< Frees the allocator, then the backend.
+  Runtime(const Runtime&) = delete;  ///< One runtime per allocator.
+  Runtime& operator=(const Runtime&) = delete;
 
-  /// \param device a device. \return cuda for a cuda device, meta for meta, cpu otherwise.
+  /// \return cuda for a cuda device, meta for meta, cpu otherwise.
   [[nodiscard]] static KernelKind default_kernel_kind(const memory::Device& device);
 
-  /// \return the device.
+  /// As given to the constructor, spec included.
   [[nodiscard]] const memory::Device& device() const { return device_; }
-  /// \return the allocator (stats, snapshots, invariants).
+  /// Stats, snapshots, invariants; lives as long as the runtime.
   [[nodiscard]] memory::CachingAllocator& allocator() { return *allocator_; }
-  /// \return the kernels every module calls.
+  /// Every module calls these; views must be memory of this runtime.
   [[nodiscard]] const KernelBackend& kernels() const { return *kernels_; }
-  /// \return which kernels run.
+  /// Not always default_kernel_kind(device()): cuda-emulated is chosen explicitly.
   [[nodiscard]] KernelKind kernel_kind() const { return kernels_->kind(); }
 
-  /// Allocates an uninitialised buffer.
-  /// \param shape dimensions. \param dtype element type. \param category what it is for.
-  /// \param name tensor name. \return the buffer.
+  /// Allocates an uninitialised buffer; \p category and \p name show in stats and snapshots.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   Tensor allocate(std::vector<int64_t> shape, DType dtype, memory::MemoryCategory category,
                   std::string name);
-  /// Allocates an f32 buffer filled with zeros (no fill on meta).
-  /// \param shape dimensions. \param category what it is for. \param name tensor name.
-  /// \return the buffer. \throws vramlab::memory::OutOfMemoryError when the device is full.
+  /// Allocates an f32 buffer filled with zeros (no fill on meta). \throws
+  /// vramlab::memory::OutOfMemoryError when the device is full.
   Tensor zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name);
   /// Allocates an f32 temporary (category temporary), uninitialised.
-  /// \param shape dimensions. \param name tensor name. \return the buffer.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   Tensor temporary(std::vector<int64_t> shape, std::string name);
   /// Sets every byte of \p buffer to zero (through the kernels; nothing on meta).
-  /// \param buffer the buffer.
   void fill_zero(const Tensor& buffer) const { kernels_->fill_zero(buffer.view()); }
   /// Copies host memory into (part of) this runtime's memory, counted in transfer_stats().
   /// \param destination a view of this runtime's memory. \param host destination.bytes() bytes.

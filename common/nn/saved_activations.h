@@ -30,7 +30,7 @@ enum class ActivationPolicy : unsigned char {
   compress,   ///< keep an int8 copy (not implemented yet)
 };
 
-/// \param policy a policy. \return "save", "recompute", "offload" or "compress".
+/// \return "save", "recompute", "offload" or "compress".
 std::string_view activation_policy_name(ActivationPolicy policy);
 
 /// One entry of SavedActivations::list().
@@ -38,18 +38,17 @@ struct SavedActivationInfo {
   std::string name;            ///< e.g. "preatt".
   int64_t layer = -1;          ///< block index, -1 outside the blocks.
   std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
-  DType dtype = DType::f32;    ///< element type.
-  int64_t bytes = 0;           ///< numel × element size.
+  DType dtype = DType::f32;    ///< as given to save().
+  int64_t bytes = 0;           ///< numel × element size, before the allocator's rounding.
 };
 
 /// The per-step store of saved activations.
 class SavedActivations {
  public:
-  /// \param runtime where the tensors are allocated. \param layers number of blocks (≥ 0).
+  /// \param runtime allocates the tensors; must outlive the store. \param layers ≥ 0 blocks.
   SavedActivations(Runtime& runtime, int64_t layers);
 
-  /// Sets the policy of one block.
-  /// \param layer in [0, layers). \param policy the policy.
+  /// Sets the policy of block \p layer, in [0, layers).
   /// \throws vramlab::UsageError for a layer out of range, or any policy other than `save`
   /// (not implemented yet).
   void set_policy(int64_t layer, ActivationPolicy policy);
@@ -57,25 +56,23 @@ class SavedActivations {
   [[nodiscard]] ActivationPolicy policy(int64_t layer) const;
 
   /// Allocates and registers a tensor to keep for backward.
-  /// \param layer block index or -1. \param name unique within the layer.
-  /// \param shape dimensions. \param dtype element type.
+  /// \p layer is a block index or -1; \p name is unique within the layer.
   /// \return the buffer to fill (valid until release_layer(layer) or clear()).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
   /// the name is already saved in that layer or the layer is out of range.
   Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
                DType dtype = DType::f32);
-  /// \param layer block index or -1. \param name as given to save().
-  /// \return the saved buffer. \throws std::logic_error when nothing of that name is saved.
+  /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
+  /// name is saved.
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
-  /// Frees everything one layer saved (called after the layer's backward).
-  /// \param layer block index or -1.
+  /// Frees everything \p layer (or -1) saved; called after the layer's backward.
   void release_layer(int64_t layer);
   /// Frees everything (end of a step, or unwinding from an error).
   void clear();
 
   /// \return every saved tensor, in the order they were saved.
   [[nodiscard]] std::vector<SavedActivationInfo> list() const;
-  /// \return the sum of bytes() over the saved tensors.
+  /// \return requested bytes of the saved tensors (the allocator's rounding excluded).
   [[nodiscard]] int64_t bytes() const;
 
  private:

@@ -34,7 +34,7 @@ enum class StepPhase {
   optimizer_step,      ///< the optimizer's update (its states are created at the first step).
 };
 
-/// \param phase a phase. \return its name, e.g. "forward_layer".
+/// \return the enumerator's spelling, e.g. "forward_layer".
 constexpr std::string_view step_phase_name(StepPhase phase) {
   switch (phase) {
     case StepPhase::zero_grad:
@@ -65,7 +65,7 @@ constexpr std::string_view step_phase_name(StepPhase phase) {
 
 /// What an observer is told about a phase.
 struct PhaseEvent {
-  StepPhase phase = StepPhase::forward;  ///< which phase.
+  StepPhase phase = StepPhase::forward;  ///< see StepPhase for the order.
   int64_t layer = -1;                    ///< block index for the per-block phases, else -1.
   /// The step's store: what forward saved so far (empty again after backward). Mutable: an
   /// observer may set a block's policy before the block runs.
@@ -79,9 +79,9 @@ struct PhaseEvent {
 class StepObserver {
  public:
   virtual ~StepObserver() = default;
-  /// Called when \p event's phase is about to start. \param event the phase.
+  /// Called when \p event's phase is about to start; the default does nothing.
   virtual void before(const PhaseEvent& event) { (void)event; }
-  /// Called when \p event's phase has finished (not when it threw). \param event the phase.
+  /// Called when \p event's phase has finished (not when it threw); the default does nothing.
   virtual void after(const PhaseEvent& event) { (void)event; }
 };
 
@@ -90,17 +90,16 @@ class StepObserver {
 class StepObservers {
  public:
   /// Registers \p observer (again if it is already registered: it is then told twice).
-  /// \param observer the observer.
   void add(StepObserver& observer) { observers_.push_back(&observer); }
-  /// Unregisters every registration of \p observer. \param observer the observer.
+  /// Unregisters every registration of \p observer.
   void remove(const StepObserver& observer) { std::erase(observers_, &observer); }
   /// \return true when nobody is registered (the phases then build no event).
   [[nodiscard]] bool empty() const { return observers_.empty(); }
-  /// Tells every observer that a phase starts. \param event the phase.
+  /// Tells every observer, in registration order, that a phase starts.
   void before(const PhaseEvent& event) const {
     for (StepObserver* o : observers_) o->before(event);
   }
-  /// Tells every observer that a phase ended. \param event the phase.
+  /// Tells every observer, in registration order, that a phase ended.
   void after(const PhaseEvent& event) const {
     for (StepObserver* o : observers_) o->after(event);
   }

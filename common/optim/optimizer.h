@@ -26,11 +26,12 @@ class Optimizer {
   virtual void step(nn::ParameterStore& params) = 0;
   /// \return bytes of optimizer state currently held (numel × 4 per state tensor).
   [[nodiscard]] virtual int64_t state_bytes() const = 0;
-  /// \return the number of steps taken.
+  /// Counts calls to step(); AdamW's bias correction uses it as its 1-based step.
   [[nodiscard]] int64_t steps() const { return steps_; }
 
-  /// Clears the gradients (PyTorch's optimizer.zero_grad).
-  /// \param params the store. \param set_to_none free the gradient block instead of zeroing it.
+  /// Clears the gradients (PyTorch's optimizer.zero_grad). \p set_to_none frees the gradient
+  /// block instead of zeroing it (the default since PyTorch 2.0), which returns its memory until
+  /// the next backward.
   static void zero_grad(nn::ParameterStore& params, bool set_to_none) {
     params.zero_grad(set_to_none);
   }
@@ -42,11 +43,10 @@ class Optimizer {
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.
 class AdamW final : public Optimizer {
  public:
-  /// \param runtime where the states live. \param hp learning rate, betas, epsilon, weight decay.
+  /// \p runtime holds the states and must outlive the optimizer.
   /// \throws vramlab::UsageError naming a learning rate ≤ 0 or non-finite, betas outside [0, 1),
   /// epsilon ≤ 0, or weight decay < 0.
   AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp);
-  /// \copydoc Optimizer::step
   void step(nn::ParameterStore& params) override;
   /// \return 8 × numel once the states exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
@@ -62,12 +62,12 @@ class AdamW final : public Optimizer {
 /// without.
 class Sgd final : public Optimizer {
  public:
-  /// \param runtime where the state lives. \param learning_rate step size > 0.
-  /// \param momentum in [0, 1). \param weight_decay ≥ 0. \param nesterov Nesterov momentum.
+  /// \param runtime holds the state; must outlive the optimizer. \param learning_rate > 0.
+  /// \param momentum in [0, 1). \param weight_decay ≥ 0, an L2 term added to the gradient.
+  /// \param nesterov has no effect with momentum 0.
   /// \throws vramlab::UsageError naming a bad value.
   Sgd(nn::Runtime& runtime, float learning_rate, float momentum = 0.0f, float weight_decay = 0.0f,
       bool nesterov = false);
-  /// \copydoc Optimizer::step
   void step(nn::ParameterStore& params) override;
   /// \return 4 × numel once the momentum buffer exists, else 0.
   [[nodiscard]] int64_t state_bytes() const override;

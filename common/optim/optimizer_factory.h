@@ -25,15 +25,12 @@ struct OptimizerSettings {
 
 /// Refuses, without allocating anything, a kind make_optimizer() cannot build (to check a run's
 /// settings before its runtime exists).
-/// \param kind an optimizer kind.
 /// \throws vramlab::UsageError naming \p kind and the implemented kinds.
 void require_implemented(estimate::Optimizer kind);
 
 /// Builds the runtime optimizer of \p kind: Sgd with momentum 0 for `sgd`, Sgd with
 /// settings.momentum for `sgd_momentum`, AdamW for `adamw`.
-/// \param runtime where the states will live (allocated lazily at the first step).
-/// \param kind which optimizer. \param settings its hyper-parameters.
-/// \return the optimizer.
+/// The states live on \p runtime, allocated lazily at the first step.
 /// \throws vramlab::UsageError naming the optimizer for a kind the runtime does not implement,
 /// or naming a bad hyper-parameter.
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,

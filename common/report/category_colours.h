@@ -12,18 +12,16 @@ namespace vramlab::report {
 /// CSS colour name of a memory category, following torch.profiler's memory timeline:
 /// parameter darkgreen, optimizer_state goldenrod, input black, temporary mediumpurple,
 /// activation red, gradient mediumblue, autograd_detail royalblue, anything else grey.
-/// \param category a category name, case-insensitive ("parameter", "GRADIENT", ...).
-/// \return a CSS/SVG colour name.
+/// \p category is case-insensitive ("parameter", "GRADIENT", ...).
 std::string category_colour(std::string_view category);
 
 /// The categories in PyTorch's drawing order (bottom of a stack first):
 /// parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail, other.
-/// \return the category names, lower case.
+/// Lower case, as category_name() prints them.
 const std::vector<std::string>& category_order();
 
 /// A palette for series that are not memory categories (measured vs estimated, several runs).
-/// \param index series index; the palette repeats after its length.
-/// \return a CSS/SVG colour (hex).
+/// \return a hex colour; the palette repeats, so \p index may be any value.
 std::string series_colour(size_t index);
 
 }  // namespace vramlab::report

@@ -50,8 +50,7 @@ struct MemoryTimelineSummary {
 };
 
 /// Replays \p snapshot and computes its MemoryTimelineSummary.
-/// \param snapshot a snapshot in PyTorch's schema (missing "device_traces" = no events).
-/// \return the summary.
+/// A missing "device_traces" counts as no events.
 /// \throws std::invalid_argument naming the field if "segments", a segment's "blocks", or
 ///         "device_traces" has the wrong JSON type, or an entry lacks a numeric address or size.
 MemoryTimelineSummary summarize_memory_timeline(const nlohmann::json& snapshot);
@@ -63,9 +62,7 @@ MemoryTimelineSummary summarize_memory_timeline(const nlohmann::json& snapshot);
 /// slider (allocated vs free space per segment, largest free gap, event list), (c) summary numbers
 /// and allocator settings. The data is embedded as JSON with '<', '>' and '&' escaped, so no
 /// string in the snapshot can end the script element.
-/// \param snapshot a snapshot in PyTorch's schema.
-/// \param title page title and heading (HTML-escaped).
-/// \return the HTML document.
+/// \p title is the page title and heading (HTML-escaped here).
 /// \throws std::invalid_argument as summarize_memory_timeline().
 std::string render_memory_timeline_html(const nlohmann::json& snapshot, const std::string& title);
 

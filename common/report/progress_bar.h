@@ -42,12 +42,12 @@ class ProgressBar {
  public:
   /// \param total number of steps; 0 is allowed and shows as complete.
   /// \param label text drawn before the bar.
-  /// \param options drawing options (stream, mode, throttling, clock).
+  /// \param options the defaults suit an interactive command.
   ProgressBar(uint64_t total, std::string label, ProgressBarOptions options = {});
   /// Finishes the bar if finish() was not called, so a terminal line is never left open.
   ~ProgressBar();
-  ProgressBar(const ProgressBar&) = delete;             ///< A bar owns its line: not copyable.
-  ProgressBar& operator=(const ProgressBar&) = delete;  ///< A bar owns its line: not copyable.
+  ProgressBar(const ProgressBar&) = delete;  ///< A bar owns its line: not copyable.
+  ProgressBar& operator=(const ProgressBar&) = delete;
 
   /// Records progress and redraws if the mode and throttle allow.
   /// \param done steps completed so far (values above total are clamped to total).
@@ -56,17 +56,17 @@ class ProgressBar {
 
   /// Draws the final state (done = total unless update() said less) and ends the line.
   /// Calling it again does nothing.
-  /// \param suffix text drawn after the numbers in the final line.
+  /// \param suffix as update()'s, for the final line.
   void finish(std::string_view suffix = {});
 
   /// Renders the current state as one line without '\\r' or newline (what kTerminal draws).
   /// \return the line, e.g. "check [=========>          ] 33% 10/30 2.0 it/s ETA 10.0 s ex03".
   [[nodiscard]] std::string render_line() const;
 
-  /// \return the mode actually used after resolving kAuto.
+  /// Never kAuto: resolved at construction from the stream.
   [[nodiscard]] ProgressMode mode() const { return mode_; }
 
-  /// \return the steps completed so far.
+  /// Clamped to total.
   [[nodiscard]] uint64_t done() const { return done_; }
 
  private:

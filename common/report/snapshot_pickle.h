@@ -25,8 +25,7 @@ namespace vramlab::report {
 std::string encode_pickle(const nlohmann::json& value);
 
 /// Writes encode_pickle(\p snapshot) to \p path (replacing it).
-/// \param snapshot the snapshot ("segments", "device_traces", "allocator_settings").
-/// \param path destination, conventionally ending in ".pickle".
+/// \p path conventionally ends in ".pickle" (what memory_viz expects).
 /// \throws std::runtime_error naming \p path if it cannot be written;
 ///         std::invalid_argument as encode_pickle.
 void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& path);

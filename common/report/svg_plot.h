@@ -17,8 +17,6 @@ namespace vramlab::report {
 
 /// Escapes text for XML character data and attribute values (&, <, >, ", ').
 /// Control characters other than tab/newline/CR (not allowed in XML 1.0) become U+FFFD.
-/// \param text raw UTF-8 text.
-/// \return the escaped text.
 std::string xml_escape(std::string_view text);
 
 /// One horizontal bar of a StackedBarChart, e.g. one configuration or one rank.
@@ -74,29 +72,21 @@ struct LinePlot {
 };
 
 /// Renders a StackedBarChart as an SVG document.
-/// \param chart the data.
-/// \return the SVG text.
 /// \throws std::invalid_argument if colours or a bar's values do not have one entry per category.
 std::string render_stacked_bar_svg(const StackedBarChart& chart);
 
 /// Renders a GroupedBarChart as an SVG document. Long group labels are wrapped at spaces or, if a
 /// word is wider than its group, turned; value labels stand upright above their bars (inside a bar
 /// that reaches too close to the title).
-/// \param chart the data.
-/// \return the SVG text.
 /// \throws std::invalid_argument if values_bytes or a non-empty missing is not (series, groups),
 /// or colours has the wrong length.
 std::string render_grouped_bar_svg(const GroupedBarChart& chart);
 
 /// Renders a LinePlot as an SVG document.
-/// \param plot the data.
-/// \return the SVG text.
 /// \throws std::invalid_argument if a series has x and y of different lengths.
 std::string render_line_plot_svg(const LinePlot& plot);
 
 /// Writes \p text to \p path (replacing it), e.g. an SVG or HTML figure.
-/// \param path destination file.
-/// \param text content.
 /// \throws std::runtime_error naming the path if it cannot be written.
 void write_text_file(const std::string& path, std::string_view text);
 

@@ -15,8 +15,6 @@ namespace vramlab::report {
 
 /// Number of terminal columns \p text occupies: UTF-8 aware, ANSI escape sequences (ESC [ ... final
 /// byte) count zero, combining marks zero, East Asian wide and emoji characters two.
-/// \param text UTF-8 text, possibly with ANSI colour codes.
-/// \return its display width in columns.
 size_t display_width(std::string_view text);
 
 /// Horizontal alignment of a table column.
@@ -51,27 +49,24 @@ struct Column {
 /// \endcode
 class Table {
  public:
-  /// \param columns the columns, left to right (at least one).
+  /// \p columns left to right, at least one.
   /// \throws std::invalid_argument if \p columns is empty.
   explicit Table(std::vector<Column> columns);
 
-  /// Appends a row.
-  /// \param cells one cell per column.
-  /// \param row_style emphasis used when rendering with colour.
+  /// Appends a row of one cell per column; \p row_style applies only when rendering with colour.
   /// \throws std::invalid_argument if the number of cells differs from the number of columns.
   void add_row(std::vector<std::string> cells, RowStyle row_style = RowStyle::kNormal);
 
   /// Appends a horizontal rule (e.g. before a total row).
   void add_rule();
 
-  /// \return the number of data rows (rules not counted).
+  /// Data rows only; rules are not counted.
   [[nodiscard]] size_t row_count() const;
 
   /// Renders the table: header, rule, rows; columns separated by two spaces, no trailing spaces,
   /// every line ending in '\\n'.
   /// \param colour emit ANSI codes (bold header, row styles); pass use_colour(stream).
   /// \param indent spaces before every line.
-  /// \return the rendered text.
   [[nodiscard]] std::string render(bool colour = false, size_t indent = 0) const;
 
  private:

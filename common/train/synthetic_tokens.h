@@ -30,19 +30,17 @@ class SyntheticTokenStream {
 
   /// Samples the next batch: B independent sequences of T + 1 tokens; inputs are the first T,
   /// targets the last T (the next token of each input).
-  /// \param inputs (B, T) written. \param targets (B, T) written.
-  /// \param B batch size ≥ 0. \param T sequence length ≥ 0.
+  /// \p inputs and \p targets are (B, T), written; B, T ≥ 0.
   void next_batch(int32_t* inputs, int32_t* targets, int64_t B, int64_t T);
 
   /// \return ln S in nats: the cross-entropy of the best context-free model.
   [[nodiscard]] double unigram_entropy_nats() const;
   /// \return the exact entropy rate in nats (mean of the per-token successor entropies).
   [[nodiscard]] double entropy_rate_nats() const;
-  /// \return V.
+  /// V, as given; only S = min(V, 256) of its ids ever appear.
   [[nodiscard]] int64_t vocab() const { return vocab_; }
   /// \return the token id of each state, (S) distinct ids in [0, V).
   [[nodiscard]] const std::vector<int32_t>& state_tokens() const { return state_tokens_; }
-  /// \param current_token a token id. \param next_token a token id.
   /// \return the probability of the transition from \p current_token to \p next_token (0 when
   /// either is not a state token).
   [[nodiscard]] double transition_probability(int32_t current_token, int32_t next_token) const;

@@ -62,26 +62,25 @@ class Trainer {
  public:
   /// Allocates the parameters (under the allocator context label "setup") and the (B, T) input
   /// and target buffers. To trace every allocation, turn the allocator's history on before.
-  /// \param runtime the device. \param options what to train.
+  /// \p runtime must outlive the trainer.
   /// \throws vramlab::UsageError naming a bad option or an optimizer the runtime does not
   /// implement; memory::OutOfMemoryError when the parameters do not fit.
   Trainer(nn::Runtime& runtime, const TrainOptions& options);
 
   /// Runs zero-grad, forward, backward and the optimizer step (context label "optimizer") on the
   /// next batch, telling the observers about each phase.
-  /// \return its measurements.
   /// \throws memory::OutOfMemoryError (the step's activations and temporaries are freed first).
   StepResult step();
 
   /// Registers an observer of every later step's phases (see nn::StepObservers).
   /// \param observer told in registration order; must outlive its registration.
   void add_observer(nn::StepObserver& observer) { model_->observers().add(observer); }
-  /// Unregisters \p observer. \param observer a registered observer.
+  /// Unregisters every registration of \p observer.
   void remove_observer(const nn::StepObserver& observer) { model_->observers().remove(observer); }
 
-  /// \return the allocator's per-category current and peak bytes.
+  /// \return rounded block sizes (the allocator's view), not requested bytes.
   [[nodiscard]] MemoryReport memory_report() const;
-  /// \return the model.
+  /// Its observers() are the ones add_observer registers with.
   [[nodiscard]] nn::DecoderModel& model() { return *model_; }
   /// \return the optimizer (its states exist after the first step).
   [[nodiscard]] optim::Optimizer& optimizer() { return *optimizer_; }
@@ -89,9 +88,9 @@ class Trainer {
   [[nodiscard]] const memory::Tensor& inputs() const { return inputs_; }
   /// \return the (B, T) int32 next tokens of the current batch, in the runtime's memory.
   [[nodiscard]] const memory::Tensor& targets() const { return targets_; }
-  /// \return the token stream (entropies for the report).
+  /// Entropies for the report: the loss floor the model can reach.
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
-  /// \return the options.
+  /// As given to the constructor (validated).
   [[nodiscard]] const TrainOptions& options() const { return options_; }
 
  private:
@@ -107,8 +106,8 @@ class Trainer {
   int64_t steps_done_ = 0;
 };
 
-/// \param seconds per-step times (not empty). \return their median (mean of the middle two for an
-/// even count).
+/// Median of per-step times (\p seconds not empty; the mean of the middle two for an even count):
+/// robust to the slow first step, which allocates the optimizer states.
 double median(std::vector<double> seconds);
 
 }  // namespace vramlab::train

@@ -54,18 +54,15 @@ class Comparison {
   /// \param expected the value the test derived independently.
   /// \param actual the value the code under test returned.
   void add(std::string where, double expected, double actual);
-  /// Records one case whose diff is also reported per unit (see per_unit()).
-  /// \param where the case.
-  /// \param expected the value the test derived independently.
-  /// \param actual the value the code under test returned.
-  /// \param units how many units the case has (e.g. B·T tokens; ≤ 0: no per-unit figure).
+  /// Records one case whose diff is also reported per unit (see per_unit()): as add(where,
+  /// expected, actual), with \p units the number of units in the case (e.g. B·T tokens; ≤ 0: no
+  /// per-unit figure).
   void add(std::string where, double expected, double actual, double units);
-  /// Names the unit of add()'s \p units, e.g. "token" or "parameter".
-  /// \param name the unit, singular. \return this comparison.
+  /// Names the unit of add()'s units, singular, e.g. "token" or "parameter"; returns *this.
   Comparison& per_unit(std::string name);
-  /// \return the number of cases recorded.
+  /// Cases recorded by add().
   [[nodiscard]] size_t count() const { return count_; }
-  /// \return the number of cases outside the tolerance.
+  /// Cases outside the tolerance.
   [[nodiscard]] size_t mismatches() const { return mismatches_; }
   /// \return true when every case is within the tolerance (and at least one was recorded).
   [[nodiscard]] bool passed() const { return count_ > 0 && mismatches_ == 0; }

@@ -22,7 +22,7 @@ enum class TestOutcome {
 struct TestCaseResult {
   std::string suite;                           ///< the test suite, e.g. "BytesPerParam".
   std::string name;                            ///< the test, e.g. "MixedAdamWIsSixteenBytes".
-  TestOutcome outcome = TestOutcome::kPassed;  ///< passed, failed or skipped.
+  TestOutcome outcome = TestOutcome::kPassed;  ///< a skip never counts as a pass.
   std::vector<std::string> failures;           ///< the failure messages, in order.
   /// \return "suite.name".
   [[nodiscard]] std::string full_name() const { return suite + "." + name; }
@@ -38,16 +38,16 @@ enum class RunStatus {
 
 /// The results of one run of a test binary.
 struct TestRun {
-  RunStatus status = RunStatus::kNotBuilt;  ///< how the run ended.
+  RunStatus status = RunStatus::kNotBuilt;  ///< tests is empty unless kCompleted.
   std::string detail;                       ///< e.g. "killed by signal 11 (Segmentation fault)".
   std::vector<TestCaseResult> tests;        ///< per test, in the order run.
   std::string output_tail;                  ///< the end of its output (for crashes).
   double seconds = 0.0;                     ///< wall-clock time.
-  /// \return tests that passed.
+  /// Counts over tests, which holds only the tests that ran (filtered-out ones are left out).
   [[nodiscard]] size_t passed() const;
-  /// \return tests that failed.
+  /// Counts over tests, as passed().
   [[nodiscard]] size_t failed() const;
-  /// \return tests that were skipped.
+  /// Counts over tests, as passed(); a skip is neither a pass nor a failure.
   [[nodiscard]] size_t skipped() const;
   /// \return true when the run completed, ran at least one test, and every test passed.
   [[nodiscard]] bool all_passed() const;
@@ -55,21 +55,16 @@ struct TestRun {
   [[nodiscard]] const TestCaseResult* first_failure() const;
 };
 
-/// \param status a status. \return "completed", "crashed", "timed out" or "not built".
+/// \return "completed", "crashed", "timed out" or "not built".
 std::string_view run_status_name(RunStatus status);
 
 /// Decodes GoogleTest's JSON report. Tests that did not run (filtered out, disabled) are left out.
-/// \param json_text the file's content.
-/// \return the tests, in order.
 /// \throws vramlab::UsageError when the text is not a GoogleTest JSON report.
 std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text);
 
 /// Runs a test binary with `--gtest_filter=FILTER --gtest_output=json:WORK/NAME.json`, its output
 /// in WORK/NAME.log, killed after \p timeout_seconds.
-/// \param binary the test binary. \param filter the GoogleTest filter ("*" = all).
-/// \param work_dir where the JSON and the log go (created).
-/// \param timeout_seconds the limit.
-/// \return the results; a missing binary gives kNotBuilt.
+/// \p filter "*" runs all; \p work_dir is created. A missing binary gives kNotBuilt.
 TestRun run_test_binary(const std::filesystem::path& binary, const std::string& filter,
                         const std::filesystem::path& work_dir, double timeout_seconds);
 

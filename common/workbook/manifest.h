@@ -42,7 +42,7 @@ struct Exercise {
   std::vector<std::string> hints;          ///< three levels, gentle to explicit.
   std::vector<WrongVariant> wrong;         ///< known-wrong variants.
   std::vector<Snippet> snippets;           ///< doc snippets that must exist.
-  /// \return true if the exercise needs a CUDA GPU.
+  /// True when requires_list names "cuda".
   [[nodiscard]] bool needs_gpu() const;
   /// \return the target stem, "ex_01_1" for "01.1".
   [[nodiscard]] std::string target_stem() const;
@@ -50,7 +50,7 @@ struct Exercise {
   [[nodiscard]] std::string mine_test_target() const;
   /// \return the test target linking the reference, "test_ex_01_1_ref".
   [[nodiscard]] std::string reference_test_target() const;
-  /// \param variant a known-wrong variant's name. \return "test_ex_01_1_wrong_<variant>".
+  /// \return "test_ex_01_1_wrong_<variant>".
   [[nodiscard]] std::string wrong_test_target(std::string_view variant) const;
 };
 
@@ -68,28 +68,26 @@ struct Lesson {
 /// Every lesson of a checkout, in order of their folders.
 struct Workbook {
   std::vector<Lesson> lessons;  ///< sorted by folder name.
-  /// \param id e.g. "01.1". \return the exercise.
+  /// \param id e.g. "01.1".
   /// \throws vramlab::UsageError "unknown exercise '01.9' (known: 01.1, 01.2, 01.3)".
   [[nodiscard]] const Exercise& exercise(std::string_view id) const;
-  /// \param id e.g. "01" or "1" or "01-memory-breakdown". \return the lesson.
+  /// \param id e.g. "01" or "1" or "01-memory-breakdown".
   /// \throws vramlab::UsageError "unknown lesson 'ID' (known: …)".
   [[nodiscard]] const Lesson& lesson(std::string_view id) const;
   /// \return every exercise of every lesson, in order.
   [[nodiscard]] std::vector<const Exercise*> all_exercises() const;
   /// Resolves what a command was asked about: an exercise id ("01.1") or a lesson ("01").
-  /// \param selector the id. \return the exercises, in order.
+  /// \return the exercises, in order.
   /// \throws vramlab::UsageError when it names neither.
   [[nodiscard]] std::vector<const Exercise*> select(std::string_view selector) const;
 };
 
 /// Decodes one manifest.
-/// \param manifest the parsed JSON. \param dir the lesson folder relative to the repository root.
-/// \return the lesson.
+/// \p dir is the lesson folder relative to the repository root.
 /// \throws vramlab::UsageError naming the lesson folder and the missing or malformed key.
 Lesson parse_lesson_manifest(const nlohmann::json& manifest, const std::string& dir);
 
 /// Reads every lessons/*/manifest.json under \p repo_root.
-/// \param repo_root the checkout. \return the lessons, sorted by folder.
 /// \throws vramlab::UsageError for a manifest that does not parse (naming the file).
 Workbook load_workbook(const std::filesystem::path& repo_root);
 

@@ -19,15 +19,14 @@ inline constexpr std::string_view kNotImplementedMarker = "NOT IMPLEMENTED YET: 
 /// Thrown by an exercise stub that the learner has not filled in yet.
 class NotImplementedError : public std::logic_error {
  public:
-  /// \param exercise_id the exercise, e.g. "01.1".
-  /// \param file the stub's path relative to the repository root.
-  /// \param line the line of the VRAMLAB_NOT_IMPLEMENTED call.
+  /// \p exercise_id e.g. "01.1"; \p file relative to the repository root; \p line that of the
+  /// VRAMLAB_NOT_IMPLEMENTED call. what() is not_implemented_message() of them.
   NotImplementedError(std::string exercise_id, std::string file, long line);
-  /// \return the exercise id, e.g. "01.1".
+  /// The constructor's; what() carries the same three facts as text.
   [[nodiscard]] const std::string& exercise_id() const { return exercise_id_; }
-  /// \return the stub's path relative to the repository root.
+  /// Relative to the repository root.
   [[nodiscard]] const std::string& file() const { return file_; }
-  /// \return the line to edit.
+  /// Of the VRAMLAB_NOT_IMPLEMENTED call: where the learner's code goes.
   [[nodiscard]] long line() const { return line_; }
 
  private:
@@ -36,20 +35,16 @@ class NotImplementedError : public std::logic_error {
   long line_;
 };
 
-/// The message of a NotImplementedError.
-/// \param exercise_id e.g. "01.1". \param file path relative to the repository root.
-/// \param line the line to edit.
+/// The message of a NotImplementedError:
 /// \return "NOT IMPLEMENTED YET: exercise 01.1 (FILE:LINE) — edit this file; vramlab hint 01.1".
 std::string not_implemented_message(std::string_view exercise_id, std::string_view file, long line);
 
 /// Makes \p file relative to the repository root when it lies inside it (compilers pass absolute
 /// paths in __FILE__); other paths are returned unchanged.
-/// \param file a path, absolute or relative.
 /// \return e.g. "exercises/01-memory-breakdown/bytes_per_param.cpp".
 std::string repository_relative_path(std::string_view file);
 
 /// Throws NotImplementedError for \p exercise_id at \p file : \p line (use the macro).
-/// \param exercise_id e.g. "01.1". \param file usually __FILE__. \param line usually __LINE__.
 /// \throws NotImplementedError always.
 [[noreturn]] void throw_not_implemented(std::string_view exercise_id, const char* file, long line);
 

@@ -16,7 +16,7 @@ struct ProcessResult {
   int exit_code = -1;      ///< exit status when it exited normally, else -1.
   int signal = 0;          ///< the signal that ended it (0 if none).
   double seconds = 0.0;    ///< wall-clock time.
-  /// \return true when it exited normally with status 0.
+  /// Exited normally with status 0 (not timed out, no signal).
   [[nodiscard]] bool succeeded() const {
     return started && !timed_out && signal == 0 && exit_code == 0;
   }
@@ -29,18 +29,14 @@ struct ProcessResult {
 
 /// Runs \p argv (argv[0] is looked up on PATH) with stdout and stderr appended to \p output_file
 /// and stdin from /dev/null; kills its whole process group after \p timeout_seconds.
-/// \param argv the program and its arguments (not empty).
-/// \param output_file where its output goes (created or truncated).
-/// \param timeout_seconds the limit (> 0).
-/// \return how it ended.
+/// \p output_file is created or truncated; \p timeout_seconds > 0.
 /// \throws vramlab::UsageError for an empty argv or a non-positive timeout;
 /// std::runtime_error if the output file cannot be opened or fork fails.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::filesystem::path& output_file, double timeout_seconds);
 
 /// The last \p max_lines lines of a text file (for showing a build's errors).
-/// \param file the file. \param max_lines how many lines at most.
-/// \return the text ("" when the file cannot be read).
+/// \return "" when the file cannot be read.
 std::string tail_of_file(const std::filesystem::path& file, size_t max_lines);
 
 }  // namespace vramlab::workbook

@@ -16,23 +16,20 @@ struct State {
   std::string current;                    ///< the exercise `watch` checks ("" = the first pending).
   std::set<std::string> done;             ///< exercises whose own code passed `vramlab check`.
   std::map<std::string, int> hints_seen;  ///< highest hint level shown, per exercise.
-  /// \return true if \p exercise_id is done. \param exercise_id e.g. "01.1".
+  /// \p exercise_id e.g. "01.1".
   [[nodiscard]] bool is_done(const std::string& exercise_id) const {
     return done.count(exercise_id) != 0;
   }
 };
 
-/// \param repo_root the checkout. \return repo_root/.vramlab/state.json.
+/// \return repo_root/.vramlab/state.json (the folder may not exist yet).
 std::filesystem::path state_path(const std::filesystem::path& repo_root);
 
 /// Reads the state; a missing file is an empty state.
-/// \param path the state file.
-/// \return the state.
 /// \throws vramlab::UsageError naming \p path when it exists but is not a valid state file.
 State load_state(const std::filesystem::path& path);
 
 /// Writes the state (creating the folder), atomically through a temporary file.
-/// \param path the state file. \param state what to write.
 /// \throws std::runtime_error naming \p path when it cannot be written.
 void save_state(const std::filesystem::path& path, const State& state);
 

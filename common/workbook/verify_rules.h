@@ -15,30 +15,23 @@
 namespace vramlab::workbook {
 
 /// The reference must complete, run at least one test, and pass every one (a skip is not a pass).
-/// \param run the reference test binary's run. \return the problems found.
 std::vector<std::string> reference_problems(const TestRun& run);
 
 /// The stub must complete, run at least one test, and fail every test with a failure message
 /// containing "NOT IMPLEMENTED YET: exercise <id>" (a crash or timeout is a problem).
-/// \param run the learner-stub test binary's run. \param exercise_id e.g. "01.1".
-/// \return the problems found.
+/// \p run is of the learner-stub test binary.
 std::vector<std::string> stub_problems(const TestRun& run, const std::string& exercise_id);
 
 /// A known-wrong variant must complete and fail at least one test (a crash or timeout is a
 /// problem: it would hide whether the tests catch the mistake).
-/// \param run the variant's test binary's run. \param variant its name.
-/// \return the problems found.
 std::vector<std::string> wrong_variant_problems(const TestRun& run, const std::string& variant);
 
 /// Static checks: the stub, reference, API header, tests and wrong variants exist; exactly three
 /// non-empty hints; at least one test source; at least one snippet, each with its two
 /// `//! [name]` markers in its file.
-/// \param exercise the exercise. \param repo_root the checkout.
-/// \return the problems found.
 std::vector<std::string> exercise_file_problems(const Exercise& exercise,
                                                 const std::filesystem::path& repo_root);
 
-/// \param file a source file. \param name a snippet name.
 /// \return how many `//! [name]` marker lines \p file has (2 for a well-formed snippet).
 size_t snippet_marker_count(const std::filesystem::path& file, const std::string& name);
 

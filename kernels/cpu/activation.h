@@ -10,26 +10,22 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = GELU_tanh(inp). \param out (n). \param inp (n). \param n elements.
-/// \throws vramlab::UsageError when n < 0.
+/// out = GELU_tanh(inp); out, inp (n). \throws vramlab::UsageError when n < 0.
 void gelu_forward(float* out, const float* inp, int64_t n);
-/// dinp += GELU'(inp) · dout. \param dinp (n). \param inp (n) the forward input.
-/// \param dout (n). \param n elements. \throws vramlab::UsageError when n < 0.
+/// dinp += GELU'(inp) · dout; dinp, inp (the forward input), dout (n).
+/// \throws vramlab::UsageError when n < 0.
 void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n);
 
-/// out = inp · sigmoid(inp). \param out (n). \param inp (n). \param n elements.
-/// \throws vramlab::UsageError when n < 0.
+/// out = inp · sigmoid(inp); out, inp (n). \throws vramlab::UsageError when n < 0.
 void silu_forward(float* out, const float* inp, int64_t n);
-/// dinp += SiLU'(inp) · dout. \param dinp (n). \param inp (n). \param dout (n). \param n elements.
-/// \throws vramlab::UsageError when n < 0.
+/// dinp += SiLU'(inp) · dout; dinp, inp, dout (n). \throws vramlab::UsageError when n < 0.
 void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n);
 
-/// out = silu(gate) · up. \param out (n), e.g. (B, T, hidden). \param gate (n). \param up (n).
-/// \param n elements. \throws vramlab::UsageError when n < 0.
+/// out = silu(gate) · up; out, gate, up (n), e.g. n = B·T·hidden.
+/// \throws vramlab::UsageError when n < 0.
 void swiglu_forward(float* out, const float* gate, const float* up, int64_t n);
-/// dgate += SiLU'(gate) · up · dout, dup += silu(gate) · dout.
-/// \param dgate (n). \param dup (n). \param dout (n). \param gate (n). \param up (n).
-/// \param n elements. \throws vramlab::UsageError when n < 0.
+/// dgate += SiLU'(gate) · up · dout, dup += silu(gate) · dout; every pointer (n).
+/// \throws vramlab::UsageError when n < 0.
 void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                      const float* up, int64_t n);
 

@@ -13,31 +13,20 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = softmax(q·kᵀ/√D + causal mask) · v per (batch, head).
-/// \param out    (B, T, H, D) written.
-/// \param preatt (B, H, T, T) scaled scores, -inf above the diagonal, written.
-/// \param att    (B, H, T, T) probabilities, 0 above the diagonal, written.
-/// \param q      (B, T, H, D)
-/// \param k      (B, T, Hkv, D)
-/// \param v      (B, T, Hkv, D)
-/// \param B batch. \param T sequence length. \param H query heads. \param Hkv key/value heads.
-/// \param D head dimension.
+/// out = softmax(q·kᵀ/√D + causal mask) · v per (batch, head); H query heads, Hkv key/value heads.
+/// - out    (B, T, H, D) written.
+/// - preatt (B, H, T, T) scaled scores, -inf above the diagonal, written.
+/// - att    (B, H, T, T) probabilities, 0 above the diagonal, written.
+/// - q      (B, T, H, D)
+/// - k      (B, T, Hkv, D)
+/// - v      (B, T, Hkv, D)
 /// \throws vramlab::UsageError on a negative size, Hkv = 0 with H > 0, or H % Hkv != 0.
 void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
                        const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D);
 /// Gradients of attention_forward, accumulated into dq, dk, dv (dk and dv sum over the H / Hkv
-/// query heads of a group).
-/// \param dq      (B, T, H, D) accumulated.
-/// \param dk      (B, T, Hkv, D) accumulated.
-/// \param dv      (B, T, Hkv, D) accumulated.
-/// \param dpreatt (B, H, T, T) gradient of the scaled scores, written (0 above the diagonal).
-/// \param dout    (B, T, H, D)
-/// \param q       (B, T, H, D)
-/// \param k       (B, T, Hkv, D)
-/// \param v       (B, T, Hkv, D)
-/// \param att     (B, H, T, T) from the forward.
-/// \param B batch. \param T sequence length. \param H query heads. \param Hkv key/value heads.
-/// \param D head dimension.
+/// query heads of a group). dpreatt (B, H, T, T), the scaled scores' gradient, is written (0 above
+/// the diagonal); att (B, H, T, T) comes from the forward; every other pointer has the shape of its
+/// forward namesake: dq, dout, q (B, T, H, D); dk, dv, k, v (B, T, Hkv, D).
 /// \throws vramlab::UsageError as attention_forward.
 void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
                         const float* q, const float* k, const float* v, const float* att, int64_t B,

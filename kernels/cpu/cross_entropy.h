@@ -11,33 +11,27 @@
 
 namespace vramlab::kernels::cpu {
 
-/// losses[row] = logsumexp(logits[row, :V]) - logits[row, target].
-/// \param losses    (N) per-token loss, written.
-/// \param logsumexp (N) saved for the backward, written.
-/// \param probs     (N, Vp) softmax probabilities (padded columns set to 0), or nullptr to skip.
-/// \param logits    (N, Vp)
-/// \param targets   (N) token ids in [0, V).
-/// \param N rows (B*T). \param V valid vocabulary size (>= 1 when N > 0). \param Vp row stride >=
-/// V. \throws vramlab::UsageError on a bad size or a target outside [0, V).
+/// losses[row] = logsumexp(logits[row, :V]) - logits[row, target]. N = B·T rows; V ≥ 1 real
+/// classes when N > 0, Vp ≥ V the row stride.
+/// - losses    (N) per-token loss, written.
+/// - logsumexp (N) saved for the backward, written.
+/// - probs     (N, Vp) softmax probabilities (padded columns set to 0), or nullptr to skip.
+/// - logits    (N, Vp)
+/// - targets   (N) token ids in [0, V).
+/// \throws vramlab::UsageError on a bad size or a target outside [0, V).
 void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
                            const int32_t* targets, int64_t N, int64_t V, int64_t Vp);
-/// dlogits[row, i] += dlosses[row] · (softmax_i - [i == target]) for i < V.
-/// \param dlogits   (N, Vp) accumulated; columns V..Vp-1 untouched.
-/// \param dlosses   (N) gradient of each row's loss (1/N for a mean loss).
-/// \param logits    (N, Vp)
-/// \param logsumexp (N) from the forward.
-/// \param targets   (N)
-/// \param N rows. \param V valid vocabulary size. \param Vp row stride.
+/// dlogits[row, i] += dlosses[row] · (softmax_i - [i == target]) for i < V; columns V..Vp-1 of
+/// dlogits (N, Vp) untouched. dlosses (N) is each row's loss gradient (1/N for a mean loss);
+/// logits (N, Vp), logsumexp (N) from the forward, targets (N).
 /// \throws vramlab::UsageError on a bad size or a target outside [0, V).
 void cross_entropy_backward(float* dlogits, const float* dlosses, const float* logits,
                             const float* logsumexp, const int32_t* targets, int64_t N, int64_t V,
                             int64_t Vp);
 /// dlogits[row, i] = scale · (probs[row, i] - [i == target]) for i < V, WRITTEN: the logits'
 /// gradient of scale · Σ losses from the forward's probabilities, so dlogits may be the logits
-/// themselves (the nn layer overwrites them in place).
-/// \param dlogits (N, Vp) written; columns V..Vp-1 untouched. \param probs (N, Vp) from the
-/// forward. \param targets (N) \param N rows. \param V valid vocabulary size. \param Vp row stride.
-/// \param scale e.g. 1/N for a mean loss.
+/// themselves (the nn layer overwrites them in place). dlogits, probs (N, Vp), columns V..Vp-1 of
+/// dlogits untouched; targets (N); \p scale e.g. 1/N for a mean loss.
 /// \throws vramlab::UsageError on a bad size or a target outside [0, V).
 void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
                            int64_t V, int64_t Vp, float scale);

@@ -7,28 +7,23 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = a + b (the residual connection). \p out may alias \p a or \p b.
-/// \param out (n) written. \param a (n). \param b (n). \param n elements.
+/// out = a + b (the residual connection); out, a, b (n); \p out may alias \p a or \p b.
 /// \throws vramlab::UsageError when n < 0.
 void residual_forward(float* out, const float* a, const float* b, int64_t n);
-/// da += dout, db += dout. \param da (n). \param db (n). \param dout (n). \param n elements.
-/// \throws vramlab::UsageError when n < 0.
+/// da += dout, db += dout, all (n). \throws vramlab::UsageError when n < 0.
 void residual_backward(float* da, float* db, const float* dout, int64_t n);
 
-/// x[row, c] += bias[c] in place. \param x (N, C). \param bias (C). \param N rows. \param C
-/// columns. \throws vramlab::UsageError on a negative size.
+/// x[row, c] += bias[c] in place; x (N, C), bias (C).
+/// \throws vramlab::UsageError on a negative size.
 void bias_add_forward(float* x, const float* bias, int64_t N, int64_t C);
-/// dbias[c] += Σ_rows dout[row, c], rows summed in order (deterministic).
-/// \param dbias (C). \param dout (N, C). \param N rows. \param C columns.
+/// dbias[c] += Σ_rows dout[row, c], rows summed in order (deterministic); dbias (C), dout (N, C).
 /// \throws vramlab::UsageError on a negative size.
 void bias_add_backward(float* dbias, const float* dout, int64_t N, int64_t C);
 
-/// out = scale · inp. \p out may alias \p inp.
-/// \param out (n). \param inp (n). \param scale the factor. \param n elements.
+/// out = scale · inp; out, inp (n); \p out may alias \p inp.
 /// \throws vramlab::UsageError when n < 0.
 void scale_forward(float* out, const float* inp, float scale, int64_t n);
-/// dinp += scale · dout. \param dinp (n). \param dout (n). \param scale the factor.
-/// \param n elements. \throws vramlab::UsageError when n < 0.
+/// dinp += scale · dout, both (n). \throws vramlab::UsageError when n < 0.
 void scale_backward(float* dinp, const float* dout, float scale, int64_t n);
 
 /// Reference of residual_forward. \tparam Real float or double.

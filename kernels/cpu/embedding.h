@@ -11,20 +11,18 @@
 namespace vramlab::kernels::cpu {
 
 /// out[b, t] = wte[tokens[b, t]] (+ wpe[t]).
-/// \param out    (B, T, C) written.
-/// \param tokens (B, T) ids in [0, V).
-/// \param wte    (V, C) token embeddings.
-/// \param wpe    (T_max >= T, C) position embeddings (GPT-2), or nullptr (Llama uses RoPE).
-/// \param B batch. \param T sequence length. \param C channels. \param V vocabulary size.
+/// - out    (B, T, C) written.
+/// - tokens (B, T) ids in [0, V).
+/// - wte    (V, C) token embeddings.
+/// - wpe    (T_max >= T, C) position embeddings (GPT-2), or nullptr (Llama uses RoPE).
 /// \throws vramlab::UsageError on a negative size or a token outside [0, V).
 void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int64_t B, int64_t T, int64_t C, int64_t V);
 /// dwte[tokens[b, t]] += dout[b, t] and dwpe[t] += Σ_b dout[b, t].
-/// \param dwte   (V, C) accumulated.
-/// \param dwpe   (T_max >= T, C) accumulated, or nullptr.
-/// \param dout   (B, T, C)
-/// \param tokens (B, T)
-/// \param B batch. \param T sequence length. \param C channels. \param V vocabulary size.
+/// - dwte   (V, C) accumulated.
+/// - dwpe   (T_max >= T, C) accumulated, or nullptr.
+/// - dout   (B, T, C)
+/// - tokens (B, T)
 /// \throws vramlab::UsageError on a negative size or a token outside [0, V).
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                         int64_t B, int64_t T, int64_t C, int64_t V);

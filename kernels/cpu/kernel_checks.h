@@ -13,9 +13,9 @@
 
 namespace vramlab::kernels::cpu {
 
-/// Throws InternalError unless \p value >= 0.
-/// \param op the kernel's name. \param what the size's name, e.g. "T". \param value the size.
-/// \param where the calling check (filled in by the compiler).
+/// Throws InternalError "OP: WHAT must be >= 0, got VALUE" unless \p value >= 0; \p op is the
+/// kernel's name, \p what the size's, e.g. "T"; \p where (filled in by the compiler) is the
+/// calling check, reported as the error's location.
 /// \throws vramlab::InternalError when \p value is negative.
 inline void require_non_negative(const char* op, const char* what, int64_t value,
                                  std::source_location where = std::source_location::current()) {
@@ -25,10 +25,8 @@ inline void require_non_negative(const char* op, const char* what, int64_t value
   }
 }
 
-/// Throws InternalError unless \p condition holds.
-/// \param condition what must be true. \param op the kernel's name.
-/// \param message what is wrong, naming the bad value.
-/// \param where the calling check (filled in by the compiler).
+/// Throws InternalError "OP: MESSAGE" unless \p condition holds; \p message names the bad
+/// value; \p where as require_non_negative.
 /// \throws vramlab::InternalError when \p condition is false.
 inline void require(bool condition, const char* op, const std::string& message,
                     std::source_location where = std::source_location::current()) {

@@ -10,25 +10,24 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = inp · weightᵀ + bias (fast path: one cblas_sgemm plus the bias in the same pass).
-/// \param out    (N, OC) written.
-/// \param inp    (N, C)
-/// \param weight (OC, C), PyTorch's nn.Linear layout.
-/// \param bias   (OC) or nullptr for no bias.
-/// \param N rows (B*T), \param C input features, \param OC output features.
+/// out = inp · weightᵀ + bias (fast path: one cblas_sgemm plus the bias in the same pass);
+/// N = B·T rows.
+/// - out    (N, OC) written.
+/// - inp    (N, C)
+/// - weight (OC, C), PyTorch's nn.Linear layout.
+/// - bias   (OC) or nullptr for no bias.
 /// \throws vramlab::UsageError on a negative size or one OpenBLAS's 32-bit indices cannot hold.
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N,
                     int64_t C, int64_t OC);
 
 /// Gradients of matmul_forward, accumulated: dinp += dout · weight, dweight += doutᵀ · inp,
 /// dbias += Σ_rows dout.
-/// \param dinp    (N, C) accumulated, or nullptr to skip (e.g. the first layer's input).
-/// \param dweight (OC, C) accumulated.
-/// \param dbias   (OC) accumulated, or nullptr when the layer has no bias.
-/// \param dout    (N, OC)
-/// \param inp     (N, C)
-/// \param weight  (OC, C)
-/// \param N rows, \param C input features, \param OC output features.
+/// - dinp    (N, C) accumulated, or nullptr to skip (e.g. the first layer's input).
+/// - dweight (OC, C) accumulated.
+/// - dbias   (OC) accumulated, or nullptr when the layer has no bias.
+/// - dout    (N, OC)
+/// - inp     (N, C)
+/// - weight  (OC, C)
 /// \throws vramlab::UsageError on a negative or too large size.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int64_t N, int64_t C, int64_t OC);

@@ -15,39 +15,30 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = inp · weightᵀ + bias with bf16 operands.
-/// \param out (N, OC) f32, written. \param inp (N, C) bf16. \param weight (OC, C) bf16.
-/// \param bias (OC) f32 or nullptr. \param N rows. \param C input features. \param OC outputs.
-/// \throws vramlab::UsageError on a bad size.
+/// out = inp · weightᵀ + bias with bf16 operands: out (N, OC) f32, written; inp (N, C) bf16;
+/// weight (OC, C) bf16; bias (OC) f32 or nullptr. \throws vramlab::UsageError on a bad size.
 void matmul_forward(float* out, const bf16_t* inp, const bf16_t* weight, const float* bias,
                     int64_t N, int64_t C, int64_t OC);
-/// out = inp · weightᵀ + bias with f16 operands (parameters as the bf16 overload).
-/// \param out (N, OC) f32. \param inp (N, C) f16. \param weight (OC, C) f16.
-/// \param bias (OC) f32 or nullptr. \param N rows. \param C input features. \param OC outputs.
+/// The f16 overload: shapes as the bf16 one, inp and weight f16.
 /// \throws vramlab::UsageError on a bad size.
 void matmul_forward(float* out, const f16_t* inp, const f16_t* weight, const float* bias, int64_t N,
                     int64_t C, int64_t OC);
 
-/// Gradients of the bf16-storage matmul, accumulated in f32.
-/// \param dinp (N, C) f32 or nullptr. \param dweight (OC, C) f32. \param dbias (OC) f32 or nullptr.
-/// \param dout (N, OC) f32. \param inp (N, C) bf16. \param weight (OC, C) bf16.
-/// \param N rows. \param C input features. \param OC outputs.
-/// \throws vramlab::UsageError on a bad size.
+/// Gradients of the bf16-storage matmul, accumulated in f32: dinp (N, C) f32 or nullptr,
+/// dweight (OC, C) f32, dbias (OC) f32 or nullptr, dout (N, OC) f32, inp (N, C) bf16,
+/// weight (OC, C) bf16. \throws vramlab::UsageError on a bad size.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const bf16_t* inp, const bf16_t* weight, int64_t N, int64_t C, int64_t OC);
-/// Gradients of the f16-storage matmul, accumulated in f32 (parameters as the bf16 overload).
-/// \param dinp (N, C) f32 or nullptr. \param dweight (OC, C) f32. \param dbias (OC) f32 or nullptr.
-/// \param dout (N, OC) f32. \param inp (N, C) f16. \param weight (OC, C) f16.
-/// \param N rows. \param C input features. \param OC outputs.
+/// The f16 overload: shapes as the bf16 one, inp and weight f16.
 /// \throws vramlab::UsageError on a bad size.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const f16_t* inp,
                      const f16_t* weight, int64_t N, int64_t C, int64_t OC);
 
-/// Widens bf16 values to f32 (exact), in parallel. \param out (n) f32. \param inp (n) bf16.
-/// \param n elements. \throws vramlab::UsageError when n < 0.
+/// Widens bf16 values to f32 (exact), in parallel; out, inp (n).
+/// \throws vramlab::UsageError when n < 0.
 void widen_to_f32(float* out, const bf16_t* inp, int64_t n);
-/// Widens f16 values to f32 (exact), in parallel. \param out (n) f32. \param inp (n) f16.
-/// \param n elements. \throws vramlab::UsageError when n < 0.
+/// Widens f16 values to f32 (exact), in parallel; out, inp (n).
+/// \throws vramlab::UsageError when n < 0.
 void widen_to_f32(float* out, const f16_t* inp, int64_t n);
 
 }  // namespace vramlab::kernels::cpu

@@ -12,30 +12,23 @@
 namespace vramlab::kernels::cpu {
 
 /// out = (inp - mean) · rstd · weight + bias per row, rstd = 1/√(var + eps) (biased variance).
-/// \param out (N, C). \param mean (N) saved row means. \param rstd (N) saved 1/σ.
-/// \param inp (N, C). \param weight (C). \param bias (C).
-/// \param N rows (B*T). \param C channels. \param eps added to the variance.
+/// out, inp (N, C), N = B·T; mean, rstd (N), saved for the backward; weight, bias (C).
 /// \throws vramlab::UsageError on a negative size.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int64_t N, int64_t C, float eps = 1e-5f);
-/// LayerNorm gradients, accumulated into dinp, dweight, dbias.
-/// \param dinp (N, C). \param dweight (C). \param dbias (C). \param dout (N, C).
-/// \param inp (N, C). \param weight (C). \param mean (N). \param rstd (N) from the forward.
-/// \param N rows. \param C channels. \throws vramlab::UsageError on a negative size.
+/// LayerNorm gradients, accumulated into dinp, dweight, dbias. dinp, dout, inp (N, C);
+/// dweight, dbias, weight (C); mean, rstd (N) from the forward.
+/// \throws vramlab::UsageError on a negative size.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
                         int64_t N, int64_t C);
 
-/// out = inp · rstd · weight per row, rstd = 1/√(mean(inp²) + eps).
-/// \param out (N, C). \param rstd (N) saved. \param inp (N, C). \param weight (C).
-/// \param N rows. \param C channels. \param eps added to the mean square.
-/// \throws vramlab::UsageError on a negative size.
+/// out = inp · rstd · weight per row, rstd = 1/√(mean(inp²) + eps). out, inp (N, C); rstd (N),
+/// saved; weight (C). \throws vramlab::UsageError on a negative size.
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
                      int64_t C, float eps = 1e-5f);
-/// RMSNorm gradients, accumulated into dinp and dweight.
-/// \param dinp (N, C). \param dweight (C). \param dout (N, C). \param inp (N, C).
-/// \param weight (C). \param rstd (N) from the forward. \param N rows. \param C channels.
-/// \throws vramlab::UsageError on a negative size.
+/// RMSNorm gradients, accumulated into dinp and dweight. dinp, dout, inp (N, C); dweight,
+/// weight (C); rstd (N) from the forward. \throws vramlab::UsageError on a negative size.
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                       const float* weight, const float* rstd, int64_t N, int64_t C);
 

@@ -18,19 +18,16 @@ struct AdamWHyperparameters {
 };
 
 /// One AdamW step: param ← param·(1 - lr·wd) - lr·m̂/(√v̂ + eps), m̂ = m/(1-β1^step),
-/// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g².
-/// \param param (n) updated. \param grad (n). \param m (n) first moment, updated.
-/// \param v (n) second moment, updated. \param n elements. \param hp hyper-parameters.
-/// \param step 1 for the first step (bias correction).
-/// \throws vramlab::UsageError when n < 0 or step < 1.
+/// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g². param, m (first
+/// moment) and v (second moment) are (n) and updated; grad (n); \p step is 1 for the first step
+/// (bias correction). \throws vramlab::UsageError when n < 0 or step < 1.
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
                   const AdamWHyperparameters& hp, int64_t step);
 
 /// One SGD step: g ← grad + wd·param; buf ← momentum·buf + g; param -= lr·(nesterov ? g +
 /// momentum·buf : buf). With momentum = 0 the buffer is not touched (it may be nullptr).
-/// \param param (n) updated. \param grad (n). \param momentum_buffer (n) updated, zero at start.
-/// \param n elements. \param learning_rate step size. \param momentum in [0, 1).
-/// \param weight_decay L2 penalty added to the gradient. \param nesterov Nesterov momentum.
+/// param, grad, momentum_buffer (n); the buffer starts at zero. \p momentum in [0, 1);
+/// \p weight_decay is an L2 penalty added to the gradient (not AdamW's decoupled decay).
 /// \throws vramlab::UsageError when n < 0, or momentum != 0 without a buffer.
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov);

@@ -11,26 +11,20 @@
 
 namespace vramlab::kernels::cpu {
 
-/// Σ x. \param x (n). \param n elements. \return the sum in double.
-/// \throws vramlab::UsageError when n < 0.
+/// Σ x over x (n), in double. \throws vramlab::UsageError when n < 0.
 double sum(const float* x, int64_t n);
-/// Σ x². \param x (n). \param n elements. \return the sum of squares in double.
-/// \throws vramlab::UsageError when n < 0.
+/// Σ x² over x (n), in double. \throws vramlab::UsageError when n < 0.
 double sum_of_squares(const float* x, int64_t n);
-/// √(Σ x²). \param x (n). \param n elements. \return the L2 norm.
-/// \throws vramlab::UsageError when n < 0.
+/// √(Σ x²) over x (n). \throws vramlab::UsageError when n < 0.
 double l2_norm(const float* x, int64_t n);
 
 /// Reference of sum (Kahan summation in double). \tparam Real float or double.
-/// \param x (n). \param n elements. \return the sum.
 template <typename Real>
 double sum_reference(const Real* x, int64_t n);
 /// Reference of sum_of_squares (Kahan summation in double). \tparam Real float or double.
-/// \param x (n). \param n elements. \return the sum of squares.
 template <typename Real>
 double sum_of_squares_reference(const Real* x, int64_t n);
-/// Reference of l2_norm. \tparam Real float or double. \param x (n). \param n elements.
-/// \return the L2 norm.
+/// Reference of l2_norm. \tparam Real float or double.
 template <typename Real>
 double l2_norm_reference(const Real* x, int64_t n);
 

@@ -10,19 +10,14 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out = rotate(inp). \p out may alias \p inp (each pair is read before it is written).
-/// \param out (B, T, H, D). \param inp (B, T, H, D).
-/// \param B batch. \param T sequence length. \param H heads. \param D head dimension (even).
-/// \param theta the base (10000 in Llama 2, 500000 in Llama 3).
-/// \param position_offset position of t = 0 (for generation with a cache).
+/// out = rotate(inp); out, inp (B, T, H, D), D even. \p out may alias \p inp (each pair is read
+/// before it is written). \p theta is the base (10000 in Llama 2, 500000 in Llama 3);
+/// \p position_offset the position of t = 0 (for generation with a cache).
 /// \throws vramlab::UsageError on a negative size, an odd D, or theta <= 0.
 void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
                   double theta = 10000.0, int64_t position_offset = 0);
-/// dinp += rotate⁻¹(dout).
-/// \param dinp (B, T, H, D) accumulated. \param dout (B, T, H, D).
-/// \param B batch. \param T sequence length. \param H heads. \param D head dimension (even).
-/// \param theta the base. \param position_offset position of t = 0.
-/// \throws vramlab::UsageError as rope_forward.
+/// dinp += rotate⁻¹(dout); dinp, dout (B, T, H, D); \p theta and \p position_offset as
+/// rope_forward. \throws vramlab::UsageError as rope_forward.
 void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
                    double theta = 10000.0, int64_t position_offset = 0);
 

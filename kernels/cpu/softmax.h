@@ -7,12 +7,10 @@
 
 namespace vramlab::kernels::cpu {
 
-/// out[row] = softmax(inp[row]). \param out (N, C). \param inp (N, C). \param N rows.
-/// \param C columns. \throws vramlab::UsageError on a negative size.
+/// out[row] = softmax(inp[row]); out, inp (N, C). \throws vramlab::UsageError on a negative size.
 void softmax_forward(float* out, const float* inp, int64_t N, int64_t C);
-/// dinp += out ⊙ (dout - Σ_c dout·out) per row.
-/// \param dinp (N, C). \param dout (N, C). \param out (N, C) the forward output.
-/// \param N rows. \param C columns. \throws vramlab::UsageError on a negative size.
+/// dinp += out ⊙ (dout - Σ_c dout·out) per row; dinp, dout, out (the forward output) (N, C).
+/// \throws vramlab::UsageError on a negative size.
 void softmax_backward(float* dinp, const float* dout, const float* out, int64_t N, int64_t C);
 
 /// Reference of softmax_forward (std::exp). \tparam Real float or double.

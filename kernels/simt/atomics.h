@@ -11,21 +11,21 @@
 
 namespace vramlab::simt::detail {
 
-/// Adds with a relaxed atomic read-modify-write. \param address the target. \param value the
-/// addend. \return the old value.
+/// Adds \p value with a relaxed read-modify-write (CUDA atomics order nothing either); returns
+/// the old value.
 template <class T>
 T atomic_add(T* address, T value) {
   return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 }
 
-/// Subtracts. \param address the target. \param value the subtrahend. \return the old value.
+/// As atomic_add, subtracting.
 template <class T>
 T atomic_sub(T* address, T value) {
   return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
 }
 
-/// Stores `pick(old, value)` with a CAS loop. \param address the target. \param value the operand.
-/// \param pick the new value from (old, value). \return the old value.
+/// Stores `pick(old, value)` with a relaxed CAS loop (min and max, which C++20's std::atomic_ref
+/// lacks, and the bitwise ops); returns the old value.
 template <class T, class Pick>
 T atomic_update(T* address, T value, Pick pick) {
   std::atomic_ref<T> target(*address);
@@ -35,14 +35,14 @@ T atomic_update(T* address, T value, Pick pick) {
   return old;
 }
 
-/// Exchanges. \param address the target. \param value the new value. \return the old value.
+/// Stores \p value, relaxed; returns the old value.
 template <class T>
 T atomic_exchange(T* address, T value) {
   return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
-/// Compare-and-swap. \param address the target. \param compare the expected value.
-/// \param value stored when *address == compare. \return the old value.
+/// Stores \p value when *address == \p compare, relaxed; returns the old value either way
+/// (CUDA's atomicCAS contract).
 template <class T>
 T atomic_cas(T* address, T compare, T value) {
   std::atomic_ref<T>(*address).compare_exchange_strong(compare, value, std::memory_order_relaxed);

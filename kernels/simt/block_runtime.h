@@ -119,7 +119,7 @@ struct WarpState {
 class Worker {
  public:
   /// Takes a stack region from the pool and makes this the thread's current worker.
-  /// \param launch the launch to serve; must outlive the worker.
+  /// \p launch must outlive the worker.
   explicit Worker(const KernelLaunch& launch)
       : launch_(launch), stacks_(StackPool::instance().acquire(launch.options.stack_bytes)) {
     previous_worker_ = t_worker;
@@ -141,8 +141,8 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  /// Runs one block to completion.
-  /// \param linear_block x + y*gx + z*gx*gy.
+  /// Runs block \p linear_block (x + y*gx + z*gx*gy) to completion, then checks its shared
+  /// memory redzones.
   /// \throws DeadlockError, SharedMemoryOverflowError, DeviceError, WarpUsageError, or whatever the
   /// kernel threw.
   void run_block(std::uint64_t linear_block) {
@@ -173,9 +173,7 @@ class Worker {
   std::byte* dynamic_shared() const { return dynamic_shared_; }
 
   /// Gives the running block a shared array, or the one it already has for this slot.
-  /// \param name the array's name. \param location its declaration.
-  /// \param bytes its size. \param alignment its alignment.
-  /// \return its first byte.
+  /// \p name and \p location (the declaration) are for reports.
   /// \throws SimtError when the block's shared memory would exceed the per-block limit.
   std::byte* allocate_shared(const char* name, const std::source_location& location,
                              std::size_t bytes, std::size_t alignment) {
@@ -184,9 +182,8 @@ class Worker {
         alignment, launch_.kernel_name);
   }
 
-  /// A __syncthreads-family barrier for the current thread.
-  /// \param what the call's name, for reports. \param predicate counted when nonzero.
-  /// \param location the call site.
+  /// A __syncthreads-family barrier for the current thread; \p what and \p location name the call
+  /// in reports, \p predicate is counted when nonzero.
   /// \return {threads whose predicate was nonzero, threads that took part}.
   /// \throws DeadlockError when other threads wait at a different barrier call.
   std::pair<std::uint32_t, std::uint32_t> block_barrier(const char* what, int predicate,
@@ -211,12 +208,9 @@ class Worker {
     return {barrier_result_true_, barrier_result_arrived_};
   }
 
-  /// A warp collective for the current thread.
-  /// \param what the call's name, for reports. \param mask the lanes taking part.
-  /// \param value this lane's 64-bit contribution.
-  /// \param location the call site.
-  /// \param read computes this lane's result from (group, lane) once the group is complete.
-  /// \return what read returns.
+  /// A warp collective for the current thread: every lane of \p mask deposits its 64-bit
+  /// \p value; once all have arrived, \p read computes each lane's result from (group, lane).
+  /// \p what and \p location name the call in reports.
   /// \throws WarpUsageError when the calling lane is not in mask.
   template <class Read>
   auto warp_collective(const char* what, std::uint32_t mask, std::uint64_t value,

@@ -31,9 +31,8 @@ inline constexpr int warpSize = 32;
 
 namespace vramlab::simt::detail {
 
-/// Stops the calling kernel thread with a DeviceError naming the kernel, block, thread and site;
-/// the launch then throws it on the host.
-/// \param message what went wrong. \param location the VRAMLAB_DEVICE_FAIL site.
+/// Stops the calling kernel thread with a DeviceError naming the kernel, block, thread and the
+/// VRAMLAB_DEVICE_FAIL site \p location; the launch then throws it on the host.
 /// \throws DeviceError always.
 [[noreturn]] inline void device_fail(const char* message, const std::source_location& location) {
   std::ostringstream text;
@@ -44,8 +43,8 @@ namespace vramlab::simt::detail {
   throw DeviceError(text.str());
 }
 
-/// Checks a shuffle width (a power of two in [1, 32]). \param width the width. \param what the
-/// call. \param location the call site. \throws WarpUsageError otherwise.
+/// Checks a shuffle width is a power of two in [1, 32]; \p what and \p location name the call.
+/// \throws WarpUsageError otherwise.
 inline void check_width(int width, const char* what, const std::source_location& location) {
   if (width < 1 || width > 32 || (width & (width - 1)) != 0) {
     std::ostringstream text;
@@ -91,16 +90,14 @@ T shuffle(const char* what, unsigned mask, T var, const std::source_location& lo
 
 }  // namespace vramlab::simt::detail
 
-/// Waits until every (non-exited) thread of the block reaches this call.
-/// \param location the call site (defaulted; named in deadlock reports).
+/// Waits until every (non-exited) thread of the block reaches this call. \p location defaults to
+/// the call site, named in deadlock reports (as for every collective below).
 /// \throws vramlab::simt::DeadlockError when other threads wait at a different barrier call.
 inline void __syncthreads(std::source_location location = std::source_location::current()) {
   ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads()", 0, location);
 }
 
-/// A barrier that also counts the threads whose predicate is nonzero.
-/// \param predicate this thread's predicate. \return the count over the block.
-/// \param location the call site (defaulted; named in reports).
+/// A barrier that also returns how many threads of the block passed a nonzero \p predicate.
 inline int __syncthreads_count(int predicate,
                                std::source_location location = std::source_location::current()) {
   return static_cast<int>(
@@ -108,9 +105,7 @@ inline int __syncthreads_count(int predicate,
           .first);
 }
 
-/// A barrier that returns nonzero when every thread's predicate is nonzero.
-/// \param predicate this thread's predicate. \return 1 or 0.
-/// \param location the call site (defaulted; named in reports).
+/// A barrier that returns 1 when every thread's \p predicate is nonzero, else 0.
 inline int __syncthreads_and(int predicate,
                              std::source_location location = std::source_location::current()) {
   auto [count, arrived] =
@@ -118,9 +113,7 @@ inline int __syncthreads_and(int predicate,
   return count == arrived ? 1 : 0;
 }
 
-/// A barrier that returns nonzero when any thread's predicate is nonzero.
-/// \param predicate this thread's predicate. \return 1 or 0.
-/// \param location the call site (defaulted; named in reports).
+/// A barrier that returns 1 when any thread's \p predicate is nonzero, else 0.
 inline int __syncthreads_or(int predicate,
                             std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads_or()", predicate, location)
@@ -129,20 +122,16 @@ inline int __syncthreads_or(int predicate,
              : 0;
 }
 
-/// Waits until every live lane of mask reaches a __syncwarp with the same mask.
-/// \param mask the lanes taking part; must contain the calling lane.
-/// \throws vramlab::simt::WarpUsageError when the calling lane is not in mask.
-/// \param location the call site (defaulted; named in reports).
+/// Waits until every live lane of \p mask reaches a __syncwarp with the same mask.
+/// \throws vramlab::simt::WarpUsageError when the calling lane is not in \p mask.
 inline void __syncwarp(unsigned mask = 0xffffffffu,
                        std::source_location location = std::source_location::current()) {
   ::vramlab::simt::detail::t_worker->warp_collective("__syncwarp()", mask, 0, location,
                                                      [](const auto&, std::uint32_t) { return 0; });
 }
 
-/// Reads var from lane srcLane of this lane's width-segment.
-/// \param mask lanes taking part. \param var this lane's value. \param srcLane the source lane (mod
-/// width). \param width segment size, a power of two in [1, 32]. \return the source lane's var.
-/// \param location the call site (defaulted; named in reports).
+/// Returns \p var of lane srcLane (mod width) of this lane's width-segment; \p mask is the lanes
+/// taking part, \p width a power of two in [1, 32] (checked: WarpUsageError).
 template <class T>
 T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
               std::source_location location = std::source_location::current()) {
@@ -154,10 +143,8 @@ T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
       [w, source_in_segment](std::uint32_t lane) { return (lane & ~(w - 1)) + source_in_segment; });
 }
 
-/// Reads var from the lane delta below in this lane's width-segment (own var when there is none).
-/// \param mask lanes taking part. \param var this lane's value. \param delta distance.
-/// \param width segment size. \return the value.
-/// \param location the call site (defaulted; named in reports).
+/// Returns \p var of the lane \p delta below in this lane's width-segment (own var when there
+/// is none); \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                  std::source_location location = std::source_location::current()) {
@@ -168,10 +155,8 @@ T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
       [w, delta](std::uint32_t lane) { return (lane & (w - 1)) < delta ? lane : lane - delta; });
 }
 
-/// Reads var from the lane delta above in this lane's width-segment (own var when there is none).
-/// \param mask lanes taking part. \param var this lane's value. \param delta distance.
-/// \param width segment size. \return the value.
-/// \param location the call site (defaulted; named in reports).
+/// Returns \p var of the lane \p delta above in this lane's width-segment (own var when there
+/// is none); \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                    std::source_location location = std::source_location::current()) {
@@ -183,10 +168,8 @@ T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSiz
       });
 }
 
-/// Reads var from lane (lane XOR laneMask); own var when that lane is in a later width-segment.
-/// \param mask lanes taking part. \param var this lane's value. \param laneMask the XOR mask.
-/// \param width segment size. \return the value.
-/// \param location the call site (defaulted; named in reports).
+/// Returns \p var of lane (lane XOR laneMask); own var when that lane is in a later
+/// width-segment; \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
                   std::source_location location = std::source_location::current()) {
@@ -199,9 +182,7 @@ T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
       });
 }
 
-/// \param mask lanes taking part. \param predicate this lane's vote.
-/// \return bit i set when lane i took part with a nonzero predicate.
-/// \param location the call site (defaulted; named in reports).
+/// \return bit i set when lane i of \p mask took part with a nonzero \p predicate.
 inline unsigned __ballot_sync(unsigned mask, int predicate,
                               std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
@@ -215,9 +196,7 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
       });
 }
 
-/// \param mask lanes taking part. \param predicate this lane's vote.
-/// \return 1 when any taking-part lane's predicate is nonzero.
-/// \param location the call site (defaulted; named in reports).
+/// \return 1 when any taking-part lane of \p mask has a nonzero \p predicate.
 inline int __any_sync(unsigned mask, int predicate,
                       std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
@@ -230,9 +209,7 @@ inline int __any_sync(unsigned mask, int predicate,
       });
 }
 
-/// \param mask lanes taking part. \param predicate this lane's vote.
-/// \return 1 when every taking-part lane's predicate is nonzero.
-/// \param location the call site (defaulted; named in reports).
+/// \return 1 when every taking-part lane of \p mask has a nonzero \p predicate.
 inline int __all_sync(unsigned mask, int predicate,
                       std::source_location location = std::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(

@@ -17,33 +17,32 @@ namespace vramlab::simt {
 class DeviceMemoryResource {
  public:
   virtual ~DeviceMemoryResource() = default;
-  /// \param bytes how much (may be 0). \return at least 256-byte aligned memory.
+  /// \p bytes may be 0. \return at least 256-byte aligned memory (cudaMalloc's guarantee).
   /// \throws whatever the resource throws on failure (e.g. an out-of-memory error).
   virtual void* allocate(std::size_t bytes) = 0;
-  /// \param pointer memory from allocate() of this resource (nullptr is ignored).
+  /// \p pointer from allocate() of this resource; nullptr is ignored.
   virtual void deallocate(void* pointer) = 0;
 };
 
 /// The default resource: aligned host memory.
 class HostDeviceMemoryResource final : public DeviceMemoryResource {
  public:
-  /// \param bytes how much. \return 256-byte aligned memory. \throws std::bad_alloc.
+  /// Aligned operator new (0 bytes allocate 1). \throws std::bad_alloc.
   void* allocate(std::size_t bytes) override {
     return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{256});
   }
-  /// \param pointer memory from allocate().
   void deallocate(void* pointer) override {
     if (pointer != nullptr) ::operator delete (pointer, std::align_val_t{256});
   }
 };
 
 namespace detail {
-/// \return the default resource.
+/// A function-local static, so it exists before any other static initializer allocates.
 inline HostDeviceMemoryResource& host_device_memory_resource() {
   static HostDeviceMemoryResource resource;
   return resource;
 }
-/// \return the slot holding the resource in use.
+/// The slot set_device_memory_resource() writes; starts at the host resource.
 inline DeviceMemoryResource*& current_device_memory_resource() {
   static DeviceMemoryResource* resource = &host_device_memory_resource();
   return resource;
@@ -53,8 +52,8 @@ inline DeviceMemoryResource*& current_device_memory_resource() {
 /// Routes every following device_malloc/device_free through a resource. Not thread-safe against
 /// concurrent allocations: call it at start-up or between phases. Memory must be freed through
 /// the resource that allocated it.
-/// \param resource the new resource, or nullptr for the default host resource.
-/// \return the previous resource.
+/// \p resource nullptr restores the default host resource. \return the previous resource, to
+/// restore later (ScopedDeviceMemoryResource does).
 inline DeviceMemoryResource* set_device_memory_resource(DeviceMemoryResource* resource) {
   DeviceMemoryResource* previous = detail::current_device_memory_resource();
   detail::current_device_memory_resource() =
@@ -62,24 +61,23 @@ inline DeviceMemoryResource* set_device_memory_resource(DeviceMemoryResource* re
   return previous;
 }
 
-/// \return the resource device_malloc() uses now.
+/// The resource device_malloc() uses now; never null.
 inline DeviceMemoryResource& device_memory_resource() {
   return *detail::current_device_memory_resource();
 }
 
-/// cudaMalloc for emulated kernels. \param bytes how much. \return the memory.
-/// \throws what the current resource throws.
+/// cudaMalloc for emulated kernels. \throws what the current resource throws.
 inline void* device_malloc(std::size_t bytes) {
   return device_memory_resource().allocate(bytes);
 }
 
-/// cudaFree for emulated kernels. \param pointer memory from device_malloc (nullptr is ignored).
+/// cudaFree for emulated kernels; nullptr is ignored. Free before changing the resource.
 inline void device_free(void* pointer) {
   device_memory_resource().deallocate(pointer);
 }
 
-/// cudaMemcpy for emulated kernels (host and device memory are the same address space here).
-/// \param destination where to. \param source where from. \param bytes how much.
+/// cudaMemcpy for emulated kernels (host and device memory are the same address space here);
+/// no direction argument, and 0 bytes allow null pointers.
 inline void memcpy(void* destination, const void* source, std::size_t bytes) {
   if (bytes != 0) std::memcpy(destination, source, bytes);
 }
@@ -88,28 +86,28 @@ inline void memcpy(void* destination, const void* source, std::size_t bytes) {
 template <class T>
 class DeviceBuffer {
  public:
-  /// \param count elements. \throws what device_malloc throws.
+  /// Uninitialised, as cudaMalloc. \throws what device_malloc throws.
   explicit DeviceBuffer(std::size_t count)
       : data_(static_cast<T*>(device_malloc(count * sizeof(T)))), count_(count) {}
   ~DeviceBuffer() { device_free(data_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  /// Takes other's memory. \param other left empty.
+  /// Takes \p other's memory, leaving it empty.
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
-  /// Takes other's memory. \param other left empty. \return *this.
+  /// Swaps with \p other, whose destructor then frees this buffer's old memory.
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
     return *this;
   }
-  /// \return the device pointer.
+  /// Host-addressable: the emulator's device memory is host memory.
   T* data() const { return data_; }
-  /// \return the number of elements.
+  /// Elements, not bytes.
   std::size_t size() const { return count_; }
-  /// Copies count elements in from host memory. \param host (size()) source.
+  /// Copies size() elements in from \p host.
   void copy_from_host(const T* host) { memcpy(data_, host, count_ * sizeof(T)); }
-  /// Copies count elements out to host memory. \param host (size()) destination.
+  /// Copies size() elements out to \p host.
   void copy_to_host(T* host) const { memcpy(host, data_, count_ * sizeof(T)); }
 
  private:

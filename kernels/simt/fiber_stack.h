@@ -51,7 +51,8 @@ inline unsigned enable_fast_switch() {
 /// kMaxThreadsPerBlock fiber stacks of stack_bytes each, every one above a PROT_NONE guard page.
 class StackRegion {
  public:
-  /// Maps the region. \param stack_bytes usable bytes per stack (rounded up to whole pages).
+  /// Maps the region (MAP_NORESERVE: pages cost RAM only once touched); \p stack_bytes is rounded
+  /// up to whole pages.
   /// \throws std::system_error when mmap or mprotect fails.
   explicit StackRegion(std::size_t stack_bytes) {
     page_bytes_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -75,17 +76,18 @@ class StackRegion {
   StackRegion(const StackRegion&) = delete;
   StackRegion& operator=(const StackRegion&) = delete;
 
-  /// \param index stack number in [0, kMaxThreadsPerBlock). \return its lowest usable address.
+  /// Lowest usable address of stack \p index, in [0, kMaxThreadsPerBlock); its guard page is just
+  /// below, so an overflow faults instead of corrupting the next stack.
   std::byte* stack_bottom(std::size_t index) const {
     return base_ + index * slot_bytes_ + page_bytes_;
   }
-  /// \param index stack number. \return one past its highest address (stacks grow down).
+  /// One past the highest address of stack \p index: where a fiber starts (stacks grow down).
   std::byte* stack_top(std::size_t index) const { return stack_bottom(index) + stack_bytes_; }
-  /// \return usable bytes per stack.
+  /// Usable bytes per stack, after rounding to whole pages (guard page excluded).
   std::size_t stack_bytes() const { return stack_bytes_; }
 #if VRAMLAB_SIMT_ASAN
   /// Clears ASan's shadow of the first `count` stacks; needed after fibers were abandoned
-  /// mid-frame. \param count how many stacks were in use.
+  /// mid-frame.
   void unpoison(std::size_t count) const {
     for (std::size_t i = 0; i < count; ++i)
       ASAN_UNPOISON_MEMORY_REGION(stack_bottom(i), stack_bytes_);
@@ -103,12 +105,12 @@ class StackRegion {
 /// Keeps stack regions between launches (mapping and protecting 1024 guard pages costs ~1 ms).
 class StackPool {
  public:
-  /// \return the process-wide pool.
+  /// One pool per process, shared by every launch's workers (thread-safe).
   static StackPool& instance() {
     static StackPool pool;
     return pool;
   }
-  /// \param stack_bytes usable bytes per stack. \return a region, reused when one is free.
+  /// \return a free region with at least \p stack_bytes per stack, else a newly mapped one.
   std::unique_ptr<StackRegion> acquire(std::size_t stack_bytes) {
     {
       std::lock_guard lock(mutex_);
@@ -122,7 +124,7 @@ class StackPool {
     }
     return std::make_unique<StackRegion>(stack_bytes);
   }
-  /// Returns a region for later launches. \param region a region from acquire().
+  /// Keeps \p region, from acquire(), for later launches; regions are never unmapped.
   void release(std::unique_ptr<StackRegion> region) {
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(region));
@@ -149,8 +151,8 @@ struct SwitchRecord {
 };
 
 /// Switches from `from` (the running side) to `to`. Returns when something switches back to
-/// `from`; `to.context` then holds where `to` stopped. \param from the running side's record.
-/// \param to the side to run. \param data passed to a fiber's entry function on its first run.
+/// `from`; `to.context` then holds where `to` stopped. \p data reaches a fiber's entry function
+/// on its first run.
 inline void switch_to([[maybe_unused]] SwitchRecord& from, SwitchRecord& to, void* data) {
 #if VRAMLAB_SIMT_ASAN
   __sanitizer_start_switch_fiber(&from.fake_stack, to.stack_bottom, to.stack_bytes);

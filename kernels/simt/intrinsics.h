@@ -29,19 +29,19 @@ inline unsigned int __brev(unsigned int x) {
   for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
   return r;
 }
-/// \return the bits of x as an int.
+/// Reinterprets, no conversion (std::bit_cast).
 inline int __float_as_int(float x) {
   return std::bit_cast<int>(x);
 }
-/// \return the bits of x as an unsigned int.
+/// Reinterprets, no conversion (std::bit_cast).
 inline unsigned int __float_as_uint(float x) {
   return std::bit_cast<unsigned int>(x);
 }
-/// \return the float with the bits of x.
+/// Reinterprets, no conversion (std::bit_cast).
 inline float __int_as_float(int x) {
   return std::bit_cast<float>(x);
 }
-/// \return the float with the bits of x.
+/// Reinterprets, no conversion (std::bit_cast).
 inline float __uint_as_float(unsigned int x) {
   return std::bit_cast<float>(x);
 }
@@ -65,8 +65,7 @@ inline float __fdividef(float x, float y) {
 inline float __saturatef(float x) {
   return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f;
 }
-/// Read-only cached load (a plain load under emulation). \param address what to read. \return
-/// *address.
+/// Read-only cached load of *address (a plain load under emulation).
 template <class T>
 T __ldg(const T* address) {
   return *address;

@@ -38,23 +38,23 @@ template <class... Params>
 struct KernelCall {
   void (*kernel)(Params...);                      ///< the __global__ function
   std::tuple<std::decay_t<Params>...> arguments;  ///< copied once per launch, read by every thread
-  /// Runs the kernel body for the current thread. \param self a KernelCall.
+  /// Runs the kernel body for the current thread; \p self is this KernelCall, type-erased so
+  /// the block runtime needs no template.
   static void invoke(const void* self) {
     const auto* call = static_cast<const KernelCall*>(self);
     std::apply(call->kernel, call->arguments);
   }
 };
 
-/// \param d an extent. \return "(x,y,z)".
+/// \return "(x,y,z)", for messages.
 inline std::string format_dim3(const dim3& d) {
   std::ostringstream text;
   text << "(" << d.x << "," << d.y << "," << d.z << ")";
   return text.str();
 }
 
-/// Rejects what CUDA rejects at launch. \param site names the launch. \param grid gridDim.
-/// \param block blockDim. \param dynamic_shared_bytes extern __shared__ bytes.
-/// \throws vramlab::UsageError naming the configuration and what is wrong with it.
+/// Rejects what CUDA rejects at launch (block and grid limits, shared memory), before any thread
+/// starts. \throws vramlab::UsageError naming the configuration and what is wrong with it.
 inline void check_configuration(const LaunchSite& site, dim3 grid, dim3 block,
                                 std::size_t dynamic_shared_bytes) {
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
@@ -76,8 +76,8 @@ inline void check_configuration(const LaunchSite& site, dim3 grid, dim3 block,
   throw UsageError(text.str());
 }
 
-/// Runs every block of a launch; rethrows the first error a block raised.
-/// \param launch the launch, with its kernel call.
+/// Runs every block of a launch on the option's workers; the first error a block raises stops
+/// the others from taking new blocks and is rethrown here.
 inline void run_launch(const KernelLaunch& launch) {
   const std::uint64_t blocks = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
   const std::size_t workers =
@@ -114,11 +114,8 @@ inline void run_launch(const KernelLaunch& launch) {
 
 /// Runs `kernel(arguments...)` on a grid of blocks under emulation; returns when every block is
 /// done. The arguments are converted to the kernel's parameter types and copied once, as CUDA does.
-/// \param site the kernel's name and the launch's file:line, for messages.
-/// \param options schedule, workers, poisoning and stack size of this launch.
-/// \param kernel the __global__ function.
-/// \param grid gridDim. \param block blockDim. \param dynamic_shared_bytes extern __shared__ bytes.
-/// \param arguments the kernel's arguments.
+/// \p site (the kernel's name and the launch's file:line) names the launch in every error;
+/// \p options override the process-wide launch_options() for this launch only.
 /// \throws vramlab::UsageError for a configuration CUDA would reject (names the bad value);
 /// DeadlockError, SharedMemoryOverflowError, DeviceError, WarpUsageError, or what the kernel threw.
 template <class... Params, class... Args>
@@ -146,9 +143,7 @@ void launch_with(const LaunchSite& site, const LaunchOptions& options, void (*ke
 template <class... Params>
 class Launcher {
  public:
-  /// \param site names the launch. \param kernel the __global__ function. \param grid gridDim.
-  /// \param block blockDim. \param dynamic_shared_bytes extern __shared__ bytes.
-  /// \param stream accepted for the `<<<...>>>` shape and ignored: emulated launches are
+  /// \p stream is accepted for the `<<<...>>>` shape and ignored: emulated launches are
   /// synchronous.
   template <class Stream>
   Launcher(LaunchSite site, void (*kernel)(Params...), dim3 grid, dim3 block,
@@ -159,7 +154,7 @@ class Launcher {
         block_(block),
         dynamic_shared_bytes_(dynamic_shared_bytes) {}
   /// Launches with the process-wide options (launch_options()).
-  /// \param arguments the kernel's arguments. \throws what launch_with throws.
+  /// \throws what launch_with throws.
   template <class... Args>
   void operator()(Args&&... arguments) const {
     launch_with(site_, launch_options(), kernel_, grid_, block_, dynamic_shared_bytes_,

@@ -54,8 +54,7 @@ struct LaunchOptions {
 };
 
 /// Parses a schedule name: "inorder" (or "in-order"), "reverse", "random" or "random:SEED".
-/// \param text the name, e.g. from VRAMLAB_SIMT_SCHEDULE.
-/// \param options receives the schedule and, for "random:SEED", the seed.
+/// Sets the schedule in \p options and, for "random:SEED", the seed; other fields stay.
 /// \throws vramlab::UsageError naming the text when it is none of these.
 inline void parse_schedule(std::string_view text, LaunchOptions& options) {
   if (text == "inorder" || text == "in-order") {
@@ -80,9 +79,8 @@ inline void parse_schedule(std::string_view text, LaunchOptions& options) {
   }
 }
 
-/// The name of a schedule, as parse_schedule() accepts it.
-/// \param schedule the schedule.
-/// \return "inorder", "reverse" or "random".
+/// The name of a schedule, as parse_schedule() accepts it: "inorder", "reverse" or "random" (the
+/// seed is not part of it).
 inline const char* schedule_name(Schedule schedule) {
   switch (schedule) {
     case Schedule::kInOrder:
@@ -134,16 +132,15 @@ struct GlobalLaunchOptions {
   bool initialized = false;  ///< the environment was read
   LaunchOptions options;     ///< what the next launch uses
 };
-/// \return the process-wide options.
+/// A function-local static, constructed on first use (no static-initialization order issue).
 inline GlobalLaunchOptions& global_launch_options() {
   static GlobalLaunchOptions global;
   return global;
 }
 }  // namespace detail
 
-/// The options the next launch will use (the environment's on first use).
-/// \return a copy of the process-wide options.
-/// \throws vramlab::UsageError when an environment variable is malformed.
+/// The options the next launch will use (the environment's on first use); a copy, taken under
+/// the lock. \throws vramlab::UsageError when an environment variable is malformed.
 inline LaunchOptions launch_options() {
   auto& global = detail::global_launch_options();
   std::lock_guard lock(global.mutex);
@@ -154,8 +151,8 @@ inline LaunchOptions launch_options() {
   return global.options;
 }
 
-/// Replaces the process-wide options used by every following launch.
-/// \param options the new options.
+/// Replaces the process-wide options used by every following launch; the environment is then
+/// never read.
 inline void set_launch_options(const LaunchOptions& options) {
   auto& global = detail::global_launch_options();
   std::lock_guard lock(global.mutex);
@@ -163,9 +160,8 @@ inline void set_launch_options(const LaunchOptions& options) {
   global.initialized = true;
 }
 
-/// The number of OS workers a launch with these options uses.
-/// \param options the options (0 workers means hardware_concurrency).
-/// \return at least 1.
+/// The number of OS workers a launch with \p options uses: 0 workers means
+/// hardware_concurrency, and the result is at least 1.
 inline std::size_t effective_workers(const LaunchOptions& options) {
   if (options.workers != 0) return options.workers;
   return std::max<std::size_t>(1, std::thread::hardware_concurrency());
@@ -175,7 +171,7 @@ inline std::size_t effective_workers(const LaunchOptions& options) {
 /// Tests use it to run one kernel under several schedules.
 class ScopedLaunchOptions {
  public:
-  /// \param options the options to use until destruction.
+  /// Reads the current options first, so a malformed environment throws here.
   explicit ScopedLaunchOptions(const LaunchOptions& options) : previous_(launch_options()) {
     set_launch_options(options);
   }

@@ -54,7 +54,8 @@ class SharedArena {
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;
 
-  /// Forgets the previous block's arrays. \param poison fill new arrays with kSharedPoisonByte.
+  /// Forgets the previous block's arrays; with \p poison, new arrays are filled with
+  /// kSharedPoisonByte so reads before writes show.
   void reset(bool poison) {
     used_bytes_ = 0;
     data_bytes_ = 0;
@@ -64,9 +65,8 @@ class SharedArena {
 
   /// Places an array between two redzones.
   /// \param record name and declaration site (data and bytes are filled in).
-  /// \param bytes the array's size. \param alignment its alignment (a power of two, at most 256).
+  /// \param bytes the array's size. \param alignment a power of two, at most 256.
   /// \param kernel_name for the error message.
-  /// \return the array's first byte.
   /// \throws SimtError when the block's shared memory would exceed kMaxSharedBytesPerBlock or it
   /// declares more than kMaxSharedArraysPerBlock arrays.
   std::byte* allocate(SharedArrayRecord record, std::size_t bytes, std::size_t alignment,
@@ -96,8 +96,8 @@ class SharedArena {
     return record.data;
   }
 
-  /// Checks every redzone of the block's arrays.
-  /// \param where the kernel and block, for the message.
+  /// Checks every redzone of the block's arrays (after the block ends, so an overflow is
+  /// reported once per block, not where it happened); \p where names the kernel and block.
   /// \throws SharedMemoryOverflowError naming the first array whose redzone changed.
   void check_redzones(const std::string& where) const {
     for (const SharedArrayRecord& array : arrays_) {

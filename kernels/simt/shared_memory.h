@@ -22,8 +22,8 @@ struct SharedSlot {
   std::uint64_t epoch = 0;  ///< t_shared_epoch of the block the array belongs to
   T* array = nullptr;       ///< the array in the worker's arena
 
-  /// \param name the array's name. \param location its declaration.
-  /// \return the running block's array, placed on the first call of the block.
+  /// \return the running block's array, placed on the first call of the block; \p name and
+  /// \p location (the declaration) are for overflow reports.
   /// \throws SimtError when the block's shared memory would exceed the per-block limit.
   T& bind(const char* name, const std::source_location& location) {
     if (epoch != t_shared_epoch) {

@@ -25,15 +25,15 @@ struct uint3 {
 
 /// A launch extent: the type of `blockDim` and `gridDim`; missing coordinates default to 1.
 struct dim3 {
-  unsigned int x;  ///< extent along x
-  unsigned int y;  ///< extent along y
-  unsigned int z;  ///< extent along z
-  /// \param vx extent along x \param vy extent along y \param vz extent along z
+  unsigned int x;  ///< fastest-varying: consecutive threadIdx.x share a warp
+  unsigned int y;  ///< 1 unless given
+  unsigned int z;  ///< 1 unless given
+  /// Implicit, as CUDA's: `dim3 block = 256;` means (256, 1, 1).
   constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
       : x(vx), y(vy), z(vz) {}
-  /// \param v the three extents.
+  /// From threadIdx/blockIdx-style values, as CUDA allows.
   constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
-  /// \return the extents as a uint3.
+  /// Lets a dim3 be passed where CUDA code expects a uint3.
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
 
