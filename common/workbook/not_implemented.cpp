@@ -31,6 +31,9 @@ std::string repository_relative_path(std::string_view file) {
   if (!root.empty() && root.back() != '/') root += '/';
   if (!root.empty() && file.substr(0, root.size()) == root)
     return std::string(file.substr(root.size()));
+  // A compiler launched from a build directory inside the repository with relative paths (ccache's
+  // base_dir does this) writes "../exercises/..." into __FILE__: relative to build/, not to us.
+  while (file.substr(0, 3) == "../") file.remove_prefix(3);
   return std::string(file);
 }
 

@@ -40,7 +40,8 @@ class NotImplementedError : public std::logic_error {
 std::string not_implemented_message(std::string_view exercise_id, std::string_view file, long line);
 
 /// Makes \p file relative to the repository root when it lies inside it (compilers pass absolute
-/// paths in __FILE__); other paths are returned unchanged.
+/// paths in __FILE__, or paths relative to a build directory inside the repository such as
+/// "../exercises/x.cpp" when ccache rewrites them); other paths are returned unchanged.
 /// \return e.g. "exercises/01-memory-breakdown/bytes_per_param.cpp".
 std::string repository_relative_path(std::string_view file);
 

@@ -22,6 +22,9 @@ TEST(NotImplemented, PathsInsideTheRepositoryBecomeRelative) {
   EXPECT_EQ(repository_relative_path(root + "/exercises/01-a/x.cpp"), "exercises/01-a/x.cpp");
   EXPECT_EQ(repository_relative_path("/elsewhere/x.cpp"), "/elsewhere/x.cpp");
   EXPECT_EQ(repository_relative_path("relative/x.cpp"), "relative/x.cpp");
+  // Relative to a build directory one or two levels inside the repository (ccache's base_dir).
+  EXPECT_EQ(repository_relative_path("../exercises/01-a/x.cpp"), "exercises/01-a/x.cpp");
+  EXPECT_EQ(repository_relative_path("../../exercises/01-a/x.cpp"), "exercises/01-a/x.cpp");
   // A sibling folder that merely starts with the root's name is not inside it.
   EXPECT_EQ(repository_relative_path(root + "-other/x.cpp"), root + "-other/x.cpp");
 }
