@@ -12,16 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr, in order
-};
+using Result = vramlab::cli_test::CliResult;
 
 class AllocCli : public ::testing::Test {
  protected:
@@ -36,11 +33,8 @@ class AllocCli : public ::testing::Test {
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
-  Result vramlab(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto run = vramlab::workbook::run_process(argv, dir_ / "out.txt", 60.0);
-    return {run.started && !run.timed_out ? run.exit_code : -1, slurp(dir_ / "out.txt")};
+  static Result vramlab(const std::vector<std::string>& args) {
+    return vramlab::cli_test::run_vramlab(args);
   }
   static std::string slurp(const fs::path& path) {
     std::ostringstream text;

@@ -11,28 +11,20 @@
 #include <string>
 #include <vector>
 
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
-namespace fs = std::filesystem;
+using Result = vramlab::cli_test::CliResult;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
-
+// `vramlab estimate ARGS...`
 Result vramlab(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {VRAMLAB_CLI_PATH, "estimate"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const fs::path output =
-      fs::temp_directory_path() / ("vramlab_estimate_notes_" + std::to_string(getpid()) + ".txt");
-  const auto run = vramlab::workbook::run_process(argv, output, 60.0);
-  std::ostringstream text;
-  text << std::ifstream(output).rdbuf();
-  fs::remove(output);
-  return {run.started && !run.timed_out ? run.exit_code : -1, text.str()};
+  std::vector<std::string> all = {"estimate"};
+  all.insert(all.end(), args.begin(), args.end());
+  return vramlab::cli_test::run_vramlab(all);
 }
+
+namespace fs = std::filesystem;
 
 TEST(EstimateNotes, ZeroOverOneRankPartitionsNothingAndSaysSo) {
   for (const char* stage : {"1", "2", "3"}) {

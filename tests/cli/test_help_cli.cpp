@@ -13,27 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
+using Result = vramlab::cli_test::CliResult;
 
 Result vramlab(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const fs::path output =
-      fs::temp_directory_path() / ("vramlab_help_cli_" + std::to_string(getpid()) + ".txt");
-  const vramlab::workbook::ProcessResult run = vramlab::workbook::run_process(argv, output, 60.0);
-  std::ostringstream text;
-  text << std::ifstream(output).rdbuf();
-  fs::remove(output);
-  return {run.started && !run.timed_out ? run.exit_code : -1, text.str()};
+  return vramlab::cli_test::run_vramlab(args);
 }
 
 const std::vector<std::string> kCommands = {"doctor", "formats", "alloc", "estimate", "train",

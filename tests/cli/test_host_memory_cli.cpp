@@ -13,33 +13,20 @@
 #include <string>
 #include <vector>
 
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  double seconds = 0.0;
-  std::string out;  // stdout and stderr, in order
-};
+using Result = vramlab::cli_test::CliResult;
+
+Result vramlab(const std::string& args, const std::string& limit) {
+  setenv("VRAMLAB_HOST_MEMORY_LIMIT", limit.c_str(), 1);  // the child inherits it
+  Result r = vramlab::cli_test::run_vramlab(vramlab::cli_test::split_words(args));
+  unsetenv("VRAMLAB_HOST_MEMORY_LIMIT");
+  return r;
+}
 
 // Runs vramlab with \p args under a 60 s limit, with VRAMLAB_HOST_MEMORY_LIMIT=\p limit.
-Result vramlab(const std::string& args, const std::string& limit) {
-  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
-  std::istringstream words(args);
-  for (std::string word; words >> word;) argv.push_back(word);
-  const std::filesystem::path output =
-      std::filesystem::temp_directory_path() /
-      ("vramlab_host_memory_cli_" + std::to_string(getpid()) + ".txt");
-  setenv("VRAMLAB_HOST_MEMORY_LIMIT", limit.c_str(), 1);  // the child inherits it
-  const vramlab::workbook::ProcessResult run = vramlab::workbook::run_process(argv, output, 60.0);
-  unsetenv("VRAMLAB_HOST_MEMORY_LIMIT");
-  std::ostringstream text;
-  text << std::ifstream(output).rdbuf();
-  std::filesystem::remove(output);
-  return {run.started && !run.timed_out && run.signal == 0 ? run.exit_code : -1, run.seconds,
-          text.str()};
-}
 
 int count_lines(const std::string& text) {
   int lines = 0;

@@ -19,27 +19,17 @@
 #include <utility>
 #include <vector>
 
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
-using nlohmann::json;
+using Result = vramlab::cli_test::CliResult;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr, in order
-};
-
-Result run(std::vector<std::string> argv) {
-  const std::filesystem::path output =
-      std::filesystem::temp_directory_path() /
-      ("vramlab_model_flags_cli_" + std::to_string(getpid()) + ".txt");
-  const vramlab::workbook::ProcessResult r = vramlab::workbook::run_process(argv, output, 120.0);
-  std::ostringstream text;
-  text << std::ifstream(output).rdbuf();
-  std::filesystem::remove(output);
-  return {r.started && !r.timed_out && r.signal == 0 ? r.exit_code : -1, text.str()};
+Result run(const std::vector<std::string>& argv) {
+  return vramlab::cli_test::run_command(argv, 120.0);
 }
+
+using nlohmann::json;
 
 std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
   head.insert(head.end(), tail.begin(), tail.end());

@@ -15,29 +15,17 @@
 #include <vector>
 
 #include "common/platform/gpu_probe.h"
-#include "common/workbook/process.h"
+#include "tests/cli/cli_run.h"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr, in order
-};
+using Result = vramlab::cli_test::CliResult;
+
+Result vramlab(const std::string& args) {
+  return vramlab::cli_test::run_vramlab(vramlab::cli_test::split_words(args));
+}
 
 // Runs vramlab with \p args (plain words separated by spaces) under a 60 s limit.
-Result vramlab(const std::string& args) {
-  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
-  std::istringstream words(args);
-  for (std::string word; words >> word;) argv.push_back(word);
-  const std::filesystem::path output = std::filesystem::temp_directory_path() /
-                                       ("vramlab_train_cli_" + std::to_string(getpid()) + ".txt");
-  const vramlab::workbook::ProcessResult run = vramlab::workbook::run_process(argv, output, 60.0);
-  std::ostringstream text;
-  text << std::ifstream(output).rdbuf();
-  Result result{run.started && !run.timed_out && run.signal == 0 ? run.exit_code : -1, text.str()};
-  std::filesystem::remove(output);
-  return result;
-}
 
 int count_lines(const std::string& text) {
   int lines = 0;

@@ -1,0 +1,52 @@
+// Runs a command-line program the way a learner does, for the tests in tests/cli: through the
+// workbook's process runner, with a time limit (a hung command fails its test instead of blocking
+// the suite), stdout and stderr captured together and in order.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/workbook/process.h"
+
+namespace vramlab::cli_test {
+
+struct CliResult {
+  int exit_code = -1;    // -1: did not start, timed out or died of a signal
+  double seconds = 0.0;  // wall time
+  std::string out;       // stdout and stderr, in order
+};
+
+inline CliResult run_command(const std::vector<std::string>& argv, double timeout_seconds = 60.0) {
+  static std::atomic<int> runs{0};
+  const std::filesystem::path output =
+      std::filesystem::temp_directory_path() /
+      ("vramlab_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(runs++) + ".txt");
+  const workbook::ProcessResult run = workbook::run_process(argv, output, timeout_seconds);
+  std::ostringstream text;
+  text << std::ifstream(output, std::ios::binary).rdbuf();
+  std::filesystem::remove(output);
+  return {run.started && !run.timed_out && run.signal == 0 ? run.exit_code : -1, run.seconds,
+          text.str()};
+}
+
+inline std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+// `vramlab ARGS...` (the binary this test target was built against).
+inline CliResult run_vramlab(const std::vector<std::string>& args, double timeout_seconds = 60.0) {
+  std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, timeout_seconds);
+}
+
+}  // namespace vramlab::cli_test
