@@ -65,8 +65,11 @@ class Tensor {
   [[nodiscard]] int32_t* i32(std::source_location where = std::source_location::current()) const {
     return view().i32(where);
   }
-  /// \return a view that does not keep the block alive: it dangles after reset() or a move.
-  [[nodiscard]] TensorView view() const { return TensorView(data(), dtype_, shape_); }
+  /// \return a view that does not keep the block alive: it dangles after reset() or a move. An
+  /// empty tensor's view is "none", so a kernel given it refuses it by name.
+  [[nodiscard]] TensorView view() const {
+    return empty() ? TensorView() : TensorView(data(), dtype_, shape_);
+  }
   /// \param offset first element. \param shape the slice's dimensions.
   /// \return a slice. \throws vramlab::InternalError when it does not fit.
   [[nodiscard]] TensorView view(int64_t offset, std::vector<int64_t> shape) const {

@@ -55,6 +55,7 @@ TEST(Tensor, MovingTransfersOwnershipAndAssignmentFreesTheOldBlock) {
   EXPECT_EQ(requested(*allocator), 40) << "the overwritten block was not returned";
   b.reset();
   EXPECT_TRUE(b.empty());
+  EXPECT_TRUE(b.view().none()) << "an empty tensor's view must not look like one element";
   EXPECT_EQ(requested(*allocator), 0);
   b.reset();  // twice is harmless
 }

@@ -80,6 +80,19 @@ TEST(Training, SameSeedGivesBitwiseIdenticalLosses) {
   }
 }
 
+// PyTorch's zero_grad(set_to_none=False): the gradient block stays and is zeroed before each
+// backward. The first step has no gradients yet to zero; every step must give the same losses as
+// releasing them (the default), since backward accumulates into zeros either way.
+TEST(Training, ZeroingGradientsInPlaceGivesTheSameLossesAsReleasingThem) {
+  for (TrainOptions o : {small_gpt2(7), small_llama(7)}) {
+    const auto released = losses("sim:a100-40g", o, 3);
+    o.grads_to_none = false;
+    const auto zeroed = losses("sim:a100-40g", o, 3);
+    for (size_t i = 0; i < released.size(); ++i)
+      EXPECT_EQ(zeroed[i], released[i]) << o.model.name << " step " << i + 1;
+  }
+}
+
 TEST(Training, CpuAndSimDevicesGiveIdenticalLosses) {
   for (const TrainOptions& o : {small_gpt2(5), small_llama(5)}) {
     const auto cpu = losses("cpu", o, 3), sim = losses("sim:a100-40g", o, 3);
