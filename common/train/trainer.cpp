@@ -24,13 +24,7 @@ namespace {
 // out-of-memory error. Beyond the host's budget, stop before allocating anything.
 void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
-  estimate::EstimateInputs in;
-  in.model = options.model;
-  in.micro_batch = options.batch;
-  in.seq = options.seq;
-  in.precision = estimate::Precision::fp32;
-  in.optimizer = options.optimizer;
-  const estimate::Estimate e = estimate::estimate_memory(in);
+  const estimate::Estimate e = estimate_step(options);
   const auto held_after_forward =
       static_cast<uint64_t>(e.parameters.bytes + e.runtime_activation_bytes);
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
@@ -49,17 +43,34 @@ void require_host_memory_for_step(const memory::Device& device, const TrainOptio
 
 }  // namespace
 
+void validate(const TrainOptions& options) {
+  options.model.validate();
+  if (options.batch < 1)
+    throw UsageError("--batch must be >= 1, got " + std::to_string(options.batch));
+  if (options.seq < 1 || options.seq > options.model.max_seq)
+    throw UsageError("--seq " + std::to_string(options.seq) + " outside [1, " +
+                     std::to_string(options.model.max_seq) + "] for model '" + options.model.name +
+                     "'");
+  optim::require_implemented(options.optimizer);
+}
+
+estimate::Estimate estimate_step(const TrainOptions& options) {
+  validate(options);
+  estimate::EstimateInputs in;
+  in.model = options.model;
+  in.micro_batch = options.batch;
+  in.seq = options.seq;
+  in.precision = estimate::Precision::fp32;
+  in.optimizer = options.optimizer;
+  return estimate::estimate_memory(in);
+}
+
 Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     : runtime_(runtime),
       options_(options),
       data_(options.model.vocab, std::min<int64_t>(options.branching, options.model.vocab),
             options.seed) {
-  options_.model.validate();
-  if (options.batch < 1)
-    throw UsageError("batch must be >= 1, got " + std::to_string(options.batch));
-  if (options.seq < 1 || options.seq > options.model.max_seq)
-    throw UsageError("seq " + std::to_string(options.seq) + " outside [1, " +
-                     std::to_string(options.model.max_seq) + "]");
+  validate(options_);
   require_host_memory_for_step(runtime.device(), options_);
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;

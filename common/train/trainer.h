@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/estimate/estimator.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_config.h"
@@ -56,6 +57,16 @@ struct MemoryReport {
   int64_t peak_total_bytes = 0;                                       ///< allocated_bytes.all.peak
   int64_t reserved_peak_bytes = 0;  ///< reserved_bytes.all.peak (segments)
 };
+
+/// Checks the options without allocating anything, as the Trainer does first.
+/// \throws vramlab::UsageError naming the bad value: the model's shapes, --batch, --seq (within
+/// the model's context), an optimizer the runtime does not implement.
+void validate(const TrainOptions& options);
+
+/// The analytic estimate of one step of \p options: `vramlab estimate` for fp32 (the runtime's
+/// precision), their optimizer, one device, micro-batch B and sequence T.
+/// \throws vramlab::UsageError as validate().
+estimate::Estimate estimate_step(const TrainOptions& options);
 
 /// A model, an optimizer, a token stream and the step loop.
 class Trainer {

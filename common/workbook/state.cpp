@@ -1,6 +1,7 @@
 // The learner's progress file (see state.h).
 #include "common/workbook/state.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -15,6 +16,11 @@ using nlohmann::json;
 
 fs::path state_path(const fs::path& repo_root) {
   return repo_root / ".vramlab" / "state.json";
+}
+
+fs::path state_file(const fs::path& repo_root) {
+  const char* env = std::getenv("VRAMLAB_STATE_FILE");
+  return env != nullptr && *env != '\0' ? fs::path(env) : state_path(repo_root);
 }
 
 State load_state(const fs::path& path) {

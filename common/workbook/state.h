@@ -25,6 +25,10 @@ struct State {
 /// \return repo_root/.vramlab/state.json (the folder may not exist yet).
 std::filesystem::path state_path(const std::filesystem::path& repo_root);
 
+/// The state file every workbook reader uses: `VRAMLAB_STATE_FILE` when set and not empty (tests,
+/// or a learner keeping progress outside the checkout), state_path(repo_root) otherwise.
+std::filesystem::path state_file(const std::filesystem::path& repo_root);
+
 /// Reads the state; a missing file is an empty state.
 /// \throws vramlab::UsageError naming \p path when it exists but is not a valid state file.
 State load_state(const std::filesystem::path& path);

@@ -96,15 +96,12 @@ std::string lesson_command(const std::string& flags) {
 }
 
 // The next exercise of lesson 01 from the learner's workbook state, as a command to run, or the
-// news that all are done. The state file is VRAMLAB_STATE_FILE when set, as for vramlab itself.
+// news that all are done, from the same state file as vramlab's.
 std::string exercise_suggestion() {
   try {
     const fs::path root = build_info::kSourceDir;
     const workbook::Workbook book = workbook::load_workbook(root);
-    const char* state_env = std::getenv("VRAMLAB_STATE_FILE");
-    const workbook::State state = workbook::load_state(state_env != nullptr && *state_env != '\0'
-                                                           ? fs::path(state_env)
-                                                           : workbook::state_path(root));
+    const workbook::State state = workbook::load_state(workbook::state_file(root));
     for (const auto& ex : book.lesson("01").exercises)
       if (!state.is_done(ex.id))
         return "  " + vramlab_command() + " check " + ex.id + "   # exercise " + ex.id +

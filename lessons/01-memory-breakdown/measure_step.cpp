@@ -35,33 +35,31 @@ class StepReader final : public nn::StepObserver {
   StepMeasurement& m_;
 };
 
+// The trainer's options for the lesson's step: its seed, and the trainer's defaults otherwise
+// (AdamW's or SGD's default hyperparameters, a 4-successor token chain).
+train::TrainOptions train_options(const StepSettings& settings) {
+  train::TrainOptions options;
+  options.model = settings.model;
+  options.batch = settings.batch;
+  options.seq = settings.seq;
+  options.optimizer = estimate::parse_optimizer(settings.optimizer);
+  options.seed = settings.seed;
+  return options;
+}
+
 }  // namespace
 
 void validate(const StepSettings& settings) {
-  settings.model.validate();
-  if (settings.batch < 1)
-    throw UsageError("--batch must be >= 1, got " + std::to_string(settings.batch));
-  if (settings.seq < 1 || settings.seq > settings.model.max_seq)
-    throw UsageError("--seq " + std::to_string(settings.seq) + " outside [1, " +
-                     std::to_string(settings.model.max_seq) + "] for model '" +
-                     settings.model.name + "'");
-  optim::require_implemented(estimate::parse_optimizer(settings.optimizer));
+  train::validate(train_options(settings));
 }
 
 estimate::Estimate estimate_step(const StepSettings& settings) {
-  validate(settings);
-  estimate::EstimateInputs in;
-  in.model = settings.model;
-  in.micro_batch = settings.batch;
-  in.seq = settings.seq;
-  in.precision = estimate::Precision::fp32;
-  in.optimizer = estimate::parse_optimizer(settings.optimizer);
-  return estimate::estimate_memory(in);
+  return train::estimate_step(train_options(settings));
 }
 
 StepMeasurement measure_training_step(const StepSettings& settings) {
-  validate(settings);
-  const int64_t B = settings.batch, T = settings.seq;
+  const train::TrainOptions options = train_options(settings);
+  train::validate(options);
   StepMeasurement m;
   m.parameter_count = settings.model.parameter_count();
 
@@ -69,12 +67,6 @@ StepMeasurement measure_training_step(const StepSettings& settings) {
   memory::CachingAllocator& allocator = runtime.allocator();
   // Before the trainer exists, so that the trace starts with the parameters.
   allocator.record_history(memory::RecordMode::all);
-  train::TrainOptions options;
-  options.model = settings.model;
-  options.batch = B;
-  options.seq = T;
-  options.optimizer = estimate::parse_optimizer(settings.optimizer);
-  options.seed = settings.seed;
   train::Trainer trainer(runtime, options);
   StepReader reader(m);
   trainer.add_observer(reader);

@@ -82,10 +82,7 @@ Context load_context(const CommonOptions& options) {
     ctx.build_dir = default_build_dir(ctx.repo_root);
   }
   ctx.book = workbook::load_workbook(ctx.repo_root);
-  const char* state_env = std::getenv("VRAMLAB_STATE_FILE");
-  ctx.state_file = (state_env != nullptr && *state_env != '\0')
-                       ? fs::path(state_env)
-                       : workbook::state_path(ctx.repo_root);
+  ctx.state_file = workbook::state_file(ctx.repo_root);
   ctx.state = workbook::load_state(ctx.state_file);
   ctx.json = options.json;
   ctx.colour = !options.json && report::use_colour(stdout);
