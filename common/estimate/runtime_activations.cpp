@@ -44,7 +44,6 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
         {saved::mean_of(saved::ln1), {B, T}},
         {saved::rstd_of(saved::ln1), {B, T}},
         {saved::qkv, {B, T, checked_mul(3, C, "qkv width")}},
-        {saved::preatt, {B, H, T, T}},
         {saved::att, {B, H, T, T}},
         {saved::atty, {B, T, C}},
         {saved::residual2, {B, T, C}},
@@ -63,7 +62,6 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
       {saved::q, {B, T, C}},
       {saved::k, {B, T, kvC}},
       {saved::v, {B, T, kvC}},
-      {saved::preatt, {B, H, T, T}},
       {saved::att, {B, H, T, T}},
       {saved::atty, {B, T, C}},
       {saved::residual2, {B, T, C}},
@@ -84,7 +82,6 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
   std::vector<SavedActivationSpec> out = {{saved::encoded, {B, T, C}}, {saved::lnf, {B, T, C}}};
   if (model.norm == NormKind::layernorm) out.push_back({saved::mean_of(saved::lnf), {B, T}});
   out.push_back({saved::rstd_of(saved::lnf), {B, T}});
-  out.push_back({saved::logits, {B, T, V}});
   out.push_back({saved::probs, {B, T, V}});
   out.push_back({saved::losses, {B, T}});
   return out;

@@ -4,26 +4,29 @@
 ///
 /// This is a contract with the runtime's modules (common/nn): a Block saves exactly the tensors
 /// listed by runtime_saved_activations_per_layer(), with these shapes, so that the measured
-/// activation bytes of one layer equal runtime_activation_bytes_per_layer(). The layout is
-/// llm.c's for GPT-2 (one tensor per line, B = micro-batch, T = sequence, C = hidden,
-/// H = heads, F = MLP width = 4C):
+/// activation bytes of one layer equal runtime_activation_bytes_per_layer(). The layout keeps what
+/// each backward needs and nothing more, which is also what PyTorch's eager autograd keeps for the
+/// same block: llm.c's tensor names, without its pre-softmax scores `preatt` (softmax's backward
+/// needs only its output, so the scores are scratch) and without the logits (see below).
+/// GPT-2 (B = micro-batch, T = sequence, C = hidden, H = heads, F = MLP width = 4C):
 ///
 ///     ln1 (B,T,C)  ln1_mean (B,T)  ln1_rstd (B,T)  qkv (B,T,3C)
-///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)   [attn proj out + x]
+///     att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)                     [attn proj out + x]
 ///     ln2 (B,T,C)  ln2_mean (B,T)  ln2_rstd (B,T)  fch (B,T,F)  fch_gelu (B,T,F)
 ///     residual3 (B,T,C)                                                  [fc proj out + residual2]
 ///
-/// i.e. (8C + 2F)·BT + 4·BT + 2·H·B·T² elements, 16C·BT + 4BT + 2HBT² for GPT-2.
+/// i.e. (8C + 2F)·BT + 4·BT + H·B·T² elements, 16C·BT + 4BT + HBT² for GPT-2.
 /// The Llama layout (RMSNorm keeps only rstd; RoPE is applied to q and k before they are saved;
 /// kvC = kv_heads × C / heads):
 ///
 ///     norm1 (B,T,C)  norm1_rstd (B,T)  q (B,T,C)  k (B,T,kvC)  v (B,T,kvC)
-///     preatt (B,H,T,T)  att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)
+///     att (B,H,T,T)  atty (B,T,C)  residual2 (B,T,C)
 ///     norm2 (B,T,C)  norm2_rstd (B,T)  gate (B,T,F)  up (B,T,F)  swiglu (B,T,F)  residual3 (B,T,C)
 ///
-/// Outside the blocks the runtime saves (llm.c): the embedding output encoded (B,T,C), the final
-/// norm output lnf (B,T,C) with its statistics (mean and rstd (B,T) for LayerNorm, rstd for
-/// RMSNorm), logits (B,T,V), probs (B,T,V) and losses (B,T).
+/// Outside the blocks the runtime saves: the embedding output encoded (B,T,C), the final norm
+/// output lnf (B,T,C) with its statistics (mean and rstd (B,T) for LayerNorm, rstd for RMSNorm),
+/// probs (B,T,V) and losses (B,T). The logits (B,T,V) are a temporary of the loss: the loss's
+/// backward needs only the probabilities and writes the logits' gradient over them.
 #pragma once
 
 #include <cstdint>

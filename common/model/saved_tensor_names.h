@@ -25,7 +25,7 @@ inline constexpr char qkv[] = "qkv";        ///< (3, B, T, C) GPT-2's fused proj
 inline constexpr char q[] = "q";            ///< (B, T, C) Llama's query, after RoPE.
 inline constexpr char k[] = "k";            ///< (B, T, kvC) Llama's key, after RoPE.
 inline constexpr char v[] = "v";            ///< (B, T, kvC) Llama's value.
-inline constexpr char preatt[] = "preatt";  ///< (B, H, T, T) scaled scores before the softmax.
+inline constexpr char preatt[] = "preatt";  ///< (B, H, T, T) scaled scores (scratch, not saved).
 inline constexpr char att[] = "att";        ///< (B, H, T, T) attention probabilities.
 inline constexpr char atty[] = "atty";      ///< (B, T, C) attention output before proj/o.
 inline constexpr char residual2[] = "residual2";  ///< (B, T, C) stream after the attention.
@@ -37,7 +37,7 @@ inline constexpr char up[] = "up";                ///< (B, T, F) SwiGLU's up pro
 inline constexpr char swiglu[] = "swiglu";        ///< (B, T, F) SiLU(gate) · up.
 inline constexpr char residual3[] = "residual3";  ///< (B, T, C) stream after the MLP: block output.
 
-inline constexpr char logits[] = "logits";  ///< (B, T, V) LM head output.
+inline constexpr char logits[] = "logits";  ///< (B, T, V) LM head output (a temporary of the loss).
 inline constexpr char probs[] = "probs";    ///< (B, T, V) softmax of the logits.
 inline constexpr char losses[] = "losses";  ///< (B, T) per-token cross-entropy.
 

@@ -62,10 +62,11 @@ const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, cons
     kernels.rope_forward(q, q, B, T, H_, D_, rope_theta_);
     kernels.rope_forward(k, k, B, T, Hkv_, D_, rope_theta_);
   }
-  const Tensor& preatt = saved.save(layer_, saved::preatt, {B, H_, T, T});  // (B, H, T, T)
-  const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});        // (B, H, T, T)
-  const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});         // (B, T, C)
-  kernels.attention_forward(atty.view(), preatt.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
+  // Softmax's backward needs only its output, so the scores are computed in place in att and
+  // overwritten by the probabilities (PyTorch's autograd does not keep them either).
+  const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});  // (B, H, T, T)
+  const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});   // (B, T, C)
+  kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
   const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.view(), atty.view(), N);
   return out;

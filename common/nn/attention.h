@@ -3,9 +3,10 @@
 /// (Llama, separate q/k/v), forward and explicit backward.
 ///
 /// Saved per layer (see common/estimate/runtime_activations.h):
-///   GPT-2: qkv (3, B, T, C) — the q, k and v planes, each (B, T, H, D) — preatt (B, H, T, T),
-///          att (B, H, T, T), atty (B, T, C), then the output projection.
-///   Llama: q (B, T, C) and k (B, T, kvC) after RoPE, v (B, T, kvC), preatt, att, atty.
+///   GPT-2: qkv (3, B, T, C) — the q, k and v planes, each (B, T, H, D) — att (B, H, T, T)
+///          (the probabilities; the scores before the softmax are scratch), atty (B, T, C),
+///          then the output projection.
+///   Llama: q (B, T, C) and k (B, T, kvC) after RoPE, v (B, T, kvC), att, atty.
 /// The output projection is written into a tensor saved under the caller's name (the Block's
 /// residual2), so the Block can add its residual in place.
 #pragma once

@@ -1,7 +1,7 @@
 /// \file
 /// \brief Block: one pre-norm transformer block, x → x + attn(norm1(x)) → + mlp(norm2(·)), with
 /// explicit backward. Saves, in order (GPT-2 names; Llama uses norm1/norm2 and its attention and
-/// MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, preatt, att, atty, residual2, ln2, ln2_mean,
+/// MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, att, atty, residual2, ln2, ln2_mean,
 /// ln2_rstd, fch, fch_gelu, residual3 — runtime_saved_activations_per_layer()'s list.
 #pragma once
 

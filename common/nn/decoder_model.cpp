@@ -95,7 +95,10 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   }
   announce_before(StepPhase::forward_head, saved);
   const Tensor& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
-  const Tensor& logits = saved.save(-1, saved::logits, {B, T, V});            // (B, T, V)
+  // The logits live only until the loss: its backward needs the probabilities alone, and the
+  // gradient of the logits is written over them (PyTorch's cross-entropy likewise keeps only
+  // log_softmax's output).
+  Tensor logits = runtime_.temporary({B, T, V}, saved::logits);  // (B, T, V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
@@ -105,6 +108,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
                                 targets, N, V);
+  logits.reset();
   const double loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
   announce_after(StepPhase::loss, saved);
   announce_after(StepPhase::forward, saved);
@@ -120,10 +124,10 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   const int64_t C = config_.hidden;
   params_.ensure_grads();
   announce_before(StepPhase::backward_head, saved);
-  // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved logits.
-  const TensorView dlogits = saved.get(-1, saved::logits).view();  // (B, T, V)
-  runtime_.kernels().cross_entropy_dlogits(dlogits, saved.get(-1, saved::probs).view(), targets, N,
-                                           V, 1.0f / static_cast<float>(N));
+  // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved probabilities.
+  const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
+  runtime_.kernels().cross_entropy_dlogits(dlogits, dlogits, targets, N, V,
+                                           1.0f / static_cast<float>(N));
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()

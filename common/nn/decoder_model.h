@@ -3,8 +3,8 @@
 /// ModelConfig, with an explicit forward (mean cross-entropy) and backward (no tape).
 ///
 /// Outside the blocks it saves encoded (B, T, C), the final norm lnf (B, T, C) with its
-/// statistics, logits (B, T, V), probs (B, T, V) and losses (B, T). The backward writes the
-/// logits' gradient in place over the saved logits (they are not needed once probs exist).
+/// statistics, probs (B, T, V) and losses (B, T). The logits (B, T, V) are a temporary of the
+/// loss: the backward writes their gradient in place over the saved probabilities.
 #pragma once
 
 #include <cstdint>

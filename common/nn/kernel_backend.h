@@ -128,7 +128,9 @@ class KernelBackend {
   void rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B, int64_t T,
                      int64_t H, int64_t D, double theta) const;
   /// Causal attention with grouped KV heads (Hkv divides H). Shapes: out, q (B, T, H, D);
-  /// k, v (B, T, Hkv, D); preatt (scaled scores) and att (probabilities) (B, H, T, T).
+  /// k, v (B, T, Hkv, D); preatt (scaled scores) and att (probabilities) (B, H, T, T). Each row's
+  /// probabilities are written after its scores are read, so preatt may be att itself: the
+  /// scores are then scratch, overwritten in place (what the runtime does).
   void attention_forward(const TensorView& out, const TensorView& preatt, const TensorView& att,
                          const TensorView& q, const TensorView& k, const TensorView& v, int64_t B,
                          int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
@@ -158,7 +160,8 @@ class KernelBackend {
                              const TensorView& probs, const TensorView& logits,
                              const TensorView& targets, int64_t N, int64_t V) const;
   /// dlogits = scale · (probs − onehot(target)), WRITTEN (not accumulated): the gradient of
-  /// scale · Σ losses with respect to the logits. dlogits may alias the logits (not probs).
+  /// scale · Σ losses with respect to the logits. Elementwise, so dlogits may alias the logits or
+  /// probs (the model writes it over its saved probabilities).
   /// Shapes as cross_entropy_forward; \p scale e.g. 1/N for a mean loss.
   void cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
                              const TensorView& targets, int64_t N, int64_t V, float scale) const;

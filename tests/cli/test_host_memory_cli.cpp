@@ -34,7 +34,7 @@ int count_lines(const std::string& text) {
   return lines;
 }
 
-// gpt2-tiny (B=8, T=128, AdamW) holds 130.25 MiB of parameters and saved activations at the end
+// gpt2-tiny (B=8, T=128, AdamW) holds 106.25 MiB of parameters and saved activations at the end
 // of its forward pass and reserves 174 MiB in one step.
 const char* const kStep = "train --model gpt2-tiny --steps 1 --device ";
 
@@ -51,7 +51,7 @@ TEST(HostMemoryCli, ASimDeviceBeyondTheHostBudgetExits2BeforeTheStepWithOneLineS
   EXPECT_EQ(r.out.rfind("host RAM", error), std::string::npos) << r.out;
   for (const char* part :
        {"sim:t4-16g keeps its memory in this machine's RAM",
-        "wanted 130.25 MiB of it (the step's "
+        "wanted 106.25 MiB of it (the step's "
         "parameters and saved activations, live together at the end of the forward pass)",
         "only 100.00 MiB is available (VRAMLAB_HOST_MEMORY_LIMIT=100MiB)", "--device meta"}) {
     EXPECT_NE(message.find(part), std::string::npos) << "no '" << part << "' in " << message;

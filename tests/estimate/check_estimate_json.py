@@ -37,8 +37,9 @@ assert d["per_device_bytes"]["parameters"] == 2 * 124_439_808
 assert d["bytes_per_parameter"]["model_states"] == 16
 assert d["inputs"]["seq"] == 1024 and d["inputs"]["micro_batch"] == 2
 assert "Korthikanti" in d["sources"]["activations"]
-# llm.c layout, bf16: 16C·BT + 4BT + 2H·BT² per layer; outside 2C·BT + 3BT + 2V·BT.
+# The runtime layout, bf16: 16C·BT + 4BT + H·BT² per layer (probabilities kept, scores not);
+# outside 2C·BT + 3BT + V·BT (the logits are a temporary of the loss).
 V, BT = 50257, b * s
-runtime = 2 * (L * (16 * h * BT + 4 * BT + 2 * a * b * s * s) + 2 * h * BT + 3 * BT + 2 * V * BT)
+runtime = 2 * (L * (16 * h * BT + 4 * BT + a * b * s * s) + 2 * h * BT + 3 * BT + V * BT)
 assert d["activations_runtime_layout_bytes"] == runtime, (d["activations_runtime_layout_bytes"], runtime)
 print("ok")

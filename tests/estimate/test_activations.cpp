@@ -198,32 +198,33 @@ TEST(Korthikanti, BadShapesAndOverflowAreUsageErrors) {
   EXPECT_THROW((void)estimate_memory(in), UsageError);  // beyond the 1024-row position table
 }
 
-// Closed form of the llm.c GPT-2 layout: 16C·BT + 4BT + 2H·BT² elements per layer;
-// outside the layers 2C·BT + 3BT + 2V·BT (encoded, lnf, mean, rstd, losses, logits, probs).
-TEST(RuntimeLayout, Gpt2MatchesTheLlmcClosedForm) {
+// Closed form of the GPT-2 layout: 16C·BT + 4BT + H·BT² elements per layer (the probabilities are
+// kept, the scores are not); outside the layers 2C·BT + 3BT + V·BT (encoded, lnf, mean, rstd,
+// losses, probs: the logits are a temporary).
+TEST(RuntimeLayout, Gpt2MatchesItsClosedForm) {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int64_t> pick(1, 7);
   for (int trial = 0; trial < 50; ++trial) {
     const int64_t H = pick(rng), C = H * (pick(rng) * 2 + 1), B = pick(rng), T = pick(rng) * 5;
     const int64_t V = pick(rng) * 31;
     const ModelConfig m = gpt2_config("g", pick(rng), C, H, V, 64);
-    const int64_t per_layer = 16 * C * B * T + 4 * B * T + 2 * H * B * T * T;
+    const int64_t per_layer = 16 * C * B * T + 4 * B * T + H * B * T * T;
     EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::f32), 4 * per_layer)
         << "B=" << B << " T=" << T << " C=" << C << " H=" << H;
     EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::bf16), 2 * per_layer);
-    const int64_t outside = 2 * C * B * T + 3 * B * T + 2 * V * B * T;
+    const int64_t outside = 2 * C * B * T + 3 * B * T + V * B * T;
     EXPECT_EQ(runtime_activation_bytes_outside_layers(m, B, T, DType::f32), 4 * outside);
     EXPECT_EQ(runtime_activation_bytes_total(m, B, T, DType::f32),
               4 * (m.layers * per_layer + outside));
   }
 }
 
-// Llama layout: (6C + 2kvC + 3F)·BT + 2BT + 2H·BT² elements per layer.
+// Llama layout: (6C + 2kvC + 3F)·BT + 2BT + H·BT² elements per layer.
 TEST(RuntimeLayout, LlamaMatchesItsClosedForm) {
   const ModelConfig m = model_config_by_name("llama-tiny");
   const int64_t B = 3, T = 17, C = 256, kvC = 128, F = 688, H = 4;
   EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::f32),
-            4 * ((6 * C + 2 * kvC + 3 * F) * B * T + 2 * B * T + 2 * H * B * T * T));
+            4 * ((6 * C + 2 * kvC + 3 * F) * B * T + 2 * B * T + H * B * T * T));
   const auto names = runtime_saved_activations_outside_layers(m, B, T);
   for (const auto& s : names) EXPECT_NE(s.name, "lnf_mean") << "RMSNorm keeps no mean";
 }

@@ -44,6 +44,25 @@ double score_atol(int64_t D) {
   return 8.0 * static_cast<double>(D) * std::sqrt(static_cast<double>(D)) * std::ldexp(1.0, -24);
 }
 
+// The runtime keeps no scores: it passes att as preatt, so the scores are overwritten in place.
+// That must give bitwise the probabilities and outputs of separate buffers.
+TEST(Attention, ScoresComputedInPlaceInTheProbabilitiesGiveTheSameResultBitwise) {
+  for (const auto& shape : kShapes) {
+    const auto [B, T, H, Hkv, D] = shape;
+    const auto in = random_inputs(shape, 7);
+    const auto scores = static_cast<size_t>(B * H * T * T);
+    std::vector<float> out(in.q.size()), preatt(scores), att(scores);  // (B,T,H,D), (B,H,T,T) x2
+    attention_forward(out.data(), preatt.data(), att.data(), in.q.data(), in.k.data(), in.v.data(),
+                      B, T, H, Hkv, D);
+    std::vector<float> out_in_place(in.q.size(), NAN), att_in_place(scores, NAN);
+    attention_forward(out_in_place.data(), att_in_place.data(), att_in_place.data(), in.q.data(),
+                      in.k.data(), in.v.data(), B, T, H, Hkv, D);
+    const std::string name = " B=" + std::to_string(B) + " T=" + std::to_string(T);
+    EXPECT_TRUE(all_close("att in place" + name, att_in_place, to_double(att), 0.0, 0.0));
+    EXPECT_TRUE(all_close("out in place" + name, out_in_place, to_double(out), 0.0, 0.0));
+  }
+}
+
 TEST(Attention, FastMatchesTheDoubleReference) {
   for (const auto& shape : kShapes) {
     const auto [B, T, H, Hkv, D] = shape;
