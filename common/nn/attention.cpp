@@ -98,9 +98,20 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
     v = saved.get(layer_, saved::v).view();
   }
   {
+    // Under selective recompute the probabilities were not kept: recompute them from q and k,
+    // with the kernel that made them in forward, so they are bitwise the same.
+    Tensor recomputed_att;  // (B, H, T, T), under selective recompute only
+    if (saved.policy(layer_).recompute == Recompute::selective) {
+      recomputed_att = runtime.temporary({B, H_, T, T}, "recomputed att");
+      Tensor unused_out = runtime.temporary({B, T, C_}, "recomputed atty");  // (B, T, C)
+      kernels.attention_forward(unused_out.view(), recomputed_att.view(), recomputed_att.view(), q,
+                                k, v, B, T, H_, Hkv_, D_);
+    }
+    const TensorView att =
+        recomputed_att.empty() ? saved.get(layer_, saved::att).view() : recomputed_att.view();
     Tensor dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
-    kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v,
-                               saved.get(layer_, saved::att).view(), B, T, H_, Hkv_, D_);
+    kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v, att, B, T, H_,
+                               Hkv_, D_);
   }
   datty.reset();
   if (rope_) {

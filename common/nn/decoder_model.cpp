@@ -75,6 +75,40 @@ void DecoderModel::initialise(uint64_t seed) {
   }
 }
 
+TensorView DecoderModel::layer_input(const SavedActivations& saved, int64_t layer) {
+  return layer == 0 ? saved.get(-1, saved::encoded).view()
+                    : saved.get(layer - 1, saved::residual3).view();
+}
+
+void DecoderModel::drop_by_policy(SavedActivations& saved, int64_t layer) {
+  const LayerPolicy& policy = saved.policy(layer);
+  switch (policy.recompute) {
+    case Recompute::none:
+      return;
+    case Recompute::selective:
+      saved.release(layer, saved::att);
+      return;
+    case Recompute::full:
+      // The output stays: it is the next layer's input, and the segment's checkpoint if this is
+      // the segment's last layer. Inside a segment the previous output was only this input.
+      saved.release_all_except(layer, saved::residual3);
+      if (!policy.segment_start) saved.release(layer - 1, saved::residual3);
+      return;
+  }
+}
+
+void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int64_t last,
+                                     int64_t B, int64_t T) {
+  const memory::ContextLabelScope label("recompute");
+  // The kept output is recomputed with the rest; the layer after it is done with it.
+  saved.release(last, saved::residual3);
+  for (int64_t l = first; l <= last; ++l) {
+    announce_before(StepPhase::recompute_layer, saved, l);
+    blocks_[static_cast<size_t>(l)].forward(runtime_, saved, layer_input(saved, l), B, T);
+    announce_after(StepPhase::recompute_layer, saved, l);
+  }
+}
+
 double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
                              const TensorView& targets, int64_t B, int64_t T) {
   if (B < 1) throw UsageError("batch size must be >= 1, got " + std::to_string(B));
@@ -88,10 +122,11 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   announce_before(StepPhase::forward_embedding, saved);
   const Tensor* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
   announce_after(StepPhase::forward_embedding, saved);
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    announce_before(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
-    x = &blocks_[l].forward(runtime_, saved, x->view(), B, T);
-    announce_after(StepPhase::forward_layer, saved, static_cast<int64_t>(l));
+  for (int64_t l = 0; l < static_cast<int64_t>(blocks_.size()); ++l) {
+    announce_before(StepPhase::forward_layer, saved, l);
+    x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T);
+    drop_by_policy(saved, l);
+    announce_after(StepPhase::forward_layer, saved, l);
   }
   announce_before(StepPhase::forward_head, saved);
   const Tensor& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
@@ -138,12 +173,19 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
     lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }
+  // The head's tensors are not needed any more (the encoded input stays for the embedding).
+  saved.release(-1, saved::lnf);
+  for (const std::string& stat : {saved::mean_of(saved::lnf), saved::rstd_of(saved::lnf)})
+    if (saved.contains(-1, stat)) saved.release(-1, stat);
+  saved.release(-1, saved::probs);
+  saved.release(-1, saved::losses);
   announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
+    if (saved.policy(l).recompute == Recompute::full && saved.segment_last(l))
+      recompute_segment(saved, saved.segment_first(l), l, B, T);
     announce_before(StepPhase::backward_layer, saved, l);
-    const TensorView x =
-        l == 0 ? saved.get(-1, saved::encoded).view() : saved.get(l - 1, saved::residual3).view();
-    blocks_[static_cast<size_t>(l)].backward(runtime_, saved, x, dresidual.view(), B, T);
+    blocks_[static_cast<size_t>(l)].backward(runtime_, saved, layer_input(saved, l),
+                                             dresidual.view(), B, T);
     announce_after(StepPhase::backward_layer, saved, l);
   }
   announce_before(StepPhase::backward_embedding, saved);

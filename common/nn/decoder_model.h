@@ -32,7 +32,8 @@ class DecoderModel {
   /// invalid config; memory::OutOfMemoryError when full.
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
 
-  /// Forward pass; saves what backward needs in \p saved. Announces the phases forward,
+  /// Forward pass; saves what backward needs in \p saved, then, after each block, frees what the
+  /// block's policy (saved.policy(layer)) does not keep. Announces the phases forward,
   /// forward_embedding, forward_layer (per block, 0 to L-1), forward_head and loss to observers().
   /// \param saved the step's store (empty). \param tokens (B, T) ids in [0, V), in the runtime's
   /// memory (an i32 view: device memory on a cuda device).
@@ -43,9 +44,11 @@ class DecoderModel {
   double forward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
                  int64_t B, int64_t T);
   /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if
-  /// they were released) and empties \p saved layer by layer. Announces the phases backward,
-  /// backward_head, backward_layer (per block, L-1 down to 0) and backward_embedding to
-  /// observers().
+  /// they were released) and empties \p saved layer by layer. A checkpointed segment's forward is
+  /// re-run (saving everything) just before the backward of its last block; a selective layer's
+  /// probabilities are recomputed inside its backward. Announces the phases backward,
+  /// backward_head, recompute_layer (per re-run block), backward_layer (per block, L-1 down to 0)
+  /// and backward_embedding to observers().
   /// \p saved is the store forward() filled; \p tokens, \p targets and B, T as given to it.
   /// \throws memory::OutOfMemoryError when full.
   void backward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
@@ -63,6 +66,14 @@ class DecoderModel {
 
  private:
   void initialise(uint64_t seed);
+  // The block's input: the embedding output for layer 0, else the previous block's output.
+  static TensorView layer_input(const SavedActivations& saved, int64_t layer);
+  // After a block's forward: frees what its policy does not keep.
+  static void drop_by_policy(SavedActivations& saved, int64_t layer);
+  // Re-runs the forward of the checkpointed segment [first, last], saving everything, before the
+  // backward of its last layer.
+  void recompute_segment(SavedActivations& saved, int64_t first, int64_t last, int64_t B,
+                         int64_t T);
   // Inline so that a phase without observers costs one empty() test.
   void announce_before(StepPhase phase, SavedActivations& saved, int64_t layer = -1) {
     if (!observers_.empty()) observers_.before(PhaseEvent{phase, layer, &saved, this});

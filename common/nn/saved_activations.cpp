@@ -9,44 +9,57 @@
 
 namespace vramlab::nn {
 
-std::string_view activation_policy_name(ActivationPolicy policy) {
-  switch (policy) {
-    case ActivationPolicy::save:
-      return "save";
-    case ActivationPolicy::recompute:
-      return "recompute";
-    case ActivationPolicy::offload:
-      return "offload";
-    case ActivationPolicy::compress:
-      return "compress";
+std::string_view recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::none:
+      return "none";
+    case Recompute::full:
+      return "full";
+    case Recompute::selective:
+      return "selective";
   }
   return "unknown";
 }
 
 SavedActivations::SavedActivations(Runtime& runtime, int64_t layers)
     : runtime_(runtime),
-      policies_(static_cast<size_t>(std::max<int64_t>(layers, 0)), ActivationPolicy::save),
+      plan_(static_cast<size_t>(std::max<int64_t>(layers, 0))),
       slots_(static_cast<size_t>(std::max<int64_t>(layers, 0)) + 1) {}
 
 size_t SavedActivations::slot(int64_t layer) const {
-  if (layer < -1 || layer >= static_cast<int64_t>(policies_.size()))
+  if (layer < -1 || layer >= static_cast<int64_t>(plan_.size()))
     throw std::logic_error("saved activations: layer " + std::to_string(layer) + " out of range");
   return static_cast<size_t>(layer + 1);
 }
 
-void SavedActivations::set_policy(int64_t layer, ActivationPolicy policy) {
-  if (layer < 0 || layer >= static_cast<int64_t>(policies_.size()))
-    throw UsageError("activation policy: layer " + std::to_string(layer) + " out of range [0, " +
-                     std::to_string(policies_.size()) + ")");
-  if (policy != ActivationPolicy::save)
-    throw UsageError("activation policy '" + std::string(activation_policy_name(policy)) +
-                     "' (layer " + std::to_string(layer) +
-                     "): not implemented by the runtime yet (only 'save' is)");
-  policies_[static_cast<size_t>(layer)] = policy;
+void SavedActivations::set_plan(std::vector<LayerPolicy> plan) {
+  if (plan.size() != plan_.size())
+    throw UsageError("activation plan: " + std::to_string(plan.size()) + " layer policies for " +
+                     std::to_string(plan_.size()) + " layers");
+  for (size_t l = 0; l < plan.size(); ++l) {
+    const bool after_full = l > 0 && plan[l - 1].recompute == Recompute::full;
+    if (plan[l].recompute == Recompute::full && !after_full && !plan[l].segment_start)
+      throw UsageError("activation plan: layer " + std::to_string(l) +
+                       " recomputes in full after a layer that does not, so it must start a "
+                       "segment");
+  }
+  plan_ = std::move(plan);
 }
 
-ActivationPolicy SavedActivations::policy(int64_t layer) const {
-  return layer < 0 ? ActivationPolicy::save : policies_[slot(layer) - 1];
+const LayerPolicy& SavedActivations::policy(int64_t layer) const {
+  static const LayerPolicy outside_the_blocks{};
+  return layer < 0 ? outside_the_blocks : plan_[slot(layer) - 1];
+}
+
+int64_t SavedActivations::segment_first(int64_t layer) const {
+  while (layer > 0 && !policy(layer).segment_start) --layer;
+  return layer;
+}
+
+bool SavedActivations::segment_last(int64_t layer) const {
+  const auto next = static_cast<size_t>(layer + 1);
+  return next == plan_.size() || plan_[next].recompute != Recompute::full ||
+         plan_[next].segment_start;
 }
 
 Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
@@ -60,6 +73,8 @@ Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector
       layer < 0 ? std::string(name) : "blocks." + std::to_string(layer) + "." + std::string(name);
   Tensor buffer = runtime_.allocate(std::move(shape), dtype, memory::MemoryCategory::activation,
                                     std::move(full_name));
+  bytes_ += buffer.bytes();
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
   entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++});
   return entries.back().buffer;
 }
@@ -71,12 +86,43 @@ const Tensor& SavedActivations::get(int64_t layer, std::string_view name) const 
                          "' saved in layer " + std::to_string(layer));
 }
 
+bool SavedActivations::contains(int64_t layer, std::string_view name) const {
+  const auto& entries = slots_[slot(layer)];
+  return std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+}
+
+void SavedActivations::release(int64_t layer, std::string_view name) {
+  auto& entries = slots_[slot(layer)];
+  const auto it =
+      std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+  if (it == entries.end())
+    throw std::logic_error("saved activations: cannot release '" + std::string(name) +
+                           "': nothing of that name saved in layer " + std::to_string(layer));
+  bytes_ -= it->buffer.bytes();
+  entries.erase(it);
+}
+
+void SavedActivations::release_all_except(int64_t layer, std::string_view keep) {
+  auto& entries = slots_[slot(layer)];
+  for (auto it = entries.begin(); it != entries.end();) {
+    if (it->name == keep) {
+      ++it;
+    } else {
+      bytes_ -= it->buffer.bytes();
+      it = entries.erase(it);
+    }
+  }
+}
+
 void SavedActivations::release_layer(int64_t layer) {
-  slots_[slot(layer)].clear();
+  auto& entries = slots_[slot(layer)];
+  for (const Entry& e : entries) bytes_ -= e.buffer.bytes();
+  entries.clear();
 }
 
 void SavedActivations::clear() {
   for (auto& entries : slots_) entries.clear();
+  bytes_ = 0;
 }
 
 std::vector<SavedActivationInfo> SavedActivations::list() const {
@@ -91,13 +137,6 @@ std::vector<SavedActivationInfo> SavedActivations::list() const {
   std::vector<SavedActivationInfo> out;
   for (auto& [order, info] : ordered) out.push_back(std::move(info));
   return out;
-}
-
-int64_t SavedActivations::bytes() const {
-  int64_t total = 0;
-  for (const auto& entries : slots_)
-    for (const Entry& e : entries) total += e.buffer.bytes();
-  return total;
 }
 
 }  // namespace vramlab::nn

@@ -1,17 +1,23 @@
 /// \file
 /// \brief SavedActivations: the one store through which every module keeps tensors for its
-/// backward, for one training step, with a per-layer policy.
+/// backward, for one training step, with a per-layer activation policy.
 ///
-/// Policies: `save` keeps the tensor in device memory until the layer's backward (implemented);
-/// `recompute` (gradient checkpointing), `offload` (to host) and `compress` (int8) are the
-/// workbook's later techniques on the same mechanism; until the runtime has them, set_policy
-/// refuses them by name — never silently replacing them by `save`.
-/// Every saved tensor is allocated with the category `activation` and the name
-/// "blocks.L.NAME" (or "NAME" outside the blocks), so snapshots and OOM messages name it.
+/// A layer's policy says what it keeps between its forward and its backward:
+/// - Recompute::none keeps everything it saved (the default);
+/// - Recompute::selective drops the attention probabilities, recomputed inside the layer's
+///   backward (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+///   Models", §4.2);
+/// - Recompute::full drops everything but its output, and a run of `full` layers that starts at a
+///   segment start is one checkpointed segment: only the output of its last layer is kept, and
+///   the whole segment's forward is re-run when the backward reaches it (Chen et al. 2016,
+///   "Training Deep Nets with Sublinear Memory Cost"; torch.utils.checkpoint).
+/// The store holds the plan and does the bookkeeping; DecoderModel drops and recomputes by it.
+/// Every saved tensor is allocated with the category `activation` and the name "blocks.L.NAME"
+/// (or "NAME" outside the blocks), so snapshots and OOM messages name it.
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,20 +28,28 @@
 
 namespace vramlab::nn {
 
-/// What to do with the activations of one layer.
-enum class ActivationPolicy : unsigned char {
-  save,       ///< keep them in device memory until backward
-  recompute,  ///< drop them and recompute in backward (not implemented yet)
-  offload,    ///< copy them to host memory (not implemented yet)
-  compress,   ///< keep an int8 copy (not implemented yet)
+/// What a layer recomputes in backward instead of keeping (see the file comment).
+enum class Recompute : unsigned char {
+  none,       ///< keep everything
+  full,       ///< keep only the output; re-run the forward in backward
+  selective,  ///< keep all but the attention probabilities
 };
 
-/// \return "save", "recompute", "offload" or "compress".
-std::string_view activation_policy_name(ActivationPolicy policy);
+/// \return "none", "full" or "selective".
+std::string_view recompute_name(Recompute recompute);
+
+/// The activation policy of one layer.
+struct LayerPolicy {
+  Recompute recompute = Recompute::none;  ///< what is recomputed rather than kept
+  /// For Recompute::full: this layer starts a checkpointed segment (the segment runs to the last
+  /// `full` layer before the next segment start or non-full layer).
+  bool segment_start = true;
+  bool operator==(const LayerPolicy&) const = default;  ///< memberwise
+};
 
 /// One entry of SavedActivations::list().
 struct SavedActivationInfo {
-  std::string name;            ///< e.g. "preatt".
+  std::string name;            ///< e.g. "att".
   int64_t layer = -1;          ///< block index, -1 outside the blocks.
   std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
   DType dtype = DType::f32;    ///< as given to save().
@@ -45,19 +59,26 @@ struct SavedActivationInfo {
 /// The per-step store of saved activations.
 class SavedActivations {
  public:
-  /// \param runtime allocates the tensors; must outlive the store. \param layers ≥ 0 blocks.
+  /// \param runtime allocates the tensors; must outlive the store. \param layers ≥ 0 blocks,
+  /// each with policy {none}.
   SavedActivations(Runtime& runtime, int64_t layers);
 
-  /// Sets the policy of block \p layer, in [0, layers).
-  /// \throws vramlab::UsageError for a layer out of range, or any policy other than `save`
-  /// (not implemented yet).
-  void set_policy(int64_t layer, ActivationPolicy policy);
-  /// \param layer in [-1, layers). \return the layer's policy (always `save` outside the blocks).
-  [[nodiscard]] ActivationPolicy policy(int64_t layer) const;
+  /// Sets every layer's policy.
+  /// \param plan one entry per layer. \throws vramlab::UsageError for a plan of the wrong length
+  /// or a `full` layer that follows a layer of another policy without starting a segment.
+  void set_plan(std::vector<LayerPolicy> plan);
+  /// \param layer in [-1, layers). \return the layer's policy ({none} outside the blocks).
+  [[nodiscard]] const LayerPolicy& policy(int64_t layer) const;
+  /// \return the per-layer plan.
+  [[nodiscard]] const std::vector<LayerPolicy>& plan() const { return plan_; }
+  /// \param layer a layer with Recompute::full. \return the first layer of its segment.
+  [[nodiscard]] int64_t segment_first(int64_t layer) const;
+  /// \param layer a layer with Recompute::full. \return whether it is the last of its segment.
+  [[nodiscard]] bool segment_last(int64_t layer) const;
 
   /// Allocates and registers a tensor to keep for backward.
   /// \p layer is a block index or -1; \p name is unique within the layer.
-  /// \return the buffer to fill (valid until release_layer(layer) or clear()).
+  /// \return the buffer to fill (valid until it is released or the store cleared).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
   /// the name is already saved in that layer or the layer is out of range.
   Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
@@ -65,6 +86,12 @@ class SavedActivations {
   /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
   /// name is saved.
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
+  /// \return whether \p layer holds a tensor named \p name.
+  [[nodiscard]] bool contains(int64_t layer, std::string_view name) const;
+  /// Frees one tensor. \throws std::logic_error when nothing of that name is saved.
+  void release(int64_t layer, std::string_view name);
+  /// Frees everything \p layer saved except the tensor named \p keep.
+  void release_all_except(int64_t layer, std::string_view keep);
   /// Frees everything \p layer (or -1) saved; called after the layer's backward.
   void release_layer(int64_t layer);
   /// Frees everything (end of a step, or unwinding from an error).
@@ -73,7 +100,10 @@ class SavedActivations {
   /// \return every saved tensor, in the order they were saved.
   [[nodiscard]] std::vector<SavedActivationInfo> list() const;
   /// \return requested bytes of the saved tensors (the allocator's rounding excluded).
-  [[nodiscard]] int64_t bytes() const;
+  [[nodiscard]] int64_t bytes() const { return bytes_; }
+  /// \return the most bytes() has been since the store was made: the step's activation peak as
+  /// the plan's model counts it (requested bytes, no allocator rounding or unsplit blocks).
+  [[nodiscard]] int64_t peak_bytes() const { return peak_bytes_; }
 
  private:
   struct Entry {
@@ -84,10 +114,13 @@ class SavedActivations {
   [[nodiscard]] size_t slot(int64_t layer) const;
 
   Runtime& runtime_;
-  std::vector<ActivationPolicy> policies_;  // (layers)
-  std::vector<std::deque<Entry>>
-      slots_;  // (layers + 1): slot 0 is layer -1; deque keeps references
+  std::vector<LayerPolicy> plan_;  // (layers)
+  // (layers + 1): slot 0 is layer -1. A list, because releasing one tensor must leave the
+  // references save() returned for the others valid.
+  std::vector<std::list<Entry>> slots_;
   uint64_t next_order_ = 0;
+  int64_t bytes_ = 0;
+  int64_t peak_bytes_ = 0;
 };
 
 }  // namespace vramlab::nn

@@ -1,6 +1,7 @@
 /// \file
 /// \brief Observers of a training step's phases: zero-grad, forward (embedding, each block, final
-/// norm + LM head, loss), backward (loss gradient + head, each block in reverse, embedding) and
+/// norm + LM head, loss), backward (loss gradient + head, each block in reverse with the forward
+/// of checkpointed blocks re-run before their segment's backward, embedding) and
 /// the optimizer step, each announced before it starts and after it ends.
 ///
 /// A lesson that measures or changes one phase registers an observer instead of copying the step:
@@ -29,6 +30,9 @@ enum class StepPhase {
   loss,                ///< cross-entropy over the logits (probs, per-token losses, the mean).
   backward,            ///< the whole backward pass.
   backward_head,       ///< the loss gradient, the LM head and the final norm, backwards.
+  /// A checkpointed block's forward re-run in backward (PhaseEvent::layer = its index), just
+  /// before the backward of its segment's last block.
+  recompute_layer,
   backward_layer,      ///< one transformer block backwards (PhaseEvent::layer = its index).
   backward_embedding,  ///< the embedding's gradient.
   optimizer_step,      ///< the optimizer's update (its states are created at the first step).
@@ -53,6 +57,8 @@ constexpr std::string_view step_phase_name(StepPhase phase) {
       return "backward";
     case StepPhase::backward_head:
       return "backward_head";
+    case StepPhase::recompute_layer:
+      return "recompute_layer";
     case StepPhase::backward_layer:
       return "backward_layer";
     case StepPhase::backward_embedding:

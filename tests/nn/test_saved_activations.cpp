@@ -1,5 +1,5 @@
 // SavedActivations: what a training step keeps for backward equals the estimator's runtime
-// layout tensor by tensor (names, shapes, bytes), policies other than `save` are refused, the
+// layout tensor by tensor (names, shapes, bytes), plans are validated, releasing keeps the rest, the
 // store empties during backward, and meta/cuda dispatch behave as documented.
 #include <gtest/gtest.h>
 
@@ -101,24 +101,48 @@ TEST(SavedActivations, MetaDeviceSavesTheSameLayoutWithoutRunningKernels) {
   expect_layout_matches_estimator(model_config_by_name("gpt2-124m"), 4, 1024, "meta");
 }
 
-TEST(SavedActivations, PoliciesOtherThanSaveAreRefusedNotReplaced) {
+TEST(SavedActivations, APlanMustHaveOneEntryPerLayerAndFullLayersStartTheirSegment) {
   Runtime runtime(memory::parse_device("cpu"));
   SavedActivations saved(runtime, 4);
-  EXPECT_NO_THROW(saved.set_policy(2, ActivationPolicy::save));
-  for (const ActivationPolicy policy :
-       {ActivationPolicy::recompute, ActivationPolicy::offload, ActivationPolicy::compress}) {
-    try {
-      saved.set_policy(1, policy);
-      FAIL() << "policy " << activation_policy_name(policy) << " accepted";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(std::string(activation_policy_name(policy))),
-                std::string::npos);
-    }
-    EXPECT_EQ(saved.policy(1), ActivationPolicy::save);
+  const LayerPolicy none{}, selective{Recompute::selective, false};
+  const LayerPolicy start{Recompute::full, true}, inside{Recompute::full, false};
+  EXPECT_NO_THROW(saved.set_plan({start, inside, selective, start}));
+  EXPECT_EQ(saved.policy(1), inside);
+  EXPECT_EQ(saved.policy(-1), none);
+  EXPECT_EQ(saved.segment_first(1), 0);
+  EXPECT_FALSE(saved.segment_last(0));
+  EXPECT_TRUE(saved.segment_last(1));
+  EXPECT_TRUE(saved.segment_last(3));
+  EXPECT_THROW(saved.set_plan({none, none, none}), UsageError);
+  try {
+    saved.set_plan({none, inside, none, none});
+    FAIL() << "a segment without a start was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(saved.set_policy(4, ActivationPolicy::save), UsageError);
-  EXPECT_THROW(saved.set_policy(-1, ActivationPolicy::save), UsageError);
+  EXPECT_EQ(saved.policy(1), inside) << "a refused plan must leave the previous one";
+}
+
+TEST(SavedActivations, ReleasingOneTensorKeepsTheOthersAndCountsBytes) {
+  Runtime runtime(memory::parse_device("cpu"));
+  SavedActivations saved(runtime, 1);
+  const Tensor& a = saved.save(0, "a", {3});
+  const Tensor& b = saved.save(0, "b", {5});
+  const Tensor& c = saved.save(0, "c", {7});
+  const float* c_data = c.view().f32();
+  EXPECT_EQ(saved.bytes(), 60);
+  saved.release(0, "b");
+  EXPECT_EQ(saved.bytes(), 40);
+  EXPECT_EQ(&saved.get(0, "a"), &a) << "the other references stay valid";
+  EXPECT_EQ(saved.get(0, "c").view().f32(), c_data);
+  EXPECT_FALSE(saved.contains(0, "b"));
+  EXPECT_THROW(saved.release(0, "b"), std::logic_error);
+  saved.release_all_except(0, "c");
+  EXPECT_EQ(saved.bytes(), 28);
+  EXPECT_EQ(saved.peak_bytes(), 60);
+  saved.clear();
+  EXPECT_EQ(saved.bytes(), 0);
+  (void)b;
 }
 
 TEST(SavedActivations, ListsNameLayerShapeDtypeAndBytesAndRefusesDuplicates) {

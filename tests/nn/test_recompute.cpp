@@ -1,0 +1,158 @@
+// Gradient checkpointing in the runtime: every activation plan (full segments of any length,
+// selective, mixed) gives bitwise the gradients and loss of keeping everything, frees what it
+// says it frees (the store's peak, traced by hand from the layout), and announces the re-run
+// forwards to observers.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/dtype/counter_rng.h"
+#include "common/estimate/runtime_activations.h"
+#include "common/memory/device.h"
+#include "common/model/model_config.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
+#include "common/nn/step_observer.h"
+
+namespace vramlab::nn {
+namespace {
+
+struct StepOutcome {
+  double loss = 0.0;
+  std::vector<float> grads;  // (numel of the parameters), empty on meta
+  int64_t peak_bytes = 0;    // the store's
+};
+
+StepOutcome run_step(const ModelConfig& config, int64_t B, int64_t T,
+                     std::vector<LayerPolicy> plan, const std::string& device = "cpu",
+                     StepObserver* observer = nullptr) {
+  Runtime runtime(memory::parse_device(device));
+  DecoderModel model(runtime, config, 3);
+  if (observer != nullptr) model.observers().add(*observer);
+  std::vector<int32_t> tokens(static_cast<size_t>(B * T)), targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>(stochastic_bits(7, i) % static_cast<uint32_t>(config.vocab));
+    targets[i] = static_cast<int32_t>(stochastic_bits(8, i) % static_cast<uint32_t>(config.vocab));
+  }
+  // cpu memory is host memory and meta runs no kernel, so host vectors serve as inputs.
+  const memory::TensorView token_view(tokens.data(), DType::i32, {B, T});
+  const memory::TensorView target_view(targets.data(), DType::i32, {B, T});
+  SavedActivations saved(runtime, config.layers);
+  saved.set_plan(std::move(plan));
+  StepOutcome out;
+  out.loss = model.forward(saved, token_view, target_view, B, T);
+  model.backward(saved, token_view, target_view, B, T);
+  EXPECT_EQ(saved.bytes(), 0) << "backward leaves nothing saved";
+  out.peak_bytes = saved.peak_bytes();
+  if (device != "meta") {
+    const memory::TensorView g = model.parameters().grads().view();
+    out.grads.assign(g.f32(), g.f32() + g.numel());
+  }
+  return out;
+}
+
+const LayerPolicy kNone{};
+const LayerPolicy kSelective{Recompute::selective, false};
+const LayerPolicy kStart{Recompute::full, true};
+const LayerPolicy kInside{Recompute::full, false};
+
+struct NamedPlan {
+  std::string name;
+  std::vector<LayerPolicy> plan;
+};
+
+// Five layers: one-layer segments, longer segments, every other layer, and a mix.
+std::vector<NamedPlan> plans_for_five_layers() {
+  return {{"every layer its own segment", {kStart, kStart, kStart, kStart, kStart}},
+          {"segments 0-1, 2-3, 4", {kStart, kInside, kStart, kInside, kStart}},
+          {"one segment of all five", {kStart, kInside, kInside, kInside, kInside}},
+          {"layers 0, 2, 4", {kStart, kNone, kStart, kNone, kStart}},
+          {"selective everywhere", {kSelective, kSelective, kSelective, kSelective, kSelective}},
+          {"mixed", {kNone, kStart, kInside, kSelective, kStart}}};
+}
+
+// Bitwise: a recomputed tensor is made by the same kernels from the same inputs, so any
+// difference is a bug (a wrong input, a stale buffer, a missed accumulation), not rounding.
+void expect_bitwise_equal(const StepOutcome& expected, const StepOutcome& actual,
+                          const std::string& what) {
+  EXPECT_EQ(std::memcmp(&expected.loss, &actual.loss, sizeof(double)), 0)
+      << what << ": loss " << actual.loss << " vs " << expected.loss;
+  ASSERT_EQ(expected.grads.size(), actual.grads.size()) << what;
+  size_t differing = 0, first = 0;
+  float max_diff = 0.0f;
+  for (size_t i = 0; i < expected.grads.size(); ++i) {
+    if (std::memcmp(&expected.grads[i], &actual.grads[i], sizeof(float)) != 0) {
+      if (differing++ == 0) first = i;
+      max_diff = std::max(max_diff, std::abs(expected.grads[i] - actual.grads[i]));
+    }
+  }
+  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << expected.grads.size()
+                           << " gradient elements differ, first at " << first << ", max |diff| "
+                           << max_diff << " (bitwise equality required)";
+}
+
+TEST(Recompute, EveryPlanGivesBitwiseTheGradientsOfKeepingEverythingGpt2) {
+  const ModelConfig config = gpt2_config("recompute-gpt2", 5, 24, 3, 37, 16);
+  const StepOutcome reference = run_step(config, 2, 11, std::vector<LayerPolicy>(5));
+  for (const auto& [name, plan] : plans_for_five_layers())
+    expect_bitwise_equal(reference, run_step(config, 2, 11, plan), name);
+}
+
+TEST(Recompute, EveryPlanGivesBitwiseTheGradientsOfKeepingEverythingLlama) {
+  const ModelConfig config = llama_config("recompute-llama", 5, 32, 4, 2, 40, 29, 16);
+  const StepOutcome reference = run_step(config, 3, 7, std::vector<LayerPolicy>(5));
+  for (const auto& [name, plan] : plans_for_five_layers())
+    expect_bitwise_equal(reference, run_step(config, 3, 7, plan), name);
+}
+
+// The store's peak, traced by hand from the layout: F bytes per layer, O its output, A its
+// attention probabilities, E the embedding output, H the head's tensors.
+TEST(Recompute, TheStorePeakIsWhatThePlanKeeps) {
+  const int64_t L = 4, B = 2, T = 8;
+  const ModelConfig config = gpt2_config("recompute-peak", L, 16, 2, 97, 16);
+  const int64_t F = estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32);
+  const int64_t E = B * T * 16 * 4, O = E, A = B * 2 * T * T * 4;
+  const int64_t H = estimate::runtime_activation_bytes_outside_layers(config, B, T, DType::f32) - E;
+  ASSERT_GT(H, A) << "the test assumes the head outweighs one layer's probabilities";
+  EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L), "meta").peak_bytes,
+            E + L * F + H);
+  EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L, kSelective), "meta").peak_bytes,
+            E + L * (F - A) + H);
+  // One-layer segments: the end of forward keeps L outputs; the last segment's backward re-runs
+  // one layer beside L - 1 outputs.
+  EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L, kStart), "meta").peak_bytes,
+            std::max(E + L * O + H, E + (L - 1) * O + F));
+  // One segment of all layers: the end of forward keeps one output; its backward re-runs all.
+  EXPECT_EQ(run_step(config, B, T, {kStart, kInside, kInside, kInside}, "meta").peak_bytes,
+            std::max(E + O + H, E + L * F));
+  // Meta and a real device keep the same bytes.
+  EXPECT_EQ(run_step(config, B, T, {kStart, kInside, kSelective, kNone}, "meta").peak_bytes,
+            run_step(config, B, T, {kStart, kInside, kSelective, kNone}, "cpu").peak_bytes);
+}
+
+class PhaseRecorder : public StepObserver {
+ public:
+  void before(const PhaseEvent& e) override {
+    if (e.phase == StepPhase::recompute_layer || e.phase == StepPhase::backward_layer)
+      phases.push_back(std::string(step_phase_name(e.phase)) + " " + std::to_string(e.layer));
+  }
+  std::vector<std::string> phases;
+};
+
+TEST(Recompute, ASegmentsForwardIsReRunJustBeforeTheBackwardOfItsLastLayer) {
+  const ModelConfig config = gpt2_config("recompute-phases", 5, 16, 2, 23, 8);
+  PhaseRecorder recorder;
+  run_step(config, 1, 4, {kStart, kInside, kNone, kStart, kSelective}, "meta", &recorder);
+  const std::vector<std::string> expected = {
+      "backward_layer 4",  "recompute_layer 3", "backward_layer 3",  "backward_layer 2",
+      "recompute_layer 0", "recompute_layer 1", "backward_layer 1", "backward_layer 0"};
+  EXPECT_EQ(recorder.phases, expected);
+}
+
+}  // namespace
+}  // namespace vramlab::nn
