@@ -40,7 +40,8 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
           params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}
 
 const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
-                                 int64_t B, int64_t T, const std::string& output_name) const {
+                                 int64_t B, int64_t T, const std::string& output_name,
+                                 const AttentionDropout& dropout) const {
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
@@ -66,15 +67,16 @@ const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, cons
   // overwritten by the probabilities (PyTorch's autograd does not keep them either).
   const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});  // (B, H, T, T)
   const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});   // (B, T, C)
-  kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_);
+  kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_,
+                            dropout);
   const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.view(), atty.view(), N);
   return out;
 }
 
 void Attention::backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
-                         const TensorView& dout, const TensorView& inp, int64_t B,
-                         int64_t T) const {
+                         const TensorView& dout, const TensorView& inp, int64_t B, int64_t T,
+                         const AttentionDropout& dropout) const {
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
@@ -103,15 +105,14 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
     Tensor recomputed_att;  // (B, H, T, T), under selective recompute only
     if (saved.policy(layer_).recompute == Recompute::selective) {
       recomputed_att = runtime.temporary({B, H_, T, T}, "recomputed att");
-      Tensor unused_out = runtime.temporary({B, T, C_}, "recomputed atty");  // (B, T, C)
-      kernels.attention_forward(unused_out.view(), recomputed_att.view(), recomputed_att.view(), q,
-                                k, v, B, T, H_, Hkv_, D_);
+      kernels.attention_forward(TensorView{}, recomputed_att.view(), recomputed_att.view(), q, k, v,
+                                B, T, H_, Hkv_, D_);
     }
     const TensorView att =
         recomputed_att.empty() ? saved.get(layer_, saved::att).view() : recomputed_att.view();
     Tensor dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
     kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v, att, B, T, H_,
-                               Hkv_, D_);
+                               Hkv_, D_, dropout);
   }
   datty.reset();
   if (rope_) {

@@ -31,12 +31,16 @@ class Attention {
 
   /// \p inp (B, T, C) is the normed input. Returns the projected output (B, T, C), saved under
   /// \p output_name.
+  /// \p dropout applies to the probabilities (att is saved before it).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp, int64_t B,
-                        int64_t T, const std::string& output_name) const;
+                        int64_t T, const std::string& output_name,
+                        const AttentionDropout& dropout = {}) const;
   /// Accumulates into \p dinp (B, T, C) from \p dout (B, T, C), the projected output's gradient;
   /// \p inp (B, T, C) is forward's input.
+  /// \p dropout is the forward's.
   void backward(Runtime& runtime, const SavedActivations& saved, const TensorView& dinp,
-                const TensorView& dout, const TensorView& inp, int64_t B, int64_t T) const;
+                const TensorView& dout, const TensorView& inp, int64_t B, int64_t T,
+                const AttentionDropout& dropout = {}) const;
 
  private:
   int64_t layer_;

@@ -34,33 +34,53 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
 
 const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                             int64_t B, int64_t T) const {
+                             int64_t B, int64_t T, const BlockDropout& dropout) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
+  const KernelBackend& kernels = runtime.kernels();
   const Tensor& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const Tensor& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2);
-  runtime.kernels().residual_forward(residual2.view(), residual2.view(), x);
+  const Tensor& residual2 =
+      attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2,
+                         {dropout.p, dropout.seed, dropout.attention_offset});
+  // Each branch's output is dropped in place before it joins the stream; its backward needs no
+  // saved mask, only the offset.
+  if (dropout.p > 0.0f)
+    kernels.dropout_forward(residual2.view(), residual2.view(), dropout.p, dropout.seed,
+                            dropout.attention_output_offset);
+  kernels.residual_forward(residual2.view(), residual2.view(), x);
   const Tensor& ln2 = norm2_.forward(runtime, saved, residual2.view(), B, T);  // (B, T, C)
   const Tensor& residual3 = std::visit(
       [&](const auto& mlp) -> const Tensor& {
         return mlp.forward(runtime, saved, ln2.view(), B, T, saved::residual3);
       },
       mlp_);
-  runtime.kernels().residual_forward(residual3.view(), residual3.view(), residual2.view());
+  if (dropout.p > 0.0f)
+    kernels.dropout_forward(residual3.view(), residual3.view(), dropout.p, dropout.seed,
+                            dropout.mlp_output_offset);
+  kernels.residual_forward(residual3.view(), residual3.view(), residual2.view());
   return residual3;
 }
 
 void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                     const TensorView& dresidual, int64_t B, int64_t T) const {
+                     const TensorView& dresidual, int64_t B, int64_t T,
+                     const BlockDropout& dropout) const {
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
+  // The gradient reaching a branch's output: the stream's, through the branch's dropout mask.
+  auto branch_gradient = [&](Tensor& scratch, uint64_t offset) -> TensorView {
+    if (dropout.p == 0.0f) return dresidual;
+    scratch = runtime.temporary({B, T, C_}, "dbranch");  // (B, T, C)
+    runtime.kernels().dropout_backward(scratch.view(), dresidual, dropout.p, dropout.seed, offset);
+    return scratch.view();
+  };
   const TensorView residual2 = saved.get(layer_, saved::residual2).view();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
     Tensor dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
     const TensorView ln2 =
         saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).view();
-    std::visit(
-        [&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dresidual, ln2, B, T); },
-        mlp_);
+    Tensor dropped;  // (B, T, C) with dropout only
+    const TensorView dout = branch_gradient(dropped, dropout.mlp_output_offset);
+    std::visit([&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dout, ln2, B, T); },
+               mlp_);
     norm2_.backward(runtime, saved, dresidual, dln2.view(), residual2, B, T);
   }
   {
@@ -68,7 +88,10 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
     Tensor dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
     const TensorView ln1 =
         saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).view();
-    attention_.backward(runtime, saved, dln1.view(), dresidual, ln1, B, T);
+    Tensor dropped;  // (B, T, C) with dropout only
+    const TensorView dout = branch_gradient(dropped, dropout.attention_output_offset);
+    attention_.backward(runtime, saved, dln1.view(), dout, ln1, B, T,
+                        {dropout.p, dropout.seed, dropout.attention_offset});
     norm1_.backward(runtime, saved, dresidual, dln1.view(), x, B, T);
   }
   saved.release_layer(layer_);

@@ -10,6 +10,7 @@
 
 #include "common/model/model_config.h"
 #include "common/nn/attention.h"
+#include "common/nn/dropout.h"
 #include "common/nn/mlp.h"
 #include "common/nn/normalization.h"
 #include "common/nn/parameter_store.h"
@@ -23,15 +24,18 @@ class Block {
  public:
   /// Binds the layer's weights in \p params; no memory is allocated.
   Block(const ParameterStore& params, const ModelConfig& config, int64_t layer);
-  /// \p x (B, T, C) is the block input. Returns the saved output residual3 (B, T, C).
+  /// \p x (B, T, C) is the block input; \p dropout where its masks start (p = 0: none).
+  /// Returns the saved output residual3 (B, T, C).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x, int64_t B,
-                        int64_t T) const;
+                        int64_t T, const BlockDropout& dropout = {}) const;
   /// Backward through the block, in place on the residual-stream gradient, then releases the
   /// layer's saved tensors.
   /// \p x (B, T, C) is forward's input; \p dresidual (B, T, C) holds ∂loss/∂output on entry and
   /// ∂loss/∂x on return.
+  /// \p dropout must be the one the forward that saved the tensors used.
   void backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                const TensorView& dresidual, int64_t B, int64_t T) const;
+                const TensorView& dresidual, int64_t B, int64_t T,
+                const BlockDropout& dropout = {}) const;
 
  private:
   int64_t layer_;

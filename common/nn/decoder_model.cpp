@@ -75,6 +75,26 @@ void DecoderModel::initialise(uint64_t seed) {
   }
 }
 
+void DecoderModel::set_dropout(const DropoutSettings& settings) {
+  if (!(settings.p >= 0.0f && settings.p < 1.0f))
+    throw UsageError("dropout probability " + std::to_string(settings.p) + " outside [0, 1)");
+  dropout_ = settings;
+}
+
+BlockDropout DecoderModel::block_dropout(uint64_t offset, int64_t B, int64_t T) const {
+  if (dropout_.p == 0.0f) return {};
+  return BlockDropout::at(dropout_, offset, B, T, config_.heads, config_.hidden);
+}
+
+BlockDropout DecoderModel::draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B,
+                                              int64_t T) {
+  if (dropout_.p == 0.0f) return {};
+  saved.set_rng_offset(layer, rng_offset_);
+  const BlockDropout dropout = block_dropout(rng_offset_, B, T);
+  rng_offset_ += BlockDropout::draws(B, T, config_.heads, config_.hidden);
+  return dropout;
+}
+
 TensorView DecoderModel::layer_input(const SavedActivations& saved, int64_t layer) {
   return layer == 0 ? saved.get(-1, saved::encoded).view()
                     : saved.get(layer - 1, saved::residual3).view();
@@ -104,7 +124,10 @@ void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int
   saved.release(last, saved::residual3);
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
-    blocks_[static_cast<size_t>(l)].forward(runtime_, saved, layer_input(saved, l), B, T);
+    const BlockDropout dropout = dropout_.preserve_rng_state
+                                     ? block_dropout(saved.rng_offset(l), B, T)
+                                     : draw_block_dropout(saved, l, B, T);
+    blocks_[static_cast<size_t>(l)].forward(runtime_, saved, layer_input(saved, l), B, T, dropout);
     announce_after(StepPhase::recompute_layer, saved, l);
   }
 }
@@ -124,7 +147,8 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   announce_after(StepPhase::forward_embedding, saved);
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_.size()); ++l) {
     announce_before(StepPhase::forward_layer, saved, l);
-    x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T);
+    x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T,
+                                                 draw_block_dropout(saved, l, B, T));
     drop_by_policy(saved, l);
     announce_after(StepPhase::forward_layer, saved, l);
   }
@@ -185,7 +209,8 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
       recompute_segment(saved, saved.segment_first(l), l, B, T);
     announce_before(StepPhase::backward_layer, saved, l);
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, layer_input(saved, l),
-                                             dresidual.view(), B, T);
+                                             dresidual.view(), B, T,
+                                             block_dropout(saved.rng_offset(l), B, T));
     announce_after(StepPhase::backward_layer, saved, l);
   }
   announce_before(StepPhase::backward_embedding, saved);

@@ -12,6 +12,7 @@
 
 #include "common/model/model_config.h"
 #include "common/nn/block.h"
+#include "common/nn/dropout.h"
 #include "common/nn/embedding.h"
 #include "common/nn/linear.h"
 #include "common/nn/normalization.h"
@@ -54,6 +55,12 @@ class DecoderModel {
   void backward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
                 int64_t B, int64_t T);
 
+  /// Turns dropout on (p > 0) or off (p = 0) for the following steps.
+  /// \throws vramlab::UsageError for p outside [0, 1).
+  void set_dropout(const DropoutSettings& settings);
+  /// \return the settings set_dropout gave (p = 0 by default).
+  [[nodiscard]] const DropoutSettings& dropout() const { return dropout_; }
+
   /// As validated by the constructor.
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   /// Values and gradients, one flat block each (what an optimizer updates).
@@ -70,6 +77,10 @@ class DecoderModel {
   static TensorView layer_input(const SavedActivations& saved, int64_t layer);
   // After a block's forward: frees what its policy does not keep.
   static void drop_by_policy(SavedActivations& saved, int64_t layer);
+  // The masks of block `layer`'s forward starting at `offset`.
+  [[nodiscard]] BlockDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
+  // Draws fresh counters for one block's forward and records where they start.
+  BlockDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
   // Re-runs the forward of the checkpointed segment [first, last], saving everything, before the
   // backward of its last layer.
   void recompute_segment(SavedActivations& saved, int64_t first, int64_t last, int64_t B,
@@ -90,6 +101,8 @@ class DecoderModel {
   Norm final_norm_;
   Linear lm_head_;
   StepObservers observers_;
+  DropoutSettings dropout_;
+  uint64_t rng_offset_ = 0;  // the next unused counter of the dropout stream
 };
 
 }  // namespace vramlab::nn

@@ -24,6 +24,7 @@ std::string_view recompute_name(Recompute recompute) {
 SavedActivations::SavedActivations(Runtime& runtime, int64_t layers)
     : runtime_(runtime),
       plan_(static_cast<size_t>(std::max<int64_t>(layers, 0))),
+      rng_offsets_(plan_.size(), 0),
       slots_(static_cast<size_t>(std::max<int64_t>(layers, 0)) + 1) {}
 
 size_t SavedActivations::slot(int64_t layer) const {

@@ -97,6 +97,12 @@ class SavedActivations {
   /// Frees everything (end of a step, or unwinding from an error).
   void clear();
 
+  /// Records where layer \p layer's dropout masks started in its latest forward (its backward
+  /// regenerates them from there; a replayed recompute starts there again).
+  void set_rng_offset(int64_t layer, uint64_t offset) { rng_offsets_[slot(layer) - 1] = offset; }
+  /// \return what set_rng_offset recorded for \p layer (0 before any).
+  [[nodiscard]] uint64_t rng_offset(int64_t layer) const { return rng_offsets_[slot(layer) - 1]; }
+
   /// \return every saved tensor, in the order they were saved.
   [[nodiscard]] std::vector<SavedActivationInfo> list() const;
   /// \return requested bytes of the saved tensors (the allocator's rounding excluded).
@@ -114,7 +120,8 @@ class SavedActivations {
   [[nodiscard]] size_t slot(int64_t layer) const;
 
   Runtime& runtime_;
-  std::vector<LayerPolicy> plan_;  // (layers)
+  std::vector<LayerPolicy> plan_;      // (layers)
+  std::vector<uint64_t> rng_offsets_;  // (layers)
   // (layers + 1): slot 0 is layer -1. A list, because releasing one tensor must leave the
   // references save() returned for the others valid.
   std::vector<std::list<Entry>> slots_;

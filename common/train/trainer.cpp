@@ -5,7 +5,9 @@
 #include <chrono>
 #include <string>
 
+#include "common/checkpoint/activation_peak.h"
 #include "common/estimate/estimator.h"
+#include "common/estimate/recompute_costs.h"
 #include "common/memory/history.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
@@ -19,14 +21,17 @@ namespace {
 // A sim or cpu device's memory is host RAM, and the allocator's host budget stops a run only at
 // the allocation that crosses it, after however much of the forward pass fits (minutes for a large
 // model). The parameters and every saved activation are live together at the end of the forward
-// pass: a lower bound on the step's peak, so a step that fits is never refused. A device holds at
-// most its capacity, so a run that overflows the device first is left to the device's own
-// out-of-memory error. Beyond the host's budget, stop before allocating anything.
-void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options) {
+// pass (with checkpointing: at the schedule's activation peak): a lower bound on the step's peak,
+// so a step that fits is never refused. A device holds at most its capacity, so a run that
+// overflows the device first is left to the device's own out-of-memory error. Beyond the host's
+// budget, stop before allocating anything.
+void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options,
+                                  const checkpoint::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
   const estimate::Estimate e = estimate_step(options);
-  const auto held_after_forward =
-      static_cast<uint64_t>(e.parameters.bytes + e.runtime_activation_bytes);
+  const int64_t activation_peak = checkpoint::activation_peak_bytes(
+      estimate::runtime_chain_costs(options.model, options.batch, options.seq), schedule);
+  const auto held_after_forward = static_cast<uint64_t>(e.parameters.bytes + activation_peak);
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
       capacity == 0 ? held_after_forward : std::min(held_after_forward, capacity);
@@ -52,6 +57,14 @@ void validate(const TrainOptions& options) {
                      std::to_string(options.model.max_seq) + "] for model '" + options.model.name +
                      "'");
   optim::require_implemented(options.optimizer);
+  if (!(options.dropout.p >= 0.0f && options.dropout.p < 1.0f))
+    throw UsageError("--dropout " + std::to_string(options.dropout.p) + " outside [0, 1)");
+}
+
+checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
+  validate(options);
+  return checkpoint::make_schedule(
+      options.recompute, estimate::runtime_chain_costs(options.model, options.batch, options.seq));
 }
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
@@ -71,7 +84,8 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
       data_(options.model.vocab, std::min<int64_t>(options.branching, options.model.vocab),
             options.seed) {
   validate(options_);
-  require_host_memory_for_step(runtime.device(), options_);
+  schedule_ = recompute_schedule(options_);
+  require_host_memory_for_step(runtime.device(), options_, schedule_);
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;
   optimizer_settings.weight_decay = options_.weight_decay;
@@ -81,6 +95,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     const memory::ContextLabelScope label("setup");
     model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed);
   }
+  model_->set_dropout(options_.dropout);
   const int64_t B = options_.batch, T = options_.seq;
   inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
   targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
@@ -96,6 +111,7 @@ StepResult Trainer::step() {
   runtime_.copy_to_device(targets_, host_targets_.data());
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
+  saved.set_plan(schedule_.layers);
   const nn::StepObservers& observers = model_->observers();
   const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &saved, model_.get()};
   if (!observers.empty()) observers.before(zero_grad);
@@ -114,7 +130,7 @@ StepResult Trainer::step() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_done_;
   return StepResult{steps_done_, loss, seconds,
-                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0};
+                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0, saved.peak_bytes()};
 }
 
 MemoryReport Trainer::memory_report() const {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/estimator.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/tensor.h"
@@ -40,6 +42,12 @@ struct TrainOptions {
   uint64_t seed = 1;          ///< initial weights and the token stream.
   int64_t branching = 4;      ///< successors per token of the synthetic chain.
   bool grads_to_none = true;  ///< release gradients between steps (else zero them).
+  /// Gradient checkpointing (`--recompute`): which blocks keep, recompute in part or recompute in
+  /// full their activations; `budget:BYTES` plans the cheapest schedule under that peak.
+  checkpoint::RecomputeSpec recompute;
+  /// Dropout (`--dropout`, GPT-2's attn_pdrop = resid_pdrop): p in [0, 1); the masks' seed is
+  /// derived from `seed`, and a re-run forward replays its masks unless preserve_rng_state is off.
+  nn::DropoutSettings dropout;
 };
 
 /// One step's measurements.
@@ -48,6 +56,9 @@ struct StepResult {
   double loss = 0.0;          ///< mean cross-entropy in nats (0 on meta).
   double seconds = 0.0;       ///< wall time of the whole step.
   double tokens_per_s = 0.0;  ///< B·T / seconds.
+  /// The most bytes the step's saved-activation store held at once (requested bytes: the
+  /// recompute schedule's peak, without the allocator's rounding).
+  int64_t activation_peak_bytes = 0;
 };
 
 /// Peak and current bytes per memory category, from the allocator (rounded block sizes).
@@ -62,6 +73,10 @@ struct MemoryReport {
 /// \throws vramlab::UsageError naming the bad value: the model's shapes, --batch, --seq (within
 /// the model's context), an optimizer the runtime does not implement.
 void validate(const TrainOptions& options);
+
+/// The recompute schedule \p options ask for, made for their model, batch and sequence.
+/// \throws vramlab::UsageError as validate(), or for a budget no schedule fits.
+checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 
 /// The analytic estimate of one step of \p options: `vramlab estimate` for fp32 (the runtime's
 /// precision), their optimizer, one device, micro-batch B and sequence T.
@@ -101,6 +116,8 @@ class Trainer {
   [[nodiscard]] const memory::Tensor& targets() const { return targets_; }
   /// Entropies for the report: the loss floor the model can reach.
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
+  /// The per-layer plan every step runs with (from TrainOptions::recompute).
+  [[nodiscard]] const checkpoint::RecomputeSchedule& schedule() const { return schedule_; }
   /// As given to the constructor (validated).
   [[nodiscard]] const TrainOptions& options() const { return options_; }
 
@@ -115,6 +132,7 @@ class Trainer {
   std::vector<int32_t> host_inputs_;   // (B, T)
   std::vector<int32_t> host_targets_;  // (B, T)
   int64_t steps_done_ = 0;
+  checkpoint::RecomputeSchedule schedule_;
 };
 
 /// Median of per-step times (\p seconds not empty; the mean of the middle two for an even count):

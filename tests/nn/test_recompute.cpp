@@ -1,9 +1,12 @@
 // Gradient checkpointing in the runtime: every activation plan (full segments of any length,
-// selective, mixed) gives bitwise the gradients and loss of keeping everything, frees what it
+// selective, mixed) gives bitwise the gradients and loss of keeping everything, with dropout on
+// too when the re-run forward replays its masks (and not when it draws new ones), frees what it
 // says it frees (the store's peak, traced by hand from the layout), and announces the re-run
-// forwards to observers.
+// forwards to observers. Dropout's own gradients are checked against a directional difference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -15,6 +18,7 @@
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/nn/decoder_model.h"
+#include "common/nn/dropout.h"
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
@@ -30,9 +34,15 @@ struct StepOutcome {
 
 StepOutcome run_step(const ModelConfig& config, int64_t B, int64_t T,
                      std::vector<LayerPolicy> plan, const std::string& device = "cpu",
-                     StepObserver* observer = nullptr) {
+                     StepObserver* observer = nullptr, DropoutSettings dropout = {},
+                     const std::vector<float>* weights = nullptr) {
   Runtime runtime(memory::parse_device(device));
   DecoderModel model(runtime, config, 3);
+  model.set_dropout(dropout);
+  if (weights != nullptr) {
+    const memory::TensorView w = model.parameters().values().view();
+    std::copy(weights->begin(), weights->end(), w.f32());
+  }
   if (observer != nullptr) model.observers().add(*observer);
   std::vector<int32_t> tokens(static_cast<size_t>(B * T)), targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -108,6 +118,74 @@ TEST(Recompute, EveryPlanGivesBitwiseTheGradientsOfKeepingEverythingLlama) {
   const StepOutcome reference = run_step(config, 3, 7, std::vector<LayerPolicy>(5));
   for (const auto& [name, plan] : plans_for_five_layers())
     expect_bitwise_equal(reference, run_step(config, 3, 7, plan), name);
+}
+
+TEST(Recompute, WithDropoutEveryPlanReplayingItsMasksGivesBitwiseTheSameGradients) {
+  const ModelConfig config = gpt2_config("recompute-dropout", 5, 24, 3, 37, 16);
+  const DropoutSettings dropout{0.2f, 11, true};
+  const StepOutcome reference =
+      run_step(config, 2, 11, std::vector<LayerPolicy>(5), "cpu", nullptr, dropout);
+  const StepOutcome without = run_step(config, 2, 11, std::vector<LayerPolicy>(5));
+  EXPECT_NE(reference.loss, without.loss) << "dropout did nothing";
+  for (const auto& [name, plan] : plans_for_five_layers())
+    expect_bitwise_equal(reference, run_step(config, 2, 11, plan, "cpu", nullptr, dropout), name);
+}
+
+// torch.utils.checkpoint's preserve_rng_state=False: the re-run forward draws new masks, so the
+// backward differentiates another network than the one whose loss was computed.
+TEST(Recompute, ARecomputeThatDrawsNewMasksNoLongerGivesTheGradients) {
+  const ModelConfig config = gpt2_config("recompute-redraw", 5, 24, 3, 37, 16);
+  const StepOutcome reference = run_step(config, 2, 11, std::vector<LayerPolicy>(5), "cpu",
+                                         nullptr, DropoutSettings{0.2f, 11, false});
+  const StepOutcome redrawn = run_step(config, 2, 11, {kStart, kStart, kStart, kStart, kStart},
+                                       "cpu", nullptr, DropoutSettings{0.2f, 11, false});
+  EXPECT_EQ(reference.loss, redrawn.loss) << "the forward itself is the same";
+  ASSERT_EQ(reference.grads.size(), redrawn.grads.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < reference.grads.size(); ++i) {
+    diff += std::pow(static_cast<double>(reference.grads[i]) - redrawn.grads[i], 2);
+    norm += std::pow(static_cast<double>(reference.grads[i]), 2);
+  }
+  EXPECT_GT(std::sqrt(diff / norm), 0.05) << "new masks must change the gradients";
+  // Without checkpointing nothing is re-run, so the flag changes nothing.
+  expect_bitwise_equal(reference,
+                       run_step(config, 2, 11, std::vector<LayerPolicy>(5), "cpu", nullptr,
+                                DropoutSettings{0.2f, 11, true}),
+                       "preserve_rng_state without recompute");
+}
+
+// The gradient with dropout is the derivative of the loss with those masks: along a random
+// direction d, (L(θ + hd) − L(θ − hd)) / 2h = ∇L·d. In f32 the loss carries ~1e-7 relative noise,
+// so h = 1e-2 (truncation ~h² times the third derivative, ~1e-4 relative) and a 1% tolerance; a
+// mask regenerated at the wrong offset, a missing 1/(1 − p) or an undropped branch is off by more.
+TEST(Recompute, DropoutGradientsAreTheDerivativeOfTheLossWithTheSameMasks) {
+  const ModelConfig config = gpt2_config("dropout-gradient", 2, 16, 2, 23, 8);
+  const DropoutSettings dropout{0.3f, 5, true};
+  for (const auto& plan :
+       {std::vector<LayerPolicy>(2), std::vector<LayerPolicy>{kStart, kSelective}}) {
+    const StepOutcome at = run_step(config, 2, 7, plan, "cpu", nullptr, dropout);
+    Runtime runtime(memory::parse_device("cpu"));
+    DecoderModel model(runtime, config, 3);
+    const memory::TensorView w = model.parameters().values().view();
+    const std::vector<float> theta(w.f32(), w.f32() + w.numel());
+    std::vector<float> plus = theta, minus = theta;
+    double directional = 0.0;
+    const double h = 1e-2;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      const double d = static_cast<double>(stochastic_bits(99, i)) / 4294967296.0 - 0.5;
+      plus[i] = static_cast<float>(theta[i] + h * d);
+      minus[i] = static_cast<float>(theta[i] - h * d);
+      directional += static_cast<double>(at.grads[i]) * d;
+    }
+    const double difference = (run_step(config, 2, 7, plan, "cpu", nullptr, dropout, &plus).loss -
+                               run_step(config, 2, 7, plan, "cpu", nullptr, dropout, &minus).loss) /
+                              (2 * h);
+    const double error = std::abs(difference - directional);
+    EXPECT_LE(error, 0.01 * std::abs(directional))
+        << "directional derivative " << difference << " vs gradient·d " << directional
+        << ": |diff| " << error << " (" << 100 * error / (0.01 * std::abs(directional))
+        << "% of tolerance)";
+  }
 }
 
 // The store's peak, traced by hand from the layout: F bytes per layer, O its output, A its

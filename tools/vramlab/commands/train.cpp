@@ -12,6 +12,7 @@
 //                 --device sim:t4-16g --kernels cuda-emulated
 //   vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
 //   vramlab train --model gpt2-tiny --device cuda:0
+//   vramlab train --model gpt2-tiny --recompute sqrt --dropout 0.1
 #include <omp.h>
 
 #include <cmath>
@@ -22,7 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/model_state_memory.h"
+#include "common/estimate/recompute_costs.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
@@ -52,6 +56,8 @@ struct TrainCommandOptions {
   std::string kernels;  // empty: the device's default
   int64_t threads = 0;
   uint64_t seed = 1;
+  std::string recompute = "none";
+  double dropout = 0.0;
   bool json = false;
 };
 
@@ -85,6 +91,12 @@ void run_train(const TrainCommandOptions& o) {
   options.learning_rate = static_cast<float>(o.lr);
   options.seed = o.seed;
   options.optimizer = estimate::parse_optimizer(o.optimizer);
+  options.recompute = checkpoint::parse_recompute_spec(o.recompute);
+  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1)
+    throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  options.dropout.p = static_cast<float>(o.dropout);
+  options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
+  const checkpoint::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
@@ -101,6 +113,13 @@ void run_train(const TrainCommandOptions& o) {
                 kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
+    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0)
+      std::printf("recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
+                  "%.0f%% of the forward re-run; dropout %g\n",
+                  schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
+                  100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq,
+                                                                schedule),
+                  static_cast<double>(options.dropout.p));
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
         static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
@@ -120,7 +139,8 @@ void run_train(const TrainCommandOptions& o) {
       std::printf("%s\n", json{{"step", r.step},
                                {"loss", r.loss},
                                {"step_s", r.seconds},
-                               {"tokens_per_s", r.tokens_per_s}}
+                               {"tokens_per_s", r.tokens_per_s},
+                               {"activation_peak_bytes", r.activation_peak_bytes}}
                               .dump()
                               .c_str());
       std::fflush(stdout);
@@ -156,7 +176,13 @@ void run_train(const TrainCommandOptions& o) {
         {"entropy_rate_nats", trainer.data().entropy_rate_nats()},
         {"peak_bytes",
          {{"total", mem.peak_total_bytes}, {"by_category", category_json(mem.peak_bytes)}}},
-        {"reserved_peak_bytes", mem.reserved_peak_bytes}};
+        {"reserved_peak_bytes", mem.reserved_peak_bytes},
+        {"recompute",
+         {{"schedule", schedule.name},
+          {"pattern", checkpoint::schedule_pattern(schedule)},
+          {"recomputed_forward_fraction",
+           estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule)}}},
+        {"dropout", options.dropout.p}};
     std::printf("%s\n", summary.dump().c_str());
     return;
   }
@@ -211,7 +237,16 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "device), meta (nothing runs: the only choice and the default on meta).");
   cmd->add_option("--threads", opts->threads,
                   "Threads of the runtime's OpenMP pool (default: all cores)");
-  cmd->add_option("--seed", opts->seed, "Seed of the weights and the token stream (default 1)");
+  cmd->add_option("--seed", opts->seed,
+                  "Seed of the weights, the token stream and the dropout masks (default 1)");
+  cmd->add_option("--recompute", opts->recompute,
+                  "Gradient checkpointing: none | full (every block) | every:K (blocks 0, K, 2K, "
+                  "...) | sqrt (segments of ceil(sqrt(L)) blocks) | selective (attention "
+                  "probabilities only) | budget:BYTES (the least recompute whose activation peak "
+                  "fits, e.g. budget:64MiB) (default none)");
+  cmd->add_option("--dropout", opts->dropout,
+                  "Dropout probability of the attention probabilities and of both residual "
+                  "branches, in [0, 1) (default 0)");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
   cmd->callback([opts, &exit_code] {
     run_train(*opts);

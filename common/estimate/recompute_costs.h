@@ -1,0 +1,35 @@
+/// \file
+/// \brief The runtime's chain of blocks as the recompute planner sees it: per block the bytes its
+/// saved-activation store holds under each policy and the FLOPs a recompute re-runs.
+///
+/// The bytes come from the runtime layout (runtime_activations.h) in requested bytes, the unit of
+/// nn::SavedActivations::peak_bytes(), so checkpoint::activation_peak_bytes() of these costs is
+/// the peak the runtime measures for the same schedule, byte for byte.
+#pragma once
+
+#include <cstdint>
+
+#include "common/checkpoint/chain_costs.h"
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/dtype/dtype.h"
+#include "common/model/model_config.h"
+
+namespace vramlab::estimate {
+
+/// The planner's view of \p model at micro-batch \p B and sequence \p T:
+/// F = runtime_activation_bytes_per_layer, S = F minus the (B, H, T, T) probabilities, O = the
+/// (B, T, C) output, E = the embedding output, H = the rest saved outside the blocks; costs in
+/// FLOPs (block_forward_flops, attention_scores_flops).
+/// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param dtype the activations' type.
+/// \return the chain. \throws vramlab::UsageError for bad sizes or an overflow.
+checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
+                                           DType dtype = DType::f32);
+
+/// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
+/// model_forward_flops (blocks and LM head).
+/// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
+/// \return a fraction in [0, 1).
+double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,
+                                   const checkpoint::RecomputeSchedule& schedule);
+
+}  // namespace vramlab::estimate
