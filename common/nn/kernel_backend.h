@@ -134,8 +134,9 @@ class KernelBackend {
                        uint64_t offset) const;
   /// dinp = dout · keep / (1 − p) with the mask of dropout_forward for the same (p, seed, offset):
   /// WRITTEN, not accumulated; dinp and dout (n), may alias.
-  /// \param dinp the input's gradient. \param dout the output's gradient. \param p, seed, offset
-  /// as dropout_forward. \throws as dropout_forward.
+  /// \param dinp the input's gradient. \param dout the output's gradient. \param p as
+  /// dropout_forward. \param seed as dropout_forward. \param offset as dropout_forward.
+  /// \throws as dropout_forward.
   void dropout_backward(const TensorView& dinp, const TensorView& dout, float p, uint64_t seed,
                         uint64_t offset) const;
   /// Symmetric int8 in blocks of \p block elements (block ≥ 1; the last block may be shorter;
