@@ -29,7 +29,7 @@ std::string signed_bytes(int64_t bytes) {
 }
 
 // Why the allocator holds more than was requested: 512-B rounding, and in the large pool a block
-// whose remainder would be under 1 MiB is not split (PyTorch's should_split), so it counts whole.
+// whose remainder would be 1 MiB or less is not split (PyTorch's should_split), so it counts whole.
 std::string block_slack(int64_t slack_bytes) {
   if (slack_bytes == 0) return ", no rounding";
   if (slack_bytes < 512)
@@ -428,8 +428,8 @@ std::string render_text(const Breakdown& b, bool colour) {
   line(bold("What the differences mean", colour));
   line(
       "  - rounding: the caching allocator hands out blocks in multiples of 512 B (PyTorch's "
-      "round_size), and a request above 1 MiB keeps a leftover under 1 MiB instead of splitting "
-      "it off (should_split), so a 19.07 MiB block can count as 20 MiB.");
+      "round_size), and a request above 1 MiB keeps a leftover of 1 MiB or less instead of "
+      "splitting it off (should_split), so a 19.07 MiB block can count as 20 MiB.");
   line(
       "  - temporaries: gradients of the attention matrix, of the MLP and of the norms live "
       "only inside one layer's backward; no formula counts them, yet they add to the peak.");
