@@ -9,6 +9,8 @@ tensor autograd saves passes through a saved_tensors_hooks pack hook
 (q, k and v of one qkv output) saves no new memory, and parameters are left out, because they exist
 whether or not anything is saved. The result is the memory a CUDA run would hold in activations at
 the end of forward; counting it needs no GPU. Compare lesson 01's "activations (saved)" row.
+Per block, a storage counts for the block whose forward saved it first (its input, which its first
+LayerNorm saves, counts for it), as lesson 01 counts a layer; the rest is outside the blocks.
 """
 import argparse
 import collections
@@ -35,7 +37,23 @@ def main():
     targets = torch.randint(0, gpt2_tiny.VOCAB, (gpt2_tiny.BATCH, gpt2_tiny.SEQ))
 
     storages = {}  # storage address -> (bytes, dtype, shape of the first tensor saved from it)
+    block_of = {}  # storage address -> the block whose forward saved it first (-1: outside them)
     saves = 0
+    current_block = -1
+
+    def entering(index):
+        def hook(_module, _inputs):
+            nonlocal current_block
+            current_block = index
+        return hook
+
+    def leaving(_module, _inputs, _output):
+        nonlocal current_block
+        current_block = -1
+
+    for index, block in enumerate(model.blocks):
+        block.register_forward_pre_hook(entering(index))
+        block.register_forward_hook(leaving)
 
     def pack(tensor):
         nonlocal saves
@@ -45,6 +63,7 @@ def main():
             storages.setdefault(storage.data_ptr(),
                                 (storage.nbytes(), str(tensor.dtype).replace("torch.", ""),
                                  tuple(tensor.shape)))
+            block_of.setdefault(storage.data_ptr(), current_block)
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
@@ -52,6 +71,11 @@ def main():
     loss.backward()  # the graph was complete: backward runs on what was saved
 
     total = sum(nbytes for nbytes, _, _ in storages.values())
+    per_block = [0] * len(model.blocks)
+    for address, (nbytes, _, _) in storages.items():
+        if block_of[address] >= 0:
+            per_block[block_of[address]] += nbytes
+    outside = total - sum(per_block)
     by_kind = collections.Counter()
     count = collections.Counter()
     for nbytes, dtype, shape in storages.values():
@@ -59,12 +83,16 @@ def main():
         count[(dtype, shape)] += 1
     if args.json:
         print(json.dumps({"torch": torch.__version__, "saved_bytes": total, "storages": len(storages),
-                          "saved_tensors": saves}))
+                          "saved_tensors": saves, "saved_bytes_per_block": per_block,
+                          "saved_bytes_outside_blocks": outside}))
         return
     mib = 1024 * 1024
     print(f"torch {torch.__version__}: gpt2-tiny B={gpt2_tiny.BATCH} T={gpt2_tiny.SEQ}, fp32, one forward")
     print(f"autograd saved {saves} tensors in {len(storages)} storages (parameters excluded): "
           f"{total / mib:.2f} MiB")
+    print(f"  per block (saved during its forward): "
+          f"{', '.join(f'{nbytes / mib:.2f}' for nbytes in per_block)} MiB; "
+          f"outside the blocks: {outside / mib:.2f} MiB")
     print("  storages (dtype, shape)            count       bytes")
     for (dtype, shape), nbytes in sorted(by_kind.items(), key=lambda item: -item[1]):
         print(f"  {dtype:8} {str(shape):24} {count[(dtype, shape)]:6}  {nbytes / mib:8.2f} MiB")

@@ -29,7 +29,7 @@ std::string signed_bytes(int64_t bytes) {
 }
 
 // Why the allocator holds more than was requested: 512-B rounding, and in the large pool a block
-// whose remainder would be under 1 MiB is not split (PyTorch's should_split), so it counts whole.
+// whose remainder would be 1 MiB or less is not split (PyTorch's should_split), so it counts whole.
 std::string block_slack(int64_t slack_bytes) {
   if (slack_bytes == 0) return ", no rounding";
   if (slack_bytes < 512)
@@ -378,7 +378,7 @@ std::string render_text(const Breakdown& b, bool colour) {
   if (b.exercise_peak) {
     const PeakReport& p = *b.exercise_peak;
     // Exercise 01.3 rounds every tensor to 512 B; the allocator also counts a large-pool block
-    // whole when its remainder (under 1 MiB) is not split off, so it may hold up to 1 MiB more
+    // whole when its remainder (1 MiB or less) is not split off, so it may hold up to 1 MiB more
     // per live tensor above 1 MiB.
     int64_t unsplit_slack_bytes = 0;
     for (const LiveTensor& lt : b.live_at_peak)
@@ -389,8 +389,9 @@ std::string render_text(const Breakdown& b, bool colour) {
     if (gap == 0)
       verdict = green(" (same)", colour);
     else if (gap > 0 && gap <= unsplit_slack_bytes)
-      verdict = " (" + format_bytes(static_cast<uint64_t>(gap)) +
-                " more: large-pool blocks whose remainder under 1 MiB was not split count whole)";
+      verdict =
+          " (" + format_bytes(static_cast<uint64_t>(gap)) +
+          " more: large-pool blocks whose remainder of 1 MiB or less was not split count whole)";
     else
       verdict =
           red(" (differs by " + signed_bytes(gap) + ": check your peak_from_trace.cpp)", colour);
@@ -428,11 +429,13 @@ std::string render_text(const Breakdown& b, bool colour) {
   line(bold("What the differences mean", colour));
   line(
       "  - rounding: the caching allocator hands out blocks in multiples of 512 B (PyTorch's "
-      "round_size), and a request above 1 MiB keeps a leftover under 1 MiB instead of splitting "
-      "it off (should_split), so a 19.07 MiB block can count as 20 MiB.");
+      "round_size), and a request above 1 MiB keeps a leftover of 1 MiB or less instead of "
+      "splitting it off (should_split), so a 19.07 MiB block can count as 20 MiB.");
   line(
-      "  - temporaries: gradients of the attention matrix, of the MLP and of the norms live "
-      "only inside one layer's backward; no formula counts them, yet they add to the peak.");
+      "  - temporaries: the logits live only until the loss (its backward needs the "
+      "probabilities alone), and the gradients of the attention matrix, of the MLP and of the "
+      "norms only inside one layer's backward; no formula counts them, yet they add to the "
+      "peak.");
   line(
       "  - the peak is a moment, not a sum: in this first step the optimizer states are created "
       "after backward freed the activations (lazily, as in PyTorch); from step 2 on they are live "

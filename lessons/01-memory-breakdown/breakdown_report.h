@@ -38,7 +38,7 @@ struct CategoryRow {
 
 /// A tensor live at the peak.
 struct LiveTensor {
-  std::string name;                 ///< e.g. "blocks.3.preatt".
+  std::string name;                 ///< e.g. "blocks.3.att".
   memory::MemoryCategory category;  ///< what it is for.
   int64_t bytes = 0;                ///< its requested bytes.
 };

@@ -46,10 +46,10 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
   const int64_t per_token = 8 * shape.hidden + 2 * shape.ffn_hidden  // + fch, fch_gelu (B,T,F)
                             + 4;  // ln1_mean, ln1_rstd, ln2_mean, ln2_rstd (B,T)
   const int64_t token_elements = checked_multiply(tokens, per_token);
-  // preatt and att: (B,H,T,T) each — the scores before and after the softmax.
-  const int64_t attention_elements =
-      checked_multiply(2, checked_multiply(checked_multiply(shape.batch, shape.heads),
-                                           checked_multiply(shape.seq, shape.seq)));
+  // att (B,H,T,T): the probabilities after the softmax. The scores before it are not kept:
+  // softmax's backward needs only its output.
+  const int64_t attention_elements = checked_multiply(checked_multiply(shape.batch, shape.heads),
+                                                      checked_multiply(shape.seq, shape.seq));
   const int64_t elements = checked_sum(token_elements, attention_elements);
   return checked_multiply(elements, static_cast<int64_t>(dtype_size_bytes(dtype)));
 }

@@ -48,7 +48,7 @@ def main():
         "[e] pure bf16": f"{estimate('--params', '7e9', '--precision', 'bf16')['total'] / GB:.1f} GB",
         "[g] 1B fp32": f"{estimate('--params', '1e9', '--precision', 'fp32')['total'] / GB:.1f} GB",
         "[h] 1.3B B=1": f"{measured(*gpt13, '--batch', '1')['measured_bytes']['activations'] / GB:.2f} GB",
-        "[h] 1.3B B=5": f"{measured(*gpt13, '--batch', '5')['measured_bytes']['activations'] / GB:.2f} GB",
+        "[h] 1.3B B=8": f"{measured(*gpt13, '--batch', '8')['measured_bytes']['activations'] / GB:.2f} GB",
         "[j] B=4 T=1024": f"{measured(*llama, '--batch', '4', '--seq', '1024')['measured_bytes']['activations'] / GIB:.2f} GiB",
         "[j] B=1 T=4096": f"{measured(*llama, '--batch', '1', '--seq', '4096')['measured_bytes']['activations'] / GIB:.2f} GiB",
     }

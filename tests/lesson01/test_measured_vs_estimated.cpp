@@ -1,7 +1,8 @@
 // Lesson 01's contract: for the runtime's own models on the meta and sim devices, the measured
 // parameter, gradient and optimizer-state bytes equal the estimator's numbers exactly, the
 // SavedActivations store holds exactly the estimator's runtime layout (tensor by tensor), and the
-// allocator's activation bytes agree with it within 1%. The big models complete on meta.
+// allocator's activation bytes are those tensors rounded to 512 B plus unsplit remainders of at
+// most 1 MiB per large block (none with expandable segments). The big models complete on meta.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,12 +29,12 @@ int64_t round_up_512(int64_t bytes) {
 }
 
 // \p allocated_bytes of \p blocks equal blocks of \p requested_bytes in all, as the caching
-// allocator hands them out: each rounded up to 512 B, plus under 1 MiB of unsplit remainder.
+// allocator hands them out: each rounded up to 512 B, plus at most 1 MiB of unsplit remainder.
 void expect_block_bytes(int64_t allocated_bytes, int64_t requested_bytes, int64_t blocks,
                         const char* what) {
   const int64_t rounded = blocks * round_up_512(requested_bytes / blocks);
   EXPECT_GE(allocated_bytes, rounded) << what;
-  EXPECT_LT(allocated_bytes, rounded + blocks * (int64_t{1} << 20)) << what;
+  EXPECT_LE(allocated_bytes, rounded + blocks * (int64_t{1} << 20)) << what;
   if (requested_bytes / blocks <= (int64_t{1} << 20)) {  // small pool: always split exactly
     EXPECT_EQ(allocated_bytes, rounded) << what;
   }
@@ -90,8 +91,8 @@ TEST_P(MeasuredEqualsEstimated, ModelStatesExactly) {
   const int64_t state_blocks = c.optimizer == "adamw" ? 2 : c.optimizer == "sgd-momentum" ? 1 : 0;
   EXPECT_EQ(e.optimizer_states.bytes, 4 * state_blocks * psi);
   // The allocator holds each block rounded up to 512 B and, in the large pool, a block whose
-  // remainder would be under 1 MiB is not split (PyTorch's should_split): never less, and less
-  // than 1 MiB more per block.
+  // remainder would be 1 MiB or less is not split (PyTorch's should_split): never less, and at
+  // most 1 MiB more per block.
   expect_block_bytes(m.peak_of(MemoryCategory::parameter), e.parameters.bytes, 1, "parameters");
   expect_block_bytes(m.peak_of(MemoryCategory::gradient), e.gradients.bytes, 1, "gradients");
   if (state_blocks > 0) {
@@ -141,15 +142,21 @@ TEST_P(MeasuredEqualsEstimated, SavedActivationsAreTheRuntimeLayout) {
   if (unsplit_slack == 0) {
     EXPECT_EQ(m.peak_of(MemoryCategory::activation), rounded);
   }
-  // Within 1% of the formula when B·T is a multiple of 128, so that the (B, T) statistics are
-  // whole 512-B blocks; odd shapes on these tiny models pay up to 511 B per tensor.
+  // When B·T is a multiple of 128 every tensor is a whole number of 512-B units (the (B, T)
+  // statistics too), so the rounded sizes are the formula and the allocator adds only unsplit
+  // remainders; which blocks keep one depends on the order of sizes (gpt2-tiny at B=8, T=128
+  // keeps one 1 MiB remainder, 1.1% of its 90 MiB, in its first step).
   if (c.batch * c.seq % 128 == 0) {
-    const auto measured = static_cast<double>(m.peak_of(MemoryCategory::activation));
-    const auto estimated = static_cast<double>(e.runtime_activation_bytes);
-    const double rel = std::abs(measured - estimated) / estimated;
-    EXPECT_LE(rel, 0.01) << "allocator activation bytes " << measured << " vs runtime layout "
-                         << estimated << ": " << 100 * rel << "% (" << rel / 0.01 * 100
-                         << "% of the 1% tolerance)";
+    EXPECT_EQ(rounded, e.runtime_activation_bytes);
+  }
+  // Expandable segments always split a block (PyTorch's should_split), so no remainder is held:
+  // the allocator's activation peak is the rounded tensors exactly. meta and sim allocate the
+  // same, so the meta cases check it.
+  if (c.device == "meta") {
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    const StepMeasurement expandable = measure_training_step(s);
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    EXPECT_EQ(expandable.peak_of(MemoryCategory::activation), rounded);
   }
 }
 

@@ -1,9 +1,9 @@
 // Tests of exercise 01.2 (the bytes one GPT-2 layer saves for backward). They run against your
 // code (`vramlab check 01.2`) and against the reference (ctest: test_ex_01_2_ref).
-// Expectations: the runtime's saved-tensor layout (llm.c's GPT-2 block, listed tensor by tensor
-// below and in common/estimate/runtime_activations.h), and the estimator's
-// runtime_activation_bytes_per_layer(), and what the runtime's SavedActivations store really holds
-// after a forward pass of a small GPT-2.
+// Expectations: the runtime's saved-tensor layout (llm.c's GPT-2 block without its pre-softmax
+// scores, listed tensor by tensor below and in common/estimate/runtime_activations.h), the
+// estimator's runtime_activation_bytes_per_layer(), and what the runtime's SavedActivations store
+// really holds after a forward pass of a small GPT-2.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -39,11 +39,11 @@ std::string describe(const LayerShape& s, DType dtype) {
 int64_t expected_bytes(const LayerShape& s, DType dtype) {
   const int64_t B = s.batch, T = s.seq, C = s.hidden, H = s.heads, F = s.ffn_hidden;
   const std::vector<int64_t> elements = {
-      B * T * C,     B * T,         B * T,    B * T * 3 * C,  // ln1, ln1_mean, ln1_rstd, qkv
-      B * H * T * T, B * H * T * T,                           // preatt, att
-      B * T * C,     B * T * C,                               // atty, residual2
-      B * T * C,     B * T,         B * T,                    // ln2, ln2_mean, ln2_rstd
-      B * T * F,     B * T * F,     B * T * C};               // fch, fch_gelu, residual3
+      B * T * C,     B * T,     B * T,    B * T * 3 * C,  // ln1, ln1_mean, ln1_rstd, qkv
+      B * H * T * T,                         // att (the scores before the softmax are not kept)
+      B * T * C,     B * T * C,              // atty, residual2
+      B * T * C,     B * T,     B * T,       // ln2, ln2_mean, ln2_rstd
+      B * T * F,     B * T * F, B * T * C};  // fch, fch_gelu, residual3
   int64_t total = 0;
   for (int64_t e : elements) total += e;
   return total * static_cast<int64_t>(dtype_size_bytes(dtype));
@@ -82,9 +82,9 @@ TEST(LayerActivations, MatchesTheSavedTensorLayoutOnRandomShapes) {
 //! [test]
 
 TEST(LayerActivations, GPT2_124MAtSeq1024IsWhatTheRuntimeSaves) {
-  // GPT-2 124M, B=4, T=1024, f32: (16·768·4096 + 4·4096 + 2·12·4·1024²)·4 B.
+  // GPT-2 124M, B=4, T=1024, f32: (16·768·4096 + 4·4096 + 12·4·1024²)·4 B.
   const LayerShape shape{4, 1024, 768, 12, 3072};
-  const int64_t elements = 16 * 768 * 4096 + 4 * 4096 + int64_t{2} * 12 * 4 * 1024 * 1024;
+  const int64_t elements = 16 * 768 * 4096 + 4 * 4096 + int64_t{12} * 4 * 1024 * 1024;
   Comparison bytes("GPT-2 124M layer bytes", Unit::kBytes);
   bytes.add(describe(shape, DType::f32), static_cast<double>(elements * 4),
             static_cast<double>(layer_activation_bytes(shape, DType::f32)));
@@ -139,7 +139,7 @@ TEST(LayerActivations, MatchesWhatTheSavedActivationsStoreHolds) {
 }
 
 TEST(LayerActivations, AttentionScoresDominateAtLongSequences) {
-  // At T = 8192 with C = 64, H = 8 the two (B,H,T,T) matrices are almost everything: changing T
+  // At T = 8192 with C = 64, H = 8 the (B,H,T,T) probabilities are almost everything: changing T
   // by one changes the bytes by the layout's exact difference.
   const LayerShape a{1, 8192, 64, 8, 256}, b{1, 8193, 64, 8, 256};
   Comparison diff("bytes(T+1) - bytes(T)", Unit::kBytes);
@@ -168,31 +168,37 @@ TEST(LayerActivations, RealModelsAtLongContextNeed64BitArithmetic) {
 }
 
 TEST(LayerActivations, TheLargestShapesThatFitAreExactAndOneMoreStepThrows) {
-  // B = H = C = F = 1, T = 2^30: 2*T*T + 14*T = 2^61 + 14*2^30 elements, which fits int64 in
-  // 1- and 2-byte elements but not in 4-byte ones. At T = 2^31 the elements alone pass 2^63 and
-  // a product computed first and checked later has already wrapped around modulo 2^64.
+  // B = H = C = F = 1: T*T + 14*T elements. At T = 2^30 that fits int64 in 1-, 2- and 4-byte
+  // elements; at T = 2^31 (2^62 + 14*2^31 elements) only in 1-byte ones. At T = 2^32 the T*T
+  // alone is 2^64: a product computed first and checked later has wrapped around to 0.
+  struct Fits {
+    int64_t seq;
+    DType dtype;
+  };
   const int64_t t = int64_t{1} << 30;
-  const int64_t elements = 2 * t * t + 14 * t;
+  const Fits fits[] = {{t, DType::bf16}, {t, DType::f32}, {2 * t, DType::fp8_e4m3}};
   Comparison bytes("bytes of the largest shapes that fit", Unit::kBytes);
-  for (DType dtype : {DType::fp8_e4m3, DType::bf16}) {
-    const LayerShape shape{1, t, 1, 1, 1};
+  for (const Fits& f : fits) {
+    const LayerShape shape{1, f.seq, 1, 1, 1};
+    const int64_t elements = f.seq * f.seq + 14 * f.seq;
     try {
-      bytes.add(describe(shape, dtype),
-                static_cast<double>(elements * static_cast<int64_t>(dtype_size_bytes(dtype))),
-                static_cast<double>(layer_activation_bytes(shape, dtype)));
+      bytes.add(describe(shape, f.dtype),
+                static_cast<double>(elements * static_cast<int64_t>(dtype_size_bytes(f.dtype))),
+                static_cast<double>(layer_activation_bytes(shape, f.dtype)));
     } catch (const UsageError& e) {
-      ADD_FAILURE() << describe(shape, dtype) << " fits in int64 (" << elements
+      ADD_FAILURE() << describe(shape, f.dtype) << " fits in int64 (" << elements
                     << " elements), but it threw: " << e.what();
     }
   }
   if (bytes.count() > 0) {
     VRAMLAB_EXPECT_PASSES(bytes);
   }
-  for (const LayerShape& shape : {LayerShape{1, t, 1, 1, 1}, LayerShape{1, 2 * t, 1, 1, 1}}) {
-    const DType dtype = DType::f32;
+  const Fits too_big[] = {{2 * t, DType::bf16}, {2 * t, DType::f32}, {4 * t, DType::fp8_e4m3}};
+  for (const Fits& f : too_big) {
+    const LayerShape shape{1, f.seq, 1, 1, 1};
     try {
-      const int64_t got = layer_activation_bytes(shape, dtype);
-      ADD_FAILURE() << describe(shape, dtype) << " needs more than 2^63 bytes, so it must throw "
+      const int64_t got = layer_activation_bytes(shape, f.dtype);
+      ADD_FAILURE() << describe(shape, f.dtype) << " needs 2^63 bytes or more, so it must throw "
                     << "vramlab::UsageError; it returned " << got
                     << " (a product that wrapped around before the check?)";
     } catch (const UsageError&) {

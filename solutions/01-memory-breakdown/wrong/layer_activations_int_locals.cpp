@@ -22,8 +22,8 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
   // casts to unsigned make the wrap defined here; a signed int product wraps the same way in
   // practice, as undefined behaviour.)
   const int64_t token_elements = int64_t{B} * T * (8 * C + 2 * F + 4);
-  const auto attention_elements = static_cast<int64_t>(
-      static_cast<unsigned>(2) * static_cast<unsigned>(B * H) * static_cast<unsigned>(T * T));
+  const auto attention_elements =
+      static_cast<int64_t>(static_cast<unsigned>(B * H) * static_cast<unsigned>(T * T));
   return (token_elements + attention_elements) * static_cast<int64_t>(dtype_size_bytes(dtype));
 }
 

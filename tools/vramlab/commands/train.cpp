@@ -201,16 +201,15 @@ void run_train(const TrainCommandOptions& o) {
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
-  // Lesson 01 measures one step from fresh segments, where the saved activations count exactly
-  // the runtime layout; later steps reuse step 1's cached blocks, and a block is not split when
-  // 1 MiB or less would be left (PyTorch's should_split), so a tensor can hold a larger block.
-  if (o.steps > 1)
-    std::printf(
-        "  (peaks over %lld steps: from step 2 on, tensors reuse blocks cached by step 1, and a "
-        "block left with 1 MiB or less is not split (PyTorch's should_split), so a category can "
-        "count more than its tensors; --steps 1 measures the first step from fresh segments, as "
-        "lesson 01 does)\n",
-        static_cast<long long>(o.steps));
+  // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
+  // a category can count more than its tensors; which blocks keep such a remainder depends on the
+  // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
+  // Expandable segments always split, so the same step then counts its tensors exactly.
+  std::printf(
+      "  (a block left with 1 MiB or less is not split (PyTorch's should_split), so a category "
+      "can count up to 1 MiB per large block more than its tensors, in the first step as in later "
+      "ones; with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True blocks are always split and "
+      "each category counts its tensors' 512-B rounded sizes)\n");
 }
 
 }  // namespace

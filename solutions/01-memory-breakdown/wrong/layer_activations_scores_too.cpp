@@ -1,6 +1,7 @@
 // Known-wrong variant of exercise 01.2 (kept for `vramlab verify`, never linked into a lesson):
-// counts the (B,H,T,T) attention matrix once instead of twice (pre- and post-softmax).
-// The exercise's tests must fail for it.
+// counts the pre-softmax scores too, as llm.c's GPT-2 keeps them (preatt beside att, two
+// (B,H,T,T) matrices). The runtime keeps only the probabilities: softmax's backward needs only
+// its output. The exercise's tests must fail for it.
 #include <limits>
 #include <string>
 
@@ -46,9 +47,9 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
   const int64_t per_token = 8 * shape.hidden + 2 * shape.ffn_hidden  // + fch, fch_gelu (B,T,F)
                             + 4;  // ln1_mean, ln1_rstd, ln2_mean, ln2_rstd (B,T)
   const int64_t token_elements = checked_multiply(tokens, per_token);
-  // preatt and att: (B,H,T,T) each — the scores before and after the softmax.
+  // The mistake: preatt and att, (B,H,T,T) each — the scores before and after the softmax.
   const int64_t attention_elements =
-      checked_multiply(1, checked_multiply(checked_multiply(shape.batch, shape.heads),
+      checked_multiply(2, checked_multiply(checked_multiply(shape.batch, shape.heads),
                                            checked_multiply(shape.seq, shape.seq)));
   const int64_t elements = checked_sum(token_elements, attention_elements);
   return checked_multiply(elements, static_cast<int64_t>(dtype_size_bytes(dtype)));
