@@ -122,6 +122,7 @@ void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int
   const memory::ContextLabelScope label("recompute");
   // The kept output is recomputed with the rest; the layer after it is done with it.
   saved.release(last, saved::residual3);
+  if (first > 0) saved.decompress(first - 1, saved::residual3);  // the segment's input
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
     const BlockDropout dropout = dropout_.preserve_rng_state
@@ -150,6 +151,9 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T,
                                                  draw_block_dropout(saved, l, B, T));
     drop_by_policy(saved, l);
+    // What the layer keeps is compressed now; its output once the next layer has read it.
+    saved.compress_layer(l, saved::residual3);
+    if (l > 0) saved.compress(l - 1, saved::residual3);
     announce_after(StepPhase::forward_layer, saved, l);
   }
   announce_before(StepPhase::forward_head, saved);
@@ -159,6 +163,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   // log_softmax's output).
   Tensor logits = runtime_.temporary({B, T, V}, saved::logits);  // (B, T, V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
+  if (!blocks_.empty()) saved.compress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
   const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});  // (B, T, V)
@@ -187,6 +192,7 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
   runtime_.kernels().cross_entropy_dlogits(dlogits, dlogits, targets, N, V,
                                            1.0f / static_cast<float>(N));
+  if (!blocks_.empty()) saved.decompress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()
@@ -207,6 +213,8 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
     if (saved.policy(l).recompute == Recompute::full && saved.segment_last(l))
       recompute_segment(saved, saved.segment_first(l), l, B, T);
+    saved.decompress_layer(l);
+    if (l > 0) saved.decompress(l - 1, saved::residual3);  // the layer's input
     announce_before(StepPhase::backward_layer, saved, l);
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, layer_input(saved, l),
                                              dresidual.view(), B, T,

@@ -22,12 +22,12 @@ const Tensor& Norm::forward(Runtime& runtime, SavedActivations& saved, const Ten
   const int64_t N = B * T;
   const Tensor& out = saved.save(layer_, name_, {B, T, C_});  // (B, T, C)
   if (is_layernorm()) {
-    const Tensor& mean = saved.save(layer_, mean_name_, {B, T});  // (B, T)
-    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    const Tensor& mean = saved.save(layer_, mean_name_, {B, T}, DType::f32, false);  // (B, T)
+    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T}, DType::f32, false);  // (B, T)
     runtime.kernels().layernorm_forward(out.view(), mean.view(), rstd.view(), inp,
                                         params_.value(*weight_), params_.value(*bias_), N, C_);
   } else {
-    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T});  // (B, T)
+    const Tensor& rstd = saved.save(layer_, rstd_name_, {B, T}, DType::f32, false);  // (B, T)
     runtime.kernels().rmsnorm_forward(out.view(), rstd.view(), inp, params_.value(*weight_), N, C_);
   }
   return out;

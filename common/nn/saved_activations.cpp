@@ -21,6 +21,38 @@ std::string_view recompute_name(Recompute recompute) {
   return "unknown";
 }
 
+std::string_view compression_name(ActivationCompression compression) {
+  switch (compression) {
+    case ActivationCompression::none:
+      return "none";
+    case ActivationCompression::int8:
+      return "int8";
+    case ActivationCompression::int8_block:
+      return "int8-block";
+  }
+  return "unknown";
+}
+
+ActivationCompression parse_compression(std::string_view text) {
+  for (const ActivationCompression c : {ActivationCompression::none, ActivationCompression::int8,
+                                        ActivationCompression::int8_block})
+    if (text == compression_name(c)) return c;
+  throw UsageError("unknown activation compression '" + std::string(text) +
+                   "' (expected none, int8 or int8-block)");
+}
+
+int64_t compressed_bytes(int64_t numel, ActivationCompression compression) {
+  switch (compression) {
+    case ActivationCompression::none:
+      return 4 * numel;
+    case ActivationCompression::int8:
+      return numel + 4;
+    case ActivationCompression::int8_block:
+      return numel + 4 * ((numel + kInt8ActivationBlock - 1) / kInt8ActivationBlock);
+  }
+  return 4 * numel;
+}
+
 SavedActivations::SavedActivations(Runtime& runtime, int64_t layers)
     : runtime_(runtime),
       plan_(static_cast<size_t>(std::max<int64_t>(layers, 0))),
@@ -64,7 +96,7 @@ bool SavedActivations::segment_last(int64_t layer) const {
 }
 
 Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
-                               DType dtype) {
+                               DType dtype, bool compressible) {
   auto& entries = slots_[slot(layer)];
   for (const Entry& e : entries)
     if (e.name == name)
@@ -76,15 +108,80 @@ Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector
                                     std::move(full_name));
   bytes_ += buffer.bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
-  entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++});
+  entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}});
   return entries.back().buffer;
 }
 
 const Tensor& SavedActivations::get(int64_t layer, std::string_view name) const {
-  for (const Entry& e : slots_[slot(layer)])
-    if (e.name == name) return e.buffer;
+  for (const Entry& e : slots_[slot(layer)]) {
+    if (e.name != name) continue;
+    if (e.compressed())
+      throw std::logic_error("saved activations: '" + std::string(name) + "' of layer " +
+                             std::to_string(layer) + " is compressed: decompress it first");
+    return e.buffer;
+  }
   throw std::logic_error("saved activations: nothing named '" + std::string(name) +
                          "' saved in layer " + std::to_string(layer));
+}
+
+SavedActivations::Entry& SavedActivations::entry(int64_t layer, std::string_view name) {
+  for (Entry& e : slots_[slot(layer)])
+    if (e.name == name) return e;
+  throw std::logic_error("saved activations: nothing named '" + std::string(name) +
+                         "' saved in layer " + std::to_string(layer));
+}
+
+int64_t SavedActivations::block_of(const Tensor& tensor) const {
+  return compression_ == ActivationCompression::int8_block
+             ? kInt8ActivationBlock
+             : std::max<int64_t>(tensor.numel(), 1);
+}
+
+void SavedActivations::compress(int64_t layer, std::string_view name) {
+  if (compression_ == ActivationCompression::none || !contains(layer, name)) return;
+  Entry& e = entry(layer, name);
+  if (!e.compressible || e.compressed() || e.buffer.dtype() != DType::f32) return;
+  const int64_t block = block_of(e.buffer);
+  const int64_t scales = (e.buffer.numel() + block - 1) / block;
+  // The int8 form is allocated before the fp32 one is freed: both exist for a moment, as with a
+  // pack hook.
+  e.quantized = runtime_.allocate(e.buffer.shape(), DType::i8, memory::MemoryCategory::activation,
+                                  e.buffer.name());
+  e.scales = runtime_.allocate({scales}, DType::f32, memory::MemoryCategory::activation,
+                               e.buffer.name() + ".scales");  // (ceil(numel / block))
+  bytes_ += e.quantized.bytes() + e.scales.bytes();
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  runtime_.kernels().quantize_int8(e.quantized.view(), e.scales.view(), e.buffer.view(), block);
+  bytes_ -= e.buffer.bytes();
+  e.buffer.reset();
+}
+
+void SavedActivations::compress_layer(int64_t layer, std::string_view except) {
+  std::vector<std::string> names;
+  for (const Entry& e : slots_[slot(layer)])
+    if (e.name != except) names.push_back(e.name);
+  for (const std::string& name : names) compress(layer, name);
+}
+
+void SavedActivations::decompress(int64_t layer, std::string_view name) {
+  if (!contains(layer, name)) return;
+  Entry& e = entry(layer, name);
+  if (!e.compressed()) return;
+  e.buffer = runtime_.allocate(e.quantized.shape(), DType::f32, memory::MemoryCategory::activation,
+                               e.quantized.name());
+  bytes_ += e.buffer.bytes();
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  runtime_.kernels().dequantize_int8(e.buffer.view(), e.quantized.view(), e.scales.view(),
+                                     block_of(e.buffer));
+  bytes_ -= e.quantized.bytes() + e.scales.bytes();
+  e.quantized.reset();
+  e.scales.reset();
+}
+
+void SavedActivations::decompress_layer(int64_t layer) {
+  std::vector<std::string> names;
+  for (const Entry& e : slots_[slot(layer)]) names.push_back(e.name);
+  for (const std::string& name : names) decompress(layer, name);
 }
 
 bool SavedActivations::contains(int64_t layer, std::string_view name) const {
@@ -99,7 +196,7 @@ void SavedActivations::release(int64_t layer, std::string_view name) {
   if (it == entries.end())
     throw std::logic_error("saved activations: cannot release '" + std::string(name) +
                            "': nothing of that name saved in layer " + std::to_string(layer));
-  bytes_ -= it->buffer.bytes();
+  bytes_ -= it->bytes();
   entries.erase(it);
 }
 
@@ -109,7 +206,7 @@ void SavedActivations::release_all_except(int64_t layer, std::string_view keep) 
     if (it->name == keep) {
       ++it;
     } else {
-      bytes_ -= it->buffer.bytes();
+      bytes_ -= it->bytes();
       it = entries.erase(it);
     }
   }
@@ -117,7 +214,7 @@ void SavedActivations::release_all_except(int64_t layer, std::string_view keep) 
 
 void SavedActivations::release_layer(int64_t layer) {
   auto& entries = slots_[slot(layer)];
-  for (const Entry& e : entries) bytes_ -= e.buffer.bytes();
+  for (const Entry& e : entries) bytes_ -= e.bytes();
   entries.clear();
 }
 
@@ -131,8 +228,11 @@ std::vector<SavedActivationInfo> SavedActivations::list() const {
   for (size_t s = 0; s < slots_.size(); ++s)
     for (const Entry& e : slots_[s])
       ordered.push_back(
-          {e.order, SavedActivationInfo{e.name, static_cast<int64_t>(s) - 1, e.buffer.shape(),
-                                        e.buffer.dtype(), e.buffer.bytes()}});
+          {e.order, e.compressed()
+                        ? SavedActivationInfo{e.name, true, static_cast<int64_t>(s) - 1,
+                                              e.quantized.shape(), DType::f32, e.bytes()}
+                        : SavedActivationInfo{e.name, false, static_cast<int64_t>(s) - 1,
+                                              e.buffer.shape(), e.buffer.dtype(), e.bytes()}});
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<SavedActivationInfo> out;

@@ -12,6 +12,11 @@
 ///   the whole segment's forward is re-run when the backward reaches it (Chen et al. 2016,
 ///   "Training Deep Nets with Sublinear Memory Cost"; torch.utils.checkpoint).
 /// The store holds the plan and does the bookkeeping; DecoderModel drops and recomputes by it.
+///
+/// Independently of recompute, what a layer keeps can be compressed (set_compression): each
+/// compressible tensor becomes int8 with an fp32 absmax scale per tensor or per block of
+/// kInt8ActivationBlock elements, once the forward is done with it, and is decompressed to fp32
+/// before the backward that reads it (the scheme of a saved_tensors_hooks pack/unpack pair).
 /// Every saved tensor is allocated with the category `activation` and the name "blocks.L.NAME"
 /// (or "NAME" outside the blocks), so snapshots and OOM messages name it.
 #pragma once
@@ -38,6 +43,26 @@ enum class Recompute : unsigned char {
 /// \return "none", "full" or "selective".
 std::string_view recompute_name(Recompute recompute);
 
+/// How kept activations are stored between a layer's forward and its backward.
+enum class ActivationCompression : unsigned char {
+  none,        ///< fp32 as computed
+  int8,        ///< int8 with one absmax scale per tensor (scale = max|x| / 127)
+  int8_block,  ///< int8 with one absmax scale per kInt8ActivationBlock elements
+};
+
+/// Elements per scale of ActivationCompression::int8_block: the scales cost 4 bytes in 256
+/// (1.6%), and one outlier spoils 256 values instead of the whole tensor.
+inline constexpr int64_t kInt8ActivationBlock = 256;
+
+/// \return "none", "int8" or "int8-block". \param compression the mode.
+std::string_view compression_name(ActivationCompression compression);
+/// \param text "none", "int8" or "int8-block". \return the mode.
+/// \throws vramlab::UsageError naming \p text and the choices.
+ActivationCompression parse_compression(std::string_view text);
+/// Bytes of \p numel fp32 elements once compressed: numel int8 values plus the fp32 scales.
+/// \param numel elements (≥ 0). \param compression the mode (none: 4 · numel).
+int64_t compressed_bytes(int64_t numel, ActivationCompression compression);
+
 /// The activation policy of one layer.
 struct LayerPolicy {
   Recompute recompute = Recompute::none;  ///< what is recomputed rather than kept
@@ -50,6 +75,7 @@ struct LayerPolicy {
 /// One entry of SavedActivations::list().
 struct SavedActivationInfo {
   std::string name;            ///< e.g. "att".
+  bool compressed = false;     ///< held as int8 (bytes then counts the int8 values and scales).
   int64_t layer = -1;          ///< block index, -1 outside the blocks.
   std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
   DType dtype = DType::f32;    ///< as given to save().
@@ -81,10 +107,12 @@ class SavedActivations {
   /// \return the buffer to fill (valid until it is released or the store cleared).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
   /// the name is already saved in that layer or the layer is out of range.
+  /// \p compressible false keeps the tensor exact under compression (the norms' per-token
+  /// statistics: few bytes, and every gradient element of the layer depends on them).
   Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
-               DType dtype = DType::f32);
+               DType dtype = DType::f32, bool compressible = true);
   /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
-  /// name is saved.
+  /// name is saved, or it is compressed (decompress it first).
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
   /// \return whether \p layer holds a tensor named \p name.
   [[nodiscard]] bool contains(int64_t layer, std::string_view name) const;
@@ -103,6 +131,22 @@ class SavedActivations {
   /// \return what set_rng_offset recorded for \p layer (0 before any).
   [[nodiscard]] uint64_t rng_offset(int64_t layer) const { return rng_offsets_[slot(layer) - 1]; }
 
+  /// Sets how kept tensors are compressed from now on (none by default).
+  void set_compression(ActivationCompression compression) { compression_ = compression; }
+  /// \return the mode set_compression gave.
+  [[nodiscard]] ActivationCompression compression() const { return compression_; }
+  /// Replaces tensor \p name of \p layer by its int8 form (allocating that first, then freeing
+  /// the fp32 one). Does nothing when compression is off, the tensor is absent, not compressible,
+  /// not fp32 or already compressed. \throws memory::OutOfMemoryError when full.
+  void compress(int64_t layer, std::string_view name);
+  /// compress() for every tensor of \p layer except \p except.
+  void compress_layer(int64_t layer, std::string_view except);
+  /// Brings tensor \p name of \p layer back to fp32 if it is compressed (else nothing).
+  /// \throws memory::OutOfMemoryError when full.
+  void decompress(int64_t layer, std::string_view name);
+  /// decompress() for every tensor of \p layer.
+  void decompress_layer(int64_t layer);
+
   /// \return every saved tensor, in the order they were saved.
   [[nodiscard]] std::vector<SavedActivationInfo> list() const;
   /// \return requested bytes of the saved tensors (the allocator's rounding excluded).
@@ -114,9 +158,18 @@ class SavedActivations {
  private:
   struct Entry {
     std::string name;
-    Tensor buffer;
+    Tensor buffer;  // the fp32 (or other dtype) tensor; empty while compressed
     uint64_t order = 0;
+    bool compressible = true;
+    Tensor quantized;  // i8, same shape, while compressed
+    Tensor scales;     // f32 (one per tensor or per block), while compressed
+    [[nodiscard]] bool compressed() const { return !quantized.empty(); }
+    [[nodiscard]] int64_t bytes() const {
+      return buffer.bytes() + quantized.bytes() + scales.bytes();
+    }
   };
+  Entry& entry(int64_t layer, std::string_view name);
+  [[nodiscard]] int64_t block_of(const Tensor& tensor) const;
   [[nodiscard]] size_t slot(int64_t layer) const;
 
   Runtime& runtime_;
@@ -128,6 +181,7 @@ class SavedActivations {
   uint64_t next_order_ = 0;
   int64_t bytes_ = 0;
   int64_t peak_bytes_ = 0;
+  ActivationCompression compression_ = ActivationCompression::none;
 };
 
 }  // namespace vramlab::nn
