@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <string>
 
+#include "common/checkpoint/activation_peak.h"
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
@@ -194,30 +197,64 @@ Estimate estimate_memory(const EstimateInputs& in) {
   if (in.model) {
     const ModelConfig& m = *in.model;
     const int64_t e = activation_element_bytes(in.precision);
+    const DType runtime_dtype = in.precision == Precision::fp32 ? DType::f32 : DType::bf16;
+    const checkpoint::ChainCosts runtime_chain =
+        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype);
+    out.runtime_schedule = checkpoint::make_schedule(in.recompute, runtime_chain);
+    out.runtime_schedule_peak_bytes =
+        checkpoint::activation_peak_bytes(runtime_chain, out.runtime_schedule);
+    out.recomputed_forward_fraction =
+        recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule);
+    using Kind = checkpoint::RecomputeSpec::Kind;
+    const Kind kind = in.recompute.kind;
+    const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;
+    auto per_layer = [&](Recompute recompute) {
+      return korthikanti_activation_bytes_per_layer(
+          select_activation_row(in.tensor_parallel, in.sequence_parallel, recompute),
+          {out.seq, in.micro_batch, m.hidden, m.heads, in.tensor_parallel, e});
+    };
+    const Recompute paper_recompute = kind == Kind::selective ? Recompute::selective
+                                      : kind == Kind::full    ? Recompute::full
+                                                              : Recompute::none;
     const ActivationRow row =
-        select_activation_row(in.tensor_parallel, in.sequence_parallel, in.recompute);
+        select_activation_row(in.tensor_parallel, in.sequence_parallel, paper_recompute);
     out.has_activations = true;
-    out.activation_bytes_per_layer = korthikanti_activation_bytes_per_layer(
-        row, {out.seq, in.micro_batch, m.hidden, m.heads, in.tensor_parallel, e});
+    out.activation_bytes_per_layer = per_layer(paper_recompute);
     out.activations.bytes =
         checked_mul(out.activation_bytes_per_layer, m.layers, "activation bytes");
-    out.activations.source = korthikanti_formula(row, e) + " (s=" + std::to_string(out.seq) +
-                             ", b=" + std::to_string(in.micro_batch) +
-                             ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
-                             ", t=" + std::to_string(in.tensor_parallel) +
-                             ", L=" + std::to_string(m.layers) + ")";
+    if (!table_row) {
+      // The paper's bytes per layer (kept without recompute, under selective, and the layer input
+      // a full recompute keeps) through the same peak model as the runtime's schedule.
+      checkpoint::ChainCosts paper_chain = runtime_chain;
+      for (checkpoint::LayerCosts& layer : paper_chain.layers) {
+        layer.saved_bytes = per_layer(Recompute::none);
+        layer.selective_bytes = per_layer(Recompute::selective);
+        layer.output_bytes = per_layer(Recompute::full);
+      }
+      paper_chain.before_bytes = 0;  // the paper counts the layers only
+      paper_chain.head_bytes = 0;
+      out.activations.bytes = checkpoint::activation_peak_bytes(paper_chain, out.runtime_schedule);
+    }
+    out.activations.source =
+        (table_row ? korthikanti_formula(row, e)
+                   : "Korthikanti et al. per-layer bytes (none, selective, full rows) under the " +
+                         checkpoint::to_string(in.recompute) + " schedule " +
+                         checkpoint::schedule_pattern(out.runtime_schedule) +
+                         ", at its peak (a segment's re-run forward included)") +
+        " (s=" + std::to_string(out.seq) + ", b=" + std::to_string(in.micro_batch) +
+        ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
+        ", t=" + std::to_string(in.tensor_parallel) + ", L=" + std::to_string(m.layers) + ")";
     if (m.mlp != MlpKind::gelu || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
       out.activations.source +=
           "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "
           "is an approximation (see the runtime-layout column)";
-    const DType runtime_dtype = in.precision == Precision::fp32 ? DType::f32 : DType::bf16;
     out.runtime_activation_bytes_per_layer =
         runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype);
     out.runtime_activation_bytes =
         runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype);
     out.runtime_activation_source =
-        "vramlab runtime layout (llm.c style): L × " + std::string(model_family_name(m.family)) +
-        " Block saved tensors + embedding, final norm, logits, probs, losses; " +
+        "vramlab runtime layout: L × " + std::string(model_family_name(m.family)) +
+        " Block saved tensors + embedding, final norm, probs, losses; " +
         std::string(dtype_name(runtime_dtype)) + ", one device, no TP/SP, no recompute";
   } else {
     out.activations.source = "not estimated: a parameter count alone gives no shapes";

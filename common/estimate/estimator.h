@@ -22,7 +22,10 @@
 
 #include <cstdint>
 #include <optional>
+
 #include <string>
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/checkpoint/recompute_spec.h"
 
 #include "common/estimate/activation_memory.h"
 #include "common/estimate/model_state_memory.h"
@@ -45,9 +48,12 @@ struct EstimateInputs {
   int64_t data_parallel = 1;                    ///< Nd.
   int64_t tensor_parallel = 1;                  ///< t.
   bool sequence_parallel = false;               ///< Korthikanti et al. sequence parallelism.
-  Recompute recompute = Recompute::none;        ///< activation recomputation.
-  bool offload_optimizer = false;               ///< optimizer states to the host.
-  bool offload_parameters = false;              ///< parameters to the host (ZeRO-3 only).
+  /// Activation recomputation, as `vramlab train --recompute` takes it. Korthikanti et al.'s
+  /// Table 2 has rows for none, selective and full; every:K, sqrt and budget schedules apply its
+  /// per-layer bytes through the planner's peak model (checkpoint::activation_peak_bytes).
+  checkpoint::RecomputeSpec recompute;
+  bool offload_optimizer = false;   ///< optimizer states to the host.
+  bool offload_parameters = false;  ///< parameters to the host (ZeRO-3 only).
 };
 
 /// One component's bytes on one device and where its formula comes from.
@@ -72,6 +78,12 @@ struct Estimate {
   int64_t runtime_activation_bytes = 0;
   int64_t runtime_activation_bytes_per_layer = 0;  ///< of one Block.
   std::string runtime_activation_source;           ///< what the runtime column counts.
+  /// The schedule inputs.recompute makes for the runtime's chain (runtime_chain_costs), and the
+  /// most bytes of saved activations the runtime holds under it (what `vramlab train` measures as
+  /// activation_peak_bytes; f32 for fp32 training, 2-byte otherwise); 0 without a model.
+  checkpoint::RecomputeSchedule runtime_schedule;
+  int64_t runtime_schedule_peak_bytes = 0;   ///< see runtime_schedule
+  double recomputed_forward_fraction = 0.0;  ///< of the runtime's forward FLOPs (see above)
   int64_t total_bytes = 0;         ///< parameters + gradients + optimizer_states + activations.
   int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device.
   std::string cpu_offload_source;  ///< what is on the host.

@@ -14,15 +14,14 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
   const char* what = "activation bytes";
   const int64_t F = runtime_activation_bytes_per_layer(model, B, T, dtype);
   const int64_t probabilities = checked_mul(
-      checked_mul(checked_mul(B, model.heads, what), checked_mul(T, T, what), what), element,
-      what);
+      checked_mul(checked_mul(B, model.heads, what), checked_mul(T, T, what), what), element, what);
   const int64_t hidden = checked_mul(checked_mul(checked_mul(B, T, what), model.hidden, what),
                                      element, what);  // one (B, T, C) tensor
   checkpoint::ChainCosts costs;
-  costs.layers.assign(static_cast<size_t>(model.layers),
-                      checkpoint::LayerCosts{F, F - probabilities, hidden,
-                                             block_forward_flops(model, B, T),
-                                             attention_scores_flops(model, B, T)});
+  costs.layers.assign(
+      static_cast<size_t>(model.layers),
+      checkpoint::LayerCosts{F, F - probabilities, hidden, block_forward_flops(model, B, T),
+                             attention_scores_flops(model, B, T)});
   costs.before_bytes = hidden;  // the embedding output
   costs.head_bytes = runtime_activation_bytes_outside_layers(model, B, T, dtype) - hidden;
   return costs;

@@ -57,20 +57,13 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
   }
   const int64_t kvC = model.kv_hidden();
   return {
-      {saved::norm1, {B, T, C}},
-      {saved::rstd_of(saved::norm1), {B, T}},
-      {saved::q, {B, T, C}},
-      {saved::k, {B, T, kvC}},
-      {saved::v, {B, T, kvC}},
-      {saved::att, {B, H, T, T}},
-      {saved::atty, {B, T, C}},
-      {saved::residual2, {B, T, C}},
-      {saved::norm2, {B, T, C}},
-      {saved::rstd_of(saved::norm2), {B, T}},
-      {saved::gate, {B, T, F}},
-      {saved::up, {B, T, F}},
-      {saved::swiglu, {B, T, F}},
-      {saved::residual3, {B, T, C}},
+      {saved::norm1, {B, T, C}},  {saved::rstd_of(saved::norm1), {B, T}},
+      {saved::q, {B, T, C}},      {saved::k, {B, T, kvC}},
+      {saved::v, {B, T, kvC}},    {saved::att, {B, H, T, T}},
+      {saved::atty, {B, T, C}},   {saved::residual2, {B, T, C}},
+      {saved::norm2, {B, T, C}},  {saved::rstd_of(saved::norm2), {B, T}},
+      {saved::gate, {B, T, F}},   {saved::up, {B, T, F}},
+      {saved::swiglu, {B, T, F}}, {saved::residual3, {B, T, C}},
   };
 }
 

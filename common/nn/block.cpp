@@ -38,9 +38,8 @@ const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const Te
   const memory::ContextLabelScope label("block" + std::to_string(layer_));
   const KernelBackend& kernels = runtime.kernels();
   const Tensor& ln1 = norm1_.forward(runtime, saved, x, B, T);  // (B, T, C)
-  const Tensor& residual2 =
-      attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2,
-                         {dropout.p, dropout.seed, dropout.attention_offset});
+  const Tensor& residual2 = attention_.forward(runtime, saved, ln1.view(), B, T, saved::residual2,
+                                               {dropout.p, dropout.seed, dropout.attention_offset});
   // Each branch's output is dropped in place before it joins the stream; its backward needs no
   // saved mask, only the offset.
   if (dropout.p > 0.0f)

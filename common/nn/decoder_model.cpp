@@ -192,7 +192,8 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
   runtime_.kernels().cross_entropy_dlogits(dlogits, dlogits, targets, N, V,
                                            1.0f / static_cast<float>(N));
-  if (!blocks_.empty()) saved.decompress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
+  if (!blocks_.empty())
+    saved.decompress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()

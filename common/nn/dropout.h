@@ -27,11 +27,11 @@ struct DropoutSettings {
 
 /// Where the three dropout sites of one block start in the stream.
 struct BlockDropout {
-  float p = 0.0f;                          ///< 0: none
-  uint64_t seed = 0;                       ///< the masks' stream
-  uint64_t attention_offset = 0;           ///< the (B, H, T, T) probabilities
-  uint64_t attention_output_offset = 0;    ///< the attention's (B, T, C) output
-  uint64_t mlp_output_offset = 0;          ///< the MLP's (B, T, C) output
+  float p = 0.0f;                        ///< 0: none
+  uint64_t seed = 0;                     ///< the masks' stream
+  uint64_t attention_offset = 0;         ///< the (B, H, T, T) probabilities
+  uint64_t attention_output_offset = 0;  ///< the attention's (B, T, C) output
+  uint64_t mlp_output_offset = 0;        ///< the MLP's (B, T, C) output
 
   /// The sites of a block whose counters start at \p offset, for batch B, sequence T, H heads and
   /// hidden C.

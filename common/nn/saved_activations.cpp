@@ -9,18 +9,6 @@
 
 namespace vramlab::nn {
 
-std::string_view recompute_name(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::none:
-      return "none";
-    case Recompute::full:
-      return "full";
-    case Recompute::selective:
-      return "selective";
-  }
-  return "unknown";
-}
-
 std::string_view compression_name(ActivationCompression compression) {
   switch (compression) {
     case ActivationCompression::none:
@@ -108,7 +96,8 @@ Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector
                                     std::move(full_name));
   bytes_ += buffer.bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
-  entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}});
+  entries.push_back(
+      Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}});
   return entries.back().buffer;
 }
 
@@ -132,9 +121,8 @@ SavedActivations::Entry& SavedActivations::entry(int64_t layer, std::string_view
 }
 
 int64_t SavedActivations::block_of(const Tensor& tensor) const {
-  return compression_ == ActivationCompression::int8_block
-             ? kInt8ActivationBlock
-             : std::max<int64_t>(tensor.numel(), 1);
+  return compression_ == ActivationCompression::int8_block ? kInt8ActivationBlock
+                                                           : std::max<int64_t>(tensor.numel(), 1);
 }
 
 void SavedActivations::compress(int64_t layer, std::string_view name) {
@@ -186,7 +174,8 @@ void SavedActivations::decompress_layer(int64_t layer) {
 
 bool SavedActivations::contains(int64_t layer, std::string_view name) const {
   const auto& entries = slots_[slot(layer)];
-  return std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+  return std::any_of(entries.begin(), entries.end(),
+                     [&](const Entry& e) { return e.name == name; });
 }
 
 void SavedActivations::release(int64_t layer, std::string_view name) {

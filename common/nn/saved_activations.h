@@ -27,21 +27,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/checkpoint/recompute_schedule.h"
 #include "common/dtype/dtype.h"
 #include "common/memory/tensor.h"
 #include "common/nn/runtime.h"
 
 namespace vramlab::nn {
-
-/// What a layer recomputes in backward instead of keeping (see the file comment).
-enum class Recompute : unsigned char {
-  none,       ///< keep everything
-  full,       ///< keep only the output; re-run the forward in backward
-  selective,  ///< keep all but the attention probabilities
-};
-
-/// \return "none", "full" or "selective".
-std::string_view recompute_name(Recompute recompute);
 
 /// How kept activations are stored between a layer's forward and its backward.
 enum class ActivationCompression : unsigned char {
@@ -63,14 +54,11 @@ ActivationCompression parse_compression(std::string_view text);
 /// \param numel elements (≥ 0). \param compression the mode (none: 4 · numel).
 int64_t compressed_bytes(int64_t numel, ActivationCompression compression);
 
-/// The activation policy of one layer.
-struct LayerPolicy {
-  Recompute recompute = Recompute::none;  ///< what is recomputed rather than kept
-  /// For Recompute::full: this layer starts a checkpointed segment (the segment runs to the last
-  /// `full` layer before the next segment start or non-full layer).
-  bool segment_start = true;
-  bool operator==(const LayerPolicy&) const = default;  ///< memberwise
-};
+/// What a layer recomputes in backward instead of keeping (none, full, selective).
+using Recompute = checkpoint::LayerRecompute;
+/// The activation policy of one layer: what it recomputes and, for full recompute, whether it
+/// starts a checkpointed segment.
+using LayerPolicy = checkpoint::LayerPlan;
 
 /// One entry of SavedActivations::list().
 struct SavedActivationInfo {

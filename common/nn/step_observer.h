@@ -22,14 +22,14 @@ class SavedActivations;
 
 /// The phases of one training step, in the order they run.
 enum class StepPhase {
-  zero_grad,           ///< clearing (or releasing) the gradients.
-  forward,             ///< the whole forward pass, embedding to loss.
-  forward_embedding,   ///< token (and position) embedding.
-  forward_layer,       ///< one transformer block (PhaseEvent::layer = its index).
-  forward_head,        ///< final norm and LM head (the logits).
-  loss,                ///< cross-entropy over the logits (probs, per-token losses, the mean).
-  backward,            ///< the whole backward pass.
-  backward_head,       ///< the loss gradient, the LM head and the final norm, backwards.
+  zero_grad,          ///< clearing (or releasing) the gradients.
+  forward,            ///< the whole forward pass, embedding to loss.
+  forward_embedding,  ///< token (and position) embedding.
+  forward_layer,      ///< one transformer block (PhaseEvent::layer = its index).
+  forward_head,       ///< final norm and LM head (the logits).
+  loss,               ///< cross-entropy over the logits (probs, per-token losses, the mean).
+  backward,           ///< the whole backward pass.
+  backward_head,      ///< the loss gradient, the LM head and the final norm, backwards.
   /// A checkpointed block's forward re-run in backward (PhaseEvent::layer = its index), just
   /// before the backward of its segment's last block.
   recompute_layer,

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/activation_memory.h"
 #include "common/estimate/estimator.h"
 #include "common/estimate/runtime_activations.h"
@@ -102,7 +103,7 @@ TEST(Korthikanti, EstimatorSelectsTheRowAndMultipliesByLayers) {
     in.precision = Precision::mixed_fp16;
     for (const auto& c : cases) {
       in.sequence_parallel = c.sp;
-      in.recompute = c.recompute;
+      in.recompute = checkpoint::parse_recompute_spec(recompute_name(c.recompute));
       const Estimate e = estimate_memory(in);
       const double expected =
           static_cast<double>(m.layers) * table2(c.row, kSeq, static_cast<double>(m.micro_batch),

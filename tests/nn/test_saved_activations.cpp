@@ -1,6 +1,6 @@
 // SavedActivations: what a training step keeps for backward equals the estimator's runtime
-// layout tensor by tensor (names, shapes, bytes), plans are validated, releasing keeps the rest, the
-// store empties during backward, and meta/cuda dispatch behave as documented.
+// layout tensor by tensor (names, shapes, bytes), plans are validated, releasing keeps the rest,
+// the store empties during backward, and meta/cuda dispatch behave as documented.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint/recompute_schedule.h"
+#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
@@ -114,7 +116,7 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.data_parallel = o.dp;
   in.tensor_parallel = o.tp;
   in.sequence_parallel = o.sp;
-  in.recompute = estimate::parse_recompute(o.recompute);
+  in.recompute = checkpoint::parse_recompute_spec(o.recompute);
   if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
   if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
   if (o.offload != "none" && !in.offload_optimizer && !in.offload_parameters)
@@ -167,7 +169,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   inputs["dp"] = in.data_parallel;
   inputs["tp"] = in.tensor_parallel;
   inputs["sp"] = in.sequence_parallel;
-  inputs["recompute"] = estimate::recompute_name(in.recompute);
+  inputs["recompute"] = checkpoint::to_string(in.recompute);
   inputs["offload"] = in.offload_optimizer && in.offload_parameters ? "both"
                       : in.offload_optimizer                        ? "optimizer"
                       : in.offload_parameters                       ? "params"
@@ -203,10 +205,15 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
     r["activations_per_layer_bytes"] = e.activation_bytes_per_layer;
     r["activations_runtime_layout_bytes"] = e.runtime_activation_bytes;
     r["activations_runtime_layout_per_layer_bytes"] = e.runtime_activation_bytes_per_layer;
+    r["runtime_recompute"] = {{"schedule", e.runtime_schedule.name},
+                              {"pattern", checkpoint::schedule_pattern(e.runtime_schedule)},
+                              {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
+                              {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
   } else {
     r["activations_per_layer_bytes"] = nullptr;
     r["activations_runtime_layout_bytes"] = nullptr;
     r["activations_runtime_layout_per_layer_bytes"] = nullptr;
+    r["runtime_recompute"] = nullptr;
   }
   return r;
 }
@@ -233,7 +240,7 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
               std::string(estimate::optimizer_name(in.optimizer)).c_str(),
               static_cast<long long>(in.zero_stage), static_cast<long long>(in.data_parallel),
               static_cast<long long>(in.tensor_parallel), in.sequence_parallel ? " + SP" : "",
-              std::string(estimate::recompute_name(in.recompute)).c_str());
+              checkpoint::to_string(in.recompute).c_str());
   if (in.model)
     std::printf(", micro-batch %lld × seq %lld, grad-accum %lld",
                 static_cast<long long>(in.micro_batch), static_cast<long long>(e.seq),
@@ -262,6 +269,18 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
          format_bytes_decimal(static_cast<uint64_t>(e.runtime_activation_bytes)), "",
          e.runtime_activation_source + " (not in the total)"},
         report::RowStyle::kDim);
+  if (e.has_activations && in.recompute.kind != checkpoint::RecomputeSpec::Kind::none) {
+    char source[160];
+    std::snprintf(source, sizeof source,
+                  "its peak under %s (%s), %.1f%% of the forward re-run (not in the total)",
+                  e.runtime_schedule.name.c_str(),
+                  checkpoint::schedule_pattern(e.runtime_schedule).c_str(),
+                  100.0 * e.recomputed_forward_fraction);
+    table.add_row(
+        {"  runtime, recompute", format_bytes(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)),
+         format_bytes_decimal(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)), "", source},
+        report::RowStyle::kDim);
+  }
   table.add_rule();
   table.add_row({"total", format_bytes(static_cast<uint64_t>(e.total_bytes)),
                  format_bytes_decimal(static_cast<uint64_t>(e.total_bytes)),
@@ -316,7 +335,9 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dp", o->dp, "Data-parallel degree Nd (default 1)");
   cmd->add_option("--tp", o->tp, "Tensor-parallel degree t (default 1)");
   cmd->add_flag("--sp", o->sp, "Sequence parallelism (Korthikanti et al.)");
-  cmd->add_option("--recompute", o->recompute, "none (default) | selective | full");
+  cmd->add_option("--recompute", o->recompute,
+                  "none (default) | full | every:K | sqrt | selective | budget:BYTES, as vramlab "
+                  "train takes it");
   cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,

@@ -114,12 +114,12 @@ void run_train(const TrainCommandOptions& o) {
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
     if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0)
-      std::printf("recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
-                  "%.0f%% of the forward re-run; dropout %g\n",
-                  schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
-                  100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq,
-                                                                schedule),
-                  static_cast<double>(options.dropout.p));
+      std::printf(
+          "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
+          "%.0f%% of the forward re-run; dropout %g\n",
+          schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
+          100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule),
+          static_cast<double>(options.dropout.p));
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
         static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
