@@ -45,14 +45,7 @@ report::LinePlot tradeoff(const Lesson& lesson) {
   plot.x_label = "share of the forward FLOPs recomputed in backward (%)";
   plot.y_label = "activation peak";
   plot.y_is_bytes = true;
-  for (const PolicyRow& row : lesson.policies) {
-    report::LineSeries point;
-    point.name = row.run.name.starts_with("budget:") ? "budget (measured)" : row.run.name;
-    point.x = {100.0 * row.run.recomputed_forward_fraction};
-    point.y = {static_cast<double>(row.run.activation_peak_bytes)};
-    plot.series.push_back(std::move(point));
-  }
-  // The planner's cheapest schedules, one per budget, as loose points; then the frontier: for a
+  // The planner's cheapest schedules, one per budget, as loose points, and the frontier: for a
   // given recompute share, the least peak reachable (a staircase, as schedules are discrete).
   std::vector<TradeoffPoint> sweep = lesson.sweep;
   std::sort(sweep.begin(), sweep.end(), [](const TradeoffPoint& a, const TradeoffPoint& b) {
@@ -79,6 +72,14 @@ report::LinePlot tradeoff(const Lesson& lesson) {
   }
   plot.series.push_back(std::move(planner));
   plot.series.push_back(std::move(frontier));
+  // The measured schedules last, drawn over the planner's points they coincide with.
+  for (const PolicyRow& row : lesson.policies) {
+    report::LineSeries point;
+    point.name = row.run.name.starts_with("budget:") ? "budget (measured)" : row.run.name;
+    point.x = {100.0 * row.run.recomputed_forward_fraction};
+    point.y = {static_cast<double>(row.run.activation_peak_bytes)};
+    plot.series.push_back(std::move(point));
+  }
   return plot;
 }
 

@@ -48,13 +48,18 @@ int64_t planned_peak(const checkpoint::ChainCosts& chain, std::string_view spec)
       chain, checkpoint::make_schedule(checkpoint::parse_recompute_spec(spec), chain));
 }
 
-// Half-way between the sqrt and none peaks, rounded down to a whole MiB: a budget that forces a
-// real choice (none does not fit, sqrt is more than needed).
+// Half-way between the sqrt and none peaks, rounded down to the largest binary unit (GiB, MiB,
+// KiB) that keeps it at or above sqrt's: a budget that forces a real choice (none does not fit,
+// sqrt is more than needed) with a name one can read ("budget:68MiB").
 int64_t half_way_budget(const checkpoint::ChainCosts& chain) {
   const int64_t low = planned_peak(chain, "sqrt");
   const int64_t high = planned_peak(chain, "none");
-  constexpr int64_t kMiB = int64_t{1} << 20;
-  return std::max(kMiB, (low + (high - low) / 2) / kMiB * kMiB);
+  const int64_t mid = low + (high - low) / 2;
+  for (const int64_t unit : {int64_t{1} << 30, int64_t{1} << 20, int64_t{1} << 10}) {
+    const int64_t rounded = mid / unit * unit;
+    if (rounded >= low && rounded > 0) return rounded;
+  }
+  return mid;
 }
 
 // The --recompute text of a budget, as the runtime names the schedule ("budget:68MiB").
@@ -102,7 +107,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     lesson.budget_bytes = half_way_budget(chain);
     lesson.budget_note =
         "half-way between the sqrt and none activation peaks the planner predicts at this B "
-        "and T, rounded down to a whole MiB";
+        "and T, rounded down to a whole binary unit";
   }
 
   std::vector<std::string> specs = settings.schedules;
