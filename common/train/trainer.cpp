@@ -112,6 +112,7 @@ StepResult Trainer::step() {
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
   saved.set_plan(schedule_.layers);
+  saved.set_compression(options_.compress_activations);
   const nn::StepObservers& observers = model_->observers();
   const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &saved, model_.get()};
   if (!observers.empty()) observers.before(zero_grad);
