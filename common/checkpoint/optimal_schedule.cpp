@@ -371,13 +371,12 @@ int64_t least_peak(const ChainCosts& costs, int64_t upper) {
 
 int64_t least_activation_peak_bytes(const ChainCosts& costs) {
   validate_chain_costs(costs);
-  // Two hand schedules bound the search from above: every layer its own segment keeps the least
-  // between layers, no recompute avoids re-running a long segment at the end.
-  int64_t upper = 0;
+  // Hand schedules bound the search from above: every layer its own segment keeps the least
+  // between layers, no recompute re-runs nothing, √L segments sit between the two.
+  int64_t upper = std::numeric_limits<int64_t>::max();
   for (const char* spec : {"full", "none", "sqrt"}) {
-    const int64_t peak =
-        activation_peak_bytes(costs, make_schedule(parse_recompute_spec(spec), costs));
-    upper = upper == 0 ? peak : std::min(upper, peak);
+    upper = std::min(
+        upper, activation_peak_bytes(costs, make_schedule(parse_recompute_spec(spec), costs)));
   }
   return least_peak(costs, upper);
 }
