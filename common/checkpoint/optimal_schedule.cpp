@@ -400,7 +400,8 @@ RecomputeSchedule optimal_schedule(const ChainCosts& costs, int64_t budget_bytes
     const int64_t least = least_activation_peak_bytes(costs);
     throw UsageError("no recompute schedule fits " + name + " (" + std::to_string(budget_bytes) +
                      " bytes of saved activations): the least peak any schedule of the " +
-                     std::to_string(costs.layers.size()) + " layers reaches is " +
+                     std::to_string(costs.layers.size()) +
+                     (costs.layers.size() == 1 ? " layer" : " layers") + " reaches is " +
                      std::to_string(least) + " bytes (" +
                      memory::format_size(static_cast<uint64_t>(least)) + ")");
   }

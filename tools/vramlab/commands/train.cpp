@@ -93,8 +93,11 @@ void run_train(const TrainCommandOptions& o) {
   options.seed = o.seed;
   options.optimizer = estimate::parse_optimizer(o.optimizer);
   options.recompute = checkpoint::parse_recompute_spec(o.recompute);
-  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1)
-    throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", o.dropout);
+    throw UsageError(std::string("--dropout must be in [0, 1), got ") + value);
+  }
   options.dropout.p = static_cast<float>(o.dropout);
   options.compress_activations = nn::parse_compression(o.compress);
   options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
@@ -115,8 +118,8 @@ void run_train(const TrainCommandOptions& o) {
                 kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
-    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none ||
-        options.dropout.p > 0 || options.compress_activations != nn::ActivationCompression::none)
+    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0 ||
+        options.compress_activations != nn::ActivationCompression::none)
       std::printf(
           "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
           "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
@@ -211,10 +214,10 @@ void run_train(const TrainCommandOptions& o) {
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
-  std::printf("  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
-              "--recompute %s predicts them)\n",
-              report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(),
-              schedule.name.c_str());
+  std::printf(
+      "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
+      "--recompute %s predicts them)\n",
+      report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(), schedule.name.c_str());
   // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
   // a category can count more than its tensors; which blocks keep such a remainder depends on the
   // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
