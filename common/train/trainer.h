@@ -63,6 +63,8 @@ struct StepResult {
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).
   int64_t activation_peak_bytes = 0;
+  /// What the store held when the forward ended (after the schedule's drops and the compression).
+  int64_t activation_bytes_after_forward = 0;
 };
 
 /// Peak and current bytes per memory category, from the allocator (rounded block sizes).

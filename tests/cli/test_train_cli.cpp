@@ -220,12 +220,12 @@ TEST(TrainCli, RecomputeDropoutAndCompressionFlagsRefuseBadValuesByName) {
   }
 }
 
-int64_t summary_activation_peak(const std::string& out) {
+int64_t summary_value(const std::string& out, const char* key) {
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.front() != '{') continue;
     const auto j = nlohmann::json::parse(line);
-    if (j.contains("summary")) return j.at("activation_peak_bytes").get<int64_t>();
+    if (j.contains("summary")) return j.at(key).get<int64_t>();
   }
   return -1;
 }
@@ -240,8 +240,24 @@ TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
         vramlab("estimate" + shape + " --precision fp32 --json --recompute " + schedule);
     ASSERT_EQ(estimated.exit_code, 0) << schedule << ": " << estimated.out;
     const auto e = nlohmann::json::parse(estimated.out).at("runtime_recompute");
-    EXPECT_EQ(summary_activation_peak(trained.out), e.at("activation_peak_bytes").get<int64_t>())
+    EXPECT_EQ(summary_value(trained.out, "activation_peak_bytes"),
+              e.at("activation_peak_bytes").get<int64_t>())
         << schedule;
+    for (const char* compression : {"none", "int8", "int8-block"}) {
+      const std::string flags =
+          std::string(" --recompute ") + schedule + " --compress-activations " + compression;
+      const Result compressed =
+          vramlab("train" + shape + " --device meta --steps 1 --json" + flags);
+      ASSERT_EQ(compressed.exit_code, 0) << flags << ": " << compressed.out;
+      const Result predicted = vramlab("estimate" + shape + " --precision fp32 --json" + flags);
+      ASSERT_EQ(predicted.exit_code, 0) << flags << ": " << predicted.out;
+      EXPECT_EQ(summary_value(compressed.out, "activation_bytes_after_forward"),
+                nlohmann::json::parse(predicted.out)
+                    .at("runtime_recompute")
+                    .at("bytes_after_forward")
+                    .get<int64_t>())
+          << flags;
+    }
   }
   const Result text = vramlab(std::string(kTiny) +
                               " --recompute sqrt --dropout 0.1 --compress-activations int8-block");

@@ -141,11 +141,13 @@ void run_train(const TrainCommandOptions& o) {
   report::ProgressBar bar(static_cast<uint64_t>(o.steps), "train", bar_options);
   const bool bar_on_terminal = bar.mode() == report::ProgressMode::kTerminal;
   std::vector<double> seconds;
-  int64_t activation_peak = 0;  // the saved-activation store's, over all steps
+  int64_t activation_peak = 0;      // the saved-activation store's, over all steps
+  int64_t bytes_after_forward = 0;  // the store's when the last step's forward ended
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step();
     seconds.push_back(r.seconds);
     activation_peak = std::max(activation_peak, r.activation_peak_bytes);
+    bytes_after_forward = r.activation_bytes_after_forward;
     if (o.json) {
       std::printf("%s\n", json{{"step", r.step},
                                {"loss", r.loss},
@@ -195,6 +197,7 @@ void run_train(const TrainCommandOptions& o) {
            estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule)}}},
         {"compress_activations", nn::compression_name(options.compress_activations)},
         {"activation_peak_bytes", activation_peak},
+        {"activation_bytes_after_forward", bytes_after_forward},
         {"dropout", options.dropout.p}};
     std::printf("%s\n", summary.dump().c_str());
     return;
