@@ -3,7 +3,7 @@
 // Expectations: an exhaustive search over every plan of small random chains, with the test's own
 // event-by-event timeline of the step for each plan's peak; and the runtime itself, which runs
 // your plans for real models on the meta device: its measured peak must be the one you report and
-// fit the budget.
+// fit the budget; and, on chains too long to search, the runtime's own planner (common/checkpoint).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/checkpoint/activation_peak.h"
+#include "common/checkpoint/chain_costs.h"
+#include "common/checkpoint/optimal_schedule.h"
+#include "common/checkpoint/recompute_cost.h"
 #include "common/memory/device.h"
 #include "common/memory/tensor_view.h"
 #include "common/model/model_config.h"
@@ -398,6 +402,80 @@ TEST(OptimalPlan, NinetySixLayersOfSeventyBSizesNoWorseThanAnyHandPlan) {
   }
   checks.expect_passes();
   VRAMLAB_EXPECT_PASSES(no_worse);
+}
+
+// The same chain for the runtime's planner (common/checkpoint), with selective recompute made
+// useless (it would keep all of F and cost more than recomputing the whole layer), so that both
+// choose among the same plans.
+checkpoint::ChainCosts planner_chain(const CheckpointChain& c) {
+  checkpoint::ChainCosts costs;
+  for (const LayerCost& layer : c.layers)
+    costs.layers.push_back(checkpoint::LayerCosts{layer.saved_bytes, layer.saved_bytes,
+                                                  layer.output_bytes, layer.forward_cost,
+                                                  layer.forward_cost + 1.0});
+  costs.before_bytes = c.before_bytes;
+  costs.head_bytes = c.head_bytes;
+  return costs;
+}
+
+checkpoint::RecomputeSchedule planner_schedule(const std::vector<LayerPolicy>& plan) {
+  checkpoint::RecomputeSchedule schedule;
+  schedule.name = "yours";
+  for (const LayerPolicy& p : plan)
+    schedule.layers.push_back(
+        p.recompute == Recompute::full
+            ? checkpoint::LayerPlan{checkpoint::LayerRecompute::full, p.segment_start}
+            : checkpoint::LayerPlan{checkpoint::LayerRecompute::none, false});
+  return schedule;
+}
+
+TEST(OptimalPlan, CostsWhatTheRuntimesPlannerFindsOnLongerRandomChains) {
+  // Chains of up to 40 layers, beyond any exhaustive search: the planner of `vramlab train
+  // --recompute budget:...` is the reference, and its peak model judges your plan's peak.
+  std::mt19937_64 rng(0x0225);
+  Comparison cost("least recompute cost (runtime's planner vs yours)", Unit::kNumber, 1e-9, 1e-12);
+  Comparison peak("your plan's peak (runtime's peak model vs reported)", Unit::kBytes);
+  Comparison over("bytes over the budget (runtime's peak model)", Unit::kBytes);
+  for (int trial = 0; trial < 120; ++trial) {
+    const CheckpointChain chain = random_chain(rng, 40, trial % 2 == 0);
+    const checkpoint::ChainCosts costs = planner_chain(chain);
+    const int64_t smallest = checkpoint::least_activation_peak_bytes(costs);
+    const int64_t everything = evaluate(chain, std::vector<LayerPolicy>(chain.layers.size())).peak;
+    for (int64_t budget :
+         {smallest, std::uniform_int_distribution<int64_t>(smallest, everything)(rng),
+          everything}) {
+      const std::string where = describe(chain) + " budget " + std::to_string(budget);
+      const CheckpointPlan got = optimal_checkpoint_plan(chain, budget);
+      const std::string problem = plan_problem(got.layers, chain.layers.size());
+      if (!problem.empty()) {
+        ADD_FAILURE() << where << ": not a valid plan (" << describe(got.layers)
+                      << "): " << problem;
+        continue;
+      }
+      const checkpoint::RecomputeSchedule best = checkpoint::optimal_schedule(costs, budget);
+      cost.add(where, checkpoint::recompute_cost(costs, best), got.recompute_cost);
+      const int64_t model_peak =
+          checkpoint::activation_peak_bytes(costs, planner_schedule(got.layers));
+      peak.add(where + " plan " + describe(got.layers), static_cast<double>(model_peak),
+               static_cast<double>(got.peak_bytes));
+      over.add(where + " plan " + describe(got.layers), 0.0,
+               static_cast<double>(std::max<int64_t>(0, model_peak - budget)));
+    }
+    if (smallest > 0) {
+      try {
+        optimal_checkpoint_plan(chain, smallest - 1);
+        ADD_FAILURE() << describe(chain) << ": no plan fits " << smallest - 1
+                      << " bytes (the runtime's planner's smallest peak is " << smallest << ")";
+      } catch (const UsageError& e) {
+        if (std::string(e.what()).find(std::to_string(smallest)) == std::string::npos)
+          ADD_FAILURE() << describe(chain) << ": the message should name the smallest peak "
+                        << smallest << ": " << e.what();
+      }
+    }
+  }
+  VRAMLAB_EXPECT_PASSES(cost);
+  VRAMLAB_EXPECT_PASSES(peak);
+  VRAMLAB_EXPECT_PASSES(over);
 }
 
 TEST(OptimalPlan, RejectsBadChainsNamingTheValue) {
