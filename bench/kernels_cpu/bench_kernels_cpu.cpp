@@ -16,12 +16,14 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/reduction.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/softmax.h"
@@ -327,6 +329,45 @@ VRAMLAB_ACTIVATION_BENCHMARKS(gelu, Activation::kGelu)
 VRAMLAB_ACTIVATION_BENCHMARKS(silu, Activation::kSilu)
 VRAMLAB_ACTIVATION_BENCHMARKS(swiglu, Activation::kSwiglu)
 #undef VRAMLAB_ACTIVATION_BENCHMARKS
+
+// Dropout over the MLP hidden layer (B·T, 4C), C = 256: the counter-based mask costs two
+// SplitMix64 mixes per element, against a plain copy at p = 0. range(0) = p in percent.
+void BM_DropoutForward(benchmark::State& state, bool reference) {
+  const int64_t n = kTokens * 4 * 256;
+  const float p = static_cast<float>(state.range(0)) / 100.0f;
+  const auto x = random_buffer(n, 1);
+  std::vector<float> out(static_cast<size_t>(n));
+  for (auto _ : state) {
+    reference ? cpu::dropout_forward_reference<float>(out.data(), x.data(), n, p, 7, 0)
+              : cpu::dropout_forward(out.data(), x.data(), n, p, 7, 0);
+    benchmark::DoNotOptimize(out.data());
+  }
+  report_bytes(state, 8.0 * static_cast<double>(n));
+}
+BENCHMARK_CAPTURE(BM_DropoutForward, fast, false)->Arg(0)->Arg(10)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DropoutForward, reference, true)->Arg(10)->UseRealTime();
+
+// Int8 quantisation of a (B·T, C = 768) activation, then back; range(0) = block size.
+void BM_QuantizeInt8(benchmark::State& state, bool dequantize) {
+  const int64_t n = kTokens * 768, block = state.range(0);
+  const auto x = random_buffer(n, 1);
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  std::vector<float> scales(static_cast<size_t>(cpu::int8_block_count(n, block))),
+      back(static_cast<size_t>(n));
+  cpu::quantize_int8(q.data(), scales.data(), x.data(), n, block);
+  for (auto _ : state) {
+    if (dequantize) {
+      cpu::dequantize_int8(back.data(), q.data(), scales.data(), n, block);
+      benchmark::DoNotOptimize(back.data());
+    } else {
+      cpu::quantize_int8(q.data(), scales.data(), x.data(), n, block);
+      benchmark::DoNotOptimize(q.data());
+    }
+  }
+  report_bytes(state, 5.0 * static_cast<double>(n));  // 4 bytes of f32 and 1 of int8 per element
+}
+BENCHMARK_CAPTURE(BM_QuantizeInt8, quantize, false)->Arg(32)->Arg(768)->UseRealTime();
+BENCHMARK_CAPTURE(BM_QuantizeInt8, dequantize, true)->Arg(32)->Arg(768)->UseRealTime();
 
 // Normalization over (B·T, C); range(0) = C, range(1) = 1 for RMSNorm.
 void BM_NormForward(benchmark::State& state, bool reference) {

@@ -41,6 +41,11 @@ int32_t* TensorView::i32(std::source_location where) const {
   return static_cast<int32_t*>(data_);
 }
 
+int8_t* TensorView::i8(std::source_location where) const {
+  require_dtype(*this, DType::i8, where);
+  return static_cast<int8_t*>(data_);
+}
+
 TensorView TensorView::slice(int64_t offset, std::vector<int64_t> shape) const {
   const int64_t count = element_count(shape);
   if (offset < 0 || offset > numel_ || count > numel_ - offset)

@@ -30,7 +30,7 @@ class TensorView {
   [[nodiscard]] bool none() const { return data_ == nullptr && numel_ == 0 && shape_.empty(); }
   /// \return the first element's address (never dereference it on meta).
   [[nodiscard]] void* data() const { return data_; }
-  /// Checked by f32() and i32() before a cast.
+  /// Checked by f32(), i32() and i8() before a cast.
   [[nodiscard]] DType dtype() const { return dtype_; }
   /// Row-major, no strides: the view is always dense.
   [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }
@@ -47,6 +47,10 @@ class TensorView {
   /// \param where the caller (filled in by the compiler).
   /// \return data() as int32. \throws vramlab::InternalError unless the dtype is i32.
   [[nodiscard]] int32_t* i32(std::source_location where = std::source_location::current()) const;
+  /// \param where the caller (filled in by the compiler).
+  /// \return data() as int8 (quantised activations). \throws vramlab::InternalError unless the
+  /// dtype is i8.
+  [[nodiscard]] int8_t* i8(std::source_location where = std::source_location::current()) const;
 
   /// A view of \p shape elements starting \p offset elements into this one (one parameter of the
   /// flat parameter block, the k projection inside a fused qkv buffer).

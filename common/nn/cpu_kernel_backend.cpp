@@ -8,9 +8,11 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/reduction.h"
 #include "kernels/cpu/rope.h"
 
@@ -109,17 +111,40 @@ void CpuKernelBackend::do_rope_backward(float* dinp, const float* dout, int64_t 
   kernels::cpu::rope_backward(dinp, dout, B, T, H, D, theta);
 }
 
+void CpuKernelBackend::do_dropout_forward(float* out, const float* inp, int64_t n, float p,
+                                          uint64_t seed, uint64_t offset) const {
+  kernels::cpu::dropout_forward(out, inp, n, p, seed, offset);
+}
+
+void CpuKernelBackend::do_dropout_backward(float* dinp, const float* dout, int64_t n, float p,
+                                           uint64_t seed, uint64_t offset) const {
+  kernels::cpu::dropout_backward(dinp, dout, n, p, seed, offset);
+}
+
+void CpuKernelBackend::do_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
+                                        int64_t block) const {
+  kernels::cpu::quantize_int8(q, scales, x, n, block);
+}
+
+void CpuKernelBackend::do_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
+                                          int64_t block) const {
+  kernels::cpu::dequantize_int8(x, q, scales, n, block);
+}
+
 void CpuKernelBackend::do_attention_forward(float* out, float* preatt, float* att, const float* q,
                                             const float* k, const float* v, int64_t B, int64_t T,
-                                            int64_t H, int64_t Hkv, int64_t D) const {
-  kernels::cpu::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D);
+                                            int64_t H, int64_t Hkv, int64_t D,
+                                            const AttentionDropout& dropout) const {
+  kernels::cpu::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D, dropout);
 }
 
 void CpuKernelBackend::do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
                                              const float* dout, const float* q, const float* k,
                                              const float* v, const float* att, int64_t B, int64_t T,
-                                             int64_t H, int64_t Hkv, int64_t D) const {
-  kernels::cpu::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D);
+                                             int64_t H, int64_t Hkv, int64_t D,
+                                             const AttentionDropout& dropout) const {
+  kernels::cpu::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D,
+                                   dropout);
 }
 
 void CpuKernelBackend::do_embedding_forward(float* out, const int32_t* tokens, const float* wte,

@@ -40,17 +40,25 @@ class CpuKernelBackend final : public KernelBackend {
   void do_swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const override;
   void do_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                           const float* up, int64_t n) const override;
+  void do_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
+                          uint64_t offset) const override;
+  void do_dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
+                           uint64_t offset) const override;
+  void do_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
+                        int64_t block) const override;
+  void do_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
+                          int64_t block) const override;
   void do_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
                        double theta) const override;
   void do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
                         double theta) const override;
   void do_attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                            int64_t D) const override;
+                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                            const AttentionDropout& dropout) const override;
   void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
                              const float* q, const float* k, const float* v, const float* att,
-                             int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                             int64_t D) const override;
+                             int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                             const AttentionDropout& dropout) const override;
   void do_embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                             int64_t B, int64_t T, int64_t C, int64_t V) const override;
   void do_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,

@@ -3,9 +3,11 @@
 #include "common/nn/kernel_backend.h"
 
 #include <algorithm>
+#include <sstream>
 #include <vector>
 
 #include "common/platform/errors.h"
+#include "kernels/cpu/quantize.h"
 
 namespace vramlab::nn {
 
@@ -34,6 +36,20 @@ class Arguments {
   int32_t* i32(const TensorView& view, const char* name, int64_t numel) const {
     check(view, name, DType::i32, numel, false);
     return static_cast<int32_t*>(view.data());
+  }
+  int8_t* i8(const TensorView& view, const char* name, int64_t numel) const {
+    check(view, name, DType::i8, numel, false);
+    return static_cast<int8_t*>(view.data());
+  }
+  // A scalar argument the op needs in range (a model validates the user's value first).
+  void require(bool condition, const std::string& message) const {
+    if (!condition) throw InternalError(std::string(op_) + ": " + message);
+  }
+  void dropout_probability(float p) const {
+    std::ostringstream text;
+    text.precision(9);
+    text << "dropout probability p = " << p << " must be in [0, 1)";
+    require(p >= 0.0f && p < 1.0f, text.str());
   }
 
  private:
@@ -215,6 +231,41 @@ void KernelBackend::swiglu_backward(const TensorView& dgate, const TensorView& d
                      a.f32(gate, "gate", n), a.f32(up, "up", n), n);
 }
 
+void KernelBackend::dropout_forward(const TensorView& out, const TensorView& inp, float p,
+                                    uint64_t seed, uint64_t offset) const {
+  const Arguments a("dropout_forward");
+  a.dropout_probability(p);
+  const int64_t n = out.numel();
+  do_dropout_forward(a.f32(out, "out", n), a.f32(inp, "inp", n), n, p, seed, offset);
+}
+
+void KernelBackend::dropout_backward(const TensorView& dinp, const TensorView& dout, float p,
+                                     uint64_t seed, uint64_t offset) const {
+  const Arguments a("dropout_backward");
+  a.dropout_probability(p);
+  const int64_t n = dinp.numel();
+  do_dropout_backward(a.f32(dinp, "dinp", n), a.f32(dout, "dout", n), n, p, seed, offset);
+}
+
+void KernelBackend::quantize_int8(const TensorView& q, const TensorView& scales,
+                                  const TensorView& x, int64_t block) const {
+  const Arguments a("quantize_int8");
+  a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
+  const int64_t n = x.numel();
+  do_quantize_int8(a.i8(q, "q", n),
+                   a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)),
+                   a.f32(x, "x", n), n, block);
+}
+
+void KernelBackend::dequantize_int8(const TensorView& x, const TensorView& q,
+                                    const TensorView& scales, int64_t block) const {
+  const Arguments a("dequantize_int8");
+  a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
+  const int64_t n = x.numel();
+  do_dequantize_int8(a.f32(x, "x", n), a.i8(q, "q", n),
+                     a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)), n, block);
+}
+
 void KernelBackend::rope_forward(const TensorView& out, const TensorView& inp, int64_t B, int64_t T,
                                  int64_t H, int64_t D, double theta) const {
   const Arguments a("rope_forward");
@@ -232,13 +283,15 @@ void KernelBackend::rope_backward(const TensorView& dinp, const TensorView& dout
 void KernelBackend::attention_forward(const TensorView& out, const TensorView& preatt,
                                       const TensorView& att, const TensorView& q,
                                       const TensorView& k, const TensorView& v, int64_t B,
-                                      int64_t T, int64_t H, int64_t Hkv, int64_t D) const {
+                                      int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                                      const AttentionDropout& dropout) const {
   const Arguments a("attention_forward");
+  a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_forward(a.f32(out, "out", q_numel), a.f32(preatt, "preatt", scores),
+  do_attention_forward(a.f32_or_none(out, "out", q_numel), a.f32(preatt, "preatt", scores),
                        a.f32(att, "att", scores), a.f32(q, "q", q_numel), a.f32(k, "k", kv_numel),
-                       a.f32(v, "v", kv_numel), B, T, H, Hkv, D);
+                       a.f32(v, "v", kv_numel), B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::attention_backward(const TensorView& dq, const TensorView& dk,
@@ -246,14 +299,17 @@ void KernelBackend::attention_backward(const TensorView& dq, const TensorView& d
                                        const TensorView& dout, const TensorView& q,
                                        const TensorView& k, const TensorView& v,
                                        const TensorView& att, int64_t B, int64_t T, int64_t H,
-                                       int64_t Hkv, int64_t D) const {
+                                       int64_t Hkv, int64_t D,
+                                       const AttentionDropout& dropout) const {
   const Arguments a("attention_backward");
+  a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_backward(
-      a.f32(dq, "dq", q_numel), a.f32(dk, "dk", kv_numel), a.f32(dv, "dv", kv_numel),
-      a.f32(dpreatt, "dpreatt", scores), a.f32(dout, "dout", q_numel), a.f32(q, "q", q_numel),
-      a.f32(k, "k", kv_numel), a.f32(v, "v", kv_numel), a.f32(att, "att", scores), B, T, H, Hkv, D);
+  do_attention_backward(a.f32(dq, "dq", q_numel), a.f32(dk, "dk", kv_numel),
+                        a.f32(dv, "dv", kv_numel), a.f32(dpreatt, "dpreatt", scores),
+                        a.f32(dout, "dout", q_numel), a.f32(q, "q", q_numel),
+                        a.f32(k, "k", kv_numel), a.f32(v, "v", kv_numel), a.f32(att, "att", scores),
+                        B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::embedding_forward(const TensorView& out, const TensorView& tokens,

@@ -23,11 +23,14 @@
 #include <string_view>
 
 #include "common/memory/tensor_view.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/optimizer.h"
 
 namespace vramlab::nn {
 
 using memory::TensorView;
+/// Dropout of the attention probabilities: {p, seed, offset}, p = 0 (the default) is none.
+using kernels::cpu::AttentionDropout;
 
 /// Which implementation of the kernels a Runtime dispatches to.
 enum class KernelKind {
@@ -118,6 +121,38 @@ class KernelBackend {
   void swiglu_backward(const TensorView& dgate, const TensorView& dup, const TensorView& dout,
                        const TensorView& gate, const TensorView& up) const;
 
+  // ---- dropout and int8 quantisation ---------------------------------------------------------
+
+  /// out = inp · keep / (1 − p), keep[i] = dropout_uniform(seed, offset + i) ≥ p
+  /// (common/dtype/dropout_mask.h: a pure function of the index, so a recomputed forward and the
+  /// backward regenerate the same mask); out and inp (n), may alias; p = 0 is an exact copy.
+  /// \param out the result. \param inp the input. \param p drop probability in [0, 1) (validated
+  /// by the model; here a bad one is a bug). \param seed the mask's stream. \param offset added to
+  /// every element index (e.g. distinct per layer).
+  /// \throws vramlab::InternalError for p outside [0, 1) or a wrong view.
+  void dropout_forward(const TensorView& out, const TensorView& inp, float p, uint64_t seed,
+                       uint64_t offset) const;
+  /// dinp = dout · keep / (1 − p) with the mask of dropout_forward for the same (p, seed, offset):
+  /// WRITTEN, not accumulated; dinp and dout (n), may alias.
+  /// \param dinp the input's gradient. \param dout the output's gradient. \param p as
+  /// dropout_forward. \param seed as dropout_forward. \param offset as dropout_forward.
+  /// \throws as dropout_forward.
+  void dropout_backward(const TensorView& dinp, const TensorView& dout, float p, uint64_t seed,
+                        uint64_t offset) const;
+  /// Symmetric int8 in blocks of \p block elements (block ≥ 1; the last block may be shorter;
+  /// block = n gives one scale for the tensor): scale[j] = amax(|x| over block j) / 127,
+  /// q = round-half-to-even(x / scale) clamped to [−127, 127]; an all-zero block has scale 0 and
+  /// q = 0; a block holding a NaN or ±inf gets scale NaN and q = 0 (it dequantises to NaN).
+  /// \param q i8 (n). \param scales f32 (ceil(n / block)). \param x f32 (n). \param block
+  /// elements per scale. \throws vramlab::InternalError for block < 1 or a wrong view.
+  void quantize_int8(const TensorView& q, const TensorView& scales, const TensorView& x,
+                     int64_t block) const;
+  /// x = q · scale[i / block]; shapes as quantize_int8.
+  /// \param x f32 (n). \param q i8 (n). \param scales f32 (ceil(n / block)). \param block as
+  /// quantize_int8. \throws as quantize_int8.
+  void dequantize_int8(const TensorView& x, const TensorView& q, const TensorView& scales,
+                       int64_t block) const;
+
   // ---- attention -----------------------------------------------------------------------------
 
   /// Rotary embedding of every head vector; out and inp (B, T, H, D), may alias; D even;
@@ -128,18 +163,27 @@ class KernelBackend {
   void rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B, int64_t T,
                      int64_t H, int64_t D, double theta) const;
   /// Causal attention with grouped KV heads (Hkv divides H). Shapes: out, q (B, T, H, D);
-  /// k, v (B, T, Hkv, D); preatt (scaled scores) and att (probabilities) (B, H, T, T). Each row's
-  /// probabilities are written after its scores are read, so preatt may be att itself: the
-  /// scores are then scratch, overwritten in place (what the runtime does).
+  /// k, v (B, T, Hkv, D); preatt (scaled scores) and att (probabilities, before dropout)
+  /// (B, H, T, T). Each row's probabilities are written after its scores are read, so preatt may
+  /// be att itself: the scores are then scratch, overwritten in place (what the runtime does).
+  /// \p out may be none (TensorView{}): only preatt and att are computed, what a selective
+  /// recompute of the probabilities needs. \p dropout (default none) multiplies the
+  /// probabilities that meet v by keep / (1 − p), keep from mask element
+  /// offset + ((b·H + h)·T + t)·T + s; p = 0 is bitwise the result without dropout.
+  /// \throws vramlab::InternalError for a dropout p outside [0, 1) or a wrong view.
   void attention_forward(const TensorView& out, const TensorView& preatt, const TensorView& att,
                          const TensorView& q, const TensorView& k, const TensorView& v, int64_t B,
-                         int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
+                         int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                         const AttentionDropout& dropout = {}) const;
   /// Attention gradients (dq, dk, dv accumulated; dpreatt is (B, H, T, T) scratch, written).
-  /// Every other shape as attention_forward, dX like X.
+  /// Every other shape as attention_forward, dX like X; \p dropout must be the forward's (the
+  /// mask is regenerated: the score gradient is (dout·vᵀ) · keep / (1 − p) before the softmax
+  /// backward, and dv uses the dropped probabilities). \throws as attention_forward.
   void attention_backward(const TensorView& dq, const TensorView& dk, const TensorView& dv,
                           const TensorView& dpreatt, const TensorView& dout, const TensorView& q,
                           const TensorView& k, const TensorView& v, const TensorView& att,
-                          int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) const;
+                          int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                          const AttentionDropout& dropout = {}) const;
 
   // ---- embedding and loss --------------------------------------------------------------------
 
@@ -214,17 +258,28 @@ class KernelBackend {
                                  int64_t n) const = 0;
   virtual void do_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                                   const float* up, int64_t n) const = 0;
+  virtual void do_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
+                                  uint64_t offset) const = 0;
+  virtual void do_dropout_backward(float* dinp, const float* dout, int64_t n, float p,
+                                   uint64_t seed, uint64_t offset) const = 0;
+  virtual void do_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
+                                int64_t block) const = 0;
+  virtual void do_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
+                                  int64_t block) const = 0;
   virtual void do_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
                                int64_t D, double theta) const = 0;
   virtual void do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H,
                                 int64_t D, double theta) const = 0;
+  // out is nullptr when the caller passed none.
   virtual void do_attention_forward(float* out, float* preatt, float* att, const float* q,
                                     const float* k, const float* v, int64_t B, int64_t T, int64_t H,
-                                    int64_t Hkv, int64_t D) const = 0;
+                                    int64_t Hkv, int64_t D,
+                                    const AttentionDropout& dropout) const = 0;
   virtual void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
                                      const float* dout, const float* q, const float* k,
                                      const float* v, const float* att, int64_t B, int64_t T,
-                                     int64_t H, int64_t Hkv, int64_t D) const = 0;
+                                     int64_t H, int64_t Hkv, int64_t D,
+                                     const AttentionDropout& dropout) const = 0;
   virtual void do_embedding_forward(float* out, const int32_t* tokens, const float* wte,
                                     const float* wpe, int64_t B, int64_t T, int64_t C,
                                     int64_t V) const = 0;

@@ -36,11 +36,18 @@ class MetaKernelBackend final : public KernelBackend {
                        double) const override {}
   void do_rope_backward(float*, const float*, int64_t, int64_t, int64_t, int64_t,
                         double) const override {}
+  void do_dropout_forward(float*, const float*, int64_t, float, uint64_t, uint64_t) const override {
+  }
+  void do_dropout_backward(float*, const float*, int64_t, float, uint64_t,
+                           uint64_t) const override {}
+  void do_quantize_int8(int8_t*, float*, const float*, int64_t, int64_t) const override {}
+  void do_dequantize_int8(float*, const int8_t*, const float*, int64_t, int64_t) const override {}
   void do_attention_forward(float*, float*, float*, const float*, const float*, const float*,
-                            int64_t, int64_t, int64_t, int64_t, int64_t) const override {}
+                            int64_t, int64_t, int64_t, int64_t, int64_t,
+                            const AttentionDropout&) const override {}
   void do_attention_backward(float*, float*, float*, float*, const float*, const float*,
                              const float*, const float*, const float*, int64_t, int64_t, int64_t,
-                             int64_t, int64_t) const override {}
+                             int64_t, int64_t, const AttentionDropout&) const override {}
   void do_embedding_forward(float*, const int32_t*, const float*, const float*, int64_t, int64_t,
                             int64_t, int64_t) const override {}
   void do_embedding_backward(float*, float*, const float*, const int32_t*, int64_t, int64_t,

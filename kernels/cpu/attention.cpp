@@ -2,7 +2,8 @@
 // transposed once per task so the scores are vectorized over keys. Fast backward in two phases so
 // no two tasks write the same gradient: (1) per (b, h), the score gradients and dq; (2) per key
 // row (b, kv head, t2), dk and dv summed over the group's heads and the rows t >= t2, in a fixed
-// order (deterministic for any thread count).
+// order (deterministic for any thread count). Attention dropout regenerates its mask from the
+// score's index wherever it is needed (forward output, score gradients, dv), so no mask is stored.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -10,13 +11,16 @@
 #include <limits>
 #include <vector>
 
+#include "common/dtype/dropout_mask.h"
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
 
-void check_arguments(const char* op, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) {
+void check_arguments(const char* op, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                     const AttentionDropout& dropout) {
+  require_dropout_probability(op, dropout.p);
   require_non_negative(op, "B", B);
   require_non_negative(op, "T", T);
   require_non_negative(op, "H", H);
@@ -90,18 +94,37 @@ void accumulate_weighted_rows(float* acc, const float* weights, int64_t weight_s
   }
 }
 
+// dropped[j] = keep(first + j·stride) ? values[j·stride] · scale : 0 for j < count: the dropout
+// of `count` scores whose mask indices (offset included) start at `first`, `stride` apart.
+void drop_scores(float* dropped, const float* values, int64_t stride, int64_t count,
+                 const AttentionDropout& dropout, uint64_t first) {
+  const float scale = dropout_scale(dropout.p);
+  for (int64_t j = 0; j < count; j++) {
+    const uint64_t index = first + static_cast<uint64_t>(j * stride);
+    dropped[j] = dropout_keep(dropout.seed, index, dropout.p) ? values[j * stride] * scale : 0.0f;
+  }
+}
+
+// The mask index of score (b, h, t, t2) = offset + its position in (B, H, T, T).
+uint64_t score_index(const AttentionDropout& dropout, int64_t score) {
+  return dropout.offset + static_cast<uint64_t>(score);
+}
+
 }  // namespace
 
 void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                       const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) {
-  check_arguments("attention_forward", B, T, H, Hkv, D);
+                       const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                       const AttentionDropout& dropout) {
+  check_arguments("attention_forward", B, T, H, Hkv, D, dropout);
   if (H == 0 || T == 0) return;
+  const bool dropping = dropout.p > 0.0f;
   const int64_t group = H / Hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const float minus_infinity = -std::numeric_limits<float>::infinity();
 #pragma omp parallel
   {
-    std::vector<float> k_transposed(static_cast<size_t>(D * T));  // (D, T) of one kv head
+    std::vector<float> k_transposed(static_cast<size_t>(D * T));        // (D, T) of one kv head
+    std::vector<float> dropped(dropping ? static_cast<size_t>(T) : 0);  // (T) one row of att
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++) {
       for (int64_t h = 0; h < H; h++) {
@@ -130,9 +153,16 @@ void attention_forward(float* out, float* preatt, float* att, const float* q, co
             preatt_row[t2] = minus_infinity;
             att_row[t2] = 0.0f;
           }
+          if (out == nullptr) continue;
+          const float* weights = att_row;
+          if (dropping) {
+            drop_scores(dropped.data(), att_row, 1, t + 1, dropout,
+                        score_index(dropout, ((b * H + h) * T + t) * T));
+            weights = dropped.data();
+          }
           float* out_row = out + ((b * T + t) * H + h) * D;
           std::fill(out_row, out_row + D, 0.0f);
-          accumulate_weighted_rows(out_row, att_row, 1, v + (b * T * Hkv + kvh) * D, Hkv * D, t + 1,
+          accumulate_weighted_rows(out_row, weights, 1, v + (b * T * Hkv + kvh) * D, Hkv * D, t + 1,
                                    1.0f, D);
         }
       }
@@ -142,9 +172,11 @@ void attention_forward(float* out, float* preatt, float* att, const float* q, co
 
 void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
                         const float* q, const float* k, const float* v, const float* att, int64_t B,
-                        int64_t T, int64_t H, int64_t Hkv, int64_t D) {
-  check_arguments("attention_backward", B, T, H, Hkv, D);
+                        int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                        const AttentionDropout& dropout) {
+  check_arguments("attention_backward", B, T, H, Hkv, D, dropout);
   if (H == 0 || T == 0) return;
+  const bool dropping = dropout.p > 0.0f;
   const int64_t group = H / Hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   // Phase 1: per query row, datt = dout·vᵀ, dpreatt = softmax backward, dq += scale·dpreatt·k.
@@ -161,6 +193,11 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
           const float* att_row = att + ((b * H + h) * T + t) * T;
           float* dpreatt_row = dpreatt + ((b * H + h) * T + t) * T;
           row_times_transposed(dpreatt_row, dout_row, 1.0f, v_transposed.data(), t + 1, T, D);
+          if (dropping) {
+            // dout·vᵀ is the gradient of the dropped probabilities; through the mask to att's.
+            drop_scores(dpreatt_row, dpreatt_row, 1, t + 1, dropout,
+                        score_index(dropout, ((b * H + h) * T + t) * T));
+          }
           float att_datt = 0.0f;
 #pragma omp simd reduction(+ : att_datt)
           for (int64_t t2 = 0; t2 <= t; t2++) att_datt += att_row[t2] * dpreatt_row[t2];
@@ -176,19 +213,31 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
       }
     }
   }
-  // Phase 2: per key row, dk += scale·Σ dpreatt·q and dv += Σ att·dout over the group's heads.
-#pragma omp parallel for collapse(3) schedule(static)
-  for (int64_t b = 0; b < B; b++) {
-    for (int64_t kvh = 0; kvh < Hkv; kvh++) {
-      for (int64_t t2 = 0; t2 < T; t2++) {
-        float* dk_row = dk + ((b * T + t2) * Hkv + kvh) * D;
-        float* dv_row = dv + ((b * T + t2) * Hkv + kvh) * D;
-        for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
-          // Column t2 of this head's scores, rows t = t2 .. T-1.
-          const int64_t first = ((b * H + h) * T + t2) * T + t2;
-          const int64_t rows = ((b * T + t2) * H + h) * D;
-          accumulate_weighted_rows(dk_row, dpreatt + first, T, q + rows, H * D, T - t2, scale, D);
-          accumulate_weighted_rows(dv_row, att + first, T, dout + rows, H * D, T - t2, 1.0f, D);
+  // Phase 2: per key row, dk += scale·Σ dpreatt·q and dv += Σ dropout(att)·dout over the group's
+  // heads.
+#pragma omp parallel
+  {
+    std::vector<float> dropped(dropping ? static_cast<size_t>(T) : 0);  // (T) one column of att
+#pragma omp for collapse(3) schedule(static)
+    for (int64_t b = 0; b < B; b++) {
+      for (int64_t kvh = 0; kvh < Hkv; kvh++) {
+        for (int64_t t2 = 0; t2 < T; t2++) {
+          float* dk_row = dk + ((b * T + t2) * Hkv + kvh) * D;
+          float* dv_row = dv + ((b * T + t2) * Hkv + kvh) * D;
+          for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
+            // Column t2 of this head's scores, rows t = t2 .. T-1.
+            const int64_t first = ((b * H + h) * T + t2) * T + t2;
+            const int64_t rows = ((b * T + t2) * H + h) * D;
+            accumulate_weighted_rows(dk_row, dpreatt + first, T, q + rows, H * D, T - t2, scale, D);
+            if (dropping) {
+              drop_scores(dropped.data(), att + first, T, T - t2, dropout,
+                          score_index(dropout, first));
+              accumulate_weighted_rows(dv_row, dropped.data(), 1, dout + rows, H * D, T - t2, 1.0f,
+                                       D);
+            } else {
+              accumulate_weighted_rows(dv_row, att + first, T, dout + rows, H * D, T - t2, 1.0f, D);
+            }
+          }
         }
       }
     }
@@ -198,11 +247,17 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
 template <typename Real>
 void attention_forward_reference(Real* out, Real* preatt, Real* att, const Real* q, const Real* k,
                                  const Real* v, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                                 int64_t D) {
-  check_arguments("attention_forward_reference", B, T, H, Hkv, D);
+                                 int64_t D, const AttentionDropout& dropout) {
+  check_arguments("attention_forward_reference", B, T, H, Hkv, D, dropout);
   if (H == 0) return;
   const int64_t group = H / Hkv;
   const Real scale = Real(1) / std::sqrt(static_cast<Real>(D));
+  const Real keep_scale = Real(1) / (Real(1) - static_cast<Real>(dropout.p));
+  // The probability that multiplies v: att · keep / (1 − p).
+  const auto dropped = [&](int64_t score) {
+    const bool keep = dropout_uniform(dropout.seed, score_index(dropout, score)) >= dropout.p;
+    return keep ? att[score] * keep_scale : Real(0);
+  };
   for (int64_t b = 0; b < B; b++) {
     for (int64_t t = 0; t < T; t++) {
       for (int64_t h = 0; h < H; h++) {
@@ -226,10 +281,11 @@ void attention_forward_reference(Real* out, Real* preatt, Real* att, const Real*
         for (int64_t t2 = 0; t2 < T; t2++) {
           att[row + t2] = t2 <= t ? std::exp(preatt[row + t2] - max_value) / sum : Real(0);
         }
+        if (out == nullptr) continue;
         for (int64_t d = 0; d < D; d++) {
           Real value = 0;
           for (int64_t t2 = 0; t2 <= t; t2++) {
-            value += att[row + t2] * v[((b * T + t2) * Hkv + kvh) * D + d];
+            value += dropped(row + t2) * v[((b * T + t2) * Hkv + kvh) * D + d];
           }
           out[((b * T + t) * H + h) * D + d] = value;
         }
@@ -241,26 +297,34 @@ void attention_forward_reference(Real* out, Real* preatt, Real* att, const Real*
 template <typename Real>
 void attention_backward_reference(Real* dq, Real* dk, Real* dv, Real* dpreatt, const Real* dout,
                                   const Real* q, const Real* k, const Real* v, const Real* att,
-                                  int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D) {
-  check_arguments("attention_backward_reference", B, T, H, Hkv, D);
+                                  int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                                  const AttentionDropout& dropout) {
+  check_arguments("attention_backward_reference", B, T, H, Hkv, D, dropout);
   if (H == 0) return;
   const int64_t group = H / Hkv;
   const Real scale = Real(1) / std::sqrt(static_cast<Real>(D));
+  const Real keep_scale = Real(1) / (Real(1) - static_cast<Real>(dropout.p));
+  // ∂(dropped probability)/∂att: keep / (1 − p).
+  const auto mask = [&](int64_t score) {
+    const bool keep = dropout_uniform(dropout.seed, score_index(dropout, score)) >= dropout.p;
+    return keep ? keep_scale : Real(0);
+  };
   for (int64_t b = 0; b < B; b++) {
     for (int64_t t = 0; t < T; t++) {
       for (int64_t h = 0; h < H; h++) {
         const int64_t kvh = h / group;
         const int64_t row = ((b * H + h) * T + t) * T;
         const Real* dout_row = dout + ((b * T + t) * H + h) * D;
-        // out = Σ att·v: gradients of att and v.
+        // out = Σ dropped·v with dropped = att·mask: gradients of att and v.
         for (int64_t t2 = 0; t2 < T; t2++) dpreatt[row + t2] = 0;
         for (int64_t t2 = 0; t2 <= t; t2++) {
-          Real datt = 0;
+          const Real m = mask(row + t2);
+          Real ddropped = 0;
           for (int64_t d = 0; d < D; d++) {
-            datt += dout_row[d] * v[((b * T + t2) * Hkv + kvh) * D + d];
-            dv[((b * T + t2) * Hkv + kvh) * D + d] += att[row + t2] * dout_row[d];
+            ddropped += dout_row[d] * v[((b * T + t2) * Hkv + kvh) * D + d];
+            dv[((b * T + t2) * Hkv + kvh) * D + d] += att[row + t2] * m * dout_row[d];
           }
-          dpreatt[row + t2] = datt;
+          dpreatt[row + t2] = ddropped * m;
         }
         // att = softmax(preatt): dpreatt = att ⊙ (datt - Σ att·datt).
         Real att_datt = 0;
@@ -284,17 +348,19 @@ void attention_backward_reference(Real* dq, Real* dk, Real* dv, Real* dpreatt, c
 
 template void attention_forward_reference<float>(float*, float*, float*, const float*, const float*,
                                                  const float*, int64_t, int64_t, int64_t, int64_t,
-                                                 int64_t);
+                                                 int64_t, const AttentionDropout&);
 template void attention_forward_reference<double>(double*, double*, double*, const double*,
                                                   const double*, const double*, int64_t, int64_t,
-                                                  int64_t, int64_t, int64_t);
+                                                  int64_t, int64_t, int64_t,
+                                                  const AttentionDropout&);
 template void attention_backward_reference<float>(float*, float*, float*, float*, const float*,
                                                   const float*, const float*, const float*,
                                                   const float*, int64_t, int64_t, int64_t, int64_t,
-                                                  int64_t);
+                                                  int64_t, const AttentionDropout&);
 template void attention_backward_reference<double>(double*, double*, double*, double*,
                                                    const double*, const double*, const double*,
                                                    const double*, const double*, int64_t, int64_t,
-                                                   int64_t, int64_t, int64_t);
+                                                   int64_t, int64_t, int64_t,
+                                                   const AttentionDropout&);
 
 }  // namespace vramlab::kernels::cpu

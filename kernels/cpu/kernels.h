@@ -3,7 +3,8 @@
 ///
 /// Namespace vramlab::kernels::cpu. Each op family has its own header (matmul.h, activation.h,
 /// normalization.h, softmax.h, cross_entropy.h, embedding.h, rope.h, attention.h, elementwise.h,
-/// reduction.h, optimizer.h, matmul_low_precision.h); this header includes them all.
+/// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h); this header includes
+/// them all.
 ///
 /// Conventions, as in llm.c:
 /// - Raw pointers with explicit sizes (int64_t); every pointer's shape is in its comment,
@@ -26,12 +27,14 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/reduction.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/softmax.h"

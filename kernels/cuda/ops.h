@@ -32,6 +32,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/optimizer.h"
 
 #if !defined(VRAMLAB_CUDA_OPS_ABI)
@@ -74,6 +75,28 @@ void bias_add_backward(float* dbias, const float* dout, int64_t N, int64_t C);
 void scale_forward(float* out, const float* inp, float scale, int64_t n);
 /// dinp += scale · dout; dinp, dout (n). \throws vramlab::UsageError when n < 0.
 void scale_backward(float* dinp, const float* dout, float scale, int64_t n);
+
+// ---- dropout (dropout.cu) ------------------------------------------------------------------
+
+/// out[i] = keep(i) ? inp[i] / (1 − p) : 0 with keep(i) = dropout_uniform(seed, offset + i) >= p
+/// (the CPU kernel's mask, bit for bit); out, inp (n), may alias; one thread per element.
+/// \throws vramlab::InternalError when n < 0 or p is outside [0, 1).
+void dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
+                     uint64_t offset);
+/// dinp[i] = keep(i) ? dout[i] / (1 − p) : 0, WRITTEN; dinp, dout (n), may alias.
+/// \throws as dropout_forward.
+void dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
+                      uint64_t offset);
+
+// ---- int8 quantisation (quantize.cu) -------------------------------------------------------
+
+/// Symmetric int8 in blocks (kernels/cpu/quantize.h, the same bits): q (n), scales
+/// (ceil(n / block)), x (n). One warp per block: a shuffle max of |x| (exact in any order), then
+/// every lane quantises its elements. \throws vramlab::InternalError when n < 0 or block < 1.
+void quantize_int8(int8_t* q, float* scales, const float* x, int64_t n, int64_t block);
+/// x[i] = q[i] · scales[i / block], one thread per element; shapes as quantize_int8.
+/// \throws as quantize_int8.
+void dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n, int64_t block);
 
 // ---- activations (activation.cu) -----------------------------------------------------------
 
@@ -180,15 +203,20 @@ void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t
 
 /// Causal multi-head attention with grouped KV heads (Hkv divides H), materializing (B, H, T, T):
 /// out, q (B, T, H, D); k, v (B, T, Hkv, D); preatt (B, H, T, T) scaled scores, −inf above the
-/// diagonal; att (B, H, T, T) probabilities, 0 above the diagonal.
-/// \throws vramlab::UsageError on a negative size or Hkv not dividing H.
+/// diagonal; att (B, H, T, T) probabilities, 0 above the diagonal (before dropout); out may be
+/// nullptr (only preatt and att are computed). \p dropout as the CPU kernel
+/// (kernels/cpu/attention.h: the same mask bits). \throws vramlab::InternalError on a negative
+/// size, Hkv not dividing H or a dropout probability outside [0, 1).
 void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                       const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D);
+                       const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                       const cpu::AttentionDropout& dropout = {});
 /// Attention gradients: dq, dk, dv accumulated; dpreatt (B, H, T, T) scratch, written; att from
-/// forward; every other shape as attention_forward, dX like X. \throws as attention_forward.
+/// forward; \p dropout the forward's; every other shape as attention_forward, dX like X.
+/// \throws as attention_forward.
 void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
                         const float* q, const float* k, const float* v, const float* att, int64_t B,
-                        int64_t T, int64_t H, int64_t Hkv, int64_t D);
+                        int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                        const cpu::AttentionDropout& dropout = {});
 
 // ---- reductions (reduction.cu) -------------------------------------------------------------
 

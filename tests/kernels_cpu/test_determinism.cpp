@@ -9,11 +9,13 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/reduction.h"
 #include "tests/kernels_cpu/kernel_test_util.h"
 
@@ -35,6 +37,15 @@ std::vector<std::vector<float>> run_backward_kernels() {
                     Hkv, D);
   attention_backward(dq.data(), dk.data(), dv.data(), dpreatt.data(), dout.data(), q.data(),
                      k.data(), v.data(), att.data(), B, T, H, Hkv, D);
+  // With attention dropout: the mask comes from each score's index, whatever thread computes it.
+  const AttentionDropout dropout{0.2f, 99, 31};
+  std::vector<float> out_dropped(q.size()), preatt_dropped(preatt.size()), att_dropped(att.size()),
+      dpreatt_dropped(att.size()), dq_dropped(q.size()), dk_dropped(k.size()), dv_dropped(v.size());
+  attention_forward(out_dropped.data(), preatt_dropped.data(), att_dropped.data(), q.data(),
+                    k.data(), v.data(), B, T, H, Hkv, D, dropout);
+  attention_backward(dq_dropped.data(), dk_dropped.data(), dv_dropped.data(),
+                     dpreatt_dropped.data(), dout.data(), q.data(), k.data(), v.data(),
+                     att_dropped.data(), B, T, H, Hkv, D, dropout);
 
   const auto x = random_vector(B * T * C, 5), weight = random_vector(C, 6),
              bias = random_vector(C, 7);
@@ -67,13 +78,22 @@ std::vector<std::vector<float>> run_backward_kernels() {
   swiglu_forward(swiglu.data(), a.data(), g.data(), n);
   swiglu_backward(dgate.data(), dup.data(), g.data(), a.data(), g.data(), n);
   adamw_update(param.data(), a.data(), adam_m.data(), adam_v.data(), n, AdamWHyperparameters{}, 1);
+  std::vector<float> dropped(n), scales(static_cast<size_t>(int8_block_count(n, 7))), back(n);
+  std::vector<int8_t> quantized(n);
+  dropout_forward(dropped.data(), a.data(), n, 0.3f, 5, 1000);
+  quantize_int8(quantized.data(), scales.data(), a.data(), n, 7);
+  dequantize_int8(back.data(), quantized.data(), scales.data(), n, 7);
 
   std::vector<float> dbias_sum(C);
   bias_add_backward(dbias_sum.data(), dout.data(), B * T, C);
   const std::vector<float> norm = {static_cast<float>(l2_norm(dlogits.data(), B * T * V)),
                                    static_cast<float>(sum(dx.data(), B * T * C))};
-  return {out,     att,   dq,   dk,   dv,     dpreatt, normed,    dx,
-          dweight, dbias, dwte, dwpe, losses, dlogits, dbias_sum, norm};
+  // The int8 values as floats (exact), so one comparison covers every buffer.
+  const std::vector<float> quantized_values(quantized.begin(), quantized.end());
+  return {out,        att,        dq,        dk,     dv,          dpreatt,
+          normed,     dx,         dweight,   dbias,  dwte,        dwpe,
+          losses,     dlogits,    dbias_sum, norm,   out_dropped, dq_dropped,
+          dk_dropped, dv_dropped, dropped,   scales, back,        quantized_values};
 }
 
 void expect_identical(const std::vector<std::vector<float>>& a,

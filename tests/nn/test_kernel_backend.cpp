@@ -3,6 +3,7 @@
 // backend runs nothing but checks the same.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,6 +94,101 @@ TEST(KernelBackend, APositionTableLongerThanTheSequenceIsAcceptedAShorterOneIsNo
                                     TensorView(wpe.data(), DType::f32, {3, C}), B, T, C, V);
             }).find("wpe is a f32 tensor (3, 2) of 6 elements; the op needs at least 8"),
             std::string::npos);
+}
+
+TEST(KernelBackend, ADropoutProbabilityOutsideZeroToOneIsRefusedNamingTheOpAndP) {
+  std::vector<float> x(8, 1.0f);
+  const std::vector<float> before = x;
+  const TensorView view(x.data(), DType::f32, {8});
+  for (const auto& backend : host_backends()) {
+    const std::string forward =
+        internal_error([&] { backend->dropout_forward(view, view, 1.0f, 1, 0); });
+    EXPECT_NE(forward.find("dropout_forward: dropout probability p = 1 must be in [0, 1)"),
+              std::string::npos)
+        << kernel_kind_name(backend->kind()) << ": " << forward;
+    const std::string backward =
+        internal_error([&] { backend->dropout_backward(view, view, -0.25f, 1, 0); });
+    EXPECT_NE(backward.find("dropout_backward: dropout probability p = -0.25"), std::string::npos)
+        << backward;
+    // Attention checks its dropout before any view (here every view is wrong-sized).
+    const std::string attention = internal_error([&] {
+      backend->attention_forward(view, view, view, view, view, view, 1, 1, 1, 1, 1, {1.5f, 0, 0});
+    });
+    EXPECT_NE(attention.find("attention_forward: dropout probability p = 1.5"), std::string::npos)
+        << attention;
+    EXPECT_EQ(x, before) << "a kernel ran before the check";
+  }
+}
+
+TEST(KernelBackend, QuantisedValuesMustBeInt8AndScalesOnePerBlock) {
+  const int64_t n = 10, block = 4;  // 3 blocks, the last one of 2
+  std::vector<float> x(n, 1.0f), scales(3), wrong_scales(2);
+  std::vector<int8_t> q(n);
+  std::vector<int32_t> q32(n);
+  const TensorView xv(x.data(), DType::f32, {n}), qv(q.data(), DType::i8, {n}),
+      sv(scales.data(), DType::f32, {3});
+  for (const auto& backend : host_backends()) {
+    EXPECT_EQ(internal_error([&] { backend->quantize_int8(qv, sv, xv, block); }), "");
+    const std::string int32_q = internal_error(
+        [&] { backend->quantize_int8(TensorView(q32.data(), DType::i32, {n}), sv, xv, block); });
+    EXPECT_NE(int32_q.find("quantize_int8: q is a i32 tensor (10) of 10 elements; the op needs 10 "
+                           "elements of i8"),
+              std::string::npos)
+        << int32_q;
+    const std::string floor_scales = internal_error([&] {
+      backend->dequantize_int8(xv, qv, TensorView(wrong_scales.data(), DType::f32, {2}), block);
+    });
+    EXPECT_NE(floor_scales.find("dequantize_int8: scales is a f32 tensor (2) of 2 elements; the op "
+                                "needs 3 elements"),
+              std::string::npos)
+        << floor_scales;
+    EXPECT_NE(internal_error([&] {
+                backend->quantize_int8(qv, sv, xv, 0);
+              }).find("quantize_int8: block = 0 must be >= 1"),
+              std::string::npos);
+  }
+  EXPECT_EQ(qv.i8(), q.data());
+  EXPECT_THROW((void)xv.i8(), InternalError);
+}
+
+// More than 2^31 elements: the checks count in 64 bits (meta views are addresses, never read).
+TEST(KernelBackend, MetaAcceptsQuantisationAndDropoutBeyondTwoToThe31Elements) {
+  const auto meta = make_meta_kernel_backend();
+  const int64_t n = (int64_t{1} << 32) + 3, block = 1 << 20;
+  auto* fake = reinterpret_cast<void*>(uintptr_t{1} << 40);
+  const TensorView x(fake, DType::f32, {n}), q(fake, DType::i8, {n}),
+      scales(fake, DType::f32, {4097});  // ceil((2^32 + 3) / 2^20)
+  EXPECT_NO_THROW(meta->quantize_int8(q, scales, x, block));
+  EXPECT_NO_THROW(meta->dequantize_int8(x, q, scales, block));
+  EXPECT_NO_THROW(meta->dropout_forward(x, x, 0.1f, 1, uint64_t{1} << 63));
+  EXPECT_THROW(meta->quantize_int8(q, TensorView(fake, DType::f32, {4096}), x, block),
+               InternalError);
+}
+
+TEST(KernelBackend, AttentionWithoutAnOutputComputesTheProbabilitiesOnly) {
+  const int64_t B = 1, T = 5, H = 2, D = 4;
+  std::vector<float> q(B * T * H * D), k(q.size()), v(q.size()), out(q.size());
+  for (size_t i = 0; i < q.size(); i++) {
+    q[i] = 0.1f * static_cast<float>(i % 7);
+    k[i] = 0.2f * static_cast<float>(i % 5);
+    v[i] = static_cast<float>(i);
+  }
+  for (const auto& backend : host_backends()) {
+    if (backend->kind() == KernelKind::meta) continue;
+    std::vector<float> pre(B * H * T * T), att(pre.size()), pre_full(pre.size()),
+        att_full(pre.size());
+    const auto view = [](std::vector<float>& x, std::vector<int64_t> shape) {
+      return TensorView(x.data(), DType::f32, std::move(shape));
+    };
+    backend->attention_forward(TensorView{}, view(pre, {B, H, T, T}), view(att, {B, H, T, T}),
+                               view(q, {B, T, H, D}), view(k, {B, T, H, D}), view(v, {B, T, H, D}),
+                               B, T, H, H, D);
+    backend->attention_forward(view(out, {B, T, H, D}), view(pre_full, {B, H, T, T}),
+                               view(att_full, {B, H, T, T}), view(q, {B, T, H, D}),
+                               view(k, {B, T, H, D}), view(v, {B, T, H, D}), B, T, H, H, D);
+    EXPECT_EQ(pre, pre_full) << kernel_kind_name(backend->kind());
+    EXPECT_EQ(att, att_full) << kernel_kind_name(backend->kind());
+  }
 }
 
 TEST(KernelBackend, MetaRunsNothingAndSumsToZero) {

@@ -170,6 +170,45 @@ std::vector<Shape> head_shapes(bool with_kv_groups) {
   return shapes;
 }
 
+// The mask stream of every dropout op (the shapes vary p and the offset).
+constexpr uint64_t kDropoutSeed = 0x5EED1234ull;
+
+// A shape with dropout p (spelled \p p_text in the label) at a mask offset.
+Shape with_dropout(Shape s, float p, const char* p_text, uint64_t offset) {
+  s.dropout_p = p;
+  s.dropout_offset = offset;
+  std::ostringstream text;
+  text << s.label << "_p" << p_text << "_offset" << offset;
+  s.label = text.str();
+  return s;
+}
+
+// Every flat size at p = 0.3 and an offset past 2^32 (the mask index is 64-bit), plus p = 0
+// (a copy) and p = 0.9 (most elements dropped, scale 10).
+std::vector<Shape> dropout_shapes() {
+  std::vector<Shape> shapes;
+  for (const Shape& s : flat_shapes())
+    shapes.push_back(with_dropout(s, 0.3f, "0.3", 5000000029ull));
+  Shape s;
+  s.label = "n1001";
+  s.n = 1001;
+  shapes.push_back(with_dropout(s, 0.0f, "0", 7));
+  shapes.push_back(with_dropout(s, 0.9f, "0.9", 7));
+  return shapes;
+}
+
+// The attention shapes with dropout on the probabilities.
+std::vector<Shape> attention_dropout_shapes() {
+  std::vector<Shape> shapes;
+  for (const Shape& s : head_shapes(true)) shapes.push_back(with_dropout(s, 0.25f, "0.25", 12345));
+  shapes.push_back(with_dropout(head_shapes(true)[2], 0.9f, "0.9", 0));
+  return shapes;
+}
+
+cpu::AttentionDropout attention_dropout(const Shape& s) {
+  return {s.dropout_p, kDropoutSeed, s.dropout_offset};
+}
+
 // RoPE at a position offset (as in a continued sequence) for the kernels' columns; the
 // KernelBackend always starts at position 0, so its columns run the same sizes at offset 0.
 std::vector<Shape> rope_shapes(int64_t position_offset) {
@@ -358,6 +397,45 @@ std::vector<OpSpec> make_table() {
                }});
 
   // ---- activations (inputs spread over [-6, 6] so both tails of the curves are exercised) ----
+  // ---- dropout (the mask is a function of the index: the same bits on every backend) ----
+  t.push_back(
+      {"dropout_forward", false, kElementwiseTolerance, dropout_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("out", s.n), in("inp", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::dropout_forward_reference<double>(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed,
+                                                s.dropout_offset);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::dropout_forward(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed, s.dropout_offset);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::dropout_forward(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed, s.dropout_offset);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.dropout_forward(v[0], v[1], s.dropout_p, kDropoutSeed, s.dropout_offset);
+       }});
+  // dinp starts random: a backward that accumulated instead of writing would fail.
+  t.push_back(
+      {"dropout_backward", false, kElementwiseTolerance, dropout_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("dinp", s.n), in("dout", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::dropout_backward_reference<double>(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed,
+                                                 s.dropout_offset);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::dropout_backward(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed, s.dropout_offset);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::dropout_backward(a.f(0), a.f(1), s.n, s.dropout_p, kDropoutSeed, s.dropout_offset);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.dropout_backward(v[0], v[1], s.dropout_p, kDropoutSeed, s.dropout_offset);
+       }});
+
   t.push_back({"gelu_forward", false, kElementwiseTolerance, flat_shapes(),
                [](const Shape& s) {
                  return std::vector{out("out", s.n), in("inp", s.n, 3.0)};
@@ -746,6 +824,82 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
                  k.attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s.B,
                                       s.T, s.H, s.Hkv, s.D);
+               }});
+
+  // ---- attention with dropout on the probabilities, and the probabilities-only forward ----
+  t.push_back({"attention_forward_dropout", false, kLongSumTolerance, attention_dropout_shapes(),
+               [](const Shape& s) {
+                 const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+                 const int64_t scores = s.B * s.H * s.T * s.T;
+                 return std::vector{out("out", qn),   out("preatt", scores), out("att", scores),
+                                    in("q", qn, 2.0), in("k", kvn, 2.0),     in("v", kvn)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::attention_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                          a.f(5), s.B, s.T, s.H, s.Hkv, s.D,
+                                                          attention_dropout(s));
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.B, s.T,
+                                        s.H, s.Hkv, s.D, attention_dropout(s));
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.B, s.T,
+                                         s.H, s.Hkv, s.D, attention_dropout(s));
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.attention_forward(v[0], v[1], v[2], v[3], v[4], v[5], s.B, s.T, s.H, s.Hkv, s.D,
+                                     attention_dropout(s));
+               }});
+  t.push_back(
+      {"attention_backward_dropout", false, kLongSumTolerance, attention_dropout_shapes(),
+       [](const Shape& s) {
+         const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+         const int64_t scores = s.B * s.H * s.T * s.T;
+         return std::vector{out("dq", qn),          out("dk", kvn), out("dv", kvn),
+                            out("dpreatt", scores), in("dout", qn), in("q", qn),
+                            in("k", kvn),           in("v", kvn),   positive("att", scores)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::attention_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5),
+                                                   a.f(6), a.f(7), a.f(8), s.B, s.T, s.H, s.Hkv,
+                                                   s.D, attention_dropout(s));
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6), a.f(7),
+                                 a.f(8), s.B, s.T, s.H, s.Hkv, s.D, attention_dropout(s));
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion) {
+         cuda::attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6), a.f(7),
+                                  a.f(8), s.B, s.T, s.H, s.Hkv, s.D, attention_dropout(s));
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], s.B, s.T, s.H,
+                              s.Hkv, s.D, attention_dropout(s));
+       }});
+  // out = none: only preatt and att (what a recompute of the probabilities needs).
+  t.push_back({"attention_forward_probabilities_only", false, kLongSumTolerance, head_shapes(true),
+               [](const Shape& s) {
+                 const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+                 const int64_t scores = s.B * s.H * s.T * s.T;
+                 return std::vector{out("preatt", scores), out("att", scores), in("q", qn, 2.0),
+                                    in("k", kvn, 2.0), in("v", kvn)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::attention_forward_reference<double>(nullptr, a.f(0), a.f(1), a.f(2), a.f(3),
+                                                          a.f(4), s.B, s.T, s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::attention_forward(nullptr, a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.B, s.T,
+                                        s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion) {
+                 cuda::attention_forward(nullptr, a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.B, s.T,
+                                         s.H, s.Hkv, s.D);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.attention_forward(memory::TensorView{}, v[0], v[1], v[2], v[3], v[4], s.B, s.T,
+                                     s.H, s.Hkv, s.D);
                }});
 
   // ---- reductions (double results) ----

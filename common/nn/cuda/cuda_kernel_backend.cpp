@@ -145,16 +145,32 @@ class CudaKernelBackend final : public KernelBackend {
                         double theta) const override {
     ops::rope_backward(dinp, dout, B, T, H, D, theta);
   }
+  void do_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
+                          uint64_t offset) const override {
+    ops::dropout_forward(out, inp, n, p, seed, offset);
+  }
+  void do_dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
+                           uint64_t offset) const override {
+    ops::dropout_backward(dinp, dout, n, p, seed, offset);
+  }
+  void do_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
+                        int64_t block) const override {
+    ops::quantize_int8(q, scales, x, n, block);
+  }
+  void do_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
+                          int64_t block) const override {
+    ops::dequantize_int8(x, q, scales, n, block);
+  }
   void do_attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                            int64_t D) const override {
-    ops::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D);
+                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                            const AttentionDropout& dropout) const override {
+    ops::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D, dropout);
   }
   void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
                              const float* q, const float* k, const float* v, const float* att,
-                             int64_t B, int64_t T, int64_t H, int64_t Hkv,
-                             int64_t D) const override {
-    ops::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D);
+                             int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                             const AttentionDropout& dropout) const override {
+    ops::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D, dropout);
   }
 
   void do_embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
