@@ -1,7 +1,9 @@
 // Tests of exercise 02.3 (int8 compression with absmax scales). They run against your code
 // (`vramlab check 02.3`) and against the reference (ctest: test_ex_02_3_ref).
-// Expectations: the scheme of the API header, element by element in the test's own code (float
-// division, std::nearbyint rounds ties to even in the default rounding mode); the error bound
+// Expectations: the runtime's own int8 kernels (nn::CpuKernelBackend::quantize_int8 and
+// dequantize_int8), bit for bit; the scheme of the API header, element by element in the test's
+// own code (float division, std::nearbyint rounds ties to even in the default rounding mode); the
+// error bound
 // |x - q·scale| ≤ scale/2 on random tensors; hand-made ties, all-zero and non-finite blocks; and
 // block counts for tensors of more than 2^31 elements (computed, never allocated).
 #include <gtest/gtest.h>
@@ -15,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype/dtype.h"
+#include "common/memory/tensor_view.h"
+#include "common/nn/cpu_kernel_backend.h"
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -280,6 +285,73 @@ TEST(Int8Compression, NonFiniteBlocksGetScaleNaNAndDequantiseToNaN) {
   VRAMLAB_EXPECT_PASSES(scales);
   VRAMLAB_EXPECT_PASSES(q);
   VRAMLAB_EXPECT_PASSES(nan);
+}
+
+// The runtime's kernels on the same input (cpu memory is host memory, so the vectors are the
+// tensors).
+Quantized runtime_kernels(const std::vector<float>& x, int64_t block) {
+  const nn::CpuKernelBackend kernels;
+  const auto n = static_cast<int64_t>(x.size());
+  const int64_t blocks = blocks_of(n, block);
+  Quantized out;
+  out.q.assign(x.size(), 0);
+  out.scales.assign(static_cast<size_t>(blocks), 0.0f);
+  std::vector<float> input = x;  // (n)
+  kernels.quantize_int8(memory::TensorView(out.q.data(), DType::i8, {n}),
+                        memory::TensorView(out.scales.data(), DType::f32, {blocks}),
+                        memory::TensorView(input.data(), DType::f32, {n}), block);
+  return out;
+}
+
+std::vector<float> runtime_dequantized(const Quantized& z, int64_t block) {
+  const nn::CpuKernelBackend kernels;
+  const auto n = static_cast<int64_t>(z.q.size());
+  Quantized copy = z;
+  std::vector<float> x(z.q.size());  // (n)
+  kernels.dequantize_int8(memory::TensorView(x.data(), DType::f32, {n}),
+                          memory::TensorView(copy.q.data(), DType::i8, {n}),
+                          memory::TensorView(copy.scales.data(), DType::f32,
+                                             {static_cast<int64_t>(copy.scales.size())}),
+                          block);
+  return x;
+}
+
+TEST(Int8Compression, BitwiseTheRuntimesKernels) {
+  // Random tensors with zeros, exact ties, all-zero and non-finite blocks, in odd sizes and
+  // blocks: the compressed activations must be the bits the runtime's kernels store.
+  std::mt19937_64 rng(0x0234);
+  Comparison q("q (int8) vs the runtime's kernel", Unit::kNumber),
+      scales("scale vs the runtime's kernel", Unit::kNumber),
+      values("dequantised value vs the runtime's kernel", Unit::kNumber);
+  for (size_t n : {size_t{1}, size_t{3}, size_t{64}, size_t{65}, size_t{1001}, size_t{5000}}) {
+    std::vector<float> x = random_tensor(rng, n);
+    // An exact tie (x / scale = 2.5 when the block's amax is 127 · 0.25) and a zero run.
+    if (n >= 64) {
+      x[0] = 31.75f;
+      x[1] = 0.625f;
+      std::fill(x.begin() + 8, x.begin() + 16, 0.0f);
+    }
+    if (n >= 1001) {
+      x[500] = kNaN;
+      x[900] = -kInf;
+    }
+    for (int64_t block :
+         {int64_t{1}, int64_t{8}, int64_t{7}, int64_t{256}, static_cast<int64_t>(n)}) {
+      const std::string name = where(n, block);
+      const Quantized expected = runtime_kernels(x, block);
+      const Quantized got = yours(x, block);
+      compare(name, expected, got, q, scales);
+      const std::vector<float> back = dequantized(got, block);
+      const std::vector<float> runtime_back = runtime_dequantized(expected, block);
+      size_t i = 0;
+      auto same = [](float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
+      while (i + 1 < n && same(back[i], runtime_back[i])) ++i;
+      values.add(name + " element " + std::to_string(i), runtime_back[i], back[i]);
+    }
+  }
+  VRAMLAB_EXPECT_PASSES(q);
+  VRAMLAB_EXPECT_PASSES(scales);
+  VRAMLAB_EXPECT_PASSES(values);
 }
 
 TEST(Int8Compression, RejectsBadInputNamingTheValue) {
