@@ -14,8 +14,10 @@
 ///     freed, layers a..b−1 are re-run saving everything (A += F_a + … + F_{b−1}), then their
 ///     backwards each free their F.
 ///
-/// The peak is the largest A. With the sizes validate_chain_costs() accepts, it is the largest of
-/// E + F_0 + … forward values, the value after the head's forward, and each segment's recompute.
+/// The peak is the largest A. With the sizes validate_chain_costs() accepts (O ≤ S ≤ F), it is
+/// the largest of: a none or selective layer's forward, the head's forward, and the end of each
+/// segment's recompute; a backward never raises A, and a segment's forward stays below its
+/// recompute.
 #pragma once
 
 #include <cstdint>

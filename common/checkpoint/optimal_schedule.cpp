@@ -45,9 +45,87 @@ struct Candidate {
   char block = kNone;  // kNone, kSelective, or kSegmentStart for a segment [from, boundary)
 };
 
-// The least cost of a schedule that fits: the same transitions, keeping per boundary the states
-// no other beats in both P and C (a staircase, P falling as C rises).
-std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
+// A lower bound on what the layers from a boundary on must cost so that P_L + H fits: against
+// keeping everything, each layer can save F − S for its selective cost or up to F for its
+// forward cost, and the cheapest savings per byte are taken first, the last one in part (the
+// linear relaxation of choosing one option per layer; it ignores the per-layer peaks, so it
+// never exceeds the true cost).
+class RemainingCost {
+ public:
+  RemainingCost(const ChainCosts& costs, int64_t budget)
+      : suffix_saved_(costs.layers.size() + 1, 0),
+        steps_(costs.layers.size() + 1),
+        excess_(costs.head_bytes - budget) {
+    const std::vector<LayerCosts>& layers = costs.layers;
+    std::vector<Step> all;
+    for (size_t i = layers.size(); i-- > 0;) {
+      const LayerCosts& l = layers[i];
+      suffix_saved_[i] = suffix_saved_[i + 1] + l.saved_bytes;
+      const int64_t selective_saving = l.saved_bytes - l.selective_bytes;
+      // The lower convex hull of (0, 0), (F − S, s), (F, f) in (saving, cost).
+      if (selective_saving > 0 && l.selective_cost * static_cast<double>(l.saved_bytes) <=
+                                      l.forward_cost * static_cast<double>(selective_saving)) {
+        all.push_back({selective_saving, l.selective_cost});
+        if (l.selective_bytes > 0) {
+          all.push_back({l.selective_bytes, std::max(0.0, l.forward_cost - l.selective_cost)});
+        }
+      } else if (l.saved_bytes > 0) {
+        all.push_back({l.saved_bytes, l.forward_cost});
+      }
+      std::vector<Step> sorted = all;
+      std::sort(sorted.begin(), sorted.end(), [](const Step& a, const Step& b) {
+        return a.cost * static_cast<double>(b.saving) < b.cost * static_cast<double>(a.saving);
+      });
+      for (size_t k = 1; k < sorted.size(); ++k) {
+        sorted[k].saving += sorted[k - 1].saving;  // running sums from here on
+        sorted[k].cost += sorted[k - 1].cost;
+      }
+      steps_[i] = std::move(sorted);
+    }
+  }
+
+  // The bound for the layers from `boundary` on, after prefixes that keep `kept` bytes;
+  // infinity when even the largest savings cannot fit.
+  double at(size_t boundary, int64_t kept) const {
+    const int64_t required = kept + suffix_saved_[boundary] + excess_;
+    if (required <= 0) return 0.0;
+    const std::vector<Step>& steps = steps_[boundary];
+    const auto k = static_cast<size_t>(
+        std::lower_bound(steps.begin(), steps.end(), required,
+                         [](const Step& step, int64_t value) { return step.saving < value; }) -
+        steps.begin());
+    if (k == steps.size()) return std::numeric_limits<double>::infinity();
+    const int64_t before_saving = k == 0 ? 0 : steps[k - 1].saving;
+    const double before_cost = k == 0 ? 0.0 : steps[k - 1].cost;
+    const double step_cost = steps[k].cost - before_cost;
+    const auto step_saving = static_cast<double>(steps[k].saving - before_saving);
+    return before_cost + step_cost * static_cast<double>(required - before_saving) / step_saving;
+  }
+
+  // True when a prefix of this cost cannot end within cost_bound. The bound and the sums it is
+  // compared with are rounded differently, so a relative margin keeps rounding from pruning the
+  // optimum.
+  bool hopeless(size_t boundary, int64_t kept, double cost, double cost_bound) const {
+    return cost + at(boundary, kept) > cost_bound + 1e-9 * cost_bound;
+  }
+
+ private:
+  struct Step {
+    int64_t saving;  // bytes, cumulative once sorted
+    double cost;     // cumulative once sorted
+  };
+  std::vector<int64_t> suffix_saved_;     // Σ F over the layers from a boundary on
+  std::vector<std::vector<Step>> steps_;  // per boundary, by cost per byte
+  int64_t excess_;                        // H − B
+};
+
+// The least cost of a schedule that fits, among prefixes no dearer than cost_bound: the same
+// transitions, keeping per boundary the states no other beats in both P and C (a staircase, P
+// falling as C rises). With a bucket wider than one byte, states whose P differ by less than a
+// bucket count as equal: the front shrinks and the result is the cost of some schedule that fits,
+// possibly not the least (an upper bound for the exact pass).
+std::optional<double> least_cost(const ChainCosts& costs, int64_t budget, int64_t bucket,
+                                 double cost_bound) {
   struct Point {
     int64_t kept;  // P
     double cost;   // C
@@ -56,6 +134,7 @@ std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
   const size_t count = layers.size();
   const int64_t head = costs.head_bytes;
   if (costs.before_bytes + head > budget) return std::nullopt;
+  const RemainingCost remaining(costs, budget);
   std::vector<std::vector<Point>> pending{{Point{costs.before_bytes, 0.0}}};
   pending.resize(count + 1);
   for (size_t i = 0; i <= count; ++i) {
@@ -65,7 +144,9 @@ std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
     });
     std::vector<Point> front;
     for (const Point& point : points) {
-      if (front.empty() || point.kept < front.back().kept) front.push_back(point);
+      if (front.empty() || point.kept / bucket < front.back().kept / bucket) {
+        front.push_back(point);
+      }
     }
     points = {};
     if (i == count) {
@@ -73,7 +154,10 @@ std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
       return front.front().cost;
     }
     auto propose = [&](size_t to, int64_t kept, double cost) {
-      if (kept + head <= budget) pending[to].push_back({kept, cost});
+      if (kept + head <= budget && cost <= cost_bound &&
+          !remaining.hopeless(to, kept, cost, cost_bound)) {
+        pending[to].push_back({kept, cost});
+      }
     };
     for (const Point& s : front) {
       if (s.kept + layers[i].saved_bytes <= budget) {
@@ -86,6 +170,7 @@ std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
         recompute += layers[j - 1].saved_bytes;
         if (recompute > budget) break;
         cost += layers[j - 1].forward_cost;
+        if (cost > cost_bound) break;
         propose(j, s.kept + layers[j - 1].output_bytes, cost);
       }
     }
@@ -99,7 +184,7 @@ std::optional<double> least_cost(const ChainCosts& costs, int64_t budget) {
 class CheapestPass {
  public:
   CheapestPass(const ChainCosts& costs, int64_t budget, double cost_bound)
-      : costs_(costs), budget_(budget), cost_bound_(cost_bound) {}
+      : costs_(costs), budget_(budget), cost_bound_(cost_bound), remaining_(costs, budget) {}
 
   // The first schedule whose peak fits in the order (cost, peak, P_L, pattern); none when
   // nothing fits.
@@ -119,7 +204,8 @@ class CheapestPass {
         const State& s = fronts_[i][p];
         auto propose = [&](int32_t to, int64_t kept, int64_t peak, double cost, char block) {
           // P never shrinks, so a state whose head's forward would already overflow is dead.
-          if (kept + head <= budget_ && cost <= cost_bound_) {
+          if (kept + head <= budget_ && cost <= cost_bound_ &&
+              !remaining_.hopeless(static_cast<size_t>(to), kept, cost, cost_bound_)) {
             pending[to].push_back({kept, peak, cost, i, p, block});
           }
         };
@@ -213,6 +299,7 @@ class CheapestPass {
   const ChainCosts& costs_;
   int64_t budget_;
   double cost_bound_;
+  RemainingCost remaining_;
   std::vector<std::vector<State>> fronts_;  // per boundary
 };
 
@@ -284,13 +371,12 @@ int64_t least_peak(const ChainCosts& costs, int64_t upper) {
 
 int64_t least_activation_peak_bytes(const ChainCosts& costs) {
   validate_chain_costs(costs);
-  // Two hand schedules bound the search from above: every layer its own segment keeps the least
-  // between layers, no recompute avoids re-running a long segment at the end.
-  int64_t upper = 0;
+  // Hand schedules bound the search from above: every layer its own segment keeps the least
+  // between layers, no recompute re-runs nothing, √L segments sit between the two.
+  int64_t upper = std::numeric_limits<int64_t>::max();
   for (const char* spec : {"full", "none", "sqrt"}) {
-    const int64_t peak =
-        activation_peak_bytes(costs, make_schedule(parse_recompute_spec(spec), costs));
-    upper = upper == 0 ? peak : std::min(upper, peak);
+    upper = std::min(
+        upper, activation_peak_bytes(costs, make_schedule(parse_recompute_spec(spec), costs)));
   }
   return least_peak(costs, upper);
 }
@@ -301,14 +387,21 @@ RecomputeSchedule optimal_schedule(const ChainCosts& costs, int64_t budget_bytes
   const std::string name =
       budget_bytes > 0 ? to_string(RecomputeSpec{RecomputeSpec::Kind::budget, 0, budget_bytes})
                        : "budget:" + std::to_string(budget_bytes);
-  const std::optional<double> cost = least_cost(costs, budget_bytes);
+  // A coarse pass (P in 1/256ths of the budget) finds a cost some schedule reaches; the exact
+  // pass then ignores every dearer prefix, which is most of them when the budget is loose.
+  const std::optional<double> bound =
+      least_cost(costs, budget_bytes, std::max<int64_t>(1, budget_bytes / 256),
+                 std::numeric_limits<double>::infinity());
+  const std::optional<double> cost =
+      least_cost(costs, budget_bytes, 1, bound.value_or(std::numeric_limits<double>::infinity()));
   std::optional<State> best;
   if (cost) best = CheapestPass(costs, budget_bytes, *cost).run();
   if (!best) {
     const int64_t least = least_activation_peak_bytes(costs);
     throw UsageError("no recompute schedule fits " + name + " (" + std::to_string(budget_bytes) +
                      " bytes of saved activations): the least peak any schedule of the " +
-                     std::to_string(costs.layers.size()) + " layers reaches is " +
+                     std::to_string(costs.layers.size()) +
+                     (costs.layers.size() == 1 ? " layer" : " layers") + " reaches is " +
                      std::to_string(least) + " bytes (" +
                      memory::format_size(static_cast<uint64_t>(least)) + ")");
   }

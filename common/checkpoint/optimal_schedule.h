@@ -22,18 +22,22 @@
 /// held through the head), then the smaller schedule_pattern() in byte order (at the first layer
 /// that differs: none, a full segment start, a full continuation, selective).
 ///
-/// Two passes. The first keeps, per boundary, the states no other beats in both P and C (a
-/// staircase) and finds the least cost C*. The second drops every prefix dearer than C* (costs
-/// only add) and orders the rest fully: state t makes state u useless when P_t ≤ P_u and either
-/// C_t < C_u, or C_t = C_u, M_t ≤ M_u and (P_t, pattern_t) < (P_u, pattern_u): any suffix that
-/// fits after u fits after t and ends no later in the order (C and P add the suffix's share, M
-/// and the peak only take maxima, a pattern comparison is decided by the prefix). A pass costs
-/// O(L · W · G · log(W · G)) for W states kept per boundary and segments of at most G layers that
-/// fit (G ≤ L). W depends on the chain: 96 identical GPT-3-sized layers plan in under 0.06 s at
-/// any budget; 80 layers whose sizes and costs all differ a little, so that few prefixes tie,
-/// keep thousands of states and take up to 0.8 s (Release build, one core). Costs are doubles
-/// summed from layer 0 up as recompute_cost() does and compared exactly: integer costs (FLOPs)
-/// tie exactly; fractional costs equal only up to rounding are decided by the rounding.
+/// The passes. A coarse one (P compared in 1/256ths of the budget) finds the cost U of some
+/// schedule that fits. An exact one keeps, per boundary, the states no other beats in both P and
+/// C (a staircase), ignoring prefixes dearer than U, and finds the least cost C*. The last drops
+/// every prefix dearer than C* and orders the rest fully: state t makes state u useless when
+/// P_t ≤ P_u and either C_t < C_u, or C_t = C_u, M_t ≤ M_u and (P_t, pattern_t) <
+/// (P_u, pattern_u): any suffix that fits after u fits after t and ends no later in the order
+/// (C and P add the suffix's share, M and the peak only take maxima, a pattern comparison is
+/// decided by the prefix). "Dearer" includes a lower bound on the rest: the cheapest savings per
+/// byte (selective, then full, per layer's convex hull) that bring P_L + H within B, the linear
+/// relaxation of the per-layer choice. A pass costs O(L · W · G · log(W · G)) for W states kept
+/// per boundary and segments of at most G layers that fit (G ≤ L). W depends on the chain: 96
+/// identical GPT-3-sized layers plan in under 0.06 s at any budget; 80 layers whose costs form an
+/// arithmetic progression (many exact ties, each tie a staircase in (P, M)) take up to 0.4 s
+/// (Release build, one core). Costs are doubles summed from layer 0 up as recompute_cost() does
+/// and compared exactly: integer costs (FLOPs) tie exactly; fractional costs equal only up to
+/// rounding are decided by the rounding.
 ///
 /// Sources: segments with only their boundaries kept are Chen et al. 2016, "Training Deep Nets
 /// with Sublinear Memory Cost" §4 (whose √L segments the `sqrt` schedule uses; its planner

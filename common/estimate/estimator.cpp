@@ -205,6 +205,8 @@ Estimate estimate_memory(const EstimateInputs& in) {
         checkpoint::activation_peak_bytes(runtime_chain, out.runtime_schedule);
     out.recomputed_forward_fraction =
         recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule);
+    out.runtime_bytes_after_forward = runtime_bytes_after_forward(
+        m, in.micro_batch, out.seq, out.runtime_schedule, in.compress_activations);
     using Kind = checkpoint::RecomputeSpec::Kind;
     const Kind kind = in.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;

@@ -24,6 +24,7 @@
 #include <optional>
 
 #include <string>
+#include "common/checkpoint/activation_compression.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/checkpoint/recompute_spec.h"
 
@@ -52,6 +53,9 @@ struct EstimateInputs {
   /// Table 2 has rows for none, selective and full; every:K, sqrt and budget schedules apply its
   /// per-layer bytes through the planner's peak model (checkpoint::activation_peak_bytes).
   checkpoint::RecomputeSpec recompute;
+  /// The runtime's activation compression (`--compress-activations`): changes only the runtime
+  /// column's bytes after forward (the paper's formulas have no such term).
+  checkpoint::ActivationCompression compress_activations = checkpoint::ActivationCompression::none;
   bool offload_optimizer = false;   ///< optimizer states to the host.
   bool offload_parameters = false;  ///< parameters to the host (ZeRO-3 only).
 };
@@ -84,6 +88,9 @@ struct Estimate {
   checkpoint::RecomputeSchedule runtime_schedule;
   int64_t runtime_schedule_peak_bytes = 0;   ///< see runtime_schedule
   double recomputed_forward_fraction = 0.0;  ///< of the runtime's forward FLOPs (see above)
+  /// What the runtime's store holds when the forward ends under the schedule and the compression
+  /// (fp32; what `vramlab train` reports as activation_bytes_after_forward).
+  int64_t runtime_bytes_after_forward = 0;
   int64_t total_bytes = 0;         ///< parameters + gradients + optimizer_states + activations.
   int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device.
   std::string cpu_offload_source;  ///< what is on the host.

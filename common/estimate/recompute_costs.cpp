@@ -5,6 +5,7 @@
 #include "common/estimate/forward_flops.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
+#include "common/model/saved_tensor_names.h"
 
 namespace vramlab::estimate {
 
@@ -25,6 +26,35 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
   costs.before_bytes = hidden;  // the embedding output
   costs.head_bytes = runtime_activation_bytes_outside_layers(model, B, T, dtype) - hidden;
   return costs;
+}
+
+int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
+                                    const checkpoint::RecomputeSchedule& schedule,
+                                    checkpoint::ActivationCompression compression) {
+  const char* what = "activation bytes";
+  const auto specs = runtime_saved_activations_per_layer(model, B, T);
+  int64_t total = runtime_activation_bytes_outside_layers(model, B, T, DType::f32);
+  for (size_t l = 0; l < schedule.layers.size(); ++l) {
+    const checkpoint::LayerPlan& plan = schedule.layers[l];
+    const bool segment_last =
+        l + 1 == schedule.layers.size() ||
+        schedule.layers[l + 1].recompute != checkpoint::LayerRecompute::full ||
+        schedule.layers[l + 1].segment_start;
+    for (const SavedActivationSpec& spec : specs) {
+      const bool kept =
+          plan.recompute == checkpoint::LayerRecompute::none ||
+          (plan.recompute == checkpoint::LayerRecompute::selective && spec.name != saved::att) ||
+          (plan.recompute == checkpoint::LayerRecompute::full && segment_last &&
+           spec.name == saved::residual3);
+      if (!kept) continue;
+      const bool statistic = spec.name.ends_with("_mean") || spec.name.ends_with("_rstd");
+      total = checked_add(total,
+                          statistic ? checked_mul(spec.numel(), 4, what)
+                                    : checkpoint::compressed_bytes(spec.numel(), compression),
+                          what);
+    }
+  }
+  return total;
 }
 
 double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "common/checkpoint/activation_compression.h"
 #include "common/checkpoint/chain_costs.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/dtype/dtype.h"
@@ -24,6 +25,16 @@ namespace vramlab::estimate {
 /// \return the chain. \throws vramlab::UsageError for bad sizes or an overflow.
 checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
                                            DType dtype = DType::f32);
+
+/// Bytes the runtime's store holds when the forward ends: what each block keeps under \p
+/// schedule (everything; all but the probabilities; a segment's last output), compressed as \p
+/// compression says (every kept block tensor but the norms' (B, T) statistics), plus the
+/// uncompressed tensors outside the blocks.
+/// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
+/// \param compression how kept block tensors are stored. \return bytes.
+int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
+                                    const checkpoint::RecomputeSchedule& schedule,
+                                    checkpoint::ActivationCompression compression);
 
 /// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
 /// model_forward_flops (blocks and LM head).

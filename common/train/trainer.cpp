@@ -112,12 +112,14 @@ StepResult Trainer::step() {
   // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
   nn::SavedActivations saved(runtime_, options_.model.layers);
   saved.set_plan(schedule_.layers);
+  saved.set_compression(options_.compress_activations);
   const nn::StepObservers& observers = model_->observers();
   const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &saved, model_.get()};
   if (!observers.empty()) observers.before(zero_grad);
   optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
   if (!observers.empty()) observers.after(zero_grad);
   const double loss = model_->forward(saved, inputs_.view(), targets_.view(), B, T);
+  const int64_t bytes_after_forward = saved.bytes();
   model_->backward(saved, inputs_.view(), targets_.view(), B, T);
   {
     const memory::ContextLabelScope label("optimizer");
@@ -129,8 +131,12 @@ StepResult Trainer::step() {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_done_;
-  return StepResult{steps_done_, loss, seconds,
-                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0, saved.peak_bytes()};
+  return StepResult{steps_done_,
+                    loss,
+                    seconds,
+                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0,
+                    saved.peak_bytes(),
+                    bytes_after_forward};
 }
 
 MemoryReport Trainer::memory_report() const {

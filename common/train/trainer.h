@@ -23,6 +23,7 @@
 #include "common/model/model_config.h"
 #include "common/nn/decoder_model.h"
 #include "common/nn/runtime.h"
+#include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/optimizer_factory.h"
@@ -48,6 +49,9 @@ struct TrainOptions {
   /// Dropout (`--dropout`, GPT-2's attn_pdrop = resid_pdrop): p in [0, 1); the masks' seed is
   /// derived from `seed`, and a re-run forward replays its masks unless preserve_rng_state is off.
   nn::DropoutSettings dropout;
+  /// Activation compression (`--compress-activations`): what the blocks keep is held as int8
+  /// with an absmax scale per tensor or per block between forward and backward.
+  nn::ActivationCompression compress_activations = nn::ActivationCompression::none;
 };
 
 /// One step's measurements.
@@ -59,6 +63,8 @@ struct StepResult {
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).
   int64_t activation_peak_bytes = 0;
+  /// What the store held when the forward ended (after the schedule's drops and the compression).
+  int64_t activation_bytes_after_forward = 0;
 };
 
 /// Peak and current bytes per memory category, from the allocator (rounded block sizes).

@@ -1,5 +1,7 @@
-// Int8 block quantisation: one task per block (its amax is a max, exact in any order, so the
-// result is the same bits for any thread count and equal to the reference's).
+// Int8 block quantisation: one task per block when there are many blocks, and the threads inside
+// each block when there are few (a per-tensor scale is one block of the whole tensor, which one
+// thread would quantise alone at a memory-bound crawl). Either way the amax is a max, exact in any
+// order, so the result is the same bits for any thread count and equal to the reference's.
 #include "kernels/cpu/quantize.h"
 
 #include <algorithm>
@@ -13,6 +15,9 @@
 namespace vramlab::kernels::cpu {
 namespace {
 
+// Below this many blocks the threads split each block instead of taking whole blocks.
+constexpr int64_t kFewBlocks = 64;
+
 void check_arguments(const char* op, int64_t n, int64_t block) {
   require_non_negative(op, "n", n);
   require(block >= 1, op, "block = " + std::to_string(block) + " must be >= 1");
@@ -23,6 +28,26 @@ void check_arguments(const char* op, int64_t n, int64_t block) {
 void quantize_int8(int8_t* q, float* scales, const float* x, int64_t n, int64_t block) {
   check_arguments("quantize_int8", n, block);
   const int64_t blocks = int8_block_count(n, block);
+  if (blocks < kFewBlocks) {
+    for (int64_t j = 0; j < blocks; j++) {
+      const int64_t first = j * block, count = std::min(block, n - first);
+      const float* xb = x + first;  // (count)
+      int8_t* qb = q + first;       // (count)
+      float amax = 0.0f;
+      int finite = 1;
+#pragma omp parallel for simd schedule(static) reduction(max : amax) reduction(& : finite)
+      for (int64_t i = 0; i < count; i++) {
+        const float a = std::fabs(xb[i]);
+        amax = a > amax ? a : amax;
+        finite &= a <= FLT_MAX ? 1 : 0;
+      }
+      const float scale = int8_block_scale(amax, finite != 0);
+      scales[j] = scale;
+#pragma omp parallel for simd schedule(static)
+      for (int64_t i = 0; i < count; i++) qb[i] = int8_quantize(xb[i], scale);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < blocks; j++) {
     const int64_t first = j * block, count = std::min(block, n - first);
@@ -47,6 +72,11 @@ void quantize_int8(int8_t* q, float* scales, const float* x, int64_t n, int64_t 
 void dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n, int64_t block) {
   check_arguments("dequantize_int8", n, block);
   const int64_t blocks = int8_block_count(n, block);
+  if (blocks < kFewBlocks) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) x[i] = static_cast<float>(q[i]) * scales[i / block];
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < blocks; j++) {
     const int64_t first = j * block, count = std::min(block, n - first);

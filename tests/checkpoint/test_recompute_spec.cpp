@@ -142,6 +142,21 @@ TEST(HandSchedules, EveryKRecomputesLayersZeroKTwoK) {
   }
 }
 
+TEST(HandSchedules, FullLayerCountAndNames) {
+  auto full_layers = [](const char* spec, size_t layers) {
+    return full_layer_count(make_schedule(parse_recompute_spec(spec), chain_of(layers)));
+  };
+  EXPECT_EQ(full_layers("none", 7), 0u);
+  EXPECT_EQ(full_layers("selective", 7), 0u);
+  EXPECT_EQ(full_layers("full", 7), 7u);
+  EXPECT_EQ(full_layers("sqrt", 7), 7u);
+  EXPECT_EQ(full_layers("every:3", 7), 3u);  // layers 0, 3, 6
+  EXPECT_EQ(full_layers("every:3", 6), 2u);  // layers 0, 3
+  EXPECT_EQ(to_string(LayerRecompute::none), "none");
+  EXPECT_EQ(to_string(LayerRecompute::full), "full");
+  EXPECT_EQ(to_string(LayerRecompute::selective), "selective");
+}
+
 TEST(HandSchedules, SqrtIsSegmentsOfCeilRootL) {
   EXPECT_EQ(pattern_for("sqrt", 1), "F");
   EXPECT_EQ(pattern_for("sqrt", 2), "Ff");

@@ -193,3 +193,77 @@ TEST(TrainCli, TheActivationPeakIsTheRuntimeLayoutPlusUnsplitRemaindersAndExactW
 }
 
 }  // namespace
+
+namespace {
+
+// `--recompute`, `--dropout` and `--compress-activations`: bad values exit 2 in one line naming
+// the value; good ones train and report the schedule, and the JSON's activation peak is the one
+// `vramlab estimate --recompute` predicts for the same run.
+TEST(TrainCli, RecomputeDropoutAndCompressionFlagsRefuseBadValuesByName) {
+  const struct {
+    const char* args;
+    const char* named;
+  } cases[] = {
+      {" --recompute half", "'half'"},
+      {" --recompute every:0", "'every:0'"},
+      {" --recompute budget:lots", "'budget:lots'"},
+      {" --recompute budget:1KiB", "1KiB"},  // below the least feasible peak: names both
+      {" --dropout 1", "--dropout"},
+      {" --dropout -0.1", "--dropout"},
+      {" --compress-activations int4", "'int4'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = vramlab(std::string(kTiny) + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.named), std::string::npos) << c.args << ": " << r.out;
+  }
+}
+
+int64_t summary_value(const std::string& out, const char* key) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("summary")) return j.at(key).get<int64_t>();
+  }
+  return -1;
+}
+
+TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
+  const std::string shape = " --model gpt2-tiny --batch 4 --seq 64";
+  for (const char* schedule : {"none", "full", "every:3", "sqrt", "selective", "budget:12MiB"}) {
+    const Result trained =
+        vramlab("train" + shape + " --device meta --steps 1 --json --recompute " + schedule);
+    ASSERT_EQ(trained.exit_code, 0) << schedule << ": " << trained.out;
+    const Result estimated =
+        vramlab("estimate" + shape + " --precision fp32 --json --recompute " + schedule);
+    ASSERT_EQ(estimated.exit_code, 0) << schedule << ": " << estimated.out;
+    const auto e = nlohmann::json::parse(estimated.out).at("runtime_recompute");
+    EXPECT_EQ(summary_value(trained.out, "activation_peak_bytes"),
+              e.at("activation_peak_bytes").get<int64_t>())
+        << schedule;
+    for (const char* compression : {"none", "int8", "int8-block"}) {
+      const std::string flags =
+          std::string(" --recompute ") + schedule + " --compress-activations " + compression;
+      const Result compressed =
+          vramlab("train" + shape + " --device meta --steps 1 --json" + flags);
+      ASSERT_EQ(compressed.exit_code, 0) << flags << ": " << compressed.out;
+      const Result predicted = vramlab("estimate" + shape + " --precision fp32 --json" + flags);
+      ASSERT_EQ(predicted.exit_code, 0) << flags << ": " << predicted.out;
+      EXPECT_EQ(summary_value(compressed.out, "activation_bytes_after_forward"),
+                nlohmann::json::parse(predicted.out)
+                    .at("runtime_recompute")
+                    .at("bytes_after_forward")
+                    .get<int64_t>())
+          << flags;
+    }
+  }
+  const Result text = vramlab(std::string(kTiny) +
+                              " --recompute sqrt --dropout 0.1 --compress-activations int8-block");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("recompute sqrt"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("int8-block"), std::string::npos) << text.out;
+}
+
+}  // namespace

@@ -83,6 +83,11 @@ std::vector<std::vector<float>> run_backward_kernels() {
   dropout_forward(dropped.data(), a.data(), n, 0.3f, 5, 1000);
   quantize_int8(quantized.data(), scales.data(), a.data(), n, 7);
   dequantize_int8(back.data(), quantized.data(), scales.data(), n, 7);
+  // One scale for the whole tensor: the threads split the block itself.
+  std::vector<int8_t> quantized_whole(n);
+  std::vector<float> scale_whole(1), back_whole(n);
+  quantize_int8(quantized_whole.data(), scale_whole.data(), a.data(), n, n);
+  dequantize_int8(back_whole.data(), quantized_whole.data(), scale_whole.data(), n, n);
 
   std::vector<float> dbias_sum(C);
   bias_add_backward(dbias_sum.data(), dout.data(), B * T, C);
@@ -90,10 +95,16 @@ std::vector<std::vector<float>> run_backward_kernels() {
                                    static_cast<float>(sum(dx.data(), B * T * C))};
   // The int8 values as floats (exact), so one comparison covers every buffer.
   const std::vector<float> quantized_values(quantized.begin(), quantized.end());
-  return {out,        att,        dq,        dk,     dv,          dpreatt,
-          normed,     dx,         dweight,   dbias,  dwte,        dwpe,
-          losses,     dlogits,    dbias_sum, norm,   out_dropped, dq_dropped,
-          dk_dropped, dv_dropped, dropped,   scales, back,        quantized_values};
+  const std::vector<float> quantized_whole_values(quantized_whole.begin(), quantized_whole.end());
+  return {out,         att,         dq,
+          dk,          dv,          dpreatt,
+          normed,      dx,          dweight,
+          dbias,       dwte,        dwpe,
+          losses,      dlogits,     dbias_sum,
+          norm,        out_dropped, dq_dropped,
+          dk_dropped,  dv_dropped,  dropped,
+          scales,      back,        quantized_values,
+          scale_whole, back_whole,  quantized_whole_values};
 }
 
 void expect_identical(const std::vector<std::vector<float>>& a,

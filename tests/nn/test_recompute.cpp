@@ -13,7 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/checkpoint/optimal_schedule.h"
+#include "common/checkpoint/recompute_cost.h"
+#include "common/checkpoint/recompute_spec.h"
 #include "common/dtype/counter_rng.h"
+#include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
@@ -229,6 +233,82 @@ TEST(Recompute, ASegmentsForwardIsReRunJustBeforeTheBackwardOfItsLastLayer) {
       "backward_layer 4",  "recompute_layer 3", "backward_layer 3", "backward_layer 2",
       "recompute_layer 0", "recompute_layer 1", "backward_layer 1", "backward_layer 0"};
   EXPECT_EQ(recorder.phases, expected);
+}
+
+}  // namespace
+}  // namespace vramlab::nn
+
+namespace vramlab::nn {
+namespace {
+
+checkpoint::RecomputeSchedule schedule_for(const ModelConfig& config, int64_t B, int64_t T,
+                                           const std::string& spec) {
+  return checkpoint::make_schedule(checkpoint::parse_recompute_spec(spec),
+                                   estimate::runtime_chain_costs(config, B, T));
+}
+
+// Every schedule `--recompute` can name, made by the planner for a 9-layer model, with dropout:
+// bitwise the gradients of keeping everything.
+TEST(Recompute, EveryNamedScheduleWithDropoutGivesBitwiseTheGradientsOfKeepingEverything) {
+  const ModelConfig config = gpt2_config("recompute-named", 9, 24, 3, 37, 16);
+  const int64_t B = 2, T = 11;
+  const DropoutSettings dropout{0.1f, 3, true};
+  const StepOutcome reference =
+      run_step(config, B, T, std::vector<LayerPolicy>(9), "cpu", nullptr, dropout);
+  const int64_t none_peak = reference.peak_bytes;
+  const int64_t sqrt_peak =
+      run_step(config, B, T, schedule_for(config, B, T, "sqrt").layers, "meta").peak_bytes;
+  const std::vector<std::string> specs = {"full",
+                                          "every:2",
+                                          "every:4",
+                                          "sqrt",
+                                          "selective",
+                                          "budget:" + std::to_string((none_peak + sqrt_peak) / 2),
+                                          "budget:" + std::to_string(sqrt_peak)};
+  for (const std::string& spec : specs) {
+    const checkpoint::RecomputeSchedule schedule = schedule_for(config, B, T, spec);
+    expect_bitwise_equal(reference,
+                         run_step(config, B, T, schedule.layers, "cpu", nullptr, dropout),
+                         spec + " (" + checkpoint::schedule_pattern(schedule) + ")");
+  }
+}
+
+// The budget schedule, run: its measured peak fits the budget, and no hand schedule that fits the
+// same budget (measured) recomputes less.
+TEST(Recompute, TheBudgetScheduleFitsItsBudgetAndRecomputesNoMoreThanAnyHandScheduleThatFits) {
+  for (const ModelConfig& config : {gpt2_config("budget-gpt2", 12, 64, 4, 97, 64),
+                                    llama_config("budget-llama", 10, 64, 4, 2, 96, 97, 64)}) {
+    const int64_t B = 2, T = 48;
+    const checkpoint::ChainCosts costs = estimate::runtime_chain_costs(config, B, T);
+    std::vector<std::string> hand = {"none", "full", "sqrt", "selective"};
+    for (int64_t k = 2; k <= config.layers; ++k) hand.push_back("every:" + std::to_string(k));
+    struct Measured {
+      std::string spec;
+      int64_t peak;
+      double cost;
+    };
+    std::vector<Measured> hand_measured;
+    for (const std::string& spec : hand) {
+      const auto schedule = schedule_for(config, B, T, spec);
+      hand_measured.push_back({spec, run_step(config, B, T, schedule.layers, "meta").peak_bytes,
+                               checkpoint::recompute_cost(costs, schedule)});
+    }
+    const int64_t least = checkpoint::least_activation_peak_bytes(costs);
+    const int64_t most = hand_measured.front().peak;  // none
+    for (int i = 0; i <= 8; ++i) {
+      const int64_t budget = least + (most - least) * i / 8;
+      const auto schedule = schedule_for(config, B, T, "budget:" + std::to_string(budget));
+      const int64_t measured = run_step(config, B, T, schedule.layers, "meta").peak_bytes;
+      const double cost = checkpoint::recompute_cost(costs, schedule);
+      EXPECT_LE(measured, budget) << config.name << " " << schedule.name;
+      for (const Measured& h : hand_measured) {
+        if (h.peak > budget) continue;
+        EXPECT_LE(cost, h.cost) << config.name << " budget " << budget << ": "
+                                << checkpoint::schedule_pattern(schedule) << " costs more than "
+                                << h.spec << ", which fits too";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ struct EstimateOptions {
   std::string precision = "mixed-bf16";
   std::string optimizer = "adamw";
   std::string recompute = "none";
+  std::string compress = "none";
   std::string offload = "none";
   bool sp = false, fp32_grads = false, json = false, list_models = false;
 };
@@ -117,6 +118,7 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.tensor_parallel = o.tp;
   in.sequence_parallel = o.sp;
   in.recompute = checkpoint::parse_recompute_spec(o.recompute);
+  in.compress_activations = checkpoint::parse_compression(o.compress);
   if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
   if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
   if (o.offload != "none" && !in.offload_optimizer && !in.offload_parameters)
@@ -205,10 +207,13 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
     r["activations_per_layer_bytes"] = e.activation_bytes_per_layer;
     r["activations_runtime_layout_bytes"] = e.runtime_activation_bytes;
     r["activations_runtime_layout_per_layer_bytes"] = e.runtime_activation_bytes_per_layer;
-    r["runtime_recompute"] = {{"schedule", e.runtime_schedule.name},
-                              {"pattern", checkpoint::schedule_pattern(e.runtime_schedule)},
-                              {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
-                              {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
+    r["runtime_recompute"] = {
+        {"schedule", e.runtime_schedule.name},
+        {"pattern", checkpoint::schedule_pattern(e.runtime_schedule)},
+        {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
+        {"compress_activations", checkpoint::compression_name(in.compress_activations)},
+        {"bytes_after_forward", e.runtime_bytes_after_forward},
+        {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
   } else {
     r["activations_per_layer_bytes"] = nullptr;
     r["activations_runtime_layout_bytes"] = nullptr;
@@ -338,6 +343,9 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--recompute", o->recompute,
                   "none (default) | full | every:K | sqrt | selective | budget:BYTES, as vramlab "
                   "train takes it");
+  cmd->add_option("--compress-activations", o->compress,
+                  "none (default) | int8 | int8-block: the runtime's kept activations as int8, as "
+                  "vramlab train takes it (runtime_recompute.bytes_after_forward)");
   cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,

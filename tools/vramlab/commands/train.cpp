@@ -57,6 +57,7 @@ struct TrainCommandOptions {
   int64_t threads = 0;
   uint64_t seed = 1;
   std::string recompute = "none";
+  std::string compress = "none";
   double dropout = 0.0;
   bool json = false;
 };
@@ -92,9 +93,13 @@ void run_train(const TrainCommandOptions& o) {
   options.seed = o.seed;
   options.optimizer = estimate::parse_optimizer(o.optimizer);
   options.recompute = checkpoint::parse_recompute_spec(o.recompute);
-  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1)
-    throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", o.dropout);
+    throw UsageError(std::string("--dropout must be in [0, 1), got ") + value);
+  }
   options.dropout.p = static_cast<float>(o.dropout);
+  options.compress_activations = nn::parse_compression(o.compress);
   options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
   const checkpoint::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
@@ -113,12 +118,16 @@ void run_train(const TrainCommandOptions& o) {
                 kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
-    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0)
+    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0 ||
+        options.compress_activations != nn::ActivationCompression::none)
       std::printf(
           "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
-          "%.0f%% of the forward re-run; dropout %g\n",
+          "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
           schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
           100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule),
+          options.compress_activations == nn::ActivationCompression::none
+              ? "fp32"
+              : std::string(nn::compression_name(options.compress_activations)).c_str(),
           static_cast<double>(options.dropout.p));
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
@@ -132,9 +141,13 @@ void run_train(const TrainCommandOptions& o) {
   report::ProgressBar bar(static_cast<uint64_t>(o.steps), "train", bar_options);
   const bool bar_on_terminal = bar.mode() == report::ProgressMode::kTerminal;
   std::vector<double> seconds;
+  int64_t activation_peak = 0;      // the saved-activation store's, over all steps
+  int64_t bytes_after_forward = 0;  // the store's when the last step's forward ended
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step();
     seconds.push_back(r.seconds);
+    activation_peak = std::max(activation_peak, r.activation_peak_bytes);
+    bytes_after_forward = r.activation_bytes_after_forward;
     if (o.json) {
       std::printf("%s\n", json{{"step", r.step},
                                {"loss", r.loss},
@@ -182,6 +195,9 @@ void run_train(const TrainCommandOptions& o) {
           {"pattern", checkpoint::schedule_pattern(schedule)},
           {"recomputed_forward_fraction",
            estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule)}}},
+        {"compress_activations", nn::compression_name(options.compress_activations)},
+        {"activation_peak_bytes", activation_peak},
+        {"activation_bytes_after_forward", bytes_after_forward},
         {"dropout", options.dropout.p}};
     std::printf("%s\n", summary.dump().c_str());
     return;
@@ -201,6 +217,10 @@ void run_train(const TrainCommandOptions& o) {
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
+  std::printf(
+      "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
+      "--recompute %s predicts them)\n",
+      report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(), schedule.name.c_str());
   // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
   // a category can count more than its tensors; which blocks keep such a remainder depends on the
   // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
@@ -243,6 +263,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "...) | sqrt (segments of ceil(sqrt(L)) blocks) | selective (attention "
                   "probabilities only) | budget:BYTES (the least recompute whose activation peak "
                   "fits, e.g. budget:64MiB) (default none)");
+  cmd->add_option("--compress-activations", opts->compress,
+                  "Keep what the blocks save as none (fp32) | int8 (one absmax scale per tensor) "
+                  "| int8-block (one per 256 elements) between forward and backward (default "
+                  "none)");
   cmd->add_option("--dropout", opts->dropout,
                   "Dropout probability of the attention probabilities and of both residual "
                   "branches, in [0, 1) (default 0)");
