@@ -39,6 +39,27 @@ std::string seconds(double s) {
   return text;
 }
 
+// \p text as lines of at most 88 columns, each indented by two spaces, broken at spaces.
+std::string wrapped(const std::string& text) {
+  constexpr size_t kWidth = 86;
+  std::string out;
+  std::string line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > kWidth) {
+      out += "  " + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) out += "  " + line + "\n";
+  return out;
+}
+
 void tell(void (*progress)(const std::string&), const std::string& line) {
   if (progress != nullptr) progress(line);
 }
@@ -208,6 +229,8 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
       row.activation_peak_bytes = compressed.activation_peak_bytes;
       row.fp32_activation_peak_bytes = fp32_of(schedule).activation_peak_bytes;
       row.none_activation_peak_bytes = none.activation_peak_bytes;
+      row.bytes_after_forward = compressed.bytes_after_forward;
+      row.predicted_bytes_after_forward = compressed.predicted_bytes_after_forward;
       std::vector<double> errors;
       for (const ParameterRange& r : compressed.parameter_ranges) {
         const double e = relative_error(compressed.gradients, none.gradients, r.offset, r.numel);
@@ -266,6 +289,7 @@ nlohmann::json to_json(const Lesson& lesson) {
         {"activation_peak_bytes", row.run.activation_peak_bytes},
         {"predicted_activation_peak_bytes", row.run.predicted_activation_peak_bytes},
         {"timeline_peak_bytes", row.run.timeline_peak_bytes},
+        {"bytes_after_forward", row.run.bytes_after_forward},
         {"peak_bytes", row.run.peak_bytes},
         {"step_seconds", row.step_seconds},
         {"recomputed_forward_fraction", row.run.recomputed_forward_fraction},
@@ -311,6 +335,8 @@ nlohmann::json to_json(const Lesson& lesson) {
                            {"activation_peak_bytes", row.activation_peak_bytes},
                            {"fp32_activation_peak_bytes", row.fp32_activation_peak_bytes},
                            {"none_activation_peak_bytes", row.none_activation_peak_bytes},
+                           {"bytes_after_forward", row.bytes_after_forward},
+                           {"predicted_bytes_after_forward", row.predicted_bytes_after_forward},
                            {"max_relative_grad_error", row.max_relative_grad_error},
                            {"worst_tensor", row.worst_tensor},
                            {"median_relative_grad_error", row.median_relative_grad_error},
@@ -336,7 +362,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
   out += "Model " + model_line(s.run.model) + ", B=" + std::to_string(s.run.batch) +
          ", T=" + std::to_string(s.run.seq) + ", fp32, dropout " + dropout + ", on " +
          s.run.device.name() + "; " + std::to_string(s.run.steps) +
-         " steps per schedule on a fresh runtime.\n\n";
+         (s.run.steps == 1 ? " step" : " steps") + " per schedule on a fresh runtime.\n\n";
 
   const PolicyRun& none = lesson.policies.front().run;
   report::Table table({{"schedule"},
@@ -372,10 +398,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
       "  allocated peak (everything: weights, gradients, AdamW states, temporaries). step:\n"
       "  median wall time. grads = none: step 1's gradients and the parameters after the\n"
       "  last step are bit for bit those of none (dropout masks replayed on recompute).\n";
-  out += "  " + budget_spec(lesson.budget_bytes) + ": the planner's cheapest schedule under " +
-         bytes(lesson.budget_bytes) + ", " + lesson.budget_note +
-         ".\n  The least activation peak any schedule reaches: " +
-         bytes(lesson.least_activation_peak_bytes) + ".\n";
+  out += wrapped(budget_spec(lesson.budget_bytes) + ": the planner's cheapest schedule under " +
+                 bytes(lesson.budget_bytes) + ", " + lesson.budget_note +
+                 ". The least activation peak any schedule reaches: " +
+                 bytes(lesson.least_activation_peak_bytes) + ".");
 
   if (!lesson.max_batch.empty()) {
     out += "\n" +
@@ -451,6 +477,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
                       {"activation peak", Align::kRight},
                       {"vs fp32 same", Align::kRight},
                       {"vs none fp32", Align::kRight},
+                      {"after forward", Align::kRight},
+                      {"estimate", Align::kRight},
                       {"grad error max", Align::kRight},
                       {"median", Align::kRight},
                       {"loss", Align::kRight},
@@ -468,6 +496,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
                   "-" + percent(1.0 - static_cast<double>(row.activation_peak_bytes) /
                                           static_cast<double>(row.none_activation_peak_bytes),
                                 0),
+                  bytes(row.bytes_after_forward),
+                  row.bytes_after_forward == row.predicted_bytes_after_forward
+                      ? "same"
+                      : bytes(row.predicted_bytes_after_forward) + " (DIFFERS)",
                   e1, e2, l1, l2});
     }
     out += ct.render(colour);
@@ -475,7 +507,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "  grad error: ||g_int8 - g|| / ||g|| per parameter tensor at step 1 against none in\n"
         "  fp32 (max over tensors, and the median); loss after the last step. int8: one\n"
         "  absmax scale per tensor; int8-block: one per 256 values. The norms' statistics\n"
-        "  stay fp32. The planner does not model compression: these rows have no prediction.\n";
+        "  stay fp32. after forward: the store when the forward ended; estimate: vramlab\n"
+        "  estimate's bytes for it (estimate::runtime_bytes_after_forward). The peak comes\n"
+        "  later, when backward decompresses a layer: the planner does not model that.\n";
   }
   return out;
 }

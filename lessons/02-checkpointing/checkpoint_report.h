@@ -60,6 +60,9 @@ struct CompressionRow {
   int64_t activation_peak_bytes = 0;       ///< the store's peak, compressed.
   int64_t fp32_activation_peak_bytes = 0;  ///< the same schedule without compression.
   int64_t none_activation_peak_bytes = 0;  ///< `none`, fp32: the baseline of every saving.
+  int64_t bytes_after_forward = 0;         ///< the store when the forward ended, compressed.
+  /// estimate::runtime_bytes_after_forward(): the prediction of bytes_after_forward.
+  int64_t predicted_bytes_after_forward = 0;
   double max_relative_grad_error = 0.0;  ///< max over tensors of ‖g_int8 − g‖ / ‖g‖, step 1.
   std::string worst_tensor;              ///< the tensor of that maximum.
   double median_relative_grad_error = 0.0;  ///< median over tensors.

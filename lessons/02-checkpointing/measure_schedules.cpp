@@ -64,17 +64,12 @@ std::string phase_label(const nn::PhaseEvent& event) {
   }
 }
 
-// Turns compression on for each step's store (the store is made per step, so before zero-grad
-// is the first moment it exists), copies the gradients after step 1's backward, and marks where
-// each leaf phase of step 1 ends in the allocator's history.
+// Copies the gradients after step 1's backward, and marks where each leaf phase of step 1 ends in
+// the allocator's history.
 class StepRecorder final : public nn::StepObserver {
  public:
-  StepRecorder(nn::ActivationCompression compression, bool copy_gradients, bool mark_phases,
-               PolicyRun& run)
-      : compression_(compression),
-        copy_gradients_(copy_gradients),
-        mark_phases_(mark_phases),
-        run_(run) {}
+  StepRecorder(bool copy_gradients, bool mark_phases, PolicyRun& run)
+      : copy_gradients_(copy_gradients), mark_phases_(mark_phases), run_(run) {}
 
   struct Mark {
     std::string label;
@@ -82,10 +77,7 @@ class StepRecorder final : public nn::StepObserver {
   };
 
   void before(const nn::PhaseEvent& event) override {
-    if (event.phase == nn::StepPhase::zero_grad) {
-      ++step_;
-      event.saved->set_compression(compression_);
-    }
+    if (event.phase == nn::StepPhase::zero_grad) ++step_;
   }
 
   void after(const nn::PhaseEvent& event) override {
@@ -102,7 +94,6 @@ class StepRecorder final : public nn::StepObserver {
   [[nodiscard]] const std::vector<Mark>& marks() const { return marks_; }
 
  private:
-  nn::ActivationCompression compression_;
   bool copy_gradients_;
   bool mark_phases_;
   PolicyRun& run_;
@@ -138,7 +129,8 @@ std::vector<PhaseSample> replay(const std::vector<memory::TraceEntry>& trace,
 }
 
 train::TrainOptions train_options(const RunSettings& settings,
-                                  const checkpoint::RecomputeSpec& spec) {
+                                  const checkpoint::RecomputeSpec& spec,
+                                  nn::ActivationCompression compression) {
   train::TrainOptions options;
   options.model = settings.model;
   options.batch = settings.batch;
@@ -147,6 +139,7 @@ train::TrainOptions train_options(const RunSettings& settings,
   options.recompute = spec;
   options.dropout.p = settings.dropout;
   options.dropout.seed = settings.seed;
+  options.compress_activations = compression;
   return options;
 }
 
@@ -156,7 +149,7 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
                      nn::ActivationCompression compression) {
   if (settings.steps < 1)
     throw UsageError("--steps must be >= 1, got " + std::to_string(settings.steps));
-  const train::TrainOptions options = train_options(settings, spec);
+  const train::TrainOptions options = train_options(settings, spec, compression);
   PolicyRun run;
   run.name = checkpoint::to_string(spec);
   run.compression = std::string(nn::compression_name(compression));
@@ -164,12 +157,14 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
   nn::Runtime runtime(settings.device);
   train::Trainer trainer(runtime, options);
   const bool computes = settings.device.kind != memory::DeviceKind::meta;
-  StepRecorder recorder(compression, computes, settings.record_timeline, run);
+  StepRecorder recorder(computes, settings.record_timeline, run);
   trainer.add_observer(recorder);
   run.pattern = checkpoint::schedule_pattern(trainer.schedule());
   run.predicted_activation_peak_bytes = checkpoint::activation_peak_bytes(
       estimate::runtime_chain_costs(settings.model, settings.batch, settings.seq),
       trainer.schedule());
+  run.predicted_bytes_after_forward = estimate::runtime_bytes_after_forward(
+      settings.model, settings.batch, settings.seq, trainer.schedule(), compression);
   run.recomputed_forward_fraction = estimate::recomputed_forward_fraction(
       settings.model, settings.batch, settings.seq, trainer.schedule());
 
@@ -179,6 +174,7 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
     const train::StepResult step = trainer.step();
     if (s == 0) {
       run.activation_peak_bytes = step.activation_peak_bytes;
+      run.bytes_after_forward = step.activation_bytes_after_forward;
       if (settings.record_timeline) {
         run.timeline = replay(allocator.trace(), recorder.marks(), &run.timeline_peak_bytes);
         // The later steps are timed: no history to record.
@@ -204,7 +200,7 @@ bool step_fits(const RunSettings& settings, const checkpoint::RecomputeSpec& spe
   RunSettings at = settings;
   at.batch = batch;
   at.device = device;
-  const train::TrainOptions options = train_options(at, spec);
+  const train::TrainOptions options = train_options(at, spec, nn::ActivationCompression::none);
   // A budget that no schedule meets at this batch is a batch that does not fit that budget.
   if (spec.kind == checkpoint::RecomputeSpec::Kind::budget) {
     try {

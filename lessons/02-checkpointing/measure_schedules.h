@@ -57,6 +57,10 @@ struct PolicyRun {
   /// checkpoint::activation_peak_bytes() of the schedule on the runtime's chain costs: the
   /// planner's prediction of activation_peak_bytes (it does not model compression).
   int64_t predicted_activation_peak_bytes = 0;
+  /// What the store held when step 1's forward ended (after the drops and the compression).
+  int64_t bytes_after_forward = 0;
+  /// estimate::runtime_bytes_after_forward() of the schedule and compression: its prediction.
+  int64_t predicted_bytes_after_forward = 0;
   int64_t peak_bytes = 0;            ///< the allocator's allocated_bytes.all.peak over all steps.
   std::vector<double> step_seconds;  ///< wall time of each step.
   double recomputed_forward_fraction = 0.0;  ///< estimate::recomputed_forward_fraction().

@@ -164,6 +164,8 @@ TEST(Lesson02, RecomputingChangesNoBitOfTheGradientsOrTheTrainedParameters) {
                                     nn::ActivationCompression::int8_block);
   EXPECT_FALSE(bitwise_equal(int8.gradients, none.gradients));
   EXPECT_LT(int8.activation_peak_bytes, row_named(lesson, "full").run.activation_peak_bytes);
+  EXPECT_EQ(int8.bytes_after_forward, int8.predicted_bytes_after_forward);
+  EXPECT_LT(int8.bytes_after_forward, row_named(lesson, "full").run.bytes_after_forward);
   const double error = relative_error(int8.gradients, none.gradients, 0,
                                       static_cast<int64_t>(none.gradients.size()));
   EXPECT_GT(error, 0.0);

@@ -70,7 +70,13 @@ TEST(Lesson02Cli, JsonHasEveryPolicyWithItsMeasurementsAndTheLargestBatches) {
   ASSERT_EQ(j.at("meta").at("rows").size(), 7u);
   for (const auto& row : j["meta"]["rows"])
     EXPECT_EQ(row["activation_peak_bytes"], row["predicted_activation_peak_bytes"]) << row["name"];
-  EXPECT_EQ(j["compression"].size(), 4u);
+  ASSERT_EQ(j["compression"].size(), 4u);
+  for (const auto& row : j["compression"]) {
+    EXPECT_EQ(row["bytes_after_forward"], row["predicted_bytes_after_forward"]) << row["name"];
+    EXPECT_LT(row["activation_peak_bytes"].get<int64_t>(),
+              row["fp32_activation_peak_bytes"].get<int64_t>())
+        << row["name"];
+  }
   for (const char* figure : {"memory_over_step_svg", "tradeoff_svg"}) {
     const fs::path path = j.at("figures").at(figure).get<std::string>();
     EXPECT_EQ(path.parent_path(), fs::absolute(dir / "figures")) << figure;
