@@ -61,15 +61,16 @@ struct Options {
 
 // A GPT-2 shape deep enough that √L means something (16 blocks), small enough that seven
 // schedules train three steps each in seconds on two cores: C = 64, 4 heads, gpt2-tiny's 4096
-// tokens, T = 128.
+// tokens, T = 128. Without --model, the shape flags change this model (`--layers 64`); with
+// --model they change the named one.
 ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
-  if (!given.name.empty() || given.any_shape()) return given.build(seq);
-  ModelFlags flags;
+  if (!given.name.empty()) return given.build(seq);
+  ModelFlags flags = given;
   flags.name = "gpt2-tiny";
-  flags.layers = 16;
-  flags.hidden = 64;
-  flags.heads = 4;
-  flags.max_seq = std::max<int64_t>(128, seq.value_or(128));
+  if (!flags.layers) flags.layers = 16;
+  if (!flags.hidden) flags.hidden = 64;
+  if (!flags.heads) flags.heads = 4;
+  if (!flags.max_seq) flags.max_seq = std::max<int64_t>(128, seq.value_or(128));
   return flags.build(seq);
 }
 
