@@ -251,7 +251,9 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   const int64_t low = lesson.least_activation_peak_bytes;
   const int64_t high = planned_peak(chain, "none");
   std::set<std::string> seen;
-  constexpr int kBudgets = 48;
+  // The planner's search grows faster than linearly with the layers (seconds per budget at 256
+  // identical layers), so deep models get fewer budgets: 48 intervals up to 32 layers, 6 at 256.
+  const int kBudgets = static_cast<int>(std::clamp<int64_t>(1536 / run.model.layers, 6, 48));
   for (int i = 0; i <= kBudgets; ++i) {
     const int64_t budget =
         low + static_cast<int64_t>(static_cast<double>(high - low) * i / kBudgets);

@@ -64,17 +64,17 @@ std::string phase_label(const nn::PhaseEvent& event) {
   }
 }
 
-// Copies the gradients after step 1's backward, and marks where each leaf phase of step 1 ends in
-// the allocator's history.
+// Copies the gradients after step 1's backward and, while the allocator records its history,
+// replays it phase by phase: the store allocates every saved tensor (and only those) in the
+// activation category, so the running sum of their requested bytes is the store's bytes() at
+// every allocation and free. At the end of each leaf phase the recorder drains the history
+// (re-enabling recording clears it, so each entry is read once); what happened since the previous
+// phase ended (a segment's kept output freed before its recompute, a decompression before a
+// backward) counts towards this phase.
 class StepRecorder final : public nn::StepObserver {
  public:
-  StepRecorder(bool copy_gradients, bool mark_phases, PolicyRun& run)
-      : copy_gradients_(copy_gradients), mark_phases_(mark_phases), run_(run) {}
-
-  struct Mark {
-    std::string label;
-    size_t trace_end = 0;  // entries of the history when the phase ended
-  };
+  StepRecorder(bool copy_gradients, bool replay_phases, PolicyRun& run)
+      : copy_gradients_(copy_gradients), replay_phases_(replay_phases), run_(run) {}
 
   void before(const nn::PhaseEvent& event) override {
     if (event.phase == nn::StepPhase::zero_grad) ++step_;
@@ -87,46 +87,28 @@ class StepRecorder final : public nn::StepObserver {
       run_.gradients.resize(static_cast<size_t>(parameters.grads().numel()));  // (numel)
       event.model->runtime().copy_to_host(run_.gradients.data(), parameters.grads());
     }
-    if (mark_phases_ && is_leaf(event.phase))
-      marks_.push_back({phase_label(event), event.model->runtime().allocator().trace().size()});
+    if (replay_phases_ && is_leaf(event.phase)) {
+      memory::CachingAllocator& allocator = event.model->runtime().allocator();
+      int64_t high = bytes_;
+      for (const memory::TraceEntry& e : allocator.trace()) {
+        if (e.category != memory::MemoryCategory::activation) continue;
+        if (e.action == memory::TraceAction::alloc) bytes_ += static_cast<int64_t>(e.size);
+        if (e.action == memory::TraceAction::free_requested) bytes_ -= static_cast<int64_t>(e.size);
+        high = std::max(high, bytes_);
+      }
+      allocator.record_history(memory::RecordMode::all);
+      run_.timeline.push_back({phase_label(event), high, bytes_});
+      run_.timeline_peak_bytes = std::max(run_.timeline_peak_bytes, high);
+    }
   }
-
-  [[nodiscard]] const std::vector<Mark>& marks() const { return marks_; }
 
  private:
   bool copy_gradients_;
-  bool mark_phases_;
+  bool replay_phases_;
   PolicyRun& run_;
   int64_t step_ = 0;
-  std::vector<Mark> marks_;
+  int64_t bytes_ = 0;  // the store's bytes as replayed so far
 };
-
-// Replays the activation category of the history: the store allocates every saved tensor (and
-// only those) in it, so the running sum of requested bytes is the store's bytes() at every event.
-// Phase i covers the events after the end of phase i-1 up to its own end, so that what happens
-// between two phases (a segment's kept output freed before its recompute, a decompression before
-// a backward) counts towards the next phase.
-std::vector<PhaseSample> replay(const std::vector<memory::TraceEntry>& trace,
-                                const std::vector<StepRecorder::Mark>& marks, int64_t* peak_bytes) {
-  std::vector<PhaseSample> samples;
-  int64_t bytes = 0;
-  int64_t peak = 0;
-  size_t next = 0;
-  for (const StepRecorder::Mark& mark : marks) {
-    int64_t high = bytes;
-    for (; next < mark.trace_end && next < trace.size(); ++next) {
-      const memory::TraceEntry& e = trace[next];
-      if (e.category != memory::MemoryCategory::activation) continue;
-      if (e.action == memory::TraceAction::alloc) bytes += static_cast<int64_t>(e.size);
-      if (e.action == memory::TraceAction::free_requested) bytes -= static_cast<int64_t>(e.size);
-      high = std::max(high, bytes);
-    }
-    samples.push_back({mark.label, high, bytes});
-    peak = std::max(peak, high);
-  }
-  *peak_bytes = peak;
-  return samples;
-}
 
 train::TrainOptions train_options(const RunSettings& settings,
                                   const checkpoint::RecomputeSpec& spec,
@@ -175,11 +157,8 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
     if (s == 0) {
       run.activation_peak_bytes = step.activation_peak_bytes;
       run.bytes_after_forward = step.activation_bytes_after_forward;
-      if (settings.record_timeline) {
-        run.timeline = replay(allocator.trace(), recorder.marks(), &run.timeline_peak_bytes);
-        // The later steps are timed: no history to record.
-        allocator.record_history(memory::RecordMode::off);
-      }
+      // The later steps are timed: no history to record.
+      if (settings.record_timeline) allocator.record_history(memory::RecordMode::off);
     }
     run.step_seconds.push_back(step.seconds);
     run.losses.push_back(step.loss);
