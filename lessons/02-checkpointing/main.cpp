@@ -1,0 +1,211 @@
+// Lesson 02, gradient checkpointing: runs real training steps of one decoder-only transformer
+// under every recompute schedule (none, full, every:K, sqrt, selective and the planner's cheapest
+// schedule under a budget) and measures what each costs and saves, then searches the largest
+// batch each fits on a small device by running it, sizes the same schedules at scale on meta and
+// measures int8 activation compression.
+//
+//   build/bin/lesson02_checkpointing                       16 layers on a simulated T4, < 1 min
+//   build/bin/lesson02_checkpointing --layers 64            the same model 4x deeper
+//   build/bin/lesson02_checkpointing --json --out-dir /tmp/l02
+//   build/bin/vramlab run 02 [--mine]
+//
+// The figures go to <build>/lesson-output/02 unless --out-dir says otherwise.
+//
+// Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "common/checkpoint/recompute_spec.h"
+#include "common/memory/device.h"
+#include "common/memory/oom_error.h"
+#include "common/memory/trace_replay.h"
+#include "common/model/model_flags.h"
+#include "common/platform/blas.h"
+#include "common/platform/build_info.h"
+#include "common/platform/errors.h"
+#include "common/report/terminal.h"
+#include "lessons/02-checkpointing/checkpoint_report.h"
+
+namespace {
+
+using namespace vramlab;
+namespace fs = std::filesystem;
+
+#ifdef VRAMLAB_LESSON_RUNS_MINE
+constexpr bool kRunsMine = true;
+#else
+constexpr bool kRunsMine = false;
+#endif
+
+struct Options {
+  ModelFlags model;  // empty: the lesson's 16-layer model (lesson_model())
+  std::optional<int64_t> batch, seq;
+  std::string device = "sim:t4-16g";
+  std::string max_batch_device = "sim:128MiB";
+  std::string meta_model = "llama2-7b";
+  int64_t meta_seq = 4096;
+  std::string budget;  // "" = half-way between sqrt and none
+  int64_t steps = 3;
+  float dropout = 0.1f;
+  uint64_t seed = 1;
+  bool no_scale = false;
+  bool no_compression = false;
+  bool json = false;
+  std::string out_dir;
+};
+
+// A GPT-2 shape deep enough that √L means something (16 blocks), small enough that seven
+// schedules train three steps each in seconds on two cores: C = 64, 4 heads, gpt2-tiny's 4096
+// tokens, T = 128. Without --model, the shape flags change this model (`--layers 64`); with
+// --model they change the named one.
+ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
+  if (!given.name.empty()) return given.build(seq);
+  ModelFlags flags = given;
+  flags.name = "gpt2-tiny";
+  if (!flags.layers) flags.layers = 16;
+  if (!flags.hidden) flags.hidden = 64;
+  if (!flags.heads) flags.heads = 4;
+  if (!flags.max_seq) flags.max_seq = std::max<int64_t>(128, seq.value_or(128));
+  return flags.build(seq);
+}
+
+fs::path own_folder() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self.parent_path();
+}
+
+// <build>/lesson-output/02: inside the build directory that git ignores.
+fs::path default_out_dir() {
+  const fs::path bin = own_folder();
+  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
+  return build / "lesson-output" / "02";
+}
+
+std::string lesson_command(const std::string& flags) {
+  return std::string("vramlab run 02") + (kRunsMine ? " --mine" : "") + " " + flags;
+}
+
+void progress_line(const std::string& line) {
+  std::fprintf(stderr, "  ... %s\n", line.c_str());
+}
+
+int run(const Options& o) {
+  lesson02::LessonSettings s;
+  s.run.model = lesson_model(o.model, o.seq);
+  s.run.batch = o.batch.value_or(8);
+  s.run.seq = o.seq.value_or(std::min<int64_t>(128, s.run.model.max_seq));
+  s.run.device = memory::parse_device(o.device);
+  s.run.dropout = o.dropout;
+  s.run.seed = o.seed;
+  s.run.steps = o.steps;
+  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
+  if (!o.budget.empty()) {
+    const checkpoint::RecomputeSpec spec = checkpoint::parse_recompute_spec("budget:" + o.budget);
+    s.budget_bytes = spec.budget_bytes;
+  }
+  if (o.max_batch_device != "none") {
+    s.max_batch_device = memory::parse_device(o.max_batch_device);
+    if (s.max_batch_device.spec.capacity_bytes == 0)
+      throw UsageError("--max-batch-device '" + o.max_batch_device +
+                       "' has no capacity to fill: give a sim or meta device with a size, e.g. "
+                       "sim:128MiB, or none");
+  }
+  s.scale = !o.no_scale;
+  s.meta_model = model_config_by_name(o.meta_model);
+  if (o.meta_seq < 1 || o.meta_seq > s.meta_model.max_seq)
+    throw UsageError("--meta-seq " + std::to_string(o.meta_seq) + " outside [1, " +
+                     std::to_string(s.meta_model.max_seq) + "] for '" + o.meta_model + "'");
+  s.meta_seq = o.meta_seq;
+  s.compression = !o.no_compression;
+
+  lesson02::Lesson lesson;
+  try {
+    lesson = lesson02::run_lesson(s, o.json ? nullptr : progress_line);
+  } catch (const memory::OutOfMemoryError& e) {
+    std::fprintf(stderr, "%s\n\nlesson 02: a schedule of the table does not fit %s. Try:\n  %s\n",
+                 e.what(), s.run.device.name().c_str(),
+                 lesson_command("--device sim:t4-16g   # the default device").c_str());
+    return kExitFailure;
+  }
+  const std::string out_dir =
+      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
+  const lesson02::FigurePaths figures = lesson02::write_figures(lesson, out_dir);
+  if (o.json) {
+    nlohmann::json j = lesson02::to_json(lesson);
+    j["figures"] = {{"memory_over_step_svg", figures.memory_over_step_svg},
+                    {"tradeoff_svg", figures.tradeoff_svg}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::fputs(lesson02::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
+              fs::path(figures.memory_over_step_svg).filename().c_str(),
+              fs::path(figures.tradeoff_svg).filename().c_str());
+  std::printf("Next:\n  %s   # O(N) or O(sqrt N)? the same schedules on 64 layers\n",
+              lesson_command("--layers 64 --no-compression").c_str());
+  std::printf("  %s   # longer sequences: the attention probabilities grow with T^2\n",
+              lesson_command("--seq 512 --batch 2 --max-batch-device none").c_str());
+  std::printf(
+      "  vramlab train --model gpt2-tiny --recompute sqrt --dropout 0.1 --steps 20   # "
+      "train with a schedule\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  platform::select_blas_core_or_reexec(argc, argv);
+  Options o;
+  CLI::App app{
+      "Lesson 02: gradient checkpointing and activation compression, measured schedule by "
+      "schedule on real training steps.",
+      "lesson02_checkpointing"};
+  add_model_options(app, o.model);
+  app.add_option("--batch", o.batch, "Sequences per step B (default 8)");
+  app.add_option("--seq", o.seq, "Tokens per sequence T (default min(128, the model's maximum))");
+  app.add_option("--device", o.device,
+                 "Where the schedule table runs: cpu | sim[:preset|:size] | meta (default "
+                 "sim:t4-16g)");
+  app.add_option("--max-batch-device", o.max_batch_device,
+                 "The device whose largest batch per schedule is searched, a sim or meta device "
+                 "with a size, or none (default sim:128MiB)");
+  app.add_option("--budget", o.budget,
+                 "X of the budget:X row, bytes or a size such as 40MiB (default: half-way "
+                 "between the sqrt and none activation peaks)");
+  app.add_option("--steps", o.steps, "Training steps per schedule (default 3)");
+  app.add_option("--dropout", o.dropout, "Dropout p in [0, 1) (default 0.1)");
+  app.add_option("--seed", o.seed, "Seed of the weights, tokens and masks (default 1)");
+  app.add_option("--meta-model", o.meta_model,
+                 "The model of the at-scale table on meta (default llama2-7b)");
+  app.add_option("--meta-seq", o.meta_seq, "Its T (default 4096; B = 1)");
+  app.add_flag("--no-scale", o.no_scale, "Skip the at-scale table on meta");
+  app.add_flag("--no-compression", o.no_compression, "Skip the int8 compression rows");
+  app.add_flag("--json", o.json, "One JSON object instead of the tables");
+  app.add_option("--out-dir", o.out_dir,
+                 "Where memory_over_step.svg and tradeoff.svg go (default: lesson-output/02 in "
+                 "the build directory)");
+  try {
+    app.parse(argc, argv);
+    return run(o);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "lesson02_checkpointing: error: %s\n",
+                 memory::printable(e.what()).c_str());
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "lesson02_checkpointing: error: %s\n",
+                 memory::printable(e.what()).c_str());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lesson02_checkpointing: %s\n", e.what());
+    return kExitFailure;
+  }
+}
