@@ -5,9 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <set>
 #include <string>
@@ -205,8 +203,9 @@ TEST(OptimalSchedule, SeventyBLikeChain) {
 
 // 96 layers with GPT-3 175B's per-layer sizes at s = 2048, b = 1, fp16 (Korthikanti et al.
 // 2022: sbh(34 + 5as/h) bytes, 34 sbh under selective, 2 sbh output; a = 96, h = 12288), costs
-// in FLOPs: 24 sh² + 4 s²h for the layer's forward, 2 s²h for QKᵀ.
-TEST(OptimalSchedule, NinetySixLayersPlanInWellUnderASecond) {
+// in FLOPs: 24 sh² + 4 s²h for the layer's forward, 2 s²h for QKᵀ. Every budget from the least
+// feasible to no recompute gets a plan that fits (how long it takes: bench_optimal_schedule).
+TEST(OptimalSchedule, NinetySixLayersGetAPlanThatFitsAtEveryBudget) {
   const int64_t s = 2048, h = 12288, a = 96;
   const int64_t sbh = s * h;
   ChainCosts chain;
@@ -218,19 +217,10 @@ TEST(OptimalSchedule, NinetySixLayersPlanInWellUnderASecond) {
   const int64_t least = least_activation_peak_bytes(chain);
   const int64_t none =
       activation_peak_bytes(chain, make_schedule(parse_recompute_spec("none"), chain));
-  double slowest = 0.0;
   for (int i = 0; i <= 10; ++i) {
     const int64_t budget = least + (none - least) / 10 * i;
-    const auto start = std::chrono::steady_clock::now();
-    const RecomputeSchedule best = optimal_schedule(chain, budget);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    slowest = std::max(slowest, seconds);
-    EXPECT_LE(activation_peak_bytes(chain, best), budget);
+    EXPECT_LE(activation_peak_bytes(chain, optimal_schedule(chain, budget)), budget) << i;
   }
-  RecordProperty("slowest_plan_seconds", std::to_string(slowest));
-  std::printf("slowest of 11 plans on 96 layers: %.3f s\n", slowest);
-  EXPECT_LT(slowest, 1.0);
 }
 
 }  // namespace
