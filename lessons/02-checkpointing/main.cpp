@@ -30,6 +30,7 @@
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
+#include "lessons/02-checkpointing/exercise_results.h"
 
 namespace {
 
@@ -136,14 +137,17 @@ int run(const Options& o) {
   const std::string out_dir =
       fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
   const lesson02::FigurePaths figures = lesson02::write_figures(lesson, out_dir);
+  const std::vector<lesson02::ExerciseResult> exercises = lesson02::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson02::to_json(lesson);
+    j["exercises"] = lesson02::exercises_json(exercises);
     j["figures"] = {{"memory_over_step_svg", figures.memory_over_step_svg},
                     {"tradeoff_svg", figures.tradeoff_svg}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::fputs(lesson02::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::fputs(("\n" + lesson02::render_exercises(exercises)).c_str(), stdout);
   std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
               fs::path(figures.memory_over_step_svg).filename().c_str(),
               fs::path(figures.tradeoff_svg).filename().c_str());

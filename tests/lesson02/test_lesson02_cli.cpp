@@ -77,6 +77,12 @@ TEST(Lesson02Cli, JsonHasEveryPolicyWithItsMeasurementsAndTheLargestBatches) {
               row["fp32_activation_peak_bytes"].get<int64_t>())
         << row["name"];
   }
+  // The binary links the exercises' references: they agree with the runtime.
+  ASSERT_EQ(j.at("exercises").size(), 2u);
+  for (const auto& e : j["exercises"]) {
+    EXPECT_EQ(e["ran"], true) << e["id"] << ": " << e["text"];
+    EXPECT_EQ(e["agrees"], true) << e["id"] << ": " << e["text"];
+  }
   for (const char* figure : {"memory_over_step_svg", "tradeoff_svg"}) {
     const fs::path path = j.at("figures").at(figure).get<std::string>();
     EXPECT_EQ(path.parent_path(), fs::absolute(dir / "figures")) << figure;

@@ -1,0 +1,116 @@
+// Lesson 02's exercises beside the runtime (see exercise_results.h).
+#include "lessons/02-checkpointing/exercise_results.h"
+
+#include <cstdio>
+
+#include "common/checkpoint/activation_peak.h"
+#include "common/estimate/recompute_costs.h"
+#include "common/report/terminal.h"
+#include "lessons/02-checkpointing/api/optimal_plan.h"
+#include "lessons/02-checkpointing/api/sqrt_segments.h"
+
+namespace vramlab::lesson02 {
+
+namespace {
+
+std::string bytes(int64_t n) {
+  return report::format_bytes(static_cast<uint64_t>(n));
+}
+
+std::string list(const std::vector<int64_t>& values) {
+  std::string out;
+  for (const int64_t v : values) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+const PolicyRow* row_named(const Lesson& lesson, const std::string& name) {
+  for (const PolicyRow& row : lesson.policies)
+    if (row.run.name == name) return &row;
+  return nullptr;
+}
+
+ExerciseResult sqrt_segments(const Lesson& lesson, const checkpoint::ChainCosts& chain) {
+  ExerciseResult r{"02.1", false, false, ""};
+  const PolicyRow* sqrt = row_named(lesson, "sqrt");
+  if (sqrt == nullptr) return {"02.1", false, false, "no sqrt row in this run"};
+  std::vector<int64_t> runtime_starts;
+  for (size_t l = 0; l < sqrt->run.pattern.size(); ++l)
+    if (sqrt->run.pattern[l] == 'F') runtime_starts.push_back(static_cast<int64_t>(l));
+  // The exercise's chain is one layer repeated: the lesson's models have identical blocks.
+  const checkpoint::LayerCosts& layer = chain.layers.front();
+  const ChainShape shape{static_cast<int64_t>(chain.layers.size()), layer.saved_bytes,
+                         layer.output_bytes, chain.before_bytes, chain.head_bytes};
+  try {
+    const std::vector<int64_t> starts = sqrt_segment_starts(shape.layers);
+    const int64_t peak = checkpointed_activation_peak(shape, runtime_starts);
+    r.ran = true;
+    r.agrees = starts == runtime_starts && peak == sqrt->run.activation_peak_bytes;
+    r.text = "sqrt_segment_starts(" + std::to_string(shape.layers) + ") = " + list(starts) +
+             " (the runtime's sqrt: " + list(runtime_starts) +
+             ")\n     checkpointed_activation_peak = " + bytes(peak) + " (measured " +
+             bytes(sqrt->run.activation_peak_bytes) + ")";
+  } catch (const std::exception& e) {
+    r.text = e.what();
+  }
+  return r;
+}
+
+ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& chain) {
+  ExerciseResult r{"02.2", false, false, ""};
+  CheckpointChain exercise_chain;
+  for (const checkpoint::LayerCosts& l : chain.layers)
+    exercise_chain.layers.push_back({l.saved_bytes, l.output_bytes, l.forward_cost});
+  exercise_chain.before_bytes = chain.before_bytes;
+  exercise_chain.head_bytes = chain.head_bytes;
+  try {
+    const CheckpointPlan plan = optimal_checkpoint_plan(exercise_chain, lesson.budget_bytes);
+    r.ran = true;
+    const checkpoint::RecomputeSchedule schedule{"02.2", plan.layers};
+    checkpoint::validate_schedule(schedule, chain.layers.size());
+    const int64_t modelled = checkpoint::activation_peak_bytes(chain, schedule);
+    const RunSettings& run = lesson.settings.run;
+    const double fraction =
+        estimate::recomputed_forward_fraction(run.model, run.batch, run.seq, schedule);
+    r.agrees = plan.peak_bytes == modelled && modelled <= lesson.budget_bytes;
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * fraction);
+    r.text = "optimal_checkpoint_plan(budget " + bytes(lesson.budget_bytes) +
+             ") = " + checkpoint::schedule_pattern(schedule) + "\n     peak " +
+             bytes(plan.peak_bytes) + " (the runtime's model of that plan: " + bytes(modelled) +
+             "), " + share + " of the forward recomputed (no selective)";
+  } catch (const std::exception& e) {
+    r.text = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
+  const RunSettings& run = lesson.settings.run;
+  const checkpoint::ChainCosts chain = estimate::runtime_chain_costs(run.model, run.batch, run.seq);
+  return {sqrt_segments(lesson, chain), optimal_plan(lesson, chain)};
+}
+
+std::string render_exercises(const std::vector<ExerciseResult>& results) {
+  std::string out =
+      "Exercises on this run's model (lessons/02-checkpointing/EXERCISES.md; your code with "
+      "--mine):\n";
+  for (const ExerciseResult& r : results)
+    out += "  " + r.id + " " +
+           (!r.ran ? "not run: " : (r.agrees ? "agrees: " : "DIFFERS from the runtime: ")) +
+           r.text + "\n";
+  return out;
+}
+
+nlohmann::json exercises_json(const std::vector<ExerciseResult>& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ExerciseResult& r : results)
+    out.push_back({{"id", r.id}, {"ran", r.ran}, {"agrees", r.agrees}, {"text", r.text}});
+  return out;
+}
+
+}  // namespace vramlab::lesson02
