@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -309,6 +312,47 @@ TEST(Lesson02Figures, NoTextOverlapsAnotherOrLeavesTheCanvas) {
                        ")"),
               std::string::npos)
         << name;
+}
+
+// librsvg draws what a documentation page or a browser would: a figure that does not render, or
+// renders at another size than its canvas, fails here.
+TEST(Lesson02Figures, EveryFigureRendersToAPngOfItsCanvasSize) {
+  namespace fs = std::filesystem;
+  if (std::system("rsvg-convert --version > /dev/null 2>&1") != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && *ci != '\0')
+      FAIL() << "rsvg-convert (Debian package librsvg2-bin) is missing, and CI is set: install it";
+    GTEST_SKIP() << "rsvg-convert (Debian package librsvg2-bin) is not installed and CI is not "
+                    "set; in CI this test fails instead of skipping";
+  }
+  const fs::path dir = LESSON02_FIGURES_TEST_DIR;
+  fs::create_directories(dir);
+  const Figures figures = make_figures(odd_lesson());
+  for (const auto& [name, figure] : {std::pair{"memory_over_step", &figures.memory_over_step},
+                                     std::pair{"tradeoff", &figures.tradeoff}}) {
+    const fs::path svg = dir / (std::string(name) + ".svg");
+    const fs::path png = dir / (std::string(name) + ".png");
+    fs::remove(png);
+    report::write_text_file(svg.string(), figure->svg);
+    const std::string command =
+        "rsvg-convert -o '" + png.string() + "' '" + svg.string() + "' 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    // A PNG starts with its 8-byte signature, then the IHDR chunk: length, "IHDR", width and
+    // height as big-endian 32-bit integers.
+    std::ifstream in(png, std::ios::binary);
+    std::string head(24, '\0');
+    in.read(head.data(), 24);
+    ASSERT_TRUE(in) << png << " is not a PNG";
+    ASSERT_EQ(head.substr(1, 3), "PNG") << png;
+    ASSERT_EQ(head.substr(12, 4), "IHDR") << png;
+    auto be32 = [&](size_t at) {
+      uint32_t v = 0;
+      for (size_t k = 0; k < 4; ++k) v = v << 8 | static_cast<unsigned char>(head[at + k]);
+      return v;
+    };
+    EXPECT_EQ(be32(16), static_cast<uint32_t>(std::lround(figure->width))) << png;
+    EXPECT_EQ(be32(20), static_cast<uint32_t>(std::lround(figure->height))) << png;
+  }
 }
 
 }  // namespace
