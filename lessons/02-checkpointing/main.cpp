@@ -63,7 +63,8 @@ struct Options {
 // A GPT-2 shape deep enough that √L means something (16 blocks), small enough that seven
 // schedules train three steps each in seconds on two cores: C = 64, 4 heads, gpt2-tiny's 4096
 // tokens, T = 128. Without --model, the shape flags change this model (`--layers 64`); with
-// --model they change the named one.
+// --model they change the named one. Not gpt2-tiny's shape, so it is named as `vramlab train`
+// names explicit shapes: "custom".
 ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   if (!given.name.empty()) return given.build(seq);
   ModelFlags flags = given;
@@ -72,7 +73,9 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   if (!flags.hidden) flags.hidden = 64;
   if (!flags.heads) flags.heads = 4;
   if (!flags.max_seq) flags.max_seq = std::max<int64_t>(128, seq.value_or(128));
-  return flags.build(seq);
+  ModelConfig model = flags.build(seq);
+  model.name = "custom";
+  return model;
 }
 
 fs::path own_folder() {
@@ -155,9 +158,17 @@ int run(const Options& o) {
               lesson_command("--layers 64 --no-compression").c_str());
   std::printf("  %s   # longer sequences: the attention probabilities grow with T^2\n",
               lesson_command("--seq 512 --batch 2 --max-batch-device none").c_str());
-  std::printf(
-      "  vramlab train --model gpt2-tiny --recompute sqrt --dropout 0.1 --steps 20   # "
-      "train with a schedule\n");
+  const ModelConfig& m = s.run.model;
+  const bool named = o.model.name == m.name && !o.model.layers && !o.model.hidden &&
+                     !o.model.heads && !o.model.vocab && !o.model.ffn && !o.model.kv_heads;
+  const std::string shape =
+      !named ? "--layers " + std::to_string(m.layers) + " --hidden " +
+                               std::to_string(m.hidden) + " --heads " + std::to_string(m.heads) +
+                               " --vocab " + std::to_string(m.vocab)
+                         : "--model " + m.name;
+  std::printf("  vramlab train %s --recompute sqrt --dropout 0.1 --steps 20   # train with a "
+              "schedule\n",
+              shape.c_str());
   return 0;
 }
 
