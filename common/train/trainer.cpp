@@ -21,7 +21,9 @@ namespace {
 // A sim or cpu device's memory is host RAM, and the allocator's host budget stops a run only at
 // the allocation that crosses it, after however much of the forward pass fits (minutes for a large
 // model). The parameters and every saved activation are live together at the end of the forward
-// pass (with checkpointing: at the schedule's activation peak): a lower bound on the step's peak,
+// pass (with checkpointing: at the schedule's activation peak; with compression the bytes held
+// when the forward ends, as the peak model does not count decompression): a lower bound on the
+// step's peak,
 // so a step that fits is never refused. A device holds at most its capacity, so a run that
 // overflows the device first is left to the device's own out-of-memory error. Beyond the host's
 // budget, stop before allocating anything.
@@ -29,8 +31,12 @@ void require_host_memory_for_step(const memory::Device& device, const TrainOptio
                                   const checkpoint::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
   const estimate::Estimate e = estimate_step(options);
-  const int64_t activation_peak = checkpoint::activation_peak_bytes(
-      estimate::runtime_chain_costs(options.model, options.batch, options.seq), schedule);
+  const int64_t activation_peak =
+      options.compress_activations == nn::ActivationCompression::none
+          ? checkpoint::activation_peak_bytes(
+                estimate::runtime_chain_costs(options.model, options.batch, options.seq), schedule)
+          : estimate::runtime_bytes_after_forward(options.model, options.batch, options.seq,
+                                                  schedule, options.compress_activations);
   const auto held_after_forward = static_cast<uint64_t>(e.parameters.bytes + activation_peak);
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
