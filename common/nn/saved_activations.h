@@ -6,7 +6,7 @@
 /// - Recompute::none keeps everything it saved (the default);
 /// - Recompute::selective drops the attention probabilities, recomputed inside the layer's
 ///   backward (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
-///   Models", §4.2);
+///   Models", §5);
 /// - Recompute::full drops everything but its output, and a run of `full` layers that starts at a
 ///   segment start is one checkpointed segment: only the output of its last layer is kept, and
 ///   the whole segment's forward is re-run when the backward reaches it (Chen et al. 2016,
