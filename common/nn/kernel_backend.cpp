@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/dtype/bulk_convert.h"
 #include "common/platform/errors.h"
 #include "kernels/cpu/quantize.h"
 
@@ -18,19 +19,60 @@ namespace {
 class Arguments {
  public:
   explicit Arguments(const char* op) : op_(op) {}
+  // An op with storage types: A from \p activation, G from \p parameter_gradient (A when none).
+  Arguments(const char* op, const TensorView& activation, const TensorView& parameter_gradient)
+      : op_(op) {
+    types_.a = activation.dtype();
+    types_.g = parameter_gradient.none() ? types_.a : parameter_gradient.dtype();
+    require(is_storage_type(types_.a), "activations are " + std::string(dtype_name(types_.a)) +
+                                           "; the op needs f32, bf16 or f16");
+    require(types_.g == DType::f32 || types_.g == types_.a,
+            "parameter gradients are " + std::string(dtype_name(types_.g)) +
+                " with " + std::string(dtype_name(types_.a)) +
+                " activations; they must be f32 or the activations' type");
+  }
+  [[nodiscard]] OpTypes types() const { return types_; }
+
+  // An activation, its gradient, a weight or a bias: type A.
+  void* act(const TensorView& view, const char* name, int64_t numel) const {
+    check(view, name, types_.a, numel, false);
+    return view.data();
+  }
+  void* act_or_none(const TensorView& view, const char* name, int64_t numel) const {
+    return view.none() ? nullptr : act(view, name, numel);
+  }
+  void* act_prefix_or_none(const TensorView& view, const char* name, int64_t numel) const {
+    if (view.none()) return nullptr;
+    check(view, name, types_.a, numel, true);
+    return view.data();
+  }
+  // A parameter gradient: type G.
+  void* grad(const TensorView& view, const char* name, int64_t numel) const {
+    check(view, name, types_.g, numel, false);
+    return view.data();
+  }
+  void* grad_or_none(const TensorView& view, const char* name, int64_t numel) const {
+    return view.none() ? nullptr : grad(view, name, numel);
+  }
+  void* grad_prefix_or_none(const TensorView& view, const char* name, int64_t numel) const {
+    if (view.none()) return nullptr;
+    check(view, name, types_.g, numel, true);
+    return view.data();
+  }
+  // Any of f32, bf16, f16 (casts, the gradient check, optimizer tensors).
+  void* storage(const TensorView& view, const char* name, int64_t numel) const {
+    require(is_storage_type(view.dtype()), std::string(name) + " is " +
+                                               std::string(dtype_name(view.dtype())) +
+                                               "; the op needs f32, bf16 or f16");
+    check(view, name, view.dtype(), numel, false);
+    return view.data();
+  }
+  void* storage_or_none(const TensorView& view, const char* name, int64_t numel) const {
+    return view.none() ? nullptr : storage(view, name, numel);
+  }
 
   float* f32(const TensorView& view, const char* name, int64_t numel) const {
     check(view, name, DType::f32, numel, false);
-    return static_cast<float*>(view.data());
-  }
-  float* f32_or_none(const TensorView& view, const char* name, int64_t numel) const {
-    if (view.none()) return nullptr;
-    return f32(view, name, numel);
-  }
-  // A table the op reads the first `numel` elements of (the position table: max_seq ≥ T rows).
-  float* f32_prefix_or_none(const TensorView& view, const char* name, int64_t numel) const {
-    if (view.none()) return nullptr;
-    check(view, name, DType::f32, numel, true);
     return static_cast<float*>(view.data());
   }
   int32_t* i32(const TensorView& view, const char* name, int64_t numel) const {
@@ -66,7 +108,12 @@ class Arguments {
                         " of " + std::string(dtype_name(dtype)));
   }
 
+  static bool is_storage_type(DType t) {
+    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  }
+
   const char* op_;
+  OpTypes types_;
 };
 
 int64_t product(std::initializer_list<int64_t> sizes) {
@@ -116,50 +163,59 @@ void KernelBackend::copy_to_host(void* host_pointer, const TensorView& buffer) c
 
 void KernelBackend::fill_from_host(const TensorView& buffer, const HostGenerator& generate) const {
   const Arguments a("fill_from_host");
-  do_fill_from_host(a.f32(buffer, "buffer", buffer.numel()), buffer.numel(), generate);
+  do_fill_from_host(a.storage(buffer, "buffer", buffer.numel()), buffer.dtype(), buffer.numel(),
+                    generate);
 }
 
-void KernelBackend::do_fill_from_host(float* device_pointer, int64_t numel,
+void KernelBackend::do_fill_from_host(void* device_pointer, DType dtype, int64_t numel,
                                       const HostGenerator& generate) const {
   constexpr int64_t kChunkElements = int64_t{1} << 20;
-  std::vector<float> staging(static_cast<size_t>(std::min(numel, kChunkElements)));  // (chunk)
+  const auto chunk = static_cast<size_t>(std::min(numel, kChunkElements));
+  std::vector<float> staging(chunk);  // (chunk) f32 values
+  std::vector<uint16_t> narrow(dtype == DType::f32 ? 0 : chunk);  // (chunk) rounded to dtype
+  const size_t element = dtype_size_bytes(dtype);
   for (int64_t first = 0; first < numel; first += kChunkElements) {
     const int64_t count = std::min(kChunkElements, numel - first);
     generate(staging.data(), first, count);
-    do_copy_to_device(device_pointer + first, staging.data(),
-                      static_cast<size_t>(count) * sizeof(float));
+    const void* source = staging.data();
+    if (dtype == DType::bf16) convert_f32_to_bf16(staging.data(), narrow.data(), size_t(count));
+    if (dtype == DType::f16) convert_f32_to_f16(staging.data(), narrow.data(), size_t(count));
+    if (dtype != DType::f32) source = narrow.data();
+    do_copy_to_device(static_cast<char*>(device_pointer) + static_cast<size_t>(first) * element,
+                      source, static_cast<size_t>(count) * element);
   }
 }
 
 void KernelBackend::linear_forward(const TensorView& out, const TensorView& inp,
                                    const TensorView& weight, const TensorView& bias, int64_t N,
                                    int64_t C, int64_t OC) const {
-  const Arguments a("linear_forward");
-  do_linear_forward(a.f32(out, "out", product({N, OC})), a.f32(inp, "inp", product({N, C})),
-                    a.f32(weight, "weight", product({OC, C})), a.f32_or_none(bias, "bias", OC), N,
-                    C, OC);
+  const Arguments a("linear_forward", inp, {});
+  do_linear_forward(a.types(), a.act(out, "out", product({N, OC})),
+                    a.act(inp, "inp", product({N, C})), a.act(weight, "weight", product({OC, C})),
+                    a.act_or_none(bias, "bias", OC), N, C, OC);
 }
 
 void KernelBackend::linear_backward(const TensorView& dinp, const TensorView& dweight,
                                     const TensorView& dbias, const TensorView& dout,
                                     const TensorView& inp, const TensorView& weight, int64_t N,
                                     int64_t C, int64_t OC) const {
-  const Arguments a("linear_backward");
-  do_linear_backward(a.f32_or_none(dinp, "dinp", product({N, C})),
-                     a.f32(dweight, "dweight", product({OC, C})), a.f32_or_none(dbias, "dbias", OC),
-                     a.f32(dout, "dout", product({N, OC})), a.f32(inp, "inp", product({N, C})),
-                     a.f32(weight, "weight", product({OC, C})), N, C, OC);
+  const Arguments a("linear_backward", inp, dweight);
+  do_linear_backward(a.types(), a.act_or_none(dinp, "dinp", product({N, C})),
+                     a.grad(dweight, "dweight", product({OC, C})),
+                     a.grad_or_none(dbias, "dbias", OC), a.act(dout, "dout", product({N, OC})),
+                     a.act(inp, "inp", product({N, C})), a.act(weight, "weight", product({OC, C})),
+                     N, C, OC);
 }
 
 void KernelBackend::layernorm_forward(const TensorView& out, const TensorView& mean,
                                       const TensorView& rstd, const TensorView& inp,
                                       const TensorView& weight, const TensorView& bias, int64_t N,
                                       int64_t C) const {
-  const Arguments a("layernorm_forward");
+  const Arguments a("layernorm_forward", inp, {});
   const int64_t NC = product({N, C});
-  do_layernorm_forward(a.f32(out, "out", NC), a.f32(mean, "mean", N), a.f32(rstd, "rstd", N),
-                       a.f32(inp, "inp", NC), a.f32(weight, "weight", C), a.f32(bias, "bias", C), N,
-                       C);
+  do_layernorm_forward(a.types(), a.act(out, "out", NC), a.f32(mean, "mean", N),
+                       a.f32(rstd, "rstd", N), a.act(inp, "inp", NC), a.act(weight, "weight", C),
+                       a.act(bias, "bias", C), N, C);
 }
 
 void KernelBackend::layernorm_backward(const TensorView& dinp, const TensorView& dweight,
@@ -167,117 +223,121 @@ void KernelBackend::layernorm_backward(const TensorView& dinp, const TensorView&
                                        const TensorView& inp, const TensorView& weight,
                                        const TensorView& mean, const TensorView& rstd, int64_t N,
                                        int64_t C) const {
-  const Arguments a("layernorm_backward");
+  const Arguments a("layernorm_backward", inp, dweight);
   const int64_t NC = product({N, C});
-  do_layernorm_backward(a.f32(dinp, "dinp", NC), a.f32(dweight, "dweight", C),
-                        a.f32(dbias, "dbias", C), a.f32(dout, "dout", NC), a.f32(inp, "inp", NC),
-                        a.f32(weight, "weight", C), a.f32(mean, "mean", N), a.f32(rstd, "rstd", N),
-                        N, C);
+  do_layernorm_backward(a.types(), a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C),
+                        a.grad(dbias, "dbias", C), a.act(dout, "dout", NC), a.act(inp, "inp", NC),
+                        a.act(weight, "weight", C), a.f32(mean, "mean", N),
+                        a.f32(rstd, "rstd", N), N, C);
 }
 
 void KernelBackend::rmsnorm_forward(const TensorView& out, const TensorView& rstd,
                                     const TensorView& inp, const TensorView& weight, int64_t N,
                                     int64_t C) const {
-  const Arguments a("rmsnorm_forward");
+  const Arguments a("rmsnorm_forward", inp, {});
   const int64_t NC = product({N, C});
-  do_rmsnorm_forward(a.f32(out, "out", NC), a.f32(rstd, "rstd", N), a.f32(inp, "inp", NC),
-                     a.f32(weight, "weight", C), N, C);
+  do_rmsnorm_forward(a.types(), a.act(out, "out", NC), a.f32(rstd, "rstd", N),
+                     a.act(inp, "inp", NC), a.act(weight, "weight", C), N, C);
 }
 
 void KernelBackend::rmsnorm_backward(const TensorView& dinp, const TensorView& dweight,
                                      const TensorView& dout, const TensorView& inp,
                                      const TensorView& weight, const TensorView& rstd, int64_t N,
                                      int64_t C) const {
-  const Arguments a("rmsnorm_backward");
+  const Arguments a("rmsnorm_backward", inp, dweight);
   const int64_t NC = product({N, C});
-  do_rmsnorm_backward(a.f32(dinp, "dinp", NC), a.f32(dweight, "dweight", C),
-                      a.f32(dout, "dout", NC), a.f32(inp, "inp", NC), a.f32(weight, "weight", C),
+  do_rmsnorm_backward(a.types(), a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C),
+                      a.act(dout, "dout", NC), a.act(inp, "inp", NC), a.act(weight, "weight", C),
                       a.f32(rstd, "rstd", N), N, C);
 }
 
 void KernelBackend::residual_forward(const TensorView& out, const TensorView& a_in,
                                      const TensorView& b_in) const {
-  const Arguments a("residual_forward");
+  const Arguments a("residual_forward", a_in, {});
   const int64_t n = out.numel();
-  do_residual_forward(a.f32(out, "out", n), a.f32(a_in, "a", n), a.f32(b_in, "b", n), n);
+  do_residual_forward(a.types(), a.act(out, "out", n), a.act(a_in, "a", n), a.act(b_in, "b", n),
+                      n);
 }
 
 void KernelBackend::gelu_forward(const TensorView& out, const TensorView& inp) const {
-  const Arguments a("gelu_forward");
+  const Arguments a("gelu_forward", inp, {});
   const int64_t n = out.numel();
-  do_gelu_forward(a.f32(out, "out", n), a.f32(inp, "inp", n), n);
+  do_gelu_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), n);
 }
 
 void KernelBackend::gelu_backward(const TensorView& dinp, const TensorView& inp,
                                   const TensorView& dout) const {
-  const Arguments a("gelu_backward");
+  const Arguments a("gelu_backward", inp, {});
   const int64_t n = dinp.numel();
-  do_gelu_backward(a.f32(dinp, "dinp", n), a.f32(inp, "inp", n), a.f32(dout, "dout", n), n);
+  do_gelu_backward(a.types(), a.act(dinp, "dinp", n), a.act(inp, "inp", n),
+                   a.act(dout, "dout", n), n);
 }
 
 void KernelBackend::swiglu_forward(const TensorView& out, const TensorView& gate,
                                    const TensorView& up) const {
-  const Arguments a("swiglu_forward");
+  const Arguments a("swiglu_forward", gate, {});
   const int64_t n = out.numel();
-  do_swiglu_forward(a.f32(out, "out", n), a.f32(gate, "gate", n), a.f32(up, "up", n), n);
+  do_swiglu_forward(a.types(), a.act(out, "out", n), a.act(gate, "gate", n), a.act(up, "up", n),
+                    n);
 }
 
 void KernelBackend::swiglu_backward(const TensorView& dgate, const TensorView& dup,
                                     const TensorView& dout, const TensorView& gate,
                                     const TensorView& up) const {
-  const Arguments a("swiglu_backward");
+  const Arguments a("swiglu_backward", gate, {});
   const int64_t n = dout.numel();
-  do_swiglu_backward(a.f32(dgate, "dgate", n), a.f32(dup, "dup", n), a.f32(dout, "dout", n),
-                     a.f32(gate, "gate", n), a.f32(up, "up", n), n);
+  do_swiglu_backward(a.types(), a.act(dgate, "dgate", n), a.act(dup, "dup", n),
+                     a.act(dout, "dout", n), a.act(gate, "gate", n), a.act(up, "up", n), n);
 }
 
 void KernelBackend::dropout_forward(const TensorView& out, const TensorView& inp, float p,
                                     uint64_t seed, uint64_t offset) const {
-  const Arguments a("dropout_forward");
+  const Arguments a("dropout_forward", inp, {});
   a.dropout_probability(p);
   const int64_t n = out.numel();
-  do_dropout_forward(a.f32(out, "out", n), a.f32(inp, "inp", n), n, p, seed, offset);
+  do_dropout_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), n, p, seed, offset);
 }
 
 void KernelBackend::dropout_backward(const TensorView& dinp, const TensorView& dout, float p,
                                      uint64_t seed, uint64_t offset) const {
-  const Arguments a("dropout_backward");
+  const Arguments a("dropout_backward", dout, {});
   a.dropout_probability(p);
   const int64_t n = dinp.numel();
-  do_dropout_backward(a.f32(dinp, "dinp", n), a.f32(dout, "dout", n), n, p, seed, offset);
+  do_dropout_backward(a.types(), a.act(dinp, "dinp", n), a.act(dout, "dout", n), n, p, seed,
+                      offset);
 }
 
 void KernelBackend::quantize_int8(const TensorView& q, const TensorView& scales,
                                   const TensorView& x, int64_t block) const {
-  const Arguments a("quantize_int8");
+  const Arguments a("quantize_int8", x, {});
   a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
   const int64_t n = x.numel();
-  do_quantize_int8(a.i8(q, "q", n),
+  do_quantize_int8(a.types(), a.i8(q, "q", n),
                    a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)),
-                   a.f32(x, "x", n), n, block);
+                   a.act(x, "x", n), n, block);
 }
 
 void KernelBackend::dequantize_int8(const TensorView& x, const TensorView& q,
                                     const TensorView& scales, int64_t block) const {
-  const Arguments a("dequantize_int8");
+  const Arguments a("dequantize_int8", x, {});
   a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
   const int64_t n = x.numel();
-  do_dequantize_int8(a.f32(x, "x", n), a.i8(q, "q", n),
+  do_dequantize_int8(a.types(), a.act(x, "x", n), a.i8(q, "q", n),
                      a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)), n, block);
 }
 
 void KernelBackend::rope_forward(const TensorView& out, const TensorView& inp, int64_t B, int64_t T,
                                  int64_t H, int64_t D, double theta) const {
-  const Arguments a("rope_forward");
+  const Arguments a("rope_forward", inp, {});
   const int64_t n = product({B, T, H, D});
-  do_rope_forward(a.f32(out, "out", n), a.f32(inp, "inp", n), B, T, H, D, theta);
+  do_rope_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), B, T, H, D, theta);
 }
 
 void KernelBackend::rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B,
                                   int64_t T, int64_t H, int64_t D, double theta) const {
-  const Arguments a("rope_backward");
+  const Arguments a("rope_backward", dout, {});
   const int64_t n = product({B, T, H, D});
-  do_rope_backward(a.f32(dinp, "dinp", n), a.f32(dout, "dout", n), B, T, H, D, theta);
+  do_rope_backward(a.types(), a.act(dinp, "dinp", n), a.act(dout, "dout", n), B, T, H, D, theta);
 }
 
 void KernelBackend::attention_forward(const TensorView& out, const TensorView& preatt,
@@ -285,13 +345,14 @@ void KernelBackend::attention_forward(const TensorView& out, const TensorView& p
                                       const TensorView& k, const TensorView& v, int64_t B,
                                       int64_t T, int64_t H, int64_t Hkv, int64_t D,
                                       const AttentionDropout& dropout) const {
-  const Arguments a("attention_forward");
+  const Arguments a("attention_forward", q, {});
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_forward(a.f32_or_none(out, "out", q_numel), a.f32(preatt, "preatt", scores),
-                       a.f32(att, "att", scores), a.f32(q, "q", q_numel), a.f32(k, "k", kv_numel),
-                       a.f32(v, "v", kv_numel), B, T, H, Hkv, D, dropout);
+  do_attention_forward(a.types(), a.act_or_none(out, "out", q_numel),
+                       a.act(preatt, "preatt", scores), a.act(att, "att", scores),
+                       a.act(q, "q", q_numel), a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), B,
+                       T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::attention_backward(const TensorView& dq, const TensorView& dk,
@@ -301,77 +362,122 @@ void KernelBackend::attention_backward(const TensorView& dq, const TensorView& d
                                        const TensorView& att, int64_t B, int64_t T, int64_t H,
                                        int64_t Hkv, int64_t D,
                                        const AttentionDropout& dropout) const {
-  const Arguments a("attention_backward");
+  const Arguments a("attention_backward", q, {});
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_backward(a.f32(dq, "dq", q_numel), a.f32(dk, "dk", kv_numel),
-                        a.f32(dv, "dv", kv_numel), a.f32(dpreatt, "dpreatt", scores),
-                        a.f32(dout, "dout", q_numel), a.f32(q, "q", q_numel),
-                        a.f32(k, "k", kv_numel), a.f32(v, "v", kv_numel), a.f32(att, "att", scores),
-                        B, T, H, Hkv, D, dropout);
+  do_attention_backward(a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel),
+                        a.act(dv, "dv", kv_numel), a.act(dpreatt, "dpreatt", scores),
+                        a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
+                        a.act(k, "k", kv_numel), a.act(v, "v", kv_numel),
+                        a.act(att, "att", scores), B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::embedding_forward(const TensorView& out, const TensorView& tokens,
                                       const TensorView& wte, const TensorView& wpe, int64_t B,
                                       int64_t T, int64_t C, int64_t V) const {
-  const Arguments a("embedding_forward");
-  do_embedding_forward(a.f32(out, "out", product({B, T, C})),
-                       a.i32(tokens, "tokens", product({B, T})), a.f32(wte, "wte", product({V, C})),
-                       a.f32_prefix_or_none(wpe, "wpe", product({T, C})), B, T, C, V);
+  const Arguments a("embedding_forward", wte, {});
+  do_embedding_forward(a.types(), a.act(out, "out", product({B, T, C})),
+                       a.i32(tokens, "tokens", product({B, T})),
+                       a.act(wte, "wte", product({V, C})),
+                       a.act_prefix_or_none(wpe, "wpe", product({T, C})), B, T, C, V);
 }
 
 void KernelBackend::embedding_backward(const TensorView& dwte, const TensorView& dwpe,
                                        const TensorView& dout, const TensorView& tokens, int64_t B,
                                        int64_t T, int64_t C, int64_t V) const {
-  const Arguments a("embedding_backward");
-  do_embedding_backward(a.f32(dwte, "dwte", product({V, C})),
-                        a.f32_prefix_or_none(dwpe, "dwpe", product({T, C})),
-                        a.f32(dout, "dout", product({B, T, C})),
+  const Arguments a("embedding_backward", dout, dwte);
+  do_embedding_backward(a.types(), a.grad(dwte, "dwte", product({V, C})),
+                        a.grad_prefix_or_none(dwpe, "dwpe", product({T, C})),
+                        a.act(dout, "dout", product({B, T, C})),
                         a.i32(tokens, "tokens", product({B, T})), B, T, C, V);
 }
 
 void KernelBackend::cross_entropy_forward(const TensorView& losses, const TensorView& logsumexp,
                                           const TensorView& probs, const TensorView& logits,
                                           const TensorView& targets, int64_t N, int64_t V) const {
-  const Arguments a("cross_entropy_forward");
+  const Arguments a("cross_entropy_forward", logits, {});
   const int64_t NV = product({N, V});
-  do_cross_entropy_forward(a.f32(losses, "losses", N), a.f32(logsumexp, "logsumexp", N),
-                           a.f32(probs, "probs", NV), a.f32(logits, "logits", NV),
-                           a.i32(targets, "targets", N), N, V);
+  do_cross_entropy_forward(a.types(), a.f32(losses, "losses", N),
+                           a.f32(logsumexp, "logsumexp", N), a.act(probs, "probs", NV),
+                           a.act(logits, "logits", NV), a.i32(targets, "targets", N), N, V);
 }
 
 void KernelBackend::cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
                                           const TensorView& targets, int64_t N, int64_t V,
                                           float scale) const {
-  const Arguments a("cross_entropy_dlogits");
+  const Arguments a("cross_entropy_dlogits", probs, {});
   const int64_t NV = product({N, V});
-  do_cross_entropy_dlogits(a.f32(dlogits, "dlogits", NV), a.f32(probs, "probs", NV),
+  do_cross_entropy_dlogits(a.types(), a.act(dlogits, "dlogits", NV), a.act(probs, "probs", NV),
                            a.i32(targets, "targets", N), N, V, scale);
 }
 
 double KernelBackend::sum(const TensorView& x) const {
-  const Arguments a("sum");
-  return do_sum(a.f32(x, "x", x.numel()), x.numel());
+  const Arguments a("sum", x, {});
+  return do_sum(a.types(), a.act(x, "x", x.numel()), x.numel());
 }
+
+void KernelBackend::cast(const TensorView& out, const TensorView& inp) const {
+  const Arguments a("cast");
+  const int64_t n = inp.numel();
+  do_cast(a.storage(out, "out", n), out.dtype(), a.storage(inp, "inp", n), inp.dtype(), n);
+}
+
+KernelBackend::GradientCheck KernelBackend::check_gradients(const TensorView& grads,
+                                                            float multiplier) const {
+  const Arguments a("check_gradients");
+  return do_check_gradients(a.storage(grads, "grads", grads.numel()), grads.dtype(),
+                            grads.numel(), multiplier);
+}
+
+namespace {
+
+// The optimizer's tensors: param f32 or bf16, state like param's rule (f32 or bf16, all the same),
+// grad any storage type, working none or 16-bit.
+OptimizerTypes optimizer_types(const Arguments& a, const TensorView& param, const TensorView& grad,
+                               const TensorView& state, const TensorView& working) {
+  OptimizerTypes types;
+  types.param = param.dtype();
+  types.grad = grad.dtype();
+  types.state = state.none() ? param.dtype() : state.dtype();
+  types.working = working.none() ? param.dtype() : working.dtype();
+  a.require(types.param == DType::f32 || types.param == DType::bf16,
+            "param is " + std::string(dtype_name(types.param)) + "; the optimizer updates f32 or bf16");
+  a.require(types.state == DType::f32 || types.state == DType::bf16,
+            "state is " + std::string(dtype_name(types.state)) + "; it must be f32 or bf16");
+  a.require(working.none() || types.working == DType::bf16 || types.working == DType::f16,
+            "working copy is " + std::string(dtype_name(types.working)) + "; it must be bf16 or f16");
+  return types;
+}
+
+}  // namespace
 
 void KernelBackend::adamw_update(const TensorView& param, const TensorView& grad,
                                  const TensorView& m, const TensorView& v,
-                                 const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const {
+                                 const TensorView& working,
+                                 const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                                 float grad_multiplier) const {
   const Arguments a("adamw_update");
   const int64_t n = param.numel();
-  do_adamw_update(a.f32(param, "param", n), a.f32(grad, "grad", n), a.f32(m, "exp_avg", n),
-                  a.f32(v, "exp_avg_sq", n), n, hp, step);
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working);
+  a.require(v.dtype() == types.state, "exp_avg_sq is " + std::string(dtype_name(v.dtype())) +
+                                          " but exp_avg is " + std::string(dtype_name(types.state)));
+  do_adamw_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
+                  a.storage(m, "exp_avg", n), a.storage(v, "exp_avg_sq", n),
+                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier);
 }
 
 void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
-                               const TensorView& momentum_buffer, float learning_rate,
-                               float momentum, float weight_decay, bool nesterov) const {
+                               const TensorView& momentum_buffer, const TensorView& working,
+                               float learning_rate, float momentum, float weight_decay,
+                               bool nesterov, float grad_multiplier) const {
   const Arguments a("sgd_update");
   const int64_t n = param.numel();
-  do_sgd_update(a.f32(param, "param", n), a.f32(grad, "grad", n),
-                a.f32_or_none(momentum_buffer, "momentum_buffer", n), n, learning_rate, momentum,
-                weight_decay, nesterov);
+  const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working);
+  do_sgd_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
+                a.storage_or_none(momentum_buffer, "momentum_buffer", n),
+                a.storage_or_none(working, "working", n), n, learning_rate, momentum,
+                weight_decay, nesterov, grad_multiplier);
 }
 
 }  // namespace vramlab::nn

@@ -11,6 +11,21 @@
 /// checks are written once for every backend. Semantics follow kernels/cpu: forward ops write
 /// their outputs, backward ops ACCUMULATE into every gradient.
 ///
+/// Storage types (lesson 03, mixed precision). Every op has an ACTIVATION type A ∈ {f32, bf16, f16}
+/// and, where it produces parameter gradients, a PARAMETER-GRADIENT type G ∈ {f32, A}:
+/// - A: every activation-shaped tensor, its gradient, and the op's weights and biases (the working
+///   copy of the parameters is in the activation type; common/amp/precision_policy.h);
+/// - G: dweight, dbias (linear, layernorm, rmsnorm), dwte, dwpe (embedding): f32 when the model
+///   keeps fp32 gradients (`--fp32-grads`, or fp32 training), else A;
+/// - always f32: norm statistics (mean, rstd), losses, logsumexp, int8 scales; tokens and targets
+///   i32, int8 payloads i8.
+/// The semantics are those of the f32 kernel on the widened inputs, rounded once to nearest-even
+/// into the output's type: out = round_A(op_f32(widen(inputs))). An accumulated gradient is
+/// g = round(widen(g) + contribution), the whole contribution computed in f32 first. Nothing is
+/// rounded to A in between inside an op (e.g. attention's scores stay f32 until written).
+/// The public methods take A from the op's first activation argument and G from
+/// its first parameter-gradient argument, and check every other argument against them.
+///
 /// Implementations: CpuKernelBackend (kernels/cpu and the OpenMP-split GEMMs of parallel_linear.h),
 /// MetaKernelBackend (nothing runs) and the CUDA backends of common/nn/cuda (kernels/cuda/ops.h,
 /// emulated or on a GPU).
@@ -31,6 +46,21 @@ namespace vramlab::nn {
 using memory::TensorView;
 /// Dropout of the attention probabilities: {p, seed, offset}, p = 0 (the default) is none.
 using kernels::cpu::AttentionDropout;
+
+/// The storage types of one op's void pointers (see the file comment): a ∈ {f32, bf16, f16} for
+/// activations and weights, g ∈ {f32, a} for parameter gradients (g = a for ops without any).
+struct OpTypes {
+  DType a = DType::f32;  ///< activations, their gradients, weights and biases
+  DType g = DType::f32;  ///< parameter gradients
+};
+
+/// The storage types of an optimizer step's tensors.
+struct OptimizerTypes {
+  DType param = DType::f32;    ///< what the optimizer updates: f32 (fp32, or the master) or bf16
+  DType grad = DType::f32;     ///< f32, bf16 or f16
+  DType state = DType::f32;    ///< m, v, momentum: f32 or bf16
+  DType working = DType::f32;  ///< the working copy written after the update (bf16/f16), if any
+};
 
 /// Which implementation of the kernels a Runtime dispatches to.
 enum class KernelKind {
@@ -69,9 +99,10 @@ class KernelBackend {
 
   /// Computes elements [first, first + count) of a buffer into a host chunk.
   using HostGenerator = std::function<void(float* chunk, int64_t first, int64_t count)>;
-  /// Fills an f32 buffer with values computed on the host, chunk by chunk (at most 2^20 elements
-  /// of host memory whatever the buffer's size), e.g. initial weights. On meta nothing is
-  /// generated, which keeps a 70B model's setup instant. \p buffer must be f32.
+  /// Fills a buffer with values computed on the host in f32, chunk by chunk (at most 2^20 elements
+  /// of host memory whatever the buffer's size), e.g. initial weights, rounded to the buffer's
+  /// type (f32, bf16 or f16). On meta nothing is generated, which keeps a 70B model's setup
+  /// instant.
   void fill_from_host(const TensorView& buffer, const HostGenerator& generate) const;
 
   // ---- linear layer (GEMMs) ------------------------------------------------------------------
@@ -209,95 +240,134 @@ class KernelBackend {
   /// Shapes as cross_entropy_forward; \p scale e.g. 1/N for a mean loss.
   void cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
                              const TensorView& targets, int64_t N, int64_t V, float scale) const;
-  /// \return Σ x over an f32 (n), accumulated in double, on the host (0 on meta).
+  /// \return Σ x over an f32, bf16 or f16 (n), accumulated in double, on the host (0 on meta).
   [[nodiscard]] double sum(const TensorView& x) const;
+
+  // ---- casts and the loss scaler's check -------------------------------------------------------
+
+  /// out = round(inp) into out's type (f32, bf16 or f16; nearest-even, overflow to ±inf, NaN kept
+  /// as NaN, common/dtype/convert.h); out and inp (n), any of the three types each.
+  void cast(const TensorView& out, const TensorView& inp) const;
+  /// What check_gradients found.
+  struct GradientCheck {
+    bool found_inf = false;     ///< some multiplier·g is ±inf or NaN (g itself, or an overflow)
+    double sum_of_squares = 0;  ///< Σ (multiplier·g)², in double; meaningless when found_inf
+  };
+  /// The loss scaler's inf/NaN check and the clipping norm in one pass, on gradients of any of
+  /// f32, bf16, f16, WITHOUT changing them: the unscale itself is folded into the optimizer's
+  /// \p grad_multiplier (a fused unscale, as apex's and DeepSpeed's fused optimizers do), so no
+  /// f32 copy of 16-bit gradients is ever made. \param grads (n). \param multiplier 1/scale.
+  /// \return found_inf and Σ(multiplier·g)² (0 on meta, which never finds an inf).
+  [[nodiscard]] GradientCheck check_gradients(const TensorView& grads, float multiplier) const;
 
   // ---- optimizers ----------------------------------------------------------------------------
 
-  /// One AdamW step in place; param, grad and the moments m, v all (n); \p step is 1-based.
+  /// One AdamW step in place with g = grad_multiplier · grad (the loss scaler's 1/scale times the
+  /// clipping coefficient; 1 for neither). \p param is what the optimizer updates: f32 (fp32
+  /// training, or the fp32 master copy of mixed precision) or bf16 (pure bf16); \p m and \p v
+  /// are f32 or bf16 (the same type); \p grad is f32, bf16 or f16; \p working is none or the
+  /// bf16/f16 working copy of a master, overwritten with round(param) after the update. All (n);
+  /// \p step is 1-based. Updates are computed in f32 from widened values and each stored value is
+  /// rounded once.
   void adamw_update(const TensorView& param, const TensorView& grad, const TensorView& m,
-                    const TensorView& v, const kernels::cpu::AdamWHyperparameters& hp,
-                    int64_t step) const;
-  /// One SGD step in place (torch.optim.SGD); param, grad (n); momentum_buffer (n), or none
-  /// when momentum is 0.
+                    const TensorView& v, const TensorView& working,
+                    const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                    float grad_multiplier = 1.0f) const;
+  /// One SGD step in place (torch.optim.SGD) with g = grad_multiplier · grad; types as
+  /// adamw_update, \p momentum_buffer like m (or none when momentum is 0).
   void sgd_update(const TensorView& param, const TensorView& grad,
-                  const TensorView& momentum_buffer, float learning_rate, float momentum,
-                  float weight_decay, bool nesterov) const;
+                  const TensorView& momentum_buffer, const TensorView& working,
+                  float learning_rate, float momentum, float weight_decay, bool nesterov,
+                  float grad_multiplier = 1.0f) const;
 
  private:
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
+  // `types.a` and `types.g` say what every void pointer holds (see the file comment): pointers
+  // named d<param> (dweight, dbias, dwte, dwpe) are G, every other void pointer is A.
   virtual void do_fill_zero(void* device_pointer, std::size_t bytes) const = 0;
   virtual void do_copy_to_device(void* device_pointer, const void* host_pointer,
                                  std::size_t bytes) const = 0;
   virtual void do_copy_to_host(void* host_pointer, const void* device_pointer,
                                std::size_t bytes) const = 0;
-  // Generates chunk by chunk and copies each chunk in (meta overrides it with nothing).
-  virtual void do_fill_from_host(float* device_pointer, int64_t numel,
+  // Generates f32 chunk by chunk, rounds each chunk to \p dtype on the host and copies it in
+  // (meta overrides it with nothing).
+  virtual void do_fill_from_host(void* device_pointer, DType dtype, int64_t numel,
                                  const HostGenerator& generate) const;
-  virtual void do_linear_forward(float* out, const float* inp, const float* weight,
-                                 const float* bias, int64_t N, int64_t C, int64_t OC) const = 0;
-  virtual void do_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, int64_t N, int64_t C,
-                                  int64_t OC) const = 0;
-  virtual void do_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                    const float* weight, const float* bias, int64_t N,
-                                    int64_t C) const = 0;
-  virtual void do_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                     const float* inp, const float* weight, const float* mean,
-                                     const float* rstd, int64_t N, int64_t C) const = 0;
-  virtual void do_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                                  int64_t N, int64_t C) const = 0;
-  virtual void do_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                   const float* weight, const float* rstd, int64_t N,
-                                   int64_t C) const = 0;
-  virtual void do_residual_forward(float* out, const float* a, const float* b, int64_t n) const = 0;
-  virtual void do_gelu_forward(float* out, const float* inp, int64_t n) const = 0;
-  virtual void do_gelu_backward(float* dinp, const float* inp, const float* dout,
+  virtual void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight,
+                                 const void* bias, int64_t N, int64_t C, int64_t OC) const = 0;
+  virtual void do_linear_backward(OpTypes types, void* dinp, void* dweight, void* dbias,
+                                  const void* dout, const void* inp, const void* weight, int64_t N,
+                                  int64_t C, int64_t OC) const = 0;
+  virtual void do_layernorm_forward(OpTypes types, void* out, float* mean, float* rstd,
+                                    const void* inp, const void* weight, const void* bias,
+                                    int64_t N, int64_t C) const = 0;
+  virtual void do_layernorm_backward(OpTypes types, void* dinp, void* dweight, void* dbias,
+                                     const void* dout, const void* inp, const void* weight,
+                                     const float* mean, const float* rstd, int64_t N,
+                                     int64_t C) const = 0;
+  virtual void do_rmsnorm_forward(OpTypes types, void* out, float* rstd, const void* inp,
+                                  const void* weight, int64_t N, int64_t C) const = 0;
+  virtual void do_rmsnorm_backward(OpTypes types, void* dinp, void* dweight, const void* dout,
+                                   const void* inp, const void* weight, const float* rstd,
+                                   int64_t N, int64_t C) const = 0;
+  virtual void do_residual_forward(OpTypes types, void* out, const void* a, const void* b,
+                                   int64_t n) const = 0;
+  virtual void do_gelu_forward(OpTypes types, void* out, const void* inp, int64_t n) const = 0;
+  virtual void do_gelu_backward(OpTypes types, void* dinp, const void* inp, const void* dout,
                                 int64_t n) const = 0;
-  virtual void do_swiglu_forward(float* out, const float* gate, const float* up,
+  virtual void do_swiglu_forward(OpTypes types, void* out, const void* gate, const void* up,
                                  int64_t n) const = 0;
-  virtual void do_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                                  const float* up, int64_t n) const = 0;
-  virtual void do_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
-                                  uint64_t offset) const = 0;
-  virtual void do_dropout_backward(float* dinp, const float* dout, int64_t n, float p,
+  virtual void do_swiglu_backward(OpTypes types, void* dgate, void* dup, const void* dout,
+                                  const void* gate, const void* up, int64_t n) const = 0;
+  virtual void do_dropout_forward(OpTypes types, void* out, const void* inp, int64_t n, float p,
+                                  uint64_t seed, uint64_t offset) const = 0;
+  virtual void do_dropout_backward(OpTypes types, void* dinp, const void* dout, int64_t n, float p,
                                    uint64_t seed, uint64_t offset) const = 0;
-  virtual void do_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
+  virtual void do_quantize_int8(OpTypes types, int8_t* q, float* scales, const void* x, int64_t n,
                                 int64_t block) const = 0;
-  virtual void do_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
-                                  int64_t block) const = 0;
-  virtual void do_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
-                               int64_t D, double theta) const = 0;
-  virtual void do_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H,
-                                int64_t D, double theta) const = 0;
+  virtual void do_dequantize_int8(OpTypes types, void* x, const int8_t* q, const float* scales,
+                                  int64_t n, int64_t block) const = 0;
+  virtual void do_rope_forward(OpTypes types, void* out, const void* inp, int64_t B, int64_t T,
+                               int64_t H, int64_t D, double theta) const = 0;
+  virtual void do_rope_backward(OpTypes types, void* dinp, const void* dout, int64_t B, int64_t T,
+                                int64_t H, int64_t D, double theta) const = 0;
   // out is nullptr when the caller passed none.
-  virtual void do_attention_forward(float* out, float* preatt, float* att, const float* q,
-                                    const float* k, const float* v, int64_t B, int64_t T, int64_t H,
-                                    int64_t Hkv, int64_t D,
+  virtual void do_attention_forward(OpTypes types, void* out, void* preatt, void* att,
+                                    const void* q, const void* k, const void* v, int64_t B,
+                                    int64_t T, int64_t H, int64_t Hkv, int64_t D,
                                     const AttentionDropout& dropout) const = 0;
-  virtual void do_attention_backward(float* dq, float* dk, float* dv, float* dpreatt,
-                                     const float* dout, const float* q, const float* k,
-                                     const float* v, const float* att, int64_t B, int64_t T,
+  virtual void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt,
+                                     const void* dout, const void* q, const void* k,
+                                     const void* v, const void* att, int64_t B, int64_t T,
                                      int64_t H, int64_t Hkv, int64_t D,
                                      const AttentionDropout& dropout) const = 0;
-  virtual void do_embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                    const float* wpe, int64_t B, int64_t T, int64_t C,
-                                    int64_t V) const = 0;
-  virtual void do_embedding_backward(float* dwte, float* dwpe, const float* dout,
+  virtual void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens,
+                                    const void* wte, const void* wpe, int64_t B, int64_t T,
+                                    int64_t C, int64_t V) const = 0;
+  virtual void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout,
                                      const int32_t* tokens, int64_t B, int64_t T, int64_t C,
                                      int64_t V) const = 0;
-  virtual void do_cross_entropy_forward(float* losses, float* logsumexp, float* probs,
-                                        const float* logits, const int32_t* targets, int64_t N,
-                                        int64_t V) const = 0;
-  virtual void do_cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
-                                        int64_t N, int64_t V, float scale) const = 0;
-  [[nodiscard]] virtual double do_sum(const float* x, int64_t n) const = 0;
-  virtual void do_adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                               const kernels::cpu::AdamWHyperparameters& hp,
-                               int64_t step) const = 0;
-  virtual void do_sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                             float learning_rate, float momentum, float weight_decay,
-                             bool nesterov) const = 0;
+  virtual void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp,
+                                        void* probs, const void* logits, const int32_t* targets,
+                                        int64_t N, int64_t V) const = 0;
+  virtual void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs,
+                                        const int32_t* targets, int64_t N, int64_t V,
+                                        float scale) const = 0;
+  // x holds types.a.
+  [[nodiscard]] virtual double do_sum(OpTypes types, const void* x, int64_t n) const = 0;
+  virtual void do_cast(void* out, DType out_type, const void* inp, DType inp_type,
+                       int64_t n) const = 0;
+  [[nodiscard]] virtual GradientCheck do_check_gradients(const void* grads, DType type, int64_t n,
+                                                         float multiplier) const = 0;
+  // param, m, v, grad, working: their types in `types` (working may be nullptr).
+  virtual void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
+                               void* v, void* working, int64_t n,
+                               const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                               float grad_multiplier) const = 0;
+  virtual void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
+                             void* momentum_buffer, void* working, int64_t n, float learning_rate,
+                             float momentum, float weight_decay, bool nesterov,
+                             float grad_multiplier) const = 0;
 };
 
 }  // namespace vramlab::nn

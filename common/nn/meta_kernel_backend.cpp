@@ -13,54 +13,60 @@ class MetaKernelBackend final : public KernelBackend {
   void do_fill_zero(void*, std::size_t) const override {}
   void do_copy_to_device(void*, const void*, std::size_t) const override {}
   void do_copy_to_host(void*, const void*, std::size_t) const override {}
-  void do_fill_from_host(float*, int64_t, const HostGenerator&) const override {}
-  void do_linear_forward(float*, const float*, const float*, const float*, int64_t, int64_t,
+  void do_fill_from_host(void*, DType, int64_t, const HostGenerator&) const override {}
+  void do_linear_forward(OpTypes, void*, const void*, const void*, const void*, int64_t, int64_t,
                          int64_t) const override {}
-  void do_linear_backward(float*, float*, float*, const float*, const float*, const float*, int64_t,
-                          int64_t, int64_t) const override {}
-  void do_layernorm_forward(float*, float*, float*, const float*, const float*, const float*,
+  void do_linear_backward(OpTypes, void*, void*, void*, const void*, const void*, const void*,
+                          int64_t, int64_t, int64_t) const override {}
+  void do_layernorm_forward(OpTypes, void*, float*, float*, const void*, const void*, const void*,
                             int64_t, int64_t) const override {}
-  void do_layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
+  void do_layernorm_backward(OpTypes, void*, void*, void*, const void*, const void*, const void*,
                              const float*, const float*, int64_t, int64_t) const override {}
-  void do_rmsnorm_forward(float*, float*, const float*, const float*, int64_t,
+  void do_rmsnorm_forward(OpTypes, void*, float*, const void*, const void*, int64_t,
                           int64_t) const override {}
-  void do_rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
-                           int64_t, int64_t) const override {}
-  void do_residual_forward(float*, const float*, const float*, int64_t) const override {}
-  void do_gelu_forward(float*, const float*, int64_t) const override {}
-  void do_gelu_backward(float*, const float*, const float*, int64_t) const override {}
-  void do_swiglu_forward(float*, const float*, const float*, int64_t) const override {}
-  void do_swiglu_backward(float*, float*, const float*, const float*, const float*,
+  void do_rmsnorm_backward(OpTypes, void*, void*, const void*, const void*, const void*,
+                           const float*, int64_t, int64_t) const override {}
+  void do_residual_forward(OpTypes, void*, const void*, const void*, int64_t) const override {}
+  void do_gelu_forward(OpTypes, void*, const void*, int64_t) const override {}
+  void do_gelu_backward(OpTypes, void*, const void*, const void*, int64_t) const override {}
+  void do_swiglu_forward(OpTypes, void*, const void*, const void*, int64_t) const override {}
+  void do_swiglu_backward(OpTypes, void*, void*, const void*, const void*, const void*,
                           int64_t) const override {}
-  void do_rope_forward(float*, const float*, int64_t, int64_t, int64_t, int64_t,
+  void do_rope_forward(OpTypes, void*, const void*, int64_t, int64_t, int64_t, int64_t,
                        double) const override {}
-  void do_rope_backward(float*, const float*, int64_t, int64_t, int64_t, int64_t,
+  void do_rope_backward(OpTypes, void*, const void*, int64_t, int64_t, int64_t, int64_t,
                         double) const override {}
-  void do_dropout_forward(float*, const float*, int64_t, float, uint64_t, uint64_t) const override {
-  }
-  void do_dropout_backward(float*, const float*, int64_t, float, uint64_t,
+  void do_dropout_forward(OpTypes, void*, const void*, int64_t, float, uint64_t,
+                          uint64_t) const override {}
+  void do_dropout_backward(OpTypes, void*, const void*, int64_t, float, uint64_t,
                            uint64_t) const override {}
-  void do_quantize_int8(int8_t*, float*, const float*, int64_t, int64_t) const override {}
-  void do_dequantize_int8(float*, const int8_t*, const float*, int64_t, int64_t) const override {}
-  void do_attention_forward(float*, float*, float*, const float*, const float*, const float*,
+  void do_quantize_int8(OpTypes, int8_t*, float*, const void*, int64_t, int64_t) const override {}
+  void do_dequantize_int8(OpTypes, void*, const int8_t*, const float*, int64_t,
+                          int64_t) const override {}
+  void do_attention_forward(OpTypes, void*, void*, void*, const void*, const void*, const void*,
                             int64_t, int64_t, int64_t, int64_t, int64_t,
                             const AttentionDropout&) const override {}
-  void do_attention_backward(float*, float*, float*, float*, const float*, const float*,
-                             const float*, const float*, const float*, int64_t, int64_t, int64_t,
+  void do_attention_backward(OpTypes, void*, void*, void*, void*, const void*, const void*,
+                             const void*, const void*, const void*, int64_t, int64_t, int64_t,
                              int64_t, int64_t, const AttentionDropout&) const override {}
-  void do_embedding_forward(float*, const int32_t*, const float*, const float*, int64_t, int64_t,
-                            int64_t, int64_t) const override {}
-  void do_embedding_backward(float*, float*, const float*, const int32_t*, int64_t, int64_t,
+  void do_embedding_forward(OpTypes, void*, const int32_t*, const void*, const void*, int64_t,
+                            int64_t, int64_t, int64_t) const override {}
+  void do_embedding_backward(OpTypes, void*, void*, const void*, const int32_t*, int64_t, int64_t,
                              int64_t, int64_t) const override {}
-  void do_cross_entropy_forward(float*, float*, float*, const float*, const int32_t*, int64_t,
-                                int64_t) const override {}
-  void do_cross_entropy_dlogits(float*, const float*, const int32_t*, int64_t, int64_t,
+  void do_cross_entropy_forward(OpTypes, float*, float*, void*, const void*, const int32_t*,
+                                int64_t, int64_t) const override {}
+  void do_cross_entropy_dlogits(OpTypes, void*, const void*, const int32_t*, int64_t, int64_t,
                                 float) const override {}
-  [[nodiscard]] double do_sum(const float*, int64_t) const override { return 0.0; }
-  void do_adamw_update(float*, const float*, float*, float*, int64_t,
-                       const kernels::cpu::AdamWHyperparameters&, int64_t) const override {}
-  void do_sgd_update(float*, const float*, float*, int64_t, float, float, float,
-                     bool) const override {}
+  [[nodiscard]] double do_sum(OpTypes, const void*, int64_t) const override { return 0.0; }
+  void do_cast(void*, DType, const void*, DType, int64_t) const override {}
+  [[nodiscard]] GradientCheck do_check_gradients(const void*, DType, int64_t,
+                                                 float) const override {
+    return {};
+  }
+  void do_adamw_update(const OptimizerTypes&, void*, const void*, void*, void*, void*, int64_t,
+                       const kernels::cpu::AdamWHyperparameters&, int64_t, float) const override {}
+  void do_sgd_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t, float,
+                     float, float, bool, float) const override {}
 };
 
 }  // namespace
