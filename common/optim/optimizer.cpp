@@ -42,7 +42,7 @@ void AdamW::step(nn::ParameterStore& params) {
   }
   ++steps_;
   runtime_.kernels().adamw_update(params.values().view(), params.grads().view(), m_.view(),
-                                  v_.view(), hp_, steps_);
+                                  v_.view(), memory::TensorView(), hp_, steps_);
 }
 
 int64_t AdamW::state_bytes() const {
@@ -69,7 +69,7 @@ void Sgd::step(nn::ParameterStore& params) {
   ++steps_;
   runtime_.kernels().sgd_update(params.values().view(), params.grads().view(),
                                 momentum_ > 0 ? momentum_buffer_.view() : memory::TensorView(),
-                                learning_rate_, momentum_, weight_decay_, nesterov_);
+                                memory::TensorView(), learning_rate_, momentum_, weight_decay_, nesterov_);
 }
 
 int64_t Sgd::state_bytes() const {

@@ -948,7 +948,7 @@ std::vector<OpSpec> make_table() {
                                     s.step, v);
                },
                [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-                 k.adamw_update(v[0], v[1], v[2], v[3], adamw_hyperparameters(), s.step);
+                 k.adamw_update(v[0], v[1], v[2], v[3], {}, adamw_hyperparameters(), s.step);
                }});
   t.push_back(
       {"sgd_update", false, kElementwiseTolerance, sgd_shapes(),
@@ -969,7 +969,7 @@ std::vector<OpSpec> make_table() {
                           sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
        },
        [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), kSgdLearningRate, sgd_momentum(s),
+         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {}, kSgdLearningRate, sgd_momentum(s),
                       kSgdWeightDecay, s.step % 2 == 0);
        }});
 
