@@ -24,7 +24,33 @@ void check_sgd(const char* op, int64_t n, bool has_buffer, double momentum) {
 
 namespace {
 
-// kScaled: g = grad_multiplier · grad (skipped at 1, the f32 path's multiply-free loop);
+constexpr int64_t kScaledBlock = 256;
+
+// Calls body(i, g) for every element, g = widen(grad[i]) (kScaled false: the f32 kernels' loop)
+// or g = grad_multiplier · widen(grad[i]) rounded to f32 (kScaled true). The scaled gradients go
+// through a small block in memory first: left in registers, GCC would fuse the product into the
+// update's FMAs (fma(multiplier, grad, ·)), and the update would no longer be the f32 kernel's
+// on the unscaled gradient (other bits, and other bits again where the loop runs scalar).
+template <bool kScaled, typename Gr, typename Body>
+void for_each_gradient(const Gr* grad, int64_t n, float grad_multiplier, const Body& body) {
+  if constexpr (!kScaled) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) body(i, widen(grad[i]));
+  } else {
+    const int64_t blocks = (n + kScaledBlock - 1) / kScaledBlock;
+#pragma omp parallel for schedule(static)
+    for (int64_t block = 0; block < blocks; block++) {
+      const int64_t begin = block * kScaledBlock;
+      const int64_t count = n - begin < kScaledBlock ? n - begin : kScaledBlock;
+      float scaled[kScaledBlock];  // (kScaledBlock) multiplier · grad of this block
+#pragma omp simd
+      for (int64_t j = 0; j < count; j++) scaled[j] = grad_multiplier * widen(grad[begin + j]);
+#pragma omp simd
+      for (int64_t j = 0; j < count; j++) body(begin + j, scaled[j]);
+    }
+  }
+}
+
 // kWorking: the working copy is rewritten with round(param) after the update.
 template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
 void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
@@ -34,9 +60,7 @@ void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
   const float correction2 = static_cast<float>(1.0 / (1.0 - std::pow(hp.beta2, s)));
   const float decay = 1.0f - hp.learning_rate * hp.weight_decay;
   const float beta1 = hp.beta1, beta2 = hp.beta2, lr = hp.learning_rate, eps = hp.epsilon;
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const float g = kScaled ? grad_multiplier * widen(grad[i]) : widen(grad[i]);
+  for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float g) {
     const float m_new = beta1 * widen(m[i]) + (1.0f - beta1) * g;
     const float v_new = beta2 * widen(v[i]) + (1.0f - beta2) * g * g;
     m[i] = narrow<S>(m_new);
@@ -45,7 +69,7 @@ void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
                           lr * (m_new * correction1) / (std::sqrt(v_new * correction2) + eps);
     param[i] = narrow<P>(updated);
     if constexpr (kWorking) working[i] = narrow<W>(updated);
-  }
+  });
 }
 
 template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
@@ -53,27 +77,23 @@ void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t 
               float learning_rate, float momentum, float weight_decay, bool nesterov,
               float grad_multiplier) {
   if (momentum == 0.0f) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-      const float g = kScaled ? grad_multiplier * widen(grad[i]) : widen(grad[i]);
+    for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float g) {
       const float p = widen(param[i]);
       const float updated = p - learning_rate * (g + weight_decay * p);
       param[i] = narrow<P>(updated);
       if constexpr (kWorking) working[i] = narrow<W>(updated);
-    }
+    });
     return;
   }
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
+  for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float unscaled) {
     const float p = widen(param[i]);
-    const float g =
-        (kScaled ? grad_multiplier * widen(grad[i]) : widen(grad[i])) + weight_decay * p;
+    const float g = unscaled + weight_decay * p;
     const float buffer = momentum * widen(momentum_buffer[i]) + g;
     momentum_buffer[i] = narrow<S>(buffer);
     const float updated = p - learning_rate * (nesterov ? g + momentum * buffer : buffer);
     param[i] = narrow<P>(updated);
     if constexpr (kWorking) working[i] = narrow<W>(updated);
-  }
+  });
 }
 
 }  // namespace
