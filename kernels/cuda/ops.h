@@ -23,8 +23,11 @@
 /// its inputs to f32, computes as the float kernel does, and rounds each output once (nearest-even,
 /// common/dtype/convert.h); an accumulated gradient is round(widen(g) + contribution). Statistics
 /// (mean, rstd, losses, logsumexp, int8 scales) stay float. With A = G = float every kernel is the
-/// float kernel, bit for bit. Pointers that may be nullptr are not deduced (NoDeduce), so a float
-/// call site still deduces A from its other arguments.
+/// float kernel, bit for bit. One documented exception: a 16-bit attention_backward computes dq and
+/// dk from its dpreatt output as stored in A. Launchers the runtime does not call (softmax, SiLU,
+/// residual_backward, bias_add_forward, scale, cross_entropy_backward, sum_of_squares) stay float.
+/// Pointers that may be nullptr are not deduced (NoDeduce), so a float call site still deduces A
+/// from its other arguments.
 ///
 /// Determinism: no float atomics anywhere; parameter gradients that sum over rows (bias, norm
 /// weights, embeddings) are reduced by one thread per column in a fixed order, so every run gives
