@@ -242,8 +242,7 @@ void check_elementwise(int64_t n) {
     EXPECT_TRUE(bitwise("residual_forward " + shape, out, expected));
     EXPECT_TRUE(within("residual_forward vs cpu " + shape, out, cpu_out, kElementwiseTau));
     if constexpr (std::is_same_v<A, f16_t>) {
-      EXPECT_TRUE(std::isinf(widen(out[0])) && (widen(out[0]) < 0) == (count > 1))
-          << widen(out[0]);
+      EXPECT_TRUE(std::isinf(widen(out[0])) && (widen(out[0]) < 0) == (count > 1)) << widen(out[0]);
       EXPECT_TRUE(std::isinf(widen(out[count - 1])) && widen(out[count - 1]) > 0)
           << widen(out[count - 1]);
     }
@@ -792,6 +791,29 @@ void check_gradient_check(int64_t n) {
   }
 }
 
+// One element past an aligned allocation: no four-element vector loads, v2 takes its scalar loop.
+template <class T>
+void check_gradient_check_misaligned(int64_t n) {
+  const std::vector<T> storage = stored<T>(random_values<T>(static_cast<size_t>(n + 1), 92));
+  double expected = 0.0;
+  for (size_t i = 1; i < storage.size(); i++) {
+    const double scaled = static_cast<double>(2.0f * widen(storage[i]));
+    expected += scaled * scaled;
+  }
+  for (const KernelVersion version : kVersions) {
+    double out[cuda::kCheckGradientsScratch] = {};
+    cuda::check_gradients<T>(out, storage.data() + 1, n, 2.0f, version);
+    EXPECT_NEAR(out[0], expected, 1e-12 * expected)
+        << label("check_gradients misaligned", version, cat(type_name<T>(), " n", n));
+  }
+}
+
+TEST(CudaLowPrecision, CheckGradientsMisaligned) {
+  check_gradient_check_misaligned<bf16_t>(1031);
+  check_gradient_check_misaligned<f16_t>(1031);
+  check_gradient_check_misaligned<float>(1031);
+}
+
 TEST(CudaLowPrecision, CheckGradients) {
   for (int64_t n : {1, 5, 1030, 70001}) {
     check_gradient_check<float>(n);
@@ -935,6 +957,40 @@ TEST(CudaLowPrecision, BackendDispatchesStorageTypes) {
   EXPECT_TRUE(bitwise("backend linear_backward dinp", dinp16, c_dinp));
   EXPECT_TRUE(bitwise("backend linear_backward dweight", dweight, c_dweight));
   EXPECT_TRUE(bitwise("backend linear_backward dbias", dbias, c_dbias));
+}
+
+// The optimizers through the backend: OptimizerTypes from the views, f16 gradients with an f16
+// working copy (f16 mixed precision), and SGD without a momentum buffer.
+TEST(CudaLowPrecision, BackendOptimizersDispatchOptimizerTypes) {
+  const auto backend = nn::make_emulated_cuda_kernel_backend();
+  using memory::TensorView;
+  const int64_t n = 45;
+  const size_t count = static_cast<size_t>(n);
+  const std::vector<float> param0 = random_values<float>(count, 131);
+  const std::vector<float> grad0 = random_values<f16_t>(count, 132, 256.0);
+  std::vector<float> param = param0, m(count, 0.0f), v(count, 0.0f);
+  std::vector<f16_t> grad = stored<f16_t>(grad0), working(count);
+  cpu::AdamWHyperparameters hp;
+  backend->adamw_update(
+      TensorView(param.data(), DType::f32, {n}), TensorView(grad.data(), DType::f16, {n}),
+      TensorView(m.data(), DType::f32, {n}), TensorView(v.data(), DType::f32, {n}),
+      TensorView(working.data(), DType::f16, {n}), hp, 1, 1.0f / 256.0f);
+  std::vector<float> g(count), c_param = param0, c_m(count, 0.0f), c_v(count, 0.0f);
+  for (size_t i = 0; i < count; i++) g[i] = (1.0f / 256.0f) * grad0[i];
+  cuda::adamw_update(c_param.data(), g.data(), c_m.data(), c_v.data(), n, hp, 1);
+  EXPECT_TRUE(bitwise("backend adamw param", param, c_param));
+  EXPECT_TRUE(bitwise("backend adamw working", working, c_param));
+
+  std::vector<bf16_t> bparam = stored<bf16_t>(param0), bgrad = stored<bf16_t>(grad0);
+  backend->sgd_update(TensorView(bparam.data(), DType::bf16, {n}),
+                      TensorView(bgrad.data(), DType::bf16, {n}), TensorView{}, TensorView{}, 0.5f,
+                      0.0f, 0.0f, false, 0.25f);
+  std::vector<float> expected(count);
+  for (size_t i = 0; i < count; i++) {
+    const float p = widen(narrow<bf16_t>(param0[i]));
+    expected[i] = p - 0.5f * (0.25f * widen(narrow<bf16_t>(grad0[i])));
+  }
+  EXPECT_TRUE(bitwise("backend sgd bf16 param", bparam, expected));
 }
 
 }  // namespace
