@@ -9,8 +9,9 @@
 ///     bf16  1 sign | 8 exponent (bias 127) |  7 mantissa     max 0x7F7F ≈ 3.39e38
 ///     f16   1 sign | 5 exponent (bias 15)  | 10 mantissa     max 0x7BFF = 65504
 ///
-/// The conversion is the one of the hardware and of PyTorch's `.to(torch.bfloat16)` and
-/// `.half()`, and of NVIDIA's `__float2bfloat16_rn` / `__float2half_rn`:
+/// The conversion is NVIDIA's `__float2bfloat16_rn` / `__float2half_rn`; PyTorch's
+/// `.to(torch.bfloat16)` and `.half()` round the same way and differ only in which NaN pattern
+/// they store:
 /// - round to nearest, ties to even (the result whose last mantissa bit is 0);
 /// - results below the smallest normal become subnormals (f16: multiples of 2^-24 below 2^-14);
 ///   a magnitude below 2^-25 (half the smallest f16 subnormal) rounds to ±0, exactly 2^-25 ties
