@@ -197,7 +197,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
   if (in.model) {
     const ModelConfig& m = *in.model;
     const int64_t e = activation_element_bytes(in.precision);
-    const DType runtime_dtype = in.precision == Precision::fp32 ? DType::f32 : DType::bf16;
+    const DType runtime_dtype = amp::precision_policy(in.precision).activations;
     const checkpoint::ChainCosts runtime_chain =
         runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype);
     out.runtime_schedule = checkpoint::make_schedule(in.recompute, runtime_chain);
@@ -206,7 +206,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.recomputed_forward_fraction =
         recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule);
     out.runtime_bytes_after_forward = runtime_bytes_after_forward(
-        m, in.micro_batch, out.seq, out.runtime_schedule, in.compress_activations);
+        m, in.micro_batch, out.seq, out.runtime_schedule, in.compress_activations, runtime_dtype);
     using Kind = checkpoint::RecomputeSpec::Kind;
     const Kind kind = in.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;

@@ -11,13 +11,6 @@ namespace vramlab::estimate {
 
 namespace {
 
-constexpr std::pair<std::string_view, Precision> kPrecisions[] = {
-    {"fp32", Precision::fp32},
-    {"bf16", Precision::bf16},
-    {"mixed-fp16", Precision::mixed_fp16},
-    {"mixed-bf16", Precision::mixed_bf16},
-};
-
 constexpr std::pair<std::string_view, Optimizer> kOptimizers[] = {
     {"sgd", Optimizer::sgd},     {"sgd-momentum", Optimizer::sgd_momentum},
     {"adamw", Optimizer::adamw}, {"adamw-8bit", Optimizer::adamw_8bit},
@@ -32,23 +25,6 @@ std::string names_of(const Table& table) {
 }
 
 }  // namespace
-
-Precision parse_precision(std::string_view name) {
-  for (const auto& [text, value] : kPrecisions)
-    if (text == name) return value;
-  throw UsageError("unknown precision '" + std::string(name) +
-                   "' (expected one of: " + names_of(kPrecisions) + ")");
-}
-
-std::string_view precision_name(Precision precision) {
-  for (const auto& [text, value] : kPrecisions)
-    if (value == precision) return text;
-  throw std::logic_error("precision_name: invalid Precision");
-}
-
-bool is_mixed(Precision precision) {
-  return precision == Precision::mixed_fp16 || precision == Precision::mixed_bf16;
-}
 
 int64_t activation_element_bytes(Precision precision) {
   return precision == Precision::fp32 ? 4 : 2;

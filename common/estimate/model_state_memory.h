@@ -27,17 +27,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/amp/precision_policy.h"
 #include "common/model/model_config.h"
 
 namespace vramlab::estimate {
 
-/// Training precision.
-enum class Precision {
-  fp32,        ///< everything in fp32.
-  bf16,        ///< pure bf16: parameters, gradients and optimizer states in bf16, no master copy.
-  mixed_fp16,  ///< fp16 parameters and gradients, fp32 master weights and optimizer states.
-  mixed_bf16,  ///< bf16 parameters and gradients, fp32 master weights and optimizer states.
-};
+/// Training precision: the runtime's (common/amp/precision_policy.h), one type for both.
+using amp::Precision;
+using amp::is_mixed;
+using amp::parse_precision;
+using amp::precision_name;
 
 /// The optimizer whose states are counted.
 enum class Optimizer {
@@ -49,14 +48,6 @@ enum class Optimizer {
   adam_mini,     ///< Adam-mini: full m, one v per parameter block.
 };
 
-/// Parses "fp32", "bf16", "mixed-fp16", "mixed-bf16".
-/// \param name the text. \return the precision.
-/// \throws vramlab::UsageError "unknown precision 'NAME' (expected one of: ...)".
-Precision parse_precision(std::string_view name);
-/// \param precision a precision. \return its name as parse_precision accepts it.
-std::string_view precision_name(Precision precision);
-/// \param precision a precision. \return true for mixed_fp16 and mixed_bf16.
-bool is_mixed(Precision precision);
 /// Bytes of one activation element: 4 for fp32, 2 otherwise (the paper's 16-bit activations).
 /// \param precision a precision. \return 4 or 2.
 int64_t activation_element_bytes(Precision precision);

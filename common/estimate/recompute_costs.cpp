@@ -30,10 +30,11 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
 
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const checkpoint::RecomputeSchedule& schedule,
-                                    checkpoint::ActivationCompression compression) {
+                                    checkpoint::ActivationCompression compression, DType dtype) {
   const char* what = "activation bytes";
   const auto specs = runtime_saved_activations_per_layer(model, B, T);
-  int64_t total = runtime_activation_bytes_outside_layers(model, B, T, DType::f32);
+  int64_t total = runtime_activation_bytes_outside_layers(model, B, T, dtype);
+  const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for (size_t l = 0; l < schedule.layers.size(); ++l) {
     const checkpoint::LayerPlan& plan = schedule.layers[l];
     const bool segment_last =
@@ -47,11 +48,12 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
           (plan.recompute == checkpoint::LayerRecompute::full && segment_last &&
            spec.name == saved::residual3);
       if (!kept) continue;
-      const bool statistic = spec.name.ends_with("_mean") || spec.name.ends_with("_rstd");
-      total = checked_add(total,
-                          statistic ? checked_mul(spec.numel(), 4, what)
-                                    : checkpoint::compressed_bytes(spec.numel(), compression),
-                          what);
+      const int64_t bytes =
+          spec.always_f32 ? checked_mul(spec.numel(), 4, what)
+          : compression == checkpoint::ActivationCompression::none
+              ? checked_mul(spec.numel(), element, what)
+              : checkpoint::compressed_bytes(spec.numel(), compression);
+      total = checked_add(total, bytes, what);
     }
   }
   return total;

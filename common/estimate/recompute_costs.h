@@ -31,10 +31,12 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
 /// compression says (every kept block tensor but the norms' (B, T) statistics), plus the
 /// uncompressed tensors outside the blocks.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
-/// \param compression how kept block tensors are stored. \return bytes.
+/// \param compression how kept block tensors are stored. \param dtype the activations' type
+/// (statistics and losses stay f32). \return bytes.
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const checkpoint::RecomputeSchedule& schedule,
-                                    checkpoint::ActivationCompression compression);
+                                    checkpoint::ActivationCompression compression,
+                                    DType dtype = DType::f32);
 
 /// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
 /// model_forward_flops (blocks and LM head).

@@ -20,7 +20,9 @@ int64_t sum_bytes(const std::vector<SavedActivationSpec>& specs, DType dtype) {
   const auto element_bytes = static_cast<int64_t>(dtype_size_bytes(dtype));
   int64_t total = 0;
   for (const auto& s : specs)
-    total = checked_add(total, checked_mul(s.numel(), element_bytes, "activation bytes"),
+    total = checked_add(total,
+                        checked_mul(s.numel(), s.always_f32 ? int64_t{4} : element_bytes,
+                                    "activation bytes"),
                         "activation bytes");
   return total;
 }
@@ -41,15 +43,15 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
   if (model.family == ModelFamily::gpt2) {
     return {
         {saved::ln1, {B, T, C}},
-        {saved::mean_of(saved::ln1), {B, T}},
-        {saved::rstd_of(saved::ln1), {B, T}},
+        {saved::mean_of(saved::ln1), {B, T}, true},
+        {saved::rstd_of(saved::ln1), {B, T}, true},
         {saved::qkv, {B, T, checked_mul(3, C, "qkv width")}},
         {saved::att, {B, H, T, T}},
         {saved::atty, {B, T, C}},
         {saved::residual2, {B, T, C}},
         {saved::ln2, {B, T, C}},
-        {saved::mean_of(saved::ln2), {B, T}},
-        {saved::rstd_of(saved::ln2), {B, T}},
+        {saved::mean_of(saved::ln2), {B, T}, true},
+        {saved::rstd_of(saved::ln2), {B, T}, true},
         {saved::fch, {B, T, F}},
         {saved::fch_gelu, {B, T, F}},
         {saved::residual3, {B, T, C}},
@@ -57,11 +59,11 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
   }
   const int64_t kvC = model.kv_hidden();
   return {
-      {saved::norm1, {B, T, C}},  {saved::rstd_of(saved::norm1), {B, T}},
+      {saved::norm1, {B, T, C}},  {saved::rstd_of(saved::norm1), {B, T}, true},
       {saved::q, {B, T, C}},      {saved::k, {B, T, kvC}},
       {saved::v, {B, T, kvC}},    {saved::att, {B, H, T, T}},
       {saved::atty, {B, T, C}},   {saved::residual2, {B, T, C}},
-      {saved::norm2, {B, T, C}},  {saved::rstd_of(saved::norm2), {B, T}},
+      {saved::norm2, {B, T, C}},  {saved::rstd_of(saved::norm2), {B, T}, true},
       {saved::gate, {B, T, F}},   {saved::up, {B, T, F}},
       {saved::swiglu, {B, T, F}}, {saved::residual3, {B, T, C}},
   };
@@ -73,10 +75,10 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, V = model.vocab;
   std::vector<SavedActivationSpec> out = {{saved::encoded, {B, T, C}}, {saved::lnf, {B, T, C}}};
-  if (model.norm == NormKind::layernorm) out.push_back({saved::mean_of(saved::lnf), {B, T}});
-  out.push_back({saved::rstd_of(saved::lnf), {B, T}});
+  if (model.norm == NormKind::layernorm) out.push_back({saved::mean_of(saved::lnf), {B, T}, true});
+  out.push_back({saved::rstd_of(saved::lnf), {B, T}, true});
   out.push_back({saved::probs, {B, T, V}});
-  out.push_back({saved::losses, {B, T}});
+  out.push_back({saved::losses, {B, T}, true});
   return out;
 }
 

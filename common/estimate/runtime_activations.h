@@ -42,6 +42,9 @@ namespace vramlab::estimate {
 struct SavedActivationSpec {
   std::string name;            ///< e.g. "preatt".
   std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
+  /// Kept in f32 whatever the precision: the norms' mean and rstd and the per-token losses
+  /// (common/amp/precision_policy.h).
+  bool always_f32 = false;
   /// \return the number of elements. \throws vramlab::UsageError on overflow.
   [[nodiscard]] int64_t numel() const;
 };
@@ -65,7 +68,8 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
 /// Bytes one Block of the runtime saves for backward: the sum over
 /// runtime_saved_activations_per_layer() of numel × dtype size.
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
-/// \param dtype the activation element type (the runtime uses f32).
+/// \param dtype the activation element type (f32, or bf16/f16 in the 16-bit precisions; entries
+/// marked always_f32 count 4 bytes regardless).
 /// \return bytes per layer. \throws vramlab::UsageError for bad sizes or an overflow.
 int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, int64_t s,
                                            DType dtype);

@@ -80,11 +80,13 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  Tensor datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty");
+  Tensor datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty",
+                               dout.dtype());  // (B, T, C)
   proj_.backward(runtime, datty.view(), dout, saved.get(layer_, saved::atty).view(), N);
 
   // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
-  Tensor dqkv = runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv");
+  Tensor dqkv = runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv",
+                              dout.dtype());
   const TensorView dq = dqkv.view(0, {B, T, C_});
   const TensorView dk = dqkv.view(N * C_, {B, T, kvC});
   const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
@@ -104,20 +106,21 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
     // with the kernel that made them in forward, so they are bitwise the same.
     Tensor recomputed_att;  // (B, H, T, T), under selective recompute only
     if (saved.policy(layer_).recompute == Recompute::selective) {
-      recomputed_att = runtime.temporary({B, H_, T, T}, "recomputed att");
+      recomputed_att = runtime.temporary({B, H_, T, T}, "recomputed att", q.dtype());
       kernels.attention_forward(TensorView{}, recomputed_att.view(), recomputed_att.view(), q, k, v,
                                 B, T, H_, Hkv_, D_);
     }
     const TensorView att =
         recomputed_att.empty() ? saved.get(layer_, saved::att).view() : recomputed_att.view();
-    Tensor dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt");  // (B, H, T, T)
+    Tensor dpreatt = runtime.temporary({B, H_, T, T}, "dpreatt", dout.dtype());  // (B, H, T, T)
     kernels.attention_backward(dq, dk, dv, dpreatt.view(), datty.view(), q, k, v, att, B, T, H_,
                                Hkv_, D_, dropout);
   }
   datty.reset();
   if (rope_) {
     // Undo the rotation: gradients with respect to the projections' outputs.
-    Tensor dqk = runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope");
+    Tensor dqk = runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope",
+                               dout.dtype());
     const TensorView dq_prerope = dqk.view(0, {B, T, C_});
     const TensorView dk_prerope = dqk.view(N * C_, {B, T, kvC});
     kernels.rope_backward(dq_prerope, dq, B, T, H_, D_, rope_theta_);

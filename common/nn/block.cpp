@@ -66,14 +66,15 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
   // The gradient reaching a branch's output: the stream's, through the branch's dropout mask.
   auto branch_gradient = [&](Tensor& scratch, uint64_t offset) -> TensorView {
     if (dropout.p == 0.0f) return dresidual;
-    scratch = runtime.temporary({B, T, C_}, "dbranch");  // (B, T, C)
+    scratch = runtime.temporary({B, T, C_}, "dbranch", dresidual.dtype());  // (B, T, C)
     runtime.kernels().dropout_backward(scratch.view(), dresidual, dropout.p, dropout.seed, offset);
     return scratch.view();
   };
   const TensorView residual2 = saved.get(layer_, saved::residual2).view();  // (B, T, C)
   {
     // dresidual holds ∂loss/∂residual3; the norm2 backward adds the MLP branch → ∂loss/∂residual2.
-    Tensor dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2");
+    Tensor dln2 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln2",
+                                dresidual.dtype());  // (B, T, C)
     const TensorView ln2 =
         saved.get(layer_, norm2_.is_layernorm() ? saved::ln2 : saved::norm2).view();
     Tensor dropped;  // (B, T, C) with dropout only
@@ -84,7 +85,8 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
   }
   {
     // Then the attention branch → ∂loss/∂x.
-    Tensor dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1");
+    Tensor dln1 = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "dln1",
+                                dresidual.dtype());  // (B, T, C)
     const TensorView ln1 =
         saved.get(layer_, norm1_.is_layernorm() ? saved::ln1 : saved::norm1).view();
     Tensor dropped;  // (B, T, C) with dropout only

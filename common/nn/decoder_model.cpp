@@ -40,10 +40,12 @@ float normal_sample(uint64_t seed, uint64_t index) {
 
 }  // namespace
 
-DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed)
+DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
+                           const amp::PrecisionPolicy& precision)
     : runtime_(runtime),
       config_(config),
-      params_(runtime, config.parameters()),
+      precision_(precision),
+      params_(runtime, config.parameters(), precision.parameters, precision.gradients),
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
       blocks_(make_blocks(params_, config)),
@@ -140,6 +142,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
   const memory::ContextLabelScope label("forward");
+  saved.set_activation_dtype(precision_.activations);
   announce_before(StepPhase::forward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
@@ -161,13 +164,13 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   // The logits live only until the loss: its backward needs the probabilities alone, and the
   // gradient of the logits is written over them (PyTorch's cross-entropy likewise keeps only
   // log_softmax's output).
-  Tensor logits = runtime_.temporary({B, T, V}, saved::logits);  // (B, T, V)
+  Tensor logits = runtime_.temporary({B, T, V}, saved::logits, precision_.activations);  // (B,T,V)
   lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   if (!blocks_.empty()) saved.compress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
   const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});  // (B, T, V)
-  const Tensor& losses = saved.save(-1, saved::losses, {B, T});   // (B, T)
+  const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
   Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");     // (B, T)
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
@@ -180,7 +183,8 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
 }
 
 void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
-                            const TensorView& targets, int64_t B, int64_t T) {
+                            const TensorView& targets, int64_t B, int64_t T,
+                            std::optional<double> loss_gradient) {
   const memory::ContextLabelScope label("backward");
   announce_before(StepPhase::backward, saved);
   const int64_t N = B * T;
@@ -188,19 +192,23 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   const int64_t C = config_.hidden;
   params_.ensure_grads();
   announce_before(StepPhase::backward_head, saved);
-  // ∂mean_loss/∂logits = (probs - onehot(target)) / N, written over the saved probabilities.
+  // ∂objective/∂logits = loss_gradient · (probs - onehot(target)), written over the saved
+  // probabilities; loss_gradient is 1/N for this micro-batch's mean loss.
   const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
-  runtime_.kernels().cross_entropy_dlogits(dlogits, dlogits, targets, N, V,
-                                           1.0f / static_cast<float>(N));
+  runtime_.kernels().cross_entropy_dlogits(
+      dlogits, dlogits, targets, N, V,
+      static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N))));
   if (!blocks_.empty())
     saved.decompress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()
           : saved.get(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3).view();
-  Tensor dresidual = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual");
+  const DType act = precision_.activations;
+  Tensor dresidual =
+      runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual", act);  // (B,T,C)
   {
-    Tensor dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf");
+    Tensor dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf", act);
     lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }

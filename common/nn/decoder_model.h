@@ -7,6 +7,9 @@
 /// loss: the backward writes their gradient in place over the saved probabilities.
 #pragma once
 
+#include <optional>
+
+#include "common/amp/precision_policy.h"
 #include <cstdint>
 #include <vector>
 
@@ -30,8 +33,10 @@ class DecoderModel {
   /// GPT-2 style: weights N(0, 0.02) (residual projections 0.02/√(2L)), biases 0, norm weights 1.
   /// \param runtime must outlive the model. \param config validated here. \param seed of the
   /// initial weights (same seed, same weights on every device). \throws vramlab::UsageError for an
-  /// invalid config; memory::OutOfMemoryError when full.
-  DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed);
+  /// invalid config; memory::OutOfMemoryError when full. \param precision the storage types
+  /// (common/amp/precision_policy.h): parameters, gradients and activations; fp32 by default.
+  DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
+               const amp::PrecisionPolicy& precision = {});
 
   /// Forward pass; saves what backward needs in \p saved, then, after each block, frees what the
   /// block's policy (saved.policy(layer)) does not keep. Announces the phases forward,
@@ -51,9 +56,13 @@ class DecoderModel {
   /// backward_head, recompute_layer (per re-run block), backward_layer (per block, L-1 down to 0)
   /// and backward_embedding to observers().
   /// \p saved is the store forward() filled; \p tokens, \p targets and B, T as given to it.
+  /// \param loss_gradient ∂objective/∂(each token's loss): 1/(B·T) for this micro-batch's mean
+  /// (the default); under accumulation 1/(tokens of the whole optimizer step), times the loss
+  /// scale under loss scaling — the scale enters here, at the top of the backward, as
+  /// `(loss * scale).backward()` does in PyTorch.
   /// \throws memory::OutOfMemoryError when full.
   void backward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
-                int64_t B, int64_t T);
+                int64_t B, int64_t T, std::optional<double> loss_gradient = std::nullopt);
 
   /// Turns dropout on (p > 0) or off (p = 0) for the following steps.
   /// \throws vramlab::UsageError for p outside [0, 1).
@@ -61,6 +70,8 @@ class DecoderModel {
   /// \return the settings set_dropout gave (p = 0 by default).
   [[nodiscard]] const DropoutSettings& dropout() const { return dropout_; }
 
+  /// \return the constructor's storage types.
+  [[nodiscard]] const amp::PrecisionPolicy& precision() const { return precision_; }
   /// As validated by the constructor.
   [[nodiscard]] const ModelConfig& config() const { return config_; }
   /// Values and gradients, one flat block each (what an optimizer updates).
@@ -95,6 +106,7 @@ class DecoderModel {
 
   Runtime& runtime_;
   ModelConfig config_;
+  amp::PrecisionPolicy precision_;
   ParameterStore params_;
   Embedding embedding_;
   std::vector<Block> blocks_;

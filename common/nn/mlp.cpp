@@ -28,9 +28,11 @@ void Mlp::backward(Runtime& runtime, const SavedActivations& saved, const Tensor
   const int64_t N = B * T;
   const int64_t F = fc_.out_features();
   // dfch_gelu, then dfch in the same temporary after GELU's backward (it reads dfch_gelu).
-  Tensor dfch_gelu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch_gelu");
+  Tensor dfch_gelu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch_gelu",
+                                 dout.dtype());
   proj_.backward(runtime, dfch_gelu.view(), dout, saved.get(layer_, saved::fch_gelu).view(), N);
-  Tensor dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch");
+  Tensor dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch",
+                                 dout.dtype());
   runtime.kernels().gelu_backward(dfch.view(), saved.get(layer_, saved::fch).view(),
                                   dfch_gelu.view());
   dfch_gelu.reset();
@@ -63,9 +65,11 @@ void SwigluMlp::backward(Runtime& runtime, const SavedActivations& saved, const 
                          int64_t T) const {
   const int64_t N = B * T;
   const int64_t F = gate_.out_features();
-  Tensor dswiglu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dswiglu");
+  Tensor dswiglu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dswiglu",
+                                 dout.dtype());
   down_.backward(runtime, dswiglu.view(), dout, saved.get(layer_, saved::swiglu).view(), N);
-  Tensor dgate_up = runtime.zeros({2, B, T, F}, memory::MemoryCategory::temporary, "dgate_up");
+  Tensor dgate_up = runtime.zeros({2, B, T, F}, memory::MemoryCategory::temporary, "dgate_up",
+                                 dout.dtype());
   const TensorView dgate = dgate_up.view(0, {B, T, F});
   const TensorView dup = dgate_up.view(N * F, {B, T, F});
   runtime.kernels().swiglu_backward(dgate, dup, dswiglu.view(),

@@ -7,15 +7,16 @@
 
 namespace vramlab::nn {
 
-ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs)
-    : runtime_(runtime) {
+ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
+                               DType value_dtype, DType grad_dtype)
+    : runtime_(runtime), grad_dtype_(grad_dtype) {
   for (const ParameterSpec& spec : specs) {
     views_.push_back(
         ParameterView{spec.name, spec.shape, spec.layer, numel_, spec.numel(), spec.init});
     numel_ += spec.numel();
   }
   values_ =
-      runtime_.allocate({numel_}, DType::f32, memory::MemoryCategory::parameter, "parameters");
+      runtime_.allocate({numel_}, value_dtype, memory::MemoryCategory::parameter, "parameters");
 }
 
 const ParameterView& ParameterStore::find(std::string_view name) const {
@@ -32,7 +33,7 @@ bool ParameterStore::contains(std::string_view name) const {
 
 void ParameterStore::ensure_grads() {
   if (grads_.empty())
-    grads_ = runtime_.zeros({numel_}, memory::MemoryCategory::gradient, "gradients");
+    grads_ = runtime_.zeros({numel_}, memory::MemoryCategory::gradient, "gradients", grad_dtype_);
 }
 
 void ParameterStore::zero_grad(bool set_to_none) {

@@ -1,5 +1,5 @@
 /// \file
-/// \brief ParameterStore: all parameters of a model in one contiguous f32 block (llm.c's layout),
+/// \brief ParameterStore: all parameters of a model in one contiguous block (f32, or 16-bit) (llm.c's layout),
 /// their gradients in a second block, and named views in ModelConfig::parameters() order.
 ///
 /// One block per role keeps the allocator's parameter bytes equal to 4 × parameter_count (up to
@@ -33,8 +33,11 @@ class ParameterStore {
  public:
   /// Allocates the parameter block (uninitialised) and lays out \p specs in order.
   /// \param runtime must outlive the store. \param specs from ModelConfig::parameters().
+  /// \param value_dtype the parameters' type (f32, or the 16-bit working copy of mixed
+  /// precision). \param grad_dtype the gradients' type.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
-  ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs);
+  ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
+                 DType value_dtype = DType::f32, DType grad_dtype = DType::f32);
 
   /// Linear search over the names; modules call it once, at construction. \throws std::logic_error
   /// if absent.
@@ -43,7 +46,7 @@ class ParameterStore {
   [[nodiscard]] bool contains(std::string_view name) const;
   /// In layout order (ModelConfig::parameters()).
   [[nodiscard]] const std::vector<ParameterView>& views() const { return views_; }
-  /// Parameter count (not bytes): the values block holds 4 × numel bytes.
+  /// Parameter count (not bytes): the values block holds numel × the type's size.
   [[nodiscard]] int64_t numel() const { return numel_; }
 
   /// \p view must come from this store. \return the values, with the parameter's shape.
@@ -69,6 +72,7 @@ class ParameterStore {
 
  private:
   Runtime& runtime_;
+  DType grad_dtype_;
   std::vector<ParameterView> views_;
   int64_t numel_ = 0;
   Tensor values_;  // (numel) every parameter, layout order

@@ -98,14 +98,14 @@ Tensor Runtime::allocate(std::vector<int64_t> shape, DType dtype, memory::Memory
 }
 
 Tensor Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory category,
-                      std::string name) {
-  Tensor buffer = allocate(std::move(shape), DType::f32, category, std::move(name));
+                      std::string name, DType dtype) {
+  Tensor buffer = allocate(std::move(shape), dtype, category, std::move(name));
   fill_zero(buffer);
   return buffer;
 }
 
-Tensor Runtime::temporary(std::vector<int64_t> shape, std::string name) {
-  return allocate(std::move(shape), DType::f32, memory::MemoryCategory::temporary, std::move(name));
+Tensor Runtime::temporary(std::vector<int64_t> shape, std::string name, DType dtype) {
+  return allocate(std::move(shape), dtype, memory::MemoryCategory::temporary, std::move(name));
 }
 
 void Runtime::copy_to_device(const TensorView& destination, const void* host) {

@@ -77,12 +77,13 @@ class Runtime {
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   Tensor allocate(std::vector<int64_t> shape, DType dtype, memory::MemoryCategory category,
                   std::string name);
-  /// Allocates an f32 buffer filled with zeros (no fill on meta). \throws
-  /// vramlab::memory::OutOfMemoryError when the device is full.
-  Tensor zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name);
-  /// Allocates an f32 temporary (category temporary), uninitialised.
+  /// Allocates a buffer filled with zeros (no fill on meta), f32 unless \p dtype says otherwise.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
-  Tensor temporary(std::vector<int64_t> shape, std::string name);
+  Tensor zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name,
+               DType dtype = DType::f32);
+  /// Allocates a temporary (category temporary), uninitialised, f32 unless \p dtype says
+  /// otherwise. \throws vramlab::memory::OutOfMemoryError when the device is full.
+  Tensor temporary(std::vector<int64_t> shape, std::string name, DType dtype = DType::f32);
   /// Sets every byte of \p buffer to zero (through the kernels; nothing on meta).
   void fill_zero(const Tensor& buffer) const { kernels_->fill_zero(buffer.view()); }
   /// Copies host memory into (part of) this runtime's memory, counted in transfer_stats().

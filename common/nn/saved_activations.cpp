@@ -65,7 +65,7 @@ Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector
   bytes_ += buffer.bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
   entries.push_back(
-      Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}});
+      Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}, dtype});
   return entries.back().buffer;
 }
 
@@ -96,7 +96,10 @@ int64_t SavedActivations::block_of(const Tensor& tensor) const {
 void SavedActivations::compress(int64_t layer, std::string_view name) {
   if (compression_ == ActivationCompression::none || !contains(layer, name)) return;
   Entry& e = entry(layer, name);
-  if (!e.compressible || e.compressed() || e.buffer.dtype() != DType::f32) return;
+  const DType type = e.buffer.dtype();
+  if (!e.compressible || e.compressed() ||
+      (type != DType::f32 && type != DType::bf16 && type != DType::f16))
+    return;
   const int64_t block = block_of(e.buffer);
   const int64_t scales = (e.buffer.numel() + block - 1) / block;
   // The int8 form is allocated before the fp32 one is freed: both exist for a moment, as with a
@@ -123,7 +126,7 @@ void SavedActivations::decompress(int64_t layer, std::string_view name) {
   if (!contains(layer, name)) return;
   Entry& e = entry(layer, name);
   if (!e.compressed()) return;
-  e.buffer = runtime_.allocate(e.quantized.shape(), DType::f32, memory::MemoryCategory::activation,
+  e.buffer = runtime_.allocate(e.quantized.shape(), e.dtype, memory::MemoryCategory::activation,
                                e.quantized.name());
   bytes_ += e.buffer.bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
@@ -187,7 +190,7 @@ std::vector<SavedActivationInfo> SavedActivations::list() const {
       ordered.push_back(
           {e.order, e.compressed()
                         ? SavedActivationInfo{e.name, true, static_cast<int64_t>(s) - 1,
-                                              e.quantized.shape(), DType::f32, e.bytes()}
+                                              e.quantized.shape(), e.dtype, e.bytes()}
                         : SavedActivationInfo{e.name, false, static_cast<int64_t>(s) - 1,
                                               e.buffer.shape(), e.buffer.dtype(), e.bytes()}});
   std::sort(ordered.begin(), ordered.end(),

@@ -85,8 +85,17 @@ class SavedActivations {
   /// the name is already saved in that layer or the layer is out of range.
   /// \p compressible false keeps the tensor exact under compression (the norms' per-token
   /// statistics: few bytes, and every gradient element of the layer depends on them).
-  Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
-               DType dtype = DType::f32, bool compressible = true);
+  Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape, DType dtype,
+               bool compressible = true);
+  /// save() in the activation type (activation_dtype()), compressible.
+  Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape) {
+    return save(layer, name, std::move(shape), activation_dtype_, true);
+  }
+  /// Sets the type activations are saved in from now on (f32 by default; bf16 or f16 under the
+  /// 16-bit precisions, common/amp/precision_policy.h).
+  void set_activation_dtype(DType dtype) { activation_dtype_ = dtype; }
+  /// \return the type set_activation_dtype gave.
+  [[nodiscard]] DType activation_dtype() const { return activation_dtype_; }
   /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
   /// name is saved, or it is compressed (decompress it first).
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
@@ -132,6 +141,7 @@ class SavedActivations {
   [[nodiscard]] int64_t peak_bytes() const { return peak_bytes_; }
 
  private:
+  DType activation_dtype_ = DType::f32;
   struct Entry {
     std::string name;
     Tensor buffer;  // the fp32 (or other dtype) tensor; empty while compressed
@@ -139,6 +149,7 @@ class SavedActivations {
     bool compressible = true;
     Tensor quantized;  // i8, same shape, while compressed
     Tensor scales;     // f32 (one per tensor or per block), while compressed
+    DType dtype = DType::f32;  // as saved: what decompress restores
     [[nodiscard]] bool compressed() const { return !quantized.empty(); }
     [[nodiscard]] int64_t bytes() const {
       return buffer.bytes() + quantized.bytes() + scales.bytes();

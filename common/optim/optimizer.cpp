@@ -23,8 +23,29 @@ void require_grads(const nn::ParameterStore& params) {
 
 }  // namespace
 
-AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp)
-    : runtime_(runtime), hp_(hp) {
+memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {
+  return runtime_.zeros({numel}, memory::MemoryCategory::optimizer_state, name,
+                        precision_.optimizer_states);
+}
+
+memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
+  if (!precision_.master_weights) return params.values().view();
+  if (master_.empty()) {
+    master_ = runtime_.allocate({params.numel()}, DType::f32,
+                                memory::MemoryCategory::optimizer_state, "master weights");
+    runtime_.kernels().cast(master_.view(), params.values().view());
+  }
+  return master_.view();
+}
+
+memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
+                                           const memory::Tensor& master) {
+  return master.empty() ? memory::TensorView() : params.values().view();
+}
+
+AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
+             const amp::PrecisionPolicy& precision)
+    : Optimizer(runtime, precision), hp_(hp) {
   require(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
           hp.learning_rate);
   require(hp.beta1 >= 0 && hp.beta1 < 1, "beta1", hp.beta1);
@@ -33,25 +54,25 @@ AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp)
   require(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
 }
 
-void AdamW::step(nn::ParameterStore& params) {
+void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
   require_grads(params);
+  const memory::TensorView values = updated_values(params);
   if (m_.empty()) {
-    m_ = runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "adamw.exp_avg");
-    v_ = runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state,
-                        "adamw.exp_avg_sq");
+    m_ = make_state(params.numel(), "adamw.exp_avg");
+    v_ = make_state(params.numel(), "adamw.exp_avg_sq");
   }
   ++steps_;
-  runtime_.kernels().adamw_update(params.values().view(), params.grads().view(), m_.view(),
-                                  v_.view(), memory::TensorView(), hp_, steps_);
+  runtime_.kernels().adamw_update(values, params.grads().view(), m_.view(), v_.view(),
+                                  working_copy(params, master_), hp_, steps_, grad_multiplier);
 }
 
 int64_t AdamW::state_bytes() const {
-  return m_.bytes() + v_.bytes();
+  return m_.bytes() + v_.bytes() + master_.bytes();
 }
 
 Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight_decay,
-         bool nesterov)
-    : runtime_(runtime),
+         bool nesterov, const amp::PrecisionPolicy& precision)
+    : Optimizer(runtime, precision),
       learning_rate_(learning_rate),
       momentum_(momentum),
       weight_decay_(weight_decay),
@@ -61,19 +82,20 @@ Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight
   require(weight_decay >= 0, "weight decay", weight_decay);
 }
 
-void Sgd::step(nn::ParameterStore& params) {
+void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
   require_grads(params);
+  const memory::TensorView values = updated_values(params);
   if (momentum_ > 0 && momentum_buffer_.empty())
-    momentum_buffer_ =
-        runtime_.zeros({params.numel()}, memory::MemoryCategory::optimizer_state, "sgd.momentum");
+    momentum_buffer_ = make_state(params.numel(), "sgd.momentum");
   ++steps_;
-  runtime_.kernels().sgd_update(params.values().view(), params.grads().view(),
+  runtime_.kernels().sgd_update(values, params.grads().view(),
                                 momentum_ > 0 ? momentum_buffer_.view() : memory::TensorView(),
-                                memory::TensorView(), learning_rate_, momentum_, weight_decay_, nesterov_);
+                                working_copy(params, master_), learning_rate_, momentum_,
+                                weight_decay_, nesterov_, grad_multiplier);
 }
 
 int64_t Sgd::state_bytes() const {
-  return momentum_buffer_.bytes();
+  return momentum_buffer_.bytes() + master_.bytes();
 }
 
 }  // namespace vramlab::optim

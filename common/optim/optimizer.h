@@ -1,11 +1,20 @@
 /// \file
-/// \brief Optimizers over a ParameterStore: SGD (with momentum) and AdamW, fp32 states allocated
-/// lazily at the first step (as PyTorch does) with the category optimizer_state.
+/// \brief Optimizers over a ParameterStore: SGD (with momentum) and AdamW, states allocated lazily
+/// at the first step (as PyTorch does) with the category optimizer_state.
+///
+/// Under a precision policy (common/amp/precision_policy.h) the states take its optimizer-state
+/// type, and mixed precision adds the fp32 master copy, also an optimizer state (ZeRO's KΨ = 12
+/// for Adam: master 4 + m 4 + v 4): at the first step the master is made from the 16-bit
+/// parameters (as DeepSpeed's fp16 optimizer does), every step updates the master and rounds it
+/// back into the parameters. A step takes a gradient multiplier, the loss scaler's 1/scale times
+/// the clipping coefficient, applied inside the update kernel (no unscaled copy of the
+/// gradients).
 ///
 /// The store keeps every parameter in one block, so a step is one elementwise kernel call over
 /// all parameters through the Runtime's kernels; on the meta device only the states are allocated.
 #pragma once
 
+#include "common/amp/precision_policy.h"
 #include <cstdint>
 
 #include "common/memory/tensor.h"
@@ -21,10 +30,12 @@ class Optimizer {
   virtual ~Optimizer() = default;
   /// Applies one update from the current gradients.
   /// \param params the model's store (gradients must exist).
+  /// \param grad_multiplier each gradient is multiplied by it first (1/loss scale × clip
+  /// coefficient; 1 for neither).
   /// \throws std::logic_error without gradients; memory::OutOfMemoryError when the first step
   /// cannot allocate the states.
-  virtual void step(nn::ParameterStore& params) = 0;
-  /// \return bytes of optimizer state currently held (numel × 4 per state tensor).
+  virtual void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) = 0;
+  /// \return bytes of optimizer state currently held (moments and the master copy).
   [[nodiscard]] virtual int64_t state_bytes() const = 0;
   /// Counts calls to step(); AdamW's bias correction uses it as its 1-based step.
   [[nodiscard]] int64_t steps() const { return steps_; }
@@ -37,22 +48,38 @@ class Optimizer {
   }
 
  protected:
-  int64_t steps_ = 0;  ///< steps taken so far
+  /// \param runtime holds the states. \param precision their types and whether a master exists.
+  Optimizer(nn::Runtime& runtime, const amp::PrecisionPolicy& precision)
+      : runtime_(runtime), precision_(precision) {}
+  /// Allocates a zeroed state tensor of numel elements in the policy's state type.
+  memory::Tensor make_state(int64_t numel, const char* name);
+  /// At the first step of mixed precision: the fp32 master from the parameters. \return what the
+  /// update kernel updates (the master, else the parameters).
+  memory::TensorView updated_values(nn::ParameterStore& params);
+  /// \return the 16-bit parameters the kernel writes back (mixed precision), else none.
+  static memory::TensorView working_copy(const nn::ParameterStore& params,
+                                         const memory::Tensor& master);
+
+  nn::Runtime& runtime_;                ///< holds the states
+  amp::PrecisionPolicy precision_;      ///< state type, master or not
+  memory::Tensor master_;               ///< (numel) fp32 master copy, mixed precision only
+  int64_t steps_ = 0;                   ///< steps taken so far
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.
 class AdamW final : public Optimizer {
  public:
-  /// \p runtime holds the states and must outlive the optimizer.
+  /// \p runtime holds the states and must outlive the optimizer; \p precision gives their type
+  /// and the master copy (fp32 without one by default).
   /// \throws vramlab::UsageError naming a learning rate ≤ 0 or non-finite, betas outside [0, 1),
   /// epsilon ≤ 0, or weight decay < 0.
-  AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp);
-  void step(nn::ParameterStore& params) override;
-  /// \return 8 × numel once the states exist, else 0.
+  AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
+        const amp::PrecisionPolicy& precision = {});
+  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
+  /// \return m, v and the master once they exist (8 × numel in fp32), else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
-  nn::Runtime& runtime_;
   kernels::cpu::AdamWHyperparameters hp_;
   memory::Tensor m_;  // (numel) first moment
   memory::Tensor v_;  // (numel) second moment
@@ -65,15 +92,14 @@ class Sgd final : public Optimizer {
   /// \param runtime holds the state; must outlive the optimizer. \param learning_rate > 0.
   /// \param momentum in [0, 1). \param weight_decay ≥ 0, an L2 term added to the gradient.
   /// \param nesterov has no effect with momentum 0.
-  /// \throws vramlab::UsageError naming a bad value.
+  /// \param precision as AdamW's. \throws vramlab::UsageError naming a bad value.
   Sgd(nn::Runtime& runtime, float learning_rate, float momentum = 0.0f, float weight_decay = 0.0f,
-      bool nesterov = false);
-  void step(nn::ParameterStore& params) override;
-  /// \return 4 × numel once the momentum buffer exists, else 0.
+      bool nesterov = false, const amp::PrecisionPolicy& precision = {});
+  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
+  /// \return the momentum buffer and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
-  nn::Runtime& runtime_;
   float learning_rate_;
   float momentum_;
   float weight_decay_;

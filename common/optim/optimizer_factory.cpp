@@ -33,19 +33,21 @@ void require_implemented(estimate::Optimizer kind) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
-                                          const OptimizerSettings& settings) {
+                                          const OptimizerSettings& settings,
+                                          const amp::PrecisionPolicy& precision) {
   require_implemented(kind);
   switch (kind) {
     case estimate::Optimizer::sgd:
-      return std::make_unique<Sgd>(runtime, settings.learning_rate, 0.0f, settings.weight_decay);
+      return std::make_unique<Sgd>(runtime, settings.learning_rate, 0.0f, settings.weight_decay,
+                                   false, precision);
     case estimate::Optimizer::sgd_momentum:
       return std::make_unique<Sgd>(runtime, settings.learning_rate, settings.momentum,
-                                   settings.weight_decay);
+                                   settings.weight_decay, false, precision);
     case estimate::Optimizer::adamw: {
       kernels::cpu::AdamWHyperparameters hp;
       hp.learning_rate = settings.learning_rate;
       hp.weight_decay = settings.weight_decay;
-      return std::make_unique<AdamW>(runtime, hp);
+      return std::make_unique<AdamW>(runtime, hp, precision);
     }
     case estimate::Optimizer::adamw_8bit:
     case estimate::Optimizer::lion:

@@ -30,10 +30,12 @@ void require_implemented(estimate::Optimizer kind);
 
 /// Builds the runtime optimizer of \p kind: Sgd with momentum 0 for `sgd`, Sgd with
 /// settings.momentum for `sgd_momentum`, AdamW for `adamw`.
-/// The states live on \p runtime, allocated lazily at the first step.
+/// The states live on \p runtime, allocated lazily at the first step, in \p precision's state
+/// type, with an fp32 master copy under mixed precision.
 /// \throws vramlab::UsageError naming the optimizer for a kind the runtime does not implement,
 /// or naming a bad hyper-parameter.
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
-                                          const OptimizerSettings& settings = {});
+                                          const OptimizerSettings& settings = {},
+                                          const amp::PrecisionPolicy& precision = {});
 
 }  // namespace vramlab::optim

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
 #include <string>
 
 #include "common/checkpoint/activation_peak.h"
@@ -18,6 +21,12 @@ namespace vramlab::train {
 
 namespace {
 
+// The largest micro-batch: it sets the activation peak.
+int64_t max_micro_batch(const TrainOptions& options) {
+  const std::vector<int64_t> sizes = step_micro_batches(options);
+  return *std::max_element(sizes.begin(), sizes.end());
+}
+
 // A sim or cpu device's memory is host RAM, and the allocator's host budget stops a run only at
 // the allocation that crosses it, after however much of the forward pass fits (minutes for a large
 // model). The parameters and every saved activation are live together at the end of the forward
@@ -31,12 +40,14 @@ void require_host_memory_for_step(const memory::Device& device, const TrainOptio
                                   const checkpoint::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
   const estimate::Estimate e = estimate_step(options);
+  const int64_t micro = max_micro_batch(options);
+  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
   const int64_t activation_peak =
       options.compress_activations == nn::ActivationCompression::none
           ? checkpoint::activation_peak_bytes(
-                estimate::runtime_chain_costs(options.model, options.batch, options.seq), schedule)
-          : estimate::runtime_bytes_after_forward(options.model, options.batch, options.seq,
-                                                  schedule, options.compress_activations);
+                estimate::runtime_chain_costs(options.model, micro, options.seq, act), schedule)
+          : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
+                                                  options.compress_activations, act);
   const auto held_after_forward = static_cast<uint64_t>(e.parameters.bytes + activation_peak);
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
@@ -65,21 +76,47 @@ void validate(const TrainOptions& options) {
   optim::require_implemented(options.optimizer);
   if (!(options.dropout.p >= 0.0f && options.dropout.p < 1.0f))
     throw UsageError("--dropout " + std::to_string(options.dropout.p) + " outside [0, 1)");
+  (void)step_micro_batches(options);
+  (void)amp::precision_policy(options.precision, options.fp32_grads);
+  if (!(std::isfinite(options.max_grad_norm) && options.max_grad_norm >= 0.0f))
+    throw UsageError("--clip-grad-norm " + std::to_string(options.max_grad_norm) +
+                     " must be a finite number >= 0 (0 turns clipping off)");
+}
+
+std::vector<int64_t> step_micro_batches(const TrainOptions& options) {
+  if (options.micro_batch_sizes.empty()) {
+    if (options.grad_accum < 1)
+      throw UsageError("--grad-accum must be >= 1, got " + std::to_string(options.grad_accum));
+    return std::vector<int64_t>(static_cast<size_t>(options.grad_accum), options.batch);
+  }
+  for (const int64_t b : options.micro_batch_sizes)
+    if (b < 1) throw UsageError("a micro-batch must hold >= 1 sequence, got " + std::to_string(b));
+  return options.micro_batch_sizes;
+}
+
+amp::LossScaleSpec effective_loss_scale(const TrainOptions& options) {
+  if (options.loss_scale) return *options.loss_scale;
+  return options.precision == amp::Precision::mixed_fp16
+             ? amp::LossScaleSpec{amp::LossScaleKind::dynamic, 65536.0}
+             : amp::LossScaleSpec{amp::LossScaleKind::none, 1.0};
 }
 
 checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
   validate(options);
+  const int64_t micro = max_micro_batch(options);
+  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
   return checkpoint::make_schedule(
-      options.recompute, estimate::runtime_chain_costs(options.model, options.batch, options.seq));
+      options.recompute, estimate::runtime_chain_costs(options.model, micro, options.seq, act));
 }
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
   validate(options);
   estimate::EstimateInputs in;
   in.model = options.model;
-  in.micro_batch = options.batch;
+  in.micro_batch = max_micro_batch(options);
   in.seq = options.seq;
-  in.precision = estimate::Precision::fp32;
+  in.precision = options.precision;
+  in.fp32_gradients = options.fp32_grads;
   in.optimizer = options.optimizer;
   return estimate::estimate_memory(in);
 }
@@ -88,21 +125,28 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     : runtime_(runtime),
       options_(options),
       data_(options.model.vocab, std::min<int64_t>(options.branching, options.model.vocab),
-            options.seed) {
+            options.seed),
+      scaler_(effective_loss_scale(options)) {
   validate(options_);
+  micro_batch_sizes_ = step_micro_batches(options_);
+  const amp::PrecisionPolicy precision =
+      amp::precision_policy(options_.precision, options_.fp32_grads);
   schedule_ = recompute_schedule(options_);
   require_host_memory_for_step(runtime.device(), options_, schedule_);
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;
   optimizer_settings.weight_decay = options_.weight_decay;
-  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings);
+  optimizer_ =
+      optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision);
   {
     // Named so that an allocator trace tells the parameters apart from the step's tensors.
     const memory::ContextLabelScope label("setup");
-    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed);
+    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision);
   }
   model_->set_dropout(options_.dropout);
-  const int64_t B = options_.batch, T = options_.seq;
+  const int64_t B = std::accumulate(micro_batch_sizes_.begin(), micro_batch_sizes_.end(),
+                                    int64_t{0}),
+                T = options_.seq;
   inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
   targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
   host_inputs_.resize(static_cast<size_t>(B * T));
@@ -111,38 +155,78 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
 
 StepResult Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
-  const int64_t B = options_.batch, T = options_.seq;
+  const int64_t B = inputs_.shape()[0], T = options_.seq;  // B: sequences of all micro-batches
   data_.next_batch(host_inputs_.data(), host_targets_.data(), B, T);
   runtime_.copy_to_device(inputs_, host_inputs_.data());
   runtime_.copy_to_device(targets_, host_targets_.data());
-  // Local to the step: unwinding from an out-of-memory error frees whatever was saved.
-  nn::SavedActivations saved(runtime_, options_.model.layers);
-  saved.set_plan(schedule_.layers);
-  saved.set_compression(options_.compress_activations);
+  StepResult result;
+  result.micro_batches = static_cast<int64_t>(micro_batch_sizes_.size());
+  result.loss_scale = scaler_.scale();
   const nn::StepObservers& observers = model_->observers();
-  const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &saved, model_.get()};
-  if (!observers.empty()) observers.before(zero_grad);
-  optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
-  if (!observers.empty()) observers.after(zero_grad);
-  const double loss = model_->forward(saved, inputs_.view(), targets_.view(), B, T);
-  const int64_t bytes_after_forward = saved.bytes();
-  model_->backward(saved, inputs_.view(), targets_.view(), B, T);
+  {
+    // Before the first micro-batch's forward: observers see the store the step starts with.
+    nn::SavedActivations none(runtime_, options_.model.layers);
+    const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &none, model_.get()};
+    if (!observers.empty()) observers.before(zero_grad);
+    optim::Optimizer::zero_grad(model_->parameters(), options_.grads_to_none);
+    if (!observers.empty()) observers.after(zero_grad);
+  }
+  // Each token's loss enters the objective with weight 1/(B·T) whichever micro-batch holds it
+  // (micro_batches.h), times the loss scale: (loss * scale).backward() in PyTorch.
+  const double total_tokens = static_cast<double>(B * T);
+  const double loss_gradient = scaler_.scale() / total_tokens;
+  int64_t first_row = 0;
+  double loss = 0.0;
+  for (const int64_t b : micro_batch_sizes_) {
+    // Local to the micro-batch: unwinding from an out-of-memory error frees whatever was saved.
+    nn::SavedActivations saved(runtime_, options_.model.layers);
+    saved.set_plan(schedule_.layers);
+    saved.set_compression(options_.compress_activations);
+    const memory::TensorView tokens = inputs_.view(first_row * T, {b, T});    // (b, T)
+    const memory::TensorView targets = targets_.view(first_row * T, {b, T});  // (b, T)
+    const double micro_loss = model_->forward(saved, tokens, targets, b, T);
+    result.activation_bytes_after_forward =
+        std::max(result.activation_bytes_after_forward, saved.bytes());
+    loss += micro_loss * static_cast<double>(b * T) / total_tokens;
+    model_->backward(saved, tokens, targets, b, T, loss_gradient);
+    result.activation_peak_bytes = std::max(result.activation_peak_bytes, saved.peak_bytes());
+    first_row += b;
+  }
   {
     const memory::ContextLabelScope label("optimizer");
-    const nn::PhaseEvent optimizer_step{nn::StepPhase::optimizer_step, -1, &saved, model_.get()};
+    nn::SavedActivations none(runtime_, options_.model.layers);
+    const nn::PhaseEvent optimizer_step{nn::StepPhase::optimizer_step, -1, &none, model_.get()};
     if (!observers.empty()) observers.before(optimizer_step);
-    optimizer_->step(model_->parameters());
+    // The scaler's check and the clipping norm in one pass over the gradients (unchanged: the
+    // unscale and the clip are the optimizer's gradient multiplier).
+    float multiplier = 1.0f;
+    result.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    if (scaler_.enabled() || options_.max_grad_norm > 0.0f) {
+      const nn::KernelBackend::GradientCheck check = runtime_.kernels().check_gradients(
+          model_->parameters().grads().view(), scaler_.inverse_scale());
+      result.found_inf = check.found_inf;
+      result.grad_norm = std::sqrt(check.sum_of_squares);
+      multiplier = scaler_.inverse_scale();
+      if (options_.max_grad_norm > 0.0f && !check.found_inf) {
+        // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), at most 1.
+        const double coefficient = options_.max_grad_norm / (result.grad_norm + 1e-6);
+        if (coefficient < 1.0) multiplier = static_cast<float>(multiplier * coefficient);
+      }
+    }
+    scaler_.unscale(result.found_inf);
+    result.skipped = !scaler_.should_step();
+    if (!result.skipped) optimizer_->step(model_->parameters(), multiplier);
+    scaler_.update();
     if (!observers.empty()) observers.after(optimizer_step);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_done_;
-  return StepResult{steps_done_,
-                    loss,
-                    seconds,
-                    seconds > 0 ? static_cast<double>(B * T) / seconds : 0.0,
-                    saved.peak_bytes(),
-                    bytes_after_forward};
+  result.step = steps_done_;
+  result.loss = loss;
+  result.seconds = seconds;
+  result.tokens_per_s = seconds > 0 ? total_tokens / seconds : 0.0;
+  return result;
 }
 
 MemoryReport Trainer::memory_report() const {

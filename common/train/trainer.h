@@ -12,9 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/amp/grad_scaler.h"
+#include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/estimator.h"
@@ -34,7 +37,7 @@ namespace vramlab::train {
 /// What to train and how.
 struct TrainOptions {
   ModelConfig model;            ///< the model (validated by the trainer).
-  int64_t batch = 8;            ///< B, sequences per step (≥ 1).
+  int64_t batch = 8;            ///< B, sequences per micro-batch (≥ 1).
   int64_t seq = 128;            ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
   float learning_rate = 1e-3f;  ///< optimizer step size (> 0).
   /// The optimizer (one the runtime implements: sgd, sgd_momentum with momentum 0.9, adamw).
@@ -52,7 +55,30 @@ struct TrainOptions {
   /// Activation compression (`--compress-activations`): what the blocks keep is held as int8
   /// with an absmax scale per tensor or per block between forward and backward.
   nn::ActivationCompression compress_activations = nn::ActivationCompression::none;
+  /// `--precision`: the storage types of parameters, gradients, activations and optimizer states
+  /// (common/amp/precision_policy.h).
+  amp::Precision precision = amp::Precision::fp32;
+  /// `--fp32-grads`: fp32 gradients under mixed precision (Hugging Face's 18 B/param).
+  bool fp32_grads = false;
+  /// `--grad-accum K`: K micro-batches of B sequences per optimizer step (an effective batch of
+  /// K·B, as Hugging Face's gradient_accumulation_steps and `vramlab estimate --grad-accum`).
+  int64_t grad_accum = 1;
+  /// Micro-batches of different sizes, one entry per micro-batch (each ≥ 1); when not empty it
+  /// replaces batch × grad_accum (micro_batches.h: each token then weighs 1/Σ tokens).
+  std::vector<int64_t> micro_batch_sizes;
+  /// `--loss-scale`: unset means dynamic for mixed-fp16 and none otherwise.
+  std::optional<amp::LossScaleSpec> loss_scale;
+  /// `--clip-grad-norm`: the largest global gradient norm (torch.nn.utils.clip_grad_norm_), after
+  /// the unscale; 0 turns clipping off.
+  float max_grad_norm = 0.0f;
 };
+
+/// The sizes of the micro-batches of one step of \p options: micro_batch_sizes, or grad_accum
+/// copies of batch. \throws vramlab::UsageError naming a size or K < 1.
+std::vector<int64_t> step_micro_batches(const TrainOptions& options);
+
+/// The loss scaling \p options run with: their loss_scale, or the default for their precision.
+amp::LossScaleSpec effective_loss_scale(const TrainOptions& options);
 
 /// One step's measurements.
 struct StepResult {
@@ -65,6 +91,13 @@ struct StepResult {
   int64_t activation_peak_bytes = 0;
   /// What the store held when the forward ended (after the schedule's drops and the compression).
   int64_t activation_bytes_after_forward = 0;
+  int64_t micro_batches = 1;  ///< forward/backward passes in the step
+  double loss_scale = 1.0;    ///< what this step's backward multiplied the loss by
+  bool found_inf = false;     ///< an unscaled gradient was inf or NaN
+  bool skipped = false;       ///< the optimizer step was skipped (found_inf under a scaler)
+  /// The global norm of the unscaled gradients before clipping (NaN when it was not computed:
+  /// no loss scaler and no clipping).
+  double grad_norm = 0.0;
 };
 
 /// Peak and current bytes per memory category, from the allocator (rounded block sizes).
@@ -84,8 +117,8 @@ void validate(const TrainOptions& options);
 /// \throws vramlab::UsageError as validate(), or for a budget no schedule fits.
 checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 
-/// The analytic estimate of one step of \p options: `vramlab estimate` for fp32 (the runtime's
-/// precision), their optimizer, one device, micro-batch B and sequence T.
+/// The analytic estimate of one step of \p options: `vramlab estimate` for their precision and
+/// optimizer, one device, the largest micro-batch and sequence T.
 /// \throws vramlab::UsageError as validate().
 estimate::Estimate estimate_step(const TrainOptions& options);
 
@@ -99,8 +132,9 @@ class Trainer {
   /// implement; memory::OutOfMemoryError when the parameters do not fit.
   Trainer(nn::Runtime& runtime, const TrainOptions& options);
 
-  /// Runs zero-grad, forward, backward and the optimizer step (context label "optimizer") on the
-  /// next batch, telling the observers about each phase.
+  /// Runs zero-grad, then forward and backward of each micro-batch, then the loss scaler's check
+  /// and the optimizer step (context label "optimizer"; skipped on an inf/NaN under a scaler) on
+  /// the next batch, telling the observers about each phase.
   /// \throws memory::OutOfMemoryError (the step's activations and temporaries are freed first).
   StepResult step();
 
@@ -116,9 +150,9 @@ class Trainer {
   [[nodiscard]] nn::DecoderModel& model() { return *model_; }
   /// \return the optimizer (its states exist after the first step).
   [[nodiscard]] optim::Optimizer& optimizer() { return *optimizer_; }
-  /// \return the (B, T) int32 token ids of the current batch, in the runtime's memory.
+  /// \return the (ΣB, T) int32 token ids of the current step, in the runtime's memory.
   [[nodiscard]] const memory::Tensor& inputs() const { return inputs_; }
-  /// \return the (B, T) int32 next tokens of the current batch, in the runtime's memory.
+  /// \return the (ΣB, T) int32 next tokens of the current step, in the runtime's memory.
   [[nodiscard]] const memory::Tensor& targets() const { return targets_; }
   /// Entropies for the report: the loss floor the model can reach.
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
@@ -126,6 +160,8 @@ class Trainer {
   [[nodiscard]] const checkpoint::RecomputeSchedule& schedule() const { return schedule_; }
   /// As given to the constructor (validated).
   [[nodiscard]] const TrainOptions& options() const { return options_; }
+  /// The loss scaler (disabled for `--loss-scale none`).
+  [[nodiscard]] const amp::GradScaler& scaler() const { return scaler_; }
 
  private:
   nn::Runtime& runtime_;
@@ -133,12 +169,14 @@ class Trainer {
   SyntheticTokenStream data_;
   std::unique_ptr<nn::DecoderModel> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  memory::Tensor inputs_;              // (B, T) int32 token ids
-  memory::Tensor targets_;             // (B, T) int32 next tokens
-  std::vector<int32_t> host_inputs_;   // (B, T)
-  std::vector<int32_t> host_targets_;  // (B, T)
+  memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
+  memory::Tensor targets_;             // (ΣB, T) int32 next tokens
+  std::vector<int32_t> host_inputs_;   // (ΣB, T)
+  std::vector<int32_t> host_targets_;  // (ΣB, T)
   int64_t steps_done_ = 0;
   checkpoint::RecomputeSchedule schedule_;
+  std::vector<int64_t> micro_batch_sizes_;  // (K) sequences per micro-batch
+  amp::GradScaler scaler_;
 };
 
 /// Median of per-step times (\p seconds not empty; the mean of the middle two for an even count):

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "common/amp/loss_scale_spec.h"
+#include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/model_state_memory.h"
@@ -59,6 +61,11 @@ struct TrainCommandOptions {
   std::string recompute = "none";
   std::string compress = "none";
   double dropout = 0.0;
+  std::string precision = "fp32";
+  bool fp32_grads = false;
+  int64_t grad_accum = 1;
+  std::string loss_scale;  // empty: the precision's default
+  double clip_grad_norm = 0.0;
   bool json = false;
 };
 
@@ -101,6 +108,11 @@ void run_train(const TrainCommandOptions& o) {
   options.dropout.p = static_cast<float>(o.dropout);
   options.compress_activations = nn::parse_compression(o.compress);
   options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
+  options.precision = amp::parse_precision(o.precision);
+  options.fp32_grads = o.fp32_grads;
+  options.grad_accum = o.grad_accum;
+  if (!o.loss_scale.empty()) options.loss_scale = amp::parse_loss_scale(o.loss_scale);
+  options.max_grad_norm = static_cast<float>(o.clip_grad_norm);
   const checkpoint::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
@@ -129,6 +141,15 @@ void run_train(const TrainCommandOptions& o) {
               ? "fp32"
               : std::string(nn::compression_name(options.compress_activations)).c_str(),
           static_cast<double>(options.dropout.p));
+    std::printf("precision %s%s, %lld micro-batch%s per step, loss scale %s%s\n",
+                std::string(amp::precision_name(options.precision)).c_str(),
+                options.fp32_grads ? " with fp32 gradients" : "",
+                static_cast<long long>(options.grad_accum), options.grad_accum == 1 ? "" : "es",
+                amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
+                options.max_grad_norm > 0 ? (", gradients clipped to norm " +
+                                             std::to_string(options.max_grad_norm))
+                                                .c_str()
+                                          : "");
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
         static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
@@ -143,8 +164,10 @@ void run_train(const TrainCommandOptions& o) {
   std::vector<double> seconds;
   int64_t activation_peak = 0;      // the saved-activation store's, over all steps
   int64_t bytes_after_forward = 0;  // the store's when the last step's forward ended
+  int64_t skipped_steps = 0;
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step();
+    skipped_steps += r.skipped ? 1 : 0;
     seconds.push_back(r.seconds);
     activation_peak = std::max(activation_peak, r.activation_peak_bytes);
     bytes_after_forward = r.activation_bytes_after_forward;
@@ -153,18 +176,25 @@ void run_train(const TrainCommandOptions& o) {
                                {"loss", r.loss},
                                {"step_s", r.seconds},
                                {"tokens_per_s", r.tokens_per_s},
-                               {"activation_peak_bytes", r.activation_peak_bytes}}
+                               {"activation_peak_bytes", r.activation_peak_bytes},
+                               {"loss_scale", r.loss_scale},
+                               {"found_inf", r.found_inf},
+                               {"skipped", r.skipped},
+                               {"grad_norm", std::isfinite(r.grad_norm) ? json(r.grad_norm)
+                                                                        : json(nullptr)}}
                               .dump()
                               .c_str());
       std::fflush(stdout);
     } else {
       char suffix[96];
-      std::snprintf(suffix, sizeof suffix, "loss %.4f  %.0f tok/s", r.loss, r.tokens_per_s);
+      std::snprintf(suffix, sizeof suffix, "loss %.4f  %.0f tok/s%s", r.loss, r.tokens_per_s,
+                    r.skipped ? "  skipped (inf/NaN)" : "");
       if (bar_on_terminal) {
         bar.update(static_cast<uint64_t>(s + 1), suffix);
       } else {
-        std::printf("step %4lld  loss %.4f  %.3f s  %.0f tokens/s\n",
-                    static_cast<long long>(r.step), r.loss, r.seconds, r.tokens_per_s);
+        std::printf("step %4lld  loss %.4f  %.3f s  %.0f tokens/s%s\n",
+                    static_cast<long long>(r.step), r.loss, r.seconds, r.tokens_per_s,
+                    r.skipped ? "  skipped: inf/NaN in the gradients" : "");
       }
     }
   }
@@ -198,7 +228,13 @@ void run_train(const TrainCommandOptions& o) {
         {"compress_activations", nn::compression_name(options.compress_activations)},
         {"activation_peak_bytes", activation_peak},
         {"activation_bytes_after_forward", bytes_after_forward},
-        {"dropout", options.dropout.p}};
+        {"dropout", options.dropout.p},
+        {"precision", amp::precision_name(options.precision)},
+        {"fp32_grads", options.fp32_grads},
+        {"grad_accum", options.grad_accum},
+        {"loss_scale", amp::loss_scale_name(train::effective_loss_scale(options))},
+        {"final_loss_scale", trainer.scaler().scale()},
+        {"skipped_steps", skipped_steps}};
     std::printf("%s\n", summary.dump().c_str());
     return;
   }
@@ -242,7 +278,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "vramlab estimate --list-models)");
   add_model_options(*cmd, opts->model);
   cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))");
-  cmd->add_option("--batch", opts->batch, "Sequences per step B (default 8)");
+  cmd->add_option("--batch", opts->batch, "Sequences per micro-batch B (default 8)");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
   cmd->add_option("--lr", opts->lr, "Learning rate (default 1e-3)");
   cmd->add_option("--optimizer", opts->optimizer,
@@ -270,6 +306,20 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dropout", opts->dropout,
                   "Dropout probability of the attention probabilities and of both residual "
                   "branches, in [0, 1) (default 0)");
+  cmd->add_option("--precision", opts->precision,
+                  "fp32 (default), bf16 (pure: no fp32 copy anywhere), mixed-bf16 or mixed-fp16 "
+                  "(16-bit weights and activations, fp32 master weights and optimizer states)");
+  cmd->add_flag("--fp32-grads", opts->fp32_grads,
+                "Keep fp32 gradients under mixed precision (4 instead of 2 B/param)");
+  cmd->add_option("--grad-accum", opts->grad_accum,
+                  "Split each step's --batch sequences into K micro-batches, one optimizer step "
+                  "(default 1)");
+  cmd->add_option("--loss-scale", opts->loss_scale,
+                  "dynamic (GradScaler: 2^16, x0.5 on inf/NaN, x2 after 2000 clean steps), "
+                  "static:S or none (default: dynamic for mixed-fp16, none otherwise)");
+  cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
+                  "Clip the global gradient norm to this value after the unscale (default 0: "
+                  "off)");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
   cmd->callback([opts, &exit_code] {
     run_train(*opts);
