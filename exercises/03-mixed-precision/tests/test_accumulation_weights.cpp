@@ -6,7 +6,8 @@
 // the mean loss over a whole batch must equal the sum of the micro-batches' mean-loss gradients
 // times your weights, to 1e-12, for micro-batches of unequal size (a short last one, sequences
 // with padding that the loss ignores); the weights themselves as n_i / N for token counts past
-// 2^32; the split's sizes from their definition (even, larger first, summing to B); bad input.
+// 2^32; the split's sizes from their definition (even, larger first, summing to B) and as the
+// runtime's --grad-accum splits its batch (train::micro_batch_sizes); bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "common/platform/errors.h"
+#include "common/train/micro_batches.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "lessons/03-mixed-precision/api/accumulation_weights.h"
@@ -272,6 +274,30 @@ TEST(AccumulationWeights, SplitsEvenlyWithTheLargerMicroBatchesFirst) {
   expected[0] += 1;
   expected[1] += 1;
   EXPECT_EQ(split_micro_batches(max, 5), expected);
+}
+
+TEST(AccumulationWeights, SplitsAsTheRuntimesGradAccumDoes) {
+  // The trainer runs --grad-accum K over micro-batches of these sizes; the first, the largest,
+  // sets the activation peak.
+  std::mt19937_64 rng(0x0335);
+  Comparison size("sequences in a micro-batch (runtime vs yours)", Unit::kNumber);
+  auto check = [&size](int64_t b, int64_t k) {
+    const std::vector<int64_t> expected = train::micro_batch_sizes(b, k);
+    const std::vector<int64_t> got = split_micro_batches(b, k);
+    const std::string where = "B=" + std::to_string(b) + " K=" + std::to_string(k);
+    size.add(where + " count", static_cast<double>(expected.size()),
+             static_cast<double>(got.size()));
+    for (size_t i = 0; i < std::min(expected.size(), got.size()); ++i)
+      size.add(where + " micro-batch " + std::to_string(i), static_cast<double>(expected[i]),
+               static_cast<double>(got[i]));
+  };
+  for (int64_t b = 1; b <= 64; ++b)
+    for (int64_t k = 1; k <= b; ++k) check(b, k);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t b = std::uniform_int_distribution<int64_t>(1, int64_t{1} << 40)(rng);
+    check(b, std::uniform_int_distribution<int64_t>(1, 1000)(rng));
+  }
+  VRAMLAB_EXPECT_PASSES(size);
 }
 
 TEST(AccumulationWeights, RejectsBadInputNamingTheValue) {

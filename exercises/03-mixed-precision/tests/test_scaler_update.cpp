@@ -3,7 +3,8 @@
 // Expectations: scripted runs whose scales follow by hand from PyTorch's defaults (2^16, x2 after
 // 2000 clean steps, x0.5 after an overflow); the test's own transcription of PyTorch's
 // _amp_update_scale_ kernel (written as the kernel is, with ==) on random configurations, states
-// and flag sequences; scales at the top of f32's range; bad configurations.
+// and flag sequences; the runtime's own amp::GradScaler, step by step, on random runs; scales at
+// the top of f32's range; bad configurations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/amp/grad_scaler.h"
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -224,6 +226,54 @@ TEST(ScalerUpdate, RandomRunsMatchPyTorchsKernel) {
     check.add(name, flags, config, scaler_trace(flags, config));
   }
   check.expect_passes();
+}
+
+TEST(ScalerUpdate, MatchesTheRuntimesGradScalerStepByStep) {
+  // The runtime's scaler (common/amp/grad_scaler.h) keeps its scale in a double. With factors
+  // that are powers of two and scales inside f32's normal range every product is exact in f32 and
+  // in double, so the two must agree exactly; a run stops being compared once the scale falls
+  // below 2^-120, where f32 (PyTorch's type) starts to lose bits and double does not.
+  std::mt19937_64 rng(0x0323);
+  Comparison scale("loss scale of a step (amp::GradScaler vs yours)", Unit::kNumber);
+  Comparison skipped("step skipped (1) or applied (0), amp::GradScaler vs yours", Unit::kNumber);
+  Comparison tracker("growth_tracker after the run (amp::GradScaler vs yours)", Unit::kNumber);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int run = 0; run < 300; ++run) {
+    ScalerConfig config;
+    if (run % 3 != 0) {
+      config.init_scale = std::ldexp(1.0f, static_cast<int>(rng() % 80) - 20);
+      config.growth_factor = run % 2 == 0 ? 2.0f : 4.0f;
+      config.backoff_factor = run % 5 == 0 ? 0.25f : 0.5f;
+      config.growth_interval = 1 + static_cast<int64_t>(rng() % 40);
+    }
+    const double p = run % 4 == 0 ? 0.3 : std::pow(10.0, -1.0 - 2.5 * unit(rng));
+    std::vector<bool> flags(1 + static_cast<size_t>(rng() % 6000));
+    for (size_t i = 0; i < flags.size(); ++i) flags[i] = unit(rng) < p;
+    const ScalerTrace got = scaler_trace(flags, config);
+    ASSERT_EQ(got.scale.size(), flags.size());
+    ASSERT_EQ(got.skipped.size(), flags.size());
+    amp::GradScaler runtime(amp::GradScalerOptions{config.init_scale, config.growth_factor,
+                                                   config.backoff_factor, config.growth_interval});
+    const std::string name = "run " + std::to_string(run) + " (interval " +
+                             std::to_string(config.growth_interval) + ") step ";
+    bool compared_to_the_end = true;
+    for (size_t i = 0; i < flags.size(); ++i) {
+      if (runtime.scale() < std::ldexp(1.0, -120)) {
+        compared_to_the_end = false;
+        break;
+      }
+      scale.add(name + std::to_string(i), runtime.scale(), got.scale[i]);
+      runtime.unscale(flags[i]);
+      skipped.add(name + std::to_string(i), runtime.should_step() ? 0 : 1, got.skipped[i] ? 1 : 0);
+      runtime.update();
+    }
+    if (compared_to_the_end)
+      tracker.add(name + "end", static_cast<double>(runtime.growth_tracker()),
+                  static_cast<double>(got.final_state.growth_tracker));
+  }
+  VRAMLAB_EXPECT_PASSES(scale);
+  VRAMLAB_EXPECT_PASSES(skipped);
+  VRAMLAB_EXPECT_PASSES(tracker);
 }
 
 TEST(ScalerUpdate, OneUpdateFromRandomStatesMatchesPyTorchsKernel) {
