@@ -11,7 +11,7 @@ namespace vramlab::lesson03 {
 
 std::vector<double> accumulation_loss_weights(const std::vector<int64_t>& tokens) {
   if (tokens.empty()) throw UsageError("no micro-batches: the token counts are empty");
-  int32_t total = 0;
+  int32_t total = 0;  // the mistake: 32 bits
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int64_t n = tokens[i];
     if (n < 0)

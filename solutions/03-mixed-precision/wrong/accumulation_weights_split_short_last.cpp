@@ -42,6 +42,7 @@ std::vector<int64_t> split_micro_batches(int64_t sequences, int64_t micro_batche
   if (micro_batches > sequences)
     throw UsageError(std::to_string(micro_batches) + " micro-batches for " +
                      std::to_string(sequences) + " sequences would leave one empty");
+  // The mistake: full micro-batches of ceil(B/K) and whatever is left for the last.
   const int64_t full = sequences / micro_batches + (sequences % micro_batches != 0 ? 1 : 0);
   std::vector<int64_t> sizes(static_cast<size_t>(micro_batches), full);
   int64_t rest = sequences;

@@ -24,8 +24,7 @@ std::vector<double> accumulation_loss_weights(const std::vector<int64_t>& tokens
     total += n;
   }
   if (total == 0) throw UsageError("the micro-batches hold 0 tokens in total: no mean loss");
-  // Micro-batch i's mean loss is (1/n_i) Σ its token losses; the batch's is (1/N) Σ all of them.
-  // So each micro-batch's mean must be multiplied by n_i / N.
+  // The mistake: the means added, weight 1.
   std::vector<double> weights;
   weights.reserve(tokens.size());
   for (const int64_t n : tokens) weights.push_back(n > 0 ? 1.0 : 0.0);

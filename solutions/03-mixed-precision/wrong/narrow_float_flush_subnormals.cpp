@@ -54,8 +54,7 @@ uint16_t to_f16_bits(float x) {
     const uint32_t unrounded = (f16_exponent << 23) | (abs_bits & 0x7FFFFFu);
     return static_cast<uint16_t>(sign | round_shift_right(unrounded, 13));
   }
-  // f16 subnormal: the value in units of 2^-24 is significand · 2^(exponent + 1), so the
-  // significand (with its implicit 1) shifts right by 13 plus the distance below 2^-14.
+  // The mistake: every f16 subnormal result flushed to zero.
   (void)significand;
   return sign;
 }

@@ -32,8 +32,7 @@ uint16_t to_bf16_bits(float x) {
   const uint32_t bits = std::bit_cast<uint32_t>(x);
   // Before rounding: a NaN with a small payload would carry into the exponent and read as inf.
   if ((bits & kAbsMask) > kF32Infinity) return kCanonicalNaN;
-  // bf16 is the top half of an f32 (same exponent), so rounding the low 16 bits is all there is;
-  // subnormals stay subnormals, and the largest values carry onto infinity (0x7F80).
+  // The mistake: a finite value that rounds onto infinity is clamped to 0x7F7F.
   const uint32_t rounded = round_shift_right(bits, 16);
   if ((bits & kAbsMask) < kF32Infinity && (rounded & 0x7FFFu) >= 0x7F80u)
     return static_cast<uint16_t>((rounded & 0x8000u) | 0x7F7Fu);
@@ -45,8 +44,7 @@ uint16_t to_f16_bits(float x) {
   const uint32_t abs_bits = bits & kAbsMask;
   const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   if (abs_bits > kF32Infinity) return kCanonicalNaN;
-  // 2^16 and above (infinity too) round to infinity whatever the mantissa; below it, 65520 and
-  // up carry onto 0x7C00 through the rounding itself.
+  // The mistake: overflow clamped to 65504 (0x7BFF) instead of infinity.
   if (abs_bits >= 0x47800000u)
     return static_cast<uint16_t>(sign | (abs_bits == kF32Infinity ? 0x7C00u : 0x7BFFu));
   const auto exponent_field = static_cast<int>(abs_bits >> 23);

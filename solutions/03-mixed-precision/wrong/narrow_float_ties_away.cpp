@@ -20,7 +20,7 @@ uint32_t round_shift_right(uint32_t kept_and_dropped, int shift) {
   const uint32_t kept = kept_and_dropped >> shift;
   const uint32_t dropped = kept_and_dropped & ((1u << shift) - 1u);
   const uint32_t half = 1u << (shift - 1);
-  const bool up = dropped >= half;
+  const bool up = dropped >= half;  // the mistake: a tie always rounds up (away from zero)
   return kept + (up ? 1u : 0u);
 }
 

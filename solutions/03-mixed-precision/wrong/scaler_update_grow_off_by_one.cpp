@@ -44,6 +44,7 @@ ScalerState scaler_update(ScalerState state, bool found_inf, const ScalerConfig&
     return ScalerState{state.scale * config.backoff_factor, 0};
   }
   const int64_t clean_steps = state.growth_tracker + 1;
+  // The mistake: growth_interval - 1 clean steps already grow the scale.
   if (clean_steps < config.growth_interval - 1) return ScalerState{state.scale, clean_steps};
   // The product in f32, as PyTorch's kernel computes it: a scale near 3.4e38 would become inf,
   // and an infinite scale would turn every later gradient into inf or NaN; it stays instead.

@@ -46,8 +46,8 @@ ScalerState scaler_update(ScalerState state, bool found_inf, const ScalerConfig&
   }
   const int64_t clean_steps = state.growth_tracker + 1;
   if (clean_steps < config.growth_interval) return ScalerState{state.scale, clean_steps};
-  // The product in f32, as PyTorch's kernel computes it: a scale near 3.4e38 would become inf,
-  // and an infinite scale would turn every later gradient into inf or NaN; it stays instead.
+  // The mistake: the product and its inf check in double, where 2^127 · 2 is finite; the cast
+  // back to float stores inf.
   const double grown = static_cast<double>(state.scale) * config.growth_factor;
   return ScalerState{std::isfinite(grown) ? static_cast<float>(grown) : state.scale, 0};
 }

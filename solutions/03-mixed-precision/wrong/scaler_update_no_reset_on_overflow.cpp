@@ -41,7 +41,7 @@ ScalerState scaler_update(ScalerState state, bool found_inf, const ScalerConfig&
                      std::to_string(config.growth_interval) + "), got " +
                      std::to_string(state.growth_tracker));
   if (found_inf) {
-    // The overflowing step is skipped, and the clean-step count starts over.
+    // The mistake: the step is skipped, but the clean-step count carries on.
     return ScalerState{state.scale * config.backoff_factor, state.growth_tracker};
   }
   const int64_t clean_steps = state.growth_tracker + 1;

@@ -59,7 +59,7 @@ ScalerTrace scaler_trace(const std::vector<bool>& found_inf, const ScalerConfig&
     trace.skipped.push_back(inf);
     if (!inf) ++trace.optimizer_steps;
     state = scaler_update(state, inf, config);
-    trace.scale.push_back(state.scale);
+    trace.scale.push_back(state.scale);  // the mistake: the scale of the NEXT step
   }
   trace.final_state = state;
   return trace;

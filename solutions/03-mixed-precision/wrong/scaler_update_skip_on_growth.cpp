@@ -60,6 +60,7 @@ ScalerTrace scaler_trace(const std::vector<bool>& found_inf, const ScalerConfig&
     trace.scale.push_back(state.scale);  // the loss of this step was multiplied by it
     const float before = state.scale;
     state = scaler_update(state, inf, config);
+    // The mistake: a changed scale is taken for a skipped step.
     const bool skipped = inf || state.scale != before;
     trace.skipped.push_back(skipped);
     if (!skipped) ++trace.optimizer_steps;

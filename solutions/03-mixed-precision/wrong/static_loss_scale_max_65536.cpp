@@ -22,9 +22,8 @@ void require_gradient(float max_abs_grad) {
   }
 }
 
-// The exponent k of the largest safe scale 2^k. With g = m · 2^e (m in [0.5, 1), std::frexp),
-// 2^k · g < 65520 = (4095/4096) · 2^16 holds for k + e = 16 exactly when m < 4095/4096; for
-// m in [4095/4096, 1) only k + e = 15 is safe. Exact: no logarithm, no rounding.
+// The exponent k of the largest safe scale 2^k. The mistake: 2^k · g < 65536 taken as the
+// bound, though everything from 65520 up rounds to infinity.
 int largest_safe_exponent(float max_abs_grad) {
   require_gradient(max_abs_grad);
   int e = 0;

@@ -36,7 +36,7 @@ int largest_safe_exponent(float max_abs_grad) {
 
 double largest_safe_loss_scale(float max_abs_grad) {
   require_gradient(max_abs_grad);
-  return 65504.0 / static_cast<double>(max_abs_grad);
+  return 65504.0 / static_cast<double>(max_abs_grad);  // the mistake: not a power of two
 }
 
 int64_t gradscaler_backoffs(float max_abs_grad) {

@@ -39,7 +39,7 @@ double largest_safe_loss_scale(float max_abs_grad) {
 }
 
 int64_t gradscaler_backoffs(float max_abs_grad) {
-  // Each overflowing step halves the scale; 2^16 overflows exactly when 16 > k.
+  // The mistake: the loop halves before it tests.
   const double safe = std::ldexp(1.0, largest_safe_exponent(max_abs_grad));
   double scale = 65536.0;
   int64_t backoffs = 0;
