@@ -65,8 +65,10 @@ void GradScaler::update() {
   if (!unscaled_) throw std::logic_error("No inf checks were recorded prior to update.");
   unscaled_ = false;
   if (kind_ != LossScaleKind::dynamic) return;
+  // PyTorch keeps the scale in an fp32 tensor: every update rounds to fp32 (a long run of
+  // overflows ends at 0, as there).
   if (found_inf_) {
-    scale_ *= options_.backoff_factor;
+    scale_ = static_cast<float>(scale_ * options_.backoff_factor);
     growth_tracker_ = 0;
     return;
   }

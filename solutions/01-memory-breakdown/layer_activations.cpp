@@ -43,15 +43,17 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
 
   const int64_t tokens = checked_multiply(shape.batch, shape.seq);  // B·T
   // (B,T,C) tensors: ln1, atty, residual2, ln2, residual3 (5C), plus qkv (3C).
-  const int64_t per_token = 8 * shape.hidden + 2 * shape.ffn_hidden  // + fch, fch_gelu (B,T,F)
-                            + 4;  // ln1_mean, ln1_rstd, ln2_mean, ln2_rstd (B,T)
+  const int64_t per_token = 8 * shape.hidden + 2 * shape.ffn_hidden;  // + fch, fch_gelu (B,T,F)
   const int64_t token_elements = checked_multiply(tokens, per_token);
+  // ln1_mean, ln1_rstd, ln2_mean, ln2_rstd (B,T): fp32 whatever dtype is.
+  const int64_t statistics_bytes = checked_multiply(checked_multiply(tokens, 4), 4);
   // att (B,H,T,T): the probabilities after the softmax. The scores before it are not kept:
   // softmax's backward needs only its output.
   const int64_t attention_elements = checked_multiply(checked_multiply(shape.batch, shape.heads),
                                                       checked_multiply(shape.seq, shape.seq));
   const int64_t elements = checked_sum(token_elements, attention_elements);
-  return checked_multiply(elements, static_cast<int64_t>(dtype_size_bytes(dtype)));
+  return checked_sum(checked_multiply(elements, static_cast<int64_t>(dtype_size_bytes(dtype))),
+                     statistics_bytes);
 }
 //! [reference]
 

@@ -5,7 +5,8 @@
 /// The one API shared by the stub (exercises/01-memory-breakdown/layer_activations.cpp) and the
 /// reference (solutions/01-memory-breakdown/layer_activations.cpp). "Saved for backward" means
 /// what the runtime's GPT-2 block (llm.c's tensors, common/nn/block.h) keeps from its forward pass
-/// until its backward pass, every tensor in \p dtype: what each backward needs and nothing more,
+/// until its backward pass, every tensor in \p dtype except the LayerNorms' per-token statistics,
+/// which stay f32 in every precision (lesson 03): what each backward needs and nothing more,
 /// which is also what PyTorch's eager autograd keeps for the same block. Finding those tensors and
 /// their shapes (read the block, the attention and the MLP) is the exercise; `vramlab hint 01.2`
 /// guides you.
@@ -29,7 +30,8 @@ struct LayerShape {
 /// Exercise 01.2: the bytes one layer saves for backward, exact, for shapes up to long-context
 /// models (T = 8192 and beyond).
 /// \param shape B, T, C, H, F (all > 0, H dividing C).
-/// \param dtype the element type of every saved tensor (the runtime uses f32).
+/// \param dtype the element type of the saved tensors (f32, or bf16/f16 under the 16-bit
+/// precisions); the norm statistics are f32 whatever it is.
 /// \return the bytes.
 /// \throws vramlab::UsageError naming the value for a size ≤ 0, H not dividing C, or a byte count
 ///         that overflows int64.

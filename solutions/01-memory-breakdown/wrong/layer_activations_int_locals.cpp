@@ -21,10 +21,12 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
   // The mistake: int * int stays int; widening happens only after the product wrapped. (The
   // casts to unsigned make the wrap defined here; a signed int product wraps the same way in
   // practice, as undefined behaviour.)
-  const int64_t token_elements = int64_t{B} * T * (8 * C + 2 * F + 4);
+  const int64_t token_elements = int64_t{B} * T * (8 * C + 2 * F);
+  const int64_t statistics_bytes = int64_t{B} * T * 16;  // four fp32 (B,T) statistics
   const auto attention_elements =
       static_cast<int64_t>(static_cast<unsigned>(B * H) * static_cast<unsigned>(T * T));
-  return (token_elements + attention_elements) * static_cast<int64_t>(dtype_size_bytes(dtype));
+  return (token_elements + attention_elements) * static_cast<int64_t>(dtype_size_bytes(dtype)) +
+         statistics_bytes;
 }
 
 }  // namespace vramlab::lesson01

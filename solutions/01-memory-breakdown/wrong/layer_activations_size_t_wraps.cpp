@@ -18,7 +18,8 @@ int64_t layer_activation_bytes(const LayerShape& shape, DType dtype) {
   const auto B = static_cast<size_t>(shape.batch), T = static_cast<size_t>(shape.seq),
              C = static_cast<size_t>(shape.hidden), H = static_cast<size_t>(shape.heads),
              F = static_cast<size_t>(shape.ffn_hidden);
-  const size_t bytes = (B * T * (8 * C + 2 * F + 4) + B * H * T * T) * dtype_size_bytes(dtype);
+  const size_t bytes =
+      (B * T * (8 * C + 2 * F) + B * H * T * T) * dtype_size_bytes(dtype) + B * T * 16;
   // The mistake: by now the product may have wrapped to a small number that passes this check.
   if (bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
     throw UsageError("layer activation bytes overflow int64");

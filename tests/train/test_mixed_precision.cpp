@@ -1,0 +1,167 @@
+// Precisions and gradient accumulation through the trainer: K micro-batches give the gradient of
+// one batch K times larger (and of unequal micro-batches, weighted by tokens), with the memory of
+// one micro-batch; and on meta every precision's measured bytes per category equal
+// `vramlab estimate`'s.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/amp/precision_policy.h"
+#include "common/memory/device.h"
+#include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
+#include "common/nn/runtime.h"
+#include "common/platform/errors.h"
+#include "common/train/gradient_snapshot.h"
+#include "common/train/micro_batches.h"
+#include "common/train/trainer.h"
+
+namespace vramlab::train {
+namespace {
+
+using memory::MemoryCategory;
+
+struct OneStep {
+  std::vector<float> grads;            // (numel) before the optimizer step
+  double loss = 0;
+  int64_t activation_peak_bytes = 0;
+};
+
+OneStep first_step(const TrainOptions& options) {
+  nn::Runtime runtime(memory::parse_device("cpu"));
+  Trainer trainer(runtime, options);
+  GradientSnapshot snapshot;
+  trainer.add_observer(snapshot);
+  const StepResult r = trainer.step();
+  return {snapshot.values(), r.loss, r.activation_peak_bytes};
+}
+
+// max |a - b| / max |b|: the difference relative to the gradient's scale (a relative error per
+// element is meaningless for the many gradients that are nearly zero).
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b,
+                               size_t* where) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (d > diff) {
+      diff = d;
+      *where = i;
+    }
+  }
+  return diff / scale;
+}
+
+TrainOptions gpt2_options(int64_t batch) {
+  TrainOptions o;
+  o.model = gpt2_config("accumulate", 2, 48, 4, 64, 24);
+  o.batch = batch;
+  o.seq = 24;
+  o.seed = 7;
+  return o;
+}
+
+// Not bitwise: the micro-batches' parameter gradients are summed into the gradient buffer one
+// micro-batch after another, while one batch sums all rows inside each GEMM; fp32 addition is not
+// associative, so the two orders differ by a few ulps of the largest partial sums.
+TEST(GradientAccumulation, KMicroBatchesGiveTheGradientOfOneBatchKTimesLarger) {
+  const OneStep full = first_step(gpt2_options(8));
+  for (const int64_t k : {2, 4, 8}) {
+    TrainOptions o = gpt2_options(8 / k);
+    o.grad_accum = k;
+    const OneStep accumulated = first_step(o);
+    ASSERT_EQ(accumulated.grads.size(), full.grads.size());
+    size_t where = 0;
+    const double diff = max_relative_difference(accumulated.grads, full.grads, &where);
+    EXPECT_LT(diff, 1e-6) << "K=" << k << ": max |diff| / max |g| = " << diff << " at element "
+                          << where << " (" << 100 * diff / 1e-6 << "% of tolerance)";
+    EXPECT_NEAR(accumulated.loss, full.loss, 1e-6 * full.loss) << "K=" << k;
+    EXPECT_LT(accumulated.activation_peak_bytes, full.activation_peak_bytes) << "K=" << k;
+  }
+}
+
+TEST(GradientAccumulation, UnequalMicroBatchesAreWeightedByTheirTokens) {
+  const OneStep full = first_step(gpt2_options(10));
+  TrainOptions o = gpt2_options(1);
+  o.micro_batch_sizes = micro_batch_sizes(10, 4);
+  ASSERT_EQ(o.micro_batch_sizes, (std::vector<int64_t>{3, 3, 2, 2}));
+  const OneStep accumulated = first_step(o);
+  size_t where = 0;
+  const double diff = max_relative_difference(accumulated.grads, full.grads, &where);
+  EXPECT_LT(diff, 1e-6) << "max |diff| / max |g| = " << diff << " at element " << where << " ("
+                        << 100 * diff / 1e-6 << "% of tolerance)";
+  // Weighting each micro-batch's mean by 1/K instead would be off by far more than rounding:
+  // the 3-sequence micro-batches would weigh 3/10 · 4/3 = 1.33 times too little or too much.
+  EXPECT_NEAR(accumulated.loss, full.loss, 1e-6 * full.loss);
+}
+
+TEST(GradientAccumulation, ThePeakIsThatOfTheLargestMicroBatch) {
+  TrainOptions one = gpt2_options(3);
+  TrainOptions split = gpt2_options(1);
+  split.micro_batch_sizes = {1, 3, 2};
+  EXPECT_EQ(first_step(split).activation_peak_bytes, first_step(one).activation_peak_bytes);
+}
+
+TEST(MicroBatches, SplitEvenlyLargestFirstAndRefuseEmptyOnes) {
+  EXPECT_EQ(micro_batch_sizes(8, 1), (std::vector<int64_t>{8}));
+  EXPECT_EQ(micro_batch_sizes(8, 8), (std::vector<int64_t>(8, 1)));
+  EXPECT_EQ(micro_batch_sizes(7, 3), (std::vector<int64_t>{3, 2, 2}));
+  const std::vector<int64_t> big = micro_batch_sizes(int64_t{1} << 40, 3);
+  EXPECT_EQ(big[0] + big[1] + big[2], int64_t{1} << 40);
+  EXPECT_THROW((void)micro_batch_sizes(4, 5), UsageError);
+  EXPECT_THROW((void)micro_batch_sizes(4, 0), UsageError);
+  TrainOptions o = gpt2_options(2);
+  o.grad_accum = 0;
+  EXPECT_THROW(validate(o), UsageError);
+  o.grad_accum = 1;
+  o.micro_batch_sizes = {2, 0};
+  EXPECT_THROW(validate(o), UsageError);
+}
+
+// Every precision on meta, with expandable segments so that the allocator's category peaks are
+// the tensors' own (512-B rounded) bytes: parameters, gradients and optimizer states equal the
+// estimator's model states, and the store's activation peak its runtime layout.
+TEST(PrecisionBytes, MeasuredBytesPerCategoryEqualTheEstimatorsInEveryMode) {
+  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  for (const ModelConfig& model : {gpt2_config("g", 3, 64, 4, 512, 64),
+                                   llama_config("l", 2, 64, 4, 2, 160, 512, 64)}) {
+    for (const amp::Precision p : amp::kAllPrecisions) {
+      for (const bool fp32_grads : {false, true}) {
+        if (fp32_grads && !amp::is_mixed(p)) continue;
+        TrainOptions o;
+        o.model = model;
+        o.batch = 4;
+        o.seq = 64;
+        o.precision = p;
+        o.fp32_grads = fp32_grads;
+        nn::Runtime runtime(memory::parse_device("meta"));
+        Trainer trainer(runtime, o);
+        const StepResult r = trainer.step();
+        (void)trainer.step();
+        const MemoryReport m = trainer.memory_report();
+        const estimate::Estimate e = estimate_step(o);
+        const std::string what = model.name + " " + std::string(amp::precision_name(p)) +
+                                 (fp32_grads ? " fp32-grads" : "");
+        const auto at = [&m](MemoryCategory c) { return m.peak_bytes[static_cast<size_t>(c)]; };
+        const auto rounded = [](int64_t bytes) { return (bytes + 511) / 512 * 512; };
+        EXPECT_EQ(at(MemoryCategory::parameter), rounded(e.parameters.bytes)) << what;
+        EXPECT_EQ(at(MemoryCategory::gradient), rounded(e.gradients.bytes)) << what;
+        // The master and the two moments are three blocks of a third each (Adam, mixed) or the
+        // moments two of a half each.
+        const int64_t moments = e.optimizer_states.bytes - e.master_weight_bytes;
+        EXPECT_EQ(at(MemoryCategory::optimizer_state),
+                  rounded(e.master_weight_bytes) + 2 * rounded(moments / 2))
+            << what;
+        EXPECT_EQ(r.activation_peak_bytes, e.runtime_schedule_peak_bytes) << what;
+      }
+    }
+  }
+  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+}
+
+}  // namespace
+}  // namespace vramlab::train
