@@ -229,24 +229,24 @@ TEST(ScalerUpdate, RandomRunsMatchPyTorchsKernel) {
 }
 
 TEST(ScalerUpdate, MatchesTheRuntimesGradScalerStepByStep) {
-  // The runtime's scaler (common/amp/grad_scaler.h) keeps its scale in a double. With factors
-  // that are powers of two and scales inside f32's normal range every product is exact in f32 and
-  // in double, so the two must agree exactly; a run stops being compared once the scale falls
-  // below 2^-120, where f32 (PyTorch's type) starts to lose bits and double does not.
+  // The runtime's scaler (common/amp/grad_scaler.h) computes in double and rounds every new
+  // scale to f32, as PyTorch's fp32 scale tensor holds it. With factors and scales that are f32
+  // values a double product of two of them is exact, so its rounding is the f32 product: the two
+  // must agree exactly, through underflow to 0 and the cap below f32's infinity.
   std::mt19937_64 rng(0x0323);
   Comparison scale("loss scale of a step (amp::GradScaler vs yours)", Unit::kNumber);
   Comparison skipped("step skipped (1) or applied (0), amp::GradScaler vs yours", Unit::kNumber);
   Comparison tracker("growth_tracker after the run (amp::GradScaler vs yours)", Unit::kNumber);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   for (int run = 0; run < 300; ++run) {
     ScalerConfig config;
     if (run % 3 != 0) {
-      config.init_scale = std::ldexp(1.0f, static_cast<int>(rng() % 80) - 20);
-      config.growth_factor = run % 2 == 0 ? 2.0f : 4.0f;
-      config.backoff_factor = run % 5 == 0 ? 0.25f : 0.5f;
+      config.init_scale = std::ldexp(1.0f + unit(rng), static_cast<int>(rng() % 240) - 120);
+      config.growth_factor = run % 2 == 0 ? 2.0f : 1.0f + 3.0f * unit(rng) + 1e-3f;
+      config.backoff_factor = run % 5 == 0 ? 0.5f : 0.05f + 0.9f * unit(rng);
       config.growth_interval = 1 + static_cast<int64_t>(rng() % 40);
     }
-    const double p = run % 4 == 0 ? 0.3 : std::pow(10.0, -1.0 - 2.5 * unit(rng));
+    const float p = run % 4 == 0 ? 0.3f : std::pow(10.0f, -1.0f - 2.5f * unit(rng));
     std::vector<bool> flags(1 + static_cast<size_t>(rng() % 6000));
     for (size_t i = 0; i < flags.size(); ++i) flags[i] = unit(rng) < p;
     const ScalerTrace got = scaler_trace(flags, config);
@@ -256,19 +256,27 @@ TEST(ScalerUpdate, MatchesTheRuntimesGradScalerStepByStep) {
                                                    config.backoff_factor, config.growth_interval});
     const std::string name = "run " + std::to_string(run) + " (interval " +
                              std::to_string(config.growth_interval) + ") step ";
-    bool compared_to_the_end = true;
-    for (size_t i = 0; i < flags.size(); ++i) {
-      if (runtime.scale() < std::ldexp(1.0, -120)) {
-        compared_to_the_end = false;
+    size_t i = 0;  // the first step whose scale differs, or the last one
+    while (i + 1 < flags.size() && got.scale[i] == static_cast<float>(runtime.scale())) {
+      runtime.unscale(flags[i]);
+      runtime.update();
+      ++i;
+    }
+    scale.add(name + std::to_string(i), runtime.scale(), got.scale[i]);
+    amp::GradScaler again(amp::GradScalerOptions{config.init_scale, config.growth_factor,
+                                                 config.backoff_factor, config.growth_interval});
+    size_t j = 0;  // the first step whose skip differs, or the last one
+    for (;; ++j) {
+      again.unscale(flags[j]);
+      const bool runtime_skips = !again.should_step();
+      again.update();
+      if (runtime_skips != got.skipped[j] || j + 1 == flags.size()) {
+        skipped.add(name + std::to_string(j), runtime_skips ? 1 : 0, got.skipped[j] ? 1 : 0);
         break;
       }
-      scale.add(name + std::to_string(i), runtime.scale(), got.scale[i]);
-      runtime.unscale(flags[i]);
-      skipped.add(name + std::to_string(i), runtime.should_step() ? 0 : 1, got.skipped[i] ? 1 : 0);
-      runtime.update();
     }
-    if (compared_to_the_end)
-      tracker.add(name + "end", static_cast<double>(runtime.growth_tracker()),
+    if (j + 1 == flags.size())
+      tracker.add(name + "end", static_cast<double>(again.growth_tracker()),
                   static_cast<double>(got.final_state.growth_tracker));
   }
   VRAMLAB_EXPECT_PASSES(scale);
