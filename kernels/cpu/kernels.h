@@ -3,7 +3,8 @@
 ///
 /// Namespace vramlab::kernels::cpu. Each op family has its own header (matmul.h, activation.h,
 /// normalization.h, softmax.h, cross_entropy.h, embedding.h, rope.h, attention.h, elementwise.h,
-/// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h); this header includes
+/// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h, cast.h,
+/// gradient_check.h, storage.h); this header includes
 /// them all.
 ///
 /// Conventions, as in llm.c:
@@ -16,6 +17,11 @@
 ///   they produce (inputs and parameters alike), so a tensor used twice (tied embeddings, a
 ///   residual stream) sums its gradients for free; zero gradient buffers once per step. The
 ///   exceptions are scratch outputs named as such (attention's dpreatt, which is written).
+/// - Storage types (lesson 03): the kernels the training runtime calls are also templates on their
+///   storage, `op<A>` or `op<A, G>` (activations A ∈ {float, bf16_t, f16_t}, parameter gradients
+///   G ∈ {float, A}), explicitly instantiated: load widened to f32, compute as the f32 kernel,
+///   store rounded once (storage.h). The float instantiation is the f32 kernel itself; the
+///   non-template f32 functions call it.
 /// - Determinism: no atomics, no thread-count-dependent partitioning in float reductions. Every
 ///   fast kernel in this folder gives the same bits for any number of OpenMP threads;
 ///   the OpenBLAS products give the same bits run to run at a fixed thread count.
@@ -26,10 +32,12 @@
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gradient_check.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"
