@@ -9,6 +9,8 @@
 ///   with native bf16 arithmetic (AVX512-BF16 or AMX), bf16 only;
 /// - widen: the operands widened to f32 scratch (exact), the f32 GEMMs of parallel_linear.h, the
 ///   results rounded; every other case (f16, a CPU without bf16 instructions, VRAMLAB_CPU_BF16=0).
+///   oneDNN 2.6 (Debian 12) has no f16 matmul for CPUs without AVX512-FP16: asked for one on an
+///   AMX-BF16 Xeon it finds no implementation, so f16 always widens.
 /// The two differ only in the order of the f32 sums (so by at most the f32 accumulation error
 /// before the final rounding).
 #pragma once
