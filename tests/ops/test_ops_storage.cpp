@@ -163,7 +163,7 @@ struct OpRun {
   Views views() {
     Views v;
     for (std::size_t k = 0; k < buffers.size(); k++) {
-      v.tensors.push_back(buffers[k].count() < 0 ? memory::TensorView{} : buffers[k].view());
+      v.tensors.push_back(buffers[k].view());
       v.host_f64.push_back(&f64[k]);
     }
     return v;
