@@ -63,12 +63,18 @@ bool is_mixed(Precision precision) {
   return precision == Precision::mixed_fp16 || precision == Precision::mixed_bf16;
 }
 
-PrecisionPolicy precision_policy(Precision precision, bool fp32_gradients) {
+PrecisionPolicy precision_policy(Precision precision, bool fp32_gradients,
+                                 bool stochastic_rounding) {
   if (fp32_gradients && !is_mixed(precision))
     throw UsageError("fp32 gradients only apply to mixed precision, not '" +
                      std::string(precision_name(precision)) + "'");
+  if (stochastic_rounding && precision != Precision::bf16)
+    throw UsageError("stochastic rounding applies to pure bf16, where the optimizer writes 16-bit "
+                     "parameters; '" + std::string(precision_name(precision)) +
+                     "' updates fp32 values");
   PrecisionPolicy p;
   p.precision = precision;
+  p.stochastic_rounding = stochastic_rounding;
   switch (precision) {
     case Precision::fp32:
       break;

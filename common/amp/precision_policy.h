@@ -56,13 +56,20 @@ struct PrecisionPolicy {
   DType activations = DType::f32;         ///< activations, their gradients, what ops save
   DType optimizer_states = DType::f32;    ///< m, v, momentum
   bool master_weights = false;            ///< an fp32 master copy the optimizer updates
+  /// The optimizer rounds the 16-bit parameters it updates stochastically (pure bf16 only:
+  /// kernels/cpu/optimizer.h's ParameterRounding); nearest-even otherwise.
+  bool stochastic_rounding = false;
   /// \return true when nothing is 16-bit.
   [[nodiscard]] bool all_fp32() const { return activations == DType::f32; }
 };
 
 /// \param precision the mode. \param fp32_gradients keep fp32 gradients (mixed modes only).
-/// \return the storage types. \throws vramlab::UsageError for fp32 gradients outside mixed modes.
-PrecisionPolicy precision_policy(Precision precision, bool fp32_gradients = false);
+/// \param stochastic_rounding round updated 16-bit parameters stochastically (pure bf16 only:
+/// elsewhere the optimizer updates fp32 values).
+/// \return the storage types. \throws vramlab::UsageError for fp32 gradients outside mixed modes,
+/// or stochastic rounding outside pure bf16.
+PrecisionPolicy precision_policy(Precision precision, bool fp32_gradients = false,
+                                 bool stochastic_rounding = false);
 
 /// One row of the autocast-like op table.
 struct OpPrecision {

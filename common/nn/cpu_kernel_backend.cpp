@@ -340,23 +340,25 @@ void with_optimizer_types(const OptimizerTypes& types, const char* op, F&& f) {
 void CpuKernelBackend::do_adamw_update(const OptimizerTypes& types, void* param, const void* grad,
                                        void* m, void* v, void* working, int64_t n,
                                        const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                       float grad_multiplier) const {
+                                       float grad_multiplier,
+                                       const ParameterRounding& rounding) const {
   with_optimizer_types(
       types, "adamw_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
         cpu::adamw_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m), as<S>(v),
-                                       as<W>(working), n, hp, step, grad_multiplier);
+                                       as<W>(working), n, hp, step, grad_multiplier, rounding);
       });
 }
 
 void CpuKernelBackend::do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                                      void* momentum_buffer, void* working, int64_t n,
                                      float learning_rate, float momentum, float weight_decay,
-                                     bool nesterov, float grad_multiplier) const {
+                                     bool nesterov, float grad_multiplier,
+                                     const ParameterRounding& rounding) const {
   with_optimizer_types(
       types, "sgd_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
         cpu::sgd_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(momentum_buffer),
                                      as<W>(working), n, learning_rate, momentum, weight_decay,
-                                     nesterov, grad_multiplier);
+                                     nesterov, grad_multiplier, rounding);
       });
 }
 

@@ -21,11 +21,12 @@ class CpuKernelBackend final : public KernelBackend {
                                                  float multiplier) const override;
   void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
                        void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
-                       int64_t step, float grad_multiplier) const override;
+                       int64_t step, float grad_multiplier,
+                       const ParameterRounding& rounding) const override;
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                      void* momentum_buffer, void* working, int64_t n, float learning_rate,
-                     float momentum, float weight_decay, bool nesterov,
-                     float grad_multiplier) const override;
+                     float momentum, float weight_decay, bool nesterov, float grad_multiplier,
+                     const ParameterRounding& rounding) const override;
   // Each entry point dispatches on its storage types to the kernels/cpu instantiation for
   // (A, G) (with_op_types in the .cpp); the f32 instantiations are the f32 kernels themselves.
   void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight,

@@ -435,7 +435,8 @@ namespace {
 // The optimizer's tensors: param f32 or bf16, state like param's rule (f32 or bf16, all the same),
 // grad any storage type, working none or 16-bit.
 OptimizerTypes optimizer_types(const Arguments& a, const TensorView& param, const TensorView& grad,
-                               const TensorView& state, const TensorView& working) {
+                               const TensorView& state, const TensorView& working,
+                               const ParameterRounding& rounding) {
   OptimizerTypes types;
   types.param = param.dtype();
   types.grad = grad.dtype();
@@ -447,6 +448,8 @@ OptimizerTypes optimizer_types(const Arguments& a, const TensorView& param, cons
             "state is " + std::string(dtype_name(types.state)) + "; it must be f32 or bf16");
   a.require(working.none() || types.working == DType::bf16 || types.working == DType::f16,
             "working copy is " + std::string(dtype_name(types.working)) + "; it must be bf16 or f16");
+  a.require(!rounding.stochastic || types.param != DType::f32,
+            "stochastic rounding applies to a 16-bit param; this one is f32 (exact)");
   return types;
 }
 
@@ -456,28 +459,30 @@ void KernelBackend::adamw_update(const TensorView& param, const TensorView& grad
                                  const TensorView& m, const TensorView& v,
                                  const TensorView& working,
                                  const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                 float grad_multiplier) const {
+                                 float grad_multiplier, const ParameterRounding& rounding) const {
   const Arguments a("adamw_update");
   const int64_t n = param.numel();
-  const OptimizerTypes types = optimizer_types(a, param, grad, m, working);
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
   a.require(v.dtype() == types.state, "exp_avg_sq is " + std::string(dtype_name(v.dtype())) +
                                           " but exp_avg is " + std::string(dtype_name(types.state)));
   do_adamw_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
                   a.storage(m, "exp_avg", n), a.storage(v, "exp_avg_sq", n),
-                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier);
+                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier,
+                  rounding);
 }
 
 void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
                                const TensorView& momentum_buffer, const TensorView& working,
                                float learning_rate, float momentum, float weight_decay,
-                               bool nesterov, float grad_multiplier) const {
+                               bool nesterov, float grad_multiplier,
+                               const ParameterRounding& rounding) const {
   const Arguments a("sgd_update");
   const int64_t n = param.numel();
-  const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working);
+  const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working, rounding);
   do_sgd_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
                 a.storage_or_none(momentum_buffer, "momentum_buffer", n),
                 a.storage_or_none(working, "working", n), n, learning_rate, momentum,
-                weight_decay, nesterov, grad_multiplier);
+                weight_decay, nesterov, grad_multiplier, rounding);
 }
 
 }  // namespace vramlab::nn

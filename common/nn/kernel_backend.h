@@ -46,6 +46,8 @@ namespace vramlab::nn {
 using memory::TensorView;
 /// Dropout of the attention probabilities: {p, seed, offset}, p = 0 (the default) is none.
 using kernels::cpu::AttentionDropout;
+/// How an optimizer step rounds a 16-bit parameter it updates in place (pure bf16).
+using kernels::cpu::ParameterRounding;
 
 /// The storage types of one op's void pointers (see the file comment): a ∈ {f32, bf16, f16} for
 /// activations and weights, g ∈ {f32, a} for parameter gradients (g = a for ops without any).
@@ -268,17 +270,18 @@ class KernelBackend {
   /// are f32 or bf16 (the same type); \p grad is f32, bf16 or f16; \p working is none or the
   /// bf16/f16 working copy of a master, overwritten with round(param) after the update. All (n);
   /// \p step is 1-based. Updates are computed in f32 from widened values and each stored value is
-  /// rounded once.
+  /// rounded once; \p rounding says how a bf16 \p param is (nearest-even by default; stochastic
+  /// rounding is refused for an f32 param, which is exact).
   void adamw_update(const TensorView& param, const TensorView& grad, const TensorView& m,
                     const TensorView& v, const TensorView& working,
                     const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                    float grad_multiplier = 1.0f) const;
+                    float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
   /// One SGD step in place (torch.optim.SGD) with g = grad_multiplier · grad; types as
   /// adamw_update, \p momentum_buffer like m (or none when momentum is 0).
   void sgd_update(const TensorView& param, const TensorView& grad,
                   const TensorView& momentum_buffer, const TensorView& working,
                   float learning_rate, float momentum, float weight_decay, bool nesterov,
-                  float grad_multiplier = 1.0f) const;
+                  float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
 
  private:
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
@@ -363,11 +366,11 @@ class KernelBackend {
   virtual void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                                void* v, void* working, int64_t n,
                                const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                               float grad_multiplier) const = 0;
+                               float grad_multiplier, const ParameterRounding& rounding) const = 0;
   virtual void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                              void* momentum_buffer, void* working, int64_t n, float learning_rate,
                              float momentum, float weight_decay, bool nesterov,
-                             float grad_multiplier) const = 0;
+                             float grad_multiplier, const ParameterRounding& rounding) const = 0;
 };
 
 }  // namespace vramlab::nn

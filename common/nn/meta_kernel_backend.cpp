@@ -64,9 +64,10 @@ class MetaKernelBackend final : public KernelBackend {
     return {};
   }
   void do_adamw_update(const OptimizerTypes&, void*, const void*, void*, void*, void*, int64_t,
-                       const kernels::cpu::AdamWHyperparameters&, int64_t, float) const override {}
+                       const kernels::cpu::AdamWHyperparameters&, int64_t, float,
+                       const ParameterRounding&) const override {}
   void do_sgd_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t, float,
-                     float, float, bool, float) const override {}
+                     float, float, bool, float, const ParameterRounding&) const override {}
 };
 
 }  // namespace

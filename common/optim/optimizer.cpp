@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/dtype/counter_rng.h"
 #include "common/memory/memory_category.h"
 #include "common/platform/errors.h"
 
@@ -38,6 +39,11 @@ memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
   return master_.view();
 }
 
+nn::ParameterRounding Optimizer::rounding() const {
+  return {precision_.stochastic_rounding,
+          splitmix64_mix(0x0b5e55ed5eedull + static_cast<uint64_t>(steps_))};
+}
+
 memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
                                            const memory::Tensor& master) {
   return master.empty() ? memory::TensorView() : params.values().view();
@@ -63,7 +69,8 @@ void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
   }
   ++steps_;
   runtime_.kernels().adamw_update(values, params.grads().view(), m_.view(), v_.view(),
-                                  working_copy(params, master_), hp_, steps_, grad_multiplier);
+                                  working_copy(params, master_), hp_, steps_, grad_multiplier,
+                                  rounding());
 }
 
 int64_t AdamW::state_bytes() const {
@@ -91,7 +98,7 @@ void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
   runtime_.kernels().sgd_update(values, params.grads().view(),
                                 momentum_ > 0 ? momentum_buffer_.view() : memory::TensorView(),
                                 working_copy(params, master_), learning_rate_, momentum_,
-                                weight_decay_, nesterov_, grad_multiplier);
+                                weight_decay_, nesterov_, grad_multiplier, rounding());
 }
 
 int64_t Sgd::state_bytes() const {

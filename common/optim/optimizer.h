@@ -56,6 +56,9 @@ class Optimizer {
   /// At the first step of mixed precision: the fp32 master from the parameters. \return what the
   /// update kernel updates (the master, else the parameters).
   memory::TensorView updated_values(nn::ParameterStore& params);
+  /// \return how this step rounds 16-bit parameters: the policy's choice, with random bits that
+  /// differ from step to step.
+  [[nodiscard]] nn::ParameterRounding rounding() const;
   /// \return the 16-bit parameters the kernel writes back (mixed precision), else none.
   static memory::TensorView working_copy(const nn::ParameterStore& params,
                                          const memory::Tensor& master);

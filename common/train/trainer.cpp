@@ -77,7 +77,7 @@ void validate(const TrainOptions& options) {
   if (!(options.dropout.p >= 0.0f && options.dropout.p < 1.0f))
     throw UsageError("--dropout " + std::to_string(options.dropout.p) + " outside [0, 1)");
   (void)step_micro_batches(options);
-  (void)amp::precision_policy(options.precision, options.fp32_grads);
+  (void)amp::precision_policy(options.precision, options.fp32_grads, options.stochastic_rounding);
   if (!(std::isfinite(options.max_grad_norm) && options.max_grad_norm >= 0.0f))
     throw UsageError("--clip-grad-norm " + std::to_string(options.max_grad_norm) +
                      " must be a finite number >= 0 (0 turns clipping off)");
@@ -130,7 +130,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   validate(options_);
   micro_batch_sizes_ = step_micro_batches(options_);
   const amp::PrecisionPolicy precision =
-      amp::precision_policy(options_.precision, options_.fp32_grads);
+      amp::precision_policy(options_.precision, options_.fp32_grads, options_.stochastic_rounding);
   schedule_ = recompute_schedule(options_);
   require_host_memory_for_step(runtime.device(), options_, schedule_);
   optim::OptimizerSettings optimizer_settings;

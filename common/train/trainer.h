@@ -60,6 +60,9 @@ struct TrainOptions {
   amp::Precision precision = amp::Precision::fp32;
   /// `--fp32-grads`: fp32 gradients under mixed precision (Hugging Face's 18 B/param).
   bool fp32_grads = false;
+  /// `--stochastic-rounding`: pure bf16's optimizer rounds the parameters it updates
+  /// stochastically instead of to nearest (kernels/cpu/optimizer.h's ParameterRounding).
+  bool stochastic_rounding = false;
   /// `--grad-accum K`: K micro-batches of B sequences per optimizer step (an effective batch of
   /// K·B, as Hugging Face's gradient_accumulation_steps and `vramlab estimate --grad-accum`).
   int64_t grad_accum = 1;

@@ -2,6 +2,10 @@
 #include "kernels/cpu/optimizer.h"
 
 #include <cmath>
+#include <type_traits>
+
+#include "common/dtype/convert.h"
+#include "common/dtype/counter_rng.h"
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/storage.h"
@@ -25,6 +29,22 @@ void check_sgd(const char* op, int64_t n, bool has_buffer, double momentum) {
 namespace {
 
 constexpr int64_t kScaledBlock = 256;
+
+// The updated parameter rounded into P (see ParameterRounding); the test on `stochastic` is
+// compiled only for 16-bit P.
+template <typename P>
+inline P round_parameter(float x, const ParameterRounding& rounding, int64_t i) {
+  if constexpr (std::is_same_v<P, bf16_t>) {
+    if (rounding.stochastic)
+      return bf16_t{f32_to_bf16_bits_stochastic(
+          x, stochastic_bits(rounding.seed, static_cast<uint64_t>(i)))};
+  } else if constexpr (std::is_same_v<P, f16_t>) {
+    if (rounding.stochastic)
+      return f16_t{
+          f32_to_f16_bits_stochastic(x, stochastic_bits(rounding.seed, static_cast<uint64_t>(i)))};
+  }
+  return narrow<P>(x);
+}
 
 // Calls body(i, g) for every element, g = widen(grad[i]) (kScaled false: the f32 kernels' loop)
 // or g = grad_multiplier · widen(grad[i]) rounded to f32 (kScaled true). The scaled gradients go
@@ -54,7 +74,8 @@ void for_each_gradient(const Gr* grad, int64_t n, float grad_multiplier, const B
 // kWorking: the working copy is rewritten with round(param) after the update.
 template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
 void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
-                const AdamWHyperparameters& hp, int64_t step, float grad_multiplier) {
+                const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
+                const ParameterRounding& rounding) {
   const double s = static_cast<double>(step);
   const float correction1 = static_cast<float>(1.0 / (1.0 - std::pow(hp.beta1, s)));
   const float correction2 = static_cast<float>(1.0 / (1.0 - std::pow(hp.beta2, s)));
@@ -67,7 +88,7 @@ void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
     v[i] = narrow<S>(v_new);
     const float updated = widen(param[i]) * decay -
                           lr * (m_new * correction1) / (std::sqrt(v_new * correction2) + eps);
-    param[i] = narrow<P>(updated);
+    param[i] = round_parameter<P>(updated, rounding, i);
     if constexpr (kWorking) working[i] = narrow<W>(updated);
   });
 }
@@ -75,12 +96,12 @@ void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
 template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
 void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
               float learning_rate, float momentum, float weight_decay, bool nesterov,
-              float grad_multiplier) {
+              float grad_multiplier, const ParameterRounding& rounding) {
   if (momentum == 0.0f) {
     for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float g) {
       const float p = widen(param[i]);
       const float updated = p - learning_rate * (g + weight_decay * p);
-      param[i] = narrow<P>(updated);
+      param[i] = round_parameter<P>(updated, rounding, i);
       if constexpr (kWorking) working[i] = narrow<W>(updated);
     });
     return;
@@ -91,7 +112,7 @@ void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t 
     const float buffer = momentum * widen(momentum_buffer[i]) + g;
     momentum_buffer[i] = narrow<S>(buffer);
     const float updated = p - learning_rate * (nesterov ? g + momentum * buffer : buffer);
-    param[i] = narrow<P>(updated);
+    param[i] = round_parameter<P>(updated, rounding, i);
     if constexpr (kWorking) working[i] = narrow<W>(updated);
   });
 }
@@ -100,42 +121,43 @@ void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t 
 
 template <typename P, typename Gr, typename S, typename W>
 void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
-                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier) {
+                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
+                  const ParameterRounding& rounding) {
   check_adamw("adamw_update", n, step);
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
     if (scaled) {
-      adamw_loop<true, false>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+      adamw_loop<true, false>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
     } else {
-      adamw_loop<false, false>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+      adamw_loop<false, false>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
     }
   } else if (scaled) {
-    adamw_loop<true, true>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+    adamw_loop<true, true>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
   } else {
-    adamw_loop<false, true>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+    adamw_loop<false, true>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
   }
 }
 
 template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov,
-                float grad_multiplier) {
+                float grad_multiplier, const ParameterRounding& rounding) {
   check_sgd("sgd_update", n, momentum_buffer != nullptr, momentum);
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
     if (scaled) {
       sgd_loop<true, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                            weight_decay, nesterov, grad_multiplier);
+                            weight_decay, nesterov, grad_multiplier, rounding);
     } else {
       sgd_loop<false, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                             weight_decay, nesterov, grad_multiplier);
+                             weight_decay, nesterov, grad_multiplier, rounding);
     }
   } else if (scaled) {
     sgd_loop<true, true>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                         weight_decay, nesterov, grad_multiplier);
+                         weight_decay, nesterov, grad_multiplier, rounding);
   } else {
     sgd_loop<false, true>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                          weight_decay, nesterov, grad_multiplier);
+                          weight_decay, nesterov, grad_multiplier, rounding);
   }
 }
 
@@ -152,9 +174,10 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
 
 #define VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, W)                                                 \
   template void adamw_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t,                      \
-                                          const AdamWHyperparameters&, int64_t, float);            \
+                                          const AdamWHyperparameters&, int64_t, float,             \
+                                          const ParameterRounding&);                               \
   template void sgd_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t, float, float, float, bool, \
-                                        float);
+                                        float, const ParameterRounding&);
 #define VRAMLAB_INSTANTIATE_WORKING(P, Gr, S)     \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, bf16_t) \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, f16_t)

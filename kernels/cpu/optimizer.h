@@ -17,6 +17,18 @@ struct AdamWHyperparameters {
   float weight_decay = 0.0f;    ///< decoupled: param *= 1 - lr·weight_decay
 };
 
+/// How an update rounds a 16-bit parameter it writes in place (pure 16-bit training, where no fp32
+/// master keeps the updates): to nearest-even, as model.to(torch.bfloat16) with torch.optim does,
+/// or stochastically. Rounded to nearest, an update smaller than half the parameter's ulp is lost
+/// every time (a bf16 weight near 1.0 has an ulp of 2^-7, so an Adam step of lr = 1e-3 never moves
+/// it); rounded stochastically up with probability (dropped fraction of an ulp), the stored value
+/// is x on average, so small updates accumulate (Gupta et al. 2015, "Deep Learning with Limited
+/// Numerical Precision", §3).
+struct ParameterRounding {
+  bool stochastic = false;  ///< false: nearest-even
+  uint64_t seed = 0;        ///< the random bits of element i: stochastic_bits(seed, i)
+};
+
 /// One AdamW step: param ← param·(1 - lr·wd) - lr·m̂/(√v̂ + eps), m̂ = m/(1-β1^step),
 /// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g². param, m (first
 /// moment) and v (second moment) are (n) and updated; grad (n); \p step is 1 for the first step
@@ -39,10 +51,12 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
 /// bf16/f16 working copy of an f32 master). All (n).
 /// \tparam P param: float or bf16_t. \tparam Gr grad: float, bf16_t or f16_t.
 /// \tparam S m and v: float or bf16_t. \tparam W working: bf16_t or f16_t.
+/// \p rounding applies to a 16-bit param (P = bf16_t); a float param is always exact.
 /// \throws vramlab::UsageError when n < 0 or step < 1.
 template <typename P, typename Gr, typename S, typename W>
 void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
-                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier);
+                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
+                  const ParameterRounding& rounding = {});
 /// sgd_update on mixed storage, with g = grad_multiplier · grad; types and \p working as
 /// adamw_update's (momentum_buffer in S).
 /// \tparam P param. \tparam Gr grad. \tparam S momentum buffer. \tparam W working copy.
@@ -50,7 +64,7 @@ void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
 template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov,
-                float grad_multiplier);
+                float grad_multiplier, const ParameterRounding& rounding = {});
 /// Reference of adamw_update. \tparam Real float or double.
 template <typename Real>
 void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t n,

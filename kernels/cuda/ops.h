@@ -291,20 +291,23 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
 /// (n); \p working (n) is nullptr or the 16-bit working copy, of type \p working_type (bf16 or
 /// f16), overwritten with round(param) after the update. \p version v1: a thread per element; v2:
 /// four elements per thread with one vector load per buffer when every buffer is aligned to four
-/// of its elements. \throws vramlab::UsageError when n < 0, step < 1 or working_type is not bf16
-/// or f16 with a working copy.
+/// of its elements. \p rounding: how a bf16 \p param is rounded (stochastic rounding always
+/// takes the v1 path). \throws vramlab::UsageError when n < 0, step < 1 or working_type is not
+/// bf16 or f16 with a working copy.
 template <class P, class R, class S>
 void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type, int64_t n,
                   const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  KernelVersion version = KernelVersion::v2);
+                  KernelVersion version = KernelVersion::v2,
+                  const cpu::ParameterRounding& rounding = {});
 /// One SGD step in place over mixed storage types: sgd_update's arithmetic on widened values with
 /// g = grad_multiplier · grad; types and \p working as the mixed adamw_update, \p momentum_buffer S
-/// (n) or nullptr when momentum == 0. \throws vramlab::UsageError when n < 0, momentum != 0
-/// without a buffer, or a bad working_type.
+/// (n) or nullptr when momentum == 0; \p rounding as adamw_update's. \throws
+/// vramlab::UsageError when n < 0, momentum != 0 without a buffer, or a bad working_type.
 template <class P, class R, class S>
 void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* working,
                 DType working_type, int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, float grad_multiplier);
+                float weight_decay, bool nesterov, float grad_multiplier,
+                const cpu::ParameterRounding& rounding = {});
 
 // ---- casts and the loss scaler's check (cast.cu, check_gradients.cu) ----------------------
 

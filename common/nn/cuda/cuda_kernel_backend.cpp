@@ -372,26 +372,28 @@ class CudaKernelBackend final : public KernelBackend {
   }
   void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
                        void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
-                       int64_t step, float grad_multiplier) const override {
+                       int64_t step, float grad_multiplier,
+                       const ParameterRounding& rounding) const override {
     dispatch_optimizer(types, "adamw_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::adamw_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), as<S>(v), working,
-                                 types.working, n, hp, step, grad_multiplier);
+                                 types.working, n, hp, step, grad_multiplier,
+                                 ops::KernelVersion::v2, rounding);
     });
   }
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                      void* momentum_buffer, void* working, int64_t n, float learning_rate,
-                     float momentum, float weight_decay, bool nesterov,
-                     float grad_multiplier) const override {
+                     float momentum, float weight_decay, bool nesterov, float grad_multiplier,
+                     const ParameterRounding& rounding) const override {
     dispatch_optimizer(types, "sgd_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::sgd_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(momentum_buffer), working,
                                types.working, n, learning_rate, momentum, weight_decay, nesterov,
-                               grad_multiplier);
+                               grad_multiplier, rounding);
     });
   }
 

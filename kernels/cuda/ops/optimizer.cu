@@ -10,8 +10,11 @@
 // value once, and overwrite the optional 16-bit working copy with round(param). With every type
 // float and a multiplier of 1 they are the float kernels bit for bit (1·g is exact).
 #include <cmath>
+#include <type_traits>
 #include <string>
 
+#include "common/dtype/convert.h"
+#include "common/dtype/counter_rng.h"
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops/device_helpers.h"
@@ -92,13 +95,26 @@ __device__ inline void write_working(void* working, DType type, std::int64_t i, 
   }
 }
 
+// The updated parameter rounded into P (kernels/cpu/optimizer.h's ParameterRounding).
+template <class P>
+__device__ inline P round_parameter(float x, const cpu::ParameterRounding& rounding,
+                                    std::int64_t i) {
+  if constexpr (std::is_same_v<P, bf16_t>) {
+    if (rounding.stochastic)
+      return bf16_t{f32_to_bf16_bits_stochastic(
+          x, stochastic_bits(rounding.seed, static_cast<std::uint64_t>(i)))};
+  }
+  return narrow<P>(x);
+}
+
 template <class P, class R, class S>
 __device__ inline void mixed_adamw_element(P* param, const R* grad, S* m, S* v, void* working,
                                            DType working_type, std::int64_t i,
-                                           const AdamWFactors& f, float grad_multiplier) {
+                                           const AdamWFactors& f, float grad_multiplier,
+                                           const cpu::ParameterRounding& rounding) {
   float p = widen(param[i]), m_value = widen(m[i]), v_value = widen(v[i]);
   adamw_element(p, grad_multiplier * widen(grad[i]), m_value, v_value, f);
-  param[i] = narrow<P>(p);
+  param[i] = round_parameter<P>(p, rounding, i);
   m[i] = narrow<S>(m_value);
   v[i] = narrow<S>(v_value);
   if (working != nullptr) write_working(working, working_type, i, widen(param[i]));
@@ -107,9 +123,10 @@ __device__ inline void mixed_adamw_element(P* param, const R* grad, S* m, S* v, 
 template <class P, class R, class S>
 __global__ void mixed_adamw_v1_kernel(P* param, const R* grad, S* m, S* v, void* working,
                                       DType working_type, std::int64_t n, AdamWFactors f,
-                                      float grad_multiplier) {
+                                      float grad_multiplier, cpu::ParameterRounding rounding) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) mixed_adamw_element(param, grad, m, v, working, working_type, i, f, grad_multiplier);
+  if (i < n)
+    mixed_adamw_element(param, grad, m, v, working, working_type, i, f, grad_multiplier, rounding);
 }
 
 // Four elements per thread, one vector load or store per buffer; the n % 4 tail is scalar.
@@ -139,7 +156,8 @@ __global__ void mixed_adamw_v2_kernel(P* param, const R* grad, S* m, S* v, void*
     }
   } else {
     const std::int64_t i = quads * 4 + (quad - quads);
-    if (i < n) mixed_adamw_element(param, grad, m, v, working, working_type, i, f, grad_multiplier);
+    if (i < n)
+      mixed_adamw_element(param, grad, m, v, working, working_type, i, f, grad_multiplier, {});
   }
 }
 
@@ -147,7 +165,7 @@ template <class P, class R, class S>
 __global__ void mixed_sgd_kernel(P* param, const R* grad, S* momentum_buffer, void* working,
                                  DType working_type, std::int64_t n, float learning_rate,
                                  float momentum, float weight_decay, bool nesterov,
-                                 float grad_multiplier) {
+                                 float grad_multiplier, cpu::ParameterRounding rounding) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float p = widen(param[i]);
@@ -157,7 +175,7 @@ __global__ void mixed_sgd_kernel(P* param, const R* grad, S* momentum_buffer, vo
     momentum_buffer[i] = narrow<S>(buffer);
     g = nesterov ? g + momentum * buffer : buffer;
   }
-  param[i] = narrow<P>(p - learning_rate * g);
+  param[i] = round_parameter<P>(p - learning_rate * g, rounding, i);
   if (working != nullptr) write_working(working, working_type, i, widen(param[i]));
 }
 
@@ -213,7 +231,7 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
 template <class P, class R, class S>
 void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type, int64_t n,
                   const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  KernelVersion version) {
+                  KernelVersion version, const cpu::ParameterRounding& rounding) {
   const char* op = "cuda::adamw_update";
   cpu::require_non_negative(op, "n", n);
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
@@ -225,10 +243,11 @@ void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType work
                           detail::aligned_to(m, detail::kQuadBytes<S>) &&
                           detail::aligned_to(v, detail::kQuadBytes<S>) &&
                           detail::aligned_to(working, 8);
-  if (version == KernelVersion::v1 || !vectorized) {
+  // v2's vector stores round to nearest: stochastic rounding takes v1's scalar path.
+  if (version == KernelVersion::v1 || !vectorized || rounding.stochastic) {
     auto* const kernel = mixed_adamw_v1_kernel<P, R, S>;
     VRAMLAB_LAUNCH(kernel, blocks_for(n, kElementwiseBlockThreads), kElementwiseBlockThreads, 0, 0)
-    (param, grad, m, v, working, working_type, n, f, grad_multiplier);
+    (param, grad, m, v, working, working_type, n, f, grad_multiplier, rounding);
   } else {
     auto* const kernel = mixed_adamw_v2_kernel<P, R, S>;
     const std::int64_t threads = n / 4 + n % 4;
@@ -241,7 +260,8 @@ void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType work
 template <class P, class R, class S>
 void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* working,
                 DType working_type, int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, float grad_multiplier) {
+                float weight_decay, bool nesterov, float grad_multiplier,
+                const cpu::ParameterRounding& rounding) {
   const char* op = "cuda::sgd_update";
   cpu::require_non_negative(op, "n", n);
   cpu::require(momentum == 0.0f || momentum_buffer != nullptr, op,
@@ -251,16 +271,16 @@ void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* wor
   auto* const kernel = mixed_sgd_kernel<P, R, S>;
   VRAMLAB_LAUNCH(kernel, blocks_for(n, kElementwiseBlockThreads), kElementwiseBlockThreads, 0, 0)
   (param, grad, momentum_buffer, working, working_type, n, learning_rate, momentum, weight_decay,
-   nesterov, grad_multiplier);
+   nesterov, grad_multiplier, rounding);
 }
 
 // Every OptimizerTypes combination: param f32/bf16 × grad f32/bf16/f16 × state f32/bf16.
 #define VRAMLAB_INSTANTIATE_PRS(P, R, S)                                                      \
   template void adamw_update<P, R, S>(P*, const R*, S*, S*, void*, DType, int64_t,            \
                                       const cpu::AdamWHyperparameters&, int64_t, float,       \
-                                      KernelVersion);                                         \
+                                      KernelVersion, const cpu::ParameterRounding&);          \
   template void sgd_update<P, R, S>(P*, const R*, NoDeduce<S>*, void*, DType, int64_t, float, \
-                                    float, float, bool, float);
+                                    float, float, bool, float, const cpu::ParameterRounding&);
 #define VRAMLAB_INSTANTIATE_PR(P, R)   \
   VRAMLAB_INSTANTIATE_PRS(P, R, float) \
   VRAMLAB_INSTANTIATE_PRS(P, R, ::vramlab::bf16_t)

@@ -63,6 +63,7 @@ struct TrainCommandOptions {
   double dropout = 0.0;
   std::string precision = "fp32";
   bool fp32_grads = false;
+  bool stochastic_rounding = false;
   int64_t grad_accum = 1;
   std::string loss_scale;  // empty: the precision's default
   double clip_grad_norm = 0.0;
@@ -110,6 +111,7 @@ void run_train(const TrainCommandOptions& o) {
   options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
   options.precision = amp::parse_precision(o.precision);
   options.fp32_grads = o.fp32_grads;
+  options.stochastic_rounding = o.stochastic_rounding;
   options.grad_accum = o.grad_accum;
   if (!o.loss_scale.empty()) options.loss_scale = amp::parse_loss_scale(o.loss_scale);
   options.max_grad_norm = static_cast<float>(o.clip_grad_norm);
@@ -141,9 +143,10 @@ void run_train(const TrainCommandOptions& o) {
               ? "fp32"
               : std::string(nn::compression_name(options.compress_activations)).c_str(),
           static_cast<double>(options.dropout.p));
-    std::printf("precision %s%s, %lld micro-batch%s per step, loss scale %s%s\n",
+    std::printf("precision %s%s%s, %lld micro-batch%s per step, loss scale %s%s\n",
                 std::string(amp::precision_name(options.precision)).c_str(),
                 options.fp32_grads ? " with fp32 gradients" : "",
+                options.stochastic_rounding ? " with stochastic rounding" : "",
                 static_cast<long long>(options.grad_accum), options.grad_accum == 1 ? "" : "es",
                 amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
                 options.max_grad_norm > 0 ? (", gradients clipped to norm " +
@@ -231,6 +234,7 @@ void run_train(const TrainCommandOptions& o) {
         {"dropout", options.dropout.p},
         {"precision", amp::precision_name(options.precision)},
         {"fp32_grads", options.fp32_grads},
+        {"stochastic_rounding", options.stochastic_rounding},
         {"grad_accum", options.grad_accum},
         {"loss_scale", amp::loss_scale_name(train::effective_loss_scale(options))},
         {"final_loss_scale", trainer.scaler().scale()},
@@ -311,6 +315,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "(16-bit weights and activations, fp32 master weights and optimizer states)");
   cmd->add_flag("--fp32-grads", opts->fp32_grads,
                 "Keep fp32 gradients under mixed precision (4 instead of 2 B/param)");
+  cmd->add_flag("--stochastic-rounding", opts->stochastic_rounding,
+                "Pure bf16: the optimizer rounds updated parameters stochastically, so updates "
+                "below half an ulp survive on average (default: nearest, as PyTorch)");
   cmd->add_option("--grad-accum", opts->grad_accum,
                   "Split each step's --batch sequences into K micro-batches, one optimizer step "
                   "(default 1)");
