@@ -10,6 +10,18 @@ add_library(vramlab::openblas ALIAS vramlab_openblas)
 target_link_libraries(vramlab_openblas INTERFACE BLAS::BLAS)
 target_include_directories(vramlab_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 
+# oneDNN (Debian's libdnnl-dev): the bf16 GEMMs of the CPU backend (common/nn/low_precision_linear.h).
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY dnnl)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+  message(FATAL_ERROR "oneDNN not found (oneapi/dnnl/dnnl.hpp and libdnnl): the CPU backend's bf16 "
+                      "GEMMs need it. Install Debian's libdnnl-dev (tools/setup.sh does).")
+endif()
+add_library(vramlab_dnnl INTERFACE)
+add_library(vramlab::dnnl ALIAS vramlab_dnnl)
+target_link_libraries(vramlab_dnnl INTERFACE ${DNNL_LIBRARY})
+target_include_directories(vramlab_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(MPI COMPONENTS CXX)
 find_package(Threads REQUIRED)

@@ -1,6 +1,8 @@
 /// \file
 /// \brief CpuKernelBackend: the KernelBackend over kernels/cpu and the OpenMP-split GEMMs of
-/// parallel_linear.h, on host memory (what the cpu and sim devices run by default).
+/// parallel_linear.h, on host memory (what the cpu and sim devices run by default). Every op runs
+/// in f32, bf16 and f16 storage (kernel_backend.h, "Storage types"); the 16-bit GEMMs are
+/// low_precision_linear.h.
 #pragma once
 
 #include "common/nn/kernel_backend.h"
@@ -17,100 +19,78 @@ class CpuKernelBackend final : public KernelBackend {
                int64_t n) const override;
   [[nodiscard]] GradientCheck do_check_gradients(const void* grads, DType type, int64_t n,
                                                  float multiplier) const override;
-  void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
-                       void* v, void* working, int64_t n,
-                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                       float grad_multiplier) const override;
+  void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
+                       void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
+                       int64_t step, float grad_multiplier) const override;
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                      void* momentum_buffer, void* working, int64_t n, float learning_rate,
                      float momentum, float weight_decay, bool nesterov,
                      float grad_multiplier) const override;
-  // The storage-typed entry points; until the bf16/f16 kernels land they accept f32 only and
-  // forward to the f32 implementations below.
-  void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight, const void* bias, int64_t N, int64_t C, int64_t OC) const override;
-  void do_linear_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight, int64_t N, int64_t C, int64_t OC) const override;
-  void do_layernorm_forward(OpTypes types, void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias, int64_t N, int64_t C) const override;
-  void do_layernorm_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd, int64_t N, int64_t C) const override;
-  void do_rmsnorm_forward(OpTypes types, void* out, float* rstd, const void* inp, const void* weight, int64_t N, int64_t C) const override;
-  void do_rmsnorm_backward(OpTypes types, void* dinp, void* dweight, const void* dout, const void* inp, const void* weight, const float* rstd, int64_t N, int64_t C) const override;
-  void do_residual_forward(OpTypes types, void* out, const void* a, const void* b, int64_t n) const override;
+  // Each entry point dispatches on its storage types to the kernels/cpu instantiation for
+  // (A, G) (with_op_types in the .cpp); the f32 instantiations are the f32 kernels themselves.
+  void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight,
+                         const void* bias, int64_t N, int64_t C, int64_t OC) const override;
+  void do_linear_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout,
+                          const void* inp, const void* weight, int64_t N, int64_t C,
+                          int64_t OC) const override;
+  void do_layernorm_forward(OpTypes types, void* out, float* mean, float* rstd, const void* inp,
+                            const void* weight, const void* bias, int64_t N,
+                            int64_t C) const override;
+  void do_layernorm_backward(OpTypes types, void* dinp, void* dweight, void* dbias,
+                             const void* dout, const void* inp, const void* weight,
+                             const float* mean, const float* rstd, int64_t N,
+                             int64_t C) const override;
+  void do_rmsnorm_forward(OpTypes types, void* out, float* rstd, const void* inp,
+                          const void* weight, int64_t N, int64_t C) const override;
+  void do_rmsnorm_backward(OpTypes types, void* dinp, void* dweight, const void* dout,
+                           const void* inp, const void* weight, const float* rstd, int64_t N,
+                           int64_t C) const override;
+  void do_residual_forward(OpTypes types, void* out, const void* a, const void* b,
+                           int64_t n) const override;
   void do_gelu_forward(OpTypes types, void* out, const void* inp, int64_t n) const override;
-  void do_gelu_backward(OpTypes types, void* dinp, const void* inp, const void* dout, int64_t n) const override;
-  void do_swiglu_forward(OpTypes types, void* out, const void* gate, const void* up, int64_t n) const override;
-  void do_swiglu_backward(OpTypes types, void* dgate, void* dup, const void* dout, const void* gate, const void* up, int64_t n) const override;
-  void do_dropout_forward(OpTypes types, void* out, const void* inp, int64_t n, float p, uint64_t seed, uint64_t offset) const override;
-  void do_dropout_backward(OpTypes types, void* dinp, const void* dout, int64_t n, float p, uint64_t seed, uint64_t offset) const override;
-  void do_quantize_int8(OpTypes types, int8_t* q, float* scales, const void* x, int64_t n, int64_t block) const override;
-  void do_dequantize_int8(OpTypes types, void* x, const int8_t* q, const float* scales, int64_t n, int64_t block) const override;
-  void do_rope_forward(OpTypes types, void* out, const void* inp, int64_t B, int64_t T, int64_t H, int64_t D, double theta) const override;
-  void do_rope_backward(OpTypes types, void* dinp, const void* dout, int64_t B, int64_t T, int64_t H, int64_t D, double theta) const override;
-  void do_attention_forward(OpTypes types, void* out, void* preatt, void* att, const void* q, const void* k, const void* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D, const AttentionDropout& dropout) const override;
-  void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt, const void* dout, const void* q, const void* k, const void* v, const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D, const AttentionDropout& dropout) const override;
-  void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte, const void* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const override;
-  void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int64_t B, int64_t T, int64_t C, int64_t V) const override;
-  void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp, void* probs, const void* logits, const int32_t* targets, int64_t N, int64_t V) const override;
-  void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs, const int32_t* targets, int64_t N, int64_t V, float scale) const override;
+  void do_gelu_backward(OpTypes types, void* dinp, const void* inp, const void* dout,
+                        int64_t n) const override;
+  void do_swiglu_forward(OpTypes types, void* out, const void* gate, const void* up,
+                         int64_t n) const override;
+  void do_swiglu_backward(OpTypes types, void* dgate, void* dup, const void* dout, const void* gate,
+                          const void* up, int64_t n) const override;
+  void do_dropout_forward(OpTypes types, void* out, const void* inp, int64_t n, float p,
+                          uint64_t seed, uint64_t offset) const override;
+  void do_dropout_backward(OpTypes types, void* dinp, const void* dout, int64_t n, float p,
+                           uint64_t seed, uint64_t offset) const override;
+  void do_quantize_int8(OpTypes types, int8_t* q, float* scales, const void* x, int64_t n,
+                        int64_t block) const override;
+  void do_dequantize_int8(OpTypes types, void* x, const int8_t* q, const float* scales, int64_t n,
+                          int64_t block) const override;
+  void do_rope_forward(OpTypes types, void* out, const void* inp, int64_t B, int64_t T, int64_t H,
+                       int64_t D, double theta) const override;
+  void do_rope_backward(OpTypes types, void* dinp, const void* dout, int64_t B, int64_t T,
+                        int64_t H, int64_t D, double theta) const override;
+  void do_attention_forward(OpTypes types, void* out, void* preatt, void* att, const void* q,
+                            const void* k, const void* v, int64_t B, int64_t T, int64_t H,
+                            int64_t Hkv, int64_t D, const AttentionDropout& dropout) const override;
+  void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt,
+                             const void* dout, const void* q, const void* k, const void* v,
+                             const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                             int64_t D, const AttentionDropout& dropout) const override;
+  void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte,
+                            const void* wpe, int64_t B, int64_t T, int64_t C,
+                            int64_t V) const override;
+  void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout,
+                             const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                             int64_t V) const override;
+  void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp, void* probs,
+                                const void* logits, const int32_t* targets, int64_t N,
+                                int64_t V) const override;
+  void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs,
+                                const int32_t* targets, int64_t N, int64_t V,
+                                float scale) const override;
   [[nodiscard]] double do_sum(OpTypes types, const void* x, int64_t n) const override;
   void do_fill_zero(void* device_pointer, std::size_t bytes) const override;
   void do_copy_to_device(void* device_pointer, const void* host_pointer,
                          std::size_t bytes) const override;
   void do_copy_to_host(void* host_pointer, const void* device_pointer,
                        std::size_t bytes) const override;
-  void f32_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
-                         int64_t N, int64_t C, int64_t OC) const;
-  void f32_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, int64_t N, int64_t C,
-                          int64_t OC) const;
-  void f32_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                            const float* weight, const float* bias, int64_t N,
-                            int64_t C) const;
-  void f32_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                             const float* inp, const float* weight, const float* mean,
-                             const float* rstd, int64_t N, int64_t C) const;
-  void f32_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
-                          int64_t C) const;
-  void f32_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                           const float* weight, const float* rstd, int64_t N,
-                           int64_t C) const;
-  void f32_residual_forward(float* out, const float* a, const float* b, int64_t n) const;
-  void f32_gelu_forward(float* out, const float* inp, int64_t n) const;
-  void f32_gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) const;
-  void f32_swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const;
-  void f32_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                          const float* up, int64_t n) const;
-  void f32_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
-                          uint64_t offset) const;
-  void f32_dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
-                           uint64_t offset) const;
-  void f32_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
-                        int64_t block) const;
-  void f32_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
-                          int64_t block) const;
-  void f32_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
-                       double theta) const;
-  void f32_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
-                        double theta) const;
-  void f32_attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
-                            const AttentionDropout& dropout) const;
-  void f32_attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
-                             const float* q, const float* k, const float* v, const float* att,
-                             int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
-                             const AttentionDropout& dropout) const;
-  void f32_embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                            int64_t B, int64_t T, int64_t C, int64_t V) const;
-  void f32_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                             int64_t B, int64_t T, int64_t C, int64_t V) const;
-  void f32_cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
-                                const int32_t* targets, int64_t N, int64_t V) const;
-  void f32_cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
-                                int64_t N, int64_t V, float scale) const;
-  double f32_sum(const float* x, int64_t n) const;
-  void f32_adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const;
-  void f32_sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                     float learning_rate, float momentum, float weight_decay,
-                     bool nesterov) const;
 };
 
 }  // namespace vramlab::nn

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace vramlab::kernels::cpu {
@@ -14,30 +15,40 @@ constexpr double kGeluCubic = 0.044715;
 
 }  // namespace
 
-void gelu_forward(float* out, const float* inp, int64_t n) {
+template <typename A>
+void gelu_forward(A* out, const A* inp, int64_t n) {
   require_non_negative("gelu_forward", "n", n);
   constexpr float k = static_cast<float>(kSqrt2OverPi), c = static_cast<float>(kGeluCubic);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float x = inp[i];
+    const float x = widen(inp[i]);
     const float u = k * (x + c * x * x * x);
-    out[i] = x * fast_sigmoid(2.0f * u);  // 0.5·(1 + tanh u) = sigmoid(2u)
+    out[i] = narrow<A>(x * fast_sigmoid(2.0f * u));  // 0.5·(1 + tanh u) = sigmoid(2u)
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+template <typename A>
+void gelu_backward(A* dinp, const A* inp, const A* dout, int64_t n) {
   require_non_negative("gelu_backward", "n", n);
   constexpr float k = static_cast<float>(kSqrt2OverPi), c = static_cast<float>(kGeluCubic);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float x = inp[i];
+    const float x = widen(inp[i]);
     const float u = k * (x + c * x * x * x);
     float s, one_minus_s;
     fast_sigmoid_pair(2.0f * u, s, one_minus_s);
     const float du_dx = k * (1.0f + 3.0f * c * x * x);
     // d/dx [x·s(2u)] = s + x·2·s·(1 - s)·u'
-    dinp[i] += (s + 2.0f * x * s * one_minus_s * du_dx) * dout[i];
+    dinp[i] = narrow<A>(widen(dinp[i]) + (s + 2.0f * x * s * one_minus_s * du_dx) * widen(dout[i]));
   }
+}
+
+void gelu_forward(float* out, const float* inp, int64_t n) {
+  gelu_forward<float>(out, inp, n);
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  gelu_backward<float>(dinp, inp, dout, n);
 }
 
 void silu_forward(float* out, const float* inp, int64_t n) {
@@ -56,24 +67,47 @@ void silu_backward(float* dinp, const float* inp, const float* dout, int64_t n) 
   }
 }
 
-void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) {
+template <typename A>
+void swiglu_forward(A* out, const A* gate, const A* up, int64_t n) {
   require_non_negative("swiglu_forward", "n", n);
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) out[i] = gate[i] * fast_sigmoid(gate[i]) * up[i];
+  for (int64_t i = 0; i < n; i++) {
+    const float g = widen(gate[i]);
+    out[i] = narrow<A>(g * fast_sigmoid(g) * widen(up[i]));
+  }
+}
+
+template <typename A>
+void swiglu_backward(A* dgate, A* dup, const A* dout, const A* gate, const A* up, int64_t n) {
+  require_non_negative("swiglu_backward", "n", n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float g = widen(gate[i]), d = widen(dout[i]);
+    float s, one_minus_s;
+    fast_sigmoid_pair(g, s, one_minus_s);
+    dgate[i] = narrow<A>(widen(dgate[i]) + s * (1.0f + g * one_minus_s) * widen(up[i]) * d);
+    dup[i] = narrow<A>(widen(dup[i]) + g * s * d);
+  }
+}
+
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) {
+  swiglu_forward<float>(out, gate, up, n);
 }
 
 void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                      const float* up, int64_t n) {
-  require_non_negative("swiglu_backward", "n", n);
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
-    float s, one_minus_s;
-    fast_sigmoid_pair(g, s, one_minus_s);
-    dgate[i] += s * (1.0f + g * one_minus_s) * up[i] * dout[i];
-    dup[i] += g * s * dout[i];
-  }
+  swiglu_backward<float>(dgate, dup, dout, gate, up, n);
 }
+
+#define VRAMLAB_INSTANTIATE_STORAGE(A)                              \
+  template void gelu_forward<A>(A*, const A*, int64_t);             \
+  template void gelu_backward<A>(A*, const A*, const A*, int64_t);  \
+  template void swiglu_forward<A>(A*, const A*, const A*, int64_t); \
+  template void swiglu_backward<A>(A*, A*, const A*, const A*, const A*, int64_t);
+VRAMLAB_INSTANTIATE_STORAGE(float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t)
+#undef VRAMLAB_INSTANTIATE_STORAGE
 
 template <typename Real>
 void gelu_forward_reference(Real* out, const Real* inp, int64_t n) {

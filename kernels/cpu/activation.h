@@ -29,6 +29,23 @@ void swiglu_forward(float* out, const float* gate, const float* up, int64_t n);
 void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                      const float* up, int64_t n);
 
+/// gelu_forward on storage A (kernels/cpu/storage.h): computed in f32, out rounded once.
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+void gelu_forward(A* out, const A* inp, int64_t n);
+/// gelu_backward on storage A: dinp = round_A(widen(dinp) + GELU'(inp) · dout).
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+void gelu_backward(A* dinp, const A* inp, const A* dout, int64_t n);
+/// swiglu_forward on storage A: computed in f32, out rounded once.
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+void swiglu_forward(A* out, const A* gate, const A* up, int64_t n);
+/// swiglu_backward on storage A: each gradient g = round_A(widen(g) + its f32 contribution).
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+void swiglu_backward(A* dgate, A* dup, const A* dout, const A* gate, const A* up, int64_t n);
+
 /// Reference of gelu_forward (std::tanh). \tparam Real float or double.
 template <typename Real>
 void gelu_forward_reference(Real* out, const Real* inp, int64_t n);

@@ -48,6 +48,20 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const f
                         int64_t T, int64_t H, int64_t Hkv, int64_t D,
                         const AttentionDropout& dropout = {});
 
+/// attention_forward on storage A (kernels/cpu/storage.h): each row's scores and probabilities
+/// are computed in an f32 scratch row (softmax in f32) and written rounded; the output sums the
+/// f32 probabilities. \tparam A float, bf16_t or f16_t. \throws as attention_forward.
+template <typename A>
+void attention_forward(A* out, A* preatt, A* att, const A* q, const A* k, const A* v, int64_t B,
+                       int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                       const AttentionDropout& dropout = {});
+/// attention_backward on storage A: the score gradients stay in f32 between the softmax backward
+/// and dk (dpreatt receives them rounded); dq, dk, dv are rounded once.
+/// \tparam A float, bf16_t or f16_t. \throws as attention_backward.
+template <typename A>
+void attention_backward(A* dq, A* dk, A* dv, A* dpreatt, const A* dout, const A* q, const A* k,
+                        const A* v, const A* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                        int64_t D, const AttentionDropout& dropout = {});
 /// Reference of attention_forward (the dropout scale 1 / (1 − p) in Real). \tparam Real float or
 /// double.
 template <typename Real>

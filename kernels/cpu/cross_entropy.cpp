@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace vramlab::kernels::cpu {
@@ -26,28 +27,37 @@ void check_arguments(const char* op, const int32_t* targets, int64_t N, int64_t 
 
 }  // namespace
 
-void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
+template <typename A>
+void cross_entropy_forward(float* losses, float* logsumexp, A* probs, const A* logits,
                            const int32_t* targets, int64_t N, int64_t V, int64_t Vp) {
   check_arguments("cross_entropy_forward", targets, N, V, Vp);
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
-    const float* x = logits + row * Vp;
+    const A* x = logits + row * Vp;  // (V)
     float max_value = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : max_value)
-    for (int64_t i = 0; i < V; i++) max_value = x[i] > max_value ? x[i] : max_value;
+    for (int64_t i = 0; i < V; i++) {
+      const float value = widen(x[i]);
+      max_value = value > max_value ? value : max_value;
+    }
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < V; i++) sum += fast_exp(x[i] - max_value);
+    for (int64_t i = 0; i < V; i++) sum += fast_exp(widen(x[i]) - max_value);
     const float lse = max_value + std::log(sum);
     logsumexp[row] = lse;
-    losses[row] = lse - x[targets[row]];
+    losses[row] = lse - widen(x[targets[row]]);
     if (probs != nullptr) {
-      float* p = probs + row * Vp;
+      A* p = probs + row * Vp;  // (Vp)
 #pragma omp simd
-      for (int64_t i = 0; i < V; i++) p[i] = fast_exp(x[i] - lse);
-      for (int64_t i = V; i < Vp; i++) p[i] = 0.0f;
+      for (int64_t i = 0; i < V; i++) p[i] = narrow<A>(fast_exp(widen(x[i]) - lse));
+      for (int64_t i = V; i < Vp; i++) p[i] = narrow<A>(0.0f);
     }
   }
+}
+
+void cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vp) {
+  cross_entropy_forward<float>(losses, logsumexp, probs, logits, targets, N, V, Vp);
 }
 
 void cross_entropy_backward(float* dlogits, const float* dlosses, const float* logits,
@@ -65,18 +75,45 @@ void cross_entropy_backward(float* dlogits, const float* dlosses, const float* l
   }
 }
 
-void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
-                           int64_t V, int64_t Vp, float scale) {
+template <typename A>
+void cross_entropy_dlogits(A* dlogits, const A* probs, const int32_t* targets, int64_t N, int64_t V,
+                           int64_t Vp, float scale) {
   check_arguments("cross_entropy_dlogits", targets, N, V, Vp);
 #pragma omp parallel for schedule(static) if (N * V >= (int64_t{1} << 16))
   for (int64_t row = 0; row < N; ++row) {
-    const float* p = probs + row * Vp;  // (V)
-    float* d = dlogits + row * Vp;      // (V)
+    const A* p = probs + row * Vp;  // (V)
+    A* d = dlogits + row * Vp;      // (V)
+    if constexpr (!kNarrowStorage<A>) {
 #pragma omp simd
-    for (int64_t i = 0; i < V; ++i) d[i] = p[i] * scale;
-    d[targets[row]] -= scale;
+      for (int64_t i = 0; i < V; ++i) d[i] = p[i] * scale;
+      d[targets[row]] -= scale;
+    } else {
+      // The f32 kernel's target value, p·scale then − scale in f32, rounded once; read before
+      // the row is written because dlogits may alias probs.
+      const int32_t target = targets[row];
+      float target_value = widen(p[target]) * scale;
+      target_value -= scale;
+#pragma omp simd
+      for (int64_t i = 0; i < V; ++i) d[i] = narrow<A>(widen(p[i]) * scale);
+      d[target] = narrow<A>(target_value);
+    }
   }
 }
+
+void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
+                           int64_t V, int64_t Vp, float scale) {
+  cross_entropy_dlogits<float>(dlogits, probs, targets, N, V, Vp, scale);
+}
+
+#define VRAMLAB_INSTANTIATE_STORAGE(A)                                                            \
+  template void cross_entropy_forward<A>(float*, float*, A*, const A*, const int32_t*, int64_t,   \
+                                         int64_t, int64_t);                                       \
+  template void cross_entropy_dlogits<A>(A*, const A*, const int32_t*, int64_t, int64_t, int64_t, \
+                                         float);
+VRAMLAB_INSTANTIATE_STORAGE(float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t)
+#undef VRAMLAB_INSTANTIATE_STORAGE
 
 template <typename Real>
 void cross_entropy_forward_reference(Real* losses, Real* logsumexp, Real* probs, const Real* logits,

@@ -36,6 +36,17 @@ void cross_entropy_backward(float* dlogits, const float* dlosses, const float* l
 void cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets, int64_t N,
                            int64_t V, int64_t Vp, float scale);
 
+/// cross_entropy_forward with logits and probs in storage A (kernels/cpu/storage.h); losses and
+/// logsumexp f32, everything computed in f32, probs rounded once.
+/// \tparam A float, bf16_t or f16_t. \throws as cross_entropy_forward.
+template <typename A>
+void cross_entropy_forward(float* losses, float* logsumexp, A* probs, const A* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vp);
+/// cross_entropy_dlogits on storage A: dlogits = round_A(scale · (probs − onehot)).
+/// \tparam A float, bf16_t or f16_t. \throws as cross_entropy_dlogits.
+template <typename A>
+void cross_entropy_dlogits(A* dlogits, const A* probs, const int32_t* targets, int64_t N, int64_t V,
+                           int64_t Vp, float scale);
 /// Reference of cross_entropy_forward (std::exp, std::log). \tparam Real float or double.
 template <typename Real>
 void cross_entropy_forward_reference(Real* losses, Real* logsumexp, Real* probs, const Real* logits,

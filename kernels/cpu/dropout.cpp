@@ -4,11 +4,13 @@
 
 #include "common/dtype/dropout_mask.h"
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
 
-void apply_mask(float* out, const float* inp, int64_t n, float p, uint64_t seed, uint64_t offset) {
+template <typename A>
+void apply_mask(A* out, const A* inp, int64_t n, float p, uint64_t seed, uint64_t offset) {
   if (p == 0.0f) {
     // An exact copy, whatever the values (a signalling NaN would be quieted by a multiply).
 #pragma omp parallel for simd schedule(static)
@@ -18,7 +20,8 @@ void apply_mask(float* out, const float* inp, int64_t n, float p, uint64_t seed,
   const float scale = dropout_scale(p);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    out[i] = dropout_keep(seed, offset + static_cast<uint64_t>(i), p) ? inp[i] * scale : 0.0f;
+    out[i] = narrow<A>(
+        dropout_keep(seed, offset + static_cast<uint64_t>(i), p) ? widen(inp[i]) * scale : 0.0f);
   }
 }
 
@@ -34,19 +37,37 @@ void apply_mask_reference(Real* out, const Real* inp, int64_t n, float p, uint64
 
 }  // namespace
 
-void dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
-                     uint64_t offset) {
+template <typename A>
+void dropout_forward(A* out, const A* inp, int64_t n, float p, uint64_t seed, uint64_t offset) {
   require_non_negative("dropout_forward", "n", n);
   require_dropout_probability("dropout_forward", p);
   apply_mask(out, inp, n, p, seed, offset);
 }
 
-void dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
-                      uint64_t offset) {
+template <typename A>
+void dropout_backward(A* dinp, const A* dout, int64_t n, float p, uint64_t seed, uint64_t offset) {
   require_non_negative("dropout_backward", "n", n);
   require_dropout_probability("dropout_backward", p);
   apply_mask(dinp, dout, n, p, seed, offset);
 }
+
+void dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
+                     uint64_t offset) {
+  dropout_forward<float>(out, inp, n, p, seed, offset);
+}
+
+void dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
+                      uint64_t offset) {
+  dropout_backward<float>(dinp, dout, n, p, seed, offset);
+}
+
+#define VRAMLAB_INSTANTIATE_STORAGE(A)                                                \
+  template void dropout_forward<A>(A*, const A*, int64_t, float, uint64_t, uint64_t); \
+  template void dropout_backward<A>(A*, const A*, int64_t, float, uint64_t, uint64_t);
+VRAMLAB_INSTANTIATE_STORAGE(float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t)
+#undef VRAMLAB_INSTANTIATE_STORAGE
 
 template <typename Real>
 void dropout_forward_reference(Real* out, const Real* inp, int64_t n, float p, uint64_t seed,

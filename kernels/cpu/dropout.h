@@ -36,6 +36,14 @@ void dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t 
 void dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
                       uint64_t offset);
 
+/// dropout_forward on storage A (kernels/cpu/storage.h): out = round_A(widen(inp) · keep / (1 −
+/// p)); p = 0 copies the bits. \tparam A float, bf16_t or f16_t. \throws as dropout_forward.
+template <typename A>
+void dropout_forward(A* out, const A* inp, int64_t n, float p, uint64_t seed, uint64_t offset);
+/// dropout_backward on storage A (written, not accumulated). \tparam A float, bf16_t or f16_t.
+/// \throws as dropout_backward.
+template <typename A>
+void dropout_backward(A* dinp, const A* dout, int64_t n, float p, uint64_t seed, uint64_t offset);
 /// Reference of dropout_forward (the scale 1 / (1 − p) computed in Real). \tparam Real float or
 /// double.
 template <typename Real>

@@ -2,13 +2,22 @@
 #include "kernels/cpu/elementwise.h"
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 
-void residual_forward(float* out, const float* a, const float* b, int64_t n) {
+template <typename A>
+void residual_forward(A* out, const A* a, const A* b, int64_t n) {
   require_non_negative("residual_forward", "n", n);
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+  for (int64_t i = 0; i < n; i++) out[i] = narrow<A>(widen(a[i]) + widen(b[i]));
+}
+template void residual_forward<float>(float*, const float*, const float*, int64_t);
+template void residual_forward<bf16_t>(bf16_t*, const bf16_t*, const bf16_t*, int64_t);
+template void residual_forward<f16_t>(f16_t*, const f16_t*, const f16_t*, int64_t);
+
+void residual_forward(float* out, const float* a, const float* b, int64_t n) {
+  residual_forward<float>(out, a, b, n);
 }
 
 void residual_backward(float* da, float* db, const float* dout, int64_t n) {

@@ -10,6 +10,10 @@ namespace vramlab::kernels::cpu {
 /// out = a + b (the residual connection); out, a, b (n); \p out may alias \p a or \p b.
 /// \throws vramlab::UsageError when n < 0.
 void residual_forward(float* out, const float* a, const float* b, int64_t n);
+/// residual_forward on storage A (kernels/cpu/storage.h): out = round_A(widen(a) + widen(b)).
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+void residual_forward(A* out, const A* a, const A* b, int64_t n);
 /// da += dout, db += dout, all (n). \throws vramlab::UsageError when n < 0.
 void residual_backward(float* da, float* db, const float* dout, int64_t n);
 

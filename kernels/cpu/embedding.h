@@ -27,6 +27,17 @@ void embedding_forward(float* out, const int32_t* tokens, const float* wte, cons
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                         int64_t B, int64_t T, int64_t C, int64_t V);
 
+/// embedding_forward on storage A (kernels/cpu/storage.h): out = round_A(wte + wpe).
+/// \tparam A float, bf16_t or f16_t. \throws as embedding_forward.
+template <typename A>
+void embedding_forward(A* out, const int32_t* tokens, const A* wte, const A* wpe, int64_t B,
+                       int64_t T, int64_t C, int64_t V);
+/// embedding_backward with dout in A and dwte, dwpe in G: every row of dwte and dwpe is
+/// round_G(widen(row) + Σ dout rows), summed in f32 (a token seen k times is rounded once).
+/// \tparam A float, bf16_t or f16_t. \tparam G float or A. \throws as embedding_backward.
+template <typename A, typename G>
+void embedding_backward(G* dwte, G* dwpe, const A* dout, const int32_t* tokens, int64_t B,
+                        int64_t T, int64_t C, int64_t V);
 /// Reference of embedding_forward. \tparam Real float or double.
 template <typename Real>
 void embedding_forward_reference(Real* out, const int32_t* tokens, const Real* wte, const Real* wpe,

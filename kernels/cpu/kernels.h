@@ -3,7 +3,8 @@
 ///
 /// Namespace vramlab::kernels::cpu. Each op family has its own header (matmul.h, activation.h,
 /// normalization.h, softmax.h, cross_entropy.h, embedding.h, rope.h, attention.h, elementwise.h,
-/// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h); this header includes
+/// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h, cast.h,
+/// gradient_check.h, storage.h); this header includes
 /// them all.
 ///
 /// Conventions, as in llm.c:
@@ -26,10 +27,12 @@
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gradient_check.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
@@ -18,58 +19,62 @@ void check_sizes(const char* op, int64_t N, int64_t C) {
 
 }  // namespace
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int64_t N, int64_t C, float eps) {
+template <typename A>
+void layernorm_forward(A* out, float* mean, float* rstd, const A* inp, const A* weight,
+                       const A* bias, int64_t N, int64_t C, float eps) {
   check_sizes("layernorm_forward", N, C);
   if (C == 0) return;
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
-    const float* x = inp + row * C;
+    const A* x = inp + row * C;  // (C)
     // Row statistics in double: a float sum of C values with a common offset loses about
     // √C·u of the offset in the mean, which (x - mean) then amplifies.
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < C; c++) sum += x[c];
+    for (int64_t c = 0; c < C; c++) sum += widen(x[c]);
     const float m = static_cast<float>(sum / static_cast<double>(C));
     double sum_squares = 0.0;
 #pragma omp simd reduction(+ : sum_squares)
     for (int64_t c = 0; c < C; c++) {
-      const double centered = static_cast<double>(x[c]) - m;
+      const double centered = static_cast<double>(widen(x[c])) - m;
       sum_squares += centered * centered;
     }
     const float s = static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(C) + eps));
-    float* y = out + row * C;
+    A* y = out + row * C;  // (C)
 #pragma omp simd
-    for (int64_t c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+    for (int64_t c = 0; c < C; c++) {
+      y[c] = narrow<A>((widen(x[c]) - m) * s * widen(weight[c]) + widen(bias[c]));
+    }
     mean[row] = m;
     rstd[row] = s;
   }
 }
 
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int64_t N, int64_t C) {
+template <typename A, typename G>
+void layernorm_backward(A* dinp, G* dweight, G* dbias, const A* dout, const A* inp, const A* weight,
+                        const float* mean, const float* rstd, int64_t N, int64_t C) {
   check_sizes("layernorm_backward", N, C);
   if (C == 0) return;
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
-    const float* x = inp + row * C;
-    const float* dy = dout + row * C;
+    const A* x = inp + row * C;    // (C)
+    const A* dy = dout + row * C;  // (C)
     const float m = mean[row], s = rstd[row];
     float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
 #pragma omp simd reduction(+ : dnorm_sum, dnorm_norm_sum)
     for (int64_t c = 0; c < C; c++) {
-      const float dnorm = dy[c] * weight[c];
+      const float dnorm = widen(dy[c]) * widen(weight[c]);
       dnorm_sum += dnorm;
-      dnorm_norm_sum += dnorm * (x[c] - m) * s;
+      dnorm_norm_sum += dnorm * (widen(x[c]) - m) * s;
     }
     const float dnorm_mean = dnorm_sum / static_cast<float>(C);
     const float dnorm_norm_mean = dnorm_norm_sum / static_cast<float>(C);
-    float* dx = dinp + row * C;
+    A* dx = dinp + row * C;  // (C)
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) {
-      const float norm = (x[c] - m) * s;
-      dx[c] += s * (dy[c] * weight[c] - dnorm_mean - norm * dnorm_norm_mean);
+      const float norm = (widen(x[c]) - m) * s;
+      dx[c] = narrow<A>(widen(dx[c]) + s * (widen(dy[c]) * widen(weight[c]) - dnorm_mean -
+                                            norm * dnorm_norm_mean));
     }
   }
 #pragma omp parallel for schedule(static)
@@ -78,57 +83,65 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     const int64_t end = begin + kColumnBlock < C ? begin + kColumnBlock : C;
     float dw[kColumnBlock] = {}, db[kColumnBlock] = {};
     for (int64_t row = 0; row < N; row++) {
-      const float* x = inp + row * C;
-      const float* dy = dout + row * C;
+      const A* x = inp + row * C;    // (C)
+      const A* dy = dout + row * C;  // (C)
       const float m = mean[row], s = rstd[row];
 #pragma omp simd
       for (int64_t c = begin; c < end; c++) {
-        dw[c - begin] += dy[c] * (x[c] - m) * s;
-        db[c - begin] += dy[c];
+        dw[c - begin] += widen(dy[c]) * (widen(x[c]) - m) * s;
+        db[c - begin] += widen(dy[c]);
       }
     }
     for (int64_t c = begin; c < end; c++) {
-      dweight[c] += dw[c - begin];
-      dbias[c] += db[c - begin];
+      dweight[c] = narrow<G>(widen(dweight[c]) + dw[c - begin]);
+      dbias[c] = narrow<G>(widen(dbias[c]) + db[c - begin]);
     }
   }
 }
 
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
-                     int64_t C, float eps) {
+template <typename A>
+void rmsnorm_forward(A* out, float* rstd, const A* inp, const A* weight, int64_t N, int64_t C,
+                     float eps) {
   check_sizes("rmsnorm_forward", N, C);
   if (C == 0) return;
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
-    const float* x = inp + row * C;
-    double sum_squares = 0.0;  // in double, like the LayerNorm statistics
+    const A* x = inp + row * C;  // (C)
+    double sum_squares = 0.0;    // in double, like the LayerNorm statistics
 #pragma omp simd reduction(+ : sum_squares)
-    for (int64_t c = 0; c < C; c++) sum_squares += static_cast<double>(x[c]) * x[c];
+    for (int64_t c = 0; c < C; c++) {
+      const float value = widen(x[c]);
+      sum_squares += static_cast<double>(value) * value;
+    }
     const float s = static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(C) + eps));
-    float* y = out + row * C;
+    A* y = out + row * C;  // (C)
 #pragma omp simd
-    for (int64_t c = 0; c < C; c++) y[c] = x[c] * s * weight[c];
+    for (int64_t c = 0; c < C; c++) y[c] = narrow<A>(widen(x[c]) * s * widen(weight[c]));
     rstd[row] = s;
   }
 }
 
-void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                      const float* weight, const float* rstd, int64_t N, int64_t C) {
+template <typename A, typename G>
+void rmsnorm_backward(A* dinp, G* dweight, const A* dout, const A* inp, const A* weight,
+                      const float* rstd, int64_t N, int64_t C) {
   check_sizes("rmsnorm_backward", N, C);
   if (C == 0) return;
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; row++) {
-    const float* x = inp + row * C;
-    const float* dy = dout + row * C;
+    const A* x = inp + row * C;    // (C)
+    const A* dy = dout + row * C;  // (C)
     const float s = rstd[row];
     float dnorm_norm_sum = 0.0f;
 #pragma omp simd reduction(+ : dnorm_norm_sum)
-    for (int64_t c = 0; c < C; c++) dnorm_norm_sum += dy[c] * weight[c] * x[c] * s;
+    for (int64_t c = 0; c < C; c++) {
+      dnorm_norm_sum += widen(dy[c]) * widen(weight[c]) * widen(x[c]) * s;
+    }
     const float dnorm_norm_mean = dnorm_norm_sum / static_cast<float>(C);
-    float* dx = dinp + row * C;
+    A* dx = dinp + row * C;  // (C)
 #pragma omp simd
     for (int64_t c = 0; c < C; c++) {
-      dx[c] += s * (dy[c] * weight[c] - x[c] * s * dnorm_norm_mean);
+      dx[c] = narrow<A>(widen(dx[c]) +
+                        s * (widen(dy[c]) * widen(weight[c]) - widen(x[c]) * s * dnorm_norm_mean));
     }
   }
 #pragma omp parallel for schedule(static)
@@ -137,15 +150,56 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     const int64_t end = begin + kColumnBlock < C ? begin + kColumnBlock : C;
     float dw[kColumnBlock] = {};
     for (int64_t row = 0; row < N; row++) {
-      const float* x = inp + row * C;
-      const float* dy = dout + row * C;
+      const A* x = inp + row * C;    // (C)
+      const A* dy = dout + row * C;  // (C)
       const float s = rstd[row];
 #pragma omp simd
-      for (int64_t c = begin; c < end; c++) dw[c - begin] += dy[c] * x[c] * s;
+      for (int64_t c = begin; c < end; c++) dw[c - begin] += widen(dy[c]) * widen(x[c]) * s;
     }
-    for (int64_t c = begin; c < end; c++) dweight[c] += dw[c - begin];
+    for (int64_t c = begin; c < end; c++) dweight[c] = narrow<G>(widen(dweight[c]) + dw[c - begin]);
   }
 }
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int64_t N, int64_t C, float eps) {
+  layernorm_forward<float>(out, mean, rstd, inp, weight, bias, N, C, eps);
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        int64_t N, int64_t C) {
+  layernorm_backward<float, float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
+                     int64_t C, float eps) {
+  rmsnorm_forward<float>(out, rstd, inp, weight, N, C, eps);
+}
+
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int64_t N, int64_t C) {
+  rmsnorm_backward<float, float>(dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+
+#define VRAMLAB_INSTANTIATE_STORAGE(A, G)                                                        \
+  template void layernorm_backward<A, G>(A*, G*, G*, const A*, const A*, const A*, const float*, \
+                                         const float*, int64_t, int64_t);                        \
+  template void rmsnorm_backward<A, G>(A*, G*, const A*, const A*, const A*, const float*,       \
+                                       int64_t, int64_t);
+VRAMLAB_INSTANTIATE_STORAGE(float, float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t, bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t, float)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t, f16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t, float)
+#undef VRAMLAB_INSTANTIATE_STORAGE
+#define VRAMLAB_INSTANTIATE_STORAGE(A)                                                          \
+  template void layernorm_forward<A>(A*, float*, float*, const A*, const A*, const A*, int64_t, \
+                                     int64_t, float);                                           \
+  template void rmsnorm_forward<A>(A*, float*, const A*, const A*, int64_t, int64_t, float);
+VRAMLAB_INSTANTIATE_STORAGE(float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t)
+#undef VRAMLAB_INSTANTIATE_STORAGE
 
 template <typename Real>
 void layernorm_forward_reference(Real* out, Real* mean, Real* rstd, const Real* inp,

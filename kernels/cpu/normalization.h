@@ -32,6 +32,28 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
 void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                       const float* weight, const float* rstd, int64_t N, int64_t C);
 
+/// layernorm_forward on storage A (kernels/cpu/storage.h): statistics in double as the float
+/// kernel, mean and rstd f32, out rounded once. \tparam A float, bf16_t or f16_t.
+/// \throws vramlab::UsageError on a negative size.
+template <typename A>
+void layernorm_forward(A* out, float* mean, float* rstd, const A* inp, const A* weight,
+                       const A* bias, int64_t N, int64_t C, float eps = 1e-5f);
+/// layernorm_backward on storage A with parameter gradients in G: dinp = round_A(dinp + ·),
+/// dweight, dbias = round_G(· + the f32 column sums). \tparam A float, bf16_t or f16_t.
+/// \tparam G float or A. \throws vramlab::UsageError on a negative size.
+template <typename A, typename G>
+void layernorm_backward(A* dinp, G* dweight, G* dbias, const A* dout, const A* inp, const A* weight,
+                        const float* mean, const float* rstd, int64_t N, int64_t C);
+/// rmsnorm_forward on storage A (rstd f32). \tparam A float, bf16_t or f16_t.
+/// \throws vramlab::UsageError on a negative size.
+template <typename A>
+void rmsnorm_forward(A* out, float* rstd, const A* inp, const A* weight, int64_t N, int64_t C,
+                     float eps = 1e-5f);
+/// rmsnorm_backward on storage A with dweight in G. \tparam A float, bf16_t or f16_t.
+/// \tparam G float or A. \throws vramlab::UsageError on a negative size.
+template <typename A, typename G>
+void rmsnorm_backward(A* dinp, G* dweight, const A* dout, const A* inp, const A* weight,
+                      const float* rstd, int64_t N, int64_t C);
 /// Reference of layernorm_forward. \tparam Real float or double.
 template <typename Real>
 void layernorm_forward_reference(Real* out, Real* mean, Real* rstd, const Real* inp,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
@@ -21,42 +22,155 @@ void check_sgd(const char* op, int64_t n, bool has_buffer, double momentum) {
 
 }  // namespace
 
-void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                  const AdamWHyperparameters& hp, int64_t step) {
-  check_adamw("adamw_update", n, step);
+namespace {
+
+constexpr int64_t kScaledBlock = 256;
+
+// Calls body(i, g) for every element, g = widen(grad[i]) (kScaled false: the f32 kernels' loop)
+// or g = grad_multiplier · widen(grad[i]) rounded to f32 (kScaled true). The scaled gradients go
+// through a small block in memory first: left in registers, GCC would fuse the product into the
+// update's FMAs (fma(multiplier, grad, ·)), and the update would no longer be the f32 kernel's
+// on the unscaled gradient (other bits, and other bits again where the loop runs scalar).
+template <bool kScaled, typename Gr, typename Body>
+void for_each_gradient(const Gr* grad, int64_t n, float grad_multiplier, const Body& body) {
+  if constexpr (!kScaled) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) body(i, widen(grad[i]));
+  } else {
+    const int64_t blocks = (n + kScaledBlock - 1) / kScaledBlock;
+#pragma omp parallel for schedule(static)
+    for (int64_t block = 0; block < blocks; block++) {
+      const int64_t begin = block * kScaledBlock;
+      const int64_t count = n - begin < kScaledBlock ? n - begin : kScaledBlock;
+      float scaled[kScaledBlock];  // (kScaledBlock) multiplier · grad of this block
+#pragma omp simd
+      for (int64_t j = 0; j < count; j++) scaled[j] = grad_multiplier * widen(grad[begin + j]);
+#pragma omp simd
+      for (int64_t j = 0; j < count; j++) body(begin + j, scaled[j]);
+    }
+  }
+}
+
+// kWorking: the working copy is rewritten with round(param) after the update.
+template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
+void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
+                const AdamWHyperparameters& hp, int64_t step, float grad_multiplier) {
   const double s = static_cast<double>(step);
   const float correction1 = static_cast<float>(1.0 / (1.0 - std::pow(hp.beta1, s)));
   const float correction2 = static_cast<float>(1.0 / (1.0 - std::pow(hp.beta2, s)));
   const float decay = 1.0f - hp.learning_rate * hp.weight_decay;
   const float beta1 = hp.beta1, beta2 = hp.beta2, lr = hp.learning_rate, eps = hp.epsilon;
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const float g = grad[i];
-    const float m_new = beta1 * m[i] + (1.0f - beta1) * g;
-    const float v_new = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = m_new;
-    v[i] = v_new;
-    param[i] =
-        param[i] * decay - lr * (m_new * correction1) / (std::sqrt(v_new * correction2) + eps);
+  for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float g) {
+    const float m_new = beta1 * widen(m[i]) + (1.0f - beta1) * g;
+    const float v_new = beta2 * widen(v[i]) + (1.0f - beta2) * g * g;
+    m[i] = narrow<S>(m_new);
+    v[i] = narrow<S>(v_new);
+    const float updated = widen(param[i]) * decay -
+                          lr * (m_new * correction1) / (std::sqrt(v_new * correction2) + eps);
+    param[i] = narrow<P>(updated);
+    if constexpr (kWorking) working[i] = narrow<W>(updated);
+  });
+}
+
+template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
+void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
+              float learning_rate, float momentum, float weight_decay, bool nesterov,
+              float grad_multiplier) {
+  if (momentum == 0.0f) {
+    for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float g) {
+      const float p = widen(param[i]);
+      const float updated = p - learning_rate * (g + weight_decay * p);
+      param[i] = narrow<P>(updated);
+      if constexpr (kWorking) working[i] = narrow<W>(updated);
+    });
+    return;
   }
+  for_each_gradient<kScaled>(grad, n, grad_multiplier, [&](int64_t i, float unscaled) {
+    const float p = widen(param[i]);
+    const float g = unscaled + weight_decay * p;
+    const float buffer = momentum * widen(momentum_buffer[i]) + g;
+    momentum_buffer[i] = narrow<S>(buffer);
+    const float updated = p - learning_rate * (nesterov ? g + momentum * buffer : buffer);
+    param[i] = narrow<P>(updated);
+    if constexpr (kWorking) working[i] = narrow<W>(updated);
+  });
+}
+
+}  // namespace
+
+template <typename P, typename Gr, typename S, typename W>
+void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
+                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier) {
+  check_adamw("adamw_update", n, step);
+  const bool scaled = grad_multiplier != 1.0f;
+  if (working == nullptr) {
+    if (scaled) {
+      adamw_loop<true, false>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+    } else {
+      adamw_loop<false, false>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+    }
+  } else if (scaled) {
+    adamw_loop<true, true>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+  } else {
+    adamw_loop<false, true>(param, grad, m, v, working, n, hp, step, grad_multiplier);
+  }
+}
+
+template <typename P, typename Gr, typename S, typename W>
+void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
+                float learning_rate, float momentum, float weight_decay, bool nesterov,
+                float grad_multiplier) {
+  check_sgd("sgd_update", n, momentum_buffer != nullptr, momentum);
+  const bool scaled = grad_multiplier != 1.0f;
+  if (working == nullptr) {
+    if (scaled) {
+      sgd_loop<true, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
+                            weight_decay, nesterov, grad_multiplier);
+    } else {
+      sgd_loop<false, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
+                             weight_decay, nesterov, grad_multiplier);
+    }
+  } else if (scaled) {
+    sgd_loop<true, true>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
+                         weight_decay, nesterov, grad_multiplier);
+  } else {
+    sgd_loop<false, true>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
+                          weight_decay, nesterov, grad_multiplier);
+  }
+}
+
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
+                  const AdamWHyperparameters& hp, int64_t step) {
+  adamw_update<float, float, float, bf16_t>(param, grad, m, v, nullptr, n, hp, step, 1.0f);
 }
 
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov) {
-  check_sgd("sgd_update", n, momentum_buffer != nullptr, momentum);
-  if (momentum == 0.0f) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; i++) param[i] -= learning_rate * (grad[i] + weight_decay * param[i]);
-    return;
-  }
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const float g = grad[i] + weight_decay * param[i];
-    const float buffer = momentum * momentum_buffer[i] + g;
-    momentum_buffer[i] = buffer;
-    param[i] -= learning_rate * (nesterov ? g + momentum * buffer : buffer);
-  }
+  sgd_update<float, float, float, bf16_t>(param, grad, momentum_buffer, nullptr, n, learning_rate,
+                                          momentum, weight_decay, nesterov, 1.0f);
 }
+
+#define VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, W)                                                 \
+  template void adamw_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t,                      \
+                                          const AdamWHyperparameters&, int64_t, float);            \
+  template void sgd_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t, float, float, float, bool, \
+                                        float);
+#define VRAMLAB_INSTANTIATE_WORKING(P, Gr, S)     \
+  VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, bf16_t) \
+  VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, f16_t)
+#define VRAMLAB_INSTANTIATE_STATE(P, Gr)    \
+  VRAMLAB_INSTANTIATE_WORKING(P, Gr, float) \
+  VRAMLAB_INSTANTIATE_WORKING(P, Gr, bf16_t)
+#define VRAMLAB_INSTANTIATE_GRAD(P)    \
+  VRAMLAB_INSTANTIATE_STATE(P, float)  \
+  VRAMLAB_INSTANTIATE_STATE(P, bf16_t) \
+  VRAMLAB_INSTANTIATE_STATE(P, f16_t)
+VRAMLAB_INSTANTIATE_GRAD(float)
+VRAMLAB_INSTANTIATE_GRAD(bf16_t)
+#undef VRAMLAB_INSTANTIATE_GRAD
+#undef VRAMLAB_INSTANTIATE_STATE
+#undef VRAMLAB_INSTANTIATE_WORKING
+#undef VRAMLAB_INSTANTIATE_OPTIMIZER
 
 template <typename Real>
 void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t n,

@@ -32,6 +32,25 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov);
 
+/// adamw_update on mixed storage (kernels/cpu/storage.h), with g = grad_multiplier · grad (the
+/// loss scaler's 1/scale folded in, times a clipping coefficient). Every value is widened, the
+/// update computed in f32 as the f32 kernel does, and each stored value (param, m, v) rounded once;
+/// \p working, when not nullptr, is overwritten with round_W(the f32 updated param) (the
+/// bf16/f16 working copy of an f32 master). All (n).
+/// \tparam P param: float or bf16_t. \tparam Gr grad: float, bf16_t or f16_t.
+/// \tparam S m and v: float or bf16_t. \tparam W working: bf16_t or f16_t.
+/// \throws vramlab::UsageError when n < 0 or step < 1.
+template <typename P, typename Gr, typename S, typename W>
+void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
+                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier);
+/// sgd_update on mixed storage, with g = grad_multiplier · grad; types and \p working as
+/// adamw_update's (momentum_buffer in S).
+/// \tparam P param. \tparam Gr grad. \tparam S momentum buffer. \tparam W working copy.
+/// \throws vramlab::UsageError when n < 0, or momentum != 0 without a buffer.
+template <typename P, typename Gr, typename S, typename W>
+void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
+                float learning_rate, float momentum, float weight_decay, bool nesterov,
+                float grad_multiplier);
 /// Reference of adamw_update. \tparam Real float or double.
 template <typename Real>
 void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t n,

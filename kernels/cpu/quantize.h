@@ -30,6 +30,14 @@ void quantize_int8(int8_t* q, float* scales, const float* x, int64_t n, int64_t 
 /// \throws vramlab::InternalError as quantize_int8.
 void dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n, int64_t block);
 
+/// quantize_int8 of x in storage A (kernels/cpu/storage.h): the blocks of widen(x).
+/// \tparam A float, bf16_t or f16_t. \throws as quantize_int8.
+template <typename A>
+void quantize_int8(int8_t* q, float* scales, const A* x, int64_t n, int64_t block);
+/// dequantize_int8 into storage A: x = round_A(q · scale). \tparam A float, bf16_t or f16_t.
+/// \throws as quantize_int8.
+template <typename A>
+void dequantize_int8(A* x, const int8_t* q, const float* scales, int64_t n, int64_t block);
 /// Reference of quantize_int8 (one block after the other, plain loops).
 void quantize_int8_reference(int8_t* q, float* scales, const float* x, int64_t n, int64_t block);
 /// Reference of dequantize_int8.

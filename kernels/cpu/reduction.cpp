@@ -5,14 +5,15 @@
 #include <vector>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
 
 constexpr int64_t kChunk = 4096;
 
-template <bool kSquare>
-double chunked_sum(const char* op, const float* x, int64_t n) {
+template <bool kSquare, typename A>
+double chunked_sum(const char* op, const A* x, int64_t n) {
   require_non_negative(op, "n", n);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(static_cast<size_t>(chunks));
@@ -23,7 +24,7 @@ double chunked_sum(const char* op, const float* x, int64_t n) {
     double total = 0.0;
 #pragma omp simd reduction(+ : total)
     for (int64_t i = begin; i < end; i++) {
-      const double value = x[i];
+      const double value = widen(x[i]);
       total += kSquare ? value * value : value;
     }
     partial[static_cast<size_t>(chunk)] = total;
@@ -49,8 +50,16 @@ double kahan_sum(const char* op, const Real* x, int64_t n) {
 
 }  // namespace
 
-double sum(const float* x, int64_t n) {
+template <typename A>
+double sum(const A* x, int64_t n) {
   return chunked_sum<false>("sum", x, n);
+}
+template double sum<float>(const float*, int64_t);
+template double sum<bf16_t>(const bf16_t*, int64_t);
+template double sum<f16_t>(const f16_t*, int64_t);
+
+double sum(const float* x, int64_t n) {
+  return sum<float>(x, n);
 }
 
 double sum_of_squares(const float* x, int64_t n) {

@@ -18,6 +18,10 @@ double sum_of_squares(const float* x, int64_t n);
 /// √(Σ x²) over x (n). \throws vramlab::UsageError when n < 0.
 double l2_norm(const float* x, int64_t n);
 
+/// sum on storage A (kernels/cpu/storage.h): the same chunks, every element widened exactly.
+/// \tparam A float, bf16_t or f16_t. \throws vramlab::UsageError when n < 0.
+template <typename A>
+double sum(const A* x, int64_t n);
 /// Reference of sum (Kahan summation in double). \tparam Real float or double.
 template <typename Real>
 double sum_reference(const Real* x, int64_t n);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/storage.h"
 
 namespace vramlab::kernels::cpu {
 namespace {
@@ -24,8 +25,9 @@ double rope_angle(int64_t position, int64_t pair, int64_t D, double theta) {
 }
 
 // direction = +1 rotates (forward), -1 rotates back (backward); accumulate selects += over =.
-void rope_apply(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
-                double theta, int64_t position_offset, float direction, bool accumulate) {
+template <typename A>
+void rope_apply(A* out, const A* inp, int64_t B, int64_t T, int64_t H, int64_t D, double theta,
+                int64_t position_offset, float direction, bool accumulate) {
   const int64_t pairs = D / 2;
 #pragma omp parallel
   {
@@ -40,17 +42,17 @@ void rope_apply(float* out, const float* inp, int64_t B, int64_t T, int64_t H, i
       for (int64_t b = 0; b < B; b++) {
         for (int64_t h = 0; h < H; h++) {
           const int64_t offset = ((b * T + t) * H + h) * D;
-          const float* x = inp + offset;
-          float* y = out + offset;
+          const A* x = inp + offset;  // (D)
+          A* y = out + offset;        // (D)
           const float* cs = cosines.data();
           const float* sn = sines.data();
 #pragma omp simd
           for (int64_t i = 0; i < pairs; i++) {
-            const float x0 = x[2 * i], x1 = x[2 * i + 1];
+            const float x0 = widen(x[2 * i]), x1 = widen(x[2 * i + 1]);
             const float y0 = x0 * cs[i] - x1 * sn[i];
             const float y1 = x0 * sn[i] + x1 * cs[i];
-            y[2 * i] = accumulate ? y[2 * i] + y0 : y0;
-            y[2 * i + 1] = accumulate ? y[2 * i + 1] + y1 : y1;
+            y[2 * i] = narrow<A>(accumulate ? widen(y[2 * i]) + y0 : y0);
+            y[2 * i + 1] = narrow<A>(accumulate ? widen(y[2 * i + 1]) + y1 : y1);
           }
         }
       }
@@ -60,17 +62,38 @@ void rope_apply(float* out, const float* inp, int64_t B, int64_t T, int64_t H, i
 
 }  // namespace
 
-void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
-                  double theta, int64_t position_offset) {
+template <typename A>
+void rope_forward(A* out, const A* inp, int64_t B, int64_t T, int64_t H, int64_t D, double theta,
+                  int64_t position_offset) {
   check_arguments("rope_forward", B, T, H, D, theta);
   rope_apply(out, inp, B, T, H, D, theta, position_offset, 1.0f, false);
 }
 
-void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
-                   double theta, int64_t position_offset) {
+template <typename A>
+void rope_backward(A* dinp, const A* dout, int64_t B, int64_t T, int64_t H, int64_t D, double theta,
+                   int64_t position_offset) {
   check_arguments("rope_backward", B, T, H, D, theta);
   rope_apply(dinp, dout, B, T, H, D, theta, position_offset, -1.0f, true);
 }
+
+void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
+                  double theta, int64_t position_offset) {
+  rope_forward<float>(out, inp, B, T, H, D, theta, position_offset);
+}
+
+void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                   double theta, int64_t position_offset) {
+  rope_backward<float>(dinp, dout, B, T, H, D, theta, position_offset);
+}
+
+#define VRAMLAB_INSTANTIATE_STORAGE(A)                                                    \
+  template void rope_forward<A>(A*, const A*, int64_t, int64_t, int64_t, int64_t, double, \
+                                int64_t);                                                 \
+  template void rope_backward<A>(A*, const A*, int64_t, int64_t, int64_t, int64_t, double, int64_t);
+VRAMLAB_INSTANTIATE_STORAGE(float)
+VRAMLAB_INSTANTIATE_STORAGE(bf16_t)
+VRAMLAB_INSTANTIATE_STORAGE(f16_t)
+#undef VRAMLAB_INSTANTIATE_STORAGE
 
 template <typename Real>
 void rope_forward_reference(Real* out, const Real* inp, int64_t B, int64_t T, int64_t H, int64_t D,

@@ -21,6 +21,16 @@ void rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H,
 void rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
                    double theta = 10000.0, int64_t position_offset = 0);
 
+/// rope_forward on storage A (kernels/cpu/storage.h): rotated in f32, rounded once.
+/// \tparam A float, bf16_t or f16_t. \throws as rope_forward.
+template <typename A>
+void rope_forward(A* out, const A* inp, int64_t B, int64_t T, int64_t H, int64_t D,
+                  double theta = 10000.0, int64_t position_offset = 0);
+/// rope_backward on storage A: dinp = round_A(widen(dinp) + rotate⁻¹(dout)).
+/// \tparam A float, bf16_t or f16_t. \throws as rope_backward.
+template <typename A>
+void rope_backward(A* dinp, const A* dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                   double theta = 10000.0, int64_t position_offset = 0);
 /// Reference of rope_forward. \tparam Real float or double.
 template <typename Real>
 void rope_forward_reference(Real* out, const Real* inp, int64_t B, int64_t T, int64_t H, int64_t D,

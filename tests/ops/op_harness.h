@@ -24,7 +24,8 @@
 ///
 /// Error measure, per compared buffer: normalized max error = max_i |x_i − ref_i| / max_i |ref_i|
 /// (the denominator floored at 1e-30); non-finite values must match exactly.
-/// Tolerances (per dtype; every kernel here computes in f32, so only f32 rows exist):
+/// Tolerances (per dtype; every kernel here computes in f32, so only f32 rows exist; the bf16/f16
+/// storage columns of test_ops_storage.cpp derive theirs from these):
 ///   f32 elementwise ops (one rounding per formula)           1e-6
 ///   f32 row reductions (norms, softmax, cross-entropy, rope) 1e-5
 ///   f32 attention, GEMM (sums over T or C products)          2e-5
@@ -56,14 +57,23 @@ enum class Init {
   index_below_V,  ///< i32 uniform in [0, shape.V)
 };
 
+/// Which storage type a buffer takes when an op runs on 16-bit storage (kernel_backend.h, "Storage
+/// types"); the f32 columns ignore it.
+enum class Role {
+  activation,  ///< an activation, its gradient, a weight or a bias: the op's type A
+  param_grad,  ///< a parameter gradient (dweight, dbias, dwte, dwpe): the op's type G
+  stat,        ///< always f32: norm statistics, losses, logsumexp
+};
+
 /// One buffer of an op.
 struct BufferSpec {
   std::string name;   ///< as in the kernel's signature, e.g. "dinp"
   int64_t count = 0;  ///< elements
   Dtype dtype = Dtype::f32;
   Init init = Init::normal;
-  double scale = 1.0;    ///< standard deviation of Init::normal
-  bool compare = false;  ///< an output (checked against the reference)
+  double scale = 1.0;            ///< standard deviation of Init::normal
+  bool compare = false;          ///< an output (checked against the reference)
+  Role role = Role::activation;  ///< its storage type under bf16/f16 (f32 and i32 buffers only)
 };
 
 /// Every size any op uses; each op reads the ones it needs. label names the shape in messages.

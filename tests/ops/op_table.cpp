@@ -65,6 +65,16 @@ BufferSpec positive(std::string name, int64_t count, bool compare = false) {
 BufferSpec indices(std::string name, int64_t count) {
   return {std::move(name), count, Dtype::i32, Init::index_below_V, 1.0, false};
 }
+// Always f32, whatever the op's storage type (statistics, losses).
+BufferSpec stat(BufferSpec spec) {
+  spec.role = Role::stat;
+  return spec;
+}
+// A parameter gradient: the op's type G.
+BufferSpec param_grad(BufferSpec spec) {
+  spec.role = Role::param_grad;
+  return spec;
+}
 BufferSpec f64_out(std::string name) {
   return {std::move(name), 1, Dtype::f64, Init::normal, 1.0, true};
 }
@@ -529,8 +539,9 @@ std::vector<OpSpec> make_table() {
   t.push_back(
       {"layernorm_forward", true, kRowTolerance, row_shapes(),
        [](const Shape& s) {
-         return std::vector{out("out", s.N * s.C),     out("mean", s.N),  out("rstd", s.N),
-                            in("inp", s.N * s.C, 4.0), in("weight", s.C), in("bias", s.C)};
+         return std::vector{out("out", s.N * s.C),  stat(out("mean", s.N)),
+                            stat(out("rstd", s.N)), in("inp", s.N * s.C, 4.0),
+                            in("weight", s.C),      in("bias", s.C)};
        },
        [](const Shape& s, const Args<double>& a) {
          cpu::layernorm_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5),
@@ -547,9 +558,10 @@ std::vector<OpSpec> make_table() {
        }});
   t.push_back({"layernorm_backward", true, kRowTolerance, row_shapes(),
                [](const Shape& s) {
-                 return std::vector{out("dinp", s.N * s.C), out("dweight", s.C),  out("dbias", s.C),
-                                    in("dout", s.N * s.C),  in("inp", s.N * s.C), in("weight", s.C),
-                                    in("mean", s.N, 0.1),   positive("rstd", s.N)};
+                 return std::vector{out("dinp", s.N * s.C),        param_grad(out("dweight", s.C)),
+                                    param_grad(out("dbias", s.C)), in("dout", s.N * s.C),
+                                    in("inp", s.N * s.C),          in("weight", s.C),
+                                    stat(in("mean", s.N, 0.1)),    stat(positive("rstd", s.N))};
                },
                [](const Shape& s, const Args<double>& a) {
                  cpu::layernorm_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
@@ -568,7 +580,7 @@ std::vector<OpSpec> make_table() {
                }});
   t.push_back({"rmsnorm_forward", true, kRowTolerance, row_shapes(),
                [](const Shape& s) {
-                 return std::vector{out("out", s.N * s.C), out("rstd", s.N),
+                 return std::vector{out("out", s.N * s.C), stat(out("rstd", s.N)),
                                     in("inp", s.N * s.C, 4.0), in("weight", s.C)};
                },
                [](const Shape& s, const Args<double>& a) {
@@ -584,25 +596,26 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
                  k.rmsnorm_forward(v[0], v[1], v[2], v[3], s.N, s.C);
                }});
-  t.push_back(
-      {"rmsnorm_backward", true, kRowTolerance, row_shapes(),
-       [](const Shape& s) {
-         return std::vector{out("dinp", s.N * s.C), out("dweight", s.C), in("dout", s.N * s.C),
-                            in("inp", s.N * s.C),   in("weight", s.C),   positive("rstd", s.N)};
-       },
-       [](const Shape& s, const Args<double>& a) {
-         cpu::rmsnorm_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5),
-                                                 s.N, s.C);
-       },
-       [](const Shape& s, const Args<float>& a) {
-         cpu::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C);
-       },
-       [](const Shape& s, const Args<float>& a, KernelVersion v) {
-         cuda::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C, v);
-       },
-       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-         k.rmsnorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], s.N, s.C);
-       }});
+  t.push_back({"rmsnorm_backward", true, kRowTolerance, row_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("dinp", s.N * s.C), param_grad(out("dweight", s.C)),
+                                    in("dout", s.N * s.C),  in("inp", s.N * s.C),
+                                    in("weight", s.C),      stat(positive("rstd", s.N))};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::rmsnorm_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4),
+                                                         a.f(5), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::rmsnorm_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), s.N, s.C,
+                                        v);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.rmsnorm_backward(v[0], v[1], v[2], v[3], v[4], v[5], s.N, s.C);
+               }});
 
   // ---- softmax (logits with standard deviation 10: the max subtraction matters) ----
   t.push_back(
@@ -636,8 +649,9 @@ std::vector<OpSpec> make_table() {
   t.push_back(
       {"cross_entropy_forward", true, kRowTolerance, cross_entropy_shapes(),
        [](const Shape& s) {
-         return std::vector{out("losses", s.N), out("logsumexp", s.N), out("probs", s.N * s.Vp),
-                            in("logits", s.N * s.Vp, 4.0), indices("targets", s.N)};
+         return std::vector{stat(out("losses", s.N)), stat(out("logsumexp", s.N)),
+                            out("probs", s.N * s.Vp), in("logits", s.N * s.Vp, 4.0),
+                            indices("targets", s.N)};
        },
        [](const Shape& s, const Args<double>& a) {
          cpu::cross_entropy_forward_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), a.i32(4), s.N,
@@ -719,8 +733,9 @@ std::vector<OpSpec> make_table() {
                }});
   t.push_back({"embedding_backward", false, kRowTolerance, embedding_shapes(),
                [](const Shape& s) {
-                 return std::vector{out("dwte", s.V * s.C), out("dwpe", s.T * s.C),
-                                    in("dout", s.B * s.T * s.C), indices("tokens", s.B * s.T)};
+                 return std::vector{param_grad(out("dwte", s.V * s.C)),
+                                    param_grad(out("dwpe", s.T * s.C)), in("dout", s.B * s.T * s.C),
+                                    indices("tokens", s.B * s.T)};
                },
                [](const Shape& s, const Args<double>& a) {
                  cpu::embedding_backward_reference<double>(a.f(0), a.f(1), a.f(2), a.i32(3), s.B,
@@ -969,8 +984,8 @@ std::vector<OpSpec> make_table() {
                           sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
        },
        [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {}, kSgdLearningRate, sgd_momentum(s),
-                      kSgdWeightDecay, s.step % 2 == 0);
+         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {}, kSgdLearningRate,
+                      sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
        }});
 
   // ---- GEMM (shape.V holds OC) ----
@@ -996,9 +1011,9 @@ std::vector<OpSpec> make_table() {
   t.push_back(
       {"matmul_backward", false, kLongSumTolerance, matmul_shapes(),
        [](const Shape& s) {
-         return std::vector{out("dinp", s.N * s.C), out("dweight", s.V * s.C),
-                            out("dbias", s.V),      in("dout", s.N * s.V),
-                            in("inp", s.N * s.C),   in("weight", s.V * s.C)};
+         return std::vector{out("dinp", s.N * s.C),        param_grad(out("dweight", s.V * s.C)),
+                            param_grad(out("dbias", s.V)), in("dout", s.N * s.V),
+                            in("inp", s.N * s.C),          in("weight", s.V * s.C)};
        },
        [](const Shape& s, const Args<double>& a) {
          cpu::matmul_backward_reference<double>(null_if(s.no_dinp, a.f(0)), a.f(1),
