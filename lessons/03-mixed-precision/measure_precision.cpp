@@ -163,8 +163,7 @@ ExponentHistogram exponent_histogram(const std::vector<float>& values, double sc
       ++h.counts.back();
       continue;
     }
-    const int e =
-        std::clamp(static_cast<int>(std::floor(std::log2(x))), h.min_exponent, kMaxExponent - 1);
+    const int e = std::clamp(std::ilogb(x), h.min_exponent, kMaxExponent - 1);
     ++h.counts[static_cast<size_t>(e - h.min_exponent)];
   }
   return h;
