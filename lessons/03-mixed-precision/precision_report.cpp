@@ -135,6 +135,16 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   lesson.settings = settings;
   const RunSettings& run = settings.run;
   {
+    // Bad settings are reported before the first progress line, as the binary's one error line.
+    train::TrainOptions options;
+    options.model = run.model;
+    options.batch = run.batch;
+    options.seq = run.seq;
+    options.learning_rate = run.learning_rate;
+    train::validate(options);
+    if (run.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(run.steps));
+  }
+  {
     const train::SyntheticTokenStream data(run.model.vocab, std::min<int64_t>(4, run.model.vocab),
                                            run.seed);
     lesson.entropy_rate_nats = data.entropy_rate_nats();
