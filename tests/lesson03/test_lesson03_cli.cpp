@@ -52,10 +52,11 @@ TEST(Lesson03Cli, JsonHasEveryModeItsBytesTheAccumulationAndTheScaleTable) {
   const fs::path dir = fs::path(LESSON03_TEST_DIR) / "json";
   fs::remove_all(dir);
   constexpr int kSteps = 30;
-  const LessonRun r =
-      run_lesson("--layers 1 --hidden 32 --heads 2 --vocab 61 --batch 4 --seq 16 --steps " +
-                     std::to_string(kSteps) + " --meta-model gpt2-124m --meta-seq 128 --json",
-                 dir);
+  const LessonRun r = run_lesson(
+      "--layers 1 --hidden 32 --heads 2 --vocab 61 --batch 4 --seq 16 --overflow-scale "
+      "static:1073741824 --steps " +
+          std::to_string(kSteps) + " --meta-model gpt2-124m --meta-seq 128 --json",
+      dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const std::vector<std::string> labels = {"fp32",
