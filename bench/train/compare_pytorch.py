@@ -2,6 +2,14 @@
 """Side-by-side training step: vramlab vs PyTorch on the CPU, same model, same threads.
 
     /usr/bin/python3 bench/train/compare_pytorch.py --vramlab build/bin/vramlab [--rounds 5 --steps 6]
+    /usr/bin/python3 bench/train/compare_pytorch.py --precision mixed-bf16   # lesson 03
+    /usr/bin/python3 bench/train/compare_pytorch.py --precision bf16
+
+--precision fp32 (default) compares both sides in fp32. --precision mixed-bf16 runs three sides
+per round: vramlab in fp32, vramlab in mixed-bf16 (bf16 weights and activations, fp32 master and
+AdamW states), and PyTorch's CPU autocast in bf16 (torch.autocast("cpu", dtype=torch.bfloat16)
+around the forward, fp32 parameters); --precision bf16 compares vramlab's pure bf16 with PyTorch's
+model.to(torch.bfloat16). It prints our 16-bit step over our fp32 step and over PyTorch's.
 
 The model is gpt2-tiny (4 layers, width 256, 4 heads, T=128, B=8, vocab 4096, tied embeddings,
 learned positions, LayerNorm, tanh-GELU MLP, materialized causal attention), trained with AdamW in
@@ -34,9 +42,10 @@ def model_flops_per_step():
     return 6 * matmul_params * tokens + 12 * LAYERS * BATCH * SEQ * SEQ * c
 
 
-def run_vramlab(binary, steps, seed):
+def run_vramlab(binary, steps, seed, precision="fp32"):
     cmd = [binary, "train", "--model", "gpt2-tiny", "--batch", str(BATCH), "--seq", str(SEQ),
-           "--steps", str(steps), "--threads", str(THREADS), "--seed", str(seed), "--json"]
+           "--steps", str(steps), "--threads", str(THREADS), "--seed", str(seed),
+           "--precision", precision, "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     return [r["step_s"] for r in rows if "step_s" in r][1:]
@@ -81,17 +90,21 @@ def build_torch_model(torch):
     return GPT()
 
 
-def run_torch(torch, steps, seed):
+def run_torch(torch, steps, seed, precision="fp32"):
     torch.manual_seed(seed)
     model = build_torch_model(torch)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)  # gradients and AdamW's states follow: 8 B/param
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    autocast = precision == "mixed-bf16"
     times = []
     for _ in range(steps):
         idx = torch.randint(0, VOCAB, (BATCH, SEQ))
         targets = torch.randint(0, VOCAB, (BATCH, SEQ))
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(idx, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(idx, targets)
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - start)
@@ -103,6 +116,9 @@ def main():
     parser.add_argument("--vramlab", default="build/bin/vramlab", help="path of the vramlab binary")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
     parser.add_argument("--steps", type=int, default=6, help="steps per run (first is warm-up)")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "mixed-bf16", "bf16"],
+                        help="fp32 (default); mixed-bf16 vs PyTorch's CPU autocast; bf16 vs "
+                             "model.to(torch.bfloat16)")
     args = parser.parse_args()
     try:
         import torch
@@ -117,6 +133,9 @@ def main():
     sgemm_gflops = doctor["blas"]["sgemm_gflops"]
     print(f"BLAS: {doctor['blas']['core']} core, measured SGEMM {sgemm_gflops:.1f} GFLOP/s")
 
+    if args.precision != "fp32":
+        compare_low_precision(torch, args)
+        return
     vramlab_times, torch_times = [], []
     for r in range(args.rounds):
         v = run_vramlab(args.vramlab, args.steps, r + 1)
@@ -135,6 +154,26 @@ def main():
     print(json.dumps({"vramlab_median_step_s": v_med, "pytorch_median_step_s": t_med,
                       "ratio": v_med / t_med, "flops_per_step": flops, "sgemm_gflops": sgemm_gflops,
                       "vramlab_vs_floor": v_med / floor_s, "pytorch_vs_floor": t_med / floor_s}))
+
+
+def compare_low_precision(torch, args):
+    """Our 16-bit step against our fp32 step and PyTorch's 16-bit step, alternating runs."""
+    ours32, ours16, theirs16 = [], [], []
+    for r in range(args.rounds):
+        a = run_vramlab(args.vramlab, args.steps, r + 1, "fp32")
+        b = run_vramlab(args.vramlab, args.steps, r + 1, args.precision)
+        c = run_torch(torch, args.steps, r + 1, args.precision)
+        ours32, ours16, theirs16 = ours32 + a, ours16 + b, theirs16 + c
+        print(f"round {r + 1}: vramlab fp32 {statistics.median(a):.3f} s, vramlab {args.precision} "
+              f"{statistics.median(b):.3f} s, pytorch {args.precision} {statistics.median(c):.3f} s")
+    m32, m16, t16 = (statistics.median(x) for x in (ours32, ours16, theirs16))
+    what = "CPU autocast bf16" if args.precision == "mixed-bf16" else "model.to(bfloat16)"
+    print(f"vramlab {args.precision} / vramlab fp32 = {m16 / m32:.3f}  (goal < 1)")
+    print(f"vramlab {args.precision} / pytorch {what} = {m16 / t16:.3f}  (goal <= 1)")
+    print(json.dumps({"precision": args.precision, "vramlab_fp32_median_step_s": m32,
+                      "vramlab_low_precision_median_step_s": m16,
+                      "pytorch_low_precision_median_step_s": t16,
+                      "ratio_vs_own_fp32": m16 / m32, "ratio_vs_pytorch": m16 / t16}))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,9 @@ class DecoderModel {
   /// probabilities are recomputed inside its backward. Announces the phases backward,
   /// backward_head, recompute_layer (per re-run block), backward_layer (per block, L-1 down to 0)
   /// and backward_embedding to observers().
-  /// \p saved is the store forward() filled; \p tokens, \p targets and B, T as given to it.
+  /// \param saved the store forward() filled. \param tokens as given to forward().
+  /// \param targets as given to forward(). \param B as given to forward(). \param T as given to
+  /// forward().
   /// \param loss_gradient ∂objective/∂(each token's loss): 1/(B·T) for this micro-batch's mean
   /// (the default); under accumulation 1/(tokens of the whole optimizer step), times the loss
   /// scale under loss scaling — the scale enters here, at the top of the backward, as

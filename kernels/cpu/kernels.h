@@ -17,6 +17,11 @@
 ///   they produce (inputs and parameters alike), so a tensor used twice (tied embeddings, a
 ///   residual stream) sums its gradients for free; zero gradient buffers once per step. The
 ///   exceptions are scratch outputs named as such (attention's dpreatt, which is written).
+/// - Storage types (lesson 03): the kernels the training runtime calls are also templates on their
+///   storage, `op<A>` or `op<A, G>` (activations A ∈ {float, bf16_t, f16_t}, parameter gradients
+///   G ∈ {float, A}), explicitly instantiated: load widened to f32, compute as the f32 kernel,
+///   store rounded once (storage.h). The float instantiation is the f32 kernel itself; the
+///   non-template f32 functions call it.
 /// - Determinism: no atomics, no thread-count-dependent partitioning in float reductions. Every
 ///   fast kernel in this folder gives the same bits for any number of OpenMP threads;
 ///   the OpenBLAS products give the same bits run to run at a fixed thread count.

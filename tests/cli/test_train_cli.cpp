@@ -267,3 +267,50 @@ TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
 }
 
 }  // namespace
+
+namespace {
+
+// `--precision`, `--fp32-grads`, `--grad-accum`, `--loss-scale`, `--clip-grad-norm`: bad values
+// exit 2 in one line naming the value; on meta every precision's summary reports the activation
+// peak `vramlab estimate --precision` predicts, with and without accumulation.
+TEST(TrainCli, PrecisionAndAccumulationFlagsRefuseBadValuesByName) {
+  const struct {
+    const char* args;
+    const char* named;
+  } cases[] = {
+      {" --precision fp16", "'fp16'"},
+      {" --precision fp32 --fp32-grads", "'fp32'"},
+      {" --grad-accum 0", "--grad-accum"},
+      {" --loss-scale static:0", "'static:0'"},
+      {" --loss-scale always", "'always'"},
+      {" --clip-grad-norm -1", "--clip-grad-norm"},
+  };
+  for (const auto& c : cases) {
+    const Result r = vramlab(std::string(kTiny) + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.named), std::string::npos) << c.args << ": " << r.out;
+  }
+}
+
+TEST(TrainCli, EveryPrecisionMeasuresTheActivationPeakTheEstimatorPredicts) {
+  const std::string shape = " --model gpt2-tiny --batch 4 --seq 64";
+  for (const char* precision : {"fp32", "bf16", "mixed-bf16", "mixed-fp16"}) {
+    for (const char* accumulation : {"1", "3"}) {
+      const std::string flags =
+          std::string(" --precision ") + precision + " --grad-accum " + accumulation;
+      const Result trained = vramlab("train" + shape + " --device meta --steps 1 --json" + flags);
+      ASSERT_EQ(trained.exit_code, 0) << flags << ": " << trained.out;
+      const Result estimated = vramlab("estimate" + shape + " --json" + flags);
+      ASSERT_EQ(estimated.exit_code, 0) << flags << ": " << estimated.out;
+      EXPECT_EQ(summary_value(trained.out, "activation_peak_bytes"),
+                nlohmann::json::parse(estimated.out)
+                    .at("runtime_recompute")
+                    .at("activation_peak_bytes")
+                    .get<int64_t>())
+          << flags;
+    }
+  }
+}
+
+}  // namespace

@@ -38,8 +38,10 @@ assert d["bytes_per_parameter"]["model_states"] == 16
 assert d["inputs"]["seq"] == 1024 and d["inputs"]["micro_batch"] == 2
 assert "Korthikanti" in d["sources"]["activations"]
 # The runtime layout, bf16: 16C·BT + 4BT + H·BT² per layer (probabilities kept, scores not);
-# outside 2C·BT + 3BT + V·BT (the logits are a temporary of the loss).
+# outside 2C·BT + 3BT + V·BT (the logits are a temporary of the loss). The norm statistics (4BT
+# per layer, 2BT outside) and the losses (BT) stay fp32 in every precision.
 V, BT = 50257, b * s
-runtime = 2 * (L * (16 * h * BT + 4 * BT + a * b * s * s) + 2 * h * BT + 3 * BT + V * BT)
+runtime = (2 * (L * (16 * h * BT + a * b * s * s) + 2 * h * BT + V * BT)
+           + 4 * (L * 4 * BT + 3 * BT))
 assert d["activations_runtime_layout_bytes"] == runtime, (d["activations_runtime_layout_bytes"], runtime)
 print("ok")

@@ -201,7 +201,12 @@ TEST(Korthikanti, BadShapesAndOverflowAreUsageErrors) {
 
 // Closed form of the GPT-2 layout: 16C·BT + 4BT + H·BT² elements per layer (the probabilities are
 // kept, the scores are not); outside the layers 2C·BT + 3BT + V·BT (encoded, lnf, mean, rstd,
-// losses, probs: the logits are a temporary).
+// losses, probs: the logits are a temporary). The 4BT statistics per layer and the 3BT outside are
+// f32 whatever the activations' type.
+int64_t outside_elements(int64_t C, int64_t B, int64_t T, int64_t V) {
+  return 2 * C * B * T + 3 * B * T + V * B * T;
+}
+
 TEST(RuntimeLayout, Gpt2MatchesItsClosedForm) {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int64_t> pick(1, 7);
@@ -212,8 +217,11 @@ TEST(RuntimeLayout, Gpt2MatchesItsClosedForm) {
     const int64_t per_layer = 16 * C * B * T + 4 * B * T + H * B * T * T;
     EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::f32), 4 * per_layer)
         << "B=" << B << " T=" << T << " C=" << C << " H=" << H;
-    EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::bf16), 2 * per_layer);
-    const int64_t outside = 2 * C * B * T + 3 * B * T + V * B * T;
+    EXPECT_EQ(runtime_activation_bytes_per_layer(m, B, T, DType::bf16),
+              2 * (per_layer - 4 * B * T) + 4 * (4 * B * T));
+    EXPECT_EQ(runtime_activation_bytes_outside_layers(m, B, T, DType::f16),
+              2 * (outside_elements(C, B, T, V) - 3 * B * T) + 4 * (3 * B * T));
+    const int64_t outside = outside_elements(C, B, T, V);
     EXPECT_EQ(runtime_activation_bytes_outside_layers(m, B, T, DType::f32), 4 * outside);
     EXPECT_EQ(runtime_activation_bytes_total(m, B, T, DType::f32),
               4 * (m.layers * per_layer + outside));

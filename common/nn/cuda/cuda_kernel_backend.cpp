@@ -3,6 +3,7 @@
 // VRAMLAB_CUDA_OPS_ABI=gpu (nvcc-built launchers, device memory through the CUDA runtime).
 #include "common/nn/cuda/cuda_kernel_backend.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -26,11 +27,15 @@ void check(cudaError_t status, const char* what) {
     throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(status));
 }
 
-// One device double for the loss sum, outside the caching allocator (so the allocator's stats
-// are the same bytes as with the CPU kernels).
+// The device doubles of the loss sum and the gradient check (ops::kCheckGradientsScratch),
+// outside the caching allocator (so the allocator's stats are the same bytes as with the CPU
+// kernels).
 class DeviceScratch {
  public:
-  DeviceScratch() { check(cudaMalloc(&value_, sizeof(double)), "cudaMalloc(loss scratch)"); }
+  DeviceScratch() {
+    check(cudaMalloc(&value_, sizeof(double) * ops::kCheckGradientsScratch),
+          "cudaMalloc(loss scratch)");
+  }
   ~DeviceScratch() { cudaFree(value_); }
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
@@ -40,15 +45,76 @@ class DeviceScratch {
   void* value_ = nullptr;
 };
 #else
-// Emulated device memory is host memory: the scratch is a host double, outside the allocator.
+// Emulated device memory is host memory: the scratch is host doubles, outside the allocator.
 class DeviceScratch {
  public:
-  [[nodiscard]] double* get() const { return &value_; }
+  [[nodiscard]] double* get() const { return values_; }
 
  private:
-  mutable double value_ = 0.0;
+  mutable double values_[ops::kCheckGradientsScratch] = {};
 };
 #endif
+
+// A storage type as a value, so one generic lambda receives the types a dispatch chose.
+template <class T>
+struct Storage {
+  using type = T;
+};
+
+template <class T>
+T* as(void* pointer) {
+  return static_cast<T*>(pointer);
+}
+template <class T>
+const T* as(const void* pointer) {
+  return static_cast<const T*>(pointer);
+}
+
+[[noreturn]] void no_kernels(const char* op, const std::string& types) {
+  throw InternalError(std::string(op) + ": no CUDA kernels for storage types " + types);
+}
+
+// Calls f(Storage<T>) for the storage type f32, bf16 or f16.
+template <class F>
+void dispatch_storage(DType type, const char* op, F&& f) {
+  switch (type) {
+    case DType::f32:
+      return f(Storage<float>{});
+    case DType::bf16:
+      return f(Storage<bf16_t>{});
+    case DType::f16:
+      return f(Storage<f16_t>{});
+    default:
+      no_kernels(op, std::string(dtype_name(type)));
+  }
+}
+
+// Calls f(Storage<A>, Storage<G>) for an op's (activation, parameter-gradient) pair: G is f32 or
+// A, the pairs kernels/cuda instantiates (VRAMLAB_FOR_EACH_OP_TYPES).
+template <class F>
+void dispatch(OpTypes types, const char* op, F&& f) {
+  dispatch_storage(types.a, op, [&](auto a) {
+    using A = typename decltype(a)::type;
+    if (types.g == DType::f32) return f(a, Storage<float>{});
+    if (types.g == types.a) return f(a, Storage<A>{});
+    no_kernels(op, std::string(dtype_name(types.a)) + "/" + std::string(dtype_name(types.g)));
+  });
+}
+
+// Calls f(Storage<P>, Storage<R>, Storage<S>) for an optimizer's param (f32, bf16), grad (f32,
+// bf16, f16) and state (f32, bf16) types; the working copy's type is the launcher's argument.
+template <class F>
+void dispatch_optimizer(const OptimizerTypes& types, const char* op, F&& f) {
+  const auto only_f32_bf16 = [&](DType type, auto&& g) {
+    if (type == DType::f32) return g(Storage<float>{});
+    if (type == DType::bf16) return g(Storage<bf16_t>{});
+    no_kernels(op, std::string(dtype_name(type)) + " (param and state are f32 or bf16)");
+  };
+  only_f32_bf16(types.param, [&](auto p) {
+    dispatch_storage(types.grad, op,
+                     [&](auto r) { only_f32_bf16(types.state, [&](auto s) { f(p, r, s); }); });
+  });
+}
 
 class CudaKernelBackend final : public KernelBackend {
  public:
@@ -90,255 +156,249 @@ class CudaKernelBackend final : public KernelBackend {
 #endif
   }
 
-  void f32_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
-                         int64_t N, int64_t C, int64_t OC) const {
-    ops::matmul_forward(out, inp, weight, bias, N, C, OC);
+  void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight,
+                         const void* bias, int64_t N, int64_t C, int64_t OC) const override {
+    dispatch(types, "linear_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::matmul_forward<A>(as<A>(out), as<A>(inp), as<A>(weight), as<A>(bias), N, C, OC);
+    });
   }
-  void f32_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, int64_t N, int64_t C,
-                          int64_t OC) const {
-    ops::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  void do_linear_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout,
+                          const void* inp, const void* weight, int64_t N, int64_t C,
+                          int64_t OC) const override {
+    dispatch(types, "linear_backward", [&](auto a, auto g) {
+      using A = typename decltype(a)::type;
+      using G = typename decltype(g)::type;
+      ops::matmul_backward<A, G>(as<A>(dinp), as<G>(dweight), as<G>(dbias), as<A>(dout), as<A>(inp),
+                                 as<A>(weight), N, C, OC);
+    });
   }
-
-  void f32_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                            const float* weight, const float* bias, int64_t N,
-                            int64_t C) const {
-    ops::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, kLayerNormEps);
+  void do_layernorm_forward(OpTypes types, void* out, float* mean, float* rstd, const void* inp,
+                            const void* weight, const void* bias, int64_t N,
+                            int64_t C) const override {
+    dispatch(types, "layernorm_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::layernorm_forward<A>(as<A>(out), mean, rstd, as<A>(inp), as<A>(weight), as<A>(bias), N,
+                                C, kLayerNormEps);
+    });
   }
-  void f32_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                             const float* inp, const float* weight, const float* mean,
-                             const float* rstd, int64_t N, int64_t C) const {
-    ops::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  void do_layernorm_backward(OpTypes types, void* dinp, void* dweight, void* dbias,
+                             const void* dout, const void* inp, const void* weight,
+                             const float* mean, const float* rstd, int64_t N,
+                             int64_t C) const override {
+    dispatch(types, "layernorm_backward", [&](auto a, auto g) {
+      using A = typename decltype(a)::type;
+      using G = typename decltype(g)::type;
+      ops::layernorm_backward<A, G>(as<A>(dinp), as<G>(dweight), as<G>(dbias), as<A>(dout),
+                                    as<A>(inp), as<A>(weight), mean, rstd, N, C);
+    });
   }
-  void f32_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
-                          int64_t C) const {
-    ops::rmsnorm_forward(out, rstd, inp, weight, N, C, kLayerNormEps);
+  void do_rmsnorm_forward(OpTypes types, void* out, float* rstd, const void* inp,
+                          const void* weight, int64_t N, int64_t C) const override {
+    dispatch(types, "rmsnorm_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::rmsnorm_forward<A>(as<A>(out), rstd, as<A>(inp), as<A>(weight), N, C, kLayerNormEps);
+    });
   }
-  void f32_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                           const float* weight, const float* rstd, int64_t N,
-                           int64_t C) const {
-    ops::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+  void do_rmsnorm_backward(OpTypes types, void* dinp, void* dweight, const void* dout,
+                           const void* inp, const void* weight, const float* rstd, int64_t N,
+                           int64_t C) const override {
+    dispatch(types, "rmsnorm_backward", [&](auto a, auto g) {
+      using A = typename decltype(a)::type;
+      using G = typename decltype(g)::type;
+      ops::rmsnorm_backward<A, G>(as<A>(dinp), as<G>(dweight), as<A>(dout), as<A>(inp),
+                                  as<A>(weight), rstd, N, C);
+    });
   }
-
-  void f32_residual_forward(float* out, const float* a, const float* b, int64_t n) const {
-    ops::residual_forward(out, a, b, n);
-  }
-  void f32_gelu_forward(float* out, const float* inp, int64_t n) const {
-    ops::gelu_forward(out, inp, n);
-  }
-  void f32_gelu_backward(float* dinp, const float* inp, const float* dout,
-                        int64_t n) const {
-    ops::gelu_backward(dinp, inp, dout, n);
-  }
-  void f32_swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const {
-    ops::swiglu_forward(out, gate, up, n);
-  }
-  void f32_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                          const float* up, int64_t n) const {
-    ops::swiglu_backward(dgate, dup, dout, gate, up, n);
-  }
-
-  void f32_rope_forward(float* out, const float* inp, int64_t B, int64_t T, int64_t H, int64_t D,
-                       double theta) const {
-    ops::rope_forward(out, inp, B, T, H, D, theta);
-  }
-  void f32_rope_backward(float* dinp, const float* dout, int64_t B, int64_t T, int64_t H, int64_t D,
-                        double theta) const {
-    ops::rope_backward(dinp, dout, B, T, H, D, theta);
-  }
-  void f32_dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
-                          uint64_t offset) const {
-    ops::dropout_forward(out, inp, n, p, seed, offset);
-  }
-  void f32_dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
-                           uint64_t offset) const {
-    ops::dropout_backward(dinp, dout, n, p, seed, offset);
-  }
-  void f32_quantize_int8(int8_t* q, float* scales, const float* x, int64_t n,
-                        int64_t block) const {
-    ops::quantize_int8(q, scales, x, n, block);
-  }
-  void f32_dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n,
-                          int64_t block) const {
-    ops::dequantize_int8(x, q, scales, n, block);
-  }
-  void f32_attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                            const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
-                            const AttentionDropout& dropout) const {
-    ops::attention_forward(out, preatt, att, q, k, v, B, T, H, Hkv, D, dropout);
-  }
-  void f32_attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
-                             const float* q, const float* k, const float* v, const float* att,
-                             int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
-                             const AttentionDropout& dropout) const {
-    ops::attention_backward(dq, dk, dv, dpreatt, dout, q, k, v, att, B, T, H, Hkv, D, dropout);
-  }
-
-  void f32_embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                            int64_t B, int64_t T, int64_t C, int64_t V) const {
-    ops::embedding_forward(out, tokens, wte, wpe, B, T, C, V);
-  }
-  void f32_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                             int64_t B, int64_t T, int64_t C, int64_t V) const {
-    ops::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V);
-  }
-  void f32_cross_entropy_forward(float* losses, float* logsumexp, float* probs, const float* logits,
-                                const int32_t* targets, int64_t N, int64_t V) const {
-    ops::cross_entropy_forward(losses, logsumexp, probs, logits, targets, N, V, V);
-  }
-  void f32_cross_entropy_dlogits(float* dlogits, const float* probs, const int32_t* targets,
-                                int64_t N, int64_t V, float scale) const {
-    ops::cross_entropy_dlogits(dlogits, probs, targets, N, V, V, scale);
-  }
-  double f32_sum(const float* x, int64_t n) const {
-    ops::sum(scratch_.get(), x, n);
-    double total = 0.0;
-    do_copy_to_host(&total, scratch_.get(), sizeof total);
-    return total;
-  }
-
-  void f32_adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
-                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step) const {
-    ops::adamw_update(param, grad, m, v, n, hp, step);
-  }
-  void f32_sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                     float learning_rate, float momentum, float weight_decay,
-                     bool nesterov) const {
-    ops::sgd_update(param, grad, momentum_buffer, n, learning_rate, momentum, weight_decay,
-                    nesterov);
-  }
-
-  // The storage-typed entry points; until the bf16/f16 kernels land they accept f32 only.
-  void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight, const void* bias, int64_t N, int64_t C, int64_t OC) const override {
-    require_f32(types, "linear_forward");
-    f32_linear_forward(static_cast<float*>(out), static_cast<const float*>(inp), static_cast<const float*>(weight), static_cast<const float*>(bias), N, C, OC);
-  }
-  void do_linear_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight, int64_t N, int64_t C, int64_t OC) const override {
-    require_f32(types, "linear_backward");
-    f32_linear_backward(static_cast<float*>(dinp), static_cast<float*>(dweight), static_cast<float*>(dbias), static_cast<const float*>(dout), static_cast<const float*>(inp), static_cast<const float*>(weight), N, C, OC);
-  }
-  void do_layernorm_forward(OpTypes types, void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias, int64_t N, int64_t C) const override {
-    require_f32(types, "layernorm_forward");
-    f32_layernorm_forward(static_cast<float*>(out), mean, rstd, static_cast<const float*>(inp), static_cast<const float*>(weight), static_cast<const float*>(bias), N, C);
-  }
-  void do_layernorm_backward(OpTypes types, void* dinp, void* dweight, void* dbias, const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd, int64_t N, int64_t C) const override {
-    require_f32(types, "layernorm_backward");
-    f32_layernorm_backward(static_cast<float*>(dinp), static_cast<float*>(dweight), static_cast<float*>(dbias), static_cast<const float*>(dout), static_cast<const float*>(inp), static_cast<const float*>(weight), mean, rstd, N, C);
-  }
-  void do_rmsnorm_forward(OpTypes types, void* out, float* rstd, const void* inp, const void* weight, int64_t N, int64_t C) const override {
-    require_f32(types, "rmsnorm_forward");
-    f32_rmsnorm_forward(static_cast<float*>(out), rstd, static_cast<const float*>(inp), static_cast<const float*>(weight), N, C);
-  }
-  void do_rmsnorm_backward(OpTypes types, void* dinp, void* dweight, const void* dout, const void* inp, const void* weight, const float* rstd, int64_t N, int64_t C) const override {
-    require_f32(types, "rmsnorm_backward");
-    f32_rmsnorm_backward(static_cast<float*>(dinp), static_cast<float*>(dweight), static_cast<const float*>(dout), static_cast<const float*>(inp), static_cast<const float*>(weight), rstd, N, C);
-  }
-  void do_residual_forward(OpTypes types, void* out, const void* a, const void* b, int64_t n) const override {
-    require_f32(types, "residual_forward");
-    f32_residual_forward(static_cast<float*>(out), static_cast<const float*>(a), static_cast<const float*>(b), n);
+  void do_residual_forward(OpTypes types, void* out, const void* a_in, const void* b_in,
+                           int64_t n) const override {
+    dispatch(types, "residual_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::residual_forward<A>(as<A>(out), as<A>(a_in), as<A>(b_in), n);
+    });
   }
   void do_gelu_forward(OpTypes types, void* out, const void* inp, int64_t n) const override {
-    require_f32(types, "gelu_forward");
-    f32_gelu_forward(static_cast<float*>(out), static_cast<const float*>(inp), n);
+    dispatch(types, "gelu_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::gelu_forward<A>(as<A>(out), as<A>(inp), n);
+    });
   }
-  void do_gelu_backward(OpTypes types, void* dinp, const void* inp, const void* dout, int64_t n) const override {
-    require_f32(types, "gelu_backward");
-    f32_gelu_backward(static_cast<float*>(dinp), static_cast<const float*>(inp), static_cast<const float*>(dout), n);
+  void do_gelu_backward(OpTypes types, void* dinp, const void* inp, const void* dout,
+                        int64_t n) const override {
+    dispatch(types, "gelu_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::gelu_backward<A>(as<A>(dinp), as<A>(inp), as<A>(dout), n);
+    });
   }
-  void do_swiglu_forward(OpTypes types, void* out, const void* gate, const void* up, int64_t n) const override {
-    require_f32(types, "swiglu_forward");
-    f32_swiglu_forward(static_cast<float*>(out), static_cast<const float*>(gate), static_cast<const float*>(up), n);
+  void do_swiglu_forward(OpTypes types, void* out, const void* gate, const void* up,
+                         int64_t n) const override {
+    dispatch(types, "swiglu_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::swiglu_forward<A>(as<A>(out), as<A>(gate), as<A>(up), n);
+    });
   }
-  void do_swiglu_backward(OpTypes types, void* dgate, void* dup, const void* dout, const void* gate, const void* up, int64_t n) const override {
-    require_f32(types, "swiglu_backward");
-    f32_swiglu_backward(static_cast<float*>(dgate), static_cast<float*>(dup), static_cast<const float*>(dout), static_cast<const float*>(gate), static_cast<const float*>(up), n);
+  void do_swiglu_backward(OpTypes types, void* dgate, void* dup, const void* dout, const void* gate,
+                          const void* up, int64_t n) const override {
+    dispatch(types, "swiglu_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::swiglu_backward<A>(as<A>(dgate), as<A>(dup), as<A>(dout), as<A>(gate), as<A>(up), n);
+    });
   }
-  void do_dropout_forward(OpTypes types, void* out, const void* inp, int64_t n, float p, uint64_t seed, uint64_t offset) const override {
-    require_f32(types, "dropout_forward");
-    f32_dropout_forward(static_cast<float*>(out), static_cast<const float*>(inp), n, p, seed, offset);
+  void do_dropout_forward(OpTypes types, void* out, const void* inp, int64_t n, float p,
+                          uint64_t seed, uint64_t offset) const override {
+    dispatch(types, "dropout_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::dropout_forward<A>(as<A>(out), as<A>(inp), n, p, seed, offset);
+    });
   }
-  void do_dropout_backward(OpTypes types, void* dinp, const void* dout, int64_t n, float p, uint64_t seed, uint64_t offset) const override {
-    require_f32(types, "dropout_backward");
-    f32_dropout_backward(static_cast<float*>(dinp), static_cast<const float*>(dout), n, p, seed, offset);
+  void do_dropout_backward(OpTypes types, void* dinp, const void* dout, int64_t n, float p,
+                           uint64_t seed, uint64_t offset) const override {
+    dispatch(types, "dropout_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::dropout_backward<A>(as<A>(dinp), as<A>(dout), n, p, seed, offset);
+    });
   }
-  void do_quantize_int8(OpTypes types, int8_t* q, float* scales, const void* x, int64_t n, int64_t block) const override {
-    require_f32(types, "quantize_int8");
-    f32_quantize_int8(q, scales, static_cast<const float*>(x), n, block);
+  void do_quantize_int8(OpTypes types, int8_t* q, float* scales, const void* x, int64_t n,
+                        int64_t block) const override {
+    dispatch(types, "quantize_int8", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::quantize_int8<A>(q, scales, as<A>(x), n, block);
+    });
   }
-  void do_dequantize_int8(OpTypes types, void* x, const int8_t* q, const float* scales, int64_t n, int64_t block) const override {
-    require_f32(types, "dequantize_int8");
-    f32_dequantize_int8(static_cast<float*>(x), q, scales, n, block);
+  void do_dequantize_int8(OpTypes types, void* x, const int8_t* q, const float* scales, int64_t n,
+                          int64_t block) const override {
+    dispatch(types, "dequantize_int8", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::dequantize_int8<A>(as<A>(x), q, scales, n, block);
+    });
   }
-  void do_rope_forward(OpTypes types, void* out, const void* inp, int64_t B, int64_t T, int64_t H, int64_t D, double theta) const override {
-    require_f32(types, "rope_forward");
-    f32_rope_forward(static_cast<float*>(out), static_cast<const float*>(inp), B, T, H, D, theta);
+  void do_rope_forward(OpTypes types, void* out, const void* inp, int64_t B, int64_t T, int64_t H,
+                       int64_t D, double theta) const override {
+    dispatch(types, "rope_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::rope_forward<A>(as<A>(out), as<A>(inp), B, T, H, D, theta);
+    });
   }
-  void do_rope_backward(OpTypes types, void* dinp, const void* dout, int64_t B, int64_t T, int64_t H, int64_t D, double theta) const override {
-    require_f32(types, "rope_backward");
-    f32_rope_backward(static_cast<float*>(dinp), static_cast<const float*>(dout), B, T, H, D, theta);
+  void do_rope_backward(OpTypes types, void* dinp, const void* dout, int64_t B, int64_t T,
+                        int64_t H, int64_t D, double theta) const override {
+    dispatch(types, "rope_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::rope_backward<A>(as<A>(dinp), as<A>(dout), B, T, H, D, theta);
+    });
   }
-  void do_attention_forward(OpTypes types, void* out, void* preatt, void* att, const void* q, const void* k, const void* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D, const AttentionDropout& dropout) const override {
-    require_f32(types, "attention_forward");
-    f32_attention_forward(static_cast<float*>(out), static_cast<float*>(preatt), static_cast<float*>(att), static_cast<const float*>(q), static_cast<const float*>(k), static_cast<const float*>(v), B, T, H, Hkv, D, dropout);
+  void do_attention_forward(OpTypes types, void* out, void* preatt, void* att, const void* q,
+                            const void* k, const void* v, int64_t B, int64_t T, int64_t H,
+                            int64_t Hkv, int64_t D,
+                            const AttentionDropout& dropout) const override {
+    dispatch(types, "attention_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::attention_forward<A>(as<A>(out), as<A>(preatt), as<A>(att), as<A>(q), as<A>(k), as<A>(v),
+                                B, T, H, Hkv, D, dropout);
+    });
   }
-  void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt, const void* dout, const void* q, const void* k, const void* v, const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D, const AttentionDropout& dropout) const override {
-    require_f32(types, "attention_backward");
-    f32_attention_backward(static_cast<float*>(dq), static_cast<float*>(dk), static_cast<float*>(dv), static_cast<float*>(dpreatt), static_cast<const float*>(dout), static_cast<const float*>(q), static_cast<const float*>(k), static_cast<const float*>(v), static_cast<const float*>(att), B, T, H, Hkv, D, dropout);
+  void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt,
+                             const void* dout, const void* q, const void* k, const void* v,
+                             const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                             int64_t D, const AttentionDropout& dropout) const override {
+    dispatch(types, "attention_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::attention_backward<A>(as<A>(dq), as<A>(dk), as<A>(dv), as<A>(dpreatt), as<A>(dout),
+                                 as<A>(q), as<A>(k), as<A>(v), as<A>(att), B, T, H, Hkv, D,
+                                 dropout);
+    });
   }
-  void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte, const void* wpe, int64_t B, int64_t T, int64_t C, int64_t V) const override {
-    require_f32(types, "embedding_forward");
-    f32_embedding_forward(static_cast<float*>(out), tokens, static_cast<const float*>(wte), static_cast<const float*>(wpe), B, T, C, V);
+  void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte,
+                            const void* wpe, int64_t B, int64_t T, int64_t C,
+                            int64_t V) const override {
+    dispatch(types, "embedding_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::embedding_forward<A>(as<A>(out), tokens, as<A>(wte), as<A>(wpe), B, T, C, V);
+    });
   }
-  void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout, const int32_t* tokens, int64_t B, int64_t T, int64_t C, int64_t V) const override {
-    require_f32(types, "embedding_backward");
-    f32_embedding_backward(static_cast<float*>(dwte), static_cast<float*>(dwpe), static_cast<const float*>(dout), tokens, B, T, C, V);
+  void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout,
+                             const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                             int64_t V) const override {
+    dispatch(types, "embedding_backward", [&](auto a, auto g) {
+      using A = typename decltype(a)::type;
+      using G = typename decltype(g)::type;
+      ops::embedding_backward<A, G>(as<G>(dwte), as<G>(dwpe), as<A>(dout), tokens, B, T, C, V);
+    });
   }
-  void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp, void* probs, const void* logits, const int32_t* targets, int64_t N, int64_t V) const override {
-    require_f32(types, "cross_entropy_forward");
-    f32_cross_entropy_forward(losses, logsumexp, static_cast<float*>(probs), static_cast<const float*>(logits), targets, N, V);
+  void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp, void* probs,
+                                const void* logits, const int32_t* targets, int64_t N,
+                                int64_t V) const override {
+    dispatch(types, "cross_entropy_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::cross_entropy_forward<A>(losses, logsumexp, as<A>(probs), as<A>(logits), targets, N, V,
+                                    V);
+    });
   }
-  void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs, const int32_t* targets, int64_t N, int64_t V, float scale) const override {
-    require_f32(types, "cross_entropy_dlogits");
-    f32_cross_entropy_dlogits(static_cast<float*>(dlogits), static_cast<const float*>(probs), targets, N, V, scale);
+  void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs,
+                                const int32_t* targets, int64_t N, int64_t V,
+                                float scale) const override {
+    dispatch(types, "cross_entropy_dlogits", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::cross_entropy_dlogits<A>(as<A>(dlogits), as<A>(probs), targets, N, V, V, scale);
+    });
   }
   [[nodiscard]] double do_sum(OpTypes types, const void* x, int64_t n) const override {
-    require_f32(types, "sum");
-    return f32_sum(static_cast<const float*>(x), n);
+    dispatch(types, "sum", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::sum<A>(scratch_.get(), as<A>(x), n);
+    });
+    return scratch_value();
   }
   void do_cast(void* out, DType out_type, const void* inp, DType inp_type,
                int64_t n) const override {
-    (void)out, (void)out_type, (void)inp, (void)inp_type, (void)n;
-    throw InternalError("cast: not implemented yet");
+    dispatch_storage(out_type, "cast", [&](auto to) {
+      dispatch_storage(inp_type, "cast", [&](auto from) {
+        using To = typename decltype(to)::type;
+        using From = typename decltype(from)::type;
+        ops::cast<To, From>(as<To>(out), as<From>(inp), n);
+      });
+    });
   }
-  [[nodiscard]] GradientCheck do_check_gradients(const void*, DType, int64_t,
-                                                 float) const override {
-    throw InternalError("check_gradients: not implemented yet");
+  [[nodiscard]] GradientCheck do_check_gradients(const void* grads, DType type, int64_t n,
+                                                 float multiplier) const override {
+    dispatch_storage(type, "check_gradients", [&](auto t) {
+      using T = typename decltype(t)::type;
+      ops::check_gradients<T>(scratch_.get(), as<T>(grads), n, multiplier);
+    });
+    const double total = scratch_value();
+    GradientCheck check;
+    check.found_inf = !std::isfinite(total);
+    check.sum_of_squares = check.found_inf ? 0.0 : total;
+    return check;
   }
-  void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
-                       void* v, void* working, int64_t n,
-                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                       float grad_multiplier) const override {
-    if (types.param != DType::f32 || types.grad != DType::f32 || types.state != DType::f32 ||
-        working != nullptr || grad_multiplier != 1.0f)
-      throw InternalError("adamw_update: only f32 without a master copy is implemented yet");
-    f32_adamw_update(static_cast<float*>(param), static_cast<const float*>(grad),
-                     static_cast<float*>(m), static_cast<float*>(v), n, hp, step);
+  void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
+                       void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
+                       int64_t step, float grad_multiplier) const override {
+    dispatch_optimizer(types, "adamw_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      using S = typename decltype(s)::type;
+      ops::adamw_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), as<S>(v), working,
+                                 types.working, n, hp, step, grad_multiplier);
+    });
   }
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                      void* momentum_buffer, void* working, int64_t n, float learning_rate,
                      float momentum, float weight_decay, bool nesterov,
                      float grad_multiplier) const override {
-    if (types.param != DType::f32 || types.grad != DType::f32 || types.state != DType::f32 ||
-        working != nullptr || grad_multiplier != 1.0f)
-      throw InternalError("sgd_update: only f32 without a master copy is implemented yet");
-    f32_sgd_update(static_cast<float*>(param), static_cast<const float*>(grad),
-                   static_cast<float*>(momentum_buffer), n, learning_rate, momentum, weight_decay,
-                   nesterov);
+    dispatch_optimizer(types, "sgd_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      using S = typename decltype(s)::type;
+      ops::sgd_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(momentum_buffer), working,
+                               types.working, n, learning_rate, momentum, weight_decay, nesterov,
+                               grad_multiplier);
+    });
   }
-  static void require_f32(OpTypes types, const char* op) {
-    if (types.a != DType::f32 || types.g != DType::f32)
-      throw InternalError(std::string(op) + ": " + std::string(dtype_name(types.a)) + "/" +
-                          std::string(dtype_name(types.g)) + " kernels are not implemented yet");
+
+  double scratch_value() const {
+    double total = 0.0;
+    do_copy_to_host(&total, scratch_.get(), sizeof total);
+    return total;
   }
 
   // The CPU kernels' default epsilon (kernels/cpu/normalization.h), which the CPU backend uses.

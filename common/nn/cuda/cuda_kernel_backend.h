@@ -6,6 +6,12 @@
 /// vramlab::nn_cuda_gpu: device memory, cuBLAS GEMMs, cudaMemcpy for memory movement).
 ///
 /// Kernel versions: the optimized (v2) kernel of every op that has one, as a GPU would run.
+///
+/// Storage types: every OpTypes pair of kernel_backend.h (A f32, bf16 or f16; G f32 or A), every
+/// cast between f32, bf16 and f16, and every OptimizerTypes (param f32/bf16, grad f32/bf16/f16,
+/// state f32/bf16, working none/bf16/f16) run the kernels' instantiations for those types. On a
+/// GPU, bf16 GEMMs (cublasGemmEx with CUDA_R_16BF) need compute capability 8.0 or newer; cuBLAS
+/// reports anything older as an error, which the GEMM launcher throws.
 #pragma once
 
 #include <memory>

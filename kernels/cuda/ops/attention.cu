@@ -8,6 +8,13 @@
 // Attention dropout multiplies the probabilities by keep / (1 − p) where they meet v (the output,
 // dv) and the score gradients where they leave it, each thread regenerating the mask bit of its
 // score from the score's index (the CPU kernel's mask, bit for bit).
+// Storage types: every buffer is A. The forward's softmax never reads the rounded scores: for a
+// 16-bit A each row thread recomputes its f32 scores from q and k (the same dot products, so the
+// same bits), so att = round(softmax(f32 scores)). The backward's 16-bit softmax step likewise
+// recomputes datt in f32 and writes dpreatt once; dq and dk are then computed from dpreatt as
+// stored (the one intermediate rounded to A, as a bf16 llm.c rounds its score gradients).
+
+#include <type_traits>
 
 #include "common/dtype/dropout_mask.h"
 #include "kernels/cpu/kernel_checks.h"
@@ -20,6 +27,8 @@ namespace {
 
 using detail::blocks_for;
 using detail::kElementwiseBlockThreads;
+using detail::narrow;
+using detail::widen;
 
 struct AttentionShape {
   std::int64_t B, T, H, Hkv, D;
@@ -48,41 +57,61 @@ __device__ float drop(float value, const cpu::AttentionDropout& dropout, std::in
 }
 
 // One thread per (b, h, t, t2).
-__global__ void attention_scores_kernel(float* preatt, const float* q, const float* k,
-                                        AttentionShape s, float scale) {
+// The scaled score of (b, h, t, t2 <= t) in f32: one dot product, d in order.
+template <class A>
+__device__ float attention_score(const A* q, const A* k, const AttentionShape& s, std::int64_t b,
+                                 std::int64_t h, std::int64_t t, std::int64_t t2, float scale) {
+  const A* q_row = q + q_at(s, b, t, h);
+  const A* k_row = k + kv_at(s, b, t2, h / (s.H / s.Hkv));
+  float dot = 0.0f;
+  for (std::int64_t d = 0; d < s.D; d++) dot += widen(q_row[d]) * widen(k_row[d]);
+  return dot * scale;
+}
+
+template <class A>
+__global__ void attention_scores_kernel(A* preatt, const A* q, const A* k, AttentionShape s,
+                                        float scale) {
   const std::int64_t index = linear_index();
   if (index >= s.B * s.H * s.T * s.T) return;
   const std::int64_t t2 = index % s.T, t = index / s.T % s.T;
   const std::int64_t h = index / (s.T * s.T) % s.H, b = index / (s.T * s.T * s.H);
   if (t2 > t) {
-    preatt[index] = -INFINITY;
+    preatt[index] = narrow<A>(-INFINITY);
     return;
   }
-  const float* q_row = q + q_at(s, b, t, h);
-  const float* k_row = k + kv_at(s, b, t2, h / (s.H / s.Hkv));
-  float dot = 0.0f;
-  for (std::int64_t d = 0; d < s.D; d++) dot += q_row[d] * k_row[d];
-  preatt[index] = dot * scale;
+  preatt[index] = narrow<A>(attention_score(q, k, s, b, h, t, t2, scale));
 }
 
-// One thread per (b, h, t) row: att = softmax over t2 <= t, 0 above the diagonal.
-__global__ void attention_softmax_kernel(float* att, const float* preatt, AttentionShape s) {
+// One thread per (b, h, t) row: att = softmax over t2 <= t, 0 above the diagonal. A float row
+// reads its scores from preatt; a 16-bit row recomputes them in f32 (preatt holds them rounded,
+// and may be att itself, overwritten as the row is written: every score is read before).
+template <class A>
+__global__ void attention_softmax_kernel(A* att, const A* preatt, const A* q, const A* k,
+                                         AttentionShape s, float scale) {
   const std::int64_t row = linear_index();
   if (row >= s.B * s.H * s.T) return;
-  const std::int64_t t = row % s.T;
-  const float* x = preatt + row * s.T;  // (T)
+  const std::int64_t t = row % s.T, h = row / s.T % s.H, b = row / (s.T * s.H);
+  const A* x = preatt + row * s.T;  // (T)
+  const auto score = [&](std::int64_t t2) {
+    if constexpr (std::is_same_v<A, float>) {
+      return x[t2];
+    } else {
+      return attention_score(q, k, s, b, h, t, t2, scale);
+    }
+  };
   float max_value = -INFINITY;
-  for (std::int64_t t2 = 0; t2 <= t; t2++) max_value = fmaxf(max_value, x[t2]);
+  for (std::int64_t t2 = 0; t2 <= t; t2++) max_value = fmaxf(max_value, score(t2));
   float total = 0.0f;
-  for (std::int64_t t2 = 0; t2 <= t; t2++) total += expf(x[t2] - max_value);
+  for (std::int64_t t2 = 0; t2 <= t; t2++) total += expf(score(t2) - max_value);
   for (std::int64_t t2 = 0; t2 < s.T; t2++) {
-    att[row * s.T + t2] = t2 <= t ? expf(x[t2] - max_value) / total : 0.0f;
+    att[row * s.T + t2] = narrow<A>(t2 <= t ? expf(score(t2) - max_value) / total : 0.0f);
   }
 }
 
 // One thread per (b, t, h, d).
-__global__ void attention_values_kernel(float* out, const float* att, const float* v,
-                                        AttentionShape s, cpu::AttentionDropout dropout) {
+template <class A>
+__global__ void attention_values_kernel(A* out, const A* att, const A* v, AttentionShape s,
+                                        cpu::AttentionDropout dropout) {
   const std::int64_t index = linear_index();
   if (index >= s.B * s.T * s.H * s.D) return;
   const std::int64_t d = index % s.D, h = index / s.D % s.H, t = index / (s.D * s.H) % s.T;
@@ -91,62 +120,85 @@ __global__ void attention_values_kernel(float* out, const float* att, const floa
   const std::int64_t row = ((b * s.H + h) * s.T + t) * s.T;
   float value = 0.0f;
   for (std::int64_t t2 = 0; t2 <= t; t2++) {
-    value += drop(att[row + t2], dropout, row + t2) * v[kv_at(s, b, t2, kvh) + d];
+    value += drop(widen(att[row + t2]), dropout, row + t2) * widen(v[kv_at(s, b, t2, kvh) + d]);
   }
-  out[index] = value;
+  out[index] = narrow<A>(value);
 }
 
 // One thread per (b, h, t, t2): dpreatt = datt = (dout·v) · keep / (1 − p) (0 above the
 // diagonal).
+// (dout·v) · keep / (1 − p) of score (b, h, t, t2 <= t) in f32; index is the score's.
+template <class A>
+__device__ float attention_datt(const A* dout, const A* v, const AttentionShape& s,
+                                const cpu::AttentionDropout& dropout, std::int64_t index) {
+  const std::int64_t t2 = index % s.T, t = index / s.T % s.T;
+  const std::int64_t h = index / (s.T * s.T) % s.H, b = index / (s.T * s.T * s.H);
+  const A* dout_row = dout + q_at(s, b, t, h);
+  const A* v_row = v + kv_at(s, b, t2, h / (s.H / s.Hkv));
+  float datt = 0.0f;
+  for (std::int64_t d = 0; d < s.D; d++) datt += widen(dout_row[d]) * widen(v_row[d]);
+  return drop(datt, dropout, index);
+}
+
+// One thread per (b, h, t, t2): dpreatt = datt (0 above the diagonal); float only.
 __global__ void attention_datt_kernel(float* dpreatt, const float* dout, const float* v,
                                       AttentionShape s, cpu::AttentionDropout dropout) {
   const std::int64_t index = linear_index();
   if (index >= s.B * s.H * s.T * s.T) return;
   const std::int64_t t2 = index % s.T, t = index / s.T % s.T;
-  const std::int64_t h = index / (s.T * s.T) % s.H, b = index / (s.T * s.T * s.H);
-  if (t2 > t) {
-    dpreatt[index] = 0.0f;
-    return;
-  }
-  const float* dout_row = dout + q_at(s, b, t, h);
-  const float* v_row = v + kv_at(s, b, t2, h / (s.H / s.Hkv));
-  float datt = 0.0f;
-  for (std::int64_t d = 0; d < s.D; d++) datt += dout_row[d] * v_row[d];
-  dpreatt[index] = drop(datt, dropout, index);
+  dpreatt[index] = t2 > t ? 0.0f : attention_datt(dout, v, s, dropout, index);
 }
 
-// One thread per (b, h, t) row, in place: dpreatt = att ⊙ (datt − Σ att·datt).
-__global__ void attention_softmax_backward_kernel(float* dpreatt, const float* att,
-                                                  AttentionShape s) {
+// One thread per (b, h, t) row: dpreatt = att ⊙ (datt − Σ att·datt). A float row works in place
+// on the datt of attention_datt_kernel; a 16-bit row recomputes datt in f32 (twice: for the sum,
+// then for the write) so dpreatt is rounded once.
+template <class A>
+__global__ void attention_softmax_backward_kernel(A* dpreatt, const A* att, const A* dout,
+                                                  const A* v, AttentionShape s,
+                                                  cpu::AttentionDropout dropout) {
   const std::int64_t row = linear_index();
   if (row >= s.B * s.H * s.T) return;
   const std::int64_t t = row % s.T;
-  float* g = dpreatt + row * s.T;    // (T)
-  const float* a = att + row * s.T;  // (T)
+  A* g = dpreatt + row * s.T;    // (T)
+  const A* a = att + row * s.T;  // (T)
+  const auto datt = [&](std::int64_t t2) {
+    if constexpr (std::is_same_v<A, float>) {
+      return g[t2];
+    } else {
+      return attention_datt(dout, v, s, dropout, row * s.T + t2);
+    }
+  };
   float att_datt = 0.0f;
-  for (std::int64_t t2 = 0; t2 <= t; t2++) att_datt += a[t2] * g[t2];
-  for (std::int64_t t2 = 0; t2 <= t; t2++) g[t2] = a[t2] * (g[t2] - att_datt);
+  for (std::int64_t t2 = 0; t2 <= t; t2++) att_datt += widen(a[t2]) * datt(t2);
+  for (std::int64_t t2 = 0; t2 <= t; t2++) g[t2] = narrow<A>(widen(a[t2]) * (datt(t2) - att_datt));
+  if constexpr (!std::is_same_v<A, float>) {
+    for (std::int64_t t2 = t + 1; t2 < s.T; t2++) g[t2] = narrow<A>(0.0f);
+  }
 }
 
 // One thread per (b, t, h, d): dq += scale · Σ_t2 dpreatt · k.
-__global__ void attention_dq_kernel(float* dq, const float* dpreatt, const float* k,
-                                    AttentionShape s, float scale) {
+template <class A>
+__global__ void attention_dq_kernel(A* dq, const A* dpreatt, const A* k, AttentionShape s,
+                                    float scale) {
   const std::int64_t index = linear_index();
   if (index >= s.B * s.T * s.H * s.D) return;
   const std::int64_t d = index % s.D, h = index / s.D % s.H, t = index / (s.D * s.H) % s.T;
   const std::int64_t b = index / (s.D * s.H * s.T);
   const std::int64_t kvh = h / (s.H / s.Hkv);
-  const float* g = dpreatt + ((b * s.H + h) * s.T + t) * s.T;  // (T)
+  const A* g = dpreatt + ((b * s.H + h) * s.T + t) * s.T;  // (T)
   float total = 0.0f;
-  for (std::int64_t t2 = 0; t2 <= t; t2++) total += g[t2] * k[kv_at(s, b, t2, kvh) + d];
-  dq[index] += scale * total;
+  for (std::int64_t t2 = 0; t2 <= t; t2++) {
+    total += widen(g[t2]) * widen(k[kv_at(s, b, t2, kvh) + d]);
+  }
+  dq[index] = narrow<A>(widen(dq[index]) + scale * total);
 }
 
 // One thread per (b, t2, kvh, d): dk += scale · Σ dpreatt · q and dv += Σ dropout(att) · dout
 // over the query heads h of this kv head and the rows t >= t2.
-__global__ void attention_dkv_kernel(float* dk, float* dv, const float* dpreatt, const float* att,
-                                     const float* q, const float* dout, AttentionShape s,
-                                     float scale, cpu::AttentionDropout dropout) {
+template <class A>
+__global__ void attention_dkv_kernel(A* dk, A* dv, const A* dpreatt, const A* att, const A* q,
+                                     const A* dout, AttentionShape s, float scale,
+                                     cpu::AttentionDropout dropout) {
   const std::int64_t index = linear_index();
   if (index >= s.B * s.T * s.Hkv * s.D) return;
   const std::int64_t d = index % s.D, kvh = index / s.D % s.Hkv;
@@ -156,12 +208,12 @@ __global__ void attention_dkv_kernel(float* dk, float* dv, const float* dpreatt,
   for (std::int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
     for (std::int64_t t = t2; t < s.T; t++) {
       const std::int64_t score = ((b * s.H + h) * s.T + t) * s.T + t2;
-      dk_total += dpreatt[score] * q[q_at(s, b, t, h) + d];
-      dv_total += drop(att[score], dropout, score) * dout[q_at(s, b, t, h) + d];
+      dk_total += widen(dpreatt[score]) * widen(q[q_at(s, b, t, h) + d]);
+      dv_total += drop(widen(att[score]), dropout, score) * widen(dout[q_at(s, b, t, h) + d]);
     }
   }
-  dk[index] += scale * dk_total;
-  dv[index] += dv_total;
+  dk[index] = narrow<A>(widen(dk[index]) + scale * dk_total);
+  dv[index] = narrow<A>(widen(dv[index]) + dv_total);
 }
 
 void check_arguments(const char* op, const AttentionShape& s,
@@ -183,41 +235,55 @@ unsigned blocks(std::int64_t work) {
 
 }  // namespace
 
-void attention_forward(float* out, float* preatt, float* att, const float* q, const float* k,
-                       const float* v, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+template <class A>
+void attention_forward(NoDeduce<A>* out, A* preatt, A* att, const A* q, const A* k, const A* v,
+                       int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                        const cpu::AttentionDropout& dropout) {
   const AttentionShape s{B, T, H, Hkv, D};
   check_arguments("cuda::attention_forward", s, dropout);
   if (B * T * H == 0) return;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   constexpr unsigned threads = kElementwiseBlockThreads;
-  VRAMLAB_LAUNCH(attention_scores_kernel, blocks(B * H * T * T), threads, 0, 0)
+  VRAMLAB_LAUNCH(attention_scores_kernel<A>, blocks(B * H * T * T), threads, 0, 0)
   (preatt, q, k, s, scale);
-  VRAMLAB_LAUNCH(attention_softmax_kernel, blocks(B * H * T), threads, 0, 0)(att, preatt, s);
+  VRAMLAB_LAUNCH(attention_softmax_kernel<A>, blocks(B * H * T), threads, 0, 0)
+  (att, preatt, q, k, s, scale);
   if (D == 0 || out == nullptr) return;
-  VRAMLAB_LAUNCH(attention_values_kernel, blocks(B * T * H * D), threads, 0, 0)
+  VRAMLAB_LAUNCH(attention_values_kernel<A>, blocks(B * T * H * D), threads, 0, 0)
   (out, att, v, s, dropout);
 }
 
-void attention_backward(float* dq, float* dk, float* dv, float* dpreatt, const float* dout,
-                        const float* q, const float* k, const float* v, const float* att, int64_t B,
-                        int64_t T, int64_t H, int64_t Hkv, int64_t D,
-                        const cpu::AttentionDropout& dropout) {
+template <class A>
+void attention_backward(A* dq, A* dk, A* dv, A* dpreatt, const A* dout, const A* q, const A* k,
+                        const A* v, const A* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                        int64_t D, const cpu::AttentionDropout& dropout) {
   const AttentionShape s{B, T, H, Hkv, D};
   check_arguments("cuda::attention_backward", s, dropout);
   if (B * T * H == 0) return;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   constexpr unsigned threads = kElementwiseBlockThreads;
-  VRAMLAB_LAUNCH(attention_datt_kernel, blocks(B * H * T * T), threads, 0, 0)
-  (dpreatt, dout, v, s, dropout);
-  VRAMLAB_LAUNCH(attention_softmax_backward_kernel, blocks(B * H * T), threads, 0, 0)
-  (dpreatt, att, s);
+  if constexpr (std::is_same_v<A, float>) {
+    VRAMLAB_LAUNCH(attention_datt_kernel, blocks(B * H * T * T), threads, 0, 0)
+    (dpreatt, dout, v, s, dropout);
+  }
+  VRAMLAB_LAUNCH(attention_softmax_backward_kernel<A>, blocks(B * H * T), threads, 0, 0)
+  (dpreatt, att, dout, v, s, dropout);
   if (D == 0) return;
-  VRAMLAB_LAUNCH(attention_dq_kernel, blocks(B * T * H * D), threads, 0, 0)
+  VRAMLAB_LAUNCH(attention_dq_kernel<A>, blocks(B * T * H * D), threads, 0, 0)
   (dq, dpreatt, k, s, scale);
-  VRAMLAB_LAUNCH(attention_dkv_kernel, blocks(B * T * Hkv * D), threads, 0, 0)
+  VRAMLAB_LAUNCH(attention_dkv_kernel<A>, blocks(B * T * Hkv * D), threads, 0, 0)
   (dk, dv, dpreatt, att, q, dout, s, scale, dropout);
 }
+
+#define VRAMLAB_INSTANTIATE(A)                                                                    \
+  template void attention_forward<A>(NoDeduce<A>*, A*, A*, const A*, const A*, const A*, int64_t, \
+                                     int64_t, int64_t, int64_t, int64_t,                          \
+                                     const cpu::AttentionDropout&);                               \
+  template void attention_backward<A>(A*, A*, A*, A*, const A*, const A*, const A*, const A*,     \
+                                      const A*, int64_t, int64_t, int64_t, int64_t, int64_t,      \
+                                      const cpu::AttentionDropout&);
+VRAMLAB_FOR_EACH_ACTIVATION_TYPE(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
 
 }  // namespace VRAMLAB_CUDA_OPS_ABI
 }  // namespace vramlab::kernels::cuda

@@ -14,8 +14,9 @@ namespace {
 using detail::blocks_for;
 using detail::kElementwiseBlockThreads;
 
-__global__ void dropout_kernel(float* out, const float* inp, std::int64_t n, float p,
-                               std::uint64_t seed, std::uint64_t offset) {
+template <class A>
+__global__ void dropout_kernel(A* out, const A* inp, std::int64_t n, float p, std::uint64_t seed,
+                               std::uint64_t offset) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   if (p == 0.0f) {
@@ -23,30 +24,37 @@ __global__ void dropout_kernel(float* out, const float* inp, std::int64_t n, flo
     return;
   }
   const bool keep = dropout_keep(seed, offset + static_cast<std::uint64_t>(i), p);
-  out[i] = keep ? inp[i] * dropout_scale(p) : 0.0f;
+  out[i] = detail::narrow<A>(keep ? detail::widen(inp[i]) * dropout_scale(p) : 0.0f);
 }
 
-void launch(const char* op, float* out, const float* inp, int64_t n, float p, uint64_t seed,
+template <class A>
+void launch(const char* op, A* out, const A* inp, int64_t n, float p, uint64_t seed,
             uint64_t offset) {
   cpu::require_non_negative(op, "n", n);
   cpu::require_dropout_probability(op, p);
   if (n == 0) return;
-  VRAMLAB_LAUNCH(dropout_kernel, blocks_for(n, kElementwiseBlockThreads), kElementwiseBlockThreads,
-                 0, 0)
+  VRAMLAB_LAUNCH(dropout_kernel<A>, blocks_for(n, kElementwiseBlockThreads),
+                 kElementwiseBlockThreads, 0, 0)
   (out, inp, n, p, seed, offset);
 }
 
 }  // namespace
 
-void dropout_forward(float* out, const float* inp, int64_t n, float p, uint64_t seed,
-                     uint64_t offset) {
+template <class A>
+void dropout_forward(A* out, const A* inp, int64_t n, float p, uint64_t seed, uint64_t offset) {
   launch("cuda::dropout_forward", out, inp, n, p, seed, offset);
 }
 
-void dropout_backward(float* dinp, const float* dout, int64_t n, float p, uint64_t seed,
-                      uint64_t offset) {
+template <class A>
+void dropout_backward(A* dinp, const A* dout, int64_t n, float p, uint64_t seed, uint64_t offset) {
   launch("cuda::dropout_backward", dinp, dout, n, p, seed, offset);
 }
+
+#define VRAMLAB_INSTANTIATE(A)                                                        \
+  template void dropout_forward<A>(A*, const A*, int64_t, float, uint64_t, uint64_t); \
+  template void dropout_backward<A>(A*, const A*, int64_t, float, uint64_t, uint64_t);
+VRAMLAB_FOR_EACH_ACTIVATION_TYPE(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
 
 }  // namespace VRAMLAB_CUDA_OPS_ABI
 }  // namespace vramlab::kernels::cuda

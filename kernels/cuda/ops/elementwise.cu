@@ -1,6 +1,7 @@
 // Elementwise CUDA kernels: residual add, bias add, scale (forward and backward). One thread per
 // element (v1 only: these are memory-bound one-liners with nothing to share between threads).
 // The bias gradient is one thread per column summing rows in order, so it is deterministic.
+// residual_forward and bias_add_backward take storage types (the GEMMs' bias gradient is G).
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops/device_helpers.h"
@@ -16,10 +17,13 @@ __device__ std::int64_t global_thread_index() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-__global__ void residual_forward_kernel(float* out, const float* a, const float* b,
-                                        std::int64_t n) {
+using detail::narrow;
+using detail::widen;
+
+template <class A>
+__global__ void residual_forward_kernel(A* out, const A* a, const A* b, std::int64_t n) {
   const std::int64_t i = global_thread_index();
-  if (i < n) out[i] = a[i] + b[i];
+  if (i < n) out[i] = narrow<A>(widen(a[i]) + widen(b[i]));
 }
 
 __global__ void residual_backward_kernel(float* da, float* db, const float* dout, std::int64_t n) {
@@ -36,13 +40,13 @@ __global__ void bias_add_forward_kernel(float* x, const float* bias, std::int64_
   if (i < N * C) x[i] += bias[i % C];
 }
 
-__global__ void bias_add_backward_kernel(float* dbias, const float* dout, std::int64_t N,
-                                         std::int64_t C) {
+template <class A, class G>
+__global__ void bias_add_backward_kernel(G* dbias, const A* dout, std::int64_t N, std::int64_t C) {
   const std::int64_t c = global_thread_index();
   if (c >= C) return;
   float column_sum = 0.0f;
-  for (std::int64_t row = 0; row < N; row++) column_sum += dout[row * C + c];
-  dbias[c] += column_sum;
+  for (std::int64_t row = 0; row < N; row++) column_sum += widen(dout[row * C + c]);
+  dbias[c] = narrow<G>(widen(dbias[c]) + column_sum);
 }
 
 __global__ void scale_forward_kernel(float* out, const float* inp, float scale, std::int64_t n) {
@@ -57,10 +61,11 @@ __global__ void scale_backward_kernel(float* dinp, const float* dout, float scal
 
 }  // namespace
 
-void residual_forward(float* out, const float* a, const float* b, int64_t n) {
+template <class A>
+void residual_forward(A* out, const A* a, const A* b, int64_t n) {
   cpu::require_non_negative("cuda::residual_forward", "n", n);
   if (n == 0) return;
-  VRAMLAB_LAUNCH(residual_forward_kernel, blocks_for(n, kElementwiseBlockThreads),
+  VRAMLAB_LAUNCH(residual_forward_kernel<A>, blocks_for(n, kElementwiseBlockThreads),
                  kElementwiseBlockThreads, 0, 0)
   (out, a, b, n);
 }
@@ -82,12 +87,13 @@ void bias_add_forward(float* x, const float* bias, int64_t N, int64_t C) {
   (x, bias, N, C);
 }
 
-void bias_add_backward(float* dbias, const float* dout, int64_t N, int64_t C) {
+template <class A, class G>
+void bias_add_backward(G* dbias, const A* dout, int64_t N, int64_t C) {
   cpu::require_non_negative("cuda::bias_add_backward", "N", N);
   cpu::require_non_negative("cuda::bias_add_backward", "C", C);
   if (C == 0) return;
-  VRAMLAB_LAUNCH(bias_add_backward_kernel, blocks_for(C, kElementwiseBlockThreads),
-                 kElementwiseBlockThreads, 0, 0)
+  auto* const kernel = bias_add_backward_kernel<A, G>;
+  VRAMLAB_LAUNCH(kernel, blocks_for(C, kElementwiseBlockThreads), kElementwiseBlockThreads, 0, 0)
   (dbias, dout, N, C);
 }
 
@@ -106,6 +112,14 @@ void scale_backward(float* dinp, const float* dout, float scale, int64_t n) {
                  kElementwiseBlockThreads, 0, 0)
   (dinp, dout, scale, n);
 }
+
+#define VRAMLAB_INSTANTIATE(A) template void residual_forward<A>(A*, const A*, const A*, int64_t);
+VRAMLAB_FOR_EACH_ACTIVATION_TYPE(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
+#define VRAMLAB_INSTANTIATE(A, G) \
+  template void bias_add_backward<A, G>(G*, const A*, int64_t, int64_t);
+VRAMLAB_FOR_EACH_OP_TYPES(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
 
 const char* kernel_version_name(KernelVersion version) {
   return version == KernelVersion::v1 ? "v1" : "v2";

@@ -21,7 +21,8 @@ using detail::kRowBlockThreads;
 constexpr unsigned kWarpSize = 32;
 
 // One warp per block j: scales[j] and q over the block's elements.
-__global__ void quantize_int8_kernel(std::int8_t* q, float* scales, const float* x, std::int64_t n,
+template <class A>
+__global__ void quantize_int8_kernel(std::int8_t* q, float* scales, const A* x, std::int64_t n,
                                      std::int64_t block, std::int64_t blocks) {
   const std::int64_t j = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) /
                          static_cast<std::int64_t>(kWarpSize);
@@ -32,7 +33,7 @@ __global__ void quantize_int8_kernel(std::int8_t* q, float* scales, const float*
   float amax = 0.0f;
   int non_finite = 0;
   for (std::int64_t i = lane; i < count; i += kWarpSize) {
-    const float a = fabsf(x[first + i]);
+    const float a = fabsf(detail::widen(x[first + i]));
     amax = a > amax ? a : amax;  // a NaN never wins; non_finite counts it
     non_finite += a <= FLT_MAX ? 0 : 1;
   }
@@ -41,14 +42,15 @@ __global__ void quantize_int8_kernel(std::int8_t* q, float* scales, const float*
   const float scale = int8_block_scale(amax, non_finite == 0);
   if (lane == 0) scales[j] = scale;
   for (std::int64_t i = lane; i < count; i += kWarpSize) {
-    q[first + i] = int8_quantize(x[first + i], scale);
+    q[first + i] = int8_quantize(detail::widen(x[first + i]), scale);
   }
 }
 
-__global__ void dequantize_int8_kernel(float* x, const std::int8_t* q, const float* scales,
+template <class A>
+__global__ void dequantize_int8_kernel(A* x, const std::int8_t* q, const float* scales,
                                        std::int64_t n, std::int64_t block) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) x[i] = static_cast<float>(q[i]) * scales[i / block];
+  if (i < n) x[i] = detail::narrow<A>(static_cast<float>(q[i]) * scales[i / block]);
 }
 
 void check_arguments(const char* op, int64_t n, int64_t block) {
@@ -58,22 +60,30 @@ void check_arguments(const char* op, int64_t n, int64_t block) {
 
 }  // namespace
 
-void quantize_int8(int8_t* q, float* scales, const float* x, int64_t n, int64_t block) {
+template <class A>
+void quantize_int8(int8_t* q, float* scales, const A* x, int64_t n, int64_t block) {
   check_arguments("cuda::quantize_int8", n, block);
   if (n == 0) return;
   const int64_t blocks = n / block + (n % block != 0 ? 1 : 0);
-  VRAMLAB_LAUNCH(quantize_int8_kernel, blocks_for(blocks * kWarpSize, kRowBlockThreads),
+  VRAMLAB_LAUNCH(quantize_int8_kernel<A>, blocks_for(blocks * kWarpSize, kRowBlockThreads),
                  kRowBlockThreads, 0, 0)
   (q, scales, x, n, block, blocks);
 }
 
-void dequantize_int8(float* x, const int8_t* q, const float* scales, int64_t n, int64_t block) {
+template <class A>
+void dequantize_int8(A* x, const int8_t* q, const float* scales, int64_t n, int64_t block) {
   check_arguments("cuda::dequantize_int8", n, block);
   if (n == 0) return;
-  VRAMLAB_LAUNCH(dequantize_int8_kernel, blocks_for(n, kElementwiseBlockThreads),
+  VRAMLAB_LAUNCH(dequantize_int8_kernel<A>, blocks_for(n, kElementwiseBlockThreads),
                  kElementwiseBlockThreads, 0, 0)
   (x, q, scales, n, block);
 }
+
+#define VRAMLAB_INSTANTIATE(A)                                                 \
+  template void quantize_int8<A>(int8_t*, float*, const A*, int64_t, int64_t); \
+  template void dequantize_int8<A>(A*, const int8_t*, const float*, int64_t, int64_t);
+VRAMLAB_FOR_EACH_ACTIVATION_TYPE(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
 
 }  // namespace VRAMLAB_CUDA_OPS_ABI
 }  // namespace vramlab::kernels::cuda

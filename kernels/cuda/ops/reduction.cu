@@ -3,6 +3,7 @@
 //   v2: one block of 1024 threads; each thread sums a strided share with float4 loads (when x is
 //       16-byte aligned), then warp shuffles and one shared-memory pass over the 32 warp sums.
 //       The partition depends only on n, so the result is the same bits on every run.
+// sum takes a storage type (bf16/f16 widened exactly; four-element loads of 8 bytes then).
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops/device_helpers.h"
@@ -13,27 +14,29 @@ namespace {
 
 constexpr unsigned kReductionThreads = 1024;
 
-__device__ double term(float x, bool squares) {
-  const double value = x;
+template <class A>
+__device__ double term(A x, bool squares) {
+  const double value = detail::widen(x);
   return squares ? value * value : value;
 }
 
-__global__ void reduce_v1_kernel(double* out, const float* x, std::int64_t n, bool squares) {
+template <class A>
+__global__ void reduce_v1_kernel(double* out, const A* x, std::int64_t n, bool squares) {
   double total = 0.0;
   for (std::int64_t i = 0; i < n; i++) total += term(x[i], squares);
   *out = total;
 }
 
-__global__ void reduce_v2_kernel(double* out, const float* x, std::int64_t n, bool squares,
+template <class A>
+__global__ void reduce_v2_kernel(double* out, const A* x, std::int64_t n, bool squares,
                                  bool vectorized) {
   VRAMLAB_SHARED(double, warp_totals, [kReductionThreads / 32]);
   const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   double partial = 0.0;
   std::int64_t scalar_start = 0;
   if (vectorized) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
     for (std::int64_t i = tid; i < n / 4; i += kReductionThreads) {
-      const float4 q = x4[i];
+      const float4 q = detail::load_quad(x, i);
       partial +=
           (term(q.x, squares) + term(q.y, squares)) + (term(q.z, squares) + term(q.w, squares));
     }
@@ -50,26 +53,32 @@ __global__ void reduce_v2_kernel(double* out, const float* x, std::int64_t n, bo
   if (lane == 0) *out = partial;
 }
 
-void reduce(const char* op, double* out, const float* x, std::int64_t n, bool squares,
+template <class A>
+void reduce(const char* op, double* out, const A* x, std::int64_t n, bool squares,
             KernelVersion version) {
   cpu::require_non_negative(op, "n", n);
   if (version == KernelVersion::v1) {
-    VRAMLAB_LAUNCH(reduce_v1_kernel, 1, 1, 0, 0)(out, x, n, squares);
+    VRAMLAB_LAUNCH(reduce_v1_kernel<A>, 1, 1, 0, 0)(out, x, n, squares);
   } else {
-    VRAMLAB_LAUNCH(reduce_v2_kernel, 1, kReductionThreads, 0, 0)
-    (out, x, n, squares, detail::aligned_16(x));
+    VRAMLAB_LAUNCH(reduce_v2_kernel<A>, 1, kReductionThreads, 0, 0)
+    (out, x, n, squares, detail::aligned_to(x, detail::kQuadBytes<A>));
   }
 }
 
 }  // namespace
 
-void sum(double* out, const float* x, int64_t n, KernelVersion version) {
+template <class A>
+void sum(double* out, const A* x, int64_t n, KernelVersion version) {
   reduce("cuda::sum", out, x, n, false, version);
 }
 
 void sum_of_squares(double* out, const float* x, int64_t n, KernelVersion version) {
   reduce("cuda::sum_of_squares", out, x, n, true, version);
 }
+
+#define VRAMLAB_INSTANTIATE(A) template void sum<A>(double*, const A*, int64_t, KernelVersion);
+VRAMLAB_FOR_EACH_ACTIVATION_TYPE(VRAMLAB_INSTANTIATE)
+#undef VRAMLAB_INSTANTIATE
 
 }  // namespace VRAMLAB_CUDA_OPS_ABI
 }  // namespace vramlab::kernels::cuda
