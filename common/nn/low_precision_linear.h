@@ -9,6 +9,8 @@
 ///   with native bf16 arithmetic (AVX512-BF16 or AMX), bf16 only;
 /// - widen: the operands widened to f32 scratch (exact), the f32 GEMMs of parallel_linear.h, the
 ///   results rounded; every other case (f16, a CPU without bf16 instructions, VRAMLAB_CPU_BF16=0).
+///   oneDNN 2.6 (Debian 12) has no f16 matmul for CPUs without AVX512-FP16: asked for one on an
+///   AMX-BF16 Xeon it finds no implementation, so f16 always widens.
 /// The two differ only in the order of the f32 sums (so by at most the f32 accumulation error
 /// before the final rounding).
 #pragma once
@@ -36,7 +38,7 @@ bool bf16_onednn_available();
 std::string_view low_precision_gemm_name(std::string_view a_type);
 
 /// out = round_A(inp · weightᵀ + bias). Shapes: out (N, OC), inp (N, C), weight (OC, C), bias (OC)
-/// or nullptr. \tparam A bf16_t or f16_t. \param path which implementation (tests force one).
+/// or nullptr; `path` chooses the implementation (tests force one). \tparam A bf16_t or f16_t.
 /// \throws vramlab::UsageError on a size the GEMM library cannot index.
 template <typename A>
 void low_precision_linear_forward(A* out, const A* inp, const A* weight, const A* bias, int64_t N,
@@ -45,8 +47,8 @@ void low_precision_linear_forward(A* out, const A* inp, const A* weight, const A
 
 /// dinp = round_A(dinp + dout · weight), dweight = round_G(dweight + doutᵀ · inp), dbias =
 /// round_G(dbias + Σ_rows dout) (rows summed in order). Shapes as the forward with dout (N, OC);
-/// dinp and dbias may be nullptr. \tparam A bf16_t or f16_t. \tparam G float or A.
-/// \param path which implementation. \throws as low_precision_linear_forward.
+/// dinp and dbias may be nullptr; `path` as the forward's. \tparam A bf16_t or f16_t.
+/// \tparam G float or A. \throws as low_precision_linear_forward.
 template <typename A, typename G>
 void low_precision_linear_backward(A* dinp, G* dweight, G* dbias, const A* dout, const A* inp,
                                    const A* weight, int64_t N, int64_t C, int64_t OC,

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -33,6 +34,7 @@
 #include "common/nn/cpu_kernel_backend.h"
 #include "common/nn/low_precision_linear.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/storage.h"
 #include "tests/ops/op_harness.h"
 
 namespace vramlab::ops_test {
@@ -336,6 +338,17 @@ INSTANTIATE_TEST_SUITE_P(AllOps, StorageTest, ::testing::ValuesIn(storage_cases(
                            return emulated_op_table()[param.param.op_index].name + "_" +
                                   storage_name(param.param.storage);
                          });
+
+// ---- the kernels' load of an f16 ------------------------------------------------------------
+
+TEST(Storage, BranchFreeF16WidenIsConvertHBitForBitOnAllPatterns) {
+  for (uint32_t bits = 0; bits <= 0xFFFFu; bits++) {
+    const float fast = kernels::cpu::widen(f16_t{static_cast<uint16_t>(bits)});
+    const float exact = f16_bits_to_f32(static_cast<uint16_t>(bits));
+    ASSERT_EQ(std::bit_cast<uint32_t>(fast), std::bit_cast<uint32_t>(exact))
+        << "f16 bits 0x" << std::hex << bits;
+  }
+}
 
 // ---- cast --------------------------------------------------------------------------------------
 
