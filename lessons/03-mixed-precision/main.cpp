@@ -1,0 +1,215 @@
+// Lesson 03, mixed precision and gradient accumulation: trains one small decoder-only transformer
+// under every precision (fp32, pure bf16, mixed bf16, mixed fp16 with PyTorch's GradScaler, mixed
+// fp16 without a scaler, and with a static scale that overflows), measures the loss, the loss
+// scale, the skipped steps and the bytes per category beside the estimator's, shows the
+// gradients' exponents against fp16's range, runs gradient accumulation against one large batch,
+// and sizes every precision for Llama 2 7B on meta.
+//
+//   build/bin/lesson03_mixed_precision                    on a simulated T4
+//   build/bin/lesson03_mixed_precision --steps 600         longer runs
+//   build/bin/lesson03_mixed_precision --json --out-dir /tmp/l03
+//   build/bin/vramlab run 03 [--mine]
+//
+// The figures go to <build>/lesson-output/03 unless --out-dir says otherwise.
+//
+// Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "common/amp/loss_scale_spec.h"
+#include "common/memory/device.h"
+#include "common/memory/oom_error.h"
+#include "common/memory/trace_replay.h"
+#include "common/model/model_flags.h"
+#include "common/platform/blas.h"
+#include "common/platform/build_info.h"
+#include "common/platform/errors.h"
+#include "common/report/terminal.h"
+#include "lessons/03-mixed-precision/precision_report.h"
+
+namespace {
+
+using namespace vramlab;
+namespace fs = std::filesystem;
+
+#ifdef VRAMLAB_LESSON_RUNS_MINE
+constexpr bool kRunsMine = true;
+#else
+constexpr bool kRunsMine = false;
+#endif
+
+struct Options {
+  ModelFlags model;  // empty: the lesson's small model (lesson_model())
+  std::optional<int64_t> batch, seq;
+  std::string device = "sim:t4-16g";
+  int64_t steps = 200;
+  float learning_rate = 3e-3f;
+  uint64_t seed = 1;
+  std::string overflow_scale = "static:262144";
+  std::string meta_model = "llama2-7b";
+  int64_t meta_seq = 512;
+  bool no_scale = false;
+  bool no_accumulation = false;
+  bool json = false;
+  std::string out_dir;
+};
+
+// A GPT-2 shape small enough that six runs of 200 steps take about a minute on two quiet cores,
+// with a vocabulary small enough (128) that fp32 gets within a quarter nat of the synthetic
+// chain's entropy rate in those steps: L = 2, C = 64, 4 heads, B = 8, T = 32. Without --model the
+// shape flags change this model; with --model they change the named one. Named "custom" as
+// `vramlab train` names explicit shapes.
+ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
+  if (!given.name.empty()) return given.build(seq);
+  ModelFlags flags = given;
+  flags.name = "gpt2-tiny";
+  if (!flags.layers) flags.layers = 2;
+  if (!flags.hidden) flags.hidden = 64;
+  if (!flags.heads) flags.heads = 4;
+  if (!flags.vocab) flags.vocab = 128;
+  if (!flags.max_seq) flags.max_seq = std::max<int64_t>(64, seq.value_or(32));
+  ModelConfig model = flags.build(seq);
+  model.name = "custom";
+  return model;
+}
+
+fs::path own_folder() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self.parent_path();
+}
+
+// <build>/lesson-output/03: inside the build directory that git ignores.
+fs::path default_out_dir() {
+  const fs::path bin = own_folder();
+  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
+  return build / "lesson-output" / "03";
+}
+
+std::string lesson_command(const std::string& flags) {
+  return std::string("vramlab run 03") + (kRunsMine ? " --mine" : "") + " " + flags;
+}
+
+void progress_line(const std::string& line) {
+  std::fprintf(stderr, "  ... %s\n", line.c_str());
+}
+
+int run(const Options& o) {
+  lesson03::LessonSettings s;
+  s.run.model = lesson_model(o.model, o.seq);
+  s.run.batch = o.batch.value_or(8);
+  s.run.seq = o.seq.value_or(std::min<int64_t>(32, s.run.model.max_seq));
+  s.run.device = memory::parse_device(o.device);
+  s.run.seed = o.seed;
+  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
+  s.run.steps = o.steps;
+  if (!(o.learning_rate > 0.0f) || !std::isfinite(o.learning_rate))
+    throw UsageError("--lr must be a finite number > 0, got " + std::to_string(o.learning_rate));
+  s.run.learning_rate = o.learning_rate;
+  if (o.overflow_scale != "none") {
+    const amp::LossScaleSpec spec = amp::parse_loss_scale(o.overflow_scale);
+    if (spec.kind != amp::LossScaleKind::fixed)
+      throw UsageError("--overflow-scale '" + o.overflow_scale +
+                       "' must be static:S (a fixed scale) or none");
+    s.overflow_scale = spec.value;
+  }
+  s.accumulation = !o.no_accumulation;
+  s.scale = !o.no_scale;
+  s.meta_model = model_config_by_name(o.meta_model);
+  if (o.meta_seq < 1 || o.meta_seq > s.meta_model.max_seq)
+    throw UsageError("--meta-seq " + std::to_string(o.meta_seq) + " outside [1, " +
+                     std::to_string(s.meta_model.max_seq) + "] for '" + o.meta_model + "'");
+  s.meta_seq = o.meta_seq;
+
+  lesson03::Lesson lesson;
+  try {
+    lesson = lesson03::run_lesson(s, o.json ? nullptr : progress_line);
+  } catch (const memory::OutOfMemoryError& e) {
+    std::fprintf(stderr, "%s\n\nlesson 03: a run does not fit %s. Try:\n  %s\n", e.what(),
+                 s.run.device.name().c_str(),
+                 lesson_command("--device sim:t4-16g   # the default device").c_str());
+    return kExitFailure;
+  }
+  const std::string out_dir =
+      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
+  const lesson03::FigurePaths figures = lesson03::write_figures(lesson, out_dir);
+  if (o.json) {
+    nlohmann::json j = lesson03::to_json(lesson);
+    j["figures"] = {{"loss_curves_svg", figures.loss_curves_svg},
+                    {"loss_scale_svg", figures.loss_scale_svg},
+                    {"gradient_exponents_svg", figures.exponents_svg}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::fputs(lesson03::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
+              fs::path(figures.loss_curves_svg).filename().c_str(),
+              fs::path(figures.loss_scale_svg).filename().c_str(),
+              fs::path(figures.exponents_svg).filename().c_str());
+  std::printf("Next:\n  %s   # a deeper model: do the 16-bit modes still follow fp32?\n",
+              lesson_command("--layers 6 --steps 200 --no-scale").c_str());
+  std::printf("  %s   # the whole model state at scale\n",
+              lesson_command("--meta-model llama2-13b --meta-seq 1024").c_str());
+  std::printf(
+      "  vramlab estimate --model llama2-7b --precision mixed-bf16 --grad-accum 8   # the "
+      "estimator's view\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  platform::select_blas_core_or_reexec(argc, argv);
+  Options o;
+  CLI::App app{
+      "Lesson 03: mixed precision and gradient accumulation, every precision trained on the same "
+      "model and measured.",
+      "lesson03_mixed_precision"};
+  add_model_options(app, o.model);
+  app.add_option("--batch", o.batch,
+                 "Sequences per step B, also the effective batch of the accumulation table "
+                 "(default 8)");
+  app.add_option("--seq", o.seq, "Tokens per sequence T (default min(32, the model's maximum))");
+  app.add_option("--device", o.device,
+                 "Where the modes train: cpu | sim[:preset|:size] | meta | cuda[:N] (default "
+                 "sim:t4-16g)");
+  app.add_option("--steps", o.steps, "Training steps per mode (default 200)");
+  app.add_option("--lr", o.learning_rate, "AdamW's learning rate (default 0.003)");
+  app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
+  app.add_option("--overflow-scale", o.overflow_scale,
+                 "The static loss scale of the overflow row, static:S or none (default "
+                 "static:262144, 2^18: too large for this model's early gradients)");
+  app.add_option("--meta-model", o.meta_model,
+                 "The model of the at-scale table on meta (default llama2-7b)");
+  app.add_option("--meta-seq", o.meta_seq, "Its T (default 512; B = 1)");
+  app.add_flag("--no-scale", o.no_scale, "Skip the at-scale table on meta");
+  app.add_flag("--no-accumulation", o.no_accumulation, "Skip the accumulation table");
+  app.add_flag("--json", o.json, "One JSON object instead of the tables");
+  app.add_option("--out-dir", o.out_dir,
+                 "Where loss_curves.svg, loss_scale.svg and gradient_exponents.svg go (default: "
+                 "lesson-output/03 in the build directory)");
+  try {
+    app.parse(argc, argv);
+    return run(o);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "lesson03_mixed_precision: error: %s\n",
+                 memory::printable(e.what()).c_str());
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "lesson03_mixed_precision: error: %s\n",
+                 memory::printable(e.what()).c_str());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lesson03_mixed_precision: %s\n", e.what());
+    return kExitFailure;
+  }
+}
