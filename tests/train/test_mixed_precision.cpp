@@ -163,5 +163,45 @@ TEST(PrecisionBytes, MeasuredBytesPerCategoryEqualTheEstimatorsInEveryMode) {
   unsetenv("PYTORCH_CUDA_ALLOC_CONF");
 }
 
+// The bar for every precision: the final loss within 2% of fp32's on a small model trained
+// 200 steps (the mean of the last 20 steps: one step's loss is noisy). Pure bf16 meets it only with
+// stochastic rounding: rounded to nearest, Adam's steps below half a bf16 ulp are lost (a norm
+// weight near 1 has an ulp of 2^-7 > 2·lr), which is what lesson 03 shows.
+double final_loss(amp::Precision precision, bool stochastic_rounding) {
+  TrainOptions o;
+  o.model = gpt2_config("custom", 2, 64, 4, 128, 32);
+  o.batch = 8;
+  o.seq = 32;
+  o.learning_rate = 3e-3f;
+  o.precision = precision;
+  o.stochastic_rounding = stochastic_rounding;
+  nn::Runtime runtime(memory::parse_device("cpu"));
+  Trainer trainer(runtime, o);
+  double tail = 0;
+  for (int s = 0; s < 200; ++s) {
+    const double loss = trainer.step().loss;
+    if (s >= 180) tail += loss / 20;
+  }
+  return tail;
+}
+
+TEST(Convergence, EveryPrecisionEndsWithinTwoPercentOfFp32) {
+  const double fp32 = final_loss(amp::Precision::fp32, false);
+  for (const auto& [precision, stochastic] :
+       {std::pair{amp::Precision::mixed_bf16, false}, std::pair{amp::Precision::mixed_fp16, false},
+        std::pair{amp::Precision::bf16, true}}) {
+    const double loss = final_loss(precision, stochastic);
+    EXPECT_LT(std::abs(loss - fp32) / fp32, 0.02)
+        << amp::precision_name(precision) << (stochastic ? " stochastic" : "") << ": " << loss
+        << " vs fp32 " << fp32 << " (" << 100 * std::abs(loss - fp32) / fp32 / 0.02
+        << "% of the tolerance)";
+  }
+  const double nearest = final_loss(amp::Precision::bf16, false);
+  const double stochastic = final_loss(amp::Precision::bf16, true);
+  EXPECT_GT(nearest - fp32, stochastic - fp32)
+      << "pure bf16 rounded to nearest should trail stochastic rounding: " << nearest << " vs "
+      << stochastic << " (fp32 " << fp32 << ")";
+}
+
 }  // namespace
 }  // namespace vramlab::train
