@@ -52,6 +52,7 @@ struct Options {
   float learning_rate = 3e-3f;
   uint64_t seed = 1;
   std::string overflow_scale = "static:262144";
+  std::string underflow_scale = "static:0.000244140625";
   std::string meta_model = "llama2-7b";
   int64_t meta_seq = 512;
   bool no_scale = false;
@@ -119,6 +120,13 @@ int run(const Options& o) {
                        "' must be static:S (a fixed scale) or none");
     s.overflow_scale = spec.value;
   }
+  if (o.underflow_scale != "none") {
+    const amp::LossScaleSpec spec = amp::parse_loss_scale(o.underflow_scale);
+    if (spec.kind != amp::LossScaleKind::fixed || spec.value >= 1.0)
+      throw UsageError("--underflow-scale '" + o.underflow_scale +
+                       "' must be static:S with S < 1 (it shrinks the gradients) or none");
+    s.underflow_scale = spec.value;
+  }
   s.accumulation = !o.no_accumulation;
   s.scale = !o.no_scale;
   s.meta_model = model_config_by_name(o.meta_model);
@@ -185,6 +193,9 @@ int main(int argc, char** argv) {
   app.add_option("--overflow-scale", o.overflow_scale,
                  "The static loss scale of the overflow row, static:S or none (default "
                  "static:262144, 2^18: too large for this model's early gradients)");
+  app.add_option("--underflow-scale", o.underflow_scale,
+                 "The static loss scale below 1 of the underflow row, static:S or none (default "
+                 "static:0.000244140625, 2^-12: gradients 4096 times smaller, which fp16 flushes)");
   app.add_option("--meta-model", o.meta_model,
                  "The model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 512; B = 1)");

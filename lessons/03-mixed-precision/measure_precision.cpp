@@ -65,6 +65,7 @@ ModeRun run_mode(const RunSettings& settings, const ModeSpec& spec) {
   train::TrainOptions options = train_options(settings);
   options.precision = spec.precision;
   options.loss_scale = spec.loss_scale;
+  options.stochastic_rounding = spec.stochastic_rounding;
   ModeRun run;
   run.spec = spec;
   run.loss_scale_name = amp::loss_scale_name(train::effective_loss_scale(options));

@@ -40,6 +40,7 @@ struct ModeSpec {
   std::string label;                                ///< e.g. "mixed-fp16 (no scaler)".
   amp::Precision precision = amp::Precision::fp32;  ///< the storage types.
   std::optional<amp::LossScaleSpec> loss_scale;     ///< unset: the precision's default.
+  bool stochastic_rounding = false;                 ///< pure bf16's optimizer rounding.
 };
 
 /// Bytes per category: the allocator's peak beside the estimator's number for the same options.

@@ -118,6 +118,7 @@ std::vector<ModeSpec> mode_specs(const LessonSettings& settings) {
   std::vector<ModeSpec> specs = {
       {"fp32", Precision::fp32, std::nullopt},
       {"bf16", Precision::bf16, std::nullopt},
+      {"bf16, stochastic rounding", Precision::bf16, std::nullopt, true},
       {"mixed-bf16", Precision::mixed_bf16, std::nullopt},
       {"mixed-fp16", Precision::mixed_fp16, std::nullopt},
       {"mixed-fp16, no scaler", Precision::mixed_fp16,
@@ -127,6 +128,10 @@ std::vector<ModeSpec> mode_specs(const LessonSettings& settings) {
     specs.push_back({"mixed-fp16, static:" + power_of_two(settings.overflow_scale),
                      Precision::mixed_fp16,
                      amp::LossScaleSpec{amp::LossScaleKind::fixed, settings.overflow_scale}});
+  if (settings.underflow_scale > 0.0)
+    specs.push_back({"mixed-fp16, static:" + power_of_two(settings.underflow_scale),
+                     Precision::mixed_fp16,
+                     amp::LossScaleSpec{amp::LossScaleKind::fixed, settings.underflow_scale}});
   return specs;
 }
 
@@ -230,6 +235,7 @@ nlohmann::json to_json(const Lesson& lesson) {
     for (const bool s : run.skipped) skipped.push_back(s ? 1 : 0);
     return json{{"label", run.spec.label},
                 {"precision", std::string(amp::precision_name(run.spec.precision))},
+                {"stochastic_rounding", run.spec.stochastic_rounding},
                 {"loss_scaling", run.loss_scale_name},
                 {"peak_bytes",
                  {{"by_category", by_category},

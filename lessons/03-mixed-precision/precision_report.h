@@ -22,6 +22,11 @@ struct LessonSettings {
   /// The static scale of the overflow run (inf steps skipped, the scale never adapts); 0: no
   /// such run.
   double overflow_scale = 0.0;
+  /// The static scale below 1 of the underflow run: the loss times 2^-12 makes every gradient
+  /// 4096 times smaller, as small as the gradients fp16 flushes in deeper networks
+  /// (Micikevicius et al. 2018, §3.2), and shows what fp16 without a scaler then does; 0: no
+  /// such run.
+  double underflow_scale = 0.0;
   bool accumulation = true;  ///< run the accumulation table (needs a computing device).
   bool scale = true;         ///< run the meta table (meta_model at meta_seq, B = 1).
   ModelConfig meta_model;    ///< the model at scale.
@@ -54,7 +59,8 @@ struct Lesson {
 };
 
 /// The mode table's runs, in order: fp32, bf16, mixed-bf16, mixed-fp16 (dynamic), mixed-fp16
-/// without a scaler, and with overflow_scale > 0 mixed-fp16 at static:overflow_scale.
+/// without a scaler, with overflow_scale > 0 mixed-fp16 at static:overflow_scale, and with
+/// underflow_scale > 0 mixed-fp16 at static:underflow_scale.
 /// \param settings the lesson's settings. \return the specs.
 std::vector<ModeSpec> mode_specs(const LessonSettings& settings);
 

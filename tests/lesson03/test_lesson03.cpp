@@ -207,13 +207,14 @@ TEST(Lesson03, FinalLossIsTheMeanOfTheLastTenth) {
 TEST(Lesson03, TheFiguresTextDoesNotOverlap) {
   LessonSettings s;
   s.run = odd_settings("sim:64MiB");
-  s.run.model = gpt2_config("odd", 1, 24, 3, 61, 9);  // six modes: keep each step small
+  s.run.model = gpt2_config("odd", 1, 24, 3, 61, 9);  // eight modes: keep each step small
   s.run.seq = 9;
   s.run.steps = 4;
   s.overflow_scale = std::ldexp(1.0, 40);
+  s.underflow_scale = std::ldexp(1.0, -12);
   s.scale = false;
   const Lesson lesson = run_lesson(s);
-  ASSERT_EQ(lesson.runs.size(), 6u);
+  ASSERT_EQ(lesson.runs.size(), 8u);
   ASSERT_EQ(lesson.underflow.size(), 3u);
   ASSERT_EQ(lesson.accumulation.size(), 4u);  // K = 1, 2, 4 and the unequal split (B = 5)
   const Figures f = make_figures(lesson);

@@ -61,10 +61,12 @@ TEST(Lesson03Cli, JsonHasEveryModeItsBytesTheAccumulationAndTheScaleTable) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const std::vector<std::string> labels = {"fp32",
                                            "bf16",
+                                           "bf16, stochastic rounding",
                                            "mixed-bf16",
                                            "mixed-fp16",
                                            "mixed-fp16, no scaler",
-                                           "mixed-fp16, static:2^30"};
+                                           "mixed-fp16, static:2^30",
+                                           "mixed-fp16, static:2^-12"};
   ASSERT_EQ(j.at("runs").size(), labels.size());
   for (size_t i = 0; i < labels.size(); ++i) {
     const nlohmann::json& run = j["runs"][i];
@@ -85,12 +87,14 @@ TEST(Lesson03Cli, JsonHasEveryModeItsBytesTheAccumulationAndTheScaleTable) {
     }
   }
   const double fp32 = final_loss(j["runs"][0]);
-  EXPECT_NEAR(final_loss(j["runs"][2]), fp32, 0.02 * fp32) << "mixed-bf16";
-  EXPECT_NEAR(final_loss(j["runs"][3]), fp32, 0.02 * fp32) << "mixed-fp16 with the scaler";
-  EXPECT_EQ(j["runs"][3]["loss_scaling"], "dynamic");
-  EXPECT_EQ(j["runs"][3]["loss_scale"][0], 65536.0);
-  EXPECT_EQ(j["runs"][5]["skipped_steps"], kSteps) << "2^30 overflows fp16 at every step";
-  EXPECT_EQ(j["runs"][4]["skipped_steps"], 0) << "no scaler, no check";
+  // Indices as `labels`: 2 bf16 stochastic, 3 mixed-bf16, 4 mixed-fp16, 5 no scaler, 6 2^30.
+  EXPECT_NEAR(final_loss(j["runs"][3]), fp32, 0.02 * fp32) << "mixed-bf16";
+  EXPECT_NEAR(final_loss(j["runs"][4]), fp32, 0.02 * fp32) << "mixed-fp16 with the scaler";
+  EXPECT_EQ(j["runs"][2]["stochastic_rounding"], true);
+  EXPECT_EQ(j["runs"][4]["loss_scaling"], "dynamic");
+  EXPECT_EQ(j["runs"][4]["loss_scale"][0], 65536.0);
+  EXPECT_EQ(j["runs"][6]["skipped_steps"], kSteps) << "2^30 overflows fp16 at every step";
+  EXPECT_EQ(j["runs"][5]["skipped_steps"], 0) << "no scaler, no check";
 
   ASSERT_EQ(j.at("accumulation").size(), 4u);  // K = 1, 2, 4 and 2+1+1
   for (const auto& row : j["accumulation"]) {
@@ -122,13 +126,14 @@ TEST(Lesson03Cli, TheTextRunNamesEveryTableAndTheNextCommands) {
   fs::remove_all(dir);
   const LessonRun r = run_lesson(
       "--layers 1 --hidden 32 --heads 2 --vocab 61 --batch 2 --seq 8 --steps 2 --no-scale "
-      "--overflow-scale none",
+      "--overflow-scale none --underflow-scale none",
       dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* text : {"mixed-fp16, no scaler", "Bytes per category", "Underflow",
                            "Gradient accumulation", "Formats", "op table", "vramlab run 03"})
     EXPECT_NE(r.out.find(text), std::string::npos) << text;
-  EXPECT_EQ(r.out.find("static:"), std::string::npos) << "--overflow-scale none: no such row";
+  EXPECT_EQ(r.out.find("static:"), std::string::npos)
+      << "--overflow-scale none --underflow-scale none: no such rows";
   EXPECT_EQ(r.out.find("At scale"), std::string::npos) << "--no-scale";
 }
 
