@@ -33,6 +33,7 @@
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
+#include "common/workbook/lesson_binary.h"
 #include "common/workbook/manifest.h"
 #include "common/workbook/state.h"
 #include "lessons/01-memory-breakdown/breakdown_report.h"
@@ -60,25 +61,14 @@ struct Options {
   std::string out_dir;  // "" = default_out_dir()
 };
 
-// This binary's folder (build/bin), or "" when /proc does not say.
-fs::path own_folder() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : self.parent_path();
-}
-
-// <build>/lesson-output/01: beside the build's binaries, inside the build directory that git
-// ignores.
 fs::path default_out_dir() {
-  const fs::path bin = own_folder();
-  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
-  return build / "lesson-output" / "01";
+  return workbook::lesson_output_dir("01");
 }
 
 // How to call vramlab from here, so that every suggested command works as printed: the vramlab
 // beside this binary, relative to the current directory when it is below it.
 std::string vramlab_command() {
-  const fs::path bin = own_folder();
+  const fs::path bin = workbook::own_folder();
   if (bin.empty() || !fs::exists(bin / "vramlab")) return "vramlab";
   std::error_code error;
   const fs::path here = fs::current_path(error);
@@ -247,22 +237,6 @@ int main(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir,
                  "Where breakdown.svg, measured_vs_estimated.svg and timeline.html go "
                  "(default: lesson-output/01 in the build directory)");
-  try {
-    app.parse(argc, argv);
-    return run(o);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson01_memory_breakdown: %s\n", e.what());
-    return kExitFailure;
-  }
+  return workbook::run_lesson_main(app, argc, argv, "lesson01_memory_breakdown",
+                                   [&o] { return run(o); });
 }

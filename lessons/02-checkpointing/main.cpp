@@ -26,9 +26,9 @@
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
-#include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
+#include "common/workbook/lesson_binary.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
 #include "lessons/02-checkpointing/exercise_results.h"
 
@@ -78,25 +78,12 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   return model;
 }
 
-fs::path own_folder() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : self.parent_path();
-}
-
-// <build>/lesson-output/02: inside the build directory that git ignores.
 fs::path default_out_dir() {
-  const fs::path bin = own_folder();
-  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
-  return build / "lesson-output" / "02";
+  return workbook::lesson_output_dir("02");
 }
 
 std::string lesson_command(const std::string& flags) {
-  return std::string("vramlab run 02") + (kRunsMine ? " --mine" : "") + " " + flags;
-}
-
-void progress_line(const std::string& line) {
-  std::fprintf(stderr, "  ... %s\n", line.c_str());
+  return workbook::lesson_command("02", kRunsMine, flags);
 }
 
 int run(const Options& o) {
@@ -130,7 +117,7 @@ int run(const Options& o) {
 
   lesson02::Lesson lesson;
   try {
-    lesson = lesson02::run_lesson(s, o.json ? nullptr : progress_line);
+    lesson = lesson02::run_lesson(s, o.json ? nullptr : workbook::print_progress);
   } catch (const memory::OutOfMemoryError& e) {
     std::fprintf(stderr, "%s\n\nlesson 02: a schedule of the table does not fit %s. Try:\n  %s\n",
                  e.what(), s.run.device.name().c_str(),
@@ -162,13 +149,13 @@ int run(const Options& o) {
   const bool named = o.model.name == m.name && !o.model.layers && !o.model.hidden &&
                      !o.model.heads && !o.model.vocab && !o.model.ffn && !o.model.kv_heads;
   const std::string shape =
-      !named ? "--layers " + std::to_string(m.layers) + " --hidden " +
-                               std::to_string(m.hidden) + " --heads " + std::to_string(m.heads) +
-                               " --vocab " + std::to_string(m.vocab)
-                         : "--model " + m.name;
-  std::printf("  vramlab train %s --recompute sqrt --dropout 0.1 --steps 20   # train with a "
-              "schedule\n",
-              shape.c_str());
+      !named ? "--layers " + std::to_string(m.layers) + " --hidden " + std::to_string(m.hidden) +
+                   " --heads " + std::to_string(m.heads) + " --vocab " + std::to_string(m.vocab)
+             : "--model " + m.name;
+  std::printf(
+      "  vramlab train %s --recompute sqrt --dropout 0.1 --steps 20   # train with a "
+      "schedule\n",
+      shape.c_str());
   return 0;
 }
 
@@ -205,22 +192,6 @@ int main(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir,
                  "Where memory_over_step.svg and tradeoff.svg go (default: lesson-output/02 in "
                  "the build directory)");
-  try {
-    app.parse(argc, argv);
-    return run(o);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lesson02_checkpointing: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "lesson02_checkpointing: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson02_checkpointing: %s\n", e.what());
-    return kExitFailure;
-  }
+  return workbook::run_lesson_main(app, argc, argv, "lesson02_checkpointing",
+                                   [&o] { return run(o); });
 }

@@ -28,9 +28,9 @@
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
-#include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
+#include "common/workbook/lesson_binary.h"
 #include "lessons/03-mixed-precision/precision_report.h"
 
 namespace {
@@ -80,25 +80,12 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   return model;
 }
 
-fs::path own_folder() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : self.parent_path();
-}
-
-// <build>/lesson-output/03: inside the build directory that git ignores.
 fs::path default_out_dir() {
-  const fs::path bin = own_folder();
-  const fs::path build = bin.empty() ? fs::path(build_info::kBinaryDir) : bin.parent_path();
-  return build / "lesson-output" / "03";
+  return workbook::lesson_output_dir("03");
 }
 
 std::string lesson_command(const std::string& flags) {
-  return std::string("vramlab run 03") + (kRunsMine ? " --mine" : "") + " " + flags;
-}
-
-void progress_line(const std::string& line) {
-  std::fprintf(stderr, "  ... %s\n", line.c_str());
+  return workbook::lesson_command("03", kRunsMine, flags);
 }
 
 int run(const Options& o) {
@@ -137,7 +124,7 @@ int run(const Options& o) {
 
   lesson03::Lesson lesson;
   try {
-    lesson = lesson03::run_lesson(s, o.json ? nullptr : progress_line);
+    lesson = lesson03::run_lesson(s, o.json ? nullptr : workbook::print_progress);
   } catch (const memory::OutOfMemoryError& e) {
     std::fprintf(stderr, "%s\n\nlesson 03: a run does not fit %s. Try:\n  %s\n", e.what(),
                  s.run.device.name().c_str(),
@@ -205,22 +192,6 @@ int main(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir,
                  "Where loss_curves.svg, loss_scale.svg and gradient_exponents.svg go (default: "
                  "lesson-output/03 in the build directory)");
-  try {
-    app.parse(argc, argv);
-    return run(o);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lesson03_mixed_precision: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "lesson03_mixed_precision: error: %s\n",
-                 memory::printable(e.what()).c_str());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lesson03_mixed_precision: %s\n", e.what());
-    return kExitFailure;
-  }
+  return workbook::run_lesson_main(app, argc, argv, "lesson03_mixed_precision",
+                                   [&o] { return run(o); });
 }

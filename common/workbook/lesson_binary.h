@@ -1,0 +1,42 @@
+/// \file
+/// \brief What every lesson binary (lessons/NN-name/main.cpp) shares: where its figures go by
+/// default, the command that runs it again, its progress lines, and its command-line error
+/// contract (help on stdout and exit 0; a bad flag or value in one line naming it and exit 2;
+/// anything else in one line and exit 1).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace vramlab::workbook {
+
+/// \return this binary's folder (build/bin), or "" when /proc does not say.
+std::filesystem::path own_folder();
+
+/// \param lesson_id e.g. "02". \return <build>/lesson-output/<id>: beside the build's binaries,
+/// inside the build directory that git ignores.
+std::filesystem::path lesson_output_dir(std::string_view lesson_id);
+
+/// \param lesson_id e.g. "02". \param mine whether the binary runs the learner's exercise code.
+/// \param flags the lesson's flags. \return "vramlab run <id> [--mine] <flags>".
+std::string lesson_command(std::string_view lesson_id, bool mine, std::string_view flags);
+
+/// Prints "  ... <line>" on stderr: a long lesson's progress, kept off stdout (the tables, or the
+/// JSON).
+void print_progress(const std::string& line);
+
+/// Parses \p argv into \p app, then calls \p run, turning what can go wrong into the lesson
+/// binaries' exit codes: CLI11's --help (stdout, 0), a parse error or a vramlab::UsageError (one
+/// line "<program>: error: ..." on stderr with control characters escaped, 2), any other
+/// exception ("<program>: ...", 1).
+/// \param app the binary's options. \param argc as main's. \param argv as main's.
+/// \param program the binary's name for the messages. \param run the lesson, after parsing.
+/// \return the exit code.
+int run_lesson_main(CLI::App& app, int argc, char** argv, std::string_view program,
+                    const std::function<int()>& run);
+
+}  // namespace vramlab::workbook
