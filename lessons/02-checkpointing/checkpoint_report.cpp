@@ -13,6 +13,7 @@
 #include "common/platform/errors.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/report/text_wrap.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::lesson02 {
@@ -39,26 +40,7 @@ std::string seconds(double s) {
   return text;
 }
 
-// \p text as lines of at most 88 columns, each indented by two spaces, broken at spaces.
-std::string wrapped(const std::string& text) {
-  constexpr size_t kWidth = 86;
-  std::string out;
-  std::string line;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!line.empty() && line.size() + 1 + word.size() > kWidth) {
-      out += "  " + line + "\n";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + word;
-    start = end + 1;
-  }
-  if (!line.empty()) out += "  " + line + "\n";
-  return out;
-}
+using report::wrap_note;
 
 void tell(void (*progress)(const std::string&), const std::string& line) {
   if (progress != nullptr) progress(line);
@@ -400,10 +382,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
       "  allocated peak (everything: weights, gradients, AdamW states, temporaries). step:\n"
       "  median wall time. grads = none: step 1's gradients and the parameters after the\n"
       "  last step are bit for bit those of none (dropout masks replayed on recompute).\n";
-  out += wrapped(budget_spec(lesson.budget_bytes) + ": the planner's cheapest schedule under " +
-                 bytes(lesson.budget_bytes) + ", " + lesson.budget_note +
-                 ". The least activation peak any schedule reaches: " +
-                 bytes(lesson.least_activation_peak_bytes) + ".");
+  out += wrap_note(budget_spec(lesson.budget_bytes) + ": the planner's cheapest schedule under " +
+                   bytes(lesson.budget_bytes) + ", " + lesson.budget_note +
+                   ". The least activation peak any schedule reaches: " +
+                   bytes(lesson.least_activation_peak_bytes) + ".");
 
   if (!lesson.max_batch.empty()) {
     out += "\n" +

@@ -10,6 +10,7 @@
 #include "common/platform/errors.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/report/text_wrap.h"
 #include "common/train/micro_batches.h"
 #include "common/train/synthetic_tokens.h"
 #include "common/train/trainer.h"
@@ -57,25 +58,7 @@ std::string joined(const std::vector<int64_t>& sizes) {
   return text;
 }
 
-// \p text as lines of at most 88 columns, each indented by two spaces, broken at spaces.
-std::string wrapped(const std::string& text) {
-  constexpr size_t kWidth = 86;
-  std::string out, line;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!line.empty() && line.size() + 1 + word.size() > kWidth) {
-      out += "  " + line + "\n";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + word;
-    start = end + 1;
-  }
-  if (!line.empty()) out += "  " + line + "\n";
-  return out;
-}
+using report::wrap_note;
 
 int64_t count(const std::vector<bool>& flags) {
   return std::count(flags.begin(), flags.end(), true);
@@ -339,7 +322,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                    bytes(run.peak_bytes), fixed(train::median(run.step_seconds), 4) + " s"});
   }
   out += modes.render(colour);
-  out += wrapped(
+  out += wrap_note(
       "final loss: the mean of the last tenth of the steps (the per-batch loss is noisy); the "
       "chain's entropy rate, the least loss any model reaches, is " +
       fixed(lesson.entropy_rate_nats, 4) + " nats, a model ignoring context reaches " +
@@ -372,7 +355,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
     cats.add_row({run.spec.label, cell(run, "parameter"), cell(run, "gradient"),
                   cell(run, "optimizer_state"), cell(run, "activation"), verdict(run)});
   out += cats.render(colour);
-  out += wrapped(
+  out += wrap_note(
       "With PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (set by the lesson on sim and meta "
       "devices) a category's peak is its tensors' own sizes (rounded to 512 B), so "
       "train::estimate_step()'s bytes for the same options can equal it to the byte; activation "
@@ -403,7 +386,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                  any ? "2^" + std::to_string(hi) : "-"});
     }
     out += u.render(colour);
-    out += wrapped(
+    out += wrap_note(
         "flush to 0: nonzero values whose fp16 rounding is 0 (below 2^-25). mixed-fp16's row is "
         "its stored gradients, already multiplied by its loss scale. Exactly zero after the "
         "last step: " +
@@ -431,7 +414,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
            row.micro_batches.size() == 1 ? "-" : scientific(row.max_rel_diff_grads),
            fixed(row.loss, 6)});
     out += a.render(colour);
-    out += wrapped(
+    out += wrap_note(
         "max rel diff: max |g_K - g_1| / max |g_1| over every gradient value before the "
         "optimizer step; each token's loss weighs 1/(all tokens of the step), so unequal "
         "micro-batches give the same gradient too. Not bitwise: the micro-batches are summed "
@@ -461,7 +444,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                  bytes(run.activation_peak_bytes), bytes(run.peak_bytes)});
     }
     out += t.render(colour);
-    out += wrapped(
+    out += wrap_note(
         "Weights alone: fp32 " + report::format_bytes_decimal(static_cast<uint64_t>(4 * params)) +
         ", 16-bit " + report::format_bytes_decimal(static_cast<uint64_t>(2 * params)) +
         " (the tutorials' 28 GB / 14 GB). With AdamW the model states are 16 B/param in fp32 "
