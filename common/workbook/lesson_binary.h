@@ -17,22 +17,22 @@ namespace vramlab::workbook {
 /// \return this binary's folder (build/bin), or "" when /proc does not say.
 std::filesystem::path own_folder();
 
-/// \param lesson_id e.g. "02". \return <build>/lesson-output/<id>: beside the build's binaries,
-/// inside the build directory that git ignores.
+/// \param lesson_id e.g. "02". \return the build directory's lesson-output/ID folder (ID =
+/// \p lesson_id): beside the build's binaries, inside the build directory that git ignores.
 std::filesystem::path lesson_output_dir(std::string_view lesson_id);
 
 /// \param lesson_id e.g. "02". \param mine whether the binary runs the learner's exercise code.
-/// \param flags the lesson's flags. \return "vramlab run <id> [--mine] <flags>".
+/// \param flags the lesson's flags. \return "vramlab run ID [--mine] FLAGS".
 std::string lesson_command(std::string_view lesson_id, bool mine, std::string_view flags);
 
-/// Prints "  ... <line>" on stderr: a long lesson's progress, kept off stdout (the tables, or the
+/// Prints "  ... " and \p line on stderr: a long lesson's progress, kept off stdout (the tables, or the
 /// JSON).
 void print_progress(const std::string& line);
 
 /// Parses \p argv into \p app, then calls \p run, turning what can go wrong into the lesson
 /// binaries' exit codes: CLI11's --help (stdout, 0), a parse error or a vramlab::UsageError (one
-/// line "<program>: error: ..." on stderr with control characters escaped, 2), any other
-/// exception ("<program>: ...", 1).
+/// line "PROGRAM: error: ..." on stderr with control characters escaped, 2), any other
+/// exception ("PROGRAM: ...", 1).
 /// \param app the binary's options. \param argc as main's. \param argv as main's.
 /// \param program the binary's name for the messages. \param run the lesson, after parsing.
 /// \return the exit code.
