@@ -25,8 +25,8 @@ std::filesystem::path lesson_output_dir(std::string_view lesson_id);
 /// \param flags the lesson's flags. \return "vramlab run ID [--mine] FLAGS".
 std::string lesson_command(std::string_view lesson_id, bool mine, std::string_view flags);
 
-/// Prints "  ... " and \p line on stderr: a long lesson's progress, kept off stdout (the tables, or the
-/// JSON).
+/// Prints "  ... " and \p line on stderr: a long lesson's progress, kept off stdout (the tables, or
+/// the JSON).
 void print_progress(const std::string& line);
 
 /// Parses \p argv into \p app, then calls \p run, turning what can go wrong into the lesson
