@@ -215,8 +215,11 @@ StepResult Trainer::step() {
     }
     scaler_.unscale(result.found_inf);
     result.skipped = !scaler_.should_step();
-    if (!result.skipped) optimizer_->step(model_->parameters(), multiplier);
+    // The update before the step, which already has its multiplier: an out-of-memory error in the
+    // step (its first call allocates the states) then leaves the scaler ready for the next step,
+    // not stuck between unscale and update.
     scaler_.update();
+    if (!result.skipped) optimizer_->step(model_->parameters(), multiplier);
     if (!observers.empty()) observers.after(optimizer_step);
   }
   const double seconds =

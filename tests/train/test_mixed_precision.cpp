@@ -13,6 +13,7 @@
 #include "common/amp/precision_policy.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
+#include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
@@ -161,6 +162,32 @@ TEST(PrecisionBytes, MeasuredBytesPerCategoryEqualTheEstimatorsInEveryMode) {
     }
   }
   unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+}
+
+// Forward and backward of 11.5M parameters fit a 64 MiB device (23 MiB of fp16 parameters, 23 of
+// gradients) but the first optimizer step's fp32 master and moments (12 B/param) do not: the out-of-memory error comes from the step, and the next step fails the
+// same way (not with a loss scaler stuck between unscale and update), the allocator consistent.
+TEST(PrecisionOutOfMemory, TheOptimizerStepFailsCleanlyTwiceUnderLossScaling) {
+  TrainOptions o;
+  o.model = gpt2_config("wide", 1, 512, 8, 16384, 16);
+  o.batch = 1;
+  o.seq = 8;
+  o.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
+  nn::Runtime runtime(memory::parse_device("sim:64MiB"));
+  Trainer trainer(runtime, o);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)trainer.step();
+      FAIL() << "the master and moments of " << o.model.parameter_count()
+             << " parameters fitted in 64 MiB";
+    } catch (const memory::OutOfMemoryError& e) {
+      EXPECT_NE(std::string(e.what()).find("Tried to allocate"), std::string::npos) << e.what();
+    }
+    runtime.allocator().check_invariants();
+    const MemoryReport m = trainer.memory_report();
+    EXPECT_EQ(m.current_bytes[static_cast<size_t>(MemoryCategory::activation)], 0);
+    EXPECT_EQ(m.current_bytes[static_cast<size_t>(MemoryCategory::temporary)], 0);
+  }
 }
 
 // The bar for every precision: the final loss within 2% of fp32's on a small model trained
