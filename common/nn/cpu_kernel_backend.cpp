@@ -18,6 +18,7 @@
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/flash_attention.h"
 #include "kernels/cpu/gradient_check.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/optimizer.h"
@@ -253,6 +254,29 @@ void CpuKernelBackend::do_attention_backward(OpTypes types, void* dq, void* dk, 
   with_activation(types, "attention_backward", [&]<typename A>(A) {
     cpu::attention_backward<A>(as<A>(dq), as<A>(dk), as<A>(dv), as<A>(dpreatt), as<A>(dout),
                                as<A>(q), as<A>(k), as<A>(v), as<A>(att), B, T, H, Hkv, D, dropout);
+  });
+}
+
+void CpuKernelBackend::do_flash_attention_forward(OpTypes types, void* out, float* lse,
+                                                  const void* q, const void* k, const void* v,
+                                                  int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                                                  int64_t D,
+                                                  const AttentionDropout& dropout) const {
+  with_activation(types, "flash_attention_forward", [&]<typename A>(A) {
+    cpu::flash_attention_forward<A>(as<A>(out), lse, as<A>(q), as<A>(k), as<A>(v), B, T, H, Hkv, D,
+                                    dropout);
+  });
+}
+
+void CpuKernelBackend::do_flash_attention_backward(OpTypes types, void* dq, void* dk, void* dv,
+                                                   float* delta, const void* dout, const void* q,
+                                                   const void* k, const void* v, const void* out,
+                                                   const float* lse, int64_t B, int64_t T,
+                                                   int64_t H, int64_t Hkv, int64_t D,
+                                                   const AttentionDropout& dropout) const {
+  with_activation(types, "flash_attention_backward", [&]<typename A>(A) {
+    cpu::flash_attention_backward<A>(as<A>(dq), as<A>(dk), as<A>(dv), delta, as<A>(dout), as<A>(q),
+                                     as<A>(k), as<A>(v), as<A>(out), lse, B, T, H, Hkv, D, dropout);
   });
 }
 

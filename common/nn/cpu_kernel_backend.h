@@ -74,6 +74,15 @@ class CpuKernelBackend final : public KernelBackend {
                              const void* dout, const void* q, const void* k, const void* v,
                              const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
                              int64_t D, const AttentionDropout& dropout) const override;
+  void do_flash_attention_forward(OpTypes types, void* out, float* lse, const void* q,
+                                  const void* k, const void* v, int64_t B, int64_t T, int64_t H,
+                                  int64_t Hkv, int64_t D,
+                                  const AttentionDropout& dropout) const override;
+  void do_flash_attention_backward(OpTypes types, void* dq, void* dk, void* dv, float* delta,
+                                   const void* dout, const void* q, const void* k, const void* v,
+                                   const void* out, const float* lse, int64_t B, int64_t T,
+                                   int64_t H, int64_t Hkv, int64_t D,
+                                   const AttentionDropout& dropout) const override;
   void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte,
                             const void* wpe, int64_t B, int64_t T, int64_t C,
                             int64_t V) const override;

@@ -27,8 +27,8 @@ class Arguments {
     require(is_storage_type(types_.a), "activations are " + std::string(dtype_name(types_.a)) +
                                            "; the op needs f32, bf16 or f16");
     require(types_.g == DType::f32 || types_.g == types_.a,
-            "parameter gradients are " + std::string(dtype_name(types_.g)) +
-                " with " + std::string(dtype_name(types_.a)) +
+            "parameter gradients are " + std::string(dtype_name(types_.g)) + " with " +
+                std::string(dtype_name(types_.a)) +
                 " activations; they must be f32 or the activations' type");
   }
   [[nodiscard]] OpTypes types() const { return types_; }
@@ -171,7 +171,7 @@ void KernelBackend::do_fill_from_host(void* device_pointer, DType dtype, int64_t
                                       const HostGenerator& generate) const {
   constexpr int64_t kChunkElements = int64_t{1} << 20;
   const auto chunk = static_cast<size_t>(std::min(numel, kChunkElements));
-  std::vector<float> staging(chunk);  // (chunk) f32 values
+  std::vector<float> staging(chunk);                              // (chunk) f32 values
   std::vector<uint16_t> narrow(dtype == DType::f32 ? 0 : chunk);  // (chunk) rounded to dtype
   const size_t element = dtype_size_bytes(dtype);
   for (int64_t first = 0; first < numel; first += kChunkElements) {
@@ -227,8 +227,8 @@ void KernelBackend::layernorm_backward(const TensorView& dinp, const TensorView&
   const int64_t NC = product({N, C});
   do_layernorm_backward(a.types(), a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C),
                         a.grad(dbias, "dbias", C), a.act(dout, "dout", NC), a.act(inp, "inp", NC),
-                        a.act(weight, "weight", C), a.f32(mean, "mean", N),
-                        a.f32(rstd, "rstd", N), N, C);
+                        a.act(weight, "weight", C), a.f32(mean, "mean", N), a.f32(rstd, "rstd", N),
+                        N, C);
 }
 
 void KernelBackend::rmsnorm_forward(const TensorView& out, const TensorView& rstd,
@@ -255,8 +255,7 @@ void KernelBackend::residual_forward(const TensorView& out, const TensorView& a_
                                      const TensorView& b_in) const {
   const Arguments a("residual_forward", a_in, {});
   const int64_t n = out.numel();
-  do_residual_forward(a.types(), a.act(out, "out", n), a.act(a_in, "a", n), a.act(b_in, "b", n),
-                      n);
+  do_residual_forward(a.types(), a.act(out, "out", n), a.act(a_in, "a", n), a.act(b_in, "b", n), n);
 }
 
 void KernelBackend::gelu_forward(const TensorView& out, const TensorView& inp) const {
@@ -269,16 +268,15 @@ void KernelBackend::gelu_backward(const TensorView& dinp, const TensorView& inp,
                                   const TensorView& dout) const {
   const Arguments a("gelu_backward", inp, {});
   const int64_t n = dinp.numel();
-  do_gelu_backward(a.types(), a.act(dinp, "dinp", n), a.act(inp, "inp", n),
-                   a.act(dout, "dout", n), n);
+  do_gelu_backward(a.types(), a.act(dinp, "dinp", n), a.act(inp, "inp", n), a.act(dout, "dout", n),
+                   n);
 }
 
 void KernelBackend::swiglu_forward(const TensorView& out, const TensorView& gate,
                                    const TensorView& up) const {
   const Arguments a("swiglu_forward", gate, {});
   const int64_t n = out.numel();
-  do_swiglu_forward(a.types(), a.act(out, "out", n), a.act(gate, "gate", n), a.act(up, "up", n),
-                    n);
+  do_swiglu_forward(a.types(), a.act(out, "out", n), a.act(gate, "gate", n), a.act(up, "up", n), n);
 }
 
 void KernelBackend::swiglu_backward(const TensorView& dgate, const TensorView& dup,
@@ -369,8 +367,40 @@ void KernelBackend::attention_backward(const TensorView& dq, const TensorView& d
   do_attention_backward(a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel),
                         a.act(dv, "dv", kv_numel), a.act(dpreatt, "dpreatt", scores),
                         a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
-                        a.act(k, "k", kv_numel), a.act(v, "v", kv_numel),
-                        a.act(att, "att", scores), B, T, H, Hkv, D, dropout);
+                        a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), a.act(att, "att", scores),
+                        B, T, H, Hkv, D, dropout);
+}
+
+void KernelBackend::flash_attention_forward(const TensorView& out, const TensorView& lse,
+                                            const TensorView& q, const TensorView& k,
+                                            const TensorView& v, int64_t B, int64_t T, int64_t H,
+                                            int64_t Hkv, int64_t D,
+                                            const AttentionDropout& dropout) const {
+  const Arguments a("flash_attention_forward", q, {});
+  a.dropout_probability(dropout.p);
+  const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
+  do_flash_attention_forward(a.types(), a.act(out, "out", q_numel),
+                             a.f32(lse, "lse", product({B, H, T})), a.act(q, "q", q_numel),
+                             a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), B, T, H, Hkv, D,
+                             dropout);
+}
+
+void KernelBackend::flash_attention_backward(const TensorView& dq, const TensorView& dk,
+                                             const TensorView& dv, const TensorView& delta,
+                                             const TensorView& dout, const TensorView& q,
+                                             const TensorView& k, const TensorView& v,
+                                             const TensorView& out, const TensorView& lse,
+                                             int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                                             int64_t D, const AttentionDropout& dropout) const {
+  const Arguments a("flash_attention_backward", q, {});
+  a.dropout_probability(dropout.p);
+  const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
+  const int64_t rows = product({B, H, T});
+  do_flash_attention_backward(
+      a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel), a.act(dv, "dv", kv_numel),
+      a.f32(delta, "delta", rows), a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
+      a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), a.act(out, "out", q_numel),
+      a.f32(lse, "lse", rows), B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::embedding_forward(const TensorView& out, const TensorView& tokens,
@@ -378,8 +408,7 @@ void KernelBackend::embedding_forward(const TensorView& out, const TensorView& t
                                       int64_t T, int64_t C, int64_t V) const {
   const Arguments a("embedding_forward", wte, {});
   do_embedding_forward(a.types(), a.act(out, "out", product({B, T, C})),
-                       a.i32(tokens, "tokens", product({B, T})),
-                       a.act(wte, "wte", product({V, C})),
+                       a.i32(tokens, "tokens", product({B, T})), a.act(wte, "wte", product({V, C})),
                        a.act_prefix_or_none(wpe, "wpe", product({T, C})), B, T, C, V);
 }
 
@@ -398,9 +427,9 @@ void KernelBackend::cross_entropy_forward(const TensorView& losses, const Tensor
                                           const TensorView& targets, int64_t N, int64_t V) const {
   const Arguments a("cross_entropy_forward", logits, {});
   const int64_t NV = product({N, V});
-  do_cross_entropy_forward(a.types(), a.f32(losses, "losses", N),
-                           a.f32(logsumexp, "logsumexp", N), a.act(probs, "probs", NV),
-                           a.act(logits, "logits", NV), a.i32(targets, "targets", N), N, V);
+  do_cross_entropy_forward(a.types(), a.f32(losses, "losses", N), a.f32(logsumexp, "logsumexp", N),
+                           a.act(probs, "probs", NV), a.act(logits, "logits", NV),
+                           a.i32(targets, "targets", N), N, V);
 }
 
 void KernelBackend::cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
@@ -426,8 +455,8 @@ void KernelBackend::cast(const TensorView& out, const TensorView& inp) const {
 KernelBackend::GradientCheck KernelBackend::check_gradients(const TensorView& grads,
                                                             float multiplier) const {
   const Arguments a("check_gradients");
-  return do_check_gradients(a.storage(grads, "grads", grads.numel()), grads.dtype(),
-                            grads.numel(), multiplier);
+  return do_check_gradients(a.storage(grads, "grads", grads.numel()), grads.dtype(), grads.numel(),
+                            multiplier);
 }
 
 namespace {
@@ -442,12 +471,14 @@ OptimizerTypes optimizer_types(const Arguments& a, const TensorView& param, cons
   types.grad = grad.dtype();
   types.state = state.none() ? param.dtype() : state.dtype();
   types.working = working.none() ? param.dtype() : working.dtype();
-  a.require(types.param == DType::f32 || types.param == DType::bf16,
-            "param is " + std::string(dtype_name(types.param)) + "; the optimizer updates f32 or bf16");
+  a.require(
+      types.param == DType::f32 || types.param == DType::bf16,
+      "param is " + std::string(dtype_name(types.param)) + "; the optimizer updates f32 or bf16");
   a.require(types.state == DType::f32 || types.state == DType::bf16,
             "state is " + std::string(dtype_name(types.state)) + "; it must be f32 or bf16");
-  a.require(working.none() || types.working == DType::bf16 || types.working == DType::f16,
-            "working copy is " + std::string(dtype_name(types.working)) + "; it must be bf16 or f16");
+  a.require(
+      working.none() || types.working == DType::bf16 || types.working == DType::f16,
+      "working copy is " + std::string(dtype_name(types.working)) + "; it must be bf16 or f16");
   a.require(!rounding.stochastic || types.param != DType::f32,
             "stochastic rounding applies to a 16-bit param; this one is f32 (exact)");
   return types;
@@ -464,11 +495,11 @@ void KernelBackend::adamw_update(const TensorView& param, const TensorView& grad
   const int64_t n = param.numel();
   const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
   a.require(v.dtype() == types.state, "exp_avg_sq is " + std::string(dtype_name(v.dtype())) +
-                                          " but exp_avg is " + std::string(dtype_name(types.state)));
+                                          " but exp_avg is " +
+                                          std::string(dtype_name(types.state)));
   do_adamw_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
                   a.storage(m, "exp_avg", n), a.storage(v, "exp_avg_sq", n),
-                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier,
-                  rounding);
+                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier, rounding);
 }
 
 void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
@@ -481,8 +512,8 @@ void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
   const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working, rounding);
   do_sgd_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
                 a.storage_or_none(momentum_buffer, "momentum_buffer", n),
-                a.storage_or_none(working, "working", n), n, learning_rate, momentum,
-                weight_decay, nesterov, grad_multiplier, rounding);
+                a.storage_or_none(working, "working", n), n, learning_rate, momentum, weight_decay,
+                nesterov, grad_multiplier, rounding);
 }
 
 }  // namespace vramlab::nn

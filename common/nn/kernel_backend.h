@@ -218,6 +218,26 @@ class KernelBackend {
                           int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t D,
                           const AttentionDropout& dropout = {}) const;
 
+  /// Flash attention (kernels/cpu/flash_attention.h): the causal attention of attention_forward
+  /// with the same dropout mask, computed tile by tile so that no (B, H, T, T) tensor exists.
+  /// Shapes: out, q (B, T, H, D); k, v (B, T, Hkv, D); lse (B, H, T) f32, the per-row
+  /// log-sum-exp of the scaled scores, written: with out, all the backward keeps.
+  /// \throws vramlab::InternalError for a dropout p outside [0, 1) or a wrong view.
+  void flash_attention_forward(const TensorView& out, const TensorView& lse, const TensorView& q,
+                               const TensorView& k, const TensorView& v, int64_t B, int64_t T,
+                               int64_t H, int64_t Hkv, int64_t D,
+                               const AttentionDropout& dropout = {}) const;
+  /// Flash attention gradients: dq, dk, dv accumulated, each score tile recomputed from q, k and
+  /// lse. delta (B, H, T) f32 is scratch, written (rowsum(dout ∘ out)); out and lse are the
+  /// forward's; every other shape as flash_attention_forward, dX like X.
+  /// \throws as flash_attention_forward.
+  void flash_attention_backward(const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                                const TensorView& delta, const TensorView& dout,
+                                const TensorView& q, const TensorView& k, const TensorView& v,
+                                const TensorView& out, const TensorView& lse, int64_t B, int64_t T,
+                                int64_t H, int64_t Hkv, int64_t D,
+                                const AttentionDropout& dropout = {}) const;
+
   // ---- embedding and loss --------------------------------------------------------------------
 
   /// out[b, t] = wte[tokens[b, t]] + wpe[t]. Shapes: out (B, T, C), tokens (B, T) i32,
@@ -279,9 +299,9 @@ class KernelBackend {
   /// One SGD step in place (torch.optim.SGD) with g = grad_multiplier · grad; types as
   /// adamw_update, \p momentum_buffer like m (or none when momentum is 0).
   void sgd_update(const TensorView& param, const TensorView& grad,
-                  const TensorView& momentum_buffer, const TensorView& working,
-                  float learning_rate, float momentum, float weight_decay, bool nesterov,
-                  float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+                  const TensorView& momentum_buffer, const TensorView& working, float learning_rate,
+                  float momentum, float weight_decay, bool nesterov, float grad_multiplier = 1.0f,
+                  const ParameterRounding& rounding = {}) const;
 
  private:
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
@@ -340,19 +360,28 @@ class KernelBackend {
                                     int64_t T, int64_t H, int64_t Hkv, int64_t D,
                                     const AttentionDropout& dropout) const = 0;
   virtual void do_attention_backward(OpTypes types, void* dq, void* dk, void* dv, void* dpreatt,
-                                     const void* dout, const void* q, const void* k,
-                                     const void* v, const void* att, int64_t B, int64_t T,
-                                     int64_t H, int64_t Hkv, int64_t D,
-                                     const AttentionDropout& dropout) const = 0;
+                                     const void* dout, const void* q, const void* k, const void* v,
+                                     const void* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
+                                     int64_t D, const AttentionDropout& dropout) const = 0;
+  virtual void do_flash_attention_forward(OpTypes types, void* out, float* lse, const void* q,
+                                          const void* k, const void* v, int64_t B, int64_t T,
+                                          int64_t H, int64_t Hkv, int64_t D,
+                                          const AttentionDropout& dropout) const = 0;
+  virtual void do_flash_attention_backward(OpTypes types, void* dq, void* dk, void* dv,
+                                           float* delta, const void* dout, const void* q,
+                                           const void* k, const void* v, const void* out,
+                                           const float* lse, int64_t B, int64_t T, int64_t H,
+                                           int64_t Hkv, int64_t D,
+                                           const AttentionDropout& dropout) const = 0;
   virtual void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens,
                                     const void* wte, const void* wpe, int64_t B, int64_t T,
                                     int64_t C, int64_t V) const = 0;
   virtual void do_embedding_backward(OpTypes types, void* dwte, void* dwpe, const void* dout,
                                      const int32_t* tokens, int64_t B, int64_t T, int64_t C,
                                      int64_t V) const = 0;
-  virtual void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp,
-                                        void* probs, const void* logits, const int32_t* targets,
-                                        int64_t N, int64_t V) const = 0;
+  virtual void do_cross_entropy_forward(OpTypes types, float* losses, float* logsumexp, void* probs,
+                                        const void* logits, const int32_t* targets, int64_t N,
+                                        int64_t V) const = 0;
   virtual void do_cross_entropy_dlogits(OpTypes types, void* dlogits, const void* probs,
                                         const int32_t* targets, int64_t N, int64_t V,
                                         float scale) const = 0;

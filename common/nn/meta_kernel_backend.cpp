@@ -49,6 +49,13 @@ class MetaKernelBackend final : public KernelBackend {
   void do_attention_backward(OpTypes, void*, void*, void*, void*, const void*, const void*,
                              const void*, const void*, const void*, int64_t, int64_t, int64_t,
                              int64_t, int64_t, const AttentionDropout&) const override {}
+  void do_flash_attention_forward(OpTypes, void*, float*, const void*, const void*, const void*,
+                                  int64_t, int64_t, int64_t, int64_t, int64_t,
+                                  const AttentionDropout&) const override {}
+  void do_flash_attention_backward(OpTypes, void*, void*, void*, float*, const void*, const void*,
+                                   const void*, const void*, const void*, const float*, int64_t,
+                                   int64_t, int64_t, int64_t, int64_t,
+                                   const AttentionDropout&) const override {}
   void do_embedding_forward(OpTypes, void*, const int32_t*, const void*, const void*, int64_t,
                             int64_t, int64_t, int64_t) const override {}
   void do_embedding_backward(OpTypes, void*, void*, const void*, const int32_t*, int64_t, int64_t,
@@ -66,8 +73,8 @@ class MetaKernelBackend final : public KernelBackend {
   void do_adamw_update(const OptimizerTypes&, void*, const void*, void*, void*, void*, int64_t,
                        const kernels::cpu::AdamWHyperparameters&, int64_t, float,
                        const ParameterRounding&) const override {}
-  void do_sgd_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t, float,
-                     float, float, bool, float, const ParameterRounding&) const override {}
+  void do_sgd_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t, float, float,
+                     float, bool, float, const ParameterRounding&) const override {}
 };
 
 }  // namespace

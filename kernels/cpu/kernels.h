@@ -2,7 +2,8 @@
 /// \brief All CPU kernels of the training runtime, and the conventions they share.
 ///
 /// Namespace vramlab::kernels::cpu. Each op family has its own header (matmul.h, activation.h,
-/// normalization.h, softmax.h, cross_entropy.h, embedding.h, rope.h, attention.h, elementwise.h,
+/// normalization.h, softmax.h, cross_entropy.h, embedding.h, rope.h, attention.h,
+/// flash_attention.h, elementwise.h,
 /// dropout.h, quantize.h, reduction.h, optimizer.h, matmul_low_precision.h, cast.h,
 /// gradient_check.h, storage.h); this header includes
 /// them all.
@@ -37,6 +38,7 @@
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/flash_attention.h"
 #include "kernels/cpu/gradient_check.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"

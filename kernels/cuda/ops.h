@@ -257,6 +257,30 @@ void attention_backward(A* dq, A* dk, A* dv, A* dpreatt, const A* dout, const A*
                         const A* v, const A* att, int64_t B, int64_t T, int64_t H, int64_t Hkv,
                         int64_t D, const cpu::AttentionDropout& dropout = {});
 
+// ---- flash attention (flash_attention.cu) --------------------------------------------------
+
+/// Flash attention forward (kernels/cpu/flash_attention.h: the same maths, mask bits and lse):
+/// out (B, T, H, D) written, lse (B, H, T) f32 written, q (B, T, H, D), k, v (B, T, Hkv, D); no
+/// (B, H, T, T) tensor. \p version v1: one thread block per query tile of one (batch, head), one
+/// thread per query row, plain global loads; v2: the K/V tile staged in shared memory, a warp per
+/// group of rows with warp-shuffle reductions. \throws vramlab::InternalError on a negative size,
+/// Hkv not dividing H or a dropout probability outside [0, 1).
+template <class A>
+void flash_attention_forward(A* out, float* lse, const A* q, const A* k, const A* v, int64_t B,
+                             int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                             const cpu::AttentionDropout& dropout = {},
+                             KernelVersion version = KernelVersion::v2);
+/// Flash attention backward: dq, dk, dv accumulated; delta (B, H, T) f32 scratch written
+/// (rowsum(dout ∘ out)); out and lse are the forward's. Deterministic: dk/dv by one block per
+/// key/value tile, then dq by one block per query tile (no atomics). \p version as the forward.
+/// \throws as flash_attention_forward.
+template <class A>
+void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, const A* q,
+                              const A* k, const A* v, const A* out, const float* lse, int64_t B,
+                              int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                              const cpu::AttentionDropout& dropout = {},
+                              KernelVersion version = KernelVersion::v2);
+
 // ---- reductions (reduction.cu) -------------------------------------------------------------
 
 /// *out = Σ x over x (n), accumulated in double; \p out is one device double. \p version v1: one

@@ -307,6 +307,28 @@ class CudaKernelBackend final : public KernelBackend {
                                  dropout);
     });
   }
+  void do_flash_attention_forward(OpTypes types, void* out, float* lse, const void* q,
+                                  const void* k, const void* v, int64_t B, int64_t T, int64_t H,
+                                  int64_t Hkv, int64_t D,
+                                  const AttentionDropout& dropout) const override {
+    dispatch(types, "flash_attention_forward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::flash_attention_forward<A>(as<A>(out), lse, as<A>(q), as<A>(k), as<A>(v), B, T, H, Hkv,
+                                      D, dropout);
+    });
+  }
+  void do_flash_attention_backward(OpTypes types, void* dq, void* dk, void* dv, float* delta,
+                                   const void* dout, const void* q, const void* k, const void* v,
+                                   const void* out, const float* lse, int64_t B, int64_t T,
+                                   int64_t H, int64_t Hkv, int64_t D,
+                                   const AttentionDropout& dropout) const override {
+    dispatch(types, "flash_attention_backward", [&](auto a, auto) {
+      using A = typename decltype(a)::type;
+      ops::flash_attention_backward<A>(as<A>(dq), as<A>(dk), as<A>(dv), delta, as<A>(dout),
+                                       as<A>(q), as<A>(k), as<A>(v), as<A>(out), lse, B, T, H, Hkv,
+                                       D, dropout);
+    });
+  }
   void do_embedding_forward(OpTypes types, void* out, const int32_t* tokens, const void* wte,
                             const void* wpe, int64_t B, int64_t T, int64_t C,
                             int64_t V) const override {
