@@ -199,14 +199,15 @@ Estimate estimate_memory(const EstimateInputs& in) {
     const int64_t e = activation_element_bytes(in.precision);
     const DType runtime_dtype = amp::precision_policy(in.precision).activations;
     const checkpoint::ChainCosts runtime_chain =
-        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype);
+        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
     out.runtime_schedule = checkpoint::make_schedule(in.recompute, runtime_chain);
     out.runtime_schedule_peak_bytes =
         checkpoint::activation_peak_bytes(runtime_chain, out.runtime_schedule);
     out.recomputed_forward_fraction =
-        recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule);
-    out.runtime_bytes_after_forward = runtime_bytes_after_forward(
-        m, in.micro_batch, out.seq, out.runtime_schedule, in.compress_activations, runtime_dtype);
+        recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule, in.attention);
+    out.runtime_bytes_after_forward =
+        runtime_bytes_after_forward(m, in.micro_batch, out.seq, out.runtime_schedule,
+                                    in.compress_activations, runtime_dtype, in.attention);
     using Kind = checkpoint::RecomputeSpec::Kind;
     const Kind kind = in.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;
@@ -215,9 +216,12 @@ Estimate estimate_memory(const EstimateInputs& in) {
           select_activation_row(in.tensor_parallel, in.sequence_parallel, recompute),
           {out.seq, in.micro_batch, m.hidden, m.heads, in.tensor_parallel, e});
     };
-    const Recompute paper_recompute = kind == Kind::selective ? Recompute::selective
-                                      : kind == Kind::full    ? Recompute::full
-                                                              : Recompute::none;
+    // FlashAttention keeps no s×s tensor: Korthikanti et al.'s 5as/h term is gone, which is their
+    // selective row (the same bytes with or without selective recompute).
+    const bool flash = in.attention == AttentionKind::flash;
+    const Recompute paper_recompute = kind == Kind::full                 ? Recompute::full
+                                      : kind == Kind::selective || flash ? Recompute::selective
+                                                                         : Recompute::none;
     const ActivationRow row =
         select_activation_row(in.tensor_parallel, in.sequence_parallel, paper_recompute);
     out.has_activations = true;
@@ -229,7 +233,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
       // a full recompute keeps) through the same peak model as the runtime's schedule.
       checkpoint::ChainCosts paper_chain = runtime_chain;
       for (checkpoint::LayerCosts& layer : paper_chain.layers) {
-        layer.saved_bytes = per_layer(Recompute::none);
+        layer.saved_bytes = per_layer(flash ? Recompute::selective : Recompute::none);
         layer.selective_bytes = per_layer(Recompute::selective);
         layer.output_bytes = per_layer(Recompute::full);
       }
@@ -246,18 +250,22 @@ Estimate estimate_memory(const EstimateInputs& in) {
         " (s=" + std::to_string(out.seq) + ", b=" + std::to_string(in.micro_batch) +
         ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
         ", t=" + std::to_string(in.tensor_parallel) + ", L=" + std::to_string(m.layers) + ")";
+    if (flash && kind != Kind::full)
+      out.activations.source +=
+          "; FlashAttention saves no s×s tensor, so the paper's selective row applies";
     if (m.mlp != MlpKind::gelu || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
       out.activations.source +=
           "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "
           "is an approximation (see the runtime-layout column)";
     out.runtime_activation_bytes_per_layer =
-        runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype);
+        runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
     out.runtime_activation_bytes =
-        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype);
+        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
     out.runtime_activation_source =
         "vramlab runtime layout: L × " + std::string(model_family_name(m.family)) +
         " Block saved tensors + embedding, final norm, probs, losses; " +
-        std::string(dtype_name(runtime_dtype)) + ", one device, no TP/SP, no recompute";
+        std::string(dtype_name(runtime_dtype)) + (flash ? ", flash attention" : "") +
+        ", one device, no TP/SP, no recompute";
   } else {
     out.activations.source = "not estimated: a parameter count alone gives no shapes";
     out.runtime_activation_source = out.activations.source;

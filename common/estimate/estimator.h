@@ -56,6 +56,10 @@ struct EstimateInputs {
   /// The runtime's activation compression (`--compress-activations`): changes only the runtime
   /// column's bytes after forward (the paper's formulas have no such term).
   checkpoint::ActivationCompression compress_activations = checkpoint::ActivationCompression::none;
+  /// The attention kernel (`--attention`): flash saves no (B, H, T, T) tensor, so the paper's
+  /// column uses its selective row (the s² term gone) and the runtime column saves lse instead of
+  /// att.
+  AttentionKind attention = AttentionKind::naive;
   bool offload_optimizer = false;   ///< optimizer states to the host.
   bool offload_parameters = false;  ///< parameters to the host (ZeRO-3 only).
 };

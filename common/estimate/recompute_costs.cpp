@@ -10,19 +10,22 @@
 namespace vramlab::estimate {
 
 checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
-                                           DType dtype) {
+                                           DType dtype, AttentionKind attention) {
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   const char* what = "activation bytes";
-  const int64_t F = runtime_activation_bytes_per_layer(model, B, T, dtype);
-  const int64_t probabilities = checked_mul(
-      checked_mul(checked_mul(B, model.heads, what), checked_mul(T, T, what), what), element, what);
+  const int64_t F = runtime_activation_bytes_per_layer(model, B, T, dtype, attention);
+  const bool flash = attention == AttentionKind::flash;
+  const int64_t probabilities = flash ? 0
+                                      : checked_mul(checked_mul(checked_mul(B, model.heads, what),
+                                                                checked_mul(T, T, what), what),
+                                                    element, what);
   const int64_t hidden = checked_mul(checked_mul(checked_mul(B, T, what), model.hidden, what),
                                      element, what);  // one (B, T, C) tensor
   checkpoint::ChainCosts costs;
   costs.layers.assign(
       static_cast<size_t>(model.layers),
       checkpoint::LayerCosts{F, F - probabilities, hidden, block_forward_flops(model, B, T),
-                             attention_scores_flops(model, B, T)});
+                             flash ? 0.0 : attention_scores_flops(model, B, T)});
   costs.before_bytes = hidden;  // the embedding output
   costs.head_bytes = runtime_activation_bytes_outside_layers(model, B, T, dtype) - hidden;
   return costs;
@@ -30,9 +33,10 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
 
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const checkpoint::RecomputeSchedule& schedule,
-                                    checkpoint::ActivationCompression compression, DType dtype) {
+                                    checkpoint::ActivationCompression compression, DType dtype,
+                                    AttentionKind attention) {
   const char* what = "activation bytes";
-  const auto specs = runtime_saved_activations_per_layer(model, B, T);
+  const auto specs = runtime_saved_activations_per_layer(model, B, T, attention);
   int64_t total = runtime_activation_bytes_outside_layers(model, B, T, dtype);
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for (size_t l = 0; l < schedule.layers.size(); ++l) {
@@ -48,11 +52,10 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
           (plan.recompute == checkpoint::LayerRecompute::full && segment_last &&
            spec.name == saved::residual3);
       if (!kept) continue;
-      const int64_t bytes =
-          spec.always_f32 ? checked_mul(spec.numel(), 4, what)
-          : compression == checkpoint::ActivationCompression::none
-              ? checked_mul(spec.numel(), element, what)
-              : checkpoint::compressed_bytes(spec.numel(), compression);
+      const int64_t bytes = spec.always_f32 ? checked_mul(spec.numel(), 4, what)
+                            : compression == checkpoint::ActivationCompression::none
+                                ? checked_mul(spec.numel(), element, what)
+                                : checkpoint::compressed_bytes(spec.numel(), compression);
       total = checked_add(total, bytes, what);
     }
   }
@@ -60,8 +63,10 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
 }
 
 double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,
-                                   const checkpoint::RecomputeSchedule& schedule) {
-  return checkpoint::recompute_cost(runtime_chain_costs(model, B, T), schedule) /
+                                   const checkpoint::RecomputeSchedule& schedule,
+                                   AttentionKind attention) {
+  return checkpoint::recompute_cost(runtime_chain_costs(model, B, T, DType::f32, attention),
+                                    schedule) /
          model_forward_flops(model, B, T);
 }
 

@@ -20,11 +20,14 @@ namespace vramlab::estimate {
 /// The planner's view of \p model at micro-batch \p B and sequence \p T:
 /// F = runtime_activation_bytes_per_layer, S = F minus the (B, H, T, T) probabilities, O = the
 /// (B, T, C) output, E = the embedding output, H = the rest saved outside the blocks; costs in
-/// FLOPs (block_forward_flops, attention_scores_flops).
+/// FLOPs (block_forward_flops, attention_scores_flops). Under flash attention no probabilities
+/// are saved, so selective recompute has nothing to drop or redo: S = F at no cost.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param dtype the activations' type.
+/// \param attention naive or flash.
 /// \return the chain. \throws vramlab::UsageError for bad sizes or an overflow.
 checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
-                                           DType dtype = DType::f32);
+                                           DType dtype = DType::f32,
+                                           AttentionKind attention = AttentionKind::naive);
 
 /// Bytes the runtime's store holds when the forward ends: what each block keeps under \p
 /// schedule (everything; all but the probabilities; a segment's last output), compressed as \p
@@ -32,17 +35,19 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
 /// uncompressed tensors outside the blocks.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
 /// \param compression how kept block tensors are stored. \param dtype the activations' type
-/// (statistics and losses stay f32). \return bytes.
+/// (statistics and losses stay f32). \param attention naive or flash. \return bytes.
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const checkpoint::RecomputeSchedule& schedule,
                                     checkpoint::ActivationCompression compression,
-                                    DType dtype = DType::f32);
+                                    DType dtype = DType::f32,
+                                    AttentionKind attention = AttentionKind::naive);
 
 /// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
 /// model_forward_flops (blocks and LM head).
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
-/// \return a fraction in [0, 1).
+/// \param attention naive or flash. \return a fraction in [0, 1).
 double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,
-                                   const checkpoint::RecomputeSchedule& schedule);
+                                   const checkpoint::RecomputeSchedule& schedule,
+                                   AttentionKind attention = AttentionKind::naive);
 
 }  // namespace vramlab::estimate

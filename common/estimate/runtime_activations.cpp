@@ -20,10 +20,10 @@ int64_t sum_bytes(const std::vector<SavedActivationSpec>& specs, DType dtype) {
   const auto element_bytes = static_cast<int64_t>(dtype_size_bytes(dtype));
   int64_t total = 0;
   for (const auto& s : specs)
-    total = checked_add(total,
-                        checked_mul(s.numel(), s.always_f32 ? int64_t{4} : element_bytes,
-                                    "activation bytes"),
-                        "activation bytes");
+    total = checked_add(
+        total,
+        checked_mul(s.numel(), s.always_f32 ? int64_t{4} : element_bytes, "activation bytes"),
+        "activation bytes");
   return total;
 }
 
@@ -37,16 +37,21 @@ int64_t SavedActivationSpec::numel() const {
 
 std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const ModelConfig& model,
                                                                      int64_t micro_batch,
-                                                                     int64_t seq) {
+                                                                     int64_t seq,
+                                                                     AttentionKind attention) {
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, H = model.heads, F = model.ffn_hidden;
+  // What the attention core keeps besides q, k, v and its output atty.
+  const SavedActivationSpec core = attention == AttentionKind::flash
+                                       ? SavedActivationSpec{saved::lse, {B, H, T}, true}
+                                       : SavedActivationSpec{saved::att, {B, H, T, T}};
   if (model.family == ModelFamily::gpt2) {
     return {
         {saved::ln1, {B, T, C}},
         {saved::mean_of(saved::ln1), {B, T}, true},
         {saved::rstd_of(saved::ln1), {B, T}, true},
         {saved::qkv, {B, T, checked_mul(3, C, "qkv width")}},
-        {saved::att, {B, H, T, T}},
+        core,
         {saved::atty, {B, T, C}},
         {saved::residual2, {B, T, C}},
         {saved::ln2, {B, T, C}},
@@ -61,7 +66,7 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
   return {
       {saved::norm1, {B, T, C}},  {saved::rstd_of(saved::norm1), {B, T}, true},
       {saved::q, {B, T, C}},      {saved::k, {B, T, kvC}},
-      {saved::v, {B, T, kvC}},    {saved::att, {B, H, T, T}},
+      {saved::v, {B, T, kvC}},    core,
       {saved::atty, {B, T, C}},   {saved::residual2, {B, T, C}},
       {saved::norm2, {B, T, C}},  {saved::rstd_of(saved::norm2), {B, T}, true},
       {saved::gate, {B, T, F}},   {saved::up, {B, T, F}},
@@ -83,8 +88,8 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
 }
 
 int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, int64_t s,
-                                           DType dtype) {
-  return sum_bytes(runtime_saved_activations_per_layer(model, b, s), dtype);
+                                           DType dtype, AttentionKind attention) {
+  return sum_bytes(runtime_saved_activations_per_layer(model, b, s, attention), dtype);
 }
 
 int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_t b, int64_t s,
@@ -92,12 +97,12 @@ int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_
   return sum_bytes(runtime_saved_activations_outside_layers(model, b, s), dtype);
 }
 
-int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s,
-                                       DType dtype) {
+int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype,
+                                       AttentionKind attention) {
   const char* what = "activation bytes";
-  return checked_add(
-      checked_mul(runtime_activation_bytes_per_layer(model, b, s, dtype), model.layers, what),
-      runtime_activation_bytes_outside_layers(model, b, s, dtype), what);
+  return checked_add(checked_mul(runtime_activation_bytes_per_layer(model, b, s, dtype, attention),
+                                 model.layers, what),
+                     runtime_activation_bytes_outside_layers(model, b, s, dtype), what);
 }
 
 }  // namespace vramlab::estimate

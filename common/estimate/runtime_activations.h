@@ -16,6 +16,9 @@
 ///     residual3 (B,T,C)                                                  [fc proj out + residual2]
 ///
 /// i.e. (8C + 2F)·BT + 4·BT + H·B·T² elements, 16C·BT + 4BT + HBT² for GPT-2.
+/// With flash attention (AttentionKind::flash, kernels/cpu/flash_attention.h) att is replaced by
+/// lse (B,H,T), always f32: the per-row log-sum-exp the backward recomputes each score tile from,
+/// 4·H·B·T bytes instead of H·B·T² elements.
 /// The Llama layout (RMSNorm keeps only rstd; RoPE is applied to q and k before they are saved;
 /// kvC = kv_heads × C / heads):
 ///
@@ -51,12 +54,12 @@ struct SavedActivationSpec {
 
 /// The tensors one transformer Block saves for backward (see the file comment).
 /// \param model a valid model (gpt2 or llama family).
-/// \param micro_batch B (> 0). \param seq T (> 0).
+/// \param micro_batch B (> 0). \param seq T (> 0). \param attention naive (att) or flash (lse).
 /// \return the list, in the order above.
 /// \throws vramlab::UsageError for an invalid model, B or T ≤ 0.
-std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const ModelConfig& model,
-                                                                     int64_t micro_batch,
-                                                                     int64_t seq);
+std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(
+    const ModelConfig& model, int64_t micro_batch, int64_t seq,
+    AttentionKind attention = AttentionKind::naive);
 
 /// The tensors saved outside the blocks: embedding output, final norm, logits, probs, losses.
 /// \param model a valid model. \param micro_batch B (> 0). \param seq T (> 0).
@@ -69,10 +72,11 @@ std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const 
 /// runtime_saved_activations_per_layer() of numel × dtype size.
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
 /// \param dtype the activation element type (f32, or bf16/f16 in the 16-bit precisions; entries
-/// marked always_f32 count 4 bytes regardless).
+/// marked always_f32 count 4 bytes regardless). \param attention naive or flash.
 /// \return bytes per layer. \throws vramlab::UsageError for bad sizes or an overflow.
 int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, int64_t s,
-                                           DType dtype);
+                                           DType dtype,
+                                           AttentionKind attention = AttentionKind::naive);
 
 /// Bytes saved outside the blocks (runtime_saved_activations_outside_layers() × dtype size).
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
@@ -83,8 +87,9 @@ int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_
 
 /// Everything the runtime saves for one micro-batch: L × per layer + outside the layers.
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
-/// \param dtype the activation element type.
+/// \param dtype the activation element type. \param attention naive or flash.
 /// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
-int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype);
+int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype,
+                                       AttentionKind attention = AttentionKind::naive);
 
 }  // namespace vramlab::estimate

@@ -26,8 +26,9 @@ inline constexpr char q[] = "q";            ///< (B, T, C) Llama's query, after 
 inline constexpr char k[] = "k";            ///< (B, T, kvC) Llama's key, after RoPE.
 inline constexpr char v[] = "v";            ///< (B, T, kvC) Llama's value.
 inline constexpr char preatt[] = "preatt";  ///< (B, H, T, T) scaled scores (scratch, not saved).
-inline constexpr char att[] = "att";        ///< (B, H, T, T) attention probabilities.
-inline constexpr char atty[] = "atty";      ///< (B, T, C) attention output before proj/o.
+inline constexpr char att[] = "att";        ///< (B, H, T, T) attention probabilities (naive).
+inline constexpr char lse[] = "lse";    ///< (B, H, T) f32 log-sum-exp of each score row (flash).
+inline constexpr char atty[] = "atty";  ///< (B, T, C) attention output before proj/o.
 inline constexpr char residual2[] = "residual2";  ///< (B, T, C) stream after the attention.
 
 inline constexpr char fch[] = "fch";              ///< (B, T, F) GELU MLP's fc output.

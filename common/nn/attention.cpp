@@ -1,4 +1,5 @@
-// Attention module: projections, (RoPE,) materialized causal attention, output projection.
+// Attention module: projections, (RoPE,) causal attention (materialized, or flash), output
+// projection.
 #include "common/nn/attention.h"
 
 #include "common/model/saved_tensor_names.h"
@@ -63,12 +64,21 @@ const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, cons
     kernels.rope_forward(q, q, B, T, H_, D_, rope_theta_);
     kernels.rope_forward(k, k, B, T, Hkv_, D_, rope_theta_);
   }
-  // Softmax's backward needs only its output, so the scores are computed in place in att and
-  // overwritten by the probabilities (PyTorch's autograd does not keep them either).
-  const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});  // (B, H, T, T)
-  const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});   // (B, T, C)
-  kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_,
-                            dropout);
+  if (saved.attention() == AttentionKind::flash) {
+    // Flash attention keeps only each row's log-sum-exp; the backward recomputes the scores.
+    const Tensor& lse = saved.save(layer_, saved::lse, {B, H_, T}, DType::f32,
+                                   /*compressible=*/false);            // (B, H, T)
+    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});  // (B, T, C)
+    kernels.flash_attention_forward(atty.view(), lse.view(), q, k, v, B, T, H_, Hkv_, D_, dropout);
+  } else {
+    // Softmax's backward needs only its output, so the scores are computed in place in att and
+    // overwritten by the probabilities (PyTorch's autograd does not keep them either).
+    const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});  // (B, H, T, T)
+    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});   // (B, T, C)
+    kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_,
+                              dropout);
+  }
+  const Tensor& atty = saved.get(layer_, saved::atty);              // (B, T, C)
   const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
   proj_.forward(runtime, out.view(), atty.view(), N);
   return out;
@@ -85,8 +95,8 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   proj_.backward(runtime, datty.view(), dout, saved.get(layer_, saved::atty).view(), N);
 
   // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
-  Tensor dqkv = runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv",
-                              dout.dtype());
+  Tensor dqkv =
+      runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv", dout.dtype());
   const TensorView dq = dqkv.view(0, {B, T, C_});
   const TensorView dk = dqkv.view(N * C_, {B, T, kvC});
   const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
@@ -101,7 +111,12 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
     k = saved.get(layer_, saved::k).view();
     v = saved.get(layer_, saved::v).view();
   }
-  {
+  if (saved.attention() == AttentionKind::flash) {
+    Tensor delta = runtime.temporary({B, H_, T}, "delta", DType::f32);  // (B, H, T) rowsum(dO∘O)
+    kernels.flash_attention_backward(
+        dq, dk, dv, delta.view(), datty.view(), q, k, v, saved.get(layer_, saved::atty).view(),
+        saved.get(layer_, saved::lse).view(), B, T, H_, Hkv_, D_, dropout);
+  } else {
     // Under selective recompute the probabilities were not kept: recompute them from q and k,
     // with the kernel that made them in forward, so they are bitwise the same.
     Tensor recomputed_att;  // (B, H, T, T), under selective recompute only

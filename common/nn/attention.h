@@ -7,6 +7,8 @@
 ///          (the probabilities; the scores before the softmax are scratch), atty (B, T, C),
 ///          then the output projection.
 ///   Llama: q (B, T, C) and k (B, T, kvC) after RoPE, v (B, T, kvC), att, atty.
+/// Under flash attention (SavedActivations::attention()), att is replaced by lse (B, H, T) f32,
+/// and the backward's (B, H, T, T) score gradient by a (B, H, T) f32 temporary, delta.
 /// The output projection is written into a tensor saved under the caller's name (the Block's
 /// residual2), so the Block can add its residual in place.
 #pragma once

@@ -77,6 +77,10 @@ void DecoderModel::initialise(uint64_t seed) {
   }
 }
 
+void DecoderModel::set_attention(AttentionKind attention) {
+  attention_ = attention;
+}
+
 void DecoderModel::set_dropout(const DropoutSettings& settings) {
   if (!(settings.p >= 0.0f && settings.p < 1.0f))
     throw UsageError("dropout probability " + std::to_string(settings.p) + " outside [0, 1)");
@@ -108,7 +112,8 @@ void DecoderModel::drop_by_policy(SavedActivations& saved, int64_t layer) {
     case Recompute::none:
       return;
     case Recompute::selective:
-      saved.release(layer, saved::att);
+      // Flash attention saved no probabilities: nothing to drop (nor to recompute).
+      if (saved.contains(layer, saved::att)) saved.release(layer, saved::att);
       return;
     case Recompute::full:
       // The output stays: it is the next layer's input, and the segment's checkpoint if this is
@@ -143,6 +148,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
   const memory::ContextLabelScope label("forward");
   saved.set_activation_dtype(precision_.activations);
+  saved.set_attention(attention_);
   announce_before(StepPhase::forward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
@@ -169,9 +175,9 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   if (!blocks_.empty()) saved.compress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
-  const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});  // (B, T, V)
+  const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});                    // (B, T, V)
   const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
-  Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");     // (B, T)
+  Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");                       // (B, T)
   const KernelBackend& kernels = runtime_.kernels();
   kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
                                 targets, N, V);

@@ -9,9 +9,9 @@
 
 #include <optional>
 
-#include "common/amp/precision_policy.h"
 #include <cstdint>
 #include <vector>
+#include "common/amp/precision_policy.h"
 
 #include "common/model/model_config.h"
 #include "common/nn/block.h"
@@ -71,6 +71,12 @@ class DecoderModel {
   void set_dropout(const DropoutSettings& settings);
   /// \return the settings set_dropout gave (p = 0 by default).
   [[nodiscard]] const DropoutSettings& dropout() const { return dropout_; }
+  /// Chooses the attention kernel of the following steps' forwards (naive by default; flash:
+  /// kernels/cpu/flash_attention.h). The loss and gradients agree within rounding; what is saved
+  /// differs (SavedActivations::set_attention).
+  void set_attention(AttentionKind attention);
+  /// \return the kind set_attention gave.
+  [[nodiscard]] AttentionKind attention() const { return attention_; }
 
   /// \return the constructor's storage types.
   [[nodiscard]] const amp::PrecisionPolicy& precision() const { return precision_; }
@@ -116,6 +122,7 @@ class DecoderModel {
   Linear lm_head_;
   StepObservers observers_;
   DropoutSettings dropout_;
+  AttentionKind attention_ = AttentionKind::naive;
   uint64_t rng_offset_ = 0;  // the next unused counter of the dropout stream
 };
 

@@ -6,7 +6,7 @@
 /// - Recompute::none keeps everything it saved (the default);
 /// - Recompute::selective drops the attention probabilities, recomputed inside the layer's
 ///   backward (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
-///   Models", §5);
+///   Models", §5); under flash attention there are none to drop, so it keeps everything;
 /// - Recompute::full drops everything but its output, and a run of `full` layers that starts at a
 ///   segment start is one checkpointed segment: only the output of its last layer is kept, and
 ///   the whole segment's forward is re-run when the backward reaches it (Chen et al. 2016,
@@ -31,6 +31,7 @@
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/dtype/dtype.h"
 #include "common/memory/tensor.h"
+#include "common/model/model_kinds.h"
 #include "common/nn/runtime.h"
 
 namespace vramlab::nn {
@@ -96,6 +97,12 @@ class SavedActivations {
   void set_activation_dtype(DType dtype) { activation_dtype_ = dtype; }
   /// \return the type set_activation_dtype gave.
   [[nodiscard]] DType activation_dtype() const { return activation_dtype_; }
+  /// Sets which attention kernel the layers' forward runs from now on (naive by default): a flash
+  /// layer saves lse (B, H, T) f32 instead of att (B, H, T, T). The backward reads it back, so a
+  /// step's backward always matches the forward that filled the store.
+  void set_attention(AttentionKind attention) { attention_ = attention; }
+  /// \return the kind set_attention gave.
+  [[nodiscard]] AttentionKind attention() const { return attention_; }
   /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
   /// name is saved, or it is compressed (decompress it first).
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
@@ -142,13 +149,14 @@ class SavedActivations {
 
  private:
   DType activation_dtype_ = DType::f32;
+  AttentionKind attention_ = AttentionKind::naive;
   struct Entry {
     std::string name;
     Tensor buffer;  // the fp32 (or other dtype) tensor; empty while compressed
     uint64_t order = 0;
     bool compressible = true;
-    Tensor quantized;  // i8, same shape, while compressed
-    Tensor scales;     // f32 (one per tensor or per block), while compressed
+    Tensor quantized;          // i8, same shape, while compressed
+    Tensor scales;             // f32 (one per tensor or per block), while compressed
     DType dtype = DType::f32;  // as saved: what decompress restores
     [[nodiscard]] bool compressed() const { return !quantized.empty(); }
     [[nodiscard]] int64_t bytes() const {

@@ -45,9 +45,12 @@ void require_host_memory_for_step(const memory::Device& device, const TrainOptio
   const int64_t activation_peak =
       options.compress_activations == nn::ActivationCompression::none
           ? checkpoint::activation_peak_bytes(
-                estimate::runtime_chain_costs(options.model, micro, options.seq, act), schedule)
+                estimate::runtime_chain_costs(options.model, micro, options.seq, act,
+                                              options.attention),
+                schedule)
           : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
-                                                  options.compress_activations, act);
+                                                  options.compress_activations, act,
+                                                  options.attention);
   const auto held_after_forward = static_cast<uint64_t>(e.parameters.bytes + activation_peak);
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
@@ -106,7 +109,8 @@ checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
   const int64_t micro = max_micro_batch(options);
   const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
   return checkpoint::make_schedule(
-      options.recompute, estimate::runtime_chain_costs(options.model, micro, options.seq, act));
+      options.recompute,
+      estimate::runtime_chain_costs(options.model, micro, options.seq, act, options.attention));
 }
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
@@ -118,6 +122,7 @@ estimate::Estimate estimate_step(const TrainOptions& options) {
   in.precision = options.precision;
   in.fp32_gradients = options.fp32_grads;
   in.optimizer = options.optimizer;
+  in.attention = options.attention;
   return estimate::estimate_memory(in);
 }
 
@@ -136,14 +141,14 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;
   optimizer_settings.weight_decay = options_.weight_decay;
-  optimizer_ =
-      optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision);
+  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision);
   {
     // Named so that an allocator trace tells the parameters apart from the step's tensors.
     const memory::ContextLabelScope label("setup");
     model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision);
   }
   model_->set_dropout(options_.dropout);
+  model_->set_attention(options_.attention);
   const int64_t B = std::accumulate(micro_batch_sizes_.begin(), micro_batch_sizes_.end(),
                                     int64_t{0}),
                 T = options_.seq;

@@ -52,6 +52,9 @@ struct TrainOptions {
   /// Dropout (`--dropout`, GPT-2's attn_pdrop = resid_pdrop): p in [0, 1); the masks' seed is
   /// derived from `seed`, and a re-run forward replays its masks unless preserve_rng_state is off.
   nn::DropoutSettings dropout;
+  /// `--attention`: naive (saves the (B, H, T, T) probabilities) or flash (saves the (B, H, T)
+  /// log-sum-exp; kernels/cpu/flash_attention.h).
+  AttentionKind attention = AttentionKind::naive;
   /// Activation compression (`--compress-activations`): what the blocks keep is held as int8
   /// with an absmax scale per tensor or per block between forward and backward.
   nn::ActivationCompression compress_activations = nn::ActivationCompression::none;

@@ -40,6 +40,7 @@ struct EstimateOptions {
   std::string optimizer = "adamw";
   std::string recompute = "none";
   std::string compress = "none";
+  std::string attention = "naive";
   std::string offload = "none";
   bool sp = false, fp32_grads = false, json = false, list_models = false;
 };
@@ -119,6 +120,7 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.sequence_parallel = o.sp;
   in.recompute = checkpoint::parse_recompute_spec(o.recompute);
   in.compress_activations = checkpoint::parse_compression(o.compress);
+  in.attention = parse_attention_kind(o.attention);
   if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
   if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
   if (o.offload != "none" && !in.offload_optimizer && !in.offload_parameters)
@@ -172,6 +174,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   inputs["tp"] = in.tensor_parallel;
   inputs["sp"] = in.sequence_parallel;
   inputs["recompute"] = checkpoint::to_string(in.recompute);
+  inputs["attention"] = attention_kind_name(in.attention);
   inputs["offload"] = in.offload_optimizer && in.offload_parameters ? "both"
                       : in.offload_optimizer                        ? "optimizer"
                       : in.offload_parameters                       ? "params"
@@ -246,6 +249,7 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
               static_cast<long long>(in.zero_stage), static_cast<long long>(in.data_parallel),
               static_cast<long long>(in.tensor_parallel), in.sequence_parallel ? " + SP" : "",
               checkpoint::to_string(in.recompute).c_str());
+  if (in.attention == AttentionKind::flash) std::printf(", flash attention");
   if (in.model)
     std::printf(", micro-batch %lld × seq %lld, grad-accum %lld",
                 static_cast<long long>(in.micro_batch), static_cast<long long>(e.seq),
@@ -346,6 +350,9 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--compress-activations", o->compress,
                   "none (default) | int8 | int8-block: the runtime's kept activations as int8, as "
                   "vramlab train takes it (runtime_recompute.bytes_after_forward)");
+  cmd->add_option("--attention", o->attention,
+                  "naive (default: the (B, H, T, T) probabilities saved) | flash (only the "
+                  "(B, H, T) log-sum-exp saved), as vramlab train takes it");
   cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,

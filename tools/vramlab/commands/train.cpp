@@ -61,6 +61,7 @@ struct TrainCommandOptions {
   std::string recompute = "none";
   std::string compress = "none";
   double dropout = 0.0;
+  std::string attention = "naive";
   std::string precision = "fp32";
   bool fp32_grads = false;
   bool stochastic_rounding = false;
@@ -108,6 +109,7 @@ void run_train(const TrainCommandOptions& o) {
   }
   options.dropout.p = static_cast<float>(o.dropout);
   options.compress_activations = nn::parse_compression(o.compress);
+  options.attention = parse_attention_kind(o.attention);
   options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
   options.precision = amp::parse_precision(o.precision);
   options.fp32_grads = o.fp32_grads;
@@ -138,21 +140,23 @@ void run_train(const TrainCommandOptions& o) {
           "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
           "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
           schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
-          100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule),
+          100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
+                                                        options.attention),
           options.compress_activations == nn::ActivationCompression::none
               ? "fp32"
               : std::string(nn::compression_name(options.compress_activations)).c_str(),
           static_cast<double>(options.dropout.p));
-    std::printf("precision %s%s%s, %lld micro-batch%s per step, loss scale %s%s\n",
-                std::string(amp::precision_name(options.precision)).c_str(),
-                options.fp32_grads ? " with fp32 gradients" : "",
-                options.stochastic_rounding ? " with stochastic rounding" : "",
-                static_cast<long long>(options.grad_accum), options.grad_accum == 1 ? "" : "es",
-                amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
-                options.max_grad_norm > 0 ? (", gradients clipped to norm " +
-                                             std::to_string(options.max_grad_norm))
-                                                .c_str()
-                                          : "");
+    std::printf(
+        "precision %s%s%s, %s attention, %lld micro-batch%s per step, loss scale %s%s\n",
+        std::string(amp::precision_name(options.precision)).c_str(),
+        options.fp32_grads ? " with fp32 gradients" : "",
+        options.stochastic_rounding ? " with stochastic rounding" : "",
+        std::string(attention_kind_name(options.attention)).c_str(),
+        static_cast<long long>(options.grad_accum), options.grad_accum == 1 ? "" : "es",
+        amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
+        options.max_grad_norm > 0
+            ? (", gradients clipped to norm " + std::to_string(options.max_grad_norm)).c_str()
+            : "");
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
         static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
@@ -183,8 +187,8 @@ void run_train(const TrainCommandOptions& o) {
                                {"loss_scale", r.loss_scale},
                                {"found_inf", r.found_inf},
                                {"skipped", r.skipped},
-                               {"grad_norm", std::isfinite(r.grad_norm) ? json(r.grad_norm)
-                                                                        : json(nullptr)}}
+                               {"grad_norm",
+                                std::isfinite(r.grad_norm) ? json(r.grad_norm) : json(nullptr)}}
                               .dump()
                               .c_str());
       std::fflush(stdout);
@@ -227,11 +231,13 @@ void run_train(const TrainCommandOptions& o) {
          {{"schedule", schedule.name},
           {"pattern", checkpoint::schedule_pattern(schedule)},
           {"recomputed_forward_fraction",
-           estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule)}}},
+           estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
+                                                 options.attention)}}},
         {"compress_activations", nn::compression_name(options.compress_activations)},
         {"activation_peak_bytes", activation_peak},
         {"activation_bytes_after_forward", bytes_after_forward},
         {"dropout", options.dropout.p},
+        {"attention", attention_kind_name(options.attention)},
         {"precision", amp::precision_name(options.precision)},
         {"fp32_grads", options.fp32_grads},
         {"stochastic_rounding", options.stochastic_rounding},
@@ -310,6 +316,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dropout", opts->dropout,
                   "Dropout probability of the attention probabilities and of both residual "
                   "branches, in [0, 1) (default 0)");
+  cmd->add_option("--attention", opts->attention,
+                  "naive (materialises and saves the (B, H, T, T) probabilities, as PyTorch's "
+                  "eager attention) | flash (FlashAttention: tiles, saves only the (B, H, T) "
+                  "log-sum-exp) (default naive)");
   cmd->add_option("--precision", opts->precision,
                   "fp32 (default), bf16 (pure: no fp32 copy anywhere), mixed-bf16 or mixed-fp16 "
                   "(16-bit weights and activations, fp32 master weights and optimizer states)");
