@@ -278,12 +278,9 @@ TEST(TrainCli, PrecisionAndAccumulationFlagsRefuseBadValuesByName) {
     const char* args;
     const char* named;
   } cases[] = {
-      {" --precision fp16", "'fp16'"},
-      {" --precision fp32 --fp32-grads", "'fp32'"},
-      {" --grad-accum 0", "--grad-accum"},
-      {" --loss-scale static:0", "'static:0'"},
-      {" --loss-scale always", "'always'"},
-      {" --clip-grad-norm -1", "--clip-grad-norm"},
+      {" --precision fp16", "'fp16'"},      {" --precision fp32 --fp32-grads", "'fp32'"},
+      {" --grad-accum 0", "--grad-accum"},  {" --loss-scale static:0", "'static:0'"},
+      {" --loss-scale always", "'always'"}, {" --clip-grad-norm -1", "--clip-grad-norm"},
   };
   for (const auto& c : cases) {
     const Result r = vramlab(std::string(kTiny) + c.args);
@@ -310,6 +307,46 @@ TEST(TrainCli, EveryPrecisionMeasuresTheActivationPeakTheEstimatorPredicts) {
                     .get<int64_t>())
           << flags;
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// `--attention flash` on both commands: the measured activation peak of a meta step (expandable
+// segments: no unsplit remainders) is the estimator's flash layout exactly, and smaller than the
+// naive one by the (B, H, T, T) probabilities less the (B, H, T) log-sum-exp; a bad value exits 2
+// in one line naming it.
+TEST(TrainCli, FlashAttentionPeakIsTheEstimatorsFlashLayout) {
+  const std::string shape = "--model gpt2-tiny --batch 2 --seq 128 ";
+  int64_t layout[2] = {0, 0}, measured[2] = {0, 0};
+  const char* const kinds[2] = {"naive", "flash"};
+  for (int i = 0; i < 2; ++i) {
+    const Result estimate = vramlab("estimate " + shape + "--precision fp32 --json --attention " +
+                                    std::string(kinds[i]));
+    ASSERT_EQ(estimate.exit_code, 0) << estimate.out;
+    const auto e = nlohmann::json::parse(estimate.out);
+    EXPECT_EQ(e.at("inputs").at("attention"), kinds[i]);
+    layout[i] = e.at("activations_runtime_layout_bytes").get<int64_t>();
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    const Result run = vramlab("train " + shape + "--device meta --steps 1 --json --attention " +
+                               std::string(kinds[i]));
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    measured[i] = activation_peak(run.out);
+    EXPECT_EQ(measured[i], layout[i]) << kinds[i] << ": " << run.out;
+    EXPECT_NE(run.out.find(std::string("\"attention\":\"") + kinds[i] + "\""), std::string::npos)
+        << run.out;
+  }
+  const int64_t L = 4, B = 2, H = 4, T = 128;  // gpt2-tiny: 4 layers, 4 heads
+  EXPECT_EQ(layout[0] - layout[1], L * (B * H * T * T * 4 - B * H * T * 4));
+  for (const char* command :
+       {"train --model gpt2-tiny --device meta --steps 1", "estimate --model gpt2-tiny"}) {
+    const Result r = vramlab(std::string(command) + " --attention flashy");
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("'flashy'"), std::string::npos) << r.out;
   }
 }
 

@@ -5,6 +5,8 @@
 
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/activation_memory.h"
@@ -249,6 +251,64 @@ TEST(RuntimeLayout, EstimatorReportsTheRuntimeColumn) {
   EXPECT_EQ(e.runtime_activation_bytes,
             runtime_activation_bytes_total(*in.model, 8, 128, DType::f32));
   EXPECT_THROW((void)runtime_activation_bytes_per_layer(*in.model, 0, 128, DType::f32), UsageError);
+}
+
+// Flash attention replaces att (H·B·T² elements of the activation type) by lse (H·B·T, always f32):
+// the closed form for both families and every storage type, at sizes where T² alone overflows
+// int32 (T = 131072, 2^34 score elements per head group).
+TEST(RuntimeLayout, FlashAttentionSavesTheLogSumExpInsteadOfTheProbabilities) {
+  for (const char* name : {"gpt2-tiny", "llama-tiny", "llama2-70b"}) {
+    const ModelConfig m = model_config_by_name(name);
+    for (const auto& [B, T] :
+         std::vector<std::pair<int64_t, int64_t>>{{3, 17}, {1, 4096}, {2, 131072}}) {
+      if (T > m.max_seq && m.family == ModelFamily::gpt2) continue;  // learned positions end
+      for (const DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+        const int64_t element = dtype == DType::f32 ? 4 : 2;
+        const int64_t naive = runtime_activation_bytes_per_layer(m, B, T, dtype);
+        const int64_t flash =
+            runtime_activation_bytes_per_layer(m, B, T, dtype, AttentionKind::flash);
+        EXPECT_EQ(naive - flash, m.heads * B * T * T * element - 4 * m.heads * B * T)
+            << name << " B=" << B << " T=" << T << " " << dtype_name(dtype);
+      }
+    }
+    const auto specs = runtime_saved_activations_per_layer(m, 2, 9, AttentionKind::flash);
+    int lse = 0;
+    for (const auto& spec : specs) {
+      EXPECT_NE(spec.name, "att") << name;
+      if (spec.name == "lse") {
+        ++lse;
+        EXPECT_EQ(spec.shape, (std::vector<int64_t>{2, m.heads, 9})) << name;
+        EXPECT_TRUE(spec.always_f32) << name;
+      }
+    }
+    EXPECT_EQ(lse, 1) << name;
+  }
+}
+
+// With flash attention the paper's column drops the 5as/h term (its selective row, the same with
+// or without selective recompute), and the runtime column and the planner use the flash layout.
+TEST(Korthikanti, FlashAttentionUsesTheSelectiveRow) {
+  EstimateInputs in;
+  in.model = model_config_by_name("llama2-7b");
+  in.micro_batch = 1;
+  in.seq = 4096;
+  EstimateInputs selective = in;
+  selective.recompute = checkpoint::parse_recompute_spec("selective");
+  in.attention = AttentionKind::flash;
+  const Estimate flash = estimate_memory(in);
+  const Estimate paper_selective = estimate_memory(selective);
+  EXPECT_EQ(flash.activation_bytes_per_layer, paper_selective.activation_bytes_per_layer);
+  EXPECT_NE(flash.activations.source.find("FlashAttention"), std::string::npos)
+      << flash.activations.source;
+  const DType bf16 = DType::bf16;
+  EXPECT_EQ(flash.runtime_activation_bytes_per_layer,
+            runtime_activation_bytes_per_layer(*in.model, 1, 4096, bf16, AttentionKind::flash));
+  EXPECT_EQ(flash.runtime_schedule_peak_bytes,
+            runtime_activation_bytes_total(*in.model, 1, 4096, bf16, AttentionKind::flash));
+  in.recompute = checkpoint::parse_recompute_spec("selective");
+  EXPECT_EQ(estimate_memory(in).runtime_schedule_peak_bytes, flash.runtime_schedule_peak_bytes)
+      << "selective recompute has nothing to drop under flash attention";
+  EXPECT_EQ(estimate_memory(in).recomputed_forward_fraction, 0.0);
 }
 
 }  // namespace
