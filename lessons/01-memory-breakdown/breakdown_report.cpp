@@ -163,8 +163,8 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
     b.exercise_mixed = try_exercise(b.exercises, "01.1", [&] {
       return model_state_breakdown(psi, estimate::Precision::mixed_bf16, opt);
     });
-  // Exercise 01.2: the bytes of one block (its layout is GPT-2's).
-  if (model.family == ModelFamily::gpt2) {
+  // Exercise 01.2: the bytes of one block (its layout is GPT-2's with naive attention).
+  if (model.family == ModelFamily::gpt2 && settings.attention == AttentionKind::naive) {
     b.exercise_layer_bytes = try_exercise(b.exercises, "01.2", [&] {
       return layer_activation_bytes(
           LayerShape{settings.batch, settings.seq, model.hidden, model.heads, model.ffn_hidden},

@@ -57,6 +57,7 @@ struct Options {
   std::string device = "sim:t4-16g";
   std::string optimizer = "adamw";
   uint64_t seed = 1;
+  std::string attention = "naive";
   bool json = false;
   std::string out_dir;  // "" = default_out_dir()
 };
@@ -181,6 +182,7 @@ int run(const Options& o) {
   settings.seq = o.seq.value_or(std::min<int64_t>(128, settings.model.max_seq));
   settings.optimizer = o.optimizer;
   settings.seed = o.seed;
+  settings.attention = parse_attention_kind(o.attention);
   settings.device = memory::parse_device(o.device);
   const estimate::Estimate before = lesson01::estimate_step(settings);
   lesson01::StepMeasurement measurement;
@@ -233,6 +235,9 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", o.optimizer,
                  "adamw | sgd-momentum (momentum 0.9) | sgd (no state) (default adamw)");
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
+  app.add_option("--attention", o.attention,
+                 "naive (saves the (B, H, T, T) probabilities) | flash (saves the (B, H, T) "
+                 "log-sum-exp; lesson 06) (default naive)");
   app.add_flag("--json", o.json, "One JSON object instead of the tables");
   app.add_option("--out-dir", o.out_dir,
                  "Where breakdown.svg, measured_vs_estimated.svg and timeline.html go "

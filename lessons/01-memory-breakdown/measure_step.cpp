@@ -44,6 +44,7 @@ train::TrainOptions train_options(const StepSettings& settings) {
   options.seq = settings.seq;
   options.optimizer = estimate::parse_optimizer(settings.optimizer);
   options.seed = settings.seed;
+  options.attention = settings.attention;
   return options;
 }
 

@@ -35,6 +35,8 @@ struct StepSettings {
   std::string optimizer = "adamw";
   memory::Device device;  ///< where the step runs.
   uint64_t seed = 1;      ///< initial weights and the token stream.
+  /// The attention kernel (`--attention`): flash saves lse (B, H, T) instead of att (B, H, T, T).
+  AttentionKind attention = AttentionKind::naive;
 };
 
 /// Checks the settings without allocating anything.

@@ -101,7 +101,8 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   check.seq = run.seq;
   check.dropout.p = run.dropout;
   train::validate(check);
-  const checkpoint::ChainCosts chain = estimate::runtime_chain_costs(run.model, run.batch, run.seq);
+  const checkpoint::ChainCosts chain =
+      estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);
   lesson.least_activation_peak_bytes = checkpoint::least_activation_peak_bytes(chain);
   if (settings.budget_bytes) {
     lesson.budget_bytes = *settings.budget_bytes;
@@ -174,7 +175,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     big.steps = 1;
     big.record_timeline = false;
     const checkpoint::ChainCosts big_chain =
-        estimate::runtime_chain_costs(big.model, big.batch, big.seq);
+        estimate::runtime_chain_costs(big.model, big.batch, big.seq, DType::f32, big.attention);
     std::vector<std::string> big_specs = settings.schedules;
     big_specs.push_back(budget_spec(half_way_budget(big_chain)));
     for (const std::string& text : big_specs) {
@@ -243,7 +244,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     if (!seen.insert(checkpoint::schedule_pattern(s)).second) continue;
     lesson.sweep.push_back(
         {"budget:" + std::to_string(budget), checkpoint::activation_peak_bytes(chain, s),
-         estimate::recomputed_forward_fraction(run.model, run.batch, run.seq, s)});
+         estimate::recomputed_forward_fraction(run.model, run.batch, run.seq, s, run.attention)});
   }
   return lesson;
 }

@@ -72,8 +72,8 @@ ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& 
     checkpoint::validate_schedule(schedule, chain.layers.size());
     const int64_t modelled = checkpoint::activation_peak_bytes(chain, schedule);
     const RunSettings& run = lesson.settings.run;
-    const double fraction =
-        estimate::recomputed_forward_fraction(run.model, run.batch, run.seq, schedule);
+    const double fraction = estimate::recomputed_forward_fraction(run.model, run.batch, run.seq,
+                                                                  schedule, run.attention);
     r.agrees = plan.peak_bytes == modelled && modelled <= lesson.budget_bytes;
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", 100.0 * fraction);
@@ -91,7 +91,8 @@ ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& 
 
 std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
   const RunSettings& run = lesson.settings.run;
-  const checkpoint::ChainCosts chain = estimate::runtime_chain_costs(run.model, run.batch, run.seq);
+  const checkpoint::ChainCosts chain =
+      estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);
   return {sqrt_segments(lesson, chain), optimal_plan(lesson, chain)};
 }
 

@@ -54,6 +54,7 @@ struct Options {
   int64_t steps = 3;
   float dropout = 0.1f;
   uint64_t seed = 1;
+  std::string attention = "naive";
   bool no_scale = false;
   bool no_compression = false;
   bool json = false;
@@ -94,6 +95,7 @@ int run(const Options& o) {
   s.run.device = memory::parse_device(o.device);
   s.run.dropout = o.dropout;
   s.run.seed = o.seed;
+  s.run.attention = parse_attention_kind(o.attention);
   s.run.steps = o.steps;
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (!o.budget.empty()) {
@@ -183,6 +185,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps, "Training steps per schedule (default 3)");
   app.add_option("--dropout", o.dropout, "Dropout p in [0, 1) (default 0.1)");
   app.add_option("--seed", o.seed, "Seed of the weights, tokens and masks (default 1)");
+  app.add_option("--attention", o.attention,
+                 "naive (saves the (B, H, T, T) probabilities) | flash (saves only the (B, H, T) "
+                 "log-sum-exp, so selective recompute has nothing left to do; lesson 06) "
+                 "(default naive)");
   app.add_option("--meta-model", o.meta_model,
                  "The model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 4096; B = 1)");

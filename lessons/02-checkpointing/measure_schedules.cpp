@@ -122,6 +122,7 @@ train::TrainOptions train_options(const RunSettings& settings,
   options.dropout.p = settings.dropout;
   options.dropout.seed = settings.seed;
   options.compress_activations = compression;
+  options.attention = settings.attention;
   return options;
 }
 
@@ -143,12 +144,14 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
   trainer.add_observer(recorder);
   run.pattern = checkpoint::schedule_pattern(trainer.schedule());
   run.predicted_activation_peak_bytes = checkpoint::activation_peak_bytes(
-      estimate::runtime_chain_costs(settings.model, settings.batch, settings.seq),
+      estimate::runtime_chain_costs(settings.model, settings.batch, settings.seq, DType::f32,
+                                    settings.attention),
       trainer.schedule());
   run.predicted_bytes_after_forward = estimate::runtime_bytes_after_forward(
-      settings.model, settings.batch, settings.seq, trainer.schedule(), compression);
+      settings.model, settings.batch, settings.seq, trainer.schedule(), compression, DType::f32,
+      settings.attention);
   run.recomputed_forward_fraction = estimate::recomputed_forward_fraction(
-      settings.model, settings.batch, settings.seq, trainer.schedule());
+      settings.model, settings.batch, settings.seq, trainer.schedule(), settings.attention);
 
   memory::CachingAllocator& allocator = runtime.allocator();
   if (settings.record_timeline) allocator.record_history(memory::RecordMode::all);

@@ -31,6 +31,8 @@ struct RunSettings {
   uint64_t seed = 1;            ///< weights, tokens and dropout masks.
   int64_t steps = 3;            ///< training steps per schedule (≥ 1).
   bool record_timeline = true;  ///< replay the store's bytes phase by phase (step 1).
+  /// The attention kernel (`--attention`): under flash nothing is left for selective recompute.
+  AttentionKind attention = AttentionKind::naive;
 };
 
 /// The most bytes of saved activations during one phase of step 1, and at its end.

@@ -51,6 +51,7 @@ struct Options {
   int64_t steps = 200;
   float learning_rate = 3e-3f;
   uint64_t seed = 1;
+  std::string attention = "naive";
   std::string overflow_scale = "static:262144";
   std::string underflow_scale = "static:0.000244140625";
   std::string meta_model = "llama2-7b";
@@ -95,6 +96,7 @@ int run(const Options& o) {
   s.run.seq = o.seq.value_or(std::min<int64_t>(32, s.run.model.max_seq));
   s.run.device = memory::parse_device(o.device);
   s.run.seed = o.seed;
+  s.run.attention = parse_attention_kind(o.attention);
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   s.run.steps = o.steps;
   if (!(o.learning_rate > 0.0f) || !std::isfinite(o.learning_rate))
@@ -183,6 +185,9 @@ int main(int argc, char** argv) {
   app.add_option("--underflow-scale", o.underflow_scale,
                  "The static loss scale below 1 of the underflow row, static:S or none (default "
                  "static:0.000244140625, 2^-12: gradients 4096 times smaller, which fp16 flushes)");
+  app.add_option("--attention", o.attention,
+                 "naive (saves the (B, H, T, T) probabilities) | flash (saves the (B, H, T) "
+                 "log-sum-exp; lesson 06) (default naive)");
   app.add_option("--meta-model", o.meta_model,
                  "The model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 512; B = 1)");

@@ -56,6 +56,7 @@ train::TrainOptions train_options(const RunSettings& settings) {
   options.seq = settings.seq;
   options.seed = settings.seed;
   options.learning_rate = settings.learning_rate;
+  options.attention = settings.attention;
   return options;
 }
 

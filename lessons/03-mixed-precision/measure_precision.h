@@ -33,6 +33,8 @@ struct RunSettings {
   uint64_t seed = 1;            ///< weights and tokens: the same for every mode.
   int64_t steps = 300;          ///< training steps (≥ 1).
   float learning_rate = 3e-3f;  ///< AdamW's step size.
+  /// The attention kernel (`--attention`): flash saves lse (B, H, T) instead of att (B, H, T, T).
+  AttentionKind attention = AttentionKind::naive;
 };
 
 /// One run of the mode table.
