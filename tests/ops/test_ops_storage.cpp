@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -32,6 +33,7 @@
 
 #include "common/dtype/convert.h"
 #include "common/nn/cpu_kernel_backend.h"
+#include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/low_precision_linear.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/storage.h"
@@ -151,9 +153,15 @@ bool has_param_grads(const OpSpec& op) {
   return false;
 }
 
+bool is_flash_attention(const OpSpec& op) {
+  return op.name.starts_with("flash_attention_");
+}
+
 bool runs_in_storage_columns(const OpSpec& op) {
-  // The optimizers' tensors follow OptimizerTypes, not (A, G): OptimizerStorage below.
-  return op.backend && op.name != "adamw_update" && op.name != "sgd_update";
+  // The optimizers' tensors follow OptimizerTypes, not (A, G): OptimizerStorage below. Flash
+  // attention runs on the CPU and the emulated CUDA backend: FlashStorage below.
+  return op.backend && op.name != "adamw_update" && op.name != "sgd_update" &&
+         !is_flash_attention(op);
 }
 
 // The buffers of one run; f64 buffers are host doubles the backend returns.
@@ -337,6 +345,102 @@ INSTANTIATE_TEST_SUITE_P(AllOps, StorageTest, ::testing::ValuesIn(storage_cases(
                          [](const ::testing::TestParamInfo<StorageCase>& param) {
                            return emulated_op_table()[param.param.op_index].name + "_" +
                                   storage_name(param.param.storage);
+                         });
+
+// ---- flash attention on 16-bit storage, CPU and emulated CUDA kernels -------------------------
+//
+// The same contract on both backends (the CUDA kernels' 16-bit instantiations run nowhere else
+// on a machine without a GPU). The table's backward entries first run the forward into out and
+// lse, which on 16-bit storage rounds out into A while the f32 run keeps it exact: an
+// intermediate the contract says nothing about. So here the backward's inputs are made once,
+// before both runs: out and lse by the backend's own forward on the 16-bit inputs (so P =
+// exp(S − lse) is a probability), then widened for the f32 run like every other input, and the
+// two runs call the backward alone.
+
+// The dropout stream of the forward and backward here (both runs of a case use the same mask).
+constexpr uint64_t kFlashDropoutSeed = 0x5EED1234ull;
+
+struct FlashStorageCase {
+  std::size_t op_index;
+  DType a;
+  bool cuda;  // the emulated CUDA backend (its v2 kernels), else CpuKernelBackend
+};
+
+std::string flash_storage_name(const FlashStorageCase& c) {
+  std::ostringstream name;
+  name << emulated_op_table()[c.op_index].name << "_" << dtype_name(c.a) << "_"
+       << (c.cuda ? "emulated_cuda" : "cpu");
+  return name.str();
+}
+
+void PrintTo(const FlashStorageCase& c, std::ostream* os) {
+  *os << flash_storage_name(c);
+}
+
+std::vector<FlashStorageCase> flash_storage_cases() {
+  std::vector<FlashStorageCase> cases;
+  const auto& table = emulated_op_table();
+  for (std::size_t i = 0; i < table.size(); i++) {
+    if (!is_flash_attention(table[i])) continue;
+    for (DType a : {DType::bf16, DType::f16}) {
+      for (bool cuda : {false, true}) cases.push_back({i, a, cuda});
+    }
+  }
+  return cases;
+}
+
+// The backward alone on the table's backward buffers (op_table.cpp: dq, dk, dv, delta, dout, q,
+// k, v, out, lse).
+void flash_backward_only(const Shape& s, const Views& v, const nn::KernelBackend& k) {
+  k.flash_attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], s.B, s.T,
+                             s.H, s.Hkv, s.D, {s.dropout_p, kFlashDropoutSeed, s.dropout_offset});
+}
+
+class FlashStorage : public ::testing::TestWithParam<FlashStorageCase> {};
+
+TEST_P(FlashStorage, IsTheF32OpOnWidenedInputsRoundedOnce) {
+  const OpSpec& op = emulated_op_table()[GetParam().op_index];
+  const Storage storage{GetParam().a, GetParam().a};
+  const std::unique_ptr<nn::KernelBackend> backend = GetParam().cuda
+                                                         ? nn::make_emulated_cuda_kernel_backend()
+                                                         : std::make_unique<nn::CpuKernelBackend>();
+  const bool backward = op.name.starts_with("flash_attention_backward");
+  for (std::size_t index = 0; index < op.shapes.size(); index++) {
+    const Shape& shape = op.shapes[index];
+    const std::vector<BufferSpec> specs = op.buffers(shape);
+    for (const bool edges : {false, true}) {
+      if (edges && index != 2 % op.shapes.size()) continue;  // one shape with edge values
+      std::ostringstream label;
+      label << flash_storage_name(GetParam()) << " at " << shape.label
+            << (edges ? " with NaN and ±60000 inputs" : "");
+      const std::string what = label.str();
+      OpRun typed = make_run(specs, shape, storage, index + 1, edges);
+      if (backward) {
+        const Views v = typed.views();
+        backend->flash_attention_forward(
+            v[8], v[9], v[5], v[6], v[7], shape.B, shape.T, shape.H, shape.Hkv, shape.D,
+            {shape.dropout_p, kFlashDropoutSeed, shape.dropout_offset});
+      }
+      OpRun reference = widened(typed);
+      if (backward) {
+        flash_backward_only(shape, typed.views(), *backend);
+        flash_backward_only(shape, reference.views(), *backend);
+      } else {
+        op.backend(shape, typed.views(), *backend);
+        op.backend(shape, reference.views(), *backend);
+      }
+      for (std::size_t k = 0; k < specs.size(); k++) {
+        if (!specs[k].compare) continue;
+        EXPECT_TRUE(
+            compare(what, specs[k], typed.buffers[k], reference.buffers[k], false, op.tolerance));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFlashOps, FlashStorage, ::testing::ValuesIn(flash_storage_cases()),
+                         [](const ::testing::TestParamInfo<FlashStorageCase>& param) {
+                           return flash_storage_name(param.param);
                          });
 
 // ---- the kernels' load of an f16 ------------------------------------------------------------
