@@ -35,6 +35,7 @@
 #include "common/nn/cpu_kernel_backend.h"
 #include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/low_precision_linear.h"
+#include "common/platform/errors.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/storage.h"
 #include "tests/ops/op_harness.h"
@@ -512,6 +513,29 @@ INSTANTIATE_TEST_SUITE_P(AllFlashOps, FlashStorage, ::testing::ValuesIn(flash_st
                          [](const ::testing::TestParamInfo<FlashStorageCase>& param) {
                            return flash_storage_name(param.param);
                          });
+
+// The launchers' one limit beyond the CPU kernel's checks, and a bad group, each named in the
+// message before anything launches (the pointers are never read).
+TEST(FlashStorageArguments, CudaLaunchersNameAHeadSizeAbove256AndKvHeadsNotDividingH) {
+  float x = 0.0f;
+  for (auto version : {kernels::cuda::KernelVersion::v1, kernels::cuda::KernelVersion::v2}) {
+    try {
+      kernels::cuda::flash_attention_forward(&x, &x, &x, &x, &x, 1, 1, 1, 1, 257, {}, version);
+      ADD_FAILURE() << "D = 257 was accepted";
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("head size D = 257 must be <= 256"), std::string::npos)
+          << e.what();
+    }
+    try {
+      kernels::cuda::flash_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, &x, 1, 1, 3, 2, 8,
+                                              {}, version);
+      ADD_FAILURE() << "Hkv = 2 with H = 3 was accepted";
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("Hkv = 2 must divide heads H = 3"), std::string::npos)
+          << e.what();
+    }
+  }
+}
 
 // ---- the kernels' load of an f16 ------------------------------------------------------------
 
