@@ -134,6 +134,40 @@ void adamw_update(benchmark::State& state, KernelVersion version) {
   set_counters(state, 7 * kFlat * 4, kFlat);
 }
 
+// Flash attention at a small GPT-2-like head shape (emulation is slow): causal, B = 1, H = 4,
+// T = 256, D = 64; bytes: q, k, v and out once (forward), and dout, dq, dk, dv too (backward).
+constexpr int64_t kFlashB = 1, kFlashT = 256, kFlashH = 4, kFlashD = 64;
+constexpr int64_t kFlashElements = kFlashB * kFlashT * kFlashH * kFlashD;
+
+void flash_attention_forward(benchmark::State& state, KernelVersion version) {
+  auto q = random_buffer(kFlashElements, 1), k = random_buffer(kFlashElements, 2);
+  auto v = random_buffer(kFlashElements, 3), out = random_buffer(kFlashElements, 4);
+  auto lse = random_buffer(kFlashB * kFlashH * kFlashT, 5);
+  for (auto _ : state) {
+    cuda::flash_attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), kFlashB,
+                                  kFlashT, kFlashH, kFlashH, kFlashD, {}, version);
+  }
+  set_counters(state, 4 * kFlashElements * 4, kFlashElements);
+}
+
+void flash_attention_backward(benchmark::State& state, KernelVersion version) {
+  auto q = random_buffer(kFlashElements, 1), k = random_buffer(kFlashElements, 2);
+  auto v = random_buffer(kFlashElements, 3), out = random_buffer(kFlashElements, 4);
+  auto lse = random_buffer(kFlashB * kFlashH * kFlashT, 5);
+  auto delta = random_buffer(kFlashB * kFlashH * kFlashT, 6);
+  auto dout = random_buffer(kFlashElements, 7), dq = random_buffer(kFlashElements, 8);
+  auto dk = random_buffer(kFlashElements, 9), dv = random_buffer(kFlashElements, 10);
+  // out and lse of these q, k, v: the backward's exp(S − lse) must be a probability.
+  cuda::flash_attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), kFlashB,
+                                kFlashT, kFlashH, kFlashH, kFlashD, {}, version);
+  for (auto _ : state) {
+    cuda::flash_attention_backward(dq.data(), dk.data(), dv.data(), delta.data(), dout.data(),
+                                   q.data(), k.data(), v.data(), out.data(), lse.data(), kFlashB,
+                                   kFlashT, kFlashH, kFlashH, kFlashD, {}, version);
+  }
+  set_counters(state, 8 * kFlashElements * 4, kFlashElements);
+}
+
 #define VRAMLAB_BENCH_VERSIONS(op)                                                            \
   BENCHMARK_CAPTURE(op, v1, KernelVersion::v1)->UseRealTime()->Unit(benchmark::kMicrosecond); \
   BENCHMARK_CAPTURE(op, v2, KernelVersion::v2)->UseRealTime()->Unit(benchmark::kMicrosecond)
@@ -147,5 +181,7 @@ VRAMLAB_BENCH_VERSIONS(softmax_backward);
 VRAMLAB_BENCH_VERSIONS(cross_entropy_forward);
 VRAMLAB_BENCH_VERSIONS(sum_of_squares);
 VRAMLAB_BENCH_VERSIONS(adamw_update);
+VRAMLAB_BENCH_VERSIONS(flash_attention_forward);
+VRAMLAB_BENCH_VERSIONS(flash_attention_backward);
 
 }  // namespace

@@ -264,7 +264,8 @@ void attention_backward(A* dq, A* dk, A* dv, A* dpreatt, const A* dout, const A*
 /// (B, H, T, T) tensor. \p version v1: one thread block per query tile of one (batch, head), one
 /// thread per query row, plain global loads; v2: the K/V tile staged in shared memory, a warp per
 /// group of rows with warp-shuffle reductions. \throws vramlab::InternalError on a negative size,
-/// Hkv not dividing H or a dropout probability outside [0, 1).
+/// Hkv not dividing H, a dropout probability outside [0, 1) or D > 256 (each row's accumulators
+/// live in registers; FlashAttention's own limit).
 template <class A>
 void flash_attention_forward(A* out, float* lse, const A* q, const A* k, const A* v, int64_t B,
                              int64_t T, int64_t H, int64_t Hkv, int64_t D,

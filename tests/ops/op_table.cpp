@@ -5,6 +5,7 @@
 // table drives the nvcc-built kernels (gpu_op_table). The backend calls are the same in both: the
 // backend object decides what runs.
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -217,6 +218,147 @@ std::vector<Shape> attention_dropout_shapes() {
 
 cpu::AttentionDropout attention_dropout(const Shape& s) {
   return {s.dropout_p, kDropoutSeed, s.dropout_offset};
+}
+
+// Flash attention: T odd and around both versions' tiles (v1: 64 rows and keys; v2: 16 query
+// rows, 32 keys, 16-key backward tiles), grouped KV heads, D below, at and above a warp and not a
+// multiple of 4, B > 1, the largest head size the CUDA kernels take, one misaligned set.
+std::vector<Shape> flash_shapes() {
+  std::vector<Shape> shapes;
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>> sizes{
+      {1, 1, 1, 1, 2, false},  {2, 7, 4, 2, 8, false},  {1, 33, 3, 3, 16, false},
+      {2, 65, 4, 1, 5, false}, {1, 33, 2, 2, 33, true}, {1, 17, 2, 1, 256, false}};
+  if (!kSanitized) sizes.emplace_back(1, 130, 2, 1, 36, false);
+  for (auto [B, T, H, Hkv, D, misaligned] : sizes) {
+    Shape s;
+    s.B = B;
+    s.T = T;
+    s.H = H;
+    s.Hkv = Hkv;
+    s.D = D;
+    s.misaligned = misaligned;
+    s.label = label({{"B", B}, {"T", T}, {"H", H}, {"Hkv", Hkv}, {"D", D}}, misaligned);
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::vector<Shape> flash_dropout_shapes() {
+  std::vector<Shape> shapes;
+  for (const Shape& s : flash_shapes()) shapes.push_back(with_dropout(s, 0.25f, "0.25", 12345));
+  shapes.push_back(with_dropout(flash_shapes()[3], 0.9f, "0.9", 5000000029ull));
+  return shapes;
+}
+
+// The double reference of flash attention is the NAIVE attention (attention.h), which shares no
+// code with the tiled kernels: out and att from attention_forward_reference, and lse from its
+// score rows, lse = max + log Σ_{s ≤ t} exp(preatt[t, s] − max). att (B, H, T, T) is returned
+// for the backward.
+void flash_forward_by_naive_attention(const Shape& s, double* out, double* lse, const double* q,
+                                      const double* k, const double* v, std::vector<double>& att) {
+  const int64_t scores = s.B * s.H * s.T * s.T;
+  std::vector<double> preatt(static_cast<std::size_t>(scores));  // (B, H, T, T)
+  att.assign(static_cast<std::size_t>(scores), 0.0);
+  cpu::attention_forward_reference<double>(out, preatt.data(), att.data(), q, k, v, s.B, s.T, s.H,
+                                           s.Hkv, s.D, attention_dropout(s));
+  for (int64_t row = 0; row < s.B * s.H * s.T; row++) {
+    const int64_t t = row % s.T;
+    const double* x = preatt.data() + row * s.T;  // (T)
+    double max_value = -INFINITY, total = 0.0;
+    for (int64_t u = 0; u <= t; u++) max_value = std::max(max_value, x[u]);
+    for (int64_t u = 0; u <= t; u++) total += std::exp(x[u] - max_value);
+    lse[row] = max_value + std::log(total);
+  }
+}
+
+// The naive double gradients, and delta = rowsum(dout ∘ out) with the reference's out.
+// Buffers as flash_backward_buffers.
+void flash_backward_by_naive_attention(const Shape& s, const Args<double>& a) {
+  std::vector<double> att;  // (B, H, T, T)
+  flash_forward_by_naive_attention(s, a.f(8), a.f(9), a.f(5), a.f(6), a.f(7), att);
+  std::vector<double> dpreatt(att.size());  // (B, H, T, T)
+  cpu::attention_backward_reference<double>(a.f(0), a.f(1), a.f(2), dpreatt.data(), a.f(4), a.f(5),
+                                            a.f(6), a.f(7), att.data(), s.B, s.T, s.H, s.Hkv, s.D,
+                                            attention_dropout(s));
+  for (int64_t row = 0; row < s.B * s.H * s.T; row++) {
+    const int64_t t = row % s.T, h = row / s.T % s.H, b = row / (s.T * s.H);
+    const int64_t at = ((b * s.T + t) * s.H + h) * s.D;
+    double total = 0.0;
+    for (int64_t d = 0; d < s.D; d++) total += a.f(4)[at + d] * a.f(8)[at + d];
+    a.f(3)[row] = total;
+  }
+}
+
+std::vector<BufferSpec> flash_forward_buffers(const Shape& s) {
+  const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+  return {out("out", qn), stat(out("lse", s.B * s.H * s.T)), in("q", qn, 2.0), in("k", kvn, 2.0),
+          in("v", kvn)};
+}
+
+// out and lse are inputs of the backward that must belong to q, k, v (P = exp(S − lse) is only a
+// probability for the true lse): every column first runs its own forward into them, the
+// reference the naive one, so the backward columns check forward then backward.
+std::vector<BufferSpec> flash_backward_buffers(const Shape& s) {
+  const int64_t qn = s.B * s.T * s.H * s.D, kvn = s.B * s.T * s.Hkv * s.D;
+  const int64_t rows = s.B * s.H * s.T;
+  return {out("dq", qn),  out("dk", kvn),       out("dv", kvn),    stat(out("delta", rows)),
+          in("dout", qn), in("q", qn, 2.0),     in("k", kvn, 2.0), in("v", kvn),
+          in("out", qn),  stat(in("lse", rows))};
+}
+
+OpSpec flash_forward_op(std::string name, std::vector<Shape> shapes) {
+  return {std::move(name),
+          true,
+          kLongSumTolerance,
+          std::move(shapes),
+          flash_forward_buffers,
+          [](const Shape& s, const Args<double>& a) {
+            std::vector<double> att;
+            flash_forward_by_naive_attention(s, a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), att);
+          },
+          [](const Shape& s, const Args<float>& a) {
+            cpu::flash_attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.B, s.T, s.H,
+                                         s.Hkv, s.D, attention_dropout(s));
+          },
+          [](const Shape& s, const Args<float>& a, KernelVersion version) {
+            cuda::flash_attention_forward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), s.B, s.T, s.H,
+                                          s.Hkv, s.D, attention_dropout(s), version);
+          },
+          [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+            k.flash_attention_forward(v[0], v[1], v[2], v[3], v[4], s.B, s.T, s.H, s.Hkv, s.D,
+                                      attention_dropout(s));
+          }};
+}
+
+OpSpec flash_backward_op(std::string name, std::vector<Shape> shapes) {
+  return {
+      std::move(name),
+      true,
+      kLongSumTolerance,
+      std::move(shapes),
+      flash_backward_buffers,
+      flash_backward_by_naive_attention,
+      [](const Shape& s, const Args<float>& a) {
+        const cpu::AttentionDropout dropout = attention_dropout(s);
+        cpu::flash_attention_forward(a.f(8), a.f(9), a.f(5), a.f(6), a.f(7), s.B, s.T, s.H, s.Hkv,
+                                     s.D, dropout);
+        cpu::flash_attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                      a.f(7), a.f(8), a.f(9), s.B, s.T, s.H, s.Hkv, s.D, dropout);
+      },
+      [](const Shape& s, const Args<float>& a, KernelVersion version) {
+        const cpu::AttentionDropout dropout = attention_dropout(s);
+        cuda::flash_attention_forward(a.f(8), a.f(9), a.f(5), a.f(6), a.f(7), s.B, s.T, s.H, s.Hkv,
+                                      s.D, dropout, version);
+        cuda::flash_attention_backward(a.f(0), a.f(1), a.f(2), a.f(3), a.f(4), a.f(5), a.f(6),
+                                       a.f(7), a.f(8), a.f(9), s.B, s.T, s.H, s.Hkv, s.D, dropout,
+                                       version);
+      },
+      [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+        const cpu::AttentionDropout dropout = attention_dropout(s);
+        k.flash_attention_forward(v[8], v[9], v[5], v[6], v[7], s.B, s.T, s.H, s.Hkv, s.D, dropout);
+        k.flash_attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], s.B,
+                                   s.T, s.H, s.Hkv, s.D, dropout);
+      }};
 }
 
 // RoPE at a position offset (as in a continued sequence) for the kernels' columns; the
@@ -916,6 +1058,12 @@ std::vector<OpSpec> make_table() {
                  k.attention_forward(memory::TensorView{}, v[0], v[1], v[2], v[3], v[4], s.B, s.T,
                                      s.H, s.Hkv, s.D);
                }});
+
+  // ---- flash attention (tiled, no (B, H, T, T) tensor), against the naive reference ----
+  t.push_back(flash_forward_op("flash_attention_forward", flash_shapes()));
+  t.push_back(flash_backward_op("flash_attention_backward", flash_shapes()));
+  t.push_back(flash_forward_op("flash_attention_forward_dropout", flash_dropout_shapes()));
+  t.push_back(flash_backward_op("flash_attention_backward_dropout", flash_dropout_shapes()));
 
   // ---- reductions (double results) ----
   t.push_back(

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -32,7 +33,9 @@
 
 #include "common/dtype/convert.h"
 #include "common/nn/cpu_kernel_backend.h"
+#include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/low_precision_linear.h"
+#include "common/platform/errors.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/storage.h"
 #include "tests/ops/op_harness.h"
@@ -151,9 +154,15 @@ bool has_param_grads(const OpSpec& op) {
   return false;
 }
 
+bool is_flash_attention(const OpSpec& op) {
+  return op.name.starts_with("flash_attention_");
+}
+
 bool runs_in_storage_columns(const OpSpec& op) {
-  // The optimizers' tensors follow OptimizerTypes, not (A, G): OptimizerStorage below.
-  return op.backend && op.name != "adamw_update" && op.name != "sgd_update";
+  // The optimizers' tensors follow OptimizerTypes, not (A, G): OptimizerStorage below. Flash
+  // attention runs on the CPU and the emulated CUDA backend: FlashStorage below.
+  return op.backend && op.name != "adamw_update" && op.name != "sgd_update" &&
+         !is_flash_attention(op);
 }
 
 // The buffers of one run; f64 buffers are host doubles the backend returns.
@@ -338,6 +347,195 @@ INSTANTIATE_TEST_SUITE_P(AllOps, StorageTest, ::testing::ValuesIn(storage_cases(
                            return emulated_op_table()[param.param.op_index].name + "_" +
                                   storage_name(param.param.storage);
                          });
+
+// ---- flash attention on 16-bit storage: CPU and emulated CUDA kernels ------------------------
+//
+// The CUDA kernels' 16-bit instantiations run nowhere else on a machine without a GPU, so the
+// flash ops run here on three columns: CpuKernelBackend, the emulated CUDA backend (its v2
+// kernels) and the emulated v1 launchers. The CUDA kernels do the float kernel's f32 arithmetic in
+// the same order on widened values, so their two runs must agree bit for bit; the CPU's within the
+// table's tolerance, as every other reduction above.
+// The table's backward entries first run the forward into out and lse, which on 16-bit storage
+// rounds out into A while the f32 run keeps it exact: an intermediate the contract says nothing
+// about. So here the backward's inputs are made once, before both runs: out and lse by the
+// column's own forward on the 16-bit inputs (so P = exp(S − lse) is a probability), then widened
+// for the f32 run like every other input, and the two runs call the backward alone.
+
+// The dropout stream of the forward and backward here (both runs of a case use the same mask).
+constexpr uint64_t kFlashDropoutSeed = 0x5EED1234ull;
+
+enum class FlashColumn { cpu_backend, emulated_backend, emulated_v1 };
+
+const char* flash_column_name(FlashColumn column) {
+  switch (column) {
+    case FlashColumn::cpu_backend:
+      return "cpu_backend";
+    case FlashColumn::emulated_backend:
+      return "emulated_backend";
+    case FlashColumn::emulated_v1:
+      return "emulated_v1";
+  }
+  return "?";
+}
+
+struct FlashStorageCase {
+  std::size_t op_index;
+  DType a;
+  FlashColumn column;
+};
+
+std::string flash_storage_name(const FlashStorageCase& c) {
+  std::ostringstream name;
+  name << emulated_op_table()[c.op_index].name << "_" << dtype_name(c.a) << "_"
+       << flash_column_name(c.column);
+  return name.str();
+}
+
+void PrintTo(const FlashStorageCase& c, std::ostream* os) {
+  *os << flash_storage_name(c);
+}
+
+std::vector<FlashStorageCase> flash_storage_cases() {
+  std::vector<FlashStorageCase> cases;
+  const auto& table = emulated_op_table();
+  for (std::size_t i = 0; i < table.size(); i++) {
+    if (!is_flash_attention(table[i])) continue;
+    for (DType a : {DType::bf16, DType::f16}) {
+      for (FlashColumn column :
+           {FlashColumn::cpu_backend, FlashColumn::emulated_backend, FlashColumn::emulated_v1}) {
+        cases.push_back({i, a, column});
+      }
+    }
+  }
+  return cases;
+}
+
+kernels::cpu::AttentionDropout flash_dropout(const Shape& s) {
+  return {s.dropout_p, kFlashDropoutSeed, s.dropout_offset};
+}
+
+// f(A{}) for the storage type of a run's activation buffers (float, bf16_t or f16_t).
+template <class F>
+void with_activation_type(DType type, F&& f) {
+  if (type == DType::bf16) {
+    f(bf16_t{});
+  } else if (type == DType::f16) {
+    f(f16_t{});
+  } else {
+    f(float{});
+  }
+}
+
+template <class T>
+T* typed_data(Buffer& buffer) {
+  return reinterpret_cast<T*>(buffer.data());
+}
+
+// The forward on buffers out, lse, q, k, v of a run, on one column (backend: the column's).
+void flash_forward(FlashColumn column, const nn::KernelBackend& backend, OpRun& run, const Shape& s,
+                   std::size_t out, std::size_t lse, std::size_t q, std::size_t k, std::size_t v) {
+  if (column != FlashColumn::emulated_v1) {
+    const Views views = run.views();
+    backend.flash_attention_forward(views[out], views[lse], views[q], views[k], views[v], s.B, s.T,
+                                    s.H, s.Hkv, s.D, flash_dropout(s));
+    return;
+  }
+  auto& b = run.buffers;
+  with_activation_type(b[q].type(), [&]<class A>(A) {
+    kernels::cuda::flash_attention_forward(typed_data<A>(b[out]), typed_data<float>(b[lse]),
+                                           typed_data<A>(b[q]), typed_data<A>(b[k]),
+                                           typed_data<A>(b[v]), s.B, s.T, s.H, s.Hkv, s.D,
+                                           flash_dropout(s), kernels::cuda::KernelVersion::v1);
+  });
+}
+
+// The backward alone on the table's backward buffers (op_table.cpp: dq, dk, dv, delta, dout, q,
+// k, v, out, lse).
+void flash_backward(FlashColumn column, const nn::KernelBackend& backend, OpRun& run,
+                    const Shape& s) {
+  if (column != FlashColumn::emulated_v1) {
+    const Views v = run.views();
+    backend.flash_attention_backward(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+                                     s.B, s.T, s.H, s.Hkv, s.D, flash_dropout(s));
+    return;
+  }
+  auto& b = run.buffers;
+  with_activation_type(b[5].type(), [&]<class A>(A) {
+    kernels::cuda::flash_attention_backward(
+        typed_data<A>(b[0]), typed_data<A>(b[1]), typed_data<A>(b[2]), typed_data<float>(b[3]),
+        typed_data<A>(b[4]), typed_data<A>(b[5]), typed_data<A>(b[6]), typed_data<A>(b[7]),
+        typed_data<A>(b[8]), typed_data<float>(b[9]), s.B, s.T, s.H, s.Hkv, s.D, flash_dropout(s),
+        kernels::cuda::KernelVersion::v1);
+  });
+}
+
+class FlashStorage : public ::testing::TestWithParam<FlashStorageCase> {};
+
+TEST_P(FlashStorage, IsTheF32OpOnWidenedInputsRoundedOnce) {
+  const OpSpec& op = emulated_op_table()[GetParam().op_index];
+  const Storage storage{GetParam().a, GetParam().a};
+  const FlashColumn column = GetParam().column;
+  const std::unique_ptr<nn::KernelBackend> backend =
+      column == FlashColumn::cpu_backend
+          ? std::unique_ptr<nn::KernelBackend>(std::make_unique<nn::CpuKernelBackend>())
+          : nn::make_emulated_cuda_kernel_backend();
+  const bool bitwise = column != FlashColumn::cpu_backend;
+  const bool backward = op.name.starts_with("flash_attention_backward");
+  for (std::size_t index = 0; index < op.shapes.size(); index++) {
+    const Shape& shape = op.shapes[index];
+    const std::vector<BufferSpec> specs = op.buffers(shape);
+    for (const bool edges : {false, true}) {
+      if (edges && index != 2 % op.shapes.size()) continue;  // one shape with edge values
+      std::ostringstream label;
+      label << flash_storage_name(GetParam()) << " at " << shape.label
+            << (edges ? " with NaN and ±60000 inputs" : "");
+      const std::string what = label.str();
+      OpRun typed = make_run(specs, shape, storage, index + 1, edges);
+      if (backward) flash_forward(column, *backend, typed, shape, 8, 9, 5, 6, 7);
+      OpRun reference = widened(typed);
+      for (OpRun* run : {&typed, &reference}) {
+        if (backward) {
+          flash_backward(column, *backend, *run, shape);
+        } else {
+          flash_forward(column, *backend, *run, shape, 0, 1, 2, 3, 4);
+        }
+      }
+      for (std::size_t k = 0; k < specs.size(); k++) {
+        if (!specs[k].compare) continue;
+        EXPECT_TRUE(
+            compare(what, specs[k], typed.buffers[k], reference.buffers[k], bitwise, op.tolerance));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFlashOps, FlashStorage, ::testing::ValuesIn(flash_storage_cases()),
+                         [](const ::testing::TestParamInfo<FlashStorageCase>& param) {
+                           return flash_storage_name(param.param);
+                         });
+
+// The launchers' one limit beyond the CPU kernel's checks, and a bad group, each named in the
+// message before anything launches (the pointers are never read).
+TEST(FlashStorageArguments, CudaLaunchersNameAHeadSizeAbove256AndKvHeadsNotDividingH) {
+  float x = 0.0f;
+  for (auto version : {kernels::cuda::KernelVersion::v1, kernels::cuda::KernelVersion::v2}) {
+    try {
+      kernels::cuda::flash_attention_forward(&x, &x, &x, &x, &x, 1, 1, 1, 1, 257, {}, version);
+      ADD_FAILURE() << "D = 257 was accepted";
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("head size D = 257 must be <= 256"), std::string::npos)
+          << e.what();
+    }
+    try {
+      kernels::cuda::flash_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, &x, 1, 1, 3, 2, 8,
+                                              {}, version);
+      ADD_FAILURE() << "Hkv = 2 with H = 3 was accepted";
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("Hkv = 2 must divide heads H = 3"), std::string::npos)
+          << e.what();
+    }
+  }
+}
 
 // ---- the kernels' load of an f16 ------------------------------------------------------------
 
