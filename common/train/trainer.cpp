@@ -133,6 +133,14 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
             options.seed),
       scaler_(effective_loss_scale(options)) {
   validate(options_);
+  const bool cuda_kernels = runtime.kernel_kind() == nn::KernelKind::cuda ||
+                            runtime.kernel_kind() == nn::KernelKind::cuda_emulated;
+  // The CUDA flash kernels keep a row's accumulators in registers (as FlashAttention does).
+  if (options_.attention == AttentionKind::flash && cuda_kernels && options_.model.head_dim() > 256)
+    throw UsageError("--attention flash with the CUDA kernels needs a head dimension <= 256, got " +
+                     std::to_string(options_.model.head_dim()) + " (hidden " +
+                     std::to_string(options_.model.hidden) + " / " +
+                     std::to_string(options_.model.heads) + " heads)");
   micro_batch_sizes_ = step_micro_batches(options_);
   const amp::PrecisionPolicy precision =
       amp::precision_policy(options_.precision, options_.fp32_grads, options_.stochastic_rounding);

@@ -348,6 +348,13 @@ TEST(TrainCli, FlashAttentionPeakIsTheEstimatorsFlashLayout) {
     EXPECT_EQ(count_lines(r.out), 1) << command << ": " << r.out;
     EXPECT_NE(r.out.find("'flashy'"), std::string::npos) << r.out;
   }
+  // The CUDA kernels hold a row's accumulators in registers: head dimension 300 is refused.
+  const Result wide = vramlab(
+      "train --layers 1 --hidden 600 --heads 2 --vocab 29 --seq 4 --batch 1 --steps 1 "
+      "--device sim:1GiB --kernels cuda-emulated --attention flash");
+  EXPECT_EQ(wide.exit_code, 2) << wide.out;
+  EXPECT_EQ(count_lines(wide.out), 1) << wide.out;
+  EXPECT_NE(wide.out.find("got 300"), std::string::npos) << wide.out;
 }
 
 }  // namespace

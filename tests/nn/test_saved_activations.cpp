@@ -27,9 +27,11 @@ std::vector<int32_t> token_ids(int64_t n, int64_t vocab, int64_t salt) {
 
 // Runs a forward on `device` and compares the store's listing with the estimator's contract.
 void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64_t T,
-                                     const std::string& device) {
+                                     const std::string& device,
+                                     AttentionKind attention = AttentionKind::naive) {
   Runtime runtime(memory::parse_device(device));
   DecoderModel model(runtime, config, 1);
+  model.set_attention(attention);
   SavedActivations saved(runtime, config.layers);
   auto tokens = token_ids(B * T, config.vocab, 1), targets = token_ids(B * T, config.vocab, 2);
   // sim and cpu memory is host memory and meta runs no kernel, so host vectors serve as inputs.
@@ -37,7 +39,7 @@ void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64
   const memory::TensorView target_view(targets.data(), DType::i32, {B, T});
   model.forward(saved, token_view, target_view, B, T);
   const auto listed = saved.list();
-  const auto per_layer = estimate::runtime_saved_activations_per_layer(config, B, T);
+  const auto per_layer = estimate::runtime_saved_activations_per_layer(config, B, T, attention);
   const auto outside = estimate::runtime_saved_activations_outside_layers(config, B, T);
   ASSERT_EQ(listed.size(), per_layer.size() * static_cast<size_t>(config.layers) + outside.size())
       << config.name << " on " << device;
@@ -51,7 +53,8 @@ void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64
       continue;
     }
     if (info.layer != current_layer) {
-      EXPECT_EQ(layer_bytes, estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32))
+      EXPECT_EQ(layer_bytes,
+                estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32, attention))
           << "layer " << current_layer;
       current_layer = info.layer;
       index_in_layer = 0;
@@ -68,13 +71,15 @@ void expect_layout_matches_estimator(const ModelConfig& config, int64_t B, int64
     EXPECT_EQ(info.dtype, DType::f32);
     layer_bytes += info.bytes;
   }
-  EXPECT_EQ(layer_bytes, estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32));
+  EXPECT_EQ(layer_bytes,
+            estimate::runtime_activation_bytes_per_layer(config, B, T, DType::f32, attention));
   ASSERT_EQ(by_layer_outside.size(), outside.size());
   for (size_t i = 0; i < outside.size(); ++i) {
     EXPECT_EQ(by_layer_outside[i].name, outside[i].name);
     EXPECT_EQ(by_layer_outside[i].shape, outside[i].shape) << outside[i].name;
   }
-  EXPECT_EQ(saved.bytes(), estimate::runtime_activation_bytes_total(config, B, T, DType::f32));
+  EXPECT_EQ(saved.bytes(),
+            estimate::runtime_activation_bytes_total(config, B, T, DType::f32, attention));
   // The allocator sees them as activations: each block rounded up to 512 bytes, and a large-pool
   // block keeps a remainder below 1 MiB unsplit (PyTorch's should_split).
   const int64_t activation_bytes =
@@ -99,6 +104,17 @@ TEST(SavedActivations, LlamaLayoutIsTheEstimatorsRuntimeLayout) {
 
 TEST(SavedActivations, MetaDeviceSavesTheSameLayoutWithoutRunningKernels) {
   expect_layout_matches_estimator(model_config_by_name("gpt2-124m"), 4, 1024, "meta");
+}
+
+// Flash attention saves lse (B, H, T) instead of att (B, H, T, T): the layout, measured on every
+// device kind, is still the estimator's, and the backward still empties the store.
+TEST(SavedActivations, FlashAttentionLayoutIsTheEstimatorsOnEveryDevice) {
+  expect_layout_matches_estimator(gpt2_config("flash-gpt2", 2, 32, 4, 50, 40), 2, 37, "cpu",
+                                  AttentionKind::flash);
+  expect_layout_matches_estimator(llama_config("flash-llama", 2, 48, 6, 2, 40, 50, 24), 3, 19,
+                                  "sim:64MiB", AttentionKind::flash);
+  expect_layout_matches_estimator(model_config_by_name("llama2-7b"), 1, 4096, "meta",
+                                  AttentionKind::flash);
 }
 
 TEST(SavedActivations, APlanMustHaveOneEntryPerLayerAndFullLayersStartTheirSegment) {
