@@ -1,0 +1,92 @@
+// Reference solution of exercise 06.4: flash attention's tile sizes, tile counts, working set and
+// saved bytes (exercises/06-flash-attention/api/tile_budget.h).
+#include <algorithm>
+#include <string>
+
+#include "common/platform/errors.h"
+#include "exercises/06-flash-attention/api/tile_budget.h"
+
+namespace vramlab::lesson06 {
+
+namespace {
+
+void require_at_least(int64_t value, int64_t minimum, const char* name) {
+  if (value < minimum)
+    throw UsageError(std::string(name) + " must be >= " + std::to_string(minimum) + ", got " +
+                     std::to_string(value));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);  // a ≥ 0, b ≥ 1; no a + b − 1 that could overflow
+}
+
+// a · b, or a UsageError naming what overflowed.
+int64_t checked_product(int64_t a, int64_t b, const char* what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw UsageError(std::string(what) + " does not fit in 64 bits (" + std::to_string(a) + " x " +
+                     std::to_string(b) + ")");
+  return product;
+}
+
+}  // namespace
+
+//! [reference]
+BlockSizes fa1_block_sizes(int64_t sram_elements, int64_t head_dim) {
+  require_at_least(sram_elements, 1, "on-chip memory M (elements)");
+  require_at_least(head_dim, 1, "head size d");
+  // Q_i, K_j, V_j and O_i, each of B·d elements, share M: a quarter each, rounded up as Alg. 1
+  // does; a query tile of more than d rows would not leave room for its d-wide output.
+  const int64_t rows = ceil_div(sram_elements, checked_product(4, head_dim, "4 d"));
+  return BlockSizes{rows, std::min(rows, head_dim)};
+}
+
+TileGrid causal_tile_grid(int64_t seq_len, BlockSizes blocks) {
+  require_at_least(seq_len, 0, "sequence length T");
+  require_at_least(blocks.query_rows, 1, "query tile rows B_r");
+  require_at_least(blocks.key_rows, 1, "key tile rows B_c");
+  TileGrid grid;
+  grid.query_tiles = ceil_div(seq_len, blocks.query_rows);
+  grid.key_tiles = ceil_div(seq_len, blocks.key_rows);
+  for (int64_t i = 0; i < grid.query_tiles; ++i) {
+    const int64_t first = i * blocks.query_rows;
+    const int64_t last = std::min(first + blocks.query_rows, seq_len) - 1;
+    // Key tile j is computed when its first key j·B_c ≤ the tile's last query (some entry is
+    // visible), and full when its last key ≤ the tile's first query (every entry is visible);
+    // the diagonal tiles in between are computed with the mask, not skipped.
+    const int64_t computed = std::min(grid.key_tiles, last / blocks.key_rows + 1);
+    const int64_t full = first == seq_len - 1 ? grid.key_tiles : (first + 1) / blocks.key_rows;
+    grid.full += full;
+    grid.partial += computed - full;
+    grid.skipped += grid.key_tiles - computed;
+  }
+  return grid;
+}
+
+int64_t tile_step_working_set_bytes(BlockSizes blocks, int64_t head_dim, int64_t element_bytes) {
+  require_at_least(blocks.query_rows, 1, "query tile rows B_r");
+  require_at_least(blocks.key_rows, 1, "key tile rows B_c");
+  require_at_least(head_dim, 1, "head size d");
+  require_at_least(element_bytes, 1, "element bytes");
+  const int64_t br = blocks.query_rows, bc = blocks.key_rows, d = head_dim;
+  const int64_t inputs = (br * d + 2 * bc * d) * element_bytes;  // Q_i, K_j, V_j
+  const int64_t f32 = (br * d + 2 * br + br * bc) * 4;           // O_i, m, ℓ, S_ij
+  return inputs + f32;
+}
+
+AttentionExtraBytes attention_extra_bytes(int64_t batch, int64_t heads, int64_t seq_len,
+                                          int64_t element_bytes) {
+  require_at_least(batch, 0, "batch B");
+  require_at_least(heads, 0, "heads H");
+  require_at_least(seq_len, 0, "sequence length T");
+  require_at_least(element_bytes, 1, "element bytes");
+  // B·H·T·4 for the lse; B·H·T·T·bytes for P, which passes 2^31 already at B·H = 1, T = 46341.
+  const int64_t rows = checked_product(checked_product(batch, heads, "B H"), seq_len, "B H T");
+  const int64_t flash = checked_product(rows, 4, "the lse bytes B H T 4");
+  const int64_t naive = checked_product(checked_product(rows, seq_len, "B H T T"), element_bytes,
+                                        "the probabilities' bytes B H T T bytes");
+  return AttentionExtraBytes{naive, flash};
+}
+//! [reference]
+
+}  // namespace vramlab::lesson06
