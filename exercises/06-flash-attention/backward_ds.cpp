@@ -1,8 +1,8 @@
 // Exercise 06.3 — YOUR CODE: the flash-attention backward's delta = rowsum(dO ∘ O) and dS.
 //
-// The API and its contract: exercises/06-flash-attention/api/backward_ds.h
+// The API and its contract: lessons/06-flash-attention/api/backward_ds.h
 // Check:  build/bin/vramlab check 06.3        Stuck:  build/bin/vramlab hint 06.3
-#include "exercises/06-flash-attention/api/backward_ds.h"
+#include "lessons/06-flash-attention/api/backward_ds.h"
 #include "common/workbook/not_implemented.h"
 
 namespace vramlab::lesson06 {

@@ -1,8 +1,8 @@
 // Exercise 06.2 — YOUR CODE: one tile step of the flash-attention forward, and the final divide.
 //
-// The API and its contract: exercises/06-flash-attention/api/forward_tile_step.h
+// The API and its contract: lessons/06-flash-attention/api/forward_tile_step.h
 // Check:  build/bin/vramlab check 06.2        Stuck:  build/bin/vramlab hint 06.2
-#include "exercises/06-flash-attention/api/forward_tile_step.h"
+#include "lessons/06-flash-attention/api/forward_tile_step.h"
 #include "common/workbook/not_implemented.h"
 
 namespace vramlab::lesson06 {

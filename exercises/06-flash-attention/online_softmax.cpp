@@ -1,8 +1,8 @@
 // Exercise 06.1 — YOUR CODE: the online softmax of one row of scores, block by block.
 //
-// The API and its contract: exercises/06-flash-attention/api/online_softmax.h
+// The API and its contract: lessons/06-flash-attention/api/online_softmax.h
 // Check:  build/bin/vramlab check 06.1        Stuck:  build/bin/vramlab hint 06.1
-#include "exercises/06-flash-attention/api/online_softmax.h"
+#include "lessons/06-flash-attention/api/online_softmax.h"
 #include "common/workbook/not_implemented.h"
 
 namespace vramlab::lesson06 {

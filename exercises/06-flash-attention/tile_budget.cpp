@@ -1,9 +1,9 @@
 // Exercise 06.4 — YOUR CODE: flash attention's tile sizes, causal tile counts, working set and
 // saved bytes, predicted from the formulas.
 //
-// The API and its contract: exercises/06-flash-attention/api/tile_budget.h
+// The API and its contract: lessons/06-flash-attention/api/tile_budget.h
 // Check:  build/bin/vramlab check 06.4        Stuck:  build/bin/vramlab hint 06.4
-#include "exercises/06-flash-attention/api/tile_budget.h"
+#include "lessons/06-flash-attention/api/tile_budget.h"
 #include "common/workbook/not_implemented.h"
 
 namespace vramlab::lesson06 {

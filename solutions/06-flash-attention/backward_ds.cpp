@@ -1,6 +1,6 @@
 // Reference solution of exercise 06.3: delta and dS of the flash-attention backward
-// (exercises/06-flash-attention/api/backward_ds.h).
-#include "exercises/06-flash-attention/api/backward_ds.h"
+// (lessons/06-flash-attention/api/backward_ds.h).
+#include "lessons/06-flash-attention/api/backward_ds.h"
 
 namespace vramlab::lesson06 {
 

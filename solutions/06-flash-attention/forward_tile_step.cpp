@@ -1,11 +1,11 @@
 // Reference solution of exercise 06.2: one tile step of the flash-attention forward
-// (exercises/06-flash-attention/api/forward_tile_step.h).
+// (lessons/06-flash-attention/api/forward_tile_step.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "exercises/06-flash-attention/api/forward_tile_step.h"
+#include "lessons/06-flash-attention/api/forward_tile_step.h"
 
 namespace vramlab::lesson06 {
 

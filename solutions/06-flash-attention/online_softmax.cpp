@@ -1,12 +1,12 @@
 // Reference solution of exercise 06.1: the online softmax of one row
-// (exercises/06-flash-attention/api/online_softmax.h).
+// (lessons/06-flash-attention/api/online_softmax.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "common/platform/errors.h"
-#include "exercises/06-flash-attention/api/online_softmax.h"
+#include "lessons/06-flash-attention/api/online_softmax.h"
 
 namespace vramlab::lesson06 {
 

@@ -1,10 +1,10 @@
 // Reference solution of exercise 06.4: flash attention's tile sizes, tile counts, working set and
-// saved bytes (exercises/06-flash-attention/api/tile_budget.h).
+// saved bytes (lessons/06-flash-attention/api/tile_budget.h).
 #include <algorithm>
 #include <string>
 
 #include "common/platform/errors.h"
-#include "exercises/06-flash-attention/api/tile_budget.h"
+#include "lessons/06-flash-attention/api/tile_budget.h"
 
 namespace vramlab::lesson06 {
 

@@ -19,7 +19,7 @@
 
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
-#include "exercises/06-flash-attention/api/backward_ds.h"
+#include "lessons/06-flash-attention/api/backward_ds.h"
 
 namespace vramlab::lesson06 {
 namespace {

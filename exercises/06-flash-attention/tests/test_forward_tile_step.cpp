@@ -24,7 +24,7 @@
 
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
-#include "exercises/06-flash-attention/api/forward_tile_step.h"
+#include "lessons/06-flash-attention/api/forward_tile_step.h"
 
 namespace vramlab::lesson06 {
 namespace {

@@ -21,7 +21,7 @@
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
-#include "exercises/06-flash-attention/api/online_softmax.h"
+#include "lessons/06-flash-attention/api/online_softmax.h"
 
 namespace vramlab::lesson06 {
 namespace {

@@ -19,7 +19,7 @@
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
-#include "exercises/06-flash-attention/api/tile_budget.h"
+#include "lessons/06-flash-attention/api/tile_budget.h"
 
 namespace vramlab::lesson06 {
 namespace {

@@ -1,7 +1,7 @@
 // Known-wrong variant of exercise 06.3 (kept for `vramlab verify`, never linked into a lesson):
 // forgets delta: dS = P ∘ dP.
 // The exercise's tests must fail for it.
-#include "exercises/06-flash-attention/api/backward_ds.h"
+#include "lessons/06-flash-attention/api/backward_ds.h"
 
 namespace vramlab::lesson06 {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "exercises/06-flash-attention/api/forward_tile_step.h"
+#include "lessons/06-flash-attention/api/forward_tile_step.h"
 
 namespace vramlab::lesson06 {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/platform/errors.h"
-#include "exercises/06-flash-attention/api/online_softmax.h"
+#include "lessons/06-flash-attention/api/online_softmax.h"
 
 namespace vramlab::lesson06 {
 

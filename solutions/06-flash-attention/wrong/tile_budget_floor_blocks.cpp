@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/platform/errors.h"
-#include "exercises/06-flash-attention/api/tile_budget.h"
+#include "lessons/06-flash-attention/api/tile_budget.h"
 
 namespace vramlab::lesson06 {
 

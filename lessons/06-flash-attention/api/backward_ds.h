@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <span>
 
-#include "exercises/06-flash-attention/api/forward_tile_step.h"
+#include "lessons/06-flash-attention/api/forward_tile_step.h"
 
 namespace vramlab::lesson06 {
 
