@@ -69,6 +69,9 @@ struct LinePlot {
   std::vector<LineSeries> series;  ///< the lines.
   bool y_is_bytes = false;         ///< label y ticks with binary byte prefixes.
   bool log_x = false;              ///< logarithmic x axis (all finite x must be > 0 to be drawn).
+  /// Logarithmic y axis (all finite y must be > 0 to be drawn): ticks at powers of two with
+  /// y_is_bytes (1 KiB, 1 MiB, …), else at powers of ten.
+  bool log_y = false;
 };
 
 /// Renders a StackedBarChart as an SVG document.
