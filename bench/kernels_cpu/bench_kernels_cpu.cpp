@@ -19,6 +19,7 @@
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/flash_attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_low_precision.h"
 #include "kernels/cpu/normalization.h"
@@ -257,6 +258,48 @@ BENCHMARK_CAPTURE(BM_AttentionBackward, fast, false)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AttentionBackward, reference, true)
     ->Args({4, 4})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Lesson 06: one causal attention forward + backward at B=1, H=8, D=64 (the shape
+// bench/compare_sdpa.py runs against PyTorch's scaled_dot_product_attention), flash vs the naive
+// attention, T = range(0). The naive one keeps its scores in place in att (as the runtime does), so
+// it needs 2·H·T² floats: 1 GiB at T=4096. Optional range(1), range(2) set the flash tile sizes.
+void BM_CausalAttentionForwardBackward(benchmark::State& state, bool flash) {
+  constexpr int64_t B = 1, H = 8, D = 64;
+  const int64_t T = state.range(0);
+  cpu::FlashTiles tiles;
+  if (state.range(1) > 0) tiles = {state.range(1), state.range(2)};
+  const auto q = random_buffer(B * T * H * D, 1), k = random_buffer(q.size(), 2),
+             v = random_buffer(q.size(), 3), dout = random_buffer(q.size(), 4);
+  std::vector<float> out(q.size()), dq(q.size()), dk(q.size()), dv(q.size());  // (B, T, H, D)
+  std::vector<float> lse(static_cast<size_t>(B * H * T)), delta(lse.size());   // (B, H, T)
+  std::vector<float> att(flash ? 0 : static_cast<size_t>(B * H * T * T)),      // (B, H, T, T)
+      datt(att.size());
+  for (auto _ : state) {
+    if (flash) {
+      cpu::flash_attention_forward<float>(out.data(), lse.data(), q.data(), k.data(), v.data(), B,
+                                          T, H, H, D, {}, tiles);
+      cpu::flash_attention_backward<float>(dq.data(), dk.data(), dv.data(), delta.data(),
+                                           dout.data(), q.data(), k.data(), v.data(), out.data(),
+                                           lse.data(), B, T, H, H, D, {}, tiles);
+    } else {
+      cpu::attention_forward(out.data(), att.data(), att.data(), q.data(), k.data(), v.data(), B, T,
+                             H, H, D);
+      cpu::attention_backward(dq.data(), dk.data(), dv.data(), datt.data(), dout.data(), q.data(),
+                              k.data(), v.data(), att.data(), B, T, H, H, D);
+    }
+    benchmark::DoNotOptimize(dq.data());
+  }
+  // Forward 2 products, backward 5 (FA2's count), each 2·T(T+1)/2·D per head.
+  report_flops(state, 7.0 * 2.0 * static_cast<double>(B * H * T * (T + 1) / 2 * D));
+}
+BENCHMARK_CAPTURE(BM_CausalAttentionForwardBackward, flash, true)
+    ->ArgsProduct({{512, 1024, 2048, 4096}, {0}, {0}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CausalAttentionForwardBackward, naive, false)
+    ->ArgsProduct({{512, 1024, 2048, 4096}, {0}, {0}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
