@@ -666,12 +666,16 @@ SvgFigure plot_line(const LinePlot& plot) {
 
   std::vector<double> x_ticks;
   std::vector<std::string> x_labels;
+  const double x_base = plot.log_x_base > 1.0 ? plot.log_x_base : 10.0;
+  const auto x_axis_value = [&](double x) {
+    return plot.log_x ? std::log(x) / std::log(x_base) : x;
+  };
   if (plot.log_x) {
-    const double first = std::floor(std::log10(x_lo));
-    const double last = std::max(first + 1.0, std::ceil(std::log10(x_hi)));
+    const double first = std::floor(x_axis_value(x_lo) + 1e-9);
+    const double last = std::max(first + 1.0, std::ceil(x_axis_value(x_hi) - 1e-9));
     for (double e = first; e <= last + 1e-9; e += 1.0) {
       x_ticks.push_back(e);
-      x_labels.push_back(tick_label(std::pow(10.0, e)));
+      x_labels.push_back(tick_label(std::pow(x_base, e)));
     }
   } else {
     if (!(x_hi > x_lo)) {
@@ -689,8 +693,8 @@ SvgFigure plot_line(const LinePlot& plot) {
     return plot.log_y ? std::log(y) / std::log(log_base) : y;
   };
   if (plot.log_y) {
-    const double first = std::floor(y_axis_value(y_lo));
-    const double last = std::max(first + 1.0, std::ceil(y_axis_value(y_hi)));
+    const double first = std::floor(y_axis_value(y_lo) + 1e-9);
+    const double last = std::max(first + 1.0, std::ceil(y_axis_value(y_hi) - 1e-9));
     // At most about 7 ticks: steps of whole exponents.
     const double step = std::max(1.0, std::ceil((last - first) / 6.0));
     for (double e = first; e < last + step - 1e-9; e += step) {
@@ -723,7 +727,7 @@ SvgFigure plot_line(const LinePlot& plot) {
   const double y_axis_lo = y_ticks.front();
   const double y_axis_hi = y_ticks.back();
   auto x_of = [&](double x) {
-    const double v = plot.log_x ? std::log10(x) : x;
+    const double v = x_axis_value(x);
     return kLeft + plot_width * (v - x_axis_lo) / (x_axis_hi - x_axis_lo);
   };
   auto x_of_tick = [&](double tick) {

@@ -26,6 +26,7 @@ report::LinePlot memory_plot(const Lesson& lesson) {
   plot.x_label = "sequence length T (log scale)";
   plot.y_label = "bytes (log scale)";
   plot.log_x = true;
+  plot.log_x_base = 2.0;
   plot.log_y = true;
   plot.y_is_bytes = true;
   report::LineSeries naive_peak{"naive: allocator peak of the op", {}, {}, "#d62728", false};
