@@ -152,11 +152,19 @@ report::SvgFigure tiling_figure(int64_t seq, const kernels::cpu::FlashTiles& til
   for (int64_t i = 0; i < rows; i += every)
     c.text(kLeft - 6, kTop + cell * (static_cast<double>(i) + 0.5) + 4, std::to_string(i), "end",
            11);
-  const double grid_bottom = kTop + grid_h;
-  c.text(kLeft + grid_w / 2, grid_bottom + 22,
-         "key/value tile j (" + std::to_string(tiles.key_rows) + " keys each)", "middle", 13);
-  c.text(30, kTop + grid_h / 2, "query tile i (" + std::to_string(tiles.query_rows) + " rows)",
-         "middle", 13, -90.0);
+  // The axis titles are centred on the grid, or as near as they fit when the grid is smaller
+  // than they are (a short T): the layout is measured as the text check measures it.
+  const std::string x_title = "key/value tile j (" + std::to_string(tiles.key_rows) + " keys each)";
+  const std::string y_title = "query tile i (" + std::to_string(tiles.query_rows) + " rows)";
+  const auto width_of = [](const std::string& text, double size) {
+    const report::TextBox box = report::text_box(text, 0, 0, "start", size, false, 0.0);
+    return box.corners[1].x - box.corners[0].x;
+  };
+  const double y_title_centre = std::max(kTop + grid_h / 2, kTop + width_of(y_title, 13) / 2 + 4);
+  const double grid_bottom = std::max(kTop + grid_h, y_title_centre + width_of(y_title, 13) / 2);
+  c.text(std::max(kLeft + grid_w / 2, kLeft + width_of(x_title, 13) / 2), grid_bottom + 22, x_title,
+         "middle", 13);
+  c.text(30, y_title_centre, y_title, "middle", 13, -90.0);
   double legend_y = grid_bottom + 50;
   const auto legend = [&](const char* colour, const std::string& label) {
     c.rect(kLeft, legend_y - 11, 14, 14, colour, label);
