@@ -149,10 +149,10 @@ int run(const Options& o) {
       "Next:\n  %s   # Llama's grouped-query heads: k and v shrink, att does not\n",
       lesson_command("--heads 32 --kv-heads 8 --head-dim 128 --seqs 512,1024,2048").c_str());
   std::printf("  %s   # where does the memory go in a whole step?\n",
-              "vramlab train --model gpt2-small --seq 1024 --batch 1 --attention flash "
+              "vramlab train --model gpt2-124m --seq 1024 --batch 1 --attention flash "
               "--device meta");
   std::printf(
-      "  vramlab estimate --model llama2-7b --seq 8192 --attention flash   # the "
+      "  vramlab estimate --model llama2-7b --seq 4096 --attention flash   # the "
       "estimator's view\n");
   return 0;
 }

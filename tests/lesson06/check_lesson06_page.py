@@ -19,10 +19,14 @@ def section(text, title):
         if line.startswith(title):
             taking = True
             continue
-        if taking and (not line or line.startswith("  ")):
-            break
-        if taking and not line.startswith("---") and line.split()[0].isdigit():
-            rows.append(line)
+        if not taking:
+            continue
+        first = line.split()[0] if line.strip() else ""
+        if first in ("T", "#") or first.startswith("---"):
+            continue  # the header and its rule (right-aligned, so indented like a note)
+        if not first.isdigit():
+            break  # a blank line or the note under the table
+        rows.append(line)
     return rows
 
 
