@@ -10,7 +10,7 @@
 // - Tiles are copied widened into per-thread f32 scratch whose rows are padded to whole vectors
 //   (Dp, Bcp columns; the padding is zero or masked), so the micro-kernel has no column tail.
 //   K and V are stored transposed, (D, Bcp), where they are the right-hand side of Q·Kᵀ and dO·Vᵀ;
-//   Pᵀ and dSᵀ are written transposed for dV and dK.
+//   for dV += Pᵀ·dO and dK += dSᵀ·Q the micro-kernel reads P and dS column-wise instead.
 // - q is multiplied by 1/√D when its tile is loaded: the scores need no extra pass, and dK +=
 //   dSᵀ·(q/√D) already carries the factor.
 // - Causal tiles cost 1 … ⌈T/Br⌉ key tiles: the tasks are handed out dynamically, longest first.
@@ -346,8 +346,9 @@ int64_t round_up(int64_t n, int64_t multiple) {
   return ceil_div(n, multiple) * multiple;
 }
 
-// c (R, V·kLanes) += a (R, depth) · b (depth, V·kLanes); leading dimensions lda, ldb, ldc.
-template <int R, int V>
+// c (R, V·kLanes) += a (R, depth) · b (depth, V·kLanes); leading dimensions lda, ldb, ldc. With
+// TransposedA, a is stored (depth, R): element (r, p) at a[p·lda + r].
+template <int R, int V, bool TransposedA>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
                 int64_t depth) {
   Vec acc[R][V];
@@ -362,7 +363,7 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
     for (int x = 0; x < V; x++) b_row[x] = load(b + p * ldb + x * kLanes);
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-      const float a_value = a[r * lda + p];
+      const float a_value = TransposedA ? a[p * lda + r] : a[r * lda + p];
 #pragma GCC unroll 16
       for (int x = 0; x < V; x++) acc[r][x] = multiply_add(acc[r][x], a_value, b_row[x]);
     }
@@ -375,37 +376,43 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
 }
 
 // The last rows (fewer than kRows) of a column block.
-template <int V, int R = kRows - 1>
+template <int V, bool TransposedA, int R = kRows - 1>
 void gemm_tail_rows(int64_t rows, float* c, int64_t ldc, const float* a, int64_t lda,
                     const float* b, int64_t ldb, int64_t depth) {
   if constexpr (R > 0) {
     if (rows == R) {
-      gemm_block<R, V>(c, ldc, a, lda, b, ldb, depth);
+      gemm_block<R, V, TransposedA>(c, ldc, a, lda, b, ldb, depth);
     } else {
-      gemm_tail_rows<V, R - 1>(rows, c, ldc, a, lda, b, ldb, depth);
+      gemm_tail_rows<V, TransposedA, R - 1>(rows, c, ldc, a, lda, b, ldb, depth);
     }
   }
 }
 
-template <int V>
+template <int V, bool TransposedA>
 void gemm_columns(int64_t m, float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                   int64_t ldb, int64_t depth) {
   int64_t r = 0;
   for (; r + kRows <= m; r += kRows) {
-    gemm_block<kRows, V>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, depth);
+    gemm_block<kRows, V, TransposedA>(c + r * ldc, ldc, a + (TransposedA ? r : r * lda), lda, b,
+                                      ldb, depth);
   }
-  gemm_tail_rows<V>(m - r, c + r * ldc, ldc, a + r * lda, lda, b, ldb, depth);
+  gemm_tail_rows<V, TransposedA>(m - r, c + r * ldc, ldc, a + (TransposedA ? r : r * lda), lda, b,
+                                 ldb, depth);
 }
 
 // c (m, n) += a (m, depth) · b (depth, n), row-major with leading dimensions; n is a multiple of
-// kLanes (the scratch tiles are padded). The summation order over depth is fixed.
+// kLanes (the scratch tiles are padded). The summation order over depth is fixed. With
+// TransposedA, c += aᵀ·b for a stored (depth, m).
+template <bool TransposedA = false>
 void tile_gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
                int64_t m, int64_t n, int64_t depth) {
   int64_t col = 0;
   for (; col + kVectors * kLanes <= n; col += kVectors * kLanes) {
-    gemm_columns<kVectors>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+    gemm_columns<kVectors, TransposedA>(m, c + col, ldc, a, lda, b + col, ldb, depth);
   }
-  for (; col < n; col += kLanes) gemm_columns<1>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+  for (; col < n; col += kLanes) {
+    gemm_columns<1, TransposedA>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+  }
 }
 
 // The scratch of one task: f32 tiles with rows padded to whole vectors.
@@ -607,14 +614,6 @@ void score_gradients(BackwardScratch& w, int64_t b, int64_t h, int64_t r0, int64
   }
 }
 
-// dst (cols, Br) = srcᵀ for src (rows, Bcp).
-void transpose_tile(float* dst, const float* src, int64_t rows, int64_t cols, int64_t Br,
-                    int64_t Bcp) {
-  for (int64_t c = 0; c < cols; c++) {
-    for (int64_t r = 0; r < rows; r++) dst[c * Br + r] = src[r * Bcp + c];
-  }
-}
-
 }  // namespace
 
 template <typename A>
@@ -641,9 +640,8 @@ void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, 
 #pragma omp parallel
   {
     BackwardScratch w(shape);
-    std::vector<float> transposed = zeros(Bc * Br);  // (Bc, Br) Pᵀ or dSᵀ
-    std::vector<float> dk_acc = zeros(Bc * Dp);      // (Bc, Dp)
-    std::vector<float> dv_acc = zeros(Bc * Dp);      // (Bc, Dp)
+    std::vector<float> dk_acc = zeros(Bc * Dp);  // (Bc, Dp)
+    std::vector<float> dv_acc = zeros(Bc * Dp);  // (Bc, Dp)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < kv_tasks; task++) {
       // Longest first: the first key tiles are seen by the most query tiles.
@@ -658,11 +656,9 @@ void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, 
           const int64_t rows = std::min(Br, T - r0);
           load_query_tile(w, q, dout, lse, delta, b, h, r0, rows, H, T, shape, scale);
           score_gradients(w, b, h, r0, rows, c0, cols, H, T, shape, dropout);
-          transpose_tile(transposed.data(), w.p.data(), rows, cols, Br, Bcp);
-          tile_gemm(dv_acc.data(), Dp, transposed.data(), Br, w.dout_tile.data(), Dp, cols, Dp,
-                    rows);
-          transpose_tile(transposed.data(), w.ds.data(), rows, cols, Br, Bcp);
-          tile_gemm(dk_acc.data(), Dp, transposed.data(), Br, w.q_tile.data(), Dp, cols, Dp, rows);
+          tile_gemm<true>(dv_acc.data(), Dp, w.p.data(), Bcp, w.dout_tile.data(), Dp, cols, Dp,
+                          rows);
+          tile_gemm<true>(dk_acc.data(), Dp, w.ds.data(), Bcp, w.q_tile.data(), Dp, cols, Dp, rows);
         }
       }
       for (int64_t c = 0; c < cols; c++) {
