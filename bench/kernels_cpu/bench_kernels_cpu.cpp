@@ -298,6 +298,12 @@ BENCHMARK_CAPTURE(BM_CausalAttentionForwardBackward, flash, true)
     ->ArgsProduct({{512, 1024, 2048, 4096}, {0}, {0}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// The tile sizes (Br, Bc) at T=2048: how the working set per task trades against the work a tile
+// row amortises.
+BENCHMARK_CAPTURE(BM_CausalAttentionForwardBackward, flash_tiles, true)
+    ->ArgsProduct({{2048}, {32, 64, 128}, {32, 64, 128}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CausalAttentionForwardBackward, naive, false)
     ->ArgsProduct({{512, 1024, 2048, 4096}, {0}, {0}})
     ->UseRealTime()

@@ -640,7 +640,9 @@ SvgFigure plot_line(const LinePlot& plot) {
     for (size_t i = 0; i < series.x.size(); ++i) {
       const double x = series.x[i];
       const double y = series.y[i];
-      if (!std::isfinite(x) || !std::isfinite(y) || (plot.log_x && x <= 0.0)) continue;
+      if (!std::isfinite(x) || !std::isfinite(y) || (plot.log_x && x <= 0.0) ||
+          (plot.log_y && y <= 0.0))
+        continue;
       x_lo = std::min(x_lo, x);
       x_hi = std::max(x_hi, x);
       y_lo = std::min(y_lo, y);
@@ -651,10 +653,10 @@ SvgFigure plot_line(const LinePlot& plot) {
   if (!has_points) {
     x_lo = plot.log_x ? 1.0 : 0.0;
     x_hi = plot.log_x ? 10.0 : 1.0;
-    y_lo = 0.0;
-    y_hi = 1.0;
+    y_lo = plot.log_y ? 1.0 : 0.0;
+    y_hi = plot.log_y ? 10.0 : 1.0;
   }
-  if (plot.y_is_bytes) y_lo = std::min(0.0, y_lo);
+  if (plot.y_is_bytes && !plot.log_y) y_lo = std::min(0.0, y_lo);
   // A flat series still needs a non-empty range.
   if (!(y_hi > y_lo)) {
     const double pad = y_hi == 0.0 ? 1.0 : std::abs(y_hi) * 0.1;
@@ -664,12 +666,16 @@ SvgFigure plot_line(const LinePlot& plot) {
 
   std::vector<double> x_ticks;
   std::vector<std::string> x_labels;
+  const double x_base = plot.log_x_base > 1.0 ? plot.log_x_base : 10.0;
+  const auto x_axis_value = [&](double x) {
+    return plot.log_x ? std::log(x) / std::log(x_base) : x;
+  };
   if (plot.log_x) {
-    const double first = std::floor(std::log10(x_lo));
-    const double last = std::max(first + 1.0, std::ceil(std::log10(x_hi)));
+    const double first = std::floor(x_axis_value(x_lo) + 1e-9);
+    const double last = std::max(first + 1.0, std::ceil(x_axis_value(x_hi) - 1e-9));
     for (double e = first; e <= last + 1e-9; e += 1.0) {
       x_ticks.push_back(e);
-      x_labels.push_back(tick_label(std::pow(10.0, e)));
+      x_labels.push_back(tick_label(std::pow(x_base, e)));
     }
   } else {
     if (!(x_hi > x_lo)) {
@@ -681,7 +687,22 @@ SvgFigure plot_line(const LinePlot& plot) {
   }
   std::vector<double> y_ticks;
   std::vector<std::string> y_labels;
-  if (plot.y_is_bytes && y_lo >= 0.0) {
+  // A log axis is drawn in exponents: its ticks are exponents of its base, y_of takes the log.
+  const double log_base = plot.y_is_bytes ? 2.0 : 10.0;
+  const auto y_axis_value = [&](double y) {
+    return plot.log_y ? std::log(y) / std::log(log_base) : y;
+  };
+  if (plot.log_y) {
+    const double first = std::floor(y_axis_value(y_lo) + 1e-9);
+    const double last = std::max(first + 1.0, std::ceil(y_axis_value(y_hi) - 1e-9));
+    // At most about 7 ticks: steps of whole exponents.
+    const double step = std::max(1.0, std::ceil((last - first) / 6.0));
+    for (double e = first; e < last + step - 1e-9; e += step) {
+      y_ticks.push_back(e);
+      const double value = std::pow(log_base, e);
+      y_labels.push_back(plot.y_is_bytes ? signed_bytes_label(value) : tick_label(value));
+    }
+  } else if (plot.y_is_bytes && y_lo >= 0.0) {
     // 1.8e19 is just below 2^64: larger byte counts cannot be labelled.
     const ByteTicks ticks = byte_ticks(static_cast<uint64_t>(std::min(y_hi, 1.8e19)), 5);
     y_ticks = ticks.values_bytes;
@@ -706,18 +727,21 @@ SvgFigure plot_line(const LinePlot& plot) {
   const double y_axis_lo = y_ticks.front();
   const double y_axis_hi = y_ticks.back();
   auto x_of = [&](double x) {
-    const double v = plot.log_x ? std::log10(x) : x;
+    const double v = x_axis_value(x);
     return kLeft + plot_width * (v - x_axis_lo) / (x_axis_hi - x_axis_lo);
   };
   auto x_of_tick = [&](double tick) {
     return kLeft + plot_width * (tick - x_axis_lo) / (x_axis_hi - x_axis_lo);
   };
   auto y_of = [&](double y) {
-    return plot_bottom - kPlotHeight * (y - y_axis_lo) / (y_axis_hi - y_axis_lo);
+    return plot_bottom - kPlotHeight * (y_axis_value(y) - y_axis_lo) / (y_axis_hi - y_axis_lo);
+  };
+  auto y_of_tick = [&](double tick) {
+    return plot_bottom - kPlotHeight * (tick - y_axis_lo) / (y_axis_hi - y_axis_lo);
   };
 
   for (size_t i = 0; i < y_ticks.size(); ++i) {
-    const double y = y_of(y_ticks[i]);
+    const double y = y_of_tick(y_ticks[i]);
     svg.line(kLeft, y, kLeft + plot_width, y, "#dddddd");
     svg.text(kLeft - 6, y + 4, y_labels[i], {.anchor = "end", .size = 11.0});
   }
@@ -748,7 +772,8 @@ SvgFigure plot_line(const LinePlot& plot) {
     for (size_t i = 0; i < series.x.size(); ++i) {
       const double x = series.x[i];
       const double y = series.y[i];
-      if (!std::isfinite(x) || !std::isfinite(y) || (plot.log_x && x <= 0.0)) {
+      if (!std::isfinite(x) || !std::isfinite(y) || (plot.log_x && x <= 0.0) ||
+          (plot.log_y && y <= 0.0)) {
         flush();
         continue;
       }

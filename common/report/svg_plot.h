@@ -69,6 +69,12 @@ struct LinePlot {
   std::vector<LineSeries> series;  ///< the lines.
   bool y_is_bytes = false;         ///< label y ticks with binary byte prefixes.
   bool log_x = false;              ///< logarithmic x axis (all finite x must be > 0 to be drawn).
+  /// The log x axis's ticks are powers of this base: 10 (decades) or e.g. 2 (512, 1024, …), for
+  /// data spanning a few doublings.
+  double log_x_base = 10.0;
+  /// Logarithmic y axis (all finite y must be > 0 to be drawn): ticks at powers of two with
+  /// y_is_bytes (1 KiB, 1 MiB, …), else at powers of ten.
+  bool log_y = false;
 };
 
 /// Renders a StackedBarChart as an SVG document.

@@ -8,9 +8,12 @@
 //   load of B feeds kRows fused multiply-adds (the build uses -std=c++20, which turns off FMA
 //   contraction; the FMA is therefore written explicitly).
 // - Tiles are copied widened into per-thread f32 scratch whose rows are padded to whole vectors
-//   (Dp, Bcp columns; the padding is zero or masked), so the micro-kernel has no column tail.
-//   K and V are stored transposed, (D, Bcp), where they are the right-hand side of Q·Kᵀ and dO·Vᵀ;
-//   Pᵀ and dSᵀ are written transposed for dV and dK.
+//   (Dp, Bcp, Brp columns; the padding is zero, masked or never read), so the micro-kernel has no
+//   column tail. Whatever a task reuses across its loop is transposed once: the forward and the
+//   dQ pass keep their query tile as (q/√D)ᵀ (D, Brp) and compute Sᵀ = K·Qᵀ with the key tiles
+//   read as plain rows, so the softmax runs with the vector lanes over queries; the dK/dV pass
+//   keeps its key tile as Kᵀ, Vᵀ (D, Bcp) and computes S = Q·Kᵀ. Products with Pᵀ or dSᵀ on the
+//   left read those tiles column-wise in the micro-kernel instead of transposing them.
 // - q is multiplied by 1/√D when its tile is loaded: the scores need no extra pass, and dK +=
 //   dSᵀ·(q/√D) already carries the factor.
 // - Causal tiles cost 1 … ⌈T/Br⌉ key tiles: the tasks are handed out dynamically, longest first.
@@ -346,8 +349,9 @@ int64_t round_up(int64_t n, int64_t multiple) {
   return ceil_div(n, multiple) * multiple;
 }
 
-// c (R, V·kLanes) += a (R, depth) · b (depth, V·kLanes); leading dimensions lda, ldb, ldc.
-template <int R, int V>
+// c (R, V·kLanes) += a (R, depth) · b (depth, V·kLanes); leading dimensions lda, ldb, ldc. With
+// TransposedA, a is stored (depth, R): element (r, p) at a[p·lda + r].
+template <int R, int V, bool TransposedA>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
                 int64_t depth) {
   Vec acc[R][V];
@@ -362,7 +366,7 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
     for (int x = 0; x < V; x++) b_row[x] = load(b + p * ldb + x * kLanes);
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-      const float a_value = a[r * lda + p];
+      const float a_value = TransposedA ? a[p * lda + r] : a[r * lda + p];
 #pragma GCC unroll 16
       for (int x = 0; x < V; x++) acc[r][x] = multiply_add(acc[r][x], a_value, b_row[x]);
     }
@@ -375,48 +379,59 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
 }
 
 // The last rows (fewer than kRows) of a column block.
-template <int V, int R = kRows - 1>
+template <int V, bool TransposedA, int R = kRows - 1>
 void gemm_tail_rows(int64_t rows, float* c, int64_t ldc, const float* a, int64_t lda,
                     const float* b, int64_t ldb, int64_t depth) {
   if constexpr (R > 0) {
     if (rows == R) {
-      gemm_block<R, V>(c, ldc, a, lda, b, ldb, depth);
+      gemm_block<R, V, TransposedA>(c, ldc, a, lda, b, ldb, depth);
     } else {
-      gemm_tail_rows<V, R - 1>(rows, c, ldc, a, lda, b, ldb, depth);
+      gemm_tail_rows<V, TransposedA, R - 1>(rows, c, ldc, a, lda, b, ldb, depth);
     }
   }
 }
 
-template <int V>
+template <int V, bool TransposedA>
 void gemm_columns(int64_t m, float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                   int64_t ldb, int64_t depth) {
   int64_t r = 0;
   for (; r + kRows <= m; r += kRows) {
-    gemm_block<kRows, V>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, depth);
+    gemm_block<kRows, V, TransposedA>(c + r * ldc, ldc, a + (TransposedA ? r : r * lda), lda, b,
+                                      ldb, depth);
   }
-  gemm_tail_rows<V>(m - r, c + r * ldc, ldc, a + r * lda, lda, b, ldb, depth);
+  gemm_tail_rows<V, TransposedA>(m - r, c + r * ldc, ldc, a + (TransposedA ? r : r * lda), lda, b,
+                                 ldb, depth);
 }
 
 // c (m, n) += a (m, depth) · b (depth, n), row-major with leading dimensions; n is a multiple of
-// kLanes (the scratch tiles are padded). The summation order over depth is fixed.
+// kLanes (the scratch tiles are padded). The summation order over depth is fixed. With
+// TransposedA, c += aᵀ·b for a stored (depth, m).
+template <bool TransposedA = false>
 void tile_gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
                int64_t m, int64_t n, int64_t depth) {
   int64_t col = 0;
   for (; col + kVectors * kLanes <= n; col += kVectors * kLanes) {
-    gemm_columns<kVectors>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+    gemm_columns<kVectors, TransposedA>(m, c + col, ldc, a, lda, b + col, ldb, depth);
   }
-  for (; col < n; col += kLanes) gemm_columns<1>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+  for (; col < n; col += kLanes) {
+    gemm_columns<1, TransposedA>(m, c + col, ldc, a, lda, b + col, ldb, depth);
+  }
 }
 
 // The scratch of one task: f32 tiles with rows padded to whole vectors.
 struct TileShape {
-  int64_t Br, Bc, D, Dp, Bcp;  // tile rows, tile columns, head size, padded D, padded Bc
+  int64_t Br, Bc, D, Dp, Bcp, Brp;  // tile rows, tile columns, head size, padded D, Bc, Br
 };
 
 TileShape tile_shape(int64_t T, int64_t D, const FlashTiles& tiles) {
   // A tile never needs more rows than the sequence has (tiles of T + 5 allocate T).
   const int64_t Br = std::min(tiles.query_rows, T), Bc = std::min(tiles.key_rows, T);
-  return {Br, Bc, D, round_up(std::max<int64_t>(D, 1), kLanes), round_up(Bc, kLanes)};
+  return {Br,
+          Bc,
+          D,
+          round_up(std::max<int64_t>(D, 1), kLanes),
+          round_up(Bc, kLanes),
+          round_up(Br, kLanes)};
 }
 
 std::vector<float> zeros(int64_t n) {
@@ -434,13 +449,13 @@ void load_rows(float* tile, const A* x, int64_t b, int64_t first, int64_t rows, 
   }
 }
 
-// tile (D, Bcp): tile[d, c] = widen(x[b, first + c, head, d]), c < cols.
+// tile (D, ld): tile[d, c] = widen(x[b, first + c, head, d]) · factor, c < cols.
 template <typename A>
-void load_transposed(float* tile, const A* x, int64_t b, int64_t first, int64_t cols, int64_t heads,
-                     int64_t head, int64_t T, const TileShape& shape) {
+void load_transposed(float* tile, int64_t ld, const A* x, int64_t b, int64_t first, int64_t cols,
+                     int64_t heads, int64_t head, int64_t T, int64_t D, float factor = 1.0f) {
   for (int64_t c = 0; c < cols; c++) {
-    const A* row = x + ((b * T + first + c) * heads + head) * shape.D;  // (D)
-    for (int64_t d = 0; d < shape.D; d++) tile[d * shape.Bcp + c] = widen(row[d]);
+    const A* row = x + ((b * T + first + c) * heads + head) * D;  // (D)
+    for (int64_t d = 0; d < D; d++) tile[d * ld + c] = widen(row[d]) * factor;
   }
 }
 
@@ -466,7 +481,7 @@ void flash_attention_forward(A* out, float* lse, const A* q, const A* k, const A
   check_arguments("flash_attention_forward", B, T, H, Hkv, D, dropout, tiles);
   if (B == 0 || H == 0 || T == 0) return;
   const TileShape shape = tile_shape(T, D, tiles);
-  const int64_t Br = shape.Br, Bc = shape.Bc, Dp = shape.Dp, Bcp = shape.Bcp;
+  const int64_t Br = shape.Br, Bc = shape.Bc, Dp = shape.Dp, Brp = shape.Brp;
   const int64_t group = H / Hkv, query_tiles = ceil_div(T, Br);
   const int64_t tasks = B * H * query_tiles;
   const bool dropping = dropout.p > 0.0f;
@@ -474,63 +489,80 @@ void flash_attention_forward(A* out, float* lse, const A* q, const A* k, const A
   const float minus_infinity = -std::numeric_limits<float>::infinity();
 #pragma omp parallel
   {
-    std::vector<float> q_tile = zeros(Br * Dp);     // (Br, Dp) q / √D
-    std::vector<float> k_tile = zeros(D * Bcp);     // (D, Bcp) kᵀ
-    std::vector<float> v_tile = zeros(Bc * Dp);     // (Bc, Dp)
-    std::vector<float> s = zeros(Br * Bcp);         // (Br, Bcp) scores, then P
-    std::vector<float> acc = zeros(Br * Dp);        // (Br, Dp) unnormalised output
-    std::vector<float> m(static_cast<size_t>(Br));  // (Br) running max
-    std::vector<float> l(static_cast<size_t>(Br));  // (Br) running Σ exp(s − m)
-    std::vector<float> keep = zeros(Bcp);           // (Bcp) one row's dropout factors
+    std::vector<float> q_tile = zeros(D * Brp);  // (D, Brp) (q / √D)ᵀ
+    std::vector<float> k_tile = zeros(Bc * Dp);  // (Bc, Dp)
+    std::vector<float> v_tile = zeros(Bc * Dp);  // (Bc, Dp)
+    std::vector<float> s = zeros(Bc * Brp);      // (Bc, Brp) scores Sᵀ, then Pᵀ
+    std::vector<float> acc = zeros(Br * Dp);     // (Br, Dp) unnormalised output
+    std::vector<float> m = zeros(Brp);           // (Brp) running max
+    std::vector<float> l = zeros(Brp);           // (Brp) running Σ exp(s − m)
+    std::vector<float> tile_max = zeros(Brp);    // (Brp)
+    std::vector<float> tile_sum = zeros(Brp);    // (Brp)
+    std::vector<float> correction = zeros(Brp);  // (Brp) exp(m_old − m_new)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; task++) {
       // Longest first: the last query tiles see the most key tiles.
       const int64_t i = query_tiles - 1 - task % query_tiles;
       const int64_t bh = task / query_tiles, b = bh / H, h = bh % H, kvh = h / group;
       const int64_t r0 = i * Br, rows = std::min(Br, T - r0), r1 = r0 + rows - 1;
-      load_rows(q_tile.data(), q, b, r0, rows, H, h, T, shape, scale);
+      load_transposed(q_tile.data(), Brp, q, b, r0, rows, H, h, T, D, scale);
       std::fill(m.begin(), m.end(), minus_infinity);
       std::fill(l.begin(), l.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t c0 = 0; c0 <= r1; c0 += Bc) {
         const int64_t cols = std::min(Bc, T - c0);
-        load_transposed(k_tile.data(), k, b, c0, cols, Hkv, kvh, T, shape);
+        load_rows(k_tile.data(), k, b, c0, cols, Hkv, kvh, T, shape, 1.0f);
         load_rows(v_tile.data(), v, b, c0, cols, Hkv, kvh, T, shape, 1.0f);
-        std::fill(s.begin(), s.begin() + rows * Bcp, 0.0f);
-        tile_gemm(s.data(), Bcp, q_tile.data(), Dp, k_tile.data(), Bcp, rows, Bcp, D);
-        for (int64_t r = 0; r < rows; r++) {
-          const int64_t t = r0 + r, visible = visible_keys(t, c0, cols);
-          float* s_row = s.data() + r * Bcp;  // (Bcp)
-          float tile_max = minus_infinity;
-          for (int64_t c = 0; c < visible; c++) tile_max = std::max(tile_max, s_row[c]);
-          const float m_new = std::max(m[static_cast<size_t>(r)], tile_max);
-          const float correction = fast_exp(m[static_cast<size_t>(r)] - m_new);
-          float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t c = 0; c < Bcp; c++) {
-            const float p = c < visible ? fast_exp(s_row[c] - m_new) : 0.0f;
-            s_row[c] = p;
-            sum += p;
-          }
-          if (dropping && visible > 0) {
-            dropout_factors(keep.data(), dropout, score_index(dropout, b, h, t, c0, H, T), visible);
-            for (int64_t c = 0; c < visible; c++) s_row[c] *= keep[static_cast<size_t>(c)];
-          }
-          m[static_cast<size_t>(r)] = m_new;
-          l[static_cast<size_t>(r)] = l[static_cast<size_t>(r)] * correction + sum;
-          float* acc_row = acc.data() + r * Dp;
+        std::fill(s.begin(), s.begin() + cols * Brp, 0.0f);
+        tile_gemm(s.data(), Brp, k_tile.data(), Dp, q_tile.data(), Brp, cols, Brp, D);
+        // Key c is visible to the queries r ≥ c0 + c − r0 (causal); the vectors run over queries.
+        std::fill(tile_max.begin(), tile_max.end(), minus_infinity);
+        for (int64_t c = 0; c < cols; c++) {
+          const float* s_row = s.data() + c * Brp;  // (Brp) key c against every query
+          const int64_t first = std::max<int64_t>(c0 + c - r0, 0);
 #pragma omp simd
-          for (int64_t d = 0; d < Dp; d++) acc_row[d] *= correction;
+          for (int64_t r = first; r < Brp; r++) tile_max[r] = std::max(tile_max[r], s_row[r]);
         }
-        tile_gemm(acc.data(), Dp, s.data(), Bcp, v_tile.data(), Dp, rows, Dp, cols);
+#pragma omp simd
+        for (int64_t r = 0; r < Brp; r++) {
+          const float m_new = std::max(m[r], tile_max[r]);
+          correction[r] = fast_exp(m[r] - m_new);
+          m[r] = m_new;
+          tile_sum[r] = 0.0f;
+        }
+        for (int64_t c = 0; c < cols; c++) {
+          float* s_row = s.data() + c * Brp;
+          const int64_t first = std::max<int64_t>(c0 + c - r0, 0);
+#pragma omp simd
+          for (int64_t r = 0; r < Brp; r++) {
+            const float p = r >= first ? fast_exp(s_row[r] - m[r]) : 0.0f;
+            s_row[r] = p;
+            tile_sum[r] += p;  // the softmax's denominator: undropped
+          }
+          if (dropping) {
+            const float keep_scale = dropout_scale(dropout.p);
+            for (int64_t r = first; r < rows; r++) {
+              const bool keep = dropout_keep(
+                  dropout.seed, score_index(dropout, b, h, r0 + r, c0 + c, H, T), dropout.p);
+              s_row[r] *= keep ? keep_scale : 0.0f;
+            }
+          }
+        }
+        for (int64_t r = 0; r < rows; r++) {
+          l[r] = l[r] * correction[r] + tile_sum[r];
+          float* acc_row = acc.data() + r * Dp;
+          const float factor = correction[r];
+#pragma omp simd
+          for (int64_t d = 0; d < Dp; d++) acc_row[d] *= factor;
+        }
+        tile_gemm<true>(acc.data(), Dp, s.data(), Brp, v_tile.data(), Dp, rows, Dp, cols);
       }
       for (int64_t r = 0; r < rows; r++) {
-        const float inv_l = 1.0f / l[static_cast<size_t>(r)];
+        const float inv_l = 1.0f / l[r];
         A* out_row = out + ((b * T + r0 + r) * H + h) * D;  // (D)
         const float* acc_row = acc.data() + r * Dp;
         for (int64_t d = 0; d < D; d++) out_row[d] = narrow<A>(acc_row[d] * inv_l);
-        lse[(b * H + h) * T + r0 + r] =
-            m[static_cast<size_t>(r)] + std::log(l[static_cast<size_t>(r)]);
+        lse[(b * H + h) * T + r0 + r] = m[r] + std::log(l[r]);
       }
     }
   }
@@ -538,7 +570,7 @@ void flash_attention_forward(A* out, float* lse, const A* q, const A* k, const A
 
 namespace {
 
-// The per-thread tiles of the backward, and the step both passes share: for query tile rows
+// The per-thread tiles of the dK/dV pass, and its step: for query tile rows
 // r0 … r0 + rows − 1 of head h against key tile c0 … c0 + cols − 1, P = exp(S − lse) (written
 // into p, masked entries 0), dP = dO·Vᵀ with dropout (into dp) and dS = P∘(dP − delta) (into
 // ds). q_tile holds q / √D, k_tile kᵀ and v_tile vᵀ of the key tile.
@@ -607,14 +639,6 @@ void score_gradients(BackwardScratch& w, int64_t b, int64_t h, int64_t r0, int64
   }
 }
 
-// dst (cols, Br) = srcᵀ for src (rows, Bcp).
-void transpose_tile(float* dst, const float* src, int64_t rows, int64_t cols, int64_t Br,
-                    int64_t Bcp) {
-  for (int64_t c = 0; c < cols; c++) {
-    for (int64_t r = 0; r < rows; r++) dst[c * Br + r] = src[r * Bcp + c];
-  }
-}
-
 }  // namespace
 
 template <typename A>
@@ -641,16 +665,15 @@ void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, 
 #pragma omp parallel
   {
     BackwardScratch w(shape);
-    std::vector<float> transposed = zeros(Bc * Br);  // (Bc, Br) Pᵀ or dSᵀ
-    std::vector<float> dk_acc = zeros(Bc * Dp);      // (Bc, Dp)
-    std::vector<float> dv_acc = zeros(Bc * Dp);      // (Bc, Dp)
+    std::vector<float> dk_acc = zeros(Bc * Dp);  // (Bc, Dp)
+    std::vector<float> dv_acc = zeros(Bc * Dp);  // (Bc, Dp)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < kv_tasks; task++) {
       // Longest first: the first key tiles are seen by the most query tiles.
       const int64_t j = task % key_tiles, bkvh = task / key_tiles, b = bkvh / Hkv, kvh = bkvh % Hkv;
       const int64_t c0 = j * Bc, cols = std::min(Bc, T - c0);
-      load_transposed(w.k_tile.data(), k, b, c0, cols, Hkv, kvh, T, shape);
-      load_transposed(w.v_tile.data(), v, b, c0, cols, Hkv, kvh, T, shape);
+      load_transposed(w.k_tile.data(), Bcp, k, b, c0, cols, Hkv, kvh, T, D);
+      load_transposed(w.v_tile.data(), Bcp, v, b, c0, cols, Hkv, kvh, T, D);
       std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
       std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
@@ -658,11 +681,9 @@ void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, 
           const int64_t rows = std::min(Br, T - r0);
           load_query_tile(w, q, dout, lse, delta, b, h, r0, rows, H, T, shape, scale);
           score_gradients(w, b, h, r0, rows, c0, cols, H, T, shape, dropout);
-          transpose_tile(transposed.data(), w.p.data(), rows, cols, Br, Bcp);
-          tile_gemm(dv_acc.data(), Dp, transposed.data(), Br, w.dout_tile.data(), Dp, cols, Dp,
-                    rows);
-          transpose_tile(transposed.data(), w.ds.data(), rows, cols, Br, Bcp);
-          tile_gemm(dk_acc.data(), Dp, transposed.data(), Br, w.q_tile.data(), Dp, cols, Dp, rows);
+          tile_gemm<true>(dv_acc.data(), Dp, w.p.data(), Bcp, w.dout_tile.data(), Dp, cols, Dp,
+                          rows);
+          tile_gemm<true>(dk_acc.data(), Dp, w.ds.data(), Bcp, w.q_tile.data(), Dp, cols, Dp, rows);
         }
       }
       for (int64_t c = 0; c < cols; c++) {
@@ -674,33 +695,68 @@ void flash_attention_backward(A* dq, A* dk, A* dv, float* delta, const A* dout, 
       }
     }
   }
-  // Pass 2: dQ per query tile over the key tiles up to the diagonal.
+  // Pass 2: dQ per query tile over the key tiles up to the diagonal, in the forward's transposed
+  // layout (the query tile is transposed once, the key tiles are read as rows).
   const int64_t q_tasks = B * H * query_tiles;
+  const int64_t Brp = shape.Brp;
+  const bool dropping = dropout.p > 0.0f;
 #pragma omp parallel
   {
-    BackwardScratch w(shape);
-    std::vector<float> k_rows = zeros(Bc * Dp);  // (Bc, Dp) k of the key tile
-    std::vector<float> dq_acc = zeros(Br * Dp);  // (Br, Dp)
+    std::vector<float> q_tile = zeros(D * Brp);     // (D, Brp) (q / √D)ᵀ
+    std::vector<float> dout_tile = zeros(D * Brp);  // (D, Brp) doutᵀ
+    std::vector<float> k_tile = zeros(Bc * Dp);     // (Bc, Dp)
+    std::vector<float> v_tile = zeros(Bc * Dp);     // (Bc, Dp)
+    std::vector<float> s = zeros(Bc * Brp);         // (Bc, Brp) Sᵀ, then dSᵀ
+    std::vector<float> dp = zeros(Bc * Brp);        // (Bc, Brp) dPᵀ
+    std::vector<float> row_lse = zeros(Brp);        // (Brp)
+    std::vector<float> row_delta = zeros(Brp);      // (Brp)
+    std::vector<float> dq_acc = zeros(Br * Dp);     // (Br, Dp)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < q_tasks; task++) {
       const int64_t i = query_tiles - 1 - task % query_tiles;
       const int64_t bh = task / query_tiles, b = bh / H, h = bh % H, kvh = h / group;
       const int64_t r0 = i * Br, rows = std::min(Br, T - r0), r1 = r0 + rows - 1;
-      load_query_tile(w, q, dout, lse, delta, b, h, r0, rows, H, T, shape, scale);
+      load_transposed(q_tile.data(), Brp, q, b, r0, rows, H, h, T, D, scale);
+      load_transposed(dout_tile.data(), Brp, dout, b, r0, rows, H, h, T, D);
+      for (int64_t r = 0; r < rows; r++) {
+        row_lse[static_cast<size_t>(r)] = lse[(b * H + h) * T + r0 + r];
+        row_delta[static_cast<size_t>(r)] = delta[(b * H + h) * T + r0 + r];
+      }
       std::fill(dq_acc.begin(), dq_acc.end(), 0.0f);
       for (int64_t c0 = 0; c0 <= r1; c0 += Bc) {
         const int64_t cols = std::min(Bc, T - c0);
-        load_transposed(w.k_tile.data(), k, b, c0, cols, Hkv, kvh, T, shape);
-        load_transposed(w.v_tile.data(), v, b, c0, cols, Hkv, kvh, T, shape);
-        load_rows(k_rows.data(), k, b, c0, cols, Hkv, kvh, T, shape, 1.0f);
-        score_gradients(w, b, h, r0, rows, c0, cols, H, T, shape, dropout);
-        tile_gemm(dq_acc.data(), Dp, w.ds.data(), Bcp, k_rows.data(), Dp, rows, Dp, cols);
+        load_rows(k_tile.data(), k, b, c0, cols, Hkv, kvh, T, shape, 1.0f);
+        load_rows(v_tile.data(), v, b, c0, cols, Hkv, kvh, T, shape, 1.0f);
+        std::fill(s.begin(), s.begin() + cols * Brp, 0.0f);
+        std::fill(dp.begin(), dp.begin() + cols * Brp, 0.0f);
+        tile_gemm(s.data(), Brp, k_tile.data(), Dp, q_tile.data(), Brp, cols, Brp, D);
+        tile_gemm(dp.data(), Brp, v_tile.data(), Dp, dout_tile.data(), Brp, cols, Brp, D);
+        for (int64_t c = 0; c < cols; c++) {
+          float* s_row = s.data() + c * Brp;    // (Brp) key c against every query
+          float* dp_row = dp.data() + c * Brp;  // (Brp)
+          const int64_t first = std::max<int64_t>(c0 + c - r0, 0);
+          if (dropping) {
+            const float keep_scale = dropout_scale(dropout.p);
+            for (int64_t r = first; r < rows; r++) {
+              const bool keep = dropout_keep(
+                  dropout.seed, score_index(dropout, b, h, r0 + r, c0 + c, H, T), dropout.p);
+              dp_row[r] *= keep ? keep_scale : 0.0f;
+            }
+          }
+#pragma omp simd
+          for (int64_t r = 0; r < Brp; r++) {
+            const float p = r >= first ? fast_exp(s_row[r] - row_lse[r]) : 0.0f;
+            s_row[r] = p * (dp_row[r] - row_delta[r]);
+          }
+        }
+        tile_gemm<true>(dq_acc.data(), Dp, s.data(), Brp, k_tile.data(), Dp, rows, Dp, cols);
       }
       for (int64_t r = 0; r < rows; r++) {
         A* dq_row = dq + ((b * T + r0 + r) * H + h) * D;  // (D)
         const float* acc_row = dq_acc.data() + r * Dp;
-        for (int64_t d = 0; d < D; d++)
+        for (int64_t d = 0; d < D; d++) {
           dq_row[d] = narrow<A>(widen(dq_row[d]) + acc_row[d] * scale);
+        }
       }
     }
   }

@@ -346,6 +346,35 @@ TEST(LinePlotSvg, SkipsNonFinitePointsAndBreaksTheLine) {
   EXPECT_NE(svg.find("MiB</text>"), std::string::npos);
 }
 
+TEST(LinePlotSvg, LogLogAxesSpaceEqualRatiosEquallyWithPowerOfTwoTicks) {
+  LinePlot plot;
+  plot.title = "attention memory";
+  plot.log_x = true;
+  plot.log_x_base = 2.0;
+  plot.log_y = true;
+  plot.y_is_bytes = true;
+  // y quadruples while x doubles; the 0 byte point cannot be drawn on a log axis.
+  plot.series = {{"naive", {512, 1024, 2048, 4096}, {0.0, 4194304, 16777216, 67108864}, "", false}};
+  const std::string svg = render_line_plot_svg(plot);
+  expect_valid_xml(svg, "line_log_log");
+  std::vector<double> cx, cy;
+  const std::regex circle("<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle); it != std::sregex_iterator();
+       ++it) {
+    cx.push_back(std::stod((*it)[1]));
+    cy.push_back(std::stod((*it)[2]));
+  }
+  ASSERT_EQ(cx.size(), 3u) << svg;
+  EXPECT_NEAR(cx[1] - cx[0], cx[2] - cx[1], 0.02) << svg;
+  EXPECT_NEAR(cy[0] - cy[1], cy[1] - cy[2], 0.02) << svg;
+  EXPECT_GT(cy[0] - cy[1], 0.0) << "larger bytes must be drawn higher";
+  // Ticks are powers of two from the data's smallest to its largest value, in binary prefixes.
+  EXPECT_NE(svg.find(">4.00 MiB</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">64.00 MiB</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">1024</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find(">100</text>"), std::string::npos) << "base-2 x ticks, not decades: " << svg;
+}
+
 TEST(LinePlotSvg, EmptyFlatAndNegativeSeriesRender) {
   LinePlot plot;
   plot.title = "empty";
