@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Side-by-side causal attention forward + backward: vramlab's CPU flash attention vs PyTorch's.
 
-    /work/venv-torch/bin/python bench/compare_sdpa.py [--bench build/bench/bin/bench_kernels_cpu]
+    venv-torch/bin/python bench/compare_sdpa.py [--bench build/bench/bin/bench_kernels_cpu]
         [--seq 1024 2048 4096] [--rounds 3] [--threads 2]
 
 Lesson 06 (issue 17's speed goals). One step is the forward and the backward of causal attention
@@ -16,7 +16,8 @@ load; each side reports its median. It prints ours/PyTorch (goal <= 1.5 at T=204
 flash/naive (goal < 1 for T >= 1024), all measured in this one run.
 
 PyTorch 2.x is needed (scaled_dot_product_attention); Debian's python3-torch is 1.13, so use a
-venv: python3 -m venv /work/venv-torch && /work/venv-torch/bin/pip install torch.
+venv: python3 -m venv venv-torch && venv-torch/bin/pip install torch (the CPU wheels of
+download.pytorch.org/whl/cpu are smaller; any torch >= 2.0 runs here on the CPU).
 """
 import argparse
 import json
@@ -86,7 +87,7 @@ def main():
         import torch
     except ImportError:
         sys.exit("compare_sdpa: PyTorch not found: run with a python that has torch >= 2.0 "
-                 "(e.g. /work/venv-torch/bin/python)")
+                 "(see the docstring)")
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         sys.exit(f"compare_sdpa: torch {torch.__version__} has no scaled_dot_product_attention")
     torch.set_num_threads(args.threads)
