@@ -15,9 +15,9 @@ Runs alternate (ours, PyTorch, ours, ...) on the same thread count so both see t
 load; each side reports its median. It prints ours/PyTorch (goal <= 1.5 at T=2048) and
 flash/naive (goal < 1 for T >= 1024), all measured in this one run.
 
-PyTorch 2.x is needed (scaled_dot_product_attention); Debian's python3-torch is 1.13, so use a
-venv: python3 -m venv venv-torch && venv-torch/bin/pip install torch (the CPU wheels of
-download.pytorch.org/whl/cpu are smaller; any torch >= 2.0 runs here on the CPU).
+PyTorch 2.x is needed (scaled_dot_product_attention); Debian's python3-torch is 1.13, so
+`tools/setup.sh --with-peers` makes the venv venv-torch/ with PyPI's torch (any torch >= 2.0 runs
+here on the CPU).
 """
 import argparse
 import json

@@ -4,7 +4,9 @@
 #
 #   tools/setup.sh              set up, build, run the demo
 #   tools/setup.sh --deps-only  only install the Debian packages
-#   tools/setup.sh --with-peers also install the peers vramlab compares itself with (PyTorch)
+#   tools/setup.sh --with-peers also install the peers vramlab compares itself with: Debian's
+#                               PyTorch 1.13, and PyTorch 2.x from PyPI in venv-torch/ (a large
+#                               download) for what 1.13 lacks (scaled_dot_product_attention)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$VRAMLAB_ROOT"
@@ -15,13 +17,21 @@ for arg in "$@"; do
   case "$arg" in
     --deps-only) deps_only=1 ;;
     --with-peers) with_peers=1 ;;
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vramlab: error: unknown option '$arg' (expected --deps-only, --with-peers or --help)" >&2; exit 2 ;;
   esac
 done
 
 vramlab_install_packages
-[[ $with_peers -eq 1 ]] && vramlab_install_packages "$VRAMLAB_ROOT/tools/debian-packages-peers.txt"
+if [[ $with_peers -eq 1 ]]; then
+  vramlab_install_packages "$VRAMLAB_ROOT/tools/debian-packages-peers.txt"
+  # bench/compare_sdpa.py (lesson 06) needs torch >= 2.0; the venv is made once.
+  if ! venv-torch/bin/python -c 'import torch.nn.functional as F; F.scaled_dot_product_attention' \
+      2>/dev/null; then
+    python3 -m venv venv-torch
+    venv-torch/bin/pip install --quiet torch
+  fi
+fi
 [[ $deps_only -eq 1 ]] && exit 0
 
 preset=$(vramlab_preset)
