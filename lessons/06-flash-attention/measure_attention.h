@@ -45,10 +45,10 @@ struct CoreRun {
   int64_t scratch_bytes = 0;  ///< the backward's scratch: dpreatt or delta.
   /// Forward + backward wall time of the two kernel calls; negative when no kernel ran (meta).
   double seconds = -1.0;
-  std::vector<float> out;  // (B, T, H, D), empty unless asked for
-  std::vector<float> dq;   // (B, T, H, D), empty unless asked for
-  std::vector<float> dk;   // (B, T, Hkv, D), empty unless asked for
-  std::vector<float> dv;   // (B, T, Hkv, D), empty unless asked for
+  std::vector<float> out;  ///< (B, T, H, D) the output, empty unless asked for
+  std::vector<float> dq;   ///< (B, T, H, D) its gradients, empty unless asked for
+  std::vector<float> dk;   ///< (B, T, Hkv, D), empty unless asked for
+  std::vector<float> dv;   ///< (B, T, Hkv, D), empty unless asked for
 };
 
 /// Runs the attention core once on a fresh Runtime of \p device: random q, k, v, dout
