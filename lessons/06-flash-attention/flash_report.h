@@ -31,7 +31,7 @@ struct LessonSettings {
   memory::Device device;  ///< where the sweep computes (sim by default).
   /// The longest T at which naive attention is computed (and timed); above it its memory is
   /// measured on meta, which allocates the same tensors without running a kernel.
-  int64_t naive_max_seq = 4096;
+  int64_t naive_max_seq = 8192;
   uint64_t seed = 1;        ///< the sweep's inputs and the training run's weights.
   bool training = true;     ///< run the training comparison.
   TrainSettings train;      ///< its model and steps.
