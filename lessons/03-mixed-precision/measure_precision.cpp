@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/dtype/convert.h"
+#include "common/memory/expandable_segments_scope.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
 #include "common/train/gradient_snapshot.h"
@@ -17,31 +18,6 @@ namespace vramlab::lesson03 {
 namespace {
 
 using memory::MemoryCategory;
-
-constexpr const char* kAllocConf = "PYTORCH_CUDA_ALLOC_CONF";
-
-// Expandable segments for the runtimes made while it lives: every category's peak is then its
-// tensors' own 512-byte-rounded sizes, not whole segments, so it can equal the estimate. The
-// caller's setting comes back afterwards. Not on the cpu device: its allocator has no capacity to
-// map segments into and refuses the first allocation with expandable segments on.
-class ExpandableSegments {
- public:
-  explicit ExpandableSegments(const memory::Device& device) {
-    if (const char* old = std::getenv(kAllocConf)) old_ = old;
-    if (device.kind != memory::DeviceKind::cpu) setenv(kAllocConf, "expandable_segments:True", 1);
-  }
-  ~ExpandableSegments() {
-    if (old_)
-      setenv(kAllocConf, old_->c_str(), 1);
-    else
-      unsetenv(kAllocConf);
-  }
-  ExpandableSegments(const ExpandableSegments&) = delete;
-  ExpandableSegments& operator=(const ExpandableSegments&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 int64_t rounded(int64_t bytes) {
   return (bytes + 511) / 512 * 512;
@@ -71,7 +47,7 @@ ModeRun run_mode(const RunSettings& settings, const ModeSpec& spec) {
   run.spec = spec;
   run.loss_scale_name = amp::loss_scale_name(train::effective_loss_scale(options));
 
-  const ExpandableSegments expandable(settings.device);
+  const memory::ExpandableSegmentsScope expandable(settings.device);
   nn::Runtime runtime(settings.device);
   train::Trainer trainer(runtime, options);
   train::GradientSnapshot snapshot;
@@ -126,7 +102,7 @@ AccumulationRow run_accumulation(const RunSettings& settings, const std::vector<
   AccumulationRow row;
   row.micro_batches = sizes;
 
-  const ExpandableSegments expandable(settings.device);
+  const memory::ExpandableSegmentsScope expandable(settings.device);
   nn::Runtime runtime(settings.device);
   train::Trainer trainer(runtime, options);
   train::GradientSnapshot snapshot;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/estimate/runtime_activations.h"
+#include "common/memory/expandable_segments_scope.h"
 #include "common/model/saved_tensor_names.h"
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
@@ -23,30 +24,6 @@ using memory::MemoryCategory;
 using memory::Tensor;
 
 namespace {
-
-constexpr const char* kAllocConf = "PYTORCH_CUDA_ALLOC_CONF";
-
-// Expandable segments for the runtimes made while it lives, as lesson 03 does: the allocator's
-// peak is then the live tensors' own 512-byte-rounded sizes, never a whole cached segment, so it
-// equals the formula. Not on cpu, whose allocator has no capacity to map segments into.
-class ExpandableSegments {
- public:
-  explicit ExpandableSegments(const memory::Device& device) {
-    if (const char* old = std::getenv(kAllocConf)) old_ = old;
-    if (device.kind != memory::DeviceKind::cpu) setenv(kAllocConf, "expandable_segments:True", 1);
-  }
-  ~ExpandableSegments() {
-    if (old_)
-      setenv(kAllocConf, old_->c_str(), 1);
-    else
-      unsetenv(kAllocConf);
-  }
-  ExpandableSegments(const ExpandableSegments&) = delete;
-  ExpandableSegments& operator=(const ExpandableSegments&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 int64_t rounded(int64_t bytes) {
   return (bytes + 511) / 512 * 512;
@@ -128,7 +105,7 @@ CoreRun run_attention_core(const memory::Device& device, AttentionKind attention
   run.seq = T;
   run.device = device.name();
 
-  const ExpandableSegments expandable(device);
+  const memory::ExpandableSegmentsScope expandable(device);
   nn::Runtime runtime(device);
   const nn::KernelBackend& kernels = runtime.kernels();
   const bool computes = device.kind != memory::DeviceKind::meta;
@@ -220,7 +197,7 @@ TrainingRun run_training(const TrainSettings& settings, AttentionKind attention)
   TrainingRun run;
   run.attention = attention;
 
-  const ExpandableSegments expandable(settings.device);
+  const memory::ExpandableSegmentsScope expandable(settings.device);
   nn::Runtime runtime(settings.device);
   train::Trainer trainer(runtime, options);
   LayerReader reader;
