@@ -2,6 +2,10 @@
 // Korthikanti et al. Table 2, the runtime's own activation layout, and host offload.
 #include "common/estimate/estimator.h"
 
+#include <algorithm>
+
+#include "common/estimate/optimizer_state_layout.h"
+
 #include <cctype>
 #include <cstdio>
 #include <string>
@@ -82,6 +86,10 @@ std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& st
       what = "Adam-mini (Zhang et al. 2024) m + block v " +
              per_param(states.optimizer_moments, params);
       break;
+    case Optimizer::adafactor:
+      what = "Adafactor (Shazeer & Stern 2018) factored v " +
+             per_param(states.optimizer_moments, params);
+      break;
   }
   if (states.master_weights > 0) what = "fp32 master 4 + " + what;
   return "K = " + per_param(states.optimizer_states(), params) + " (" + what + ")";
@@ -129,7 +137,16 @@ Estimate estimate_memory(const EstimateInputs& in) {
     if (m.learned_position_embeddings && out.seq > m.max_seq)
       throw UsageError("sequence length " + std::to_string(out.seq) + " exceeds model '" + m.name +
                        "' position table (" + std::to_string(m.max_seq) + ")");
-    if (in.optimizer == Optimizer::adam_mini) options.adam_mini_v_blocks = adam_mini_v_blocks(m);
+    EightBitOptions eight_bit;
+    eight_bit.block_size = in.quantization_block_size;
+    eight_bit.min_8bit_size = in.min_8bit_size;
+    eight_bit.fp32_embeddings = in.fp32_embeddings;
+    const OptimizerStateCounts counts =
+        optimizer_state_counts(optimizer_state_layout(m, eight_bit));
+    options.adam_mini_v_blocks = counts.adam_mini_v;
+    options.adafactor_state_elements = counts.adafactor;
+    options.eight_bit_absmax_blocks = counts.eight_bit_absmax;
+    options.eight_bit_fp32_elements = counts.eight_bit_fp32;
   } else {
     out.parameter_count = in.parameter_count;
     require_positive(in.parameter_count, "parameter count");
@@ -145,6 +162,13 @@ Estimate estimate_memory(const EstimateInputs& in) {
   const int64_t rank_params = ceil_div(psi, in.tensor_parallel);
   ModelStateOptions rank_options = options;
   rank_options.adam_mini_v_blocks = ceil_div(options.adam_mini_v_blocks, in.tensor_parallel);
+  rank_options.adafactor_state_elements =
+      ceil_div(options.adafactor_state_elements, in.tensor_parallel);
+  if (options.eight_bit_absmax_blocks >= 0)
+    rank_options.eight_bit_absmax_blocks =
+        ceil_div(options.eight_bit_absmax_blocks, in.tensor_parallel);
+  rank_options.eight_bit_fp32_elements =
+      std::min(rank_params, ceil_div(options.eight_bit_fp32_elements, in.tensor_parallel));
   const ModelStateBytes rank = model_state_bytes(rank_params, rank_options);
   const int64_t nd = in.data_parallel;
   const int64_t stage = in.zero_stage;

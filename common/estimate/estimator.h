@@ -44,6 +44,8 @@ struct EstimateInputs {
   Precision precision = Precision::mixed_bf16;  ///< training precision.
   Optimizer optimizer = Optimizer::adamw;       ///< optimizer.
   int64_t quantization_block_size = 256;        ///< B of adamw-8bit.
+  int64_t min_8bit_size = 4096;  ///< adamw-8bit: smaller tensors keep fp32 states (with shapes).
+  bool fp32_embeddings = false;  ///< adamw-8bit: the embedding tables keep fp32 states.
   bool fp32_gradients = false;                  ///< mixed precision with fp32 gradients.
   int64_t zero_stage = 0;                       ///< ZeRO stage 0–3.
   int64_t data_parallel = 1;                    ///< Nd.

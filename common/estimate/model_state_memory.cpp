@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/estimate/optimizer_state_layout.h"
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
 
@@ -12,9 +13,13 @@ namespace vramlab::estimate {
 namespace {
 
 constexpr std::pair<std::string_view, Optimizer> kOptimizers[] = {
-    {"sgd", Optimizer::sgd},     {"sgd-momentum", Optimizer::sgd_momentum},
-    {"adamw", Optimizer::adamw}, {"adamw-8bit", Optimizer::adamw_8bit},
-    {"lion", Optimizer::lion},   {"adam-mini", Optimizer::adam_mini},
+    {"sgd", Optimizer::sgd},
+    {"sgd-momentum", Optimizer::sgd_momentum},
+    {"adamw", Optimizer::adamw},
+    {"adamw-8bit", Optimizer::adamw_8bit},
+    {"lion", Optimizer::lion},
+    {"adam-mini", Optimizer::adam_mini},
+    {"adafactor", Optimizer::adafactor},
 };
 
 template <typename Table>
@@ -76,12 +81,28 @@ ModelStateBytes model_state_bytes(int64_t parameter_count, const ModelStateOptio
       out.optimizer_moments = checked_mul(checked_mul(n, 2, what), state_element_bytes, what);
       break;
     case Optimizer::adamw_8bit: {
-      // Two 1-byte states, and per state one fp32 absmax for every block of B elements.
-      const int64_t blocks = ceil_div(n, options.quantization_block_size);
-      out.optimizer_moments =
-          checked_add(checked_mul(n, 2, what), checked_mul(blocks, 8, what), what);
+      // Two 1-byte states, and per state one fp32 absmax for every block of B elements; tensors
+      // kept in fp32 hold two 4-byte states.
+      const int64_t fp32 = options.eight_bit_fp32_elements;
+      if (fp32 < 0 || fp32 > n)
+        throw UsageError("8-bit fp32 elements must be in [0, " + std::to_string(n) + "], got " +
+                         std::to_string(fp32));
+      const int64_t blocks = options.eight_bit_absmax_blocks >= 0
+                                 ? options.eight_bit_absmax_blocks
+                                 : ceil_div(n, options.quantization_block_size);
+      out.optimizer_moments = checked_add(
+          checked_add(checked_mul(n - fp32, 2, what), checked_mul(blocks, 8, what), what),
+          checked_mul(fp32, 8, what), what);
       break;
     }
+    case Optimizer::adafactor:
+      if (options.adafactor_state_elements <= 0)
+        throw UsageError(
+            "adafactor's state depends on the tensors' shapes: name a model (--model) rather "
+            "than a parameter count");
+      out.optimizer_moments =
+          checked_mul(options.adafactor_state_elements, state_element_bytes, what);
+      break;
     case Optimizer::adam_mini:
       out.optimizer_moments =
           checked_mul(checked_add(n, options.adam_mini_v_blocks, what), state_element_bytes, what);
@@ -91,23 +112,7 @@ ModelStateBytes model_state_bytes(int64_t parameter_count, const ModelStateOptio
 }
 
 int64_t adam_mini_v_blocks(const ModelConfig& model) {
-  int64_t blocks = 0;
-  for (const ParameterSpec& p : model.parameters()) {
-    const auto ends_with = [&p](std::string_view tail) {
-      return p.name.size() >= tail.size() &&
-             std::string_view(p.name).substr(p.name.size() - tail.size()) == tail;
-    };
-    int64_t here = 1;  // norms and biases: one per tensor
-    if (ends_with(".attn.qkv.weight")) {
-      here = 2 * model.heads + model.hidden;  // Q and K by head, V by output neuron
-    } else if (ends_with(".attn.q.weight") || ends_with(".attn.k.weight")) {
-      here = ends_with(".attn.q.weight") ? model.heads : model.kv_heads;  // by head
-    } else if (p.shape.size() == 2) {
-      here = p.shape[0];  // embeddings and output by token, the rest by output neuron
-    }
-    blocks = checked_add(blocks, here, "Adam-mini v blocks");
-  }
-  return blocks;
+  return optimizer_state_counts(optimizer_state_layout(model)).adam_mini_v;
 }
 
 }  // namespace vramlab::estimate

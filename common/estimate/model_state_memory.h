@@ -18,10 +18,15 @@
 /// | sgd          | 0                                                                        |
 /// | sgd-momentum | eΨ (momentum)                                                            |
 /// | adamw        | 2eΨ (m, v)                                                               |
-/// | adamw-8bit   | 2Ψ + 8⌈Ψ/B⌉: one byte per state plus one fp32 absmax per block of B per state |
-/// |              | (bitsandbytes block-wise, B = 256 since bitsandbytes PR #1365, 2048 in the
-/// paper) | | lion         | eΨ (momentum only; Chen et al. 2023) | | adam-mini    | eΨ (m) + e ×
-/// number of v blocks (Zhang et al. 2024; 0 without shapes)    |
+/// | adamw-8bit   | 2Ψ + 8⌈Ψ/B⌉ without shapes: one byte per state plus one fp32 absmax per block |
+/// |              | of B per state (bitsandbytes, B = 256 since its PR #1365, 2048 in the paper); |
+/// |              | with shapes, per tensor: 2n + 8⌈n/B⌉, or 8n for a tensor kept in fp32      |
+/// | lion         | eΨ (momentum only; Chen et al. 2023)                                      |
+/// | adam-mini    | eΨ (m) + e × number of v blocks (Zhang et al. 2024; 0 without shapes)     |
+/// | adafactor    | e × (rows + cols per matrix + numel per vector) (needs shapes)            |
+///
+/// The per-tensor layouts come from common/estimate/optimizer_state_layout.h, which the runtime
+/// optimizers allocate from.
 #pragma once
 
 #include <cstdint>
@@ -46,13 +51,14 @@ enum class Optimizer {
   adamw_8bit,    ///< bitsandbytes block-wise 8-bit AdamW: two 8-bit states + fp32 absmax per block.
   lion,          ///< Lion: one state (momentum).
   adam_mini,     ///< Adam-mini: full m, one v per parameter block.
+  adafactor,     ///< Adafactor (torch.optim.Adafactor): factored second moment, no m.
 };
 
 /// Bytes of one activation element: 4 for fp32, 2 otherwise (the paper's 16-bit activations).
 /// \param precision a precision. \return 4 or 2.
 int64_t activation_element_bytes(Precision precision);
 
-/// Parses "sgd", "sgd-momentum", "adamw", "adamw-8bit", "lion", "adam-mini".
+/// Parses "sgd", "sgd-momentum", "adamw", "adamw-8bit", "lion", "adam-mini", "adafactor".
 /// \param name the text. \return the optimizer.
 /// \throws vramlab::UsageError "unknown optimizer 'NAME' (expected one of: ...)".
 Optimizer parse_optimizer(std::string_view name);
@@ -67,6 +73,13 @@ struct ModelStateOptions {
   bool fp32_gradients =
       false;  ///< mixed precision with fp32 gradients (Hugging Face's 18 B/param).
   int64_t adam_mini_v_blocks = 0;  ///< number of Adam-mini v entries (0 when shapes are unknown).
+  /// Adafactor's second-moment entries (optimizer_state_counts); 0 when shapes are unknown, which
+  /// Adafactor refuses.
+  int64_t adafactor_state_elements = 0;
+  /// 8-bit AdamW with shapes (optimizer_state_counts): the absmax values per moment, or -1
+  /// without shapes (then ⌈Ψ/B⌉, one tensor).
+  int64_t eight_bit_absmax_blocks = -1;
+  int64_t eight_bit_fp32_elements = 0;  ///< 8-bit AdamW: elements whose states stay fp32.
 };
 
 /// Model-state bytes of Ψ parameters on one device, before partitioning (ZeRO stage 0, no TP).

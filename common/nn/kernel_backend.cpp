@@ -79,6 +79,10 @@ class Arguments {
     check(view, name, DType::i32, numel, false);
     return static_cast<int32_t*>(view.data());
   }
+  uint8_t* u8(const TensorView& view, const char* name, int64_t numel) const {
+    check(view, name, DType::u8, numel, false);
+    return static_cast<uint8_t*>(view.data());
+  }
   int8_t* i8(const TensorView& view, const char* name, int64_t numel) const {
     check(view, name, DType::i8, numel, false);
     return static_cast<int8_t*>(view.data());
@@ -514,6 +518,84 @@ void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
                 a.storage_or_none(momentum_buffer, "momentum_buffer", n),
                 a.storage_or_none(working, "working", n), n, learning_rate, momentum, weight_decay,
                 nesterov, grad_multiplier, rounding);
+}
+
+void KernelBackend::lion_update(const TensorView& param, const TensorView& grad,
+                                const TensorView& m, const TensorView& working,
+                                const kernels::cpu::LionHyperparameters& hp, float grad_multiplier,
+                                const ParameterRounding& rounding) const {
+  const Arguments a("lion_update");
+  const int64_t n = param.numel();
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
+  do_lion_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
+                 a.storage(m, "exp_avg", n), a.storage_or_none(working, "working", n), n, hp,
+                 grad_multiplier, rounding);
+}
+
+void KernelBackend::adam_mini_update(const TensorView& param, const TensorView& grad,
+                                     const TensorView& m, const TensorView& v,
+                                     const TensorView& working, int64_t block_size,
+                                     const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                                     float grad_multiplier,
+                                     const ParameterRounding& rounding) const {
+  const Arguments a("adam_mini_update");
+  const int64_t n = param.numel();
+  a.require(block_size >= 1 && n % block_size == 0, "block size " + std::to_string(block_size) +
+                                                        " must divide the " + std::to_string(n) +
+                                                        " elements");
+  const int64_t count = n / block_size;
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
+  a.require(v.dtype() == types.state, "v is " + std::string(dtype_name(v.dtype())) + " but m is " +
+                                          std::string(dtype_name(types.state)));
+  do_adam_mini_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
+                      a.storage(m, "exp_avg", n), a.storage(v, "v", count),
+                      a.storage_or_none(working, "working", n), block_size, count, hp, step,
+                      grad_multiplier, rounding);
+}
+
+void KernelBackend::adafactor_update(const TensorView& param, const TensorView& grad,
+                                     const TensorView& row_var, const TensorView& col_var,
+                                     const TensorView& working, int64_t rows, int64_t cols,
+                                     bool factored,
+                                     const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
+                                     float grad_multiplier,
+                                     const ParameterRounding& rounding) const {
+  const Arguments a("adafactor_update");
+  const int64_t n = param.numel();
+  a.require(rows >= 1 && cols >= 1 && rows * cols == n && (factored || rows == 1),
+            "shape " + std::to_string(rows) + " x " + std::to_string(cols) +
+                (factored ? " (factored)" : " (unfactored, rows must be 1)") + " does not hold " +
+                std::to_string(n) + " elements");
+  const OptimizerTypes types = optimizer_types(a, param, grad, row_var, working, rounding);
+  a.require(factored != col_var.none(),
+            factored ? "a factored step needs col_var" : "an unfactored step has no col_var");
+  a.require(col_var.none() || col_var.dtype() == types.state,
+            "col_var is " + std::string(dtype_name(col_var.dtype())) + " but row_var is " +
+                std::string(dtype_name(types.state)));
+  do_adafactor_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
+                      a.storage(row_var, "row_var", factored ? rows : cols),
+                      a.storage_or_none(col_var, "col_var", cols),
+                      a.storage_or_none(working, "working", n), rows, cols, factored, hp, step,
+                      grad_multiplier, rounding);
+}
+
+void KernelBackend::adamw_8bit_update(const TensorView& param, const TensorView& grad,
+                                      const TensorView& qm, const TensorView& qv,
+                                      const TensorView& absmax_m, const TensorView& absmax_v,
+                                      const TensorView& working, int64_t block,
+                                      const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                                      float grad_multiplier,
+                                      const ParameterRounding& rounding) const {
+  const Arguments a("adamw_8bit_update");
+  const int64_t n = param.numel();
+  a.require(block >= 1, "block size " + std::to_string(block) + " must be positive");
+  const int64_t blocks = kernels::cpu::quantization_block_count(n, block);
+  const OptimizerTypes types = optimizer_types(a, param, grad, absmax_m, working, rounding);
+  a.require(types.state == DType::f32, "absmax must be f32");
+  do_adamw_8bit_update(
+      types, a.storage(param, "param", n), a.storage(grad, "grad", n), a.u8(qm, "qm", n),
+      a.u8(qv, "qv", n), a.f32(absmax_m, "absmax_m", blocks), a.f32(absmax_v, "absmax_v", blocks),
+      a.storage_or_none(working, "working", n), n, block, hp, step, grad_multiplier, rounding);
 }
 
 }  // namespace vramlab::nn

@@ -40,6 +40,7 @@
 #include "common/memory/tensor_view.h"
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/optimizer_8bit.h"
 
 namespace vramlab::nn {
 
@@ -303,6 +304,36 @@ class KernelBackend {
                   float momentum, float weight_decay, bool nesterov, float grad_multiplier = 1.0f,
                   const ParameterRounding& rounding = {}) const;
 
+  /// One Lion step in place (kernels/cpu/optimizer.h) with g = grad_multiplier · grad; types as
+  /// adamw_update, \p m like its m.
+  void lion_update(const TensorView& param, const TensorView& grad, const TensorView& m,
+                   const TensorView& working, const kernels::cpu::LionHyperparameters& hp,
+                   float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+  /// One Adam-mini step in place over param.numel() / block_size blocks of \p block_size
+  /// consecutive elements (one tensor, or one run of equal blocks inside it); types as
+  /// adamw_update, \p m (n) and \p v (one per block) in the state type.
+  void adam_mini_update(const TensorView& param, const TensorView& grad, const TensorView& m,
+                        const TensorView& v, const TensorView& working, int64_t block_size,
+                        const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                        float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+  /// One Adafactor step on ONE parameter tensor of rows × cols elements; factored (a matrix):
+  /// \p row_var (rows) and \p col_var (cols); unfactored (rows = 1): \p row_var (cols) and no
+  /// \p col_var. Types as adamw_update, the variances in the state type.
+  void adafactor_update(const TensorView& param, const TensorView& grad, const TensorView& row_var,
+                        const TensorView& col_var, const TensorView& working, int64_t rows,
+                        int64_t cols, bool factored,
+                        const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
+                        float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+  /// One 8-bit AdamW step on ONE parameter tensor (kernels/cpu/optimizer_8bit.h): \p qm, \p qv
+  /// (n) u8 codes, \p absmax_m, \p absmax_v (ceil(n / block)) f32; param, grad and working as
+  /// adamw_update's.
+  void adamw_8bit_update(const TensorView& param, const TensorView& grad, const TensorView& qm,
+                         const TensorView& qv, const TensorView& absmax_m,
+                         const TensorView& absmax_v, const TensorView& working, int64_t block,
+                         const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                         float grad_multiplier = 1.0f,
+                         const ParameterRounding& rounding = {}) const;
+
  private:
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
   // `types.a` and `types.g` say what every void pointer holds (see the file comment): pointers
@@ -400,6 +431,28 @@ class KernelBackend {
                              void* momentum_buffer, void* working, int64_t n, float learning_rate,
                              float momentum, float weight_decay, bool nesterov,
                              float grad_multiplier, const ParameterRounding& rounding) const = 0;
+  virtual void do_lion_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
+                              void* working, int64_t n, const kernels::cpu::LionHyperparameters& hp,
+                              float grad_multiplier, const ParameterRounding& rounding) const = 0;
+  virtual void do_adam_mini_update(const OptimizerTypes& types, void* param, const void* grad,
+                                   void* m, void* v, void* working, int64_t block_size,
+                                   int64_t count, const kernels::cpu::AdamWHyperparameters& hp,
+                                   int64_t step, float grad_multiplier,
+                                   const ParameterRounding& rounding) const = 0;
+  // col_var is nullptr when unfactored.
+  virtual void do_adafactor_update(const OptimizerTypes& types, void* param, const void* grad,
+                                   void* row_var, void* col_var, void* working, int64_t rows,
+                                   int64_t cols, bool factored,
+                                   const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
+                                   float grad_multiplier,
+                                   const ParameterRounding& rounding) const = 0;
+  // types.state is f32 (the absmax); qm and qv are u8.
+  virtual void do_adamw_8bit_update(const OptimizerTypes& types, void* param, const void* grad,
+                                    uint8_t* qm, uint8_t* qv, float* absmax_m, float* absmax_v,
+                                    void* working, int64_t n, int64_t block,
+                                    const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                                    float grad_multiplier,
+                                    const ParameterRounding& rounding) const = 0;
 };
 
 }  // namespace vramlab::nn

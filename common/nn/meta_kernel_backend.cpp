@@ -75,6 +75,19 @@ class MetaKernelBackend final : public KernelBackend {
                        const ParameterRounding&) const override {}
   void do_sgd_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t, float, float,
                      float, bool, float, const ParameterRounding&) const override {}
+  void do_lion_update(const OptimizerTypes&, void*, const void*, void*, void*, int64_t,
+                      const kernels::cpu::LionHyperparameters&, float,
+                      const ParameterRounding&) const override {}
+  void do_adam_mini_update(const OptimizerTypes&, void*, const void*, void*, void*, void*, int64_t,
+                           int64_t, const kernels::cpu::AdamWHyperparameters&, int64_t, float,
+                           const ParameterRounding&) const override {}
+  void do_adafactor_update(const OptimizerTypes&, void*, const void*, void*, void*, void*, int64_t,
+                           int64_t, bool, const kernels::cpu::AdafactorHyperparameters&, int64_t,
+                           float, const ParameterRounding&) const override {}
+  void do_adamw_8bit_update(const OptimizerTypes&, void*, const void*, uint8_t*, uint8_t*, float*,
+                            float*, void*, int64_t, int64_t,
+                            const kernels::cpu::AdamWHyperparameters&, int64_t, float,
+                            const ParameterRounding&) const override {}
 };
 
 }  // namespace

@@ -11,18 +11,23 @@
 
 namespace vramlab::optim {
 
-namespace {
-
-void require(bool ok, const std::string& what, float value) {
+void Optimizer::require_hyperparameter(bool ok, const std::string& what, float value) {
   if (!ok) throw UsageError(what + " " + std::to_string(value) + " is out of range");
 }
 
-void require_grads(const nn::ParameterStore& params) {
+void Optimizer::require_adamw_hyperparameters(const kernels::cpu::AdamWHyperparameters& hp) {
+  require_hyperparameter(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
+                         hp.learning_rate);
+  require_hyperparameter(hp.beta1 >= 0 && hp.beta1 < 1, "beta1", hp.beta1);
+  require_hyperparameter(hp.beta2 >= 0 && hp.beta2 < 1, "beta2", hp.beta2);
+  require_hyperparameter(hp.epsilon > 0, "epsilon", hp.epsilon);
+  require_hyperparameter(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
+}
+
+void Optimizer::require_gradients(const nn::ParameterStore& params) {
   if (params.grads().empty())
     throw std::logic_error("optimizer step without gradients (run backward first)");
 }
-
-}  // namespace
 
 memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {
   return runtime_.zeros({numel}, memory::MemoryCategory::optimizer_state, name,
@@ -52,16 +57,11 @@ memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
 AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
              const amp::PrecisionPolicy& precision)
     : Optimizer(runtime, precision), hp_(hp) {
-  require(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
-          hp.learning_rate);
-  require(hp.beta1 >= 0 && hp.beta1 < 1, "beta1", hp.beta1);
-  require(hp.beta2 >= 0 && hp.beta2 < 1, "beta2", hp.beta2);
-  require(hp.epsilon > 0, "epsilon", hp.epsilon);
-  require(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
+  require_adamw_hyperparameters(hp);
 }
 
 void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
-  require_grads(params);
+  require_gradients(params);
   const memory::TensorView values = updated_values(params);
   if (m_.empty()) {
     m_ = make_state(params.numel(), "adamw.exp_avg");
@@ -84,13 +84,14 @@ Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight
       momentum_(momentum),
       weight_decay_(weight_decay),
       nesterov_(nesterov) {
-  require(std::isfinite(learning_rate) && learning_rate > 0, "learning rate", learning_rate);
-  require(momentum >= 0 && momentum < 1, "momentum", momentum);
-  require(weight_decay >= 0, "weight decay", weight_decay);
+  require_hyperparameter(std::isfinite(learning_rate) && learning_rate > 0, "learning rate",
+                         learning_rate);
+  require_hyperparameter(momentum >= 0 && momentum < 1, "momentum", momentum);
+  require_hyperparameter(weight_decay >= 0, "weight decay", weight_decay);
 }
 
 void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
-  require_grads(params);
+  require_gradients(params);
   const memory::TensorView values = updated_values(params);
   if (momentum_ > 0 && momentum_buffer_.empty())
     momentum_buffer_ = make_state(params.numel(), "sgd.momentum");

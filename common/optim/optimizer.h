@@ -14,8 +14,9 @@
 /// all parameters through the Runtime's kernels; on the meta device only the states are allocated.
 #pragma once
 
-#include "common/amp/precision_policy.h"
 #include <cstdint>
+#include <string>
+#include "common/amp/precision_policy.h"
 
 #include "common/memory/tensor.h"
 #include "common/nn/parameter_store.h"
@@ -53,6 +54,14 @@ class Optimizer {
       : runtime_(runtime), precision_(precision) {}
   /// Allocates a zeroed state tensor of numel elements in the policy's state type.
   memory::Tensor make_state(int64_t numel, const char* name);
+  /// \throws vramlab::UsageError "WHAT VALUE is out of range" unless \p ok.
+  static void require_hyperparameter(bool ok, const std::string& what, float value);
+  /// AdamW's checks, shared by the optimizers built on its moments (Adam-mini, 8-bit AdamW).
+  /// \throws vramlab::UsageError naming a learning rate ≤ 0 or non-finite, betas outside [0, 1),
+  /// epsilon ≤ 0, or weight decay < 0.
+  static void require_adamw_hyperparameters(const kernels::cpu::AdamWHyperparameters& hp);
+  /// \throws std::logic_error when \p params holds no gradients.
+  static void require_gradients(const nn::ParameterStore& params);
   /// At the first step of mixed precision: the fp32 master from the parameters. \return what the
   /// update kernel updates (the master, else the parameters).
   memory::TensorView updated_values(nn::ParameterStore& params);

@@ -1,41 +1,29 @@
-// The optimizer factory (see optimizer_factory.h).
+// The optimizer registry (see optimizer_factory.h).
 #include "common/optim/optimizer_factory.h"
 
 #include <stdexcept>
 #include <string>
 
+#include "common/optim/low_memory_optimizers.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::optim {
 
-namespace {
-
-constexpr estimate::Optimizer kImplemented[] = {
-    estimate::Optimizer::sgd, estimate::Optimizer::sgd_momentum, estimate::Optimizer::adamw};
-
-std::string implemented_names() {
-  std::string names;
-  for (const estimate::Optimizer kind : kImplemented) {
-    if (!names.empty()) names += ", ";
-    names += estimate::optimizer_name(kind);
-  }
-  return names;
-}
-
-}  // namespace
-
-void require_implemented(estimate::Optimizer kind) {
-  for (const estimate::Optimizer implemented : kImplemented)
-    if (implemented == kind) return;
-  throw UsageError("optimizer '" + std::string(estimate::optimizer_name(kind)) +
-                   "' is estimated but not implemented by the training runtime (implemented: " +
-                   implemented_names() + ")");
+bool needs_model(estimate::Optimizer kind) {
+  return kind == estimate::Optimizer::adam_mini || kind == estimate::Optimizer::adafactor ||
+         kind == estimate::Optimizer::adamw_8bit;
 }
 
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
                                           const OptimizerSettings& settings,
-                                          const amp::PrecisionPolicy& precision) {
-  require_implemented(kind);
+                                          const amp::PrecisionPolicy& precision,
+                                          const ModelConfig* model) {
+  if (needs_model(kind) && model == nullptr)
+    throw std::invalid_argument("make_optimizer: '" + std::string(estimate::optimizer_name(kind)) +
+                                "' needs the model's shapes");
+  kernels::cpu::AdamWHyperparameters adamw;
+  adamw.learning_rate = settings.learning_rate;
+  adamw.weight_decay = settings.weight_decay;
   switch (kind) {
     case estimate::Optimizer::sgd:
       return std::make_unique<Sgd>(runtime, settings.learning_rate, 0.0f, settings.weight_decay,
@@ -43,18 +31,26 @@ std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimi
     case estimate::Optimizer::sgd_momentum:
       return std::make_unique<Sgd>(runtime, settings.learning_rate, settings.momentum,
                                    settings.weight_decay, false, precision);
-    case estimate::Optimizer::adamw: {
-      kernels::cpu::AdamWHyperparameters hp;
+    case estimate::Optimizer::adamw:
+      return std::make_unique<AdamW>(runtime, adamw, precision);
+    case estimate::Optimizer::adamw_8bit:
+      return std::make_unique<AdamW8bit>(runtime, *model, adamw, settings.eight_bit, precision);
+    case estimate::Optimizer::adam_mini:
+      return std::make_unique<AdamMini>(runtime, *model, adamw, precision);
+    case estimate::Optimizer::lion: {
+      kernels::cpu::LionHyperparameters hp;
       hp.learning_rate = settings.learning_rate;
       hp.weight_decay = settings.weight_decay;
-      return std::make_unique<AdamW>(runtime, hp, precision);
+      return std::make_unique<Lion>(runtime, hp, precision);
     }
-    case estimate::Optimizer::adamw_8bit:
-    case estimate::Optimizer::lion:
-    case estimate::Optimizer::adam_mini:
-      break;
+    case estimate::Optimizer::adafactor: {
+      kernels::cpu::AdafactorHyperparameters hp;
+      hp.learning_rate = settings.learning_rate;
+      hp.weight_decay = settings.weight_decay;
+      return std::make_unique<Adafactor>(runtime, *model, hp, precision);
+    }
   }
-  throw std::logic_error("make_optimizer: kImplemented and the switch disagree");
+  throw std::logic_error("make_optimizer: an optimizer kind without a case");
 }
 
 }  // namespace vramlab::optim

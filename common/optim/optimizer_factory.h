@@ -1,15 +1,18 @@
 /// \file
-/// \brief The one place that turns an optimizer kind (the estimator's estimate::Optimizer, so a
-/// run and its estimate name the same thing) into a runtime optimizer.
+/// \brief The optimizer registry: the one place that turns an optimizer kind (the estimator's
+/// estimate::Optimizer, so `vramlab train --optimizer`, `vramlab estimate --optimizer` and the
+/// lessons name the same thing) into a runtime optimizer.
 ///
-/// The runtime implements SGD (no state), SGD with momentum (one fp32 state) and AdamW (two fp32
-/// states); the estimator also knows 8-bit AdamW, Lion and Adam-mini, which the factory refuses
-/// by name rather than silently training with something else.
+/// Every kind the estimator knows is implemented: SGD, SGD with momentum, AdamW
+/// (common/optim/optimizer.h), Lion, Adam-mini, Adafactor and 8-bit AdamW
+/// (common/optim/low_memory_optimizers.h).
 #pragma once
 
 #include <memory>
 
 #include "common/estimate/model_state_memory.h"
+#include "common/estimate/optimizer_state_layout.h"
+#include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/optim/optimizer.h"
 
@@ -21,21 +24,24 @@ struct OptimizerSettings {
   float learning_rate = 1e-3f;  ///< step size (> 0).
   float weight_decay = 0.0f;    ///< decoupled (AdamW) or L2 (SGD) weight decay (≥ 0).
   float momentum = 0.9f;        ///< SGD with momentum's momentum in [0, 1) (plain SGD: unused).
+  estimate::EightBitOptions eight_bit;  ///< 8-bit AdamW's block size, minimum size, embeddings.
 };
 
-/// Refuses, without allocating anything, a kind make_optimizer() cannot build (to check a run's
-/// settings before its runtime exists).
-/// \throws vramlab::UsageError naming \p kind and the implemented kinds.
-void require_implemented(estimate::Optimizer kind);
+/// \param kind an optimizer. \return true when it needs the model's shapes (Adam-mini,
+/// Adafactor, 8-bit AdamW step tensor by tensor).
+bool needs_model(estimate::Optimizer kind);
 
 /// Builds the runtime optimizer of \p kind: Sgd with momentum 0 for `sgd`, Sgd with
-/// settings.momentum for `sgd_momentum`, AdamW for `adamw`.
+/// settings.momentum for `sgd_momentum`, AdamW, Lion, AdamMini, Adafactor or AdamW8bit, with
+/// settings.learning_rate and settings.weight_decay and each paper's defaults for the rest.
 /// The states live on \p runtime, allocated lazily at the first step, in \p precision's state
-/// type, with an fp32 master copy under mixed precision.
-/// \throws vramlab::UsageError naming the optimizer for a kind the runtime does not implement,
-/// or naming a bad hyper-parameter.
+/// type (8-bit AdamW: u8 codes and f32 absmax), with an fp32 master copy under mixed precision.
+/// \param model the model whose store will be stepped; required when needs_model(kind).
+/// \throws vramlab::UsageError naming a bad hyper-parameter; std::invalid_argument without a
+/// model when one is needed.
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
                                           const OptimizerSettings& settings = {},
-                                          const amp::PrecisionPolicy& precision = {});
+                                          const amp::PrecisionPolicy& precision = {},
+                                          const ModelConfig* model = nullptr);
 
 }  // namespace vramlab::optim

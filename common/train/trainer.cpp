@@ -76,7 +76,6 @@ void validate(const TrainOptions& options) {
     throw UsageError("--seq " + std::to_string(options.seq) + " outside [1, " +
                      std::to_string(options.model.max_seq) + "] for model '" + options.model.name +
                      "'");
-  optim::require_implemented(options.optimizer);
   if (!(options.dropout.p >= 0.0f && options.dropout.p < 1.0f))
     throw UsageError("--dropout " + std::to_string(options.dropout.p) + " outside [0, 1)");
   (void)step_micro_batches(options);
@@ -149,7 +148,9 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optim::OptimizerSettings optimizer_settings;
   optimizer_settings.learning_rate = options_.learning_rate;
   optimizer_settings.weight_decay = options_.weight_decay;
-  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision);
+  optimizer_settings.eight_bit = options_.eight_bit;
+  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision,
+                                     &options_.model);
   {
     // Named so that an allocator trace tells the parameters apart from the step's tensors.
     const memory::ContextLabelScope label("setup");

@@ -6,6 +6,7 @@
 
 #include "common/dtype/convert.h"
 #include "common/dtype/counter_rng.h"
+#include "common/platform/errors.h"
 
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/storage.h"
@@ -161,6 +162,23 @@ void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_
   }
 }
 
+// TODO(helper): the Lion, Adam-mini and Adafactor kernels.
+template <typename P, typename Gr, typename S, typename W>
+void lion_update(P*, const Gr*, S*, W*, int64_t, const LionHyperparameters&, float,
+                 const ParameterRounding&) {
+  throw InternalError("lion_update: not implemented yet");
+}
+template <typename P, typename Gr, typename S, typename W>
+void adam_mini_update(P*, const Gr*, S*, S*, W*, int64_t, int64_t, const AdamWHyperparameters&,
+                      int64_t, float, const ParameterRounding&) {
+  throw InternalError("adam_mini_update: not implemented yet");
+}
+template <typename P, typename Gr, typename S, typename W>
+void adafactor_update(P*, const Gr*, S*, S*, W*, int64_t, int64_t, bool,
+                      const AdafactorHyperparameters&, int64_t, float, const ParameterRounding&) {
+  throw InternalError("adafactor_update: not implemented yet");
+}
+
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
                   const AdamWHyperparameters& hp, int64_t step) {
   adamw_update<float, float, float, bf16_t>(param, grad, m, v, nullptr, n, hp, step, 1.0f);
@@ -177,7 +195,16 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
                                           const AdamWHyperparameters&, int64_t, float,             \
                                           const ParameterRounding&);                               \
   template void sgd_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t, float, float, float, bool, \
-                                        float, const ParameterRounding&);
+                                        float, const ParameterRounding&);                          \
+  template void lion_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t,                           \
+                                         const LionHyperparameters&, float,                        \
+                                         const ParameterRounding&);                                \
+  template void adam_mini_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t, int64_t,         \
+                                              const AdamWHyperparameters&, int64_t, float,         \
+                                              const ParameterRounding&);                           \
+  template void adafactor_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t, int64_t, bool,   \
+                                              const AdafactorHyperparameters&, int64_t, float,     \
+                                              const ParameterRounding&);
 #define VRAMLAB_INSTANTIATE_WORKING(P, Gr, S)     \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, bf16_t) \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, f16_t)

@@ -1,7 +1,11 @@
 /// \file
-/// \brief Optimizer update kernels with fp32 states: AdamW (Loshchilov & Hutter, PyTorch's
-/// torch.optim.AdamW semantics) and SGD with momentum (torch.optim.SGD, dampening 0). They are
-/// elementwise: the optim layer calls them once per parameter tensor.
+/// \brief Optimizer update kernels: AdamW (Loshchilov & Hutter, PyTorch's torch.optim.AdamW
+/// semantics), SGD with momentum (torch.optim.SGD, dampening 0), Lion (Chen et al. 2023),
+/// Adam-mini (Zhang et al. 2024) and Adafactor (Shazeer & Stern 2018, torch.optim.Adafactor
+/// semantics). AdamW, SGD and Lion are elementwise and run once over the whole parameter store;
+/// Adam-mini and Adafactor reduce over blocks or whole tensors, so the optim layer calls them once
+/// per parameter tensor (or per run of equal blocks inside one). The 8-bit AdamW is in
+/// kernels/cpu/optimizer_8bit.h.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +69,62 @@ template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov,
                 float grad_multiplier, const ParameterRounding& rounding = {});
+/// Hyper-parameters of one Lion step (Chen et al. 2023, "Symbolic Discovery of Optimization
+/// Algorithms", Algorithm 2; the defaults of the paper's reference implementation). Its learning
+/// rate is usually 3–10x smaller than AdamW's and its weight decay 3–10x larger.
+struct LionHyperparameters {
+  float learning_rate = 1e-4f;  ///< step size
+  float beta1 = 0.9f;           ///< interpolation of the update direction
+  float beta2 = 0.99f;          ///< decay of the momentum
+  float weight_decay = 0.0f;    ///< decoupled: param *= 1 - lr·weight_decay
+};
+
+/// One Lion step with g = grad_multiplier · grad: c = β1·m + (1-β1)·g; param ← param·(1 - lr·wd)
+/// - lr·sign(c) (sign(0) = 0, sign(NaN) = NaN); then m ← β2·m + (1-β2)·g. One state, the
+/// momentum m. param P, grad Gr, m S, working W, all (n); types, \p working and \p rounding as
+/// adamw_update's. \throws vramlab::UsageError when n < 0.
+template <typename P, typename Gr, typename S, typename W>
+void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
+                 const LionHyperparameters& hp, float grad_multiplier,
+                 const ParameterRounding& rounding = {});
+
+/// One Adam-mini step over \p count blocks of \p block_size consecutive elements (Zhang et al.
+/// 2024, "Adam-mini: Use Fewer Learning Rates To Gain More", Algorithm 1), with g =
+/// grad_multiplier · grad: m ← β1·m + (1-β1)·g per element; per block b, v[b] ← β2·v[b] +
+/// (1-β2)·mean(g² over block b), the mean summed in f32 in element order; then param ←
+/// param·(1 - lr·wd) - lr·m̂/(√v̂[b] + eps) with AdamW's bias corrections. param P, grad Gr, m S,
+/// working W: (block_size × count); v S: (count). Types, \p working and \p rounding as
+/// adamw_update's. \throws vramlab::UsageError when block_size < 1, count < 0 or step < 1.
+template <typename P, typename Gr, typename S, typename W>
+void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t block_size,
+                      int64_t count, const AdamWHyperparameters& hp, int64_t step,
+                      float grad_multiplier, const ParameterRounding& rounding = {});
+
+/// Hyper-parameters of one Adafactor step, torch.optim.Adafactor's names and defaults (PyTorch
+/// 2.5+): no first moment, a relative step size.
+struct AdafactorHyperparameters {
+  float learning_rate = 1e-2f;  ///< γ: ρ_t = min(γ, 1/√t)
+  float beta2_decay = -0.8f;    ///< τ: β2_t = 1 - t^τ
+  float epsilon1 = -1.0f;       ///< ε1 floor of √V̂; < 0 means None: the f32 machine epsilon
+  float epsilon2 = 1e-3f;       ///< ε2 floor of RMS(param) in α_t
+  float clip_threshold = 1.0f;  ///< d: Û = U / max(1, RMS(U)/d)
+  float weight_decay = 0.0f;    ///< decoupled: param *= 1 - γ·weight_decay
+};
+
+/// One Adafactor step on ONE parameter tensor (torch.optim.Adafactor's algorithm), with g =
+/// grad_multiplier · grad. Factored (\p factored true, a matrix of rows × cols): row_var (rows)
+/// and col_var (cols) keep β2_t-averaged row and column means of g², and V̂ = row_var ⊗ col_var /
+/// mean(row_var). Unfactored (a vector, rows = 1): \p row_var is the full (cols) variance and
+/// \p col_var is unused (may be nullptr). Then U = g / max(√V̂, ε1), Û = U / max(1, RMS(U)/d),
+/// α = max(ε2, RMS(param before the step))·ρ_t, param ← param·(1 - γ·wd) - α·Û. The RMS values
+/// are whole-tensor reductions, summed in double. param P, grad Gr, working W: (rows × cols);
+/// row_var, col_var S. \throws vramlab::UsageError when rows < 1 or cols < 1 (an empty tensor is
+/// not a parameter), step < 1, or rows != 1 when unfactored.
+template <typename P, typename Gr, typename S, typename W>
+void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* working, int64_t rows,
+                      int64_t cols, bool factored, const AdafactorHyperparameters& hp, int64_t step,
+                      float grad_multiplier, const ParameterRounding& rounding = {});
+
 /// Reference of adamw_update. \tparam Real float or double.
 template <typename Real>
 void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t n,
@@ -73,5 +133,19 @@ void adamw_update_reference(Real* param, const Real* grad, Real* m, Real* v, int
 template <typename Real>
 void sgd_update_reference(Real* param, const Real* grad, Real* momentum_buffer, int64_t n,
                           Real learning_rate, Real momentum, Real weight_decay, bool nesterov);
+/// Reference of lion_update (plain loop, g = grad). \tparam Real float or double.
+template <typename Real>
+void lion_update_reference(Real* param, const Real* grad, Real* m, int64_t n,
+                           const LionHyperparameters& hp);
+/// Reference of adam_mini_update (plain loops, g = grad, the block mean summed in Real).
+/// \tparam Real float or double.
+template <typename Real>
+void adam_mini_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t block_size,
+                                int64_t count, const AdamWHyperparameters& hp, int64_t step);
+/// Reference of adafactor_update (plain loops, g = grad). \tparam Real float or double.
+template <typename Real>
+void adafactor_update_reference(Real* param, const Real* grad, Real* row_var, Real* col_var,
+                                int64_t rows, int64_t cols, bool factored,
+                                const AdafactorHyperparameters& hp, int64_t step);
 
 }  // namespace vramlab::kernels::cpu

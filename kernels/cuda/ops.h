@@ -334,6 +334,48 @@ void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* wor
                 float weight_decay, bool nesterov, float grad_multiplier,
                 const cpu::ParameterRounding& rounding = {});
 
+/// One Lion step in place (cpu::lion_update's arithmetic); types, \p working and \p rounding as
+/// the mixed adamw_update; m S (n). \p version v1: a thread per element; v2: four elements per
+/// thread. \throws vramlab::UsageError when n < 0 or a bad working_type.
+template <class P, class R, class S>
+void lion_update(P* param, const R* grad, S* m, void* working, DType working_type, int64_t n,
+                 const cpu::LionHyperparameters& hp, float grad_multiplier,
+                 KernelVersion version = KernelVersion::v2,
+                 const cpu::ParameterRounding& rounding = {});
+/// One Adam-mini step in place over \p count blocks of \p block_size elements
+/// (cpu::adam_mini_update's arithmetic; the block mean of g² summed in f32 in a fixed order, so
+/// the bits do not depend on the launch shape): m S (block_size × count), v S (count). \p version
+/// v1: a thread per block; v2: a thread block per block with a shared-memory tree reduction.
+/// \throws vramlab::UsageError when block_size < 1, count < 0, step < 1 or a bad working_type.
+template <class P, class R, class S>
+void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type,
+                      int64_t block_size, int64_t count, const cpu::AdamWHyperparameters& hp,
+                      int64_t step, float grad_multiplier,
+                      KernelVersion version = KernelVersion::v2,
+                      const cpu::ParameterRounding& rounding = {});
+/// One Adafactor step on one tensor (cpu::adafactor_update's arithmetic; row and column means
+/// and the RMS values reduced in a fixed order); row_var S (rows, or cols when unfactored),
+/// col_var S (cols) or nullptr when unfactored. \p version v1: a thread per row / column / element
+/// pass; v2: a warp per row with shuffle reductions. \throws vramlab::UsageError as the CPU
+/// kernel, or a bad working_type.
+template <class P, class R, class S>
+void adafactor_update(P* param, const R* grad, S* row_var, NoDeduce<S>* col_var, void* working,
+                      DType working_type, int64_t rows, int64_t cols, bool factored,
+                      const cpu::AdafactorHyperparameters& hp, int64_t step, float grad_multiplier,
+                      KernelVersion version = KernelVersion::v2,
+                      const cpu::ParameterRounding& rounding = {});
+/// One 8-bit AdamW step on one tensor (cpu::adamw_8bit_update's arithmetic and codes; the maps
+/// live in constant memory): qm, qv (n) u8; absmax_m, absmax_v (ceil(n / block)) f32. \p version
+/// v1: a thread per quantization block; v2: a thread block per quantization block, the absmax by a
+/// shared-memory reduction and the nearest code by binary search in a shared-memory copy of the
+/// map. \throws vramlab::UsageError when n < 0, block < 1, step < 1 or a bad working_type.
+template <class P, class R>
+void adamw_8bit_update(P* param, const R* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
+                       float* absmax_v, void* working, DType working_type, int64_t n, int64_t block,
+                       const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
+                       KernelVersion version = KernelVersion::v2,
+                       const cpu::ParameterRounding& rounding = {});
+
 // ---- casts and the loss scaler's check (cast.cu, check_gradients.cu) ----------------------
 
 /// out = round(inp) into To (float, bf16_t or f16_t; nearest-even, overflow to ±inf, NaN kept as

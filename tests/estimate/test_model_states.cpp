@@ -91,7 +91,8 @@ TEST(ZeroModelStates, ReductionsApproachFourEightAndNd) {
 // gradients 4 (fp32), AdamW 8; 8-bit AdamW 2; SGD with momentum 4; fp32 weights 4.
 TEST(BytesPerParameter, HuggingFaceAnatomy) {
   const int64_t n = 336'000'000;
-  ModelStateOptions mixed{Precision::mixed_fp16, Optimizer::adamw, 256, /*fp32_gradients=*/true, 0};
+  ModelStateOptions mixed{
+      Precision::mixed_fp16, Optimizer::adamw, 256, /*fp32_gradients=*/true, 0, 0, -1, 0};
   const ModelStateBytes hf = model_state_bytes(n, mixed);
   EXPECT_EQ(hf.total(), 18 * n);
   EXPECT_EQ(hf.parameters + hf.master_weights, 6 * n);
@@ -104,7 +105,7 @@ TEST(BytesPerParameter, HuggingFaceAnatomy) {
   mixed.optimizer = Optimizer::sgd_momentum;
   EXPECT_EQ(model_state_bytes(n, mixed).optimizer_moments, 4 * n);
   const ModelStateBytes fp32 =
-      model_state_bytes(n, {Precision::fp32, Optimizer::adamw, 256, false, 0});
+      model_state_bytes(n, {Precision::fp32, Optimizer::adamw, 256, false, 0, 0, -1, 0});
   EXPECT_EQ(fp32.parameters, 4 * n);
   EXPECT_EQ(fp32.master_weights, 0);
 }
@@ -113,7 +114,7 @@ TEST(BytesPerParameter, HuggingFaceAnatomy) {
 // optimizer AdamW 12, 8-bit 6 (4 + 1 + 1), SGD with momentum 8.
 TEST(BytesPerParameter, EleutherAiTransformerMath) {
   const int64_t n = 1'000'000'000;
-  ModelStateOptions o{Precision::mixed_bf16, Optimizer::adamw, 2048, false, 0};
+  ModelStateOptions o{Precision::mixed_bf16, Optimizer::adamw, 2048, false, 0, 0, -1, 0};
   EXPECT_EQ(model_state_bytes(n, o).total(), 16 * n);
   EXPECT_EQ(model_state_bytes(n, o).optimizer_states(), 12 * n);
   o.fp32_gradients = true;
@@ -131,7 +132,7 @@ TEST(BytesPerParameter, EleutherAiTransformerMath) {
 // bitsandbytes: 2 + 8/B bytes/param: 2.03125 at B = 256, 2.0039 at B = 2048 (Dettmers et al.).
 TEST(BytesPerParameter, EightBitAdamBlockwise) {
   const int64_t n = 256 * 2048 * 3;  // whole blocks for both sizes
-  ModelStateOptions o{Precision::fp32, Optimizer::adamw_8bit, 256, false, 0};
+  ModelStateOptions o{Precision::fp32, Optimizer::adamw_8bit, 256, false, 0, 0, -1, 0};
   EXPECT_TRUE(near_relative(static_cast<double>(model_state_bytes(n, o).optimizer_moments) / n,
                             2.03125, 1e-12));
   o.quantization_block_size = 2048;
@@ -147,7 +148,7 @@ TEST(BytesPerParameter, EightBitAdamBlockwise) {
 // 6.74e9 parameters; Lion keeps one 4-byte state.
 TEST(BytesPerParameter, AdamMiniHalvesAdamWAndLionKeepsOneState) {
   const int64_t n = 6'740'000'000;
-  ModelStateOptions o{Precision::fp32, Optimizer::adamw, 256, false, 0};
+  ModelStateOptions o{Precision::fp32, Optimizer::adamw, 256, false, 0, 0, -1, 0};
   EXPECT_TRUE(matches_printed(model_state_bytes(n, o).optimizer_moments / 1e9, 53.92, 0.01));
   o.optimizer = Optimizer::adam_mini;
   EXPECT_TRUE(matches_printed(model_state_bytes(n, o).optimizer_moments / 1e9, 26.96, 0.01));
@@ -168,9 +169,67 @@ TEST(BytesPerParameter, AdamMiniHalvesAdamWAndLionKeepsOneState) {
   EXPECT_EQ(e.optimizer_states.bytes, 4 * (llama.parameter_count() + blocks));
 }
 
+// With shapes, 8-bit AdamW quantizes tensor by tensor (bitsandbytes: blocks never span tensors):
+// every tensor rounds its own last block up, and tensors under min_8bit_size keep fp32 m and v.
+TEST(BytesPerParameter, EightBitAdamPerTensorWithShapes) {
+  const ModelConfig gpt2 = model_config_by_name("gpt2-124m");
+  const int64_t C = 768, V = 50257, T = 1024, L = 12;
+  for (const int64_t B : {256, 2048}) {
+    EstimateInputs in;
+    in.model = gpt2;
+    in.precision = Precision::fp32;
+    in.optimizer = Optimizer::adamw_8bit;
+    in.quantization_block_size = B;
+    const auto blocks = [B](int64_t n) { return (n + B - 1) / B; };
+    // Quantized (≥ 4096 elements): wte, wpe, and per layer qkv (3C, C), proj (C, C), fc (4C, C),
+    // mlp proj (C, 4C), and the 3C and 4C biases (2304 and 3072 elements are below 4096: fp32).
+    const int64_t quantized = V * C + T * C + L * (3 * C * C + C * C + 4 * C * C + 4 * C * C);
+    const int64_t absmax = blocks(V * C) + blocks(T * C) +
+                           L * (blocks(3 * C * C) + blocks(C * C) + 2 * blocks(4 * C * C));
+    const int64_t fp32 = gpt2.parameter_count() - quantized;
+    EXPECT_EQ(fp32, L * (3 * C + C + 4 * C + C + 4 * C) + 2 * C);  // biases and norms
+    EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 2 * quantized + 8 * absmax + 8 * fp32)
+        << "B = " << B;
+    // Stable embedding: wte and wpe keep fp32 states too.
+    in.fp32_embeddings = true;
+    const int64_t emb = V * C + T * C;
+    EXPECT_EQ(
+        estimate_memory(in).optimizer_states.bytes,
+        2 * (quantized - emb) + 8 * (absmax - blocks(V * C) - blocks(T * C)) + 8 * (fp32 + emb));
+  }
+}
+
+// Adafactor (Shazeer & Stern 2018): rows + cols per matrix, the whole vector otherwise.
+TEST(BytesPerParameter, AdafactorFactorsEveryMatrix) {
+  const ModelConfig llama = model_config_by_name("llama2-7b");
+  const int64_t V = 32000, C = 4096, F = 11008, L = 32;
+  // embed and lm_head (V, C); per layer q, k, v, o (C, C), gate and up (F, C), down (C, F), two
+  // norms (C); the final norm (C).
+  const int64_t entries = 2 * (V + C) + L * (4 * 2 * C + 2 * (F + C) + (C + F) + 2 * C) + C;
+  EstimateInputs in;
+  in.model = llama;
+  in.precision = Precision::fp32;
+  in.optimizer = Optimizer::adafactor;
+  EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 4 * entries);
+  in.precision = Precision::mixed_bf16;  // fp32 factors plus the fp32 master
+  EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 4 * entries + 4 * llama.parameter_count());
+  // About 0.002 bytes per parameter, against AdamW's 8.
+  EXPECT_LT(static_cast<double>(4 * entries) / llama.parameter_count(), 0.0025);
+  // Without shapes it cannot be counted: a usage error pointing at --model.
+  EstimateInputs bare;
+  bare.parameter_count = 7'000'000'000;
+  bare.optimizer = Optimizer::adafactor;
+  try {
+    (void)estimate_memory(bare);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--model"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BytesPerParameter, PureBf16KeepsStatesInBf16WithoutMaster) {
   const ModelStateBytes b =
-      model_state_bytes(1000, {Precision::bf16, Optimizer::adamw, 256, false, 0});
+      model_state_bytes(1000, {Precision::bf16, Optimizer::adamw, 256, false, 0, 0, -1, 0});
   EXPECT_EQ(b.parameters, 2000);
   EXPECT_EQ(b.gradients, 2000);
   EXPECT_EQ(b.master_weights, 0);
@@ -254,13 +313,13 @@ TEST(Parsing, NamesRoundTripAndUnknownNamesAreNamed) {
   for (auto p : {Precision::fp32, Precision::bf16, Precision::mixed_fp16, Precision::mixed_bf16})
     EXPECT_EQ(parse_precision(precision_name(p)), p);
   for (auto o : {Optimizer::sgd, Optimizer::sgd_momentum, Optimizer::adamw, Optimizer::adamw_8bit,
-                 Optimizer::lion, Optimizer::adam_mini})
+                 Optimizer::lion, Optimizer::adam_mini, Optimizer::adafactor})
     EXPECT_EQ(parse_optimizer(optimizer_name(o)), o);
   try {
-    (void)parse_optimizer("adafactor");
+    (void)parse_optimizer("adagrad");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("'adafactor'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'adagrad'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("adamw-8bit"), std::string::npos);
   }
   EXPECT_THROW((void)parse_precision("fp64"), UsageError);

@@ -263,23 +263,5 @@ TEST(Trainer, LabelsTheParametersSetupAndTheStatesOptimizer) {
   EXPECT_GT(activations, 0);
 }
 
-TEST(Trainer, RefusesAnOptimizerTheRuntimeDoesNotImplementByName) {
-  for (const estimate::Optimizer kind : {estimate::Optimizer::adamw_8bit, estimate::Optimizer::lion,
-                                         estimate::Optimizer::adam_mini}) {
-    nn::Runtime runtime(memory::parse_device("sim:t4-16g"));
-    TrainOptions o = options_for(models(1)[0], 1);
-    o.optimizer = kind;
-    const std::string name(estimate::optimizer_name(kind));
-    try {
-      Trainer trainer(runtime, o);
-      ADD_FAILURE() << name << " was accepted";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("'" + name + "'"), std::string::npos) << e.what();
-    }
-    // Refused before the parameters were allocated.
-    EXPECT_EQ(runtime.allocator().stats().allocated_bytes[memory::kAggregate].peak, 0) << name;
-  }
-}
-
 }  // namespace
 }  // namespace vramlab::train

@@ -418,6 +418,59 @@ class CudaKernelBackend final : public KernelBackend {
                                grad_multiplier, rounding);
     });
   }
+  void do_lion_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
+                      void* working, int64_t n, const kernels::cpu::LionHyperparameters& hp,
+                      float grad_multiplier, const ParameterRounding& rounding) const override {
+    dispatch_optimizer(types, "lion_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      using S = typename decltype(s)::type;
+      ops::lion_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), working, types.working, n, hp,
+                                grad_multiplier, ops::KernelVersion::v2, rounding);
+    });
+  }
+  void do_adam_mini_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
+                           void* v, void* working, int64_t block_size, int64_t count,
+                           const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
+                           float grad_multiplier,
+                           const ParameterRounding& rounding) const override {
+    dispatch_optimizer(types, "adam_mini_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      using S = typename decltype(s)::type;
+      ops::adam_mini_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), as<S>(v), working,
+                                     types.working, block_size, count, hp, step, grad_multiplier,
+                                     ops::KernelVersion::v2, rounding);
+    });
+  }
+  void do_adafactor_update(const OptimizerTypes& types, void* param, const void* grad,
+                           void* row_var, void* col_var, void* working, int64_t rows, int64_t cols,
+                           bool factored, const kernels::cpu::AdafactorHyperparameters& hp,
+                           int64_t step, float grad_multiplier,
+                           const ParameterRounding& rounding) const override {
+    dispatch_optimizer(types, "adafactor_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      using S = typename decltype(s)::type;
+      ops::adafactor_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(row_var), as<S>(col_var),
+                                     working, types.working, rows, cols, factored, hp, step,
+                                     grad_multiplier, ops::KernelVersion::v2, rounding);
+    });
+  }
+  void do_adamw_8bit_update(const OptimizerTypes& types, void* param, const void* grad, uint8_t* qm,
+                            uint8_t* qv, float* absmax_m, float* absmax_v, void* working, int64_t n,
+                            int64_t block, const kernels::cpu::AdamWHyperparameters& hp,
+                            int64_t step, float grad_multiplier,
+                            const ParameterRounding& rounding) const override {
+    dispatch_optimizer(types, "adamw_8bit_update", [&](auto p, auto r, auto s) {
+      using P = typename decltype(p)::type;
+      using R = typename decltype(r)::type;
+      if constexpr (std::is_same_v<typename decltype(s)::type, float>)
+        ops::adamw_8bit_update<P, R>(as<P>(param), as<R>(grad), qm, qv, absmax_m, absmax_v, working,
+                                     types.working, n, block, hp, step, grad_multiplier,
+                                     ops::KernelVersion::v2, rounding);
+    });
+  }
 
   double scratch_value() const {
     double total = 0.0;

@@ -64,6 +64,8 @@ int64_t expected_state_bytes(Precision p, Optimizer o, int64_t psi, int64_t v_bl
       return 2 * psi + 2 * 4 * ((psi + 255) / 256);
     case Optimizer::adam_mini:
       return e * psi + e * v_blocks;
+    case Optimizer::adafactor:  // needs shapes: model_state_breakdown refuses it
+      return -1;
   }
   return -1;
 }
@@ -237,6 +239,16 @@ TEST(BytesPerParam, AcceptsTheLimitsOfItsInput) {
                   << first_rejected;
   if (states.count() > 0) {
     VRAMLAB_EXPECT_PASSES(states);
+  }
+}
+
+TEST(BytesPerParam, RefusesAdafactorWhoseStateNeedsShapes) {
+  try {
+    model_state_breakdown(1000, Precision::fp32, Optimizer::adafactor);
+    ADD_FAILURE() << "no vramlab::UsageError for adafactor, whose state depends on the shapes";
+  } catch (const UsageError& e) {
+    if (std::string(e.what()).find("adafactor") == std::string::npos)
+      ADD_FAILURE() << "the message should name adafactor: " << e.what();
   }
 }
 

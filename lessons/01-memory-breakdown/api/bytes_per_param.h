@@ -38,7 +38,8 @@ struct ModelStateBreakdown {
 /// \param adam_mini_v_blocks Adam-mini's number of v entries (0 ≤ blocks ≤ Ψ; ignored by the
 ///        other optimizers).
 /// \return the bytes of each part.
-/// \throws vramlab::UsageError naming the value for Ψ ≤ 0 or Adam-mini blocks outside [0, Ψ].
+/// \throws vramlab::UsageError naming the value for Ψ ≤ 0 or Adam-mini blocks outside [0, Ψ], and
+/// for Adafactor, whose state depends on the tensors' shapes (lesson 09), not on Ψ alone.
 ModelStateBreakdown model_state_breakdown(int64_t parameter_count, estimate::Precision precision,
                                           estimate::Optimizer optimizer,
                                           int64_t adam_mini_v_blocks = 0);

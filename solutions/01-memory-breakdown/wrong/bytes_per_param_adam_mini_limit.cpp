@@ -46,6 +46,8 @@ ModelStateBreakdown model_state_breakdown(int64_t parameter_count, estimate::Pre
     case Optimizer::adam_mini:  // m for every parameter, one v per block
       out.optimizer_state_bytes = state_element_bytes * (n + adam_mini_v_blocks);
       break;
+    case Optimizer::adafactor:  // rows + cols per matrix: Ψ alone does not say
+      throw UsageError("adafactor's state depends on the tensors' shapes, not only on Ψ");
   }
   return out;
 }

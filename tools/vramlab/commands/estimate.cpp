@@ -36,6 +36,8 @@ struct EstimateOptions {
   std::string params;
   std::optional<int64_t> seq;
   int64_t batch = 1, grad_accum = 1, zero = 0, dp = 1, tp = 1, block_size = 256;
+  int64_t min_8bit_size = 4096;
+  bool fp32_embeddings = false;
   std::string precision = "mixed-bf16";
   std::string optimizer = "adamw";
   std::string recompute = "none";
@@ -113,6 +115,10 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.precision = estimate::parse_precision(o.precision);
   in.optimizer = estimate::parse_optimizer(o.optimizer);
   in.quantization_block_size = o.block_size;
+  if (o.min_8bit_size < 0)
+    throw UsageError("--min-8bit-size must be >= 0, got " + std::to_string(o.min_8bit_size));
+  in.min_8bit_size = o.min_8bit_size;
+  in.fp32_embeddings = o.fp32_embeddings;
   in.fp32_gradients = o.fp32_grads;
   in.zero_stage = o.zero;
   in.data_parallel = o.dp;
@@ -166,8 +172,11 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   inputs["grad_accum"] = in.grad_accum;
   inputs["precision"] = estimate::precision_name(in.precision);
   inputs["optimizer"] = estimate::optimizer_name(in.optimizer);
-  if (in.optimizer == estimate::Optimizer::adamw_8bit)
+  if (in.optimizer == estimate::Optimizer::adamw_8bit) {
     inputs["quantization_block_size"] = in.quantization_block_size;
+    inputs["min_8bit_size"] = in.min_8bit_size;
+    inputs["fp32_embeddings"] = in.fp32_embeddings;
+  }
   inputs["fp32_gradients"] = in.fp32_gradients;
   inputs["zero_stage"] = in.zero_stage;
   inputs["dp"] = in.data_parallel;
@@ -336,9 +345,15 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--precision", o->precision,
                   "fp32 | bf16 (pure) | mixed-fp16 | mixed-bf16 (default; fp32 master weights)");
   cmd->add_option("--optimizer", o->optimizer,
-                  "sgd | sgd-momentum | adamw (default) | adamw-8bit | lion | adam-mini");
+                  "sgd | sgd-momentum | adamw (default) | adamw-8bit | lion | adam-mini | "
+                  "adafactor (needs --model)");
   cmd->add_option("--block-size", o->block_size,
                   "adamw-8bit quantization block size (default 256)");
+  cmd->add_option("--min-8bit-size", o->min_8bit_size,
+                  "adamw-8bit: tensors with fewer elements keep fp32 states (default 4096; "
+                  "needs --model)");
+  cmd->add_flag("--fp32-embeddings", o->fp32_embeddings,
+                "adamw-8bit: the embedding tables keep fp32 states (needs --model)");
   cmd->add_flag("--fp32-grads", o->fp32_grads, "Mixed precision with fp32 gradients (18 B/param)");
   cmd->add_option("--zero", o->zero, "ZeRO stage 0-3 (default 0)");
   cmd->add_option("--dp", o->dp, "Data-parallel degree Nd (default 1)");

@@ -54,6 +54,9 @@ struct TrainCommandOptions {
   int64_t steps = 20;
   double lr = 1e-3;
   std::string optimizer = "adamw";
+  int64_t block_size = 256;
+  int64_t min_8bit_size = 4096;
+  bool fp32_embeddings = false;
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
   int64_t threads = 0;
@@ -101,6 +104,13 @@ void run_train(const TrainCommandOptions& o) {
   options.learning_rate = static_cast<float>(o.lr);
   options.seed = o.seed;
   options.optimizer = estimate::parse_optimizer(o.optimizer);
+  if (o.block_size < 1)
+    throw UsageError("--block-size must be >= 1, got " + std::to_string(o.block_size));
+  if (o.min_8bit_size < 0)
+    throw UsageError("--min-8bit-size must be >= 0, got " + std::to_string(o.min_8bit_size));
+  options.eight_bit.block_size = o.block_size;
+  options.eight_bit.min_8bit_size = o.min_8bit_size;
+  options.eight_bit.fp32_embeddings = o.fp32_embeddings;
   options.recompute = checkpoint::parse_recompute_spec(o.recompute);
   if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1) {
     char value[32];
@@ -215,6 +225,7 @@ void run_train(const TrainCommandOptions& o) {
         {"device", device.name()},
         {"kernels", kernels_name},
         {"optimizer", estimate::optimizer_name(options.optimizer)},
+        {"optimizer_state_bytes", trainer.optimizer().state_bytes()},
         {"parameters", m.parameter_count()},
         {"batch", options.batch},
         {"seq", options.seq},
@@ -292,7 +303,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
   cmd->add_option("--lr", opts->lr, "Learning rate (default 1e-3)");
   cmd->add_option("--optimizer", opts->optimizer,
-                  "adamw | sgd-momentum (momentum 0.9) | sgd (no momentum) (default adamw)");
+                  "adamw (default) | sgd-momentum (momentum 0.9) | sgd | adamw-8bit | lion | "
+                  "adam-mini | adafactor (lesson 09)");
+  cmd->add_option("--block-size", opts->block_size,
+                  "adamw-8bit: elements per quantization block (default 256, bitsandbytes')");
+  cmd->add_option("--min-8bit-size", opts->min_8bit_size,
+                  "adamw-8bit: tensors with fewer elements keep fp32 states (default 4096)");
+  cmd->add_flag("--fp32-embeddings", opts->fp32_embeddings,
+                "adamw-8bit: the embedding tables keep fp32 states (stable embedding)");
   cmd->add_option("--device", opts->device,
                   "cpu | sim[:preset|:size] | meta | cuda[:N] (default cpu)");
   cmd->add_option("--kernels", opts->kernels,
