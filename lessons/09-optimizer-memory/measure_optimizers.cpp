@@ -41,32 +41,53 @@ class EightBitShadow {
   // grads: (Ψ) the flat gradient block, as the optimizer step reads it (multiplier 1).
   void update(const std::vector<float>& grads) {
     const double b1 = hp_.beta1, b2 = hp_.beta2;
-    size_t at = 0;
-    for (const estimate::TensorStateLayout& t : layout_) {
-      if (!t.eight_bit_quantized) continue;
-      for (int64_t i = 0; i < t.numel; ++i, ++at) {
-        const double g = grads[static_cast<size_t>(t.offset + i)];
-        m_[at] = b1 * m_[at] + (1.0 - b1) * g;
-        v_[at] = b2 * v_[at] + (1.0 - b2) * g * g;
-      }
+    last_grads_ = quantized_part(grads);
+    for (size_t i = 0; i < last_grads_.size(); ++i) {
+      const double g = last_grads_[i];
+      m_[i] = b1 * m_[i] + (1.0 - b1) * g;
+      v_[i] = b2 * v_[i] + (1.0 - b2) * g * g;
     }
     ++steps_;
   }
 
-  QuantizationPoint compare(const optim::AdamW8bit::Dequantized& q) const {
+  // after: the 8-bit states once this step is done; before: the ones it started from (empty at
+  // step 1, when they are zeros).
+  QuantizationPoint compare(const optim::AdamW8bit::Dequantized& after,
+                            const optim::AdamW8bit::Dequantized& before) const {
     QuantizationPoint p;
     p.step = steps_;
     const std::vector<float> m = as_float(m_), v = as_float(v_);
-    p.m_error = relative_error(q.m, m);
-    p.v_error = relative_error(q.v, v);
+    p.m_error = relative_error(after.m, m);
+    p.v_error = relative_error(after.v, v);
     p.m_rounding = relative_error(rounded(m, true), m);
     p.v_rounding = relative_error(rounded(v, false), v);
-    p.update_error = relative_error(direction(q.m, q.v), direction(m, v));
+    // The step the kernel took: the stored states dequantised, this step's gradient mixed in in
+    // f32, the parameter updated from those, and only then requantised.
+    std::vector<float> m8(m.size()), v8(v.size());  // (Σ quantized numel) each
+    const double b1 = hp_.beta1, b2 = hp_.beta2;
+    for (size_t i = 0; i < m.size(); ++i) {
+      const double g = last_grads_[i];
+      const double m0 = before.m.empty() ? 0.0 : before.m[i];
+      const double v0 = before.v.empty() ? 0.0 : before.v[i];
+      m8[i] = static_cast<float>(b1 * m0 + (1.0 - b1) * g);
+      v8[i] = static_cast<float>(b2 * v0 + (1.0 - b2) * g * g);
+    }
+    p.update_error = relative_error(direction(m8, v8), direction(m, v));
     return p;
   }
 
  private:
   static std::vector<float> as_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+
+  // The quantised tensors' elements of a flat (Ψ) block, in layout order.
+  std::vector<float> quantized_part(const std::vector<float>& flat) const {
+    std::vector<float> out;  // (Σ quantized numel)
+    out.reserve(static_cast<size_t>(quantized_));
+    for (const estimate::TensorStateLayout& t : layout_)
+      if (t.eight_bit_quantized)
+        out.insert(out.end(), flat.begin() + t.offset, flat.begin() + t.offset + t.numel);
+    return out;
+  }
 
   // x quantised and dequantised once, tensor by tensor, as the 8-bit optimizer stores it.
   std::vector<float> rounded(const std::vector<float>& x, bool is_signed) const {
@@ -105,8 +126,9 @@ class EightBitShadow {
   kernels::cpu::AdamWHyperparameters hp_;  // the factory's: torch.optim.AdamW's betas and ε
   int64_t quantized_ = 0;
   int64_t steps_ = 0;
-  std::vector<double> m_;  // (Σ quantized numel)
-  std::vector<double> v_;  // (Σ quantized numel)
+  std::vector<double> m_;          // (Σ quantized numel)
+  std::vector<double> v_;          // (Σ quantized numel)
+  std::vector<float> last_grads_;  // (Σ quantized numel) this step's gradient
 };
 
 // The allocator's live blocks, by what they hold.
@@ -222,16 +244,22 @@ OptimizerRun run_optimizer(const RunSettings& settings, Optimizer optimizer, flo
   EightBitShadow shadow(layout, settings.eight_bit.block_size);
   train::GradientSnapshot gradients;
   if (shadowed) trainer.add_observer(gradients);
+  const auto measured = [&](int64_t s) {
+    return shadowed && s <= settings.steps &&
+           (s == 1 || s % settings.quantization_every == 0 || s == settings.steps);
+  };
+  optim::AdamW8bit::Dequantized before;  // the states the next measured step starts from
   for (int64_t s = 1; s <= settings.steps; ++s) {
     const train::StepResult step = trainer.step();
     run.losses.push_back(step.loss);
     run.seconds += step.seconds;
     if (!shadowed) continue;
     shadow.update(gradients.values());
-    if (s % settings.quantization_every == 0 || s == settings.steps || s == 1) {
-      const auto& eight_bit = dynamic_cast<const optim::AdamW8bit&>(trainer.optimizer());
-      run.quantization.push_back(shadow.compare(eight_bit.dequantized_states()));
-    }
+    if (!measured(s) && !measured(s + 1)) continue;
+    const auto& eight_bit = dynamic_cast<const optim::AdamW8bit&>(trainer.optimizer());
+    optim::AdamW8bit::Dequantized after = eight_bit.dequantized_states();
+    if (measured(s)) run.quantization.push_back(shadow.compare(after, before));
+    before = measured(s + 1) ? std::move(after) : optim::AdamW8bit::Dequantized{};
   }
   if (shadowed) trainer.remove_observer(gradients);
 

@@ -101,8 +101,10 @@ struct QuantizationPoint {
   double v_error = 0.0;     ///< dequantised v against the shadow's v.
   double m_rounding = 0.0;  ///< one block-wise rounding of the shadow's m: the floor of m_error.
   double v_rounding = 0.0;  ///< the same for v.
-  /// The bias-corrected AdamW direction m̂ / (√v̂ + ε) from the 8-bit states against the
-  /// shadow's: what the parameters feel.
+  /// The bias-corrected direction m̂ / (√v̂ + ε) this step applied, against fp32 AdamW's on the
+  /// same gradients. The kernel dequantises the stored states, mixes this step's gradient in in
+  /// f32, updates the parameter and only then requantises: so the error is that of the states it
+  /// started from (zero at step 1, which starts from zeros).
   double update_error = 0.0;
 };
 

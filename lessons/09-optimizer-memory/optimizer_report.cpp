@@ -372,8 +372,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "optimizer used (AdamW's moments depend on nothing else). m, v: the dequantised 8-bit "
         "states against them. one rounding: the fp32 states quantised once with the same "
         "blocks and maps, the error of storing them in 8 bits at all; when m and v stay near it, "
-        "the rounding errors of the steps do not pile up. update: the step direction AdamW "
-        "applies, from either pair of states (before the learning rate).");
+        "the rounding errors of the steps do not pile up. update: the step direction the "
+        "kernel applied, m̂/(√v̂+ε) from the stored states dequantised with this step's "
+        "gradient mixed in (before the learning rate), against fp32 AdamW's.");
   }
 
   // At scale.
