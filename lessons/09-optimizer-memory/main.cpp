@@ -145,7 +145,7 @@ int run(const Options& o) {
   std::printf("  %s   # the paper's block size: less absmax\n",
               lesson_command("--optimizers adamw-8bit --block-size 2048 --no-scale").c_str());
   std::printf(
-      "  vramlab estimate --model llama2-7b --optimizer adam-mini --zero-stage 3 --dp 8   # "
+      "  vramlab estimate --model llama2-7b --optimizer adam-mini --zero 3 --dp 8   # "
       "states sharded too\n");
   return 0;
 }

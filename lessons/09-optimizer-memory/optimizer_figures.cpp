@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/report/category_colours.h"
 #include "common/report/svg_plot.h"
 #include "lessons/09-optimizer-memory/optimizer_report.h"
 
@@ -71,11 +72,19 @@ report::LinePlot loss_plot(const Lesson& lesson) {
                std::to_string(window) + " steps)";
   plot.x_label = "step";
   plot.y_label = "cross-entropy (nats)";
-  for (const OptimizerRun& r : lesson.training) {
+  // AdamW is the reference the others are judged against: drawn last, on top, in black.
+  std::vector<const OptimizerRun*> order;
+  for (const OptimizerRun& r : lesson.training)
+    if (r.optimizer != Optimizer::adamw) order.push_back(&r);
+  for (const OptimizerRun& r : lesson.training)
+    if (r.optimizer == Optimizer::adamw) order.push_back(&r);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const OptimizerRun& r = *order[i];
     report::LineSeries line;
     line.name = std::string(estimate::optimizer_name(r.optimizer));
+    line.colour = r.optimizer == Optimizer::adamw ? "#000000" : report::series_colour(i);
     line.y = moving_mean(r.losses, window);
-    for (size_t i = 0; i < r.losses.size(); ++i) line.x.push_back(static_cast<double>(i + 1));
+    for (size_t k = 0; k < r.losses.size(); ++k) line.x.push_back(static_cast<double>(k + 1));
     plot.series.push_back(std::move(line));
   }
   report::LineSeries floor{"entropy rate (the floor)",
