@@ -111,7 +111,7 @@ struct LionFactors {
 // direction stays NaN (the CPU kernel's sign).
 __device__ inline float lion_element(float param, float grad, float& m, const LionFactors& f) {
   const float c = f.beta1 * m + (1.0f - f.beta1) * grad;
-  const float direction = c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : c == 0.0f ? 0.0f : c;
+  const float direction = c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : c;
   m = f.beta2 * m + (1.0f - f.beta2) * grad;
   return param * f.decay - f.learning_rate * direction;
 }
@@ -157,10 +157,16 @@ __global__ void lion_v2_kernel(P* param, const R* grad, S* m, void* working, DTy
 // ---- Adam-mini
 // -----------------------------------------------------------------------------------
 
-// The block's new v from the sum of its g² (the mean divides in f32, as the CPU kernel does).
-__device__ inline float adam_mini_block_v(float v, float sum_of_squares, std::int64_t block_size,
+// g² in double, the term of every sum of squares here (exact: a float's square fits a double).
+__device__ inline double square(float g) {
+  return static_cast<double>(g) * static_cast<double>(g);
+}
+
+// The block's new v from the double sum of its g², the mean rounded once to f32 (the CPU kernel).
+__device__ inline float adam_mini_block_v(float v, double sum_of_squares, std::int64_t block_size,
                                           const AdamWFactors& f) {
-  return adamw_second_moment(v, sum_of_squares / static_cast<float>(block_size), f);
+  return adamw_second_moment(
+      v, static_cast<float>(sum_of_squares / static_cast<double>(block_size)), f);
 }
 
 // m and the parameter of element i, given its block's new v.
@@ -183,10 +189,9 @@ __global__ void adam_mini_v1_kernel(P* param, const R* grad, S* m, S* v, void* w
   const std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= count) return;
   const std::int64_t begin = b * block_size;
-  float sum = 0.0f;
+  double sum = 0.0;
   for (std::int64_t i = begin; i < begin + block_size; i++) {
-    const float g = grad_multiplier * widen(grad[i]);
-    sum += g * g;
+    sum += square(grad_multiplier * widen(grad[i]));
   }
   const float block_v = adam_mini_block_v(widen(v[b]), sum, block_size, f);
   v[b] = detail::narrow<S>(block_v);
@@ -201,21 +206,20 @@ __global__ void adam_mini_v2_kernel(P* param, const R* grad, S* m, S* v, void* w
                                     DType working_type, std::int64_t block_size, std::int64_t count,
                                     AdamWFactors f, float grad_multiplier,
                                     cpu::ParameterRounding rounding) {
-  VRAMLAB_SHARED(float, warp_sums, [kOwnerBlockThreads / 32]);
+  VRAMLAB_SHARED(double, warp_sums, [kOwnerBlockThreads / 32]);
   VRAMLAB_SHARED(float, shared_v, [1]);
   const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = blockDim.x / 32;
   for (std::int64_t b = blockIdx.x; b < count; b += gridDim.x) {
     const std::int64_t begin = b * block_size;
-    float partial = 0.0f;
+    double partial = 0.0;
     for (std::int64_t j = tid; j < block_size; j += blockDim.x) {
-      const float g = grad_multiplier * widen(grad[begin + j]);
-      partial += g * g;
+      partial += square(grad_multiplier * widen(grad[begin + j]));
     }
     partial = detail::warp_sum(partial);
     if (lane == 0) warp_sums[warp] = partial;
     __syncthreads();
     if (tid == 0) {
-      float sum = 0.0f;
+      double sum = 0.0;
       for (unsigned w = 0; w < warps; w++) sum += warp_sums[w];
       const float block_v = adam_mini_block_v(widen(v[b]), sum, block_size, f);
       v[b] = detail::narrow<S>(block_v);
@@ -243,14 +247,25 @@ __device__ double adafactor_scratch[kAdafactorScratch];
 
 // The step's scalars, computed on the host in double as torch.optim.Adafactor does in Python.
 struct AdafactorFactors {
-  float one_minus_beta2;  // 1 − β2_t = t^τ: the lerp weight
-  float epsilon1;         // floor of √V̂ (f32 machine epsilon when unset)
-  float epsilon1_squared;
-  double epsilon2;  // floor of RMS(param)
-  double rho;       // ρ_t = min(γ, 1/√t)
+  float one_minus_beta2;   // 1 − β2_t = t^τ: the lerp weight
+  double epsilon1;         // floor of mean(row_var) (f32 machine epsilon when unset)
+  float epsilon1_squared;  // floor of V̂: ε1² in double, rounded once
+  double epsilon2;         // floor of RMS(param)
+  double rho;              // ρ_t = min(γ, 1/√t)
   double clip_threshold;
   float decay;  // 1 − γ·wd
 };
+
+// The f32 mean of \p count values from their double sum.
+__device__ inline float mean_of(double sum, std::int64_t count) {
+  return static_cast<float>(sum / static_cast<double>(count));
+}
+
+// std::max(a, b) (a NaN a stays NaN, unlike fmax): the CPU kernel's clamps.
+template <class Real>
+__device__ inline Real max_of(Real a, Real b) {
+  return a < b ? b : a;
+}
 
 // torch's lerp(self, end, w) for w < 0.5, and end − (end − self)·(1 − w) above.
 __device__ inline float lerp(float self, float end, float weight) {
@@ -269,7 +284,7 @@ __device__ inline float adafactor_update_of(float g, std::int64_t i, std::int64_
   } else {
     estimate = widen(row_var[i / cols]) * widen(col_var[i % cols]) / row_mean;
   }
-  return g / sqrtf(fmaxf(estimate, f.epsilon1_squared));
+  return g / sqrtf(max_of(estimate, f.epsilon1_squared));
 }
 
 // What one term of a whole-tensor sum reads.
@@ -296,8 +311,8 @@ __device__ inline double adafactor_term(Sum what, const P* param, const R* grad,
 // f32 mean of row_var from the double sum, floored at ε1 (torch clamps the mean at eps1).
 __device__ inline float row_var_mean(const double* scratch, const AdafactorView& shape,
                                      const AdafactorFactors& f) {
-  return fmaxf(static_cast<float>(scratch[kRowVarSum] / static_cast<double>(shape.rows)),
-               f.epsilon1);
+  return static_cast<float>(
+      max_of(scratch[kRowVarSum] / static_cast<double>(shape.rows), f.epsilon1));
 }
 
 template <class P, class R, class S>
@@ -352,13 +367,10 @@ __global__ void adafactor_rows_v1_kernel(S* row_var, const R* grad, std::int64_t
                                          AdafactorFactors f) {
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  float sum = 0.0f;
-  for (std::int64_t c = 0; c < cols; c++) {
-    const float g = grad_multiplier * widen(grad[r * cols + c]);
-    sum += g * g;
-  }
-  row_var[r] =
-      detail::narrow<S>(lerp(widen(row_var[r]), sum / static_cast<float>(cols), f.one_minus_beta2));
+  double sum = 0.0;
+  for (std::int64_t c = 0; c < cols; c++)
+    sum += square(grad_multiplier * widen(grad[r * cols + c]));
+  row_var[r] = detail::narrow<S>(lerp(widen(row_var[r]), mean_of(sum, cols), f.one_minus_beta2));
 }
 
 // The same, one warp per row: lanes sum strided columns, then a butterfly.
@@ -370,15 +382,13 @@ __global__ void adafactor_rows_v2_kernel(S* row_var, const R* grad, std::int64_t
       static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
   if (r >= rows) return;  // whole warps leave together: the shuffles below see full warps
-  float sum = 0.0f;
+  double sum = 0.0;
   for (std::int64_t c = lane; c < cols; c += 32) {
-    const float g = grad_multiplier * widen(grad[r * cols + c]);
-    sum += g * g;
+    sum += square(grad_multiplier * widen(grad[r * cols + c]));
   }
   sum = detail::warp_sum(sum);
   if (lane == 0)
-    row_var[r] = detail::narrow<S>(
-        lerp(widen(row_var[r]), sum / static_cast<float>(cols), f.one_minus_beta2));
+    row_var[r] = detail::narrow<S>(lerp(widen(row_var[r]), mean_of(sum, cols), f.one_minus_beta2));
 }
 
 // col_var[c] ← lerp(col_var[c], mean over the column of g²): one thread per column, rows in order.
@@ -388,13 +398,10 @@ __global__ void adafactor_columns_kernel(S* col_var, const R* grad, std::int64_t
                                          AdafactorFactors f) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
-  float sum = 0.0f;
-  for (std::int64_t r = 0; r < rows; r++) {
-    const float g = grad_multiplier * widen(grad[r * cols + c]);
-    sum += g * g;
-  }
-  col_var[c] =
-      detail::narrow<S>(lerp(widen(col_var[c]), sum / static_cast<float>(rows), f.one_minus_beta2));
+  double sum = 0.0;
+  for (std::int64_t r = 0; r < rows; r++)
+    sum += square(grad_multiplier * widen(grad[r * cols + c]));
+  col_var[c] = detail::narrow<S>(lerp(widen(col_var[c]), mean_of(sum, rows), f.one_minus_beta2));
 }
 
 // param ← param·decay − α·U/denominator, one thread per element.
@@ -406,8 +413,8 @@ __global__ void adafactor_apply_kernel(P* param, const R* grad, const S* row_var
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const double count = static_cast<double>(n);
-  const double alpha = fmax(f.epsilon2, sqrt(scratch[kParamSquares] / count)) * f.rho;
-  const double denominator = fmax(1.0, sqrt(scratch[kUpdateSquares] / count) / f.clip_threshold);
+  const double alpha = max_of(f.epsilon2, sqrt(scratch[kParamSquares] / count)) * f.rho;
+  const double denominator = max_of(1.0, sqrt(scratch[kUpdateSquares] / count) / f.clip_threshold);
   const auto step = static_cast<float>(alpha / denominator);
   const float row_mean = shape.factored ? row_var_mean(scratch, shape, f) : 1.0f;
   const float u = adafactor_update_of(grad_multiplier * widen(grad[i]), i, shape.cols, row_var,
@@ -433,10 +440,10 @@ void adafactor_sum(KernelVersion version, double* scratch, Sum what, std::int64_
 
 AdafactorFactors adafactor_factors(const cpu::AdafactorHyperparameters& hp, int64_t step) {
   const double t = static_cast<double>(step);
-  const float epsilon1 = hp.epsilon1 < 0.0f ? std::numeric_limits<float>::epsilon() : hp.epsilon1;
+  const double epsilon1 = hp.epsilon1 < 0.0f ? std::numeric_limits<float>::epsilon() : hp.epsilon1;
   return AdafactorFactors{static_cast<float>(std::pow(t, static_cast<double>(hp.beta2_decay))),
                           epsilon1,
-                          epsilon1 * epsilon1,
+                          static_cast<float>(epsilon1 * epsilon1),
                           hp.epsilon2,
                           std::min(static_cast<double>(hp.learning_rate), 1.0 / std::sqrt(t)),
                           hp.clip_threshold,
@@ -664,6 +671,13 @@ void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType 
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
   check_working(op, working, working_type);
   if (count == 0) return;
+  if (block_size == 1) {
+    // One v per element: the mean of one g² is g², and Adam-mini is AdamW bit for bit (the CPU
+    // kernel takes the same path; AdamW rounds (1 − β2)·g·g, not (1 − β2)·round(g²)).
+    adamw_update<P, R, S>(param, grad, m, v, working, working_type, count, hp, step,
+                          grad_multiplier, version, rounding);
+    return;
+  }
   const AdamWFactors f = adamw_factors(hp, step);
   if (version == KernelVersion::v1) {
     auto* const kernel = adam_mini_v1_kernel<P, R, S>;
