@@ -961,7 +961,9 @@ void check_lion(int64_t n, KernelVersion version) {
   EXPECT_TRUE(bitwise(what + " m", m, f_m));
   EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
   EXPECT_TRUE(within(what + " m vs cpu", m, widened(c_m), kElementwiseTau));
-  if constexpr (has_working) EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
 }
 
 template <class P, class R, class S, class W>
@@ -999,7 +1001,9 @@ void check_adam_mini(int64_t block_size, int64_t blocks, KernelVersion version) 
   EXPECT_TRUE(bitwise(what + " v", v, f_v));
   EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
   EXPECT_TRUE(within(what + " v vs cpu", v, widened(c_v), kElementwiseTau));
-  if constexpr (has_working) EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
 }
 
 template <class P, class R, class S, class W>
@@ -1032,7 +1036,9 @@ void check_adafactor(int64_t rows, int64_t cols, bool factored, KernelVersion ve
   EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
   EXPECT_TRUE(within(what + " row_var vs cpu", row, widened(c_row), kElementwiseTau));
   EXPECT_TRUE(within(what + " col_var vs cpu", col, widened(c_col), kElementwiseTau));
-  if constexpr (has_working) EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
   if constexpr (std::is_same_v<S, float>) {
     std::vector<float> g(count), f_param = param0, f_row = row0, f_col = col0;
     for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
