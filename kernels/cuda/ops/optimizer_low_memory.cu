@@ -4,11 +4,12 @@
 // stored parameter.
 //   Lion       v1: a thread per element. v2: four elements per thread, one vector load per buffer
 //              (scalar tail). Elementwise: v1 and v2 give the same bits.
-//   Adam-mini  v1: a thread per Adam-mini block, the mean of g² summed in element order (the CPU
-//              kernel's order). v2: a thread block per Adam-mini block (a warp when the block is
+//   Adam-mini  v1: a thread per Adam-mini block, the mean of g² summed in double in element
+//              order. block_size 1 is AdamW (as on the CPU). v2: a thread block per Adam-mini block (a warp when the block is
 //              shorter than 256): strided partial sums, warp shuffles, the warps' sums added in
 //              warp order by one thread. Both orders depend only on block_size, so every run gives
-//              the same bits; v2 differs from v1 by the f32 summation error of the mean.
+//              the same bits; v1 and v2 differ by the double summation error of the mean, far
+//              below the f32 rounding of the mean, so almost always not at all.
 //   Adafactor  separate kernels in a fixed order (Note [Adafactor's reductions] below).
 //   8-bit      v1: a thread per quantization block. v2: a thread block per quantization block, the
 //              absmax by warp shuffles and shared memory, the nearest code by binary search in a
@@ -24,8 +25,8 @@
 //   6. param ← param·(1 − γ·wd) − α·U / max(1, RMS(U)/d), U recomputed the same way.
 // Each whole-tensor sum is one block (v1: one thread in element order; v2: 1024 threads, strided
 // partials, warp shuffles): the partition depends only on the size, so the bits never depend on
-// the schedule. A row mean is one thread per row in v1 and one warp per row in v2 (f32, other
-// order); a column mean is one thread per column walking the rows in order in both (adjacent
+// the schedule. A row mean is one thread per row in v1 and one warp per row in v2 (double, other
+// order, rounded to f32 once); a column mean is one thread per column walking the rows in order in both (adjacent
 // threads read adjacent columns, so the loads coalesce). The three sums live in a small device
 // scratch: a __device__ array on a GPU (the launches of one call are ordered on the default
 // stream), host doubles on the caller's stack under the emulator (emulated device memory is host
