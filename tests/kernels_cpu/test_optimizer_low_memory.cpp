@@ -235,8 +235,9 @@ TEST(QuantizeBlockwise, FastMatchesTheReferenceBitwise) {
 }
 
 TEST(AdamW8bit, FastMatchesTheReferenceBitwiseOverSeveralSteps) {
-  for (const int64_t n : {0, 1, 300, 4097}) {
-    for (const int64_t block : {1, 256, 2048}) {
+  // Blocks above 4096 take the kernel's path that computes the new moments twice.
+  for (const int64_t n : {0, 1, 300, 4097, 9001}) {
+    for (const int64_t block : {1, 256, 2048, 4097}) {
       AdamWHyperparameters hp;
       hp.weight_decay = 0.01f;
       auto param = random_vector(n, 13), param_ref = param;
