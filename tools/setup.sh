@@ -6,7 +6,8 @@
 #   tools/setup.sh --deps-only  only install the Debian packages
 #   tools/setup.sh --with-peers also install the peers vramlab compares itself with: Debian's
 #                               PyTorch 1.13, and PyTorch 2.x from PyPI in venv-torch/ (a large
-#                               download) for what 1.13 lacks (scaled_dot_product_attention)
+#                               download) for what 1.13 lacks (scaled_dot_product_attention),
+#                               with bitsandbytes (8-bit block-wise quantization)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$VRAMLAB_ROOT"
@@ -30,6 +31,10 @@ if [[ $with_peers -eq 1 ]]; then
       2>/dev/null; then
     python3 -m venv venv-torch
     venv-torch/bin/pip install --quiet torch
+  fi
+  # bench/compare_bitsandbytes.py (lesson 09) runs bitsandbytes' CPU block-wise quantization.
+  if ! venv-torch/bin/python -c 'import bitsandbytes' 2>/dev/null; then
+    venv-torch/bin/pip install --quiet bitsandbytes
   fi
 fi
 [[ $deps_only -eq 1 ]] && exit 0

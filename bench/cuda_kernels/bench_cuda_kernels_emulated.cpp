@@ -134,6 +134,69 @@ void adamw_update(benchmark::State& state, KernelVersion version) {
   set_counters(state, 7 * kFlat * 4, kFlat);
 }
 
+// The low-memory optimizers on kFlat f32 parameters (f32 storage, no working copy). Adam-mini:
+// blocks of kChannels (a head's or a row's worth); Adafactor: a kFlat / 1024 × 1024 matrix;
+// 8-bit AdamW: bitsandbytes' quantization block of 256.
+void lion_update(benchmark::State& state, KernelVersion version) {
+  auto param = random_buffer(kFlat, 1), grad = random_buffer(kFlat, 2), m = random_buffer(kFlat, 3);
+  const vramlab::kernels::cpu::LionHyperparameters hp;
+  for (auto _ : state) {
+    cuda::lion_update<float, float, float>(param.data(), grad.data(), m.data(), nullptr,
+                                           vramlab::DType::bf16, kFlat, hp, 1.0f, version);
+  }
+  set_counters(state, 5 * kFlat * 4, kFlat);
+}
+
+void adam_mini_update(benchmark::State& state, KernelVersion version) {
+  constexpr int64_t kBlocks = kFlat / kChannels, kElements = kBlocks * kChannels;
+  auto param = random_buffer(kElements, 1), grad = random_buffer(kElements, 2);
+  auto m = random_buffer(kElements, 3), v = random_buffer(kBlocks, 4, 0.0f, 1.0f);
+  const vramlab::kernels::cpu::AdamWHyperparameters hp;
+  int64_t step = 1;
+  for (auto _ : state) {
+    cuda::adam_mini_update<float, float, float>(param.data(), grad.data(), m.data(), v.data(),
+                                                nullptr, vramlab::DType::bf16, kChannels, kBlocks,
+                                                hp, step++, 1.0f, version);
+  }
+  set_counters(state, 5 * kElements * 4, kElements);
+}
+
+void adafactor_update(benchmark::State& state, KernelVersion version) {
+  constexpr int64_t kCols = 1024, kRowsOfMatrix = kFlat / kCols;
+  auto param = random_buffer(kFlat, 1), grad = random_buffer(kFlat, 2);
+  auto row_var = random_buffer(kRowsOfMatrix, 3, 0.0f, 1.0f);
+  auto col_var = random_buffer(kCols, 4, 0.0f, 1.0f);
+  const vramlab::kernels::cpu::AdafactorHyperparameters hp;
+  int64_t step = 1;
+  for (auto _ : state) {
+    cuda::adafactor_update<float, float, float>(
+        param.data(), grad.data(), row_var.data(), col_var.data(), nullptr, vramlab::DType::bf16,
+        kRowsOfMatrix, kCols, true, hp, step++, 1.0f, version);
+  }
+  // What must move once: param read and written, grad read (the kernels read grad four times).
+  set_counters(state, 3 * kFlat * 4, kFlat);
+}
+
+void adamw_8bit_update(benchmark::State& state, KernelVersion version) {
+  constexpr int64_t kBlock = 256, kBlocks = kFlat / kBlock;
+  auto param = random_buffer(kFlat, 1), grad = random_buffer(kFlat, 2);
+  simt::DeviceBuffer<std::uint8_t> qm(kFlat), qv(kFlat);
+  const std::vector<std::uint8_t> zero_codes(kFlat, 0);  // (kFlat) the state before step 1
+  qm.copy_from_host(zero_codes.data());
+  qv.copy_from_host(zero_codes.data());
+  auto absmax_m = random_buffer(kBlocks, 3, 0.0f, 0.0f),
+       absmax_v = random_buffer(kBlocks, 4, 0.0f, 0.0f);
+  const vramlab::kernels::cpu::AdamWHyperparameters hp;
+  int64_t step = 1;
+  for (auto _ : state) {
+    cuda::adamw_8bit_update<float, float>(
+        param.data(), grad.data(), qm.data(), qv.data(), absmax_m.data(), absmax_v.data(), nullptr,
+        vramlab::DType::bf16, kFlat, kBlock, hp, step++, 1.0f, version);
+  }
+  // What must move once: param read and written, grad read (f32), qm and qv read and written.
+  set_counters(state, 3 * kFlat * 4 + 4 * kFlat, kFlat);
+}
+
 // Flash attention at a small GPT-2-like head shape (emulation is slow): causal, B = 1, H = 4,
 // T = 256, D = 64; bytes: q, k, v and out once (forward), and dout, dq, dk, dv too (backward).
 constexpr int64_t kFlashB = 1, kFlashT = 256, kFlashH = 4, kFlashD = 64;
@@ -181,6 +244,10 @@ VRAMLAB_BENCH_VERSIONS(softmax_backward);
 VRAMLAB_BENCH_VERSIONS(cross_entropy_forward);
 VRAMLAB_BENCH_VERSIONS(sum_of_squares);
 VRAMLAB_BENCH_VERSIONS(adamw_update);
+VRAMLAB_BENCH_VERSIONS(lion_update);
+VRAMLAB_BENCH_VERSIONS(adam_mini_update);
+VRAMLAB_BENCH_VERSIONS(adafactor_update);
+VRAMLAB_BENCH_VERSIONS(adamw_8bit_update);
 VRAMLAB_BENCH_VERSIONS(flash_attention_forward);
 VRAMLAB_BENCH_VERSIONS(flash_attention_backward);
 

@@ -36,7 +36,12 @@ bool needs_model(estimate::Optimizer kind);
 /// settings.learning_rate and settings.weight_decay and each paper's defaults for the rest.
 /// The states live on \p runtime, allocated lazily at the first step, in \p precision's state
 /// type (8-bit AdamW: u8 codes and f32 absmax), with an fp32 master copy under mixed precision.
+/// \param runtime holds the states; must outlive the optimizer.
+/// \param kind which optimizer.
+/// \param settings learning rate, weight decay, momentum, 8-bit options.
+/// \param precision the states' types and whether a master copy exists.
 /// \param model the model whose store will be stepped; required when needs_model(kind).
+/// \return the optimizer.
 /// \throws vramlab::UsageError naming a bad hyper-parameter; std::invalid_argument without a
 /// model when one is needed.
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,

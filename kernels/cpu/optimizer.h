@@ -5,7 +5,9 @@
 /// semantics). AdamW, SGD and Lion are elementwise and run once over the whole parameter store;
 /// Adam-mini and Adafactor reduce over blocks or whole tensors, so the optim layer calls them once
 /// per parameter tensor (or per run of equal blocks inside one). The 8-bit AdamW is in
-/// kernels/cpu/optimizer_8bit.h.
+/// kernels/cpu/optimizer_8bit.h. Every kernel's result is independent of the thread count (its
+/// sums have a fixed order). Their arguments come from the runtime, so a bad size or step is a
+/// caller's bug: vramlab::InternalError naming the value (kernels/cpu/kernel_checks.h).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +38,7 @@ struct ParameterRounding {
 /// One AdamW step: param ← param·(1 - lr·wd) - lr·m̂/(√v̂ + eps), m̂ = m/(1-β1^step),
 /// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g². param, m (first
 /// moment) and v (second moment) are (n) and updated; grad (n); \p step is 1 for the first step
-/// (bias correction). \throws vramlab::UsageError when n < 0 or step < 1.
+/// (bias correction). \throws vramlab::InternalError when n < 0 or step < 1.
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
                   const AdamWHyperparameters& hp, int64_t step);
 
@@ -44,7 +46,7 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
 /// momentum·buf : buf). With momentum = 0 the buffer is not touched (it may be nullptr).
 /// param, grad, momentum_buffer (n); the buffer starts at zero. \p momentum in [0, 1);
 /// \p weight_decay is an L2 penalty added to the gradient (not AdamW's decoupled decay).
-/// \throws vramlab::UsageError when n < 0, or momentum != 0 without a buffer.
+/// \throws vramlab::InternalError when n < 0, or momentum != 0 without a buffer.
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov);
 
@@ -56,7 +58,7 @@ void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t
 /// \tparam P param: float or bf16_t. \tparam Gr grad: float, bf16_t or f16_t.
 /// \tparam S m and v: float or bf16_t. \tparam W working: bf16_t or f16_t.
 /// \p rounding applies to a 16-bit param (P = bf16_t); a float param is always exact.
-/// \throws vramlab::UsageError when n < 0 or step < 1.
+/// \throws vramlab::InternalError when n < 0 or step < 1.
 template <typename P, typename Gr, typename S, typename W>
 void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
                   const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
@@ -64,7 +66,7 @@ void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
 /// sgd_update on mixed storage, with g = grad_multiplier · grad; types and \p working as
 /// adamw_update's (momentum_buffer in S).
 /// \tparam P param. \tparam Gr grad. \tparam S momentum buffer. \tparam W working copy.
-/// \throws vramlab::UsageError when n < 0, or momentum != 0 without a buffer.
+/// \throws vramlab::InternalError when n < 0, or momentum != 0 without a buffer.
 template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
                 float learning_rate, float momentum, float weight_decay, bool nesterov,
@@ -82,7 +84,7 @@ struct LionHyperparameters {
 /// One Lion step with g = grad_multiplier · grad: c = β1·m + (1-β1)·g; param ← param·(1 - lr·wd)
 /// - lr·sign(c) (sign(0) = 0, sign(NaN) = NaN); then m ← β2·m + (1-β2)·g. One state, the
 /// momentum m. param P, grad Gr, m S, working W, all (n); types, \p working and \p rounding as
-/// adamw_update's. \throws vramlab::UsageError when n < 0.
+/// adamw_update's. \throws vramlab::InternalError when n < 0.
 template <typename P, typename Gr, typename S, typename W>
 void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
                  const LionHyperparameters& hp, float grad_multiplier,
@@ -91,10 +93,13 @@ void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
 /// One Adam-mini step over \p count blocks of \p block_size consecutive elements (Zhang et al.
 /// 2024, "Adam-mini: Use Fewer Learning Rates To Gain More", Algorithm 1), with g =
 /// grad_multiplier · grad: m ← β1·m + (1-β1)·g per element; per block b, v[b] ← β2·v[b] +
-/// (1-β2)·mean(g² over block b), the mean summed in f32 in element order; then param ←
-/// param·(1 - lr·wd) - lr·m̂/(√v̂[b] + eps) with AdamW's bias corrections. param P, grad Gr, m S,
-/// working W: (block_size × count); v S: (count). Types, \p working and \p rounding as
-/// adamw_update's. \throws vramlab::UsageError when block_size < 1, count < 0 or step < 1.
+/// (1-β2)·mean(g² over block b), the mean summed in double (each g² exact, a fixed order) and
+/// rounded once to f32; then param ← param·(1 - lr·wd) - lr·m̂/(√v̂[b] + eps) with AdamW's bias
+/// corrections, in adamw_update's f32 arithmetic. With block_size 1 (one v per element) this is
+/// adamw_update, bit for bit. param P, grad Gr, m S, working W: (block_size × count); v S:
+/// (count). Types, \p working and \p rounding as adamw_update's.
+/// \throws vramlab::InternalError when block_size < 1, count < 0, block_size · count overflows,
+/// or step < 1.
 template <typename P, typename Gr, typename S, typename W>
 void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t block_size,
                       int64_t count, const AdamWHyperparameters& hp, int64_t step,
@@ -113,13 +118,17 @@ struct AdafactorHyperparameters {
 
 /// One Adafactor step on ONE parameter tensor (torch.optim.Adafactor's algorithm), with g =
 /// grad_multiplier · grad. Factored (\p factored true, a matrix of rows × cols): row_var (rows)
-/// and col_var (cols) keep β2_t-averaged row and column means of g², and V̂ = row_var ⊗ col_var /
-/// mean(row_var). Unfactored (a vector, rows = 1): \p row_var is the full (cols) variance and
-/// \p col_var is unused (may be nullptr). Then U = g / max(√V̂, ε1), Û = U / max(1, RMS(U)/d),
-/// α = max(ε2, RMS(param before the step))·ρ_t, param ← param·(1 - γ·wd) - α·Û. The RMS values
-/// are whole-tensor reductions, summed in double. param P, grad Gr, working W: (rows × cols);
-/// row_var, col_var S. \throws vramlab::UsageError when rows < 1 or cols < 1 (an empty tensor is
-/// not a parameter), step < 1, or rows != 1 when unfactored.
+/// and col_var (cols) are lerped (torch.lerp, weight 1 - β2_t) towards the row and column means
+/// of g², and V̂ = row_var ⊗ col_var / max(mean(row_var), ε1). Unfactored (a vector, rows = 1):
+/// \p row_var is the full (cols) variance, lerped towards g², and \p col_var is unused (may be
+/// nullptr). Then U = g / √max(V̂, ε1²), Û = U / max(1, RMS(U)/d), α = max(ε2, RMS(param before
+/// the step))·ρ_t, param ← param·(1 - γ·wd) - α·Û. Where it differs from PyTorch: the means of
+/// g², mean(row_var) and the RMS values are summed in double (PyTorch: in the parameter's
+/// dtype), and ε1 = None is the f32 machine epsilon whatever P (PyTorch: the parameter dtype's,
+/// 2^-7 for a bf16 parameter), since the arithmetic here is f32. param P, grad Gr, working W:
+/// (rows × cols); row_var, col_var S. \throws vramlab::InternalError when rows < 1 or cols < 1
+/// (an empty tensor is not a parameter), rows · cols overflows, step < 1, or rows != 1 when
+/// unfactored.
 template <typename P, typename Gr, typename S, typename W>
 void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* working, int64_t rows,
                       int64_t cols, bool factored, const AdafactorHyperparameters& hp, int64_t step,
@@ -137,12 +146,14 @@ void sgd_update_reference(Real* param, const Real* grad, Real* momentum_buffer, 
 template <typename Real>
 void lion_update_reference(Real* param, const Real* grad, Real* m, int64_t n,
                            const LionHyperparameters& hp);
-/// Reference of adam_mini_update (plain loops, g = grad, the block mean summed in Real).
+/// Reference of adam_mini_update (plain loops, g = grad, the block mean summed in Real; no
+/// special case for block_size 1).
 /// \tparam Real float or double.
 template <typename Real>
 void adam_mini_update_reference(Real* param, const Real* grad, Real* m, Real* v, int64_t block_size,
                                 int64_t count, const AdamWHyperparameters& hp, int64_t step);
-/// Reference of adafactor_update (plain loops, g = grad). \tparam Real float or double.
+/// Reference of adafactor_update (plain loops, g = grad, every sum in Real, the lerp as
+/// start + w·(end - start)). \tparam Real float or double.
 template <typename Real>
 void adafactor_update_reference(Real* param, const Real* grad, Real* row_var, Real* col_var,
                                 int64_t rows, int64_t cols, bool factored,

@@ -1,15 +1,17 @@
 // 8-bit AdamW: the dynamic map, block-wise quantization and the update (see optimizer_8bit.h).
 //
-// Note [Nearest code by bucket]. A binary search over 256 codes is 8 dependent loads per value,
-// and the update quantises two values per parameter. For the two dynamic maps a small table
-// does most of the search: |x| in [2^-23, 2) is cut into buckets by its exponent and its top 7
-// mantissa bits (everything below 2^-23 is one bucket, which holds only the code 0.0), and for
-// each bucket and sign the table holds the largest code index at or below every value of the
-// bucket. The map's codes are at least 2^-7 apart relative to their size, so at most two codes
-// lie inside one bucket; two compare-and-step moves reach the largest code at or below x, and
-// one comparison with the next code picks the nearest. The result is the binary search's, bit
-// for bit (the same two neighbours, the same f32 distances, the same tie rule); the table is
-// checked when it is built. Other maps use the binary search.
+// Note [Nearest code by bucket]. A binary search over 256 codes is 8 dependent loads and
+// unpredictable branches per value, and the update quantises two values per parameter. For the
+// two dynamic maps a table replaces it: |x| in [2^-23, 2) is cut into buckets by its exponent
+// and its top 7 mantissa bits (everything below 2^-23 is one bucket, nearest to the code 0.0),
+// per sign. Between two codes a and b the rule "b when |b - x| < |x - a| in f32" flips once as x
+// grows (both rounded distances are monotone in x), so the nearest code changes only at one f32
+// value per pair of neighbours, the threshold. The map's codes are at least 2^-7 apart relative
+// to their size, so at most one threshold falls in a bucket; the table holds the bucket's first
+// nearest code and its threshold, found by bisection with the binary search itself, and the
+// lookup is two independent loads and one comparison, with no branch. The result is the binary
+// search's, bit for bit; the build checks the one-threshold assumption. Other maps use the
+// binary search.
 #include "kernels/cpu/optimizer_8bit.h"
 
 #include <algorithm>
@@ -96,49 +98,59 @@ float bucket_high(int b) {
                               (1u << (23 - kBucketMantissaBits)));
 }
 
+// f32 values in increasing order as integers (for bisection over the values of an interval).
+inline int64_t ordered_key(float x) {
+  const auto bits = static_cast<int64_t>(std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu);
+  return std::signbit(x) ? -bits - 1 : bits;
+}
+inline float from_ordered_key(int64_t key) {
+  return key < 0 ? -std::bit_cast<float>(static_cast<uint32_t>(-(key + 1)))
+                 : std::bit_cast<float>(static_cast<uint32_t>(key));
+}
+
 struct NearestCodeTable {
-  std::array<float, kQuantizationCodes + 1> code;  // (257) the codes, then +inf
-  std::array<uint8_t, kBuckets> positive;          // (kBuckets) start index for x >= +0
-  std::array<uint8_t, kBuckets> negative;          // (kBuckets) start index for x <= -0
-  uint8_t zero;                                    // the index of the code nearest to 0
+  std::array<float, kQuantizationCodes> code;  // (256) the codes
+  // (2 · kBuckets) per bucket, positive x first then negative x: the nearest code of the
+  // bucket's smallest value, and the smallest value from which it is the next code (+inf when
+  // the whole bucket has one nearest code).
+  std::array<int32_t, 2 * kBuckets> first;
+  std::array<float, 2 * kBuckets> threshold;
+  uint8_t zero;  // the index of the code nearest to 0
 
-  // The largest index whose code is <= bound, 0 when there is none.
-  static int last_at_or_below(const Code& code, float bound) {
-    int k = 0;
-    for (int i = 0; i < kQuantizationCodes; i++)
-      if (code[static_cast<size_t>(i)] <= bound) k = i;
-    return k;
-  }
-
-  explicit NearestCodeTable(const Code& map) {
-    std::copy(map.begin(), map.end(), code.begin());
-    code[kQuantizationCodes] = std::numeric_limits<float>::infinity();
-    for (int b = 0; b < kBuckets; b++) {
-      const float low = bucket_low(b), high = bucket_high(b);
-      const int positive_start = last_at_or_below(map, low);
-      const int negative_start = last_at_or_below(map, -high);
-      // The farthest the walk must go: the last code below the bucket's largest value.
-      const int positive_last = last_at_or_below(map, std::nextafter(high, 0.0f));
-      const int negative_last = last_at_or_below(map, -low);
-      if (positive_last - positive_start > 2 || negative_last - negative_start > 2)
-        throw InternalError("nearest-code table: more than two codes in bucket " +
-                            std::to_string(b));
-      positive[static_cast<size_t>(b)] = static_cast<uint8_t>(positive_start);
-      negative[static_cast<size_t>(b)] = static_cast<uint8_t>(negative_start);
+  explicit NearestCodeTable(const Code& map) : code(map) {
+    for (int side = 0; side < 2; side++) {
+      for (int b = 0; b < kBuckets; b++) {
+        const float low = bucket_low(b), last = std::nextafter(bucket_high(b), 0.0f);
+        // The bucket's values, smallest first: [low, last] or [-last, -low].
+        const float smallest = side == 0 ? low : -last, largest = side == 0 ? last : -low;
+        const int lo = nearest_code(map, smallest), hi = nearest_code(map, largest);
+        const auto at = static_cast<size_t>(side * kBuckets + b);
+        first[at] = lo;
+        threshold[at] = std::numeric_limits<float>::infinity();
+        if (hi == lo) continue;
+        if (hi != lo + 1)
+          throw InternalError("nearest-code table: codes " + std::to_string(lo) + " to " +
+                              std::to_string(hi) + " share bucket " + std::to_string(b));
+        // Bisection: the nearest code is monotone in x (both f32 distances are monotone).
+        int64_t below = ordered_key(smallest), above = ordered_key(largest);
+        while (above - below > 1) {
+          const int64_t middle = below + (above - below) / 2;
+          (nearest_code(map, from_ordered_key(middle)) == lo ? below : above) = middle;
+        }
+        threshold[at] = from_ordered_key(above);
+      }
     }
     zero = nearest(0.0f);
   }
 
-  // Note [Nearest code by bucket]; x finite.
+  // Note [Nearest code by bucket]. Branch-free, so that loops over it vectorize; x is clamped to
+  // [-1, 1] (the codes' range), a NaN to -1 (callers give a finite x; this only keeps the table
+  // index in range).
   uint8_t nearest(float x) const {
-    x = std::min(std::max(x, -1.0f), 1.0f);
-    const int b = bucket_of(x);
-    int k = std::signbit(x) ? negative[static_cast<size_t>(b)] : positive[static_cast<size_t>(b)];
-    k += code[static_cast<size_t>(k + 1)] <= x ? 1 : 0;
-    k += code[static_cast<size_t>(k + 1)] <= x ? 1 : 0;
-    const float left = std::fabs(x - code[static_cast<size_t>(k)]);
-    const float right = std::fabs(code[static_cast<size_t>(k + 1)] - x);
-    return static_cast<uint8_t>(right < left ? k + 1 : k);
+    x = std::min(1.0f, std::max(-1.0f, x));
+    const uint32_t bits = std::bit_cast<uint32_t>(x);
+    const size_t at = static_cast<size_t>(bucket_of(x)) + (bits >> 31) * kBuckets;
+    return static_cast<uint8_t>(first[at] + (x >= threshold[at] ? 1 : 0));
   }
 };
 
@@ -167,7 +179,7 @@ struct AbsMax {
   void add(float x) {
     const float a = std::fabs(x);
     max = a > max ? a : max;
-    finite = finite && a <= std::numeric_limits<float>::max();
+    finite = finite & (a <= std::numeric_limits<float>::max());
   }
   float value() const { return finite ? max : std::numeric_limits<float>::quiet_NaN(); }
 };
@@ -265,47 +277,78 @@ void quantize_blockwise_reference(uint8_t* q, float* absmax, const float* x, int
 
 namespace {
 
-// One block of the 8-bit update (see the file comment of optimizer_8bit.h). The new m and v of
-// an element are computed twice, once for the parameter and the new absmax and once to
-// requantise them, rather than kept in a (block) buffer: the same f32 operations on the same
-// inputs give the same bits.
-template <bool kWorking, typename P, typename Gr, typename W>
+// Blocks up to this size keep their new f32 moments on the stack between the two passes.
+constexpr int64_t kBufferedBlock = 4096;
+
+// One block of the 8-bit update (see the file comment of optimizer_8bit.h): a first pass
+// computes the new moments, the parameter and the new absmax, a second requantises the moments
+// with it. kBuffered: the new moments are kept in two (kBufferedBlock) stack arrays between the
+// passes; otherwise (a larger block) the second pass computes them again, the same f32
+// operations on the same inputs, so the same bits.
+template <bool kWorking, bool kBuffered, typename P, typename Gr, typename W>
 void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                       float* absmax_v, W* working, int64_t begin, int64_t count,
                       const detail::AdamWArithmetic& adamw, float grad_multiplier,
                       const ParameterRounding& rounding, const NearestCodeTable& code_m,
                       const NearestCodeTable& code_v) {
   const float old_absmax_m = *absmax_m, old_absmax_v = *absmax_v;
-  float scaled[detail::kScaledBlock];  // (kScaledBlock) multiplier · grad of one chunk
-  AbsMax max_m, max_v;
+  float scaled[detail::kScaledBlock];           // (kScaledBlock) multiplier · grad of one chunk
+  float new_m[kBuffered ? kBufferedBlock : 1];  // (count) the new m when kBuffered
+  float new_v[kBuffered ? kBufferedBlock : 1];  // (count) the new v when kBuffered
+  constexpr float kLargest = std::numeric_limits<float>::max();
+  float max_m = 0.0f, max_v = 0.0f;  // max |m_new|, max |v_new| (NaN ignored here)
+  int finite_m = 1, finite_v = 1;    // 0 once a new moment is NaN or infinite
   for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
     const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
     detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
+#pragma omp simd reduction(max : max_m, max_v) reduction(& : finite_m, finite_v)
     for (int64_t j = 0; j < chunk; j++) {
       const int64_t i = begin + chunk_begin + j;
       const float m_new = adamw.first_moment(code_m.code[qm[i]] * old_absmax_m, scaled[j]);
       const float v_new = adamw.second_moment(code_v.code[qv[i]] * old_absmax_v, scaled[j]);
-      max_m.add(m_new);
-      max_v.add(v_new);
+      max_m = std::max(max_m, std::fabs(m_new));
+      max_v = std::max(max_v, std::fabs(v_new));
+      finite_m &= std::fabs(m_new) <= kLargest ? 1 : 0;
+      finite_v &= std::fabs(v_new) <= kLargest ? 1 : 0;
+      if constexpr (kBuffered) {
+        new_m[chunk_begin + j] = m_new;
+        new_v[chunk_begin + j] = v_new;
+      }
       const float updated = adamw.parameter(widen(param[i]), m_new, v_new);
       param[i] = detail::round_parameter<P>(updated, rounding, i);
       if constexpr (kWorking) working[i] = narrow<W>(updated);
     }
   }
-  const float new_absmax_m = max_m.value(), new_absmax_v = max_v.value();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  const float new_absmax_m = finite_m ? max_m : kNaN, new_absmax_v = finite_v ? max_v : kNaN;
+  // An all-zero or non-finite block stores the code of 0 (the file comment of the header);
+  // dividing by 1 instead keeps the loop below free of branches.
   const bool zero_m = new_absmax_m == 0.0f || !std::isfinite(new_absmax_m);
   const bool zero_v = new_absmax_v == 0.0f || !std::isfinite(new_absmax_v);
-  for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
-    const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
-    detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
-    for (int64_t j = 0; j < chunk; j++) {
-      const int64_t i = begin + chunk_begin + j;
-      const float m_new = adamw.first_moment(code_m.code[qm[i]] * old_absmax_m, scaled[j]);
-      const float v_new = adamw.second_moment(code_v.code[qv[i]] * old_absmax_v, scaled[j]);
-      qm[i] = zero_m ? code_m.zero : code_m.nearest(m_new / new_absmax_m);
-      qv[i] = zero_v ? code_v.zero : code_v.nearest(v_new / new_absmax_v);
+  const float divisor_m = zero_m ? 1.0f : new_absmax_m, divisor_v = zero_v ? 1.0f : new_absmax_v;
+  if constexpr (kBuffered) {
+#pragma omp simd
+    for (int64_t j = 0; j < count; j++) {
+      qm[begin + j] = code_m.nearest(new_m[j] / divisor_m);
+      qv[begin + j] = code_v.nearest(new_v[j] / divisor_v);
+    }
+  } else {
+    for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
+      const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
+      detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
+#pragma omp simd
+      for (int64_t j = 0; j < chunk; j++) {
+        const int64_t i = begin + chunk_begin + j;
+        const float m_new = adamw.first_moment(code_m.code[qm[i]] * old_absmax_m, scaled[j]);
+        const float v_new = adamw.second_moment(code_v.code[qv[i]] * old_absmax_v, scaled[j]);
+        qm[i] = code_m.nearest(m_new / divisor_m);
+        qv[i] = code_v.nearest(v_new / divisor_v);
+      }
     }
   }
+  // count >= 1 for every block; the test tells GCC so (it warns of a negative memset size).
+  if (zero_m && count > 0) std::fill(qm + begin, qm + begin + count, code_m.zero);
+  if (zero_v && count > 0) std::fill(qv + begin, qv + begin + count, code_v.zero);
   *absmax_m = new_absmax_m;
   *absmax_v = new_absmax_v;
 }
@@ -331,12 +374,22 @@ void adamw_8bit_update(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float
   for (int64_t b = 0; b < blocks; b++) {
     const int64_t begin = b * block;
     const int64_t count = std::min(block, n - begin);
+    const auto run = [&]<bool kWorking, bool kBuffered>() {
+      adamw_8bit_block<kWorking, kBuffered>(param, grad, qm, qv, absmax_m + b, absmax_v + b,
+                                            working, begin, count, adamw, grad_multiplier, rounding,
+                                            code_m, code_v);
+    };
+    const bool buffered = count <= kBufferedBlock;
     if (working != nullptr) {
-      adamw_8bit_block<true>(param, grad, qm, qv, absmax_m + b, absmax_v + b, working, begin, count,
-                             adamw, grad_multiplier, rounding, code_m, code_v);
+      if (buffered)
+        run.template operator()<true, true>();
+      else
+        run.template operator()<true, false>();
     } else {
-      adamw_8bit_block<false>(param, grad, qm, qv, absmax_m + b, absmax_v + b, working, begin,
-                              count, adamw, grad_multiplier, rounding, code_m, code_v);
+      if (buffered)
+        run.template operator()<false, true>();
+      else
+        run.template operator()<false, false>();
     }
   }
 }

@@ -343,9 +343,11 @@ void lion_update(P* param, const R* grad, S* m, void* working, DType working_typ
                  KernelVersion version = KernelVersion::v2,
                  const cpu::ParameterRounding& rounding = {});
 /// One Adam-mini step in place over \p count blocks of \p block_size elements
-/// (cpu::adam_mini_update's arithmetic; the block mean of g² summed in f32 in a fixed order, so
-/// the bits do not depend on the launch shape): m S (block_size × count), v S (count). \p version
-/// v1: a thread per block; v2: a thread block per block with a shared-memory tree reduction.
+/// (cpu::adam_mini_update's arithmetic; the block mean of g² summed in double in an order that
+/// depends only on block_size, so the bits never depend on the schedule; block_size 1 is
+/// adamw_update): m S (block_size × count), v S (count). \p version v1: a thread per block, in
+/// element order; v2: a thread block per block (a warp below 256 elements), warp shuffles and
+/// the warps' sums in order.
 /// \throws vramlab::UsageError when block_size < 1, count < 0, step < 1 or a bad working_type.
 template <class P, class R, class S>
 void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type,

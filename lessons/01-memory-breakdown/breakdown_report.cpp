@@ -18,6 +18,27 @@ namespace vramlab::lesson01 {
 
 namespace {
 
+// What the runtime's optimizer allocates at its first step (common/optim), for the notes column.
+const char* optimizer_state_layout_text(estimate::Optimizer optimizer) {
+  switch (optimizer) {
+    case estimate::Optimizer::sgd:
+      return "plain SGD keeps no state";
+    case estimate::Optimizer::sgd_momentum:
+      return "SGD momentum, one fp32 block, made at the first step";
+    case estimate::Optimizer::adamw:
+      return "AdamW m and v, two fp32 blocks, made at the first step";
+    case estimate::Optimizer::adamw_8bit:
+      return "8-bit m and v codes with an fp32 absmax per block, per tensor (lesson 09)";
+    case estimate::Optimizer::lion:
+      return "Lion momentum, one fp32 block, made at the first step";
+    case estimate::Optimizer::adam_mini:
+      return "Adam-mini m, and one v per block of its partition (lesson 09)";
+    case estimate::Optimizer::adafactor:
+      return "Adafactor row and column factors per matrix (lesson 09)";
+  }
+  return "";
+}
+
 using memory::MemoryCategory;
 using report::format_bytes;
 
@@ -92,14 +113,10 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
   b.rows.push_back(model_state_row("gradients", "gradients", MemoryCategory::gradient,
                                    m.peak_of(MemoryCategory::gradient), m.gradient_requested_bytes,
                                    e.gradients, "one fp32 block, made when backward starts"));
-  b.rows.push_back(model_state_row(
-      "optimizer_states", "optimizer states", MemoryCategory::optimizer_state,
-      m.peak_of(MemoryCategory::optimizer_state), m.optimizer_state_requested_bytes,
-      e.optimizer_states,
-      opt == estimate::Optimizer::adamw ? "AdamW m and v, two fp32 blocks, made at the first step"
-      : opt == estimate::Optimizer::sgd_momentum
-          ? "SGD momentum, one fp32 block, made at the first step"
-          : "plain SGD keeps no state"));
+  b.rows.push_back(
+      model_state_row("optimizer_states", "optimizer states", MemoryCategory::optimizer_state,
+                      m.peak_of(MemoryCategory::optimizer_state), m.optimizer_state_requested_bytes,
+                      e.optimizer_states, optimizer_state_layout_text(opt)));
 
   CategoryRow act{"activations",
                   "activations (saved)",

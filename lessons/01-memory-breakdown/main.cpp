@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
                  "cpu | sim[:preset|:size] | meta (default sim:t4-16g; presets t4-16g, "
                  "rtx4090-24g, a100-40g, a100-80g, h100-80g, h200-141g)");
   app.add_option("--optimizer", o.optimizer,
-                 "adamw | sgd-momentum (momentum 0.9) | sgd (no state) (default adamw)");
+                 "adamw | sgd-momentum (momentum 0.9) | sgd (no state) | adamw-8bit | lion | "
+                 "adam-mini | adafactor (lesson 09) (default adamw)");
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
   app.add_option("--attention", o.attention,
                  "naive (saves the (B, H, T, T) probabilities) | flash (saves the (B, H, T) "

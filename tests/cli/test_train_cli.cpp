@@ -36,6 +36,37 @@ int count_lines(const std::string& text) {
 const char* const kTiny =
     "train --layers 1 --hidden 24 --heads 2 --vocab 29 --seq 7 --batch 2 --steps 2";
 
+nlohmann::json last_json_line(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (!line.empty() && line.front() == '{') last = line;
+  return nlohmann::json::parse(last);
+}
+
+// `vramlab train --optimizer X` keeps exactly the optimizer-state bytes `vramlab estimate
+// --optimizer X` predicts for the same model and precision (lesson 09's promise, end to end).
+TEST(TrainCli, EveryOptimizerKeepsTheStateBytesEstimateNames) {
+  const std::string shape = " --layers 1 --hidden 64 --heads 2 --vocab 4099 --max-seq 16";
+  for (const char* optimizer :
+       {"sgd", "sgd-momentum", "adamw", "adamw-8bit", "lion", "adam-mini", "adafactor"}) {
+    for (const char* precision : {"fp32", "mixed-bf16"}) {
+      const std::string common =
+          shape + " --optimizer " + optimizer + " --precision " + precision + " --json";
+      const Result trained = vramlab("train --seq 8 --batch 2 --steps 1" + common);
+      ASSERT_EQ(trained.exit_code, 0) << optimizer << ": " << trained.out;
+      const Result estimated = vramlab("estimate" + common);
+      ASSERT_EQ(estimated.exit_code, 0) << optimizer << ": " << estimated.out;
+      EXPECT_EQ(last_json_line(trained.out).at("optimizer_state_bytes").get<int64_t>(),
+                nlohmann::json::parse(estimated.out)
+                    .at("per_device_bytes")
+                    .at("optimizer_states")
+                    .get<int64_t>())
+          << optimizer << " " << precision;
+    }
+  }
+}
+
 TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
   if (VRAMLAB_HAVE_CUDA && probe.status == vramlab::platform::GpuStatus::available)

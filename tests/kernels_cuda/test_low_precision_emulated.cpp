@@ -22,7 +22,9 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/dtype/convert.h"
@@ -903,6 +905,174 @@ TEST(CudaLowPrecision, OptimizersMixedTypes) {
     check_sgd<float, bf16_t, float, bf16_t>(1027, nesterov);
     check_sgd<bf16_t, bf16_t, bf16_t, float>(33, nesterov);
     check_sgd<float, f16_t, bf16_t, f16_t>(33, nesterov);
+  }
+}
+
+// ---- the low-memory optimizers ----------------------------------------------------------------
+// Each typed launcher twice: against the float launcher of the same version on the widened
+// inputs (bitwise: the same f32 arithmetic, each stored value rounded once), and against the CPU
+// kernel of the same types on the same inputs (within the elementwise tolerance: the CPU kernels
+// are compiled with FMA contraction, the emulated ones without). Adafactor with a 16-bit state
+// reads its rounded row and column variances back for V̂, as the CPU kernel does, so only the CPU
+// comparison applies there.
+
+template <class W>
+DType working_dtype() {
+  return std::is_same_v<W, f16_t> ? DType::f16 : DType::bf16;
+}
+
+template <class P, class R, class S, class W>
+std::string optimizer_case(const char* op, int64_t n, KernelVersion version) {
+  return cat(op, " param ", type_name<P>(), " grad ", type_name<R>(), " state ", type_name<S>(),
+             " working ", (std::is_same_v<W, float> ? "none" : type_name<W>()), " n", n, " ",
+             cuda::kernel_version_name(version));
+}
+
+// The CPU kernels take a typed working pointer; "none" is a null bf16 one.
+template <class W>
+using CpuWorking = std::conditional_t<std::is_same_v<W, float>, bf16_t, W>;
+
+template <class P, class R, class S, class W>
+void check_lion(int64_t n, KernelVersion version) {
+  const size_t count = static_cast<size_t>(n);
+  const std::string what = optimizer_case<P, R, S, W>("lion", n, version);
+  const std::vector<float> param0 = random_values<P>(count, 201);
+  const std::vector<float> grad0 = random_values<R>(count, 202, 64.0);
+  const std::vector<float> m0 = random_values<S>(count, 203, 0.1);
+  const float multiplier = 1.0f / 64.0f;
+  cpu::LionHyperparameters hp;
+  hp.weight_decay = 0.1f;
+  constexpr bool has_working = !std::is_same_v<W, float>;
+  std::vector<P> param = stored<P>(param0), c_param = param;
+  std::vector<S> m = stored<S>(m0), c_m = m;
+  const std::vector<R> grad = stored<R>(grad0);
+  std::vector<CpuWorking<W>> working(count), c_working(count);
+  cuda::lion_update<P, R, S>(param.data(), grad.data(), m.data(),
+                             has_working ? working.data() : nullptr, working_dtype<W>(), n, hp,
+                             multiplier, version);
+  cpu::lion_update<P, R, S, CpuWorking<W>>(c_param.data(), grad.data(), c_m.data(),
+                                           has_working ? c_working.data() : nullptr, n, hp,
+                                           multiplier);
+  std::vector<float> g(count), f_param = param0, f_m = m0;
+  for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
+  cuda::lion_update<float, float, float>(f_param.data(), g.data(), f_m.data(), nullptr, DType::bf16,
+                                         n, hp, 1.0f, version);
+  EXPECT_TRUE(bitwise(what + " param", param, f_param));
+  EXPECT_TRUE(bitwise(what + " m", m, f_m));
+  EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
+  EXPECT_TRUE(within(what + " m vs cpu", m, widened(c_m), kElementwiseTau));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
+}
+
+template <class P, class R, class S, class W>
+void check_adam_mini(int64_t block_size, int64_t blocks, KernelVersion version) {
+  const int64_t n = block_size * blocks;
+  const size_t count = static_cast<size_t>(n);
+  const std::string what =
+      cat(optimizer_case<P, R, S, W>("adam_mini", n, version), " block ", block_size);
+  const std::vector<float> param0 = random_values<P>(count, 211);
+  const std::vector<float> grad0 = random_values<R>(count, 212, 64.0);
+  const std::vector<float> m0 = random_values<S>(count, 213, 0.1);
+  const std::vector<float> v0 = positive_values<S>(static_cast<size_t>(blocks), 214);
+  const float multiplier = 1.0f / 64.0f;
+  cpu::AdamWHyperparameters hp;
+  hp.learning_rate = 0.01f;
+  hp.weight_decay = 0.1f;
+  constexpr bool has_working = !std::is_same_v<W, float>;
+  std::vector<P> param = stored<P>(param0), c_param = param;
+  std::vector<S> m = stored<S>(m0), c_m = m, v = stored<S>(v0), c_v = v;
+  const std::vector<R> grad = stored<R>(grad0);
+  std::vector<CpuWorking<W>> working(count), c_working(count);
+  cuda::adam_mini_update<P, R, S>(param.data(), grad.data(), m.data(), v.data(),
+                                  has_working ? working.data() : nullptr, working_dtype<W>(),
+                                  block_size, blocks, hp, 3, multiplier, version);
+  cpu::adam_mini_update<P, R, S, CpuWorking<W>>(c_param.data(), grad.data(), c_m.data(), c_v.data(),
+                                                has_working ? c_working.data() : nullptr,
+                                                block_size, blocks, hp, 3, multiplier);
+  std::vector<float> g(count), f_param = param0, f_m = m0, f_v = v0;
+  for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
+  cuda::adam_mini_update<float, float, float>(f_param.data(), g.data(), f_m.data(), f_v.data(),
+                                              nullptr, DType::bf16, block_size, blocks, hp, 3, 1.0f,
+                                              version);
+  EXPECT_TRUE(bitwise(what + " param", param, f_param));
+  EXPECT_TRUE(bitwise(what + " m", m, f_m));
+  EXPECT_TRUE(bitwise(what + " v", v, f_v));
+  EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
+  EXPECT_TRUE(within(what + " v vs cpu", v, widened(c_v), kElementwiseTau));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
+}
+
+template <class P, class R, class S, class W>
+void check_adafactor(int64_t rows, int64_t cols, bool factored, KernelVersion version) {
+  const int64_t n = rows * cols;
+  const size_t count = static_cast<size_t>(n);
+  const std::string what = cat(optimizer_case<P, R, S, W>("adafactor", n, version), " ", rows, "x",
+                               cols, factored ? " factored" : " unfactored");
+  const size_t row_count = static_cast<size_t>(factored ? rows : cols);
+  const size_t col_count = static_cast<size_t>(factored ? cols : 0);
+  const std::vector<float> param0 = random_values<P>(count, 221);
+  const std::vector<float> grad0 = random_values<R>(count, 222, 64.0);
+  const std::vector<float> row0 = positive_values<S>(row_count, 223);
+  const std::vector<float> col0 = positive_values<S>(col_count, 224);
+  const float multiplier = 1.0f / 64.0f;
+  cpu::AdafactorHyperparameters hp;
+  hp.weight_decay = 0.1f;
+  constexpr bool has_working = !std::is_same_v<W, float>;
+  std::vector<P> param = stored<P>(param0), c_param = param;
+  std::vector<S> row = stored<S>(row0), c_row = row, col = stored<S>(col0), c_col = col;
+  const std::vector<R> grad = stored<R>(grad0);
+  std::vector<CpuWorking<W>> working(count), c_working(count);
+  cuda::adafactor_update<P, R, S>(param.data(), grad.data(), row.data(),
+                                  factored ? col.data() : nullptr,
+                                  has_working ? working.data() : nullptr, working_dtype<W>(), rows,
+                                  cols, factored, hp, 2, multiplier, version);
+  cpu::adafactor_update<P, R, S, CpuWorking<W>>(
+      c_param.data(), grad.data(), c_row.data(), factored ? c_col.data() : nullptr,
+      has_working ? c_working.data() : nullptr, rows, cols, factored, hp, 2, multiplier);
+  EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
+  EXPECT_TRUE(within(what + " row_var vs cpu", row, widened(c_row), kElementwiseTau));
+  EXPECT_TRUE(within(what + " col_var vs cpu", col, widened(c_col), kElementwiseTau));
+  if constexpr (has_working) {
+    EXPECT_TRUE(bitwise(what + " working", working, widened(param)));
+  }
+  if constexpr (std::is_same_v<S, float>) {
+    std::vector<float> g(count), f_param = param0, f_row = row0, f_col = col0;
+    for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
+    cuda::adafactor_update<float, float, float>(
+        f_param.data(), g.data(), f_row.data(), factored ? f_col.data() : nullptr, nullptr,
+        DType::bf16, rows, cols, factored, hp, 2, 1.0f, version);
+    EXPECT_TRUE(bitwise(what + " param", param, f_param));
+    EXPECT_TRUE(bitwise(what + " row_var", row, f_row));
+    EXPECT_TRUE(bitwise(what + " col_var", col, f_col));
+  }
+}
+
+TEST(CudaLowPrecision, LowMemoryOptimizersMixedTypes) {
+  for (const KernelVersion version : kVersions) {
+    for (int64_t n : {1, 7, 1027}) {
+      check_lion<float, bf16_t, float, bf16_t>(n, version);   // bf16 mixed precision
+      check_lion<float, f16_t, float, f16_t>(n, version);     // f16 with a loss scaler
+      check_lion<float, float, float, float>(n, version);     // fp32 with a multiplier
+      check_lion<bf16_t, bf16_t, bf16_t, float>(n, version);  // pure bf16
+      check_lion<float, f16_t, bf16_t, f16_t>(n, version);    // 16-bit optimizer state
+    }
+    for (auto [block_size, blocks] : {std::pair<int64_t, int64_t>{1, 7}, {33, 3}, {300, 2}}) {
+      check_adam_mini<float, bf16_t, float, bf16_t>(block_size, blocks, version);
+      check_adam_mini<float, float, float, float>(block_size, blocks, version);
+      check_adam_mini<bf16_t, bf16_t, bf16_t, float>(block_size, blocks, version);
+      check_adam_mini<float, f16_t, bf16_t, f16_t>(block_size, blocks, version);
+    }
+    for (auto [rows, cols, factored] :
+         {std::tuple<int64_t, int64_t, bool>{7, 33, true}, {1, 257, true}, {1, 1001, false}}) {
+      check_adafactor<float, bf16_t, float, bf16_t>(rows, cols, factored, version);
+      check_adafactor<float, float, float, float>(rows, cols, factored, version);
+      check_adafactor<bf16_t, bf16_t, bf16_t, float>(rows, cols, factored, version);
+      check_adafactor<float, f16_t, bf16_t, f16_t>(rows, cols, factored, version);
+    }
   }
 }
 

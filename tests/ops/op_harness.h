@@ -87,6 +87,7 @@ struct Shape {
   bool no_bias = false;         ///< matmul: no bias / dbias (nullptr, or the "none" view)
   bool no_dinp = false;         ///< matmul_backward: no dinp (the first layer's input)
   bool no_momentum = false;     ///< sgd_update: momentum 0 and no momentum buffer
+  bool unfactored = false;      ///< adafactor_update: a vector (N = 1) with a full variance
   bool misaligned = false;      ///< shift every f32/i32 device buffer by 4 bytes (no float4 loads)
   float dropout_p = 0.0f;       ///< dropout ops: the drop probability
   uint64_t dropout_offset = 0;  ///< dropout ops: added to every mask index

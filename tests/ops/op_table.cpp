@@ -407,6 +407,52 @@ std::vector<Shape> sgd_shapes() {
   return shapes;
 }
 
+// Adam-mini: C elements per block, N blocks (C = 1 is AdamW with one v per element).
+std::vector<Shape> adam_mini_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [C, N, step, misaligned] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{{1, 7, 1, false},
+                                                                {33, 1, 2, false},
+                                                                {7, 33, 10, false},
+                                                                {1007, 3, 3, false},
+                                                                {256, 5, 4, true},
+                                                                {300, 4, 1000, false}}) {
+    Shape s;
+    s.label = label({{"C", C}, {"N", N}, {"step", step}}, misaligned);
+    s.C = C;
+    s.N = N;
+    s.step = step;
+    s.misaligned = misaligned;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+// Adafactor: an N × C matrix (factored), or a vector of C (N = 1) factored or not.
+std::vector<Shape> adafactor_shapes() {
+  std::vector<Shape> shapes;
+  for (auto [N, C, step, unfactored, misaligned] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool, bool>>{{1, 1, 1, false, false},
+                                                                      {7, 33, 1, false, false},
+                                                                      {1, 257, 2, false, false},
+                                                                      {33, 7, 10, false, false},
+                                                                      {64, 129, 100, false, true},
+                                                                      {1, 1, 1, true, false},
+                                                                      {1, 1001, 3, true, false},
+                                                                      {1, 1027, 100, true, true}}) {
+    Shape s;
+    s.label =
+        label({{"N", N}, {"C", C}, {"step", step}}, misaligned) + (unfactored ? "_unfactored" : "");
+    s.N = N;
+    s.C = C;
+    s.step = step;
+    s.unfactored = unfactored;
+    s.misaligned = misaligned;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
 std::vector<Shape> matmul_shapes() {
   std::vector<Shape> shapes;
   // Without a bias (dbias untouched) and without dinp (the first layer's input) too.
@@ -451,6 +497,20 @@ Real* null_if(bool none, Real* pointer) {
 
 cpu::AdamWHyperparameters adamw_hyperparameters() {
   cpu::AdamWHyperparameters hp;
+  hp.learning_rate = 0.05f;
+  hp.weight_decay = 0.1f;
+  return hp;
+}
+
+cpu::LionHyperparameters lion_hyperparameters() {
+  cpu::LionHyperparameters hp;
+  hp.learning_rate = 0.01f;
+  hp.weight_decay = 0.1f;
+  return hp;
+}
+
+cpu::AdafactorHyperparameters adafactor_hyperparameters() {
+  cpu::AdafactorHyperparameters hp;
   hp.learning_rate = 0.05f;
   hp.weight_decay = 0.1f;
   return hp;
@@ -1135,6 +1195,76 @@ std::vector<OpSpec> make_table() {
          k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {}, kSgdLearningRate,
                       sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
        }});
+
+  // The low-memory optimizers: the typed launchers on f32 storage with a multiplier of 1 (the
+  // storage columns of test_ops_storage.cpp and tests/kernels_cuda cover the other types).
+  t.push_back(
+      {"lion_update", true, kElementwiseTolerance, optimizer_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("param", s.n), in("grad", s.n), out("m", s.n)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::lion_update_reference<double>(a.f(0), a.f(1), a.f(2), s.n, lion_hyperparameters());
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::lion_update<float, float, float, bf16_t>(a.f(0), a.f(1), a.f(2), nullptr, s.n,
+                                                       lion_hyperparameters(), 1.0f);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::lion_update<float, float, float>(a.f(0), a.f(1), a.f(2), nullptr, DType::bf16, s.n,
+                                                lion_hyperparameters(), 1.0f, v);
+       },
+       [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+         k.lion_update(v[0], v[1], v[2], {}, lion_hyperparameters());
+       }});
+  t.push_back(
+      {"adam_mini_update", true, kElementwiseTolerance, adam_mini_shapes(),
+       [](const Shape& s) {
+         return std::vector{out("param", s.N * s.C), in("grad", s.N * s.C), out("m", s.N * s.C),
+                            positive("v", s.N, true)};
+       },
+       [](const Shape& s, const Args<double>& a) {
+         cpu::adam_mini_update_reference<double>(a.f(0), a.f(1), a.f(2), a.f(3), s.C, s.N,
+                                                 adamw_hyperparameters(), s.step);
+       },
+       [](const Shape& s, const Args<float>& a) {
+         cpu::adam_mini_update<float, float, float, bf16_t>(a.f(0), a.f(1), a.f(2), a.f(3), nullptr,
+                                                            s.C, s.N, adamw_hyperparameters(),
+                                                            s.step, 1.0f);
+       },
+       [](const Shape& s, const Args<float>& a, KernelVersion v) {
+         cuda::adam_mini_update<float, float, float>(a.f(0), a.f(1), a.f(2), a.f(3), nullptr,
+                                                     DType::bf16, s.C, s.N, adamw_hyperparameters(),
+                                                     s.step, 1.0f, v);
+       },
+       [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+         k.adam_mini_update(v[0], v[1], v[2], v[3], {}, s.C, adamw_hyperparameters(), s.step);
+       }});
+  t.push_back({"adafactor_update", true, kElementwiseTolerance, adafactor_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("param", s.N * s.C), in("grad", s.N * s.C),
+                                    positive("row_var", s.unfactored ? s.C : s.N, true),
+                                    positive("col_var", s.unfactored ? 0 : s.C, true)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::adafactor_update_reference<double>(
+                     a.f(0), a.f(1), a.f(2), null_if(s.unfactored, a.f(3)), s.N, s.C, !s.unfactored,
+                     adafactor_hyperparameters(), s.step);
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::adafactor_update<float, float, float, bf16_t>(
+                     a.f(0), a.f(1), a.f(2), null_if(s.unfactored, a.f(3)), nullptr, s.N, s.C,
+                     !s.unfactored, adafactor_hyperparameters(), s.step, 1.0f);
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::adafactor_update<float, float, float>(
+                     a.f(0), a.f(1), a.f(2), null_if(s.unfactored, a.f(3)), nullptr, DType::bf16,
+                     s.N, s.C, !s.unfactored, adafactor_hyperparameters(), s.step, 1.0f, v);
+               },
+               [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
+                 k.adafactor_update(v[0], v[1], v[2], none_if(s.unfactored, v[3]), {}, s.N, s.C,
+                                    !s.unfactored, adafactor_hyperparameters(), s.step);
+               }});
 
   // ---- GEMM (shape.V holds OC) ----
   t.push_back(

@@ -158,11 +158,15 @@ bool is_flash_attention(const OpSpec& op) {
   return op.name.starts_with("flash_attention_");
 }
 
+bool is_optimizer(const OpSpec& op) {
+  return op.name == "adamw_update" || op.name == "sgd_update" || op.name == "lion_update" ||
+         op.name == "adam_mini_update" || op.name == "adafactor_update";
+}
+
 bool runs_in_storage_columns(const OpSpec& op) {
   // The optimizers' tensors follow OptimizerTypes, not (A, G): OptimizerStorage below. Flash
   // attention runs on the CPU and the emulated CUDA backend: FlashStorage below.
-  return op.backend && op.name != "adamw_update" && op.name != "sgd_update" &&
-         !is_flash_attention(op);
+  return op.backend && !is_optimizer(op) && !is_flash_attention(op);
 }
 
 // The buffers of one run; f64 buffers are host doubles the backend returns.
@@ -748,6 +752,24 @@ TEST(Optimizers, SgdOnEveryStorageIsTheF32StepRoundedOnce) {
           },
           [&](float* p, float* g, float*, float* v, int64_t n) {
             kernels::cpu::sgd_update(p, g, v, n, 0.05f, 0.9f, 0.01f, nesterov);
+          });
+    }
+  }
+}
+
+TEST(Optimizers, LionOnEveryStorageIsTheF32StepRoundedOnce) {
+  kernels::cpu::LionHyperparameters hp;
+  hp.learning_rate = 0.01f;
+  hp.weight_decay = 0.1f;
+  for (const OptimizerStorage& s : kOptimizerStorages) {
+    for (float multiplier : {1.0f, 1.0f / 1024.0f}) {
+      check_optimizer(
+          "lion", s, multiplier, false,
+          [&](const nn::KernelBackend& k, const memory::TensorView& p, const memory::TensorView& g,
+              const memory::TensorView&, const memory::TensorView& m,
+              const memory::TensorView& w) { k.lion_update(p, g, m, w, hp, multiplier); },
+          [&](float* p, float* g, float*, float* m, int64_t n) {
+            kernels::cpu::lion_update<float, float, float, bf16_t>(p, g, m, nullptr, n, hp, 1.0f);
           });
     }
   }

@@ -10,41 +10,30 @@
 // value once, and overwrite the optional 16-bit working copy with round(param). With every type
 // float and a multiplier of 1 they are the float kernels bit for bit (1·g is exact).
 #include <cmath>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "common/dtype/convert.h"
 #include "common/dtype/counter_rng.h"
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops/device_helpers.h"
+#include "kernels/cuda/ops/optimizer_arithmetic.h"
 
 namespace vramlab::kernels::cuda {
 inline namespace VRAMLAB_CUDA_OPS_ABI {
 namespace {
 
+using detail::adamw_element;
+using detail::adamw_factors;
+using detail::AdamWFactors;
 using detail::blocks_for;
+using detail::check_working;
 using detail::kElementwiseBlockThreads;
 using detail::narrow;
+using detail::round_parameter;
 using detail::widen;
-
-struct AdamWFactors {
-  float learning_rate, beta1, beta2, epsilon;
-  float decay;        // 1 − lr·weight_decay
-  float correction1;  // 1 / (1 − β1^step)
-  float correction2;  // 1 / (1 − β2^step)
-};
-
-__device__ float adamw_element(float& param, float grad, float& m, float& v,
-                               const AdamWFactors& f) {
-  const float m_new = f.beta1 * m + (1.0f - f.beta1) * grad;
-  const float v_new = f.beta2 * v + (1.0f - f.beta2) * grad * grad;
-  m = m_new;
-  v = v_new;
-  param = param * f.decay -
-          f.learning_rate * (m_new * f.correction1) / (sqrtf(v_new * f.correction2) + f.epsilon);
-  return param;
-}
+using detail::write_working;
 
 __global__ void adamw_v1_kernel(float* param, const float* grad, float* m, float* v, std::int64_t n,
                                 AdamWFactors f) {
@@ -84,27 +73,6 @@ __global__ void sgd_kernel(float* param, const float* grad, float* momentum_buff
     g = nesterov ? g + momentum * momentum_buffer[i] : momentum_buffer[i];
   }
   param[i] -= learning_rate * g;
-}
-
-// working[i] = round(value) into the working copy's 16-bit type (bf16 or f16: checked on the host).
-__device__ inline void write_working(void* working, DType type, std::int64_t i, float value) {
-  if (type == DType::bf16) {
-    static_cast<bf16_t*>(working)[i] = to_bf16(value);
-  } else {
-    static_cast<f16_t*>(working)[i] = to_f16(value);
-  }
-}
-
-// The updated parameter rounded into P (kernels/cpu/optimizer.h's ParameterRounding).
-template <class P>
-__device__ inline P round_parameter(float x, const cpu::ParameterRounding& rounding,
-                                    std::int64_t i) {
-  if constexpr (std::is_same_v<P, bf16_t>) {
-    if (rounding.stochastic)
-      return bf16_t{f32_to_bf16_bits_stochastic(
-          x, stochastic_bits(rounding.seed, static_cast<std::uint64_t>(i)))};
-  }
-  return narrow<P>(x);
 }
 
 template <class P, class R, class S>
@@ -177,22 +145,6 @@ __global__ void mixed_sgd_kernel(P* param, const R* grad, S* momentum_buffer, vo
   }
   param[i] = round_parameter<P>(p - learning_rate * g, rounding, i);
   if (working != nullptr) write_working(working, working_type, i, widen(param[i]));
-}
-
-AdamWFactors adamw_factors(const cpu::AdamWHyperparameters& hp, int64_t step) {
-  const double s = static_cast<double>(step);
-  return AdamWFactors{hp.learning_rate,
-                      hp.beta1,
-                      hp.beta2,
-                      hp.epsilon,
-                      1.0f - hp.learning_rate * hp.weight_decay,
-                      static_cast<float>(1.0 / (1.0 - std::pow(hp.beta1, s))),
-                      static_cast<float>(1.0 / (1.0 - std::pow(hp.beta2, s)))};
-}
-
-void check_working(const char* op, const void* working, DType working_type) {
-  cpu::require(working == nullptr || working_type == DType::bf16 || working_type == DType::f16, op,
-               "a working copy must be bf16 or f16, not " + std::string(dtype_name(working_type)));
 }
 
 }  // namespace
