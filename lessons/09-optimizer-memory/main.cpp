@@ -26,6 +26,7 @@
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
 #include "common/workbook/lesson_binary.h"
+#include "lessons/09-optimizer-memory/exercise_results.h"
 #include "lessons/09-optimizer-memory/optimizer_report.h"
 
 namespace {
@@ -129,14 +130,17 @@ int run(const Options& o) {
       fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("09") : fs::path(o.out_dir))
           .string();
   const lesson09::FigurePaths figures = lesson09::write_figures(lesson, out_dir);
+  const std::vector<lesson09::ExerciseResult> exercises = lesson09::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson09::to_json(lesson);
+    j["exercises"] = lesson09::exercises_json(exercises);
     j["figures"] = {{"bytes_per_param_svg", figures.bytes_svg},
                     {"loss_curves_svg", figures.losses_svg}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::fputs(lesson09::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::fputs(("\n" + lesson09::render_exercises(exercises)).c_str(), stdout);
   std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
               fs::path(figures.bytes_svg).filename().c_str(),
               fs::path(figures.losses_svg).filename().c_str());

@@ -1,8 +1,9 @@
 // The lesson 09 binary on the command line, on a short run: --json has the keys
 // (optimizers [{name, state_bytes, bytes_per_param, final_loss}]) with every optimizer's measured
 // bytes equal to the estimator's, the mixed-bf16 bytes, the 8-bit quantisation points, the
-// at-scale rows and the claims; the figures are written where --out-dir says; the text output
-// names every table. (Bad input exiting 2 is checked by plain ctest cases, see CMakeLists.txt.)
+// at-scale rows, the claims and the exercises (the references, agreeing with the run); the figures
+// are written where --out-dir says; the text output names every table. (Bad input exiting 2 is
+// checked by plain ctest cases, see CMakeLists.txt.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -96,6 +97,12 @@ TEST(Lesson09Cli, JsonHasEveryOptimizerWithTheEstimatorsBytesAndTheClaims) {
   ASSERT_EQ(j["scale"].size(), 21u);
   for (const auto& s : j["scale"]) EXPECT_TRUE(s["equals_estimator"].get<bool>()) << s;
   ASSERT_EQ(j["claims"].size(), 12u);
+  // The binary links the exercises' references: each agrees with this run's runtime.
+  ASSERT_EQ(j["exercises"].size(), 4u);
+  for (const auto& e : j["exercises"]) {
+    EXPECT_TRUE(e["ran"].get<bool>()) << e;
+    EXPECT_TRUE(e["agrees"].get<bool>()) << e;
+  }
   for (const char* f : {"bytes_per_param_svg", "loss_curves_svg"})
     EXPECT_TRUE(fs::exists(j["figures"][f].get<std::string>())) << f;
 }
