@@ -121,6 +121,9 @@ estimate::Estimate estimate_step(const TrainOptions& options) {
   in.precision = options.precision;
   in.fp32_gradients = options.fp32_grads;
   in.optimizer = options.optimizer;
+  in.quantization_block_size = options.eight_bit.block_size;
+  in.min_8bit_size = options.eight_bit.min_8bit_size;
+  in.fp32_embeddings = options.eight_bit.fp32_embeddings;
   in.attention = options.attention;
   return estimate::estimate_memory(in);
 }

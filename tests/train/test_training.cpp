@@ -199,5 +199,25 @@ TEST(Training, OutOfMemoryOnASmallSimDeviceLeavesTheAllocatorConsistent) {
   runtime.allocator().check_invariants();
 }
 
+// --block-size, --min-8bit-size and --fp32-embeddings change what 8-bit AdamW keeps: the
+// estimate of the step must count the layout the trainer's optimizer allocates.
+TEST(Training, EstimateOfAStepCountsThe8BitLayoutTheOptimizerKeeps) {
+  for (TrainOptions o : {small_gpt2(3), small_llama(4)}) {
+    o.optimizer = estimate::Optimizer::adamw_8bit;
+    for (const estimate::EightBitOptions eight_bit :
+         {estimate::EightBitOptions{}, estimate::EightBitOptions{64, 100, false},
+          estimate::EightBitOptions{17, 0, true}}) {
+      o.eight_bit = eight_bit;
+      nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+      Trainer trainer(runtime, o);
+      (void)trainer.step();
+      EXPECT_EQ(trainer.optimizer().state_bytes(),
+                estimate_step(o).unpartitioned.optimizer_states())
+          << o.model.name << " B=" << eight_bit.block_size << " min=" << eight_bit.min_8bit_size
+          << " fp32 embeddings " << eight_bit.fp32_embeddings;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vramlab::train
