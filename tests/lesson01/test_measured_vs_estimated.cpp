@@ -240,8 +240,6 @@ TEST(MeasuredEqualsEstimated, BadSettingsAreUsageErrors) {
   s.seq = s.model.max_seq + 1;
   EXPECT_THROW(measure_training_step(s), UsageError);
   s.seq = 8;
-  s.optimizer = "lion";  // estimated, not implemented by the runtime
-  EXPECT_THROW(measure_training_step(s), UsageError);
   s.optimizer = "rmsprop";  // unknown
   EXPECT_THROW(measure_training_step(s), UsageError);
 }
