@@ -71,11 +71,15 @@ void for_each_gradient(const Gr* grad, int64_t n, float grad_multiplier, const B
 /// AdamW's per-element f32 arithmetic (PyTorch's torch.optim.AdamW order: decoupled decay of the
 /// old parameter, then the bias-corrected step), its step constants computed once per call.
 struct AdamWArithmetic {
-  float beta1, beta2, learning_rate, epsilon;
+  float beta1;          ///< decay of the first moment
+  float beta2;          ///< decay of the second moment
+  float learning_rate;  ///< step size
+  float epsilon;        ///< added to √v̂
   float correction1;  ///< 1 / (1 - β1^step), rounded once from double
   float correction2;  ///< 1 / (1 - β2^step), rounded once from double
   float decay;        ///< 1 - lr·weight_decay
 
+  /// \param hp the step's hyper-parameters. \param step 1-based, for the bias corrections.
   AdamWArithmetic(const AdamWHyperparameters& hp, int64_t step)
       : beta1(hp.beta1),
         beta2(hp.beta2),
