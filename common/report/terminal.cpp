@@ -5,8 +5,10 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "common/platform/errors.h"
 
@@ -112,6 +114,23 @@ std::string format_bytes_decimal(uint64_t bytes) {
   const char* format =
       scaled.value < 9.995 ? "%.2f %s" : (scaled.value < 99.95 ? "%.1f %s" : "%.0f %s");
   return printf_string(format, scaled.value, kUnits[scaled.unit_index]);
+}
+
+std::string format_bytes_or_zero(int64_t bytes) {
+  return format_bytes(static_cast<uint64_t>(bytes < 0 ? 0 : bytes));
+}
+
+std::string format_fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string format_percent(double fraction, int decimals, bool plus_sign) {
+  std::string text = plus_sign && fraction >= 0.0 ? "+" : "";
+  text += format_fixed(100.0 * fraction, decimals);
+  text += '%';
+  return text;
 }
 
 std::string format_count(int64_t count) {

@@ -51,6 +51,17 @@ std::string format_bytes(uint64_t bytes);
 /// vendors that quote GB: "512 B", "1.50 kB", "31.4 GB", "140 GB", "1.20 TB".
 std::string format_bytes_decimal(uint64_t bytes);
 
+/// format_bytes of a signed count, for byte differences and totals that may be negative or
+/// unset: a negative count prints as "0 B".
+std::string format_bytes_or_zero(int64_t bytes);
+
+/// Formats \p value with \p decimals digits after the point ("%.*f"): 3.14159, 2 -> "3.14".
+std::string format_fixed(double value, int decimals);
+
+/// Formats a fraction as a percentage: 0.1234 -> "12.3%" (one decimal by default), and with
+/// \p plus_sign a leading '+' for zero and above: "+12.3%", "-4.7%" (a change against a baseline).
+std::string format_percent(double fraction, int decimals = 1, bool plus_sign = false);
+
 /// Formats a count with thousands separators: 1234567 -> "1,234,567", -42 -> "-42".
 std::string format_count(int64_t count);
 

@@ -24,16 +24,6 @@ using report::Align;
 using report::Column;
 using report::format_bytes;
 
-std::string bytes(int64_t n) {
-  return format_bytes(static_cast<uint64_t>(std::max<int64_t>(0, n)));
-}
-
-std::string percent(double fraction, int decimals = 1) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f%%", decimals, 100.0 * fraction);
-  return text;
-}
-
 std::string seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3f s", s);
@@ -363,13 +353,16 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const PolicyRun& r = row.run;
     const bool agree = r.activation_peak_bytes == r.predicted_activation_peak_bytes;
     table.add_row(
-        {r.name, r.pattern, bytes(r.activation_peak_bytes),
-         agree ? "same" : bytes(r.predicted_activation_peak_bytes) + " (DIFFERS)",
+        {r.name, r.pattern, report::format_bytes_or_zero(r.activation_peak_bytes),
+         agree ? "same"
+               : report::format_bytes_or_zero(r.predicted_activation_peak_bytes) + " (DIFFERS)",
          r.name == "none" ? ""
-                          : "-" + percent(1.0 - static_cast<double>(r.activation_peak_bytes) /
-                                                    static_cast<double>(none.activation_peak_bytes),
-                                          0),
-         bytes(r.peak_bytes), seconds(row.step_seconds), percent(r.recomputed_forward_fraction),
+                          : "-" + report::format_percent(
+                                      1.0 - static_cast<double>(r.activation_peak_bytes) /
+                                                static_cast<double>(none.activation_peak_bytes),
+                                      0),
+         report::format_bytes_or_zero(r.peak_bytes), seconds(row.step_seconds),
+         report::format_percent(r.recomputed_forward_fraction),
          !row.grads_bitwise_equal ? "n/a (meta)" : (*row.grads_bitwise_equal ? "bitwise" : "NO")},
         agree ? report::RowStyle::kNormal : report::RowStyle::kRed);
   }
@@ -384,9 +377,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
       "  median wall time. grads = none: step 1's gradients and the parameters after the\n"
       "  last step are bit for bit those of none (dropout masks replayed on recompute).\n";
   out += wrap_note(budget_spec(lesson.budget_bytes) + ": the planner's cheapest schedule under " +
-                   bytes(lesson.budget_bytes) + ", " + lesson.budget_note +
+                   report::format_bytes_or_zero(lesson.budget_bytes) + ", " + lesson.budget_note +
                    ". The least activation peak any schedule reaches: " +
-                   bytes(lesson.least_activation_peak_bytes) + ".");
+                   report::format_bytes_or_zero(lesson.least_activation_peak_bytes) + ".");
 
   if (!lesson.max_batch.empty()) {
     out += "\n" +
@@ -431,16 +424,19 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const PolicyRun& base = lesson.meta.front();
     for (const PolicyRun& r : lesson.meta) {
       const bool agree = r.activation_peak_bytes == r.predicted_activation_peak_bytes;
-      mt.add_row({r.name, bytes(r.activation_peak_bytes),
-                  agree ? "same" : bytes(r.predicted_activation_peak_bytes) + " (DIFFERS)",
-                  r.name == "none"
-                      ? ""
-                      : "-" + percent(1.0 - static_cast<double>(r.activation_peak_bytes) /
-                                                static_cast<double>(base.activation_peak_bytes),
-                                      0),
-                  bytes(r.peak_bytes), percent(r.recomputed_forward_fraction),
-                  "+" + percent(r.recomputed_forward_fraction / 3.0)},
-                 agree ? report::RowStyle::kNormal : report::RowStyle::kRed);
+      mt.add_row(
+          {r.name, report::format_bytes_or_zero(r.activation_peak_bytes),
+           agree ? "same"
+                 : report::format_bytes_or_zero(r.predicted_activation_peak_bytes) + " (DIFFERS)",
+           r.name == "none" ? ""
+                            : "-" + report::format_percent(
+                                        1.0 - static_cast<double>(r.activation_peak_bytes) /
+                                                  static_cast<double>(base.activation_peak_bytes),
+                                        0),
+           report::format_bytes_or_zero(r.peak_bytes),
+           report::format_percent(r.recomputed_forward_fraction),
+           "+" + report::format_percent(r.recomputed_forward_fraction / 3.0)},
+          agree ? report::RowStyle::kNormal : report::RowStyle::kRed);
     }
     out += mt.render(colour);
     out +=
@@ -474,18 +470,21 @@ std::string render_text(const Lesson& lesson, bool colour) {
       std::snprintf(e2, sizeof e2, "%.2e", row.median_relative_grad_error);
       std::snprintf(l1, sizeof l1, "%.4f", row.loss);
       std::snprintf(l2, sizeof l2, "%.4f", row.fp32_loss);
-      ct.add_row({row.name, bytes(row.activation_peak_bytes),
-                  "-" + percent(1.0 - static_cast<double>(row.activation_peak_bytes) /
-                                          static_cast<double>(row.fp32_activation_peak_bytes),
-                                0),
-                  "-" + percent(1.0 - static_cast<double>(row.activation_peak_bytes) /
-                                          static_cast<double>(row.none_activation_peak_bytes),
-                                0),
-                  bytes(row.bytes_after_forward),
-                  row.bytes_after_forward == row.predicted_bytes_after_forward
-                      ? "same"
-                      : bytes(row.predicted_bytes_after_forward) + " (DIFFERS)",
-                  e1, e2, l1, l2});
+      ct.add_row(
+          {row.name, report::format_bytes_or_zero(row.activation_peak_bytes),
+           "-" +
+               report::format_percent(1.0 - static_cast<double>(row.activation_peak_bytes) /
+                                                static_cast<double>(row.fp32_activation_peak_bytes),
+                                      0),
+           "-" +
+               report::format_percent(1.0 - static_cast<double>(row.activation_peak_bytes) /
+                                                static_cast<double>(row.none_activation_peak_bytes),
+                                      0),
+           report::format_bytes_or_zero(row.bytes_after_forward),
+           row.bytes_after_forward == row.predicted_bytes_after_forward
+               ? "same"
+               : report::format_bytes_or_zero(row.predicted_bytes_after_forward) + " (DIFFERS)",
+           e1, e2, l1, l2});
     }
     out += ct.render(colour);
     out +=

@@ -13,10 +13,6 @@ namespace vramlab::lesson02 {
 
 namespace {
 
-std::string bytes(int64_t n) {
-  return report::format_bytes(static_cast<uint64_t>(n));
-}
-
 std::string list(const std::vector<int64_t>& values) {
   std::string out;
   for (const int64_t v : values) {
@@ -50,8 +46,8 @@ ExerciseResult sqrt_segments(const Lesson& lesson, const checkpoint::ChainCosts&
     r.agrees = starts == runtime_starts && peak == sqrt->run.activation_peak_bytes;
     r.text = "sqrt_segment_starts(" + std::to_string(shape.layers) + ") = " + list(starts) +
              " (the runtime's sqrt: " + list(runtime_starts) +
-             ")\n     checkpointed_activation_peak = " + bytes(peak) + " (measured " +
-             bytes(sqrt->run.activation_peak_bytes) + ")";
+             ")\n     checkpointed_activation_peak = " + report::format_bytes_or_zero(peak) +
+             " (measured " + report::format_bytes_or_zero(sqrt->run.activation_peak_bytes) + ")";
   } catch (const std::exception& e) {
     r.text = e.what();
   }
@@ -77,9 +73,10 @@ ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& 
     r.agrees = plan.peak_bytes == modelled && modelled <= lesson.budget_bytes;
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", 100.0 * fraction);
-    r.text = "optimal_checkpoint_plan(budget " + bytes(lesson.budget_bytes) +
+    r.text = "optimal_checkpoint_plan(budget " + report::format_bytes_or_zero(lesson.budget_bytes) +
              ") = " + checkpoint::schedule_pattern(schedule) + "\n     peak " +
-             bytes(plan.peak_bytes) + " (the runtime's model of that plan: " + bytes(modelled) +
+             report::format_bytes_or_zero(plan.peak_bytes) +
+             " (the runtime's model of that plan: " + report::format_bytes_or_zero(modelled) +
              "), " + share + " of the forward recomputed (no selective)";
   } catch (const std::exception& e) {
     r.text = e.what();

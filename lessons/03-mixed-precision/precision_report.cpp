@@ -22,20 +22,6 @@ namespace {
 using report::Align;
 using report::Column;
 
-std::string bytes(int64_t n) {
-  return report::format_bytes(static_cast<uint64_t>(std::max<int64_t>(0, n)));
-}
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
-std::string percent(double fraction, int decimals = 1) {
-  return fixed(100.0 * fraction, decimals) + "%";
-}
-
 std::string scientific(double value) {
   char text[48];
   std::snprintf(text, sizeof text, "%.2e", value);
@@ -46,7 +32,7 @@ std::string scientific(double value) {
 std::string power_of_two(double value) {
   const double e = std::log2(value);
   if (value > 0.0 && e == std::floor(e)) return "2^" + std::to_string(static_cast<int>(e));
-  return fixed(value, 0);
+  return report::format_fixed(value, 0);
 }
 
 std::string joined(const std::vector<int64_t>& sizes) {
@@ -294,8 +280,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
   out += "Model " + m.name + " (L=" + std::to_string(m.layers) + ", C=" + std::to_string(m.hidden) +
          ", H=" + std::to_string(m.heads) + ", V=" + std::to_string(m.vocab) +
          "), B=" + std::to_string(r.batch) + ", T=" + std::to_string(r.seq) + ", AdamW lr " +
-         fixed(r.learning_rate, 4) + ", on " + r.device.name() + "; " + std::to_string(r.steps) +
-         " steps per mode, the same seed and tokens.\n\n";
+         report::format_fixed(r.learning_rate, 4) + ", on " + r.device.name() + "; " +
+         std::to_string(r.steps) + " steps per mode, the same seed and tokens.\n\n";
 
   const double fp32_final = lesson.runs.empty() ? 0.0 : final_loss(lesson.runs[0].losses);
   report::Table modes({{"mode"},
@@ -313,20 +299,23 @@ std::string render_text(const Lesson& lesson, bool colour) {
     std::string versus;
     if (run.spec.label != "fp32") {
       if (fl >= fp32_final) versus = "+";
-      versus += percent(fl / fp32_final - 1.0, 2);
+      versus += report::format_percent(fl / fp32_final - 1.0, 2);
     }
-    modes.add_row({run.spec.label, run.loss_scale_name, fixed(fl, 4), versus,
+    modes.add_row({run.spec.label, run.loss_scale_name, report::format_fixed(fl, 4), versus,
                    std::to_string(count(run.skipped)),
                    power_of_two(run.loss_scale.empty() ? 1.0 : run.loss_scale.back()),
-                   bytes(model_state_bytes(run)), bytes(run.activation_peak_bytes),
-                   bytes(run.peak_bytes), fixed(train::median(run.step_seconds), 4) + " s"});
+                   report::format_bytes_or_zero(model_state_bytes(run)),
+                   report::format_bytes_or_zero(run.activation_peak_bytes),
+                   report::format_bytes_or_zero(run.peak_bytes),
+                   report::format_fixed(train::median(run.step_seconds), 4) + " s"});
   }
   out += modes.render(colour);
   out += wrap_note(
       "final loss: the mean of the last tenth of the steps (the per-batch loss is noisy); the "
       "chain's entropy rate, the least loss any model reaches, is " +
-      fixed(lesson.entropy_rate_nats, 4) + " nats, a model ignoring context reaches " +
-      fixed(lesson.unigram_entropy_nats, 4) +
+      report::format_fixed(lesson.entropy_rate_nats, 4) +
+      " nats, a model ignoring context reaches " +
+      report::format_fixed(lesson.unigram_entropy_nats, 4) +
       ". model states: parameters + gradients + optimizer states (with the fp32 master), the "
       "allocator's peaks. activations: the saved-activation store's peak. step: median wall "
       "time. skipped: optimizer steps skipped on an inf/NaN gradient.");
@@ -340,7 +329,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                       {"= estimate"}});
   const auto cell = [](const ModeRun& run, const char* c) {
     const CategoryBytes* b = find_bytes(run, c);
-    return b ? bytes(b->measured) : std::string("-");
+    return b ? report::format_bytes_or_zero(b->measured) : std::string("-");
   };
   // A run that skipped every step never made AdamW's states: nothing to compare them with.
   const auto verdict = [](const ModeRun& run) -> std::string {
@@ -381,17 +370,17 @@ std::string render_text(const Lesson& lesson, bool colour) {
         hi = e;
         any = true;
       }
-      u.add_row({v.run, power_of_two(v.scale), percent(v.flush_share, 2),
-                 percent(v.subnormal_share, 2), any ? "2^" + std::to_string(lo) : "-",
-                 any ? "2^" + std::to_string(hi) : "-"});
+      u.add_row({v.run, power_of_two(v.scale), report::format_percent(v.flush_share, 2),
+                 report::format_percent(v.subnormal_share, 2),
+                 any ? "2^" + std::to_string(lo) : "-", any ? "2^" + std::to_string(hi) : "-"});
     }
     out += u.render(colour);
     out += wrap_note(
         "flush to 0: nonzero values whose fp16 rounding is 0 (below 2^-25). mixed-fp16's row is "
         "its stored gradients, already multiplied by its loss scale. Exactly zero after the "
         "last step: " +
-        percent(lesson.fp32_zero_share, 2) + " of fp32's gradients, " +
-        percent(lesson.fp16_unscaled_zero_share, 2) +
+        report::format_percent(lesson.fp32_zero_share, 2) + " of fp32's gradients, " +
+        report::format_percent(lesson.fp16_unscaled_zero_share, 2) +
         " of mixed-fp16's without a scaler (its backward flushed them in fp16).");
   }
 
@@ -408,11 +397,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
     for (const AccumulationRow& row : lesson.accumulation)
       a.add_row(
           {joined(row.micro_batches), std::to_string(row.micro_batches.size()),
-           bytes(row.activation_peak_bytes),
-           fixed(static_cast<double>(row.activation_peak_bytes) / static_cast<double>(base), 3) +
+           report::format_bytes_or_zero(row.activation_peak_bytes),
+           report::format_fixed(
+               static_cast<double>(row.activation_peak_bytes) / static_cast<double>(base), 3) +
                "x",
            row.micro_batches.size() == 1 ? "-" : scientific(row.max_rel_diff_grads),
-           fixed(row.loss, 6)});
+           report::format_fixed(row.loss, 6)});
     out += a.render(colour);
     out += wrap_note(
         "max rel diff: max |g_K - g_1| / max |g_1| over every gradient value before the "
@@ -424,7 +414,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
   if (!lesson.meta.empty()) {
     const ModelConfig& mm = lesson.settings.meta_model;
     const double params = static_cast<double>(mm.parameter_count());
-    out += "\nAt scale on meta: " + mm.name + " (" + fixed(params / 1e9, 2) +
+    out += "\nAt scale on meta: " + mm.name + " (" + report::format_fixed(params / 1e9, 2) +
            "B parameters), B=1, T=" + std::to_string(lesson.settings.meta_seq) + "\n";
     report::Table t({{"precision"},
                      {"parameters", Align::kRight},
@@ -439,9 +429,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
       const CategoryBytes* g = find_bytes(run, "gradient");
       const CategoryBytes* o = find_bytes(run, "optimizer_state");
       const int64_t states = model_state_bytes(run);
-      t.add_row({run.spec.label, bytes(p->measured), bytes(g->measured), bytes(o->measured),
-                 bytes(states), fixed(static_cast<double>(states) / params, 2),
-                 bytes(run.activation_peak_bytes), bytes(run.peak_bytes)});
+      t.add_row({run.spec.label, report::format_bytes_or_zero(p->measured),
+                 report::format_bytes_or_zero(g->measured),
+                 report::format_bytes_or_zero(o->measured), report::format_bytes_or_zero(states),
+                 report::format_fixed(static_cast<double>(states) / params, 2),
+                 report::format_bytes_or_zero(run.activation_peak_bytes),
+                 report::format_bytes_or_zero(run.peak_bytes)});
     }
     out += t.render(colour);
     out += wrap_note(
@@ -467,7 +460,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
     std::string max_err = "0", mean_err = "0";
     for (const RoundTripError& e : lesson.round_trip)
       if (e.format == name) {
-        max_err = scientific(e.max) + " (2^" + fixed(std::log2(e.max), 1) + ")";
+        max_err = scientific(e.max) + " (2^" + report::format_fixed(std::log2(e.max), 1) + ")";
         mean_err = scientific(e.mean);
       }
     f.add_row({name, std::to_string(info->exponent_bits), std::to_string(info->mantissa_bits),

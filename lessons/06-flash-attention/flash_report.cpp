@@ -18,16 +18,6 @@ namespace {
 using report::Align;
 using report::wrap_note;
 
-std::string bytes(int64_t n) {
-  return report::format_bytes(static_cast<uint64_t>(std::max<int64_t>(0, n)));
-}
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
 std::string scientific(double value) {
   char text[48];
   std::snprintf(text, sizeof text, "%.2e", value);
@@ -35,17 +25,17 @@ std::string scientific(double value) {
 }
 
 std::string ratio(double value) {
-  return fixed(value, value < 100.0 ? 1 : 0) + "x";
+  return report::format_fixed(value, value < 100.0 ? 1 : 0) + "x";
 }
 
 std::string seconds_text(double s) {
-  return s < 0.0 ? "-" : fixed(s, s < 1.0 ? 3 : 2) + " s";
+  return s < 0.0 ? "-" : report::format_fixed(s, s < 1.0 ? 3 : 2) + " s";
 }
 
 // "1.2e-06 (3% of tol.)": the difference, and how close it came to the tolerance.
 std::string diff_text(double diff, double scale, double tolerance) {
   const double allowed = tolerance * std::max(1.0, scale);
-  return scientific(diff) + " (" + fixed(100.0 * diff / allowed, 0) + "% of tol.)";
+  return scientific(diff) + " (" + report::format_fixed(100.0 * diff / allowed, 0) + "% of tol.)";
 }
 
 memory::Device meta_device() {
@@ -273,9 +263,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
   for (const SeqRow& r : lesson.rows) {
     any_meta = any_meta || !r.compared;
     t.add_row(
-        {std::to_string(r.seq), bytes(r.naive.peak_bytes) + (r.compared ? "" : "*"),
-         bytes(r.flash.peak_bytes), ratio(peak_ratio(r)), bytes(r.naive.saved_bytes),
-         bytes(r.flash.saved_bytes), seconds_text(r.naive.seconds), seconds_text(r.flash.seconds),
+        {std::to_string(r.seq),
+         report::format_bytes_or_zero(r.naive.peak_bytes) + (r.compared ? "" : "*"),
+         report::format_bytes_or_zero(r.flash.peak_bytes), ratio(peak_ratio(r)),
+         report::format_bytes_or_zero(r.naive.saved_bytes),
+         report::format_bytes_or_zero(r.flash.saved_bytes), seconds_text(r.naive.seconds),
+         seconds_text(r.flash.seconds),
          r.compared ? diff_text(r.max_abs_diff_out, r.max_abs_out, kOutTolerance) : "-",
          r.compared ? diff_text(r.max_abs_diff_grads, r.max_abs_grads, kGradTolerance) : "-"});
   }
@@ -332,10 +325,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
                       {"of which att/lse", Align::kRight},
                       {"time", Align::kRight}});
     for (const TrainingRun* r : {&naive, &flash})
-      tt.add_row({kind_name(r->attention), fixed(r->losses.front(), 6), fixed(r->losses.back(), 6),
-                  bytes(r->layer_saved_bytes) +
+      tt.add_row({kind_name(r->attention), report::format_fixed(r->losses.front(), 6),
+                  report::format_fixed(r->losses.back(), 6),
+                  report::format_bytes_or_zero(r->layer_saved_bytes) +
                       (r->layer_saved_bytes == r->layer_saved_estimate ? " =" : " ≠"),
-                  bytes(r->layer_saved_estimate), bytes(r->layer_attention_saved_bytes),
+                  report::format_bytes_or_zero(r->layer_saved_estimate),
+                  report::format_bytes_or_zero(r->layer_attention_saved_bytes),
                   seconds_text(r->seconds)});
     out += tt.render(colour);
     out += wrap_note("max |Δloss| over the " + std::to_string(tr.steps) +
@@ -358,9 +353,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
     for (const ScaleRow& r : lesson.scale) {
       const bool same = r.naive.layer_saved_bytes == r.naive.layer_saved_estimate &&
                         r.flash.layer_saved_bytes == r.flash.layer_saved_estimate;
-      st.add_row({std::to_string(r.seq), bytes(r.naive.layer_saved_bytes),
-                  bytes(r.naive.layer_attention_saved_bytes), bytes(r.flash.layer_saved_bytes),
-                  bytes(r.flash.layer_attention_saved_bytes),
+      st.add_row({std::to_string(r.seq), report::format_bytes_or_zero(r.naive.layer_saved_bytes),
+                  report::format_bytes_or_zero(r.naive.layer_attention_saved_bytes),
+                  report::format_bytes_or_zero(r.flash.layer_saved_bytes),
+                  report::format_bytes_or_zero(r.flash.layer_attention_saved_bytes),
                   ratio(static_cast<double>(r.naive.layer_saved_bytes) /
                         static_cast<double>(std::max<int64_t>(1, r.flash.layer_saved_bytes))),
                   same ? "yes, to the byte" : "NO"});
@@ -387,22 +383,23 @@ std::string render_text(const Lesson& lesson, bool colour) {
   const SeqRow* r1k = find_row(lesson, 1024);
   if (r4k && r2k) {
     ct.add_row({"77", "attention memory O(b·h·s²)",
-                "att " + bytes(r2k->naive.saved_bytes) + " → " + bytes(r4k->naive.saved_bytes) +
-                    " for 2x T (" +
+                "att " + report::format_bytes_or_zero(r2k->naive.saved_bytes) + " → " +
+                    report::format_bytes_or_zero(r4k->naive.saved_bytes) + " for 2x T (" +
                     ratio(static_cast<double>(r4k->naive.saved_bytes) /
                           static_cast<double>(r2k->naive.saved_bytes)) +
                     ")",
                 "holds"});
     ct.add_row({"81", "flash attention: O(N) memory",
-                "lse " + bytes(r2k->flash.saved_bytes) + " → " + bytes(r4k->flash.saved_bytes) +
-                    " for 2x T",
+                "lse " + report::format_bytes_or_zero(r2k->flash.saved_bytes) + " → " +
+                    report::format_bytes_or_zero(r4k->flash.saved_bytes) + " for 2x T",
                 "holds"});
     ct.add_row(
         {"83", "10-20x less memory",
          ratio(peak_ratio(*r2k)) + " at 2K, " + ratio(peak_ratio(*r4k)) + " at 4K (whole op)",
          "holds at 2K-4K only"});
   }
-  ct.add_row({"80", "b=8, h=16, s=4096: 2 GB", bytes(lesson.claim80_att_bytes) + " per f32 tensor",
+  ct.add_row({"80", "b=8, h=16, s=4096: 2 GB",
+              report::format_bytes_or_zero(lesson.claim80_att_bytes) + " per f32 tensor",
               "does not hold: 2^31 elements, not bytes"});
   if (r8k)
     ct.add_row({"84", "40x less memory", ratio(peak_ratio(*r8k)) + " at 8K (whole op)",
@@ -412,13 +409,13 @@ std::string render_text(const Lesson& lesson, bool colour) {
         {"85", "4x attention memory savings", ratio(peak_ratio(*r1k)) + " at 1K", "one T only"});
   for (const ScaleRow& r : lesson.scale) {
     if (r.seq != 8192) continue;
-    ct.add_row(
-        {"87", "8192² × 4 B = 256 MB/head; 32 heads = 8 GB/layer",
-         bytes(r.naive.layer_attention_saved_bytes) + " att per layer (" + s.scale_model.name + ")",
-         "holds (b=1, fp32, one tensor)"});
+    ct.add_row({"87", "8192² × 4 B = 256 MB/head; 32 heads = 8 GB/layer",
+                report::format_bytes_or_zero(r.naive.layer_attention_saved_bytes) +
+                    " att per layer (" + s.scale_model.name + ")",
+                "holds (b=1, fp32, one tensor)"});
     ct.add_row({"88", "flash: ~100 MB per layer",
-                bytes(r.flash.layer_attention_saved_bytes) + " lse, " +
-                    bytes(r.flash.layer_saved_bytes) + " whole layer",
+                report::format_bytes_or_zero(r.flash.layer_attention_saved_bytes) + " lse, " +
+                    report::format_bytes_or_zero(r.flash.layer_saved_bytes) + " whole layer",
                 "matches neither"});
   }
   if (r2k && r2k->compared)

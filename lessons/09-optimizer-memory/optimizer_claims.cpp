@@ -13,20 +13,6 @@ namespace {
 
 using estimate::Optimizer;
 
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
-std::string signed_percent(double fraction) {
-  // Built piece by piece: GCC 12 warns (-Wrestrict, falsely) on "literal" + string here.
-  std::string text = fraction >= 0.0 ? "+" : "";
-  text += fixed(100.0 * fraction, 1);
-  text += '%';
-  return text;
-}
-
 // Where the bytes of the claims come from: the first large model on meta, else the small model.
 struct Source {
   std::string model;
@@ -58,7 +44,7 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
     return r ? r->bytes.state_bytes_per_param() : NAN;
   };
   const auto has = [&](amp::Precision p, Optimizer o) { return src.find(p, o) != nullptr; };
-  const auto b = [](double v) { return fixed(v, 2); };
+  const auto b = [](double v) { return report::format_fixed(v, 2); };
   using amp::Precision;
   const std::string on = " (" + src.model + ")";
   std::vector<ClaimRow> rows;
@@ -83,21 +69,23 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
     const double saved =
         bpp(Precision::fp32, Optimizer::adamw) - bpp(Precision::fp32, Optimizer::adamw_8bit);
     rows.push_back({111, "saves 6 B/param: 6 GB per 1B params",
-                    b(saved) + " B/param: " + fixed(saved, 2) + " GB per 1e9 params",
+                    b(saved) + " B/param: " + report::format_fixed(saved, 2) + " GB per 1e9 params",
                     "holds (5.56 GiB)"});
   }
   const OptimizerRun* adamw_run = find_training(lesson, Optimizer::adamw);
   const OptimizerRun* eight_run = find_training(lesson, Optimizer::adamw_8bit);
   if (adamw_run && eight_run)
     rows.push_back({112, "8-bit Adam: slight CPU overhead",
-                    "no host work: a device kernel; steps " + fixed(eight_run->seconds, 2) +
-                        " s vs adamw " + fixed(adamw_run->seconds, 2) + " s",
+                    "no host work: a device kernel; steps " +
+                        report::format_fixed(eight_run->seconds, 2) + " s vs adamw " +
+                        report::format_fixed(adamw_run->seconds, 2) + " s",
                     "does not hold: the cost is on the GPU"});
   const double gap8 = final_loss_gap(lesson, Optimizer::adamw_8bit);
   if (std::isfinite(gap8)) {
-    std::string measured = "final loss " + signed_percent(gap8) + " vs adamw";
+    std::string measured = "final loss " + report::format_percent(gap8, 1, true) + " vs adamw";
     if (eight_run && !eight_run->quantization.empty())
-      measured += ", update " + fixed(100.0 * eight_run->quantization.back().update_error, 1) +
+      measured += ", update " +
+                  report::format_fixed(100.0 * eight_run->quantization.back().update_error, 1) +
                   "% off fp32's";
     rows.push_back({113, "8-bit Adam: negligible drop in performance", measured,
                     std::abs(gap8) <= kFinalLossTolerance ? "holds (block-wise, dynamic map)"
@@ -141,7 +129,8 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
     const double gap = final_loss_gap(lesson, Optimizer::sgd);
     const double gap_momentum = final_loss_gap(lesson, Optimizer::sgd_momentum);
     if (std::isfinite(gap) && std::isfinite(gap_momentum))
-      measured += "; loss " + signed_percent(gap) + ", " + signed_percent(gap_momentum);
+      measured += "; loss " + report::format_percent(gap, 1, true) + ", " +
+                  report::format_percent(gap_momentum, 1, true);
     rows.push_back({119, "use SGD instead of Adam", measured, "holds for memory; trains slower"});
   }
   return rows;

@@ -22,27 +22,9 @@ using nlohmann::json;
 using report::Align;
 using report::wrap_note;
 
-std::string bytes(int64_t n) {
-  return report::format_bytes(static_cast<uint64_t>(std::max<int64_t>(0, n)));
-}
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
 // Bytes per parameter: two decimals, more for the few-per-million of Adam-mini's v or Adafactor.
 std::string per_param(double value) {
-  return fixed(value, value > 0.0 && value < 0.1 ? 4 : 2);
-}
-
-std::string percent(double fraction) {
-  // Built piece by piece: GCC 12 warns (-Wrestrict, falsely) on "literal" + string here.
-  std::string text = fraction >= 0.0 ? "+" : "";
-  text += fixed(100.0 * fraction, 1);
-  text += '%';
-  return text;
+  return report::format_fixed(value, value > 0.0 && value < 0.1 ? 4 : 2);
 }
 
 std::string name_of(Optimizer o) {
@@ -287,16 +269,20 @@ std::string render_text(const Lesson& lesson, bool colour) {
   for (const OptimizerRun& r : lesson.training) {
     const double gap = final_loss_gap(lesson, r.optimizer);
     t.add_row({name_of(r.optimizer), lr_text(r.learning_rate),
-               r.losses.empty() ? "-" : fixed(r.losses.front(), 4), fixed(final_loss(r.losses), 4),
-               std::isfinite(gap) ? percent(gap) : "-", bytes(r.bytes.state_bytes),
-               per_param(r.bytes.state_bytes_per_param()), fixed(r.seconds, 2) + " s"});
+               r.losses.empty() ? "-" : report::format_fixed(r.losses.front(), 4),
+               report::format_fixed(final_loss(r.losses), 4),
+               std::isfinite(gap) ? report::format_percent(gap, 1, true) : "-",
+               report::format_bytes_or_zero(r.bytes.state_bytes),
+               per_param(r.bytes.state_bytes_per_param()),
+               report::format_fixed(r.seconds, 2) + " s"});
   }
   out += t.render(colour);
   out += wrap_note(
       "final loss: the mean of the last tenth of the steps (the entropy rate of the token stream, "
       "the floor no model beats, is " +
-      fixed(lesson.entropy_rate_nats, 4) + " nats; ignoring the context gives " +
-      fixed(lesson.unigram_entropy_nats, 4) + "). lr: AdamW's " + lr_text(s.rates.adamw) +
+      report::format_fixed(lesson.entropy_rate_nats, 4) + " nats; ignoring the context gives " +
+      report::format_fixed(lesson.unigram_entropy_nats, 4) + "). lr: AdamW's " +
+      lr_text(s.rates.adamw) +
       " for the three optimizers built on its moments (8-bit AdamW, Adam-mini); Lion's " +
       lr_text(s.rates.lion) +
       ", 3x smaller, because its update is a sign (±1 per element) where AdamW's is m̂/√v̂ (about "
@@ -323,9 +309,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
                    {"= estimator"}});
   const auto add_bytes_row = [&](const OptimizerRun& r) {
     const StateBytes& x = r.bytes;
-    b.add_row({name_of(r.optimizer), precision_text(r.precision), bytes(x.state_bytes),
-               bytes(x.allocator_requested), bytes(x.estimate.optimizer_states()),
-               bytes(x.master_bytes), bytes(x.absmax_bytes), per_param(x.state_bytes_per_param()),
+    b.add_row({name_of(r.optimizer), precision_text(r.precision),
+               report::format_bytes_or_zero(x.state_bytes),
+               report::format_bytes_or_zero(x.allocator_requested),
+               report::format_bytes_or_zero(x.estimate.optimizer_states()),
+               report::format_bytes_or_zero(x.master_bytes),
+               report::format_bytes_or_zero(x.absmax_bytes), per_param(x.state_bytes_per_param()),
                per_param(x.model_state_bytes_per_param()),
                x.equals_estimate() ? "yes, to the byte" : "NO"});
   };
@@ -363,9 +352,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"v, one rounding", Align::kRight},
                      {"update m̂/(√v̂+ε)", Align::kRight}});
     for (const QuantizationPoint& p : r.quantization)
-      q.add_row({std::to_string(p.step), percent(p.m_error).substr(1),
-                 percent(p.m_rounding).substr(1), percent(p.v_error).substr(1),
-                 percent(p.v_rounding).substr(1), percent(p.update_error).substr(1)});
+      q.add_row({std::to_string(p.step), report::format_percent(p.m_error),
+                 report::format_percent(p.m_rounding), report::format_percent(p.v_error),
+                 report::format_percent(p.v_rounding), report::format_percent(p.update_error)});
     out += q.render(colour);
     out += wrap_note(
         "fp32: m and v computed beside the run in double from the very gradients the 8-bit "
@@ -403,11 +392,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
         }
         equal = equal && r->bytes.equals_estimate();
         if (p == amp::Precision::mixed_bf16) mixed = r;
-        row.push_back(bytes(r->bytes.state_bytes) + " (" +
+        row.push_back(report::format_bytes_or_zero(r->bytes.state_bytes) + " (" +
                       per_param(r->bytes.state_bytes_per_param()) + ")");
       }
-      row.push_back(mixed ? bytes(mixed->bytes.parameter_bytes + mixed->bytes.gradient_bytes +
-                                  mixed->bytes.state_bytes) +
+      row.push_back(mixed ? report::format_bytes_or_zero(mixed->bytes.parameter_bytes +
+                                                         mixed->bytes.gradient_bytes +
+                                                         mixed->bytes.state_bytes) +
                                 " (" + per_param(mixed->bytes.model_state_bytes_per_param()) + ")"
                           : "-");
       row.push_back(equal ? "yes, to the byte" : "NO");

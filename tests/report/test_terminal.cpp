@@ -79,6 +79,25 @@ TEST(FormatBytesDecimal, ThreeSignificantDigits) {
   EXPECT_EQ(format_bytes_decimal(1'200'000'000'000ull), "1.20 TB");
 }
 
+TEST(FormatBytesOrZero, NegativeCountsAreNoMemory) {
+  EXPECT_EQ(format_bytes_or_zero(-1), "0 B");
+  EXPECT_EQ(format_bytes_or_zero(std::numeric_limits<int64_t>::min()), "0 B");
+  EXPECT_EQ(format_bytes_or_zero(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes_or_zero(std::numeric_limits<int64_t>::max()), "8.00 EiB");
+}
+
+TEST(FormatFixedAndPercent, DecimalsSignsAndRounding) {
+  EXPECT_EQ(format_fixed(3.14159, 2), "3.14");
+  EXPECT_EQ(format_fixed(2.5, 0), "2");  // printf rounds half to even
+  EXPECT_EQ(format_fixed(-0.0001, 3), "-0.000");
+  EXPECT_EQ(format_percent(0.1234), "12.3%");
+  EXPECT_EQ(format_percent(0.1234, 2), "12.34%");
+  EXPECT_EQ(format_percent(0.0, 1, true), "+0.0%");
+  EXPECT_EQ(format_percent(0.125, 1, true), "+12.5%");
+  EXPECT_EQ(format_percent(-0.047, 1, true), "-4.7%");
+  EXPECT_EQ(format_percent(-0.047), "-4.7%");
+}
+
 TEST(FormatCount, ThousandsSeparators) {
   EXPECT_EQ(format_count(0), "0");
   EXPECT_EQ(format_count(999), "999");
