@@ -21,6 +21,15 @@
 #include <string>
 #include <vector>
 
+#if defined(__AVX512F__)
+// GCC 12's AVX-512 intrinsics start from `__m512 __Y = __Y;` (_mm512_undefined_ps), which
+// -Wmaybe-uninitialized reports wherever they inline (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #include "common/platform/errors.h"
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/optimizer_detail.h"
@@ -115,6 +124,11 @@ struct NearestCodeTable {
   // the whole bucket has one nearest code).
   std::array<int32_t, 2 * kBuckets> first;
   std::array<float, 2 * kBuckets> threshold;
+  // (2 · kBuckets) first | key << 8, the comparison of nearest() on the low 16 bits of x:
+  // nearest(x) = first + (key(x) >= key), key(x) = x's low 16 bits (within a bucket b >= 1,
+  // |x| = bucket_low(b) plus them), complemented for negative x (x >= threshold < 0 when |x| <=
+  // |threshold|); key = 2^16 when the bucket has no threshold.
+  std::array<uint32_t, 2 * kBuckets> packed;
   uint8_t zero;  // the index of the code nearest to 0
 
   explicit NearestCodeTable(const Code& map) : code(map) {
@@ -140,6 +154,20 @@ struct NearestCodeTable {
         threshold[at] = from_ordered_key(above);
       }
     }
+    for (int side = 0; side < 2; side++) {
+      for (int b = 0; b < kBuckets; b++) {
+        const auto at = static_cast<size_t>(side * kBuckets + b);
+        uint32_t key = 1u << 16;
+        if (std::isfinite(threshold[at])) {
+          if (b == 0) throw InternalError("nearest-code table: a threshold in bucket 0");
+          const uint32_t offset = (std::bit_cast<uint32_t>(threshold[at]) & 0x7FFFFFFFu) -
+                                  std::bit_cast<uint32_t>(bucket_low(b));
+          if (offset > 0xFFFFu) throw InternalError("nearest-code table: threshold off bucket");
+          key = side == 0 ? offset : 0xFFFFu - offset;
+        }
+        packed[at] = static_cast<uint32_t>(first[at]) | key << 8;
+      }
+    }
     zero = nearest(0.0f);
   }
 
@@ -152,7 +180,70 @@ struct NearestCodeTable {
     const size_t at = static_cast<size_t>(bucket_of(x)) + (bits >> 31) * kBuckets;
     return static_cast<uint8_t>(first[at] + (x >= threshold[at] ? 1 : 0));
   }
+
+#if defined(__AVX512F__)
+  // nearest() on 16 lanes, x in [-1, 1]: the same bucket index with integer operations, one
+  // gather of `packed`, one integer comparison.
+  __m512i nearest16(__m512 x) const {
+    const __m512i bits = _mm512_castps_si512(x);
+    const __mmask16 negative = _mm512_movepi32_mask(bits);
+    // (|bits| >> 16) = biased exponent · 128 + top mantissa bits, so bucket_of(x) is
+    // max(0, that - kFirstBucketExponent · 128 + 1).
+    __m512i at = _mm512_srli_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)), 16);
+    at = _mm512_sub_epi32(at, _mm512_set1_epi32(static_cast<int>(
+                                  (kFirstBucketExponent << kBucketMantissaBits) - 1)));
+    at = _mm512_max_epi32(at, _mm512_setzero_si512());
+    at = _mm512_mask_add_epi32(at, negative, at, _mm512_set1_epi32(kBuckets));
+    const __m512i entry = _mm512_i32gather_epi32(at, packed.data(), 4);
+    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+    __m512i key = _mm512_and_si512(bits, low16);
+    key = _mm512_mask_xor_epi32(key, negative, key, low16);
+    const __mmask16 step = _mm512_cmpge_epi32_mask(key, _mm512_srli_epi32(entry, 8));
+    const __m512i lo = _mm512_and_si512(entry, _mm512_set1_epi32(0xFF));
+    return _mm512_mask_add_epi32(lo, step, lo, _mm512_set1_epi32(1));
+  }
+#endif
+
+  // q[j] = nearest(x[j] / divisor), j < count.
+  void quantize(uint8_t* q, const float* x, int64_t count, float divisor) const {
+    int64_t j = 0;
+#if defined(__AVX512F__)
+    const __m512 d = _mm512_set1_ps(divisor);
+    for (; j + 16 <= count; j += 16) {
+#ifdef NODIV
+      const __m512i k = nearest16(_mm512_mul_ps(_mm512_loadu_ps(x + j), d));
+#else
+      const __m512i k = nearest16(_mm512_div_ps(_mm512_loadu_ps(x + j), d));
+#endif
+
+      _mm512_mask_cvtepi32_storeu_epi8(q + j, 0xFFFF, k);
+    }
+    if (j < count) {
+      const auto mask = static_cast<__mmask16>((1u << (count - j)) - 1);
+      const __m512i k = nearest16(_mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + j), d));
+      _mm512_mask_cvtepi32_storeu_epi8(q + j, mask, k);
+    }
+#else
+#pragma omp simd
+    for (int64_t k = j; k < count; k++) q[k] = nearest(x[k] / divisor);
+#endif
+  }
 };
+
+// x[j] = code[q[j]] · scale, j < count.
+inline void dequantize(float* x, const uint8_t* q, int64_t count,
+                       const std::array<float, kQuantizationCodes>& code, float scale) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  const __m512 s = _mm512_set1_ps(scale);
+  for (; j + 16 <= count; j += 16) {
+    const __m512i k = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + j)));
+    _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_i32gather_ps(k, code.data(), 4), s));
+  }
+#endif
+#pragma omp simd
+  for (int64_t k = j; k < count; k++) x[k] = code[q[k]] * scale;
+}
 
 const NearestCodeTable& nearest_code_table(bool is_signed) {
   static const NearestCodeTable signed_table(dynamic_quantization_map(true));
@@ -229,8 +320,10 @@ void quantize_blockwise(uint8_t* q, float* absmax, const float* x, int64_t n, in
     for (int64_t j = 0; j < count; j++) block_max.add(x[begin + j]);
     absmax[b] = block_max.value();
     if (table != nullptr) {
-      quantize_values(q + begin, x + begin, count, absmax[b], zero,
-                      [table](float value) { return table->nearest(value); });
+      if (absmax[b] == 0.0f || !std::isfinite(absmax[b]))
+        std::fill(q + begin, q + begin + count, zero);
+      else
+        table->quantize(q + begin, x + begin, count, absmax[b]);
     } else {
       quantize_values(q + begin, x + begin, count, absmax[b], zero,
                       [&code](float value) { return nearest_code(code, value); });
@@ -298,14 +391,28 @@ void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float*
   constexpr float kLargest = std::numeric_limits<float>::max();
   float max_m = 0.0f, max_v = 0.0f;  // max |m_new|, max |v_new| (NaN ignored here)
   int finite_m = 1, finite_v = 1;    // 0 once a new moment is NaN or infinite
+  if constexpr (kBuffered) {
+#ifndef SKIPD
+    dequantize(new_m, qm + begin, count, code_m.code, old_absmax_m);
+    dequantize(new_v, qv + begin, count, code_v.code, old_absmax_v);
+#endif
+  }
   for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
     const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
     detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
 #pragma omp simd reduction(max : max_m, max_v) reduction(& : finite_m, finite_v)
     for (int64_t j = 0; j < chunk; j++) {
       const int64_t i = begin + chunk_begin + j;
-      const float m_new = adamw.first_moment(code_m.code[qm[i]] * old_absmax_m, scaled[j]);
-      const float v_new = adamw.second_moment(code_v.code[qv[i]] * old_absmax_v, scaled[j]);
+      float m_old, v_old;
+      if constexpr (kBuffered) {
+        m_old = new_m[chunk_begin + j];
+        v_old = new_v[chunk_begin + j];
+      } else {
+        m_old = code_m.code[qm[i]] * old_absmax_m;
+        v_old = code_v.code[qv[i]] * old_absmax_v;
+      }
+      const float m_new = adamw.first_moment(m_old, scaled[j]);
+      const float v_new = adamw.second_moment(v_old, scaled[j]);
       max_m = std::max(max_m, std::fabs(m_new));
       max_v = std::max(max_v, std::fabs(v_new));
       finite_m &= std::fabs(m_new) <= kLargest ? 1 : 0;
@@ -327,11 +434,10 @@ void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float*
   const bool zero_v = new_absmax_v == 0.0f || !std::isfinite(new_absmax_v);
   const float divisor_m = zero_m ? 1.0f : new_absmax_m, divisor_v = zero_v ? 1.0f : new_absmax_v;
   if constexpr (kBuffered) {
-#pragma omp simd
-    for (int64_t j = 0; j < count; j++) {
-      qm[begin + j] = code_m.nearest(new_m[j] / divisor_m);
-      qv[begin + j] = code_v.nearest(new_v[j] / divisor_v);
-    }
+#ifndef SKIPQ
+    if (!zero_m) code_m.quantize(qm + begin, new_m, count, divisor_m);
+    if (!zero_v) code_v.quantize(qv + begin, new_v, count, divisor_v);
+#endif
   } else {
     for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
       const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
