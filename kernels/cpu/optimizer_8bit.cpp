@@ -210,12 +210,7 @@ struct NearestCodeTable {
 #if defined(__AVX512F__)
     const __m512 d = _mm512_set1_ps(divisor);
     for (; j + 16 <= count; j += 16) {
-#ifdef NODIV
-      const __m512i k = nearest16(_mm512_mul_ps(_mm512_loadu_ps(x + j), d));
-#else
       const __m512i k = nearest16(_mm512_div_ps(_mm512_loadu_ps(x + j), d));
-#endif
-
       _mm512_mask_cvtepi32_storeu_epi8(q + j, 0xFFFF, k);
     }
     if (j < count) {
@@ -377,8 +372,9 @@ constexpr int64_t kBufferedBlock = 4096;
 // computes the new moments, the parameter and the new absmax, a second requantises the moments
 // with it. kBuffered: the new moments are kept in two (kBufferedBlock) stack arrays between the
 // passes; otherwise (a larger block) the second pass computes them again, the same f32
-// operations on the same inputs, so the same bits.
-template <bool kWorking, bool kBuffered, typename P, typename Gr, typename W>
+// operations on the same inputs, so the same bits. kScaled false (grad_multiplier 1, buffered
+// blocks only): g = widen(grad[i]) directly, as adamw_update does, the same value as 1 · g.
+template <bool kWorking, bool kBuffered, bool kScaled, typename P, typename Gr, typename W>
 void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                       float* absmax_v, W* working, int64_t begin, int64_t count,
                       const detail::AdamWArithmetic& adamw, float grad_multiplier,
@@ -392,17 +388,17 @@ void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float*
   float max_m = 0.0f, max_v = 0.0f;  // max |m_new|, max |v_new| (NaN ignored here)
   int finite_m = 1, finite_v = 1;    // 0 once a new moment is NaN or infinite
   if constexpr (kBuffered) {
-#ifndef SKIPD
     dequantize(new_m, qm + begin, count, code_m.code, old_absmax_m);
     dequantize(new_v, qv + begin, count, code_v.code, old_absmax_v);
-#endif
   }
   for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
     const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
-    detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
+    if constexpr (kScaled)
+      detail::scale_gradient(scaled, grad + begin + chunk_begin, chunk, grad_multiplier);
 #pragma omp simd reduction(max : max_m, max_v) reduction(& : finite_m, finite_v)
     for (int64_t j = 0; j < chunk; j++) {
       const int64_t i = begin + chunk_begin + j;
+      const float g = kScaled ? scaled[j] : widen(grad[i]);
       float m_old, v_old;
       if constexpr (kBuffered) {
         m_old = new_m[chunk_begin + j];
@@ -411,8 +407,8 @@ void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float*
         m_old = code_m.code[qm[i]] * old_absmax_m;
         v_old = code_v.code[qv[i]] * old_absmax_v;
       }
-      const float m_new = adamw.first_moment(m_old, scaled[j]);
-      const float v_new = adamw.second_moment(v_old, scaled[j]);
+      const float m_new = adamw.first_moment(m_old, g);
+      const float v_new = adamw.second_moment(v_old, g);
       max_m = std::max(max_m, std::fabs(m_new));
       max_v = std::max(max_v, std::fabs(v_new));
       finite_m &= std::fabs(m_new) <= kLargest ? 1 : 0;
@@ -434,10 +430,8 @@ void adamw_8bit_block(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float*
   const bool zero_v = new_absmax_v == 0.0f || !std::isfinite(new_absmax_v);
   const float divisor_m = zero_m ? 1.0f : new_absmax_m, divisor_v = zero_v ? 1.0f : new_absmax_v;
   if constexpr (kBuffered) {
-#ifndef SKIPQ
     if (!zero_m) code_m.quantize(qm + begin, new_m, count, divisor_m);
     if (!zero_v) code_v.quantize(qv + begin, new_v, count, divisor_v);
-#endif
   } else {
     for (int64_t chunk_begin = 0; chunk_begin < count; chunk_begin += detail::kScaledBlock) {
       const int64_t chunk = std::min(detail::kScaledBlock, count - chunk_begin);
@@ -480,22 +474,26 @@ void adamw_8bit_update(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float
   for (int64_t b = 0; b < blocks; b++) {
     const int64_t begin = b * block;
     const int64_t count = std::min(block, n - begin);
-    const auto run = [&]<bool kWorking, bool kBuffered>() {
-      adamw_8bit_block<kWorking, kBuffered>(param, grad, qm, qv, absmax_m + b, absmax_v + b,
-                                            working, begin, count, adamw, grad_multiplier, rounding,
-                                            code_m, code_v);
+    const auto run = [&]<bool kWorking, bool kBuffered, bool kScaled>() {
+      adamw_8bit_block<kWorking, kBuffered, kScaled>(param, grad, qm, qv, absmax_m + b,
+                                                     absmax_v + b, working, begin, count, adamw,
+                                                     grad_multiplier, rounding, code_m, code_v);
     };
-    const bool buffered = count <= kBufferedBlock;
+    const bool buffered = count <= kBufferedBlock, scaled = grad_multiplier != 1.0f;
     if (working != nullptr) {
-      if (buffered)
-        run.template operator()<true, true>();
+      if (!buffered)
+        run.template operator()<true, false, true>();
+      else if (scaled)
+        run.template operator()<true, true, true>();
       else
-        run.template operator()<true, false>();
+        run.template operator()<true, true, false>();
     } else {
-      if (buffered)
-        run.template operator()<false, true>();
+      if (!buffered)
+        run.template operator()<false, false, true>();
+      else if (scaled)
+        run.template operator()<false, true, true>();
       else
-        run.template operator()<false, false>();
+        run.template operator()<false, true, false>();
     }
   }
 }
