@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ namespace {
 
 using workbook::Comparison;
 using workbook::Unit;
+
+// A value as printf's %.9g prints it: every f32 digit, and small values not shown as 0.000000.
+std::string g9(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
 
 std::vector<ModelConfig> builtin_models() {
   std::vector<ModelConfig> models;
@@ -238,9 +246,9 @@ TEST(AdamMiniPartition, OneStepOfVEqualsTheRuntimeKernelWithinTheF32SumBound) {
               worst_block = b;
             }
           }
-        ratio.add(model.name + " " + t.name + " beta2=" + std::to_string(beta2) + " block " +
-                      std::to_string(worst_block) + " (v " + std::to_string(expected[worst_block]) +
-                      " expected, " + std::to_string(got[worst_block]) + " got)",
+        ratio.add(model.name + " " + t.name + " beta2=" + g9(beta2) + " block " +
+                      std::to_string(worst_block) + " (v " + g9(expected[worst_block]) +
+                      " expected, " + g9(got[worst_block]) + " got)",
                   0.0, worst);
       }
   VRAMLAB_EXPECT_PASSES(ratio);

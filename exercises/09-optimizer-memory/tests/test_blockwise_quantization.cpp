@@ -5,11 +5,13 @@
 // semantics) on seeded random tensors shaped like Adam's moments (signs for m, squares for v,
 // magnitudes over eight decades, one outlier per tensor), of odd sizes with a partial last block
 // and block sizes 1 … 4096; ties found exactly in f32 between every pair of neighbouring codes;
-// the round-trip error bounded by half the gap between the two codes around x / absmax.
+// the round-trip error bounded by half the gap between the two codes around x / absmax (plus
+// the f32 rounding).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -26,6 +28,13 @@ namespace {
 
 using workbook::Comparison;
 using workbook::Unit;
+
+// A value as printf's %.9g prints it: every f32 digit, and small values not shown as 0.000000.
+std::string g9(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
 
 const CodeMap& runtime_map(bool is_signed) {
   return kernels::cpu::dynamic_quantization_map(is_signed);
@@ -91,8 +100,7 @@ struct QuantizationChecks {
     } else {
       const size_t b = first / static_cast<size_t>(block);
       codes.add(where + ": element " + std::to_string(first) + " of block " + std::to_string(b) +
-                    " (x = " + std::to_string(x[first]) +
-                    ", block absmax = " + std::to_string(expected.absmax[b]) + "; " +
+                    " (x = " + g9(x[first]) + ", block absmax = " + g9(expected.absmax[b]) + "; " +
                     std::to_string(wrong) + " codes wrong)",
                 expected.codes[first], got.codes[first]);
     }
@@ -169,8 +177,8 @@ TEST(BlockwiseQuantization, ATieBetweenTwoCodesGoesToTheLowerIndex) {
         Unit::kNumber);
     for (size_t i = 0; i + 1 < code.size(); ++i)
       for (const float v : ties_between(code[i], code[i + 1])) {
-        const std::string where = "x = " + std::to_string(v) + " between code " +
-                                  std::to_string(i) + " and " + std::to_string(i + 1);
+        const std::string where =
+            "x = " + g9(v) + " between code " + std::to_string(i) + " and " + std::to_string(i + 1);
         direct.add(where, static_cast<double>(i), nearest_code(code, v));
         // A power-of-two absmax divides exactly, so the block holds the same tie.
         const std::vector<float> block = {4.0f, 4.0f * v, 4.0f * v};
@@ -222,14 +230,13 @@ TEST(BlockwiseQuantization, RoundTripErrorIsAtMostHalfTheLocalCodeGapTimesTheBlo
   std::mt19937_64 rng(902);
   for (const bool is_signed : {true, false}) {
     const CodeMap& code = runtime_map(is_signed);
-    // The ratio error / bound is at most 1 with bound = half the local gap · absmax plus what f32
-    // adds: y = x / absmax is rounded (|y|·2^-24), which can move the nearest-code decision by
-    // twice that, and code · absmax is rounded (|back|·2^-24); so (|x| + |back|)·2^-23 covers both.
-    Comparison ratio(
-        std::string("round-trip |error| / (half the local code gap x block absmax + f32 "
-                    "rounding), ") +
-            map_name(is_signed),
-        Unit::kNumber, 1.0);
+    // The ratio |error| / bound, at most 1. The bound is half the gap times the absmax, plus the
+    // f32 rounding of x / absmax, of the codes themselves (the signed map's end pair is exactly
+    // 2 half gaps from -1 in decimal, not in f32) and of code · absmax: 2^-22 of |x| + |result|.
+    Comparison ratio(std::string("round-trip |error| / (half the local code gap x block absmax + "
+                                 "f32 rounding), ") +
+                         map_name(is_signed),
+                     Unit::kNumber, 1.0);
     for (const int64_t n : {5, 1000, 4099})
       for (const int64_t block : {1, 7, 256, 2048}) {
         const std::vector<float> x = moment_like(rng, n, is_signed);
@@ -244,14 +251,14 @@ TEST(BlockwiseQuantization, RoundTripErrorIsAtMostHalfTheLocalCodeGapTimesTheBlo
             absmax = std::max(absmax, std::fabs(static_cast<double>(x[static_cast<size_t>(i)])));
           for (int64_t i = start; i < std::min(start + block, n); ++i) {
             const double xi = x[static_cast<size_t>(i)];
-            const double bi = back[static_cast<size_t>(i)];
+            const double yi = back[static_cast<size_t>(i)];
             const double bound = half_local_gap(code, xi / absmax) * absmax +
-                                 (std::fabs(xi) + std::fabs(bi)) * std::ldexp(1.0, -23);
-            const double r = std::fabs(bi - xi) / bound;
+                                 0x1p-22 * (std::fabs(xi) + std::fabs(yi));
+            const double r = std::fabs(yi - xi) / bound;
             if (!(r <= worst)) {
               worst = r;
               worst_where = case_name("moment-like", is_signed, n, block) + " element " +
-                            std::to_string(i) + " x = " + std::to_string(xi);
+                            std::to_string(i) + " x = " + g9(xi);
             }
           }
         }
