@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/memory/memory_category.h"
 #include "common/platform/errors.h"
@@ -75,8 +76,12 @@ void AdamMini::step(nn::ParameterStore& params, float grad_multiplier) {
   require_layout(layout_, params, "adam-mini");
   const memory::TensorView values = updated_values(params);
   if (m_.empty()) {
-    m_ = make_state(params.numel(), "adam_mini.exp_avg");
-    v_ = make_state(estimate::optimizer_state_counts(layout_).adam_mini_v, "adam_mini.v");
+    // Both or neither (see AdamW::step).
+    memory::Tensor m = make_state(params.numel(), "adam_mini.exp_avg");
+    memory::Tensor v =
+        make_state(estimate::optimizer_state_counts(layout_).adam_mini_v, "adam_mini.v");
+    m_ = std::move(m);
+    v_ = std::move(v);
   }
   ++steps_;
   const memory::TensorView grads = params.grads().view();
@@ -162,24 +167,27 @@ void AdamW8bit::step(nn::ParameterStore& params, float grad_multiplier) {
   require_layout(layout_, params, "adamw-8bit");
   const memory::TensorView values = updated_values(params);
   const estimate::OptimizerStateCounts counts = estimate::optimizer_state_counts(layout_);
-  if (qm_.empty() && m32_.empty()) {
+  if (!states_allocated_) {
+    // All six or none: an out-of-memory error on any of them frees the others, so a retry (or
+    // the next step) starts clean rather than with half the states.
     using memory::MemoryCategory;
-    if (counts.eight_bit_quantized > 0) {
-      qm_ = runtime_.zeros({counts.eight_bit_quantized}, MemoryCategory::optimizer_state,
-                           "adamw_8bit.state1", DType::u8);
-      qv_ = runtime_.zeros({counts.eight_bit_quantized}, MemoryCategory::optimizer_state,
-                           "adamw_8bit.state2", DType::u8);
-      absmax_m_ = runtime_.zeros({counts.eight_bit_absmax}, MemoryCategory::optimizer_state,
-                                 "adamw_8bit.absmax1");
-      absmax_v_ = runtime_.zeros({counts.eight_bit_absmax}, MemoryCategory::optimizer_state,
-                                 "adamw_8bit.absmax2");
-    }
-    if (counts.eight_bit_fp32 > 0) {
-      m32_ = runtime_.zeros({counts.eight_bit_fp32}, MemoryCategory::optimizer_state,
-                            "adamw_8bit.exp_avg_fp32");
-      v32_ = runtime_.zeros({counts.eight_bit_fp32}, MemoryCategory::optimizer_state,
-                            "adamw_8bit.exp_avg_sq_fp32");
-    }
+    const auto zeros = [this](int64_t numel, const char* name, DType dtype) {
+      return numel > 0 ? runtime_.zeros({numel}, MemoryCategory::optimizer_state, name, dtype)
+                       : memory::Tensor();
+    };
+    memory::Tensor qm = zeros(counts.eight_bit_quantized, "adamw_8bit.state1", DType::u8);
+    memory::Tensor qv = zeros(counts.eight_bit_quantized, "adamw_8bit.state2", DType::u8);
+    memory::Tensor absmax_m = zeros(counts.eight_bit_absmax, "adamw_8bit.absmax1", DType::f32);
+    memory::Tensor absmax_v = zeros(counts.eight_bit_absmax, "adamw_8bit.absmax2", DType::f32);
+    memory::Tensor m32 = zeros(counts.eight_bit_fp32, "adamw_8bit.exp_avg_fp32", DType::f32);
+    memory::Tensor v32 = zeros(counts.eight_bit_fp32, "adamw_8bit.exp_avg_sq_fp32", DType::f32);
+    qm_ = std::move(qm);
+    qv_ = std::move(qv);
+    absmax_m_ = std::move(absmax_m);
+    absmax_v_ = std::move(absmax_v);
+    m32_ = std::move(m32);
+    v32_ = std::move(v32);
+    states_allocated_ = true;
   }
   ++steps_;
   const memory::TensorView grads = params.grads().view();

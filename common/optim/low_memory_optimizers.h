@@ -113,6 +113,7 @@ class AdamW8bit final : public Optimizer {
   memory::Tensor absmax_v_;  // (Σ absmax blocks) f32
   memory::Tensor m32_;       // (Σ fp32 numel) f32 m of the tensors kept in 32 bits
   memory::Tensor v32_;       // (Σ fp32 numel) f32 v
+  bool states_allocated_ = false;  // the six above exist (some may be empty: nothing of a kind)
 };
 
 }  // namespace vramlab::optim

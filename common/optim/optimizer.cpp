@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/dtype/counter_rng.h"
 #include "common/memory/memory_category.h"
@@ -64,8 +65,11 @@ void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   const memory::TensorView values = updated_values(params);
   if (m_.empty()) {
-    m_ = make_state(params.numel(), "adamw.exp_avg");
-    v_ = make_state(params.numel(), "adamw.exp_avg_sq");
+    // Both or neither: an out-of-memory error on v frees m, so a retry starts clean.
+    memory::Tensor m = make_state(params.numel(), "adamw.exp_avg");
+    memory::Tensor v = make_state(params.numel(), "adamw.exp_avg_sq");
+    m_ = std::move(m);
+    v_ = std::move(v);
   }
   ++steps_;
   runtime_.kernels().adamw_update(values, params.grads().view(), m_.view(), v_.view(),

@@ -10,8 +10,10 @@
 
 #include "common/estimate/estimator.h"
 #include "common/estimate/optimizer_state_layout.h"
+#include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
+#include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
@@ -224,6 +226,56 @@ TEST(LowMemoryOptimizers, EveryOptimizerTrains) {
     for (int step = 1; step < 40; ++step) last = trainer.step().loss;
     EXPECT_LT(last, 0.85 * first) << describe(o) << ": loss " << first << " -> " << last;
   }
+}
+
+// An out-of-memory error while the first step allocates the states leaves none of them behind
+// (each optimizer allocates all its states or none), at every memory limit from "nothing fits"
+// to "everything fits"; the step then succeeds once the limit is lifted.
+TEST(LowMemoryOptimizers, AnOutOfMemoryErrorAtTheFirstStepLeavesNoHalfStates) {
+  // 4.2M parameters: each fp32 state (16.8 MB) is above the allocator's 10 MiB large-segment
+  // threshold and gets a segment of its own, so a limit can fit one state and not the next.
+  const ModelConfig model = model_config_by_name("gpt2-tiny");
+  int64_t failures = 0;
+  for (const Optimizer optimizer : {Optimizer::adamw, Optimizer::adamw_8bit, Optimizer::lion,
+                                    Optimizer::adam_mini, Optimizer::adafactor}) {
+    const std::string name(estimate::optimizer_name(optimizer));
+    int64_t state_bytes = 0;  // of a step that fits, to size the limits
+    {
+      nn::Runtime runtime(memory::parse_device("sim:96MiB"));
+      nn::ParameterStore store(runtime, model.parameters(), DType::f32, DType::f32);
+      store.ensure_grads();
+      auto opt = make_optimizer(runtime, optimizer, {}, {}, &model);
+      opt->step(store);
+      state_bytes = opt->state_bytes();
+    }
+    for (int i = 0; i <= 12; ++i) {
+      nn::Runtime runtime(memory::parse_device("sim:96MiB"));
+      memory::CachingAllocator& allocator = runtime.allocator();
+      nn::ParameterStore store(runtime, model.parameters(), DType::f32, DType::f32);
+      store.ensure_grads();
+      auto opt = make_optimizer(runtime, optimizer, {}, {}, &model);
+      const memory::DeviceStats stats = allocator.stats();
+      const int64_t before = stats.allocated_bytes[memory::kAggregate].current;
+      const auto total = static_cast<int64_t>(allocator.capacity_bytes());
+      // The fraction caps reserved bytes (PyTorch's rule): from what is reserved now to that
+      // plus one and a half times the states.
+      const int64_t limit = stats.reserved_bytes[memory::kAggregate].current + state_bytes * i / 8;
+      allocator.set_memory_fraction(static_cast<double>(limit) / static_cast<double>(total));
+      try {
+        opt->step(store);
+        EXPECT_EQ(opt->state_bytes(), state_bytes) << name << " limit " << limit;
+      } catch (const memory::OutOfMemoryError&) {
+        ++failures;
+        EXPECT_EQ(opt->state_bytes(), 0) << name << " limit " << limit << ": half the states";
+        EXPECT_EQ(allocator.stats().allocated_bytes[memory::kAggregate].current, before)
+            << name << " limit " << limit;
+        allocator.set_memory_fraction(1.0);
+        opt->step(store);  // the retry allocates everything
+        EXPECT_EQ(opt->state_bytes(), state_bytes) << name << " limit " << limit;
+      }
+    }
+  }
+  EXPECT_GT(failures, 0) << "no limit was tight enough to fail";
 }
 
 TEST(LowMemoryOptimizers, RefuseAStoreLaidOutForAnotherModel) {
