@@ -166,8 +166,8 @@ void AdamW8bit::step(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   require_layout(layout_, params, "adamw-8bit");
   const memory::TensorView values = updated_values(params);
-  const estimate::OptimizerStateCounts counts = estimate::optimizer_state_counts(layout_);
   if (!states_allocated_) {
+    const estimate::OptimizerStateCounts counts = estimate::optimizer_state_counts(layout_);
     // All six or none: an out-of-memory error on any of them frees the others, so a retry (or
     // the next step) starts clean rather than with half the states.
     using memory::MemoryCategory;
