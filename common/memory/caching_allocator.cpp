@@ -341,6 +341,8 @@ bool CachingAllocator::should_split(const Block* block, std::size_t size) const 
   increase_pool_stat(stats_.requested_bytes, type, static_cast<std::int64_t>(params.orig_size));
   if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.increase(1);
   category_stats_.allocated_bytes[static_cast<std::size_t>(params.category)].increase(block_bytes);
+  category_stats_.requested_bytes[static_cast<std::size_t>(params.category)].increase(
+      static_cast<std::int64_t>(params.orig_size));
   record_trace(TraceAction::alloc, block->address, params.orig_size, block->stream, block->category,
                block->context_id, block->name);
   return block;
@@ -363,6 +365,8 @@ void CachingAllocator::free(Block* block) {
   decrease_pool_stat(stats_.allocated_bytes, type, block_bytes);
   if (block->size >= config_.max_split_size_bytes) stats_.oversize_allocations.decrease(1);
   category_stats_.allocated_bytes[static_cast<std::size_t>(block->category)].decrease(block_bytes);
+  category_stats_.requested_bytes[static_cast<std::size_t>(block->category)].decrease(
+      static_cast<std::int64_t>(block->requested_size));
   if (!block->stream_uses.empty()) {
     insert_events(block);
   } else {
@@ -1021,12 +1025,14 @@ void CachingAllocator::reset_peak_stats() {
   AllocatorLock lock(mutex_);
   reset_pool_stats_peak(stats_);
   for (Stat& stat : category_stats_.allocated_bytes) stat.peak = stat.current;
+  for (Stat& stat : category_stats_.requested_bytes) stat.peak = stat.current;
 }
 
 void CachingAllocator::reset_accumulated_stats() {
   AllocatorLock lock(mutex_);
   stats_.reset_accumulated();
   for (Stat& stat : category_stats_.allocated_bytes) stat.allocated = stat.freed = 0;
+  for (Stat& stat : category_stats_.requested_bytes) stat.allocated = stat.freed = 0;
 }
 
 std::uint64_t CachingAllocator::capacity_bytes() const {
@@ -1078,6 +1084,7 @@ void CachingAllocator::check_invariants() const {
   };
   DeviceStats expected;
   std::array<std::int64_t, kMemoryCategoryCount> category_bytes{};
+  std::array<std::int64_t, kMemoryCategoryCount> category_requested{};
   std::size_t free_mapped = 0;
   std::size_t free_unmapped = 0;
   std::uint64_t previous_end = 0;
@@ -1141,7 +1148,11 @@ void CachingAllocator::check_invariants() const {
         expected.inactive_split_bytes[s].current += bytes;
       }
     }
-    if (block->allocated) category_bytes[static_cast<std::size_t>(block->category)] += bytes;
+    if (block->allocated) {
+      category_bytes[static_cast<std::size_t>(block->category)] += bytes;
+      category_requested[static_cast<std::size_t>(block->category)] +=
+          static_cast<std::int64_t>(block->requested_size);
+    }
     if (!block->allocated && block->event_count > 0) pending_free = true;
   }
   if (free_mapped != small_blocks_.blocks.size() + large_blocks_.blocks.size() ||
@@ -1176,6 +1187,9 @@ void CachingAllocator::check_invariants() const {
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
     if (category_bytes[c] != category_stats_.allocated_bytes[c].current) {
       fail("category " + std::string(category_name(kAllMemoryCategories[c])) + " bytes");
+    }
+    if (category_requested[c] != category_stats_.requested_bytes[c].current) {
+      fail("category " + std::string(category_name(kAllMemoryCategories[c])) + " requested bytes");
     }
   }
   if (reserved_total != total_allocated_memory_) fail("total reserved memory");

@@ -108,10 +108,18 @@ void reset_pool_stats_peak(DeviceStats& pool_stats);
 struct CategoryStats {
   /// Bytes allocated (rounded block sizes) per category, indexed by MemoryCategory.
   std::array<Stat, kMemoryCategoryCount> allocated_bytes;
+  /// Bytes the callers asked for per category (PyTorch's requested_bytes, split by category):
+  /// what a formula counts, free of the 512-byte rounding (the ZeRO lesson compares each rank's
+  /// model states with the formula to the byte).
+  std::array<Stat, kMemoryCategoryCount> requested_bytes;
 
   /// Indexes allocated_bytes by the enum's value, so no cast at call sites.
   const Stat& of(MemoryCategory category) const {
     return allocated_bytes[static_cast<std::size_t>(category)];
+  }
+  /// Indexes requested_bytes by the enum's value.
+  const Stat& requested(MemoryCategory category) const {
+    return requested_bytes[static_cast<std::size_t>(category)];
   }
 };
 
