@@ -169,6 +169,12 @@ class Communicator {
   /// \throws vramlab::UsageError for a negative color; PeerFailure as all_reduce.
   [[nodiscard]] virtual std::unique_ptr<Communicator> split(int64_t color, int64_t key) = 0;
 
+  /// Turns data movement off (a `meta` device: views have no storage): the calls are then only
+  /// checked and counted, as if they had run. \param move false to count only.
+  void set_move_data(bool move) { move_data_ = move; }
+  /// \return false after set_move_data(false).
+  [[nodiscard]] bool moves_data() const { return move_data_; }
+
   /// \return the counts since construction or the last reset_stats().
   [[nodiscard]] const CommunicationStats& stats() const { return stats_; }
   /// Zeroes the counts.
@@ -202,6 +208,7 @@ class Communicator {
   int64_t rank_;
   int64_t world_size_;
   CommunicationStats stats_;
+  bool move_data_ = true;
 };
 
 /// A peer was lost or did not make the same call: the message names the rank and the collective.
