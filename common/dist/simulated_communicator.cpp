@@ -323,6 +323,7 @@ void phase_barrier(State& world, int64_t rank, const Call& call) {
 // out[i] = Σ over ranks 0..N−1 of slot[r].input[first + i], in rank order; 16-bit dtypes summed
 // in fp32 and rounded once to nearest even.
 void reduce_chunk(const State& world, DType dtype, int64_t first, int64_t count, std::byte* out) {
+  if (count == 0) return;  // an empty buffer may have no address at all
   const auto n = static_cast<size_t>(count);
   const auto input = [&](int64_t r) { return world.slots[static_cast<size_t>(r)].input; };
   if (dtype == DType::f32) {
