@@ -15,7 +15,7 @@
 // Note [Simulated failures and deadlocks]
 // One Hub (one mutex, one condition variable per thread) is shared by a world and the group worlds
 // split() makes from it, so a failure anywhere wakes every waiting thread. A thread only ever
-// waits in Hub::wait, which records what it waits for (a predicate and the call). When no thread
+// waits in wait_locked, which records what it waits for (a predicate and the call). When no thread
 // is running (all have returned or wait) and no waiting thread's predicate holds, nothing can
 // change any more: the world fails with "deadlock: ..." listing every waiting rank. Every state
 // change happens under the mutex, so this test is exact, never a timeout.
