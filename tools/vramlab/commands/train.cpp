@@ -415,7 +415,7 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) +
                      " runs ranks as threads of one process; under mpirun the ranks are mpirun's");
   if (!mpi && o.simulate_ranks == 0) {
-    if (options.parallel.zero != dist::ZeroStage::ddp || o.prefetch)
+    if (options.parallel.zero != dist::ZeroStage::ddp)
       throw UsageError("--zero " + std::to_string(o.zero) +
                        " needs data-parallel ranks: run under mpirun -np N, or add "
                        "--simulate-ranks N");
