@@ -445,11 +445,6 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     outcomes[0].summary = std::move(mine.summary);
     report_ranks(o, options, outcomes);
     return;
-#else
-    throw UsageError(
-        "this build has no MPI: install libopenmpi-dev and rebuild, or use "
-        "--simulate-ranks N");
-#endif
   }
   std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
   dist::run_simulated_ranks(
