@@ -327,6 +327,12 @@ TEST(MpiCommunicator, CountOnlyCountsEveryCallAndTouchesNoData) {
     EXPECT_TRUE(counted(comm, before, Collective::send, Traffic::activations, big, 4));
     EXPECT_TRUE(counted(comm, before, Collective::recv, Traffic::activations, big, 4));
   }
+  // A group split off a counting communicator counts only too.
+  const std::unique_ptr<Communicator> group = comm.split(r % 2, r);
+  EXPECT_FALSE(group->moves_data());
+  before = group->stats();
+  group->all_reduce(meta_view(DType::f32, big), Traffic::gradients);
+  EXPECT_TRUE(counted(*group, before, Collective::all_reduce, Traffic::gradients, big, 4));
   comm.set_move_data(true);
   // Data moves again, and the ranks still agree on what comes next.
   HostBuffer buffer(DType::f32, 7);  // (7) f32
