@@ -220,7 +220,9 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int64_t color, int64_t key)
   int rank = 0, size = 0;
   MPI_Comm_rank(impl->comm, &rank);
   MPI_Comm_size(impl->comm, &size);
-  return std::unique_ptr<Communicator>(new MpiCommunicator(rank, size, std::move(impl)));
+  std::unique_ptr<Communicator> group(new MpiCommunicator(rank, size, std::move(impl)));
+  group->set_move_data(moves_data());  // a group of ranks on meta only counts too
+  return group;
 }
 
 void MpiCommunicator::do_all_reduce(const TensorView& buffer) {

@@ -33,6 +33,7 @@ class MpiCommunicator final : public Communicator {
   /// process exit. \throws vramlab::UsageError when MPI cannot be initialised.
   static std::unique_ptr<MpiCommunicator> world();
   ~MpiCommunicator() override;
+  /// MPI_Comm_split; the group only counts when this communicator does (set_move_data).
   [[nodiscard]] std::unique_ptr<Communicator> split(int64_t color, int64_t key) override;
   [[nodiscard]] std::string_view backend() const override { return "mpi"; }
 

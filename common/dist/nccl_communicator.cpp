@@ -128,8 +128,10 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int64_t color, int64_t key
   int new_rank = 0, new_size = 0;
   check(ncclCommUserRank(impl->comm, &new_rank), "ncclCommUserRank", impl->comm, rank());
   check(ncclCommCount(impl->comm, &new_size), "ncclCommCount", impl->comm, rank());
-  return std::unique_ptr<Communicator>(
+  std::unique_ptr<Communicator> group(
       new NcclCommunicator(new_rank, new_size, device_, stream_, std::move(impl)));
+  group->set_move_data(moves_data());  // a group of ranks on meta only counts too
+  return group;
 }
 
 void NcclCommunicator::group(const std::function<void()>& calls) {

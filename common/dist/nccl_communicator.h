@@ -43,6 +43,7 @@ class NcclCommunicator final : public Communicator {
   /// PeerFailure when NCCL cannot initialise (its message says why).
   NcclCommunicator(Communicator& bootstrap, int64_t device = -1, cudaStream_t stream = nullptr);
   ~NcclCommunicator() override;
+  /// ncclCommSplit (same device and stream); the group only counts when this communicator does.
   [[nodiscard]] std::unique_ptr<Communicator> split(int64_t color, int64_t key) override;
   [[nodiscard]] std::string_view backend() const override { return "nccl"; }
 

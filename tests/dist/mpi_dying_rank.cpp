@@ -5,6 +5,8 @@
 //
 // MpiCommunicator::world() initialises MPI itself here (the test binaries' main does it for them),
 // so this also runs the path where vramlab owns MPI's lifetime.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -16,6 +18,11 @@ int main() {
   using namespace vramlab::dist;
   try {
     const auto comm = MpiCommunicator::world();
+    // The driver checks that these processes are gone afterwards.
+    std::printf("rank %lld pid %ld\n", static_cast<long long>(comm->rank()),
+                static_cast<long>(getpid()));
+    std::fflush(stdout);
+    comm->barrier();
     std::vector<float> gradients(1 << 16, 1.0f);  // (65536) f32
     const TensorView view(gradients.data(), vramlab::DType::f32, {1 << 16});
     for (int step = 0; step < 100000; ++step) {

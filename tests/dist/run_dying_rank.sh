@@ -7,7 +7,6 @@
 set -u
 mpiexec=$1
 binary=$2
-name=$(basename "$binary")
 fail() { echo "FAIL: $*"; exit 1; }
 
 start=$(date +%s)
@@ -24,9 +23,12 @@ echo "--- mpirun exited with $status after ${elapsed} s"
 echo "$output" | grep -Eq "process rank 1 with PID [0-9]+ on node .* exited on signal 9" \
   || fail "mpirun's output does not name rank 1 as killed by signal 9"
 
-# Processes are reaped asynchronously: give them 5 s, then none may be left, zombies included.
+# Every rank printed its pid before the loop. They are reaped asynchronously: give them 5 s, then
+# none may be left, zombies included.
+pids=$(echo "$output" | sed -n 's/^rank [0-9]* pid \([0-9]*\)$/\1/p')
+[ "$(echo "$pids" | wc -w)" -eq 3 ] || fail "expected 3 'rank R pid P' lines, got: $pids"
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-  left=$(ps -eo pid=,stat=,comm= | awk -v n="$name" '$3 == substr(n, 1, 15)')
+  left=$(ps -o pid=,stat=,comm= -p "$(echo $pids | tr ' ' ',')")
   [ -z "$left" ] && break
   sleep 0.5
 done

@@ -221,22 +221,26 @@ TEST(MpiCommunicator, ReceivingAnotherSizeThanWasSentIsAPeerFailure) {
   }
 }
 
-TEST(MpiCommunicator, BarrierWaitsForTheLastRankAndMovesNothing) {
+TEST(MpiCommunicator, NoRankLeavesTheBarrierBeforeTheLastEntersIt) {
   MpiCommunicator& comm = world();
   if (comm.world_size() < 2) GTEST_SKIP() << "a barrier of one rank waits for nobody";
-  const auto delay = std::chrono::milliseconds(300);
+  // The ranks share one machine, hence one steady clock (CLOCK_MONOTONIC): rank 0 enters late
+  // and says when; every rank must have left after that, whatever the scheduler did.
+  const auto now_ns = [] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count());
+  };
   comm.barrier();
+  if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const CommunicationStats before = comm.stats();
-  const auto start = std::chrono::steady_clock::now();
-  if (comm.rank() == 0) std::this_thread::sleep_for(delay);
+  int64_t entered_ns = now_ns();
   comm.barrier();
-  const auto waited = std::chrono::steady_clock::now() - start;
+  const int64_t left_ns = now_ns();
   EXPECT_TRUE(counted(comm, before, Collective::barrier, Traffic::other, 0, 0));
-  // Rank 0 slept through the delay; the others must have waited for it (less the skew between
-  // the ranks leaving the first barrier).
-  EXPECT_GE(waited, delay - std::chrono::milliseconds(100))
-      << "rank " << comm.rank() << " left the barrier after "
-      << std::chrono::duration<double, std::milli>(waited).count() << " ms";
+  MPI_Bcast(&entered_ns, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  EXPECT_GE(left_ns, entered_ns) << "rank " << comm.rank() << " left the barrier "
+                                 << (entered_ns - left_ns) / 1e6 << " ms before rank 0 entered it";
 }
 
 TEST(MpiCommunicator, SplitMakesGroupsOrderedByKeyWithTheirOwnStats) {
@@ -327,6 +331,12 @@ TEST(MpiCommunicator, CountOnlyCountsEveryCallAndTouchesNoData) {
     EXPECT_TRUE(counted(comm, before, Collective::send, Traffic::activations, big, 4));
     EXPECT_TRUE(counted(comm, before, Collective::recv, Traffic::activations, big, 4));
   }
+  // A group split off a counting communicator counts only too.
+  const std::unique_ptr<Communicator> group = comm.split(r % 2, r);
+  EXPECT_FALSE(group->moves_data());
+  before = group->stats();
+  group->all_reduce(meta_view(DType::f32, big), Traffic::gradients);
+  EXPECT_TRUE(counted(*group, before, Collective::all_reduce, Traffic::gradients, big, 4));
   comm.set_move_data(true);
   // Data moves again, and the ranks still agree on what comes next.
   HostBuffer buffer(DType::f32, 7);  // (7) f32
