@@ -3,8 +3,8 @@
 //
 // The API and its contract: lessons/04-zero/api/shard_ranges.h
 // Check:  build/bin/vramlab check 04.1        Stuck:  build/bin/vramlab hint 04.1
-#include "common/workbook/not_implemented.h"
 #include "lessons/04-zero/api/shard_ranges.h"
+#include "common/workbook/not_implemented.h"
 
 namespace vramlab::lesson04 {
 

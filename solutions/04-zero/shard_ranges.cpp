@@ -11,8 +11,7 @@ namespace vramlab::lesson04 {
 namespace {
 
 void require_world(int64_t unit_numel, int64_t world_size) {
-  if (unit_numel < 0)
-    throw UsageError("a unit of " + std::to_string(unit_numel) + " elements");
+  if (unit_numel < 0) throw UsageError("a unit of " + std::to_string(unit_numel) + " elements");
   if (world_size < 1)
     throw UsageError("a world needs >= 1 rank, got " + std::to_string(world_size));
 }
@@ -28,8 +27,8 @@ int64_t shard_size(int64_t unit_numel, int64_t world_size) {
 dist::ShardRange shard_range(int64_t unit_numel, int64_t world_size, int64_t rank) {
   require_world(unit_numel, world_size);
   if (rank < 0 || rank >= world_size)
-    throw UsageError("rank " + std::to_string(rank) + " outside [0, " +
-                     std::to_string(world_size) + ")");
+    throw UsageError("rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_size) +
+                     ")");
   const int64_t count = shard_size(unit_numel, world_size);
   const int64_t first = rank * count;  // ≤ n + N − 1: no overflow for n ≤ 2⁶²
   const int64_t end = first + count;

@@ -49,8 +49,7 @@ ParameterSpec vector_spec(int64_t numel) {
 
 std::string ranks_text(const std::vector<int64_t>& ranks) {
   std::string text = "{";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
   return text + "}";
 }
 
@@ -74,8 +73,7 @@ struct RangeChecks {
       for (int64_t r = 0; r < world_size; ++r) add(unit, n, world_size, r);
       return;
     }
-    for (const int64_t r : {int64_t{0}, int64_t{1}, world_size / 2, world_size - 2,
-                            world_size - 1})
+    for (const int64_t r : {int64_t{0}, int64_t{1}, world_size / 2, world_size - 2, world_size - 1})
       add(unit, n, world_size, r);
   }
   void expect_passes() const {
@@ -100,8 +98,8 @@ struct OwnerChecks {
       const dist::ShardUnit& unit = layout.units()[static_cast<size_t>(layout.unit_of_tensor(t))];
       const int64_t offset = layout.tensor_offsets()[i] - unit.offset;
       const std::vector<int64_t> expected = layout.owners(t);
-      const std::vector<int64_t> got = shard_owners(unit.numel, world_size, offset,
-                                                    specs[i].numel());
+      const std::vector<int64_t> got =
+          shard_owners(unit.numel, world_size, offset, specs[i].numel());
       ++cases;
       if (got == expected) continue;
       if (++mismatches <= 3)
@@ -142,9 +140,9 @@ TEST(ShardRanges, SmallOddAndHugeUnitsHaveTheRuntimesShardsAndPadding) {
   std::uniform_int_distribution<int64_t> small(0, 5000), world(1, 97);
   RangeChecks checks;
   for (const int64_t world_size : kWorldSizes)
-    for (const int64_t n : {int64_t{0}, int64_t{1}, world_size - 1, world_size, world_size + 1,
-                            2 * world_size - 1, int64_t{1} << 31, (int64_t{1} << 62) - 1,
-                            int64_t{1} << 62})
+    for (const int64_t n :
+         {int64_t{0}, int64_t{1}, world_size - 1, world_size, world_size + 1, 2 * world_size - 1,
+          int64_t{1} << 31, (int64_t{1} << 62) - 1, int64_t{1} << 62})
       if (n >= 0) checks.add_all_ranks("edge unit", n, world_size);
   for (int i = 0; i < 300; ++i) checks.add_all_ranks("random unit", small(rng), world(rng));
   checks.expect_passes();
@@ -172,15 +170,16 @@ TEST(ShardRanges, TensorsEndingExactlyAtAShardBoundaryBelongOnlyToTheirShards) {
   OwnerChecks checks;
   for (int i = 0; i < 400; ++i) {
     const int64_t world_size = world(rng), count = shard(rng);
-    const int64_t n = count * world_size - static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                               std::min<int64_t>(count, world_size)));
-    const int64_t boundary = count * static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                         world_size));
+    const int64_t n =
+        count * world_size -
+        static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min<int64_t>(count, world_size)));
+    const int64_t boundary =
+        count * static_cast<int64_t>(rng() % static_cast<uint64_t>(world_size));
     const int64_t a = std::clamp<int64_t>(boundary + static_cast<int64_t>(rng() % 3) - 1, 0, n);
     const int64_t b = std::clamp<int64_t>(a + count * static_cast<int64_t>(rng() % 3), a, n);
-    checks.add_layout("n=" + std::to_string(n) + " cut at " + std::to_string(a) + " and " +
-                          std::to_string(b),
-                      {vector_spec(a), vector_spec(b - a), vector_spec(n - b)}, world_size);
+    checks.add_layout(
+        "n=" + std::to_string(n) + " cut at " + std::to_string(a) + " and " + std::to_string(b),
+        {vector_spec(a), vector_spec(b - a), vector_spec(n - b)}, world_size);
   }
   checks.expect_passes();
 }
@@ -215,8 +214,7 @@ TEST(ShardRanges, RejectsBadInputNamingTheValue) {
   expect_usage_error_naming("shard_range(r = 4 of N = 4)", "4",
                             [] { (void)shard_range(10, 4, 4); });
   expect_usage_error_naming("shard_range(r = -1)", "-1", [] { (void)shard_range(10, 4, -1); });
-  expect_usage_error_naming("shard_owners(N = -3)", "-3",
-                            [] { (void)shard_owners(10, -3, 0, 1); });
+  expect_usage_error_naming("shard_owners(N = -3)", "-3", [] { (void)shard_owners(10, -3, 0, 1); });
   expect_usage_error_naming("shard_owners(offset = -2)", "-2",
                             [] { (void)shard_owners(10, 4, -2, 1); });
   expect_usage_error_naming("shard_owners(numel = -7)", "-7",

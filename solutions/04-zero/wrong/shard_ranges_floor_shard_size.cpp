@@ -23,8 +23,8 @@ void require_world(int64_t unit_numel, int64_t world_size) {
 dist::ShardRange shard_range(int64_t unit_numel, int64_t world_size, int64_t rank) {
   require_world(unit_numel, world_size);
   if (rank < 0 || rank >= world_size)
-    throw UsageError("rank " + std::to_string(rank) + " outside [0, " +
-                     std::to_string(world_size) + ")");
+    throw UsageError("rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_size) +
+                     ")");
   const int64_t count = unit_numel / world_size;
   const int64_t first = rank * count;
   const int64_t end = first + count;

@@ -28,8 +28,8 @@ int32_t as_int32(int64_t value) {
 dist::ShardRange shard_range(int64_t unit_numel, int64_t world_size, int64_t rank) {
   require_world(unit_numel, world_size);
   if (rank < 0 || rank >= world_size)
-    throw UsageError("rank " + std::to_string(rank) + " outside [0, " +
-                     std::to_string(world_size) + ")");
+    throw UsageError("rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_size) +
+                     ")");
   const int64_t count = unit_numel / world_size + (unit_numel % world_size != 0 ? 1 : 0);
   const int32_t first = as_int32(rank * count);
   const int32_t end = as_int32(static_cast<int64_t>(first) + count);
