@@ -21,10 +21,7 @@ TensorView view(float* data, int64_t count) {
   return TensorView(data, DType::f32, {count});  // (count) f32
 }
 
-// One ring step: \p out to the right neighbour, \p in from the left. Sends wait for their
-// receiver, so if every rank sent first none would ever receive: even ranks send first and odd
-// ranks receive first, and every send meets a receive (for odd N, rank N−1 and rank 0 are both
-// even, but rank 0's send to the odd rank 1 completes, and then it receives from N−1).
+// One ring step: \p out to the right neighbour, \p in from the left, sending first on every rank.
 void exchange(dist::Communicator& comm, const TensorView& out, const TensorView& in) {
   const int64_t r = comm.rank(), N = comm.world_size();
   const int64_t right = mod(r + 1, N), left = mod(r - 1, N);
