@@ -6,7 +6,9 @@
 // Llama 2 7B and 70B and random models, every stage, every precision, N in {1, 2, 3, 4, 7, 8, 64,
 // 1000}; with t in {2, 3, 4, 8}, dist::ShardLayout over what one TP rank holds (Megatron's
 // split: QKV, fc/gate/up by output rows, proj/o/down by input columns; norms, row-parallel
-// biases, embeddings and the LM head replicated). Every value is exact.
+// biases, embeddings and the LM head replicated); and what every simulated rank's allocator holds
+// after one training step of the runtime's DDP and ZeRO-1/2/3 on the meta device. Every value is
+// exact.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -15,9 +17,13 @@
 #include <vector>
 
 #include "common/dist/shard_layout.h"
+#include "common/dist/simulated_communicator.h"
 #include "common/estimate/estimator.h"
+#include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "lessons/04-zero/api/model_state_per_rank.h"
@@ -160,6 +166,49 @@ TEST(ModelStatePerRank, WithoutTensorParallelismEqualsTheEstimatorFrom124MTo70B)
   checks.expect_passes();
 }
 //! [test]
+
+TEST(ModelStatePerRank, EqualsWhatEveryRanksAllocatorHoldsAfterOneStepOnSimulatedRanks) {
+  // One step of the runtime's DDP and ZeRO-1/2/3 (common/dist/data_parallel.h) per case, every
+  // rank on the meta device: the requested bytes of its parameters, gradients and optimizer
+  // states (train::Trainer::model_state), gradients kept after the step.
+  BytesChecks checks("train::Trainer::model_state after one step");
+  for (const std::string_view name : {"gpt2-mini", "llama-tiny", "gpt2-124m", "llama2-7b"}) {
+    const ModelConfig model = model_config_by_name(name);
+    ParallelModelStates states;
+    states.tensors = state_tensors(model);
+    for (const int64_t n : {2, 3})
+      for (const amp::Precision precision : amp::kAllPrecisions)
+        for (const ZeroStage stage : kStages) {
+          std::vector<RankModelStateBytes> measured(static_cast<size_t>(n));
+          dist::run_simulated_ranks(n, false, [&](dist::Communicator& comm) {
+            comm.set_move_data(false);
+            nn::Runtime runtime(memory::parse_device("meta"));
+            train::TrainOptions options;
+            options.model = model;
+            options.batch = 1;
+            options.seq = 16;
+            options.precision = precision;
+            options.grads_to_none = false;
+            options.parallel.data_parallel = &comm;
+            options.parallel.zero = stage;
+            train::Trainer trainer(runtime, options);
+            (void)trainer.step();
+            const train::ModelStateMeasured m = trainer.model_state();
+            measured[static_cast<size_t>(comm.rank())] = {m.parameters, m.gradients,
+                                                          m.optimizer_states};
+          });
+          states.precision = precision;
+          states.stage = stage;
+          states.data_parallel = n;
+          const RankModelStateBytes predicted = model_state_bytes_per_rank(states);
+          for (int64_t r = 0; r < n; ++r)
+            checks.add(case_name(model, precision, stage, n, 1) + " rank " + std::to_string(r),
+                       measured[static_cast<size_t>(r)], predicted,
+                       static_cast<double>(model.parameter_count()));
+        }
+  }
+  checks.expect_passes();
+}
 
 TEST(ModelStatePerRank, WithTensorParallelismEqualsTheShardLayoutOfOneTensorParallelRank) {
   std::mt19937_64 rng(442);

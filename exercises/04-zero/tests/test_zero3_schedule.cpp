@@ -4,7 +4,9 @@
 // Expectations: an oracle written another way (each unit's gather and release phases as an
 // interval, summed per phase) for random odd units, world sizes, tied or not, prefetch or not;
 // a closed form of the peak for GPT-2 124M (tied), Llama 2 7B and 70B (untied), whose units come
-// from dist::ShardLayout and whose bytes pass 2³¹; units of 2⁴⁰ elements. Every value is exact.
+// from dist::ShardLayout and whose bytes pass 2³¹; units of 2⁴⁰ elements; and the peak the
+// runtime's ZeRO-3 (dist::DataParallel) measures in one training step on simulated ranks on the
+// meta device. Every value is exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +16,12 @@
 #include <vector>
 
 #include "common/dist/shard_layout.h"
+#include "common/dist/simulated_communicator.h"
+#include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "lessons/04-zero/api/zero3_schedule.h"
@@ -183,6 +189,49 @@ TEST(Zero3Schedule, SmallModelsAndUnitsOf2To40ElementsAreExact) {
           checks.add(s, "edge units");
         }
   checks.expect_passes();
+}
+
+TEST(Zero3Schedule, PeakEqualsWhatTheRuntimesZero3HoldsInOneStepOnSimulatedRanks) {
+  // One step of the runtime's ZeRO-3 (common/dist/data_parallel.h) per case, every rank on the
+  // meta device (sizes, no memory): the most bytes of gathered units it held at once.
+  Comparison peak("peak gathered bytes: the runtime's DataParallel::gathered_peak_bytes",
+                  Unit::kBytes);
+  for (const std::string_view name : {"gpt2-mini", "llama-tiny", "gpt2-124m", "llama2-7b"})
+    for (const int64_t world_size : {2, 3})
+      for (const amp::Precision precision : {amp::Precision::fp32, amp::Precision::mixed_bf16})
+        for (const bool prefetch : {false, true}) {
+          const ModelConfig model = model_config_by_name(name);
+          std::vector<int64_t> measured(static_cast<size_t>(world_size), 0);
+          dist::run_simulated_ranks(world_size, false, [&](dist::Communicator& comm) {
+            comm.set_move_data(false);
+            nn::Runtime runtime(memory::parse_device("meta"));
+            train::TrainOptions options;
+            options.model = model;
+            options.batch = 1;
+            options.seq = 16;
+            options.precision = precision;
+            options.parallel.data_parallel = &comm;
+            options.parallel.zero = dist::ZeroStage::parameters;
+            options.parallel.prefetch = prefetch;
+            train::Trainer trainer(runtime, options);
+            (void)trainer.step();
+            measured[static_cast<size_t>(comm.rank())] =
+                trainer.data_parallel()->gathered_peak_bytes();
+          });
+          Zero3Schedule s;
+          const dist::ShardLayout layout(model.parameters(), 1);
+          for (const dist::ShardUnit& unit : layout.units()) s.unit_numel.push_back(unit.numel);
+          s.world_size = world_size;
+          s.element_bytes = precision == amp::Precision::fp32 ? 4 : 2;
+          s.tied_embeddings = model.tied_embeddings;
+          s.prefetch = prefetch;
+          const int64_t predicted = zero3_peak_gathered_bytes(s);
+          for (int64_t r = 0; r < world_size; ++r)
+            peak.add(describe(s, std::string(name)) + " rank " + std::to_string(r),
+                     static_cast<double>(measured[static_cast<size_t>(r)]),
+                     static_cast<double>(predicted));
+        }
+  VRAMLAB_EXPECT_PASSES(peak);
 }
 
 template <typename F>
