@@ -38,14 +38,25 @@ float normal_sample(uint64_t seed, uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
+ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
+                          const amp::PrecisionPolicy& precision, const ModelSharding& sharding) {
+  config.validate();
+  const std::vector<ParameterSpec> specs = config.parameters();
+  if (sharding.sharding == StoreSharding::none)
+    return ParameterStore(runtime, specs, precision.parameters, precision.gradients);
+  return ParameterStore(runtime, specs, precision.parameters, precision.gradients,
+                        dist::ShardLayout(specs, sharding.world_size), sharding.rank,
+                        sharding.sharding);
+}
+
 }  // namespace
 
 DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-                           const amp::PrecisionPolicy& precision)
+                           const amp::PrecisionPolicy& precision, const ModelSharding& sharding)
     : runtime_(runtime),
       config_(config),
       precision_(precision),
-      params_(runtime, config.parameters(), precision.parameters, precision.gradients),
+      params_(make_store(runtime, config, precision, sharding)),
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
       blocks_(make_blocks(params_, config)),
@@ -60,20 +71,22 @@ void DecoderModel::initialise(uint64_t seed) {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
   for (const ParameterView& view : params_.views()) {
     const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
-    // Element i of the whole store is normal sample i of the seed's stream, whatever the chunking.
-    runtime_.kernels().fill_from_host(
-        params_.value(view), [&](float* chunk, int64_t first, int64_t count) {
-          if (view.init == InitKind::zeros) {
-            std::fill(chunk, chunk + count, 0.0f);
-          } else if (view.init == InitKind::ones) {
-            std::fill(chunk, chunk + count, 1.0f);
-          } else {
-            const auto index = static_cast<uint64_t>(view.offset + first);
+    // Element i of the whole (unpadded) store is normal sample i of the seed's stream, whatever
+    // the chunking and whichever part of the tensor this rank holds (ZeRO-3: its shard only).
+    const LocalPart part = params_.local_part(view);
+    if (part.values.none()) continue;
+    runtime_.kernels().fill_from_host(part.values, [&](float* chunk, int64_t first, int64_t count) {
+      if (view.init == InitKind::zeros) {
+        std::fill(chunk, chunk + count, 0.0f);
+      } else if (view.init == InitKind::ones) {
+        std::fill(chunk, chunk + count, 1.0f);
+      } else {
+        const auto index = static_cast<uint64_t>(view.logical_offset + part.first + first);
 #pragma omp parallel for schedule(static)
-            for (int64_t i = 0; i < count; ++i)
-              chunk[i] = std * normal_sample(seed, index + static_cast<uint64_t>(i));
-          }
-        });
+        for (int64_t i = 0; i < count; ++i)
+          chunk[i] = std * normal_sample(seed, index + static_cast<uint64_t>(i));
+      }
+    });
   }
 }
 

@@ -26,6 +26,13 @@
 
 namespace vramlab::nn {
 
+/// What one data-parallel rank holds of the model's store (ZeRO; see parameter_store.h).
+struct ModelSharding {
+  int64_t world_size = 1;                        ///< data-parallel ranks N
+  int64_t rank = 0;                              ///< this rank
+  StoreSharding sharding = StoreSharding::none;  ///< none: the whole store, unpadded
+};
+
 /// The model: parameters, modules, forward and backward.
 class DecoderModel {
  public:
@@ -35,8 +42,10 @@ class DecoderModel {
   /// initial weights (same seed, same weights on every device). \throws vramlab::UsageError for an
   /// invalid config; memory::OutOfMemoryError when full. \param precision the storage types
   /// (common/amp/precision_policy.h): parameters, gradients and activations; fp32 by default.
+  /// \param sharding what this data-parallel rank holds of the store (ZeRO-1/2/3 lay it out in
+  /// padded units, dist::ShardLayout); the whole store by default.
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-               const amp::PrecisionPolicy& precision = {});
+               const amp::PrecisionPolicy& precision = {}, const ModelSharding& sharding = {});
 
   /// Forward pass; saves what backward needs in \p saved, then, after each block, frees what the
   /// block's policy (saved.policy(layer)) does not keep. Announces the phases forward,
