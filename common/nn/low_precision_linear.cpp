@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -122,7 +121,7 @@ struct OneDnn {
 };
 
 OneDnn& onednn() {
-  static OneDnn instance;
+  thread_local OneDnn instance;
   return instance;
 }
 
@@ -164,12 +163,13 @@ PrimitiveKey primitive_key(const Matrix& src, const Matrix& weights, const Matri
 // The matmul primitive for a key, created once: a training step calls the same few shapes over
 // and over, and creating the primitive descriptor (oneDNN's choice of kernel and blocking) each
 // time cost 5 to 15% of the layer at gpt2-tiny sizes (N=1024, C=256, OC=768, one thread: 2.05 ms
-// per forward + backward with the cache, 2.2 to 2.4 ms without).
+// per forward + backward with the cache, 2.2 to 2.4 ms without). One cache, engine and stream per
+// thread: simulated ranks are threads, and one matmul primitive executed by two threads at once
+// gave different bf16 results from run to run (Debian's oneDNN 2.6; per thread they are bitwise
+// reproducible again, which the ZeRO lesson's bitwise comparison with DDP needs).
 const dnnl::matmul& cached_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
                                   const Matrix& dst, bool accumulate) {
-  static std::mutex mutex;
-  static std::map<PrimitiveKey, dnnl::matmul> cache;
-  const std::lock_guard<std::mutex> lock(mutex);
+  thread_local std::map<PrimitiveKey, dnnl::matmul> cache;
   const PrimitiveKey key = primitive_key(src, weights, bias, dst, accumulate);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;
