@@ -101,7 +101,7 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
   if (f0) {
     std::string measured = "largest Ψ in 32 GB, N=" + std::to_string(f0->world_size) + ":";
     for (const ZeroStage s : kStages)
-      measured += " " + fixed(32e9 / per_param(find(f, s), total) / 1e9, 1) + "B";
+      measured.append(" ").append(fixed(32e9 / per_param(find(f, s), total) / 1e9, 1)).append("B");
     rows.push_back({58, "enables training models N times larger (001)", measured,
                     "depends: only ZeRO-3 scales with N"});
   }
@@ -127,8 +127,10 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
       const StrategyRun* b = find(lesson.seed_bf16, s);
       const StrategyRun* m = find(lesson.seed_mixed, s);
       if (b && m)
-        measured += " " + fixed(static_cast<double>(b->ranks.front().model_state.total()) / 1e9) +
-                    " / " + fixed(static_cast<double>(m->ranks.front().model_state.total()) / 1e9);
+        measured.append(" ")
+            .append(fixed(static_cast<double>(b->ranks.front().model_state.total()) / 1e9))
+            .append(" / ")
+            .append(fixed(static_cast<double>(m->ranks.front().model_state.total()) / 1e9));
     }
     rows.push_back({62, "ZeRO-1/2/3 per GPU: 31.5 / 19.25 / 7 GB (002)", measured + " GB",
                     "depends: right for 8 B/param, not 16"});

@@ -102,9 +102,12 @@ std::vector<StrategyRun> run_training(const LessonSettings& settings, dist::Comm
   for (const ZeroStage stage : settings.stages) {
     train.timeline = stage == ZeroStage::parameters;
     const int64_t n = comm ? comm->world_size() : settings.ranks;
-    say(progress, "training " + std::to_string(train.steps) + " steps on " + std::to_string(n) +
-                      (comm ? " " + std::string(comm->backend()) : std::string(" simulated")) +
-                      " ranks: " + stage_text(stage));
+    std::string line = "training " + std::to_string(train.steps) + " steps on " + std::to_string(n);
+    line += comm ? " " : " simulated";
+    if (comm) line += comm->backend();
+    line += " ranks: ";
+    line += stage_text(stage);
+    say(progress, line);
     runs.push_back(comm ? run_on(*comm, train, stage) : run_simulated(train, stage, n));
   }
   return runs;
