@@ -122,17 +122,19 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
                         ", mixed-bf16 " + gb(static_cast<double>(s_ddp->ranks.front().model_state.total())),
                     "does not hold for mixed precision: no master counted"});
   if (!lesson.seed_bf16.empty() && !lesson.seed_mixed.empty()) {
-    std::string measured = "bf16 / mixed:";
+    std::string measured = "pure bf16 / mixed-bf16, GB:";
     for (const ZeroStage s : {ZeroStage::optimizer_states, ZeroStage::gradients, ZeroStage::parameters}) {
       const StrategyRun* b = find(lesson.seed_bf16, s);
       const StrategyRun* m = find(lesson.seed_mixed, s);
       if (b && m)
         measured.append(" ")
+            .append(dist::zero_stage_name(s))
+            .append(" ")
             .append(fixed(static_cast<double>(b->ranks.front().model_state.total()) / 1e9))
             .append(" / ")
             .append(fixed(static_cast<double>(m->ranks.front().model_state.total()) / 1e9));
     }
-    rows.push_back({62, "ZeRO-1/2/3 per GPU: 31.5 / 19.25 / 7 GB (002)", measured + " GB",
+    rows.push_back({62, "ZeRO-1/2/3 per GPU: 31.5 / 19.25 / 7 GB (002)", measured,
                     "depends: right for 8 B/param, not 16"});
   }
   if (z1)

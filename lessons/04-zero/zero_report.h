@@ -42,7 +42,7 @@ struct Lesson {
   LessonSettings settings;          ///< as run.
   std::string launch;               ///< how the ranks ran (mpirun, simulated, why).
   std::vector<StrategyRun> training;  ///< one per stage, the small model.
-  std::vector<StrategyRun> figure1;   ///< 7.5B over figure1_ranks, one step each, meta.
+  std::vector<StrategyRun> figure1;   ///< 7.5B over figure1_ranks, two steps each, meta.
   std::vector<StrategyRun> seed_bf16;   ///< Llama 2 7B over seed_ranks, pure bf16 (8 B/param).
   std::vector<StrategyRun> seed_mixed;  ///< the same, mixed-bf16 (16 B/param).
   std::vector<StrategyRun> big;         ///< Llama 2 70B over big_ranks, ZeRO-3, meta.
