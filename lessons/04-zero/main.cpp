@@ -172,10 +172,9 @@ int run(const Options& o, int argc, char** argv) {
       lesson.launch = std::string("could not start ") + build_info::kMpiexec + " (" +
                       std::strerror(errno) + "): the ranks are simulated threads instead.";
     } else {
-      lesson.launch =
-          "MPI is not part of this build (or its launcher is missing): the " +
-          std::to_string(o.ranks) +
-          " ranks are simulated threads of one process, which sum in rank order.";
+      lesson.launch = "MPI is not part of this build (or its launcher is missing): the " +
+                      std::to_string(o.ranks) +
+                      " ranks are simulated threads of one process, which sum in rank order.";
     }
   }
   std::unique_ptr<dist::Communicator> world;

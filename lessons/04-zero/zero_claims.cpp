@@ -13,9 +13,13 @@ namespace {
 using dist::Traffic;
 using dist::ZeroStage;
 
-std::string fixed(double v, int decimals = 2) { return report::format_fixed(v, decimals); }
+std::string fixed(double v, int decimals = 2) {
+  return report::format_fixed(v, decimals);
+}
 
-std::string gb(double bytes) { return fixed(bytes / 1e9, 2) + " GB"; }
+std::string gb(double bytes) {
+  return fixed(bytes / 1e9, 2) + " GB";
+}
 
 // Bytes per parameter a rank of one run holds: the whole model states, or one part.
 double per_param(const StrategyRun* run, const std::function<int64_t(const ModelStates&)>& part) {
@@ -24,9 +28,15 @@ double per_param(const StrategyRun* run, const std::function<int64_t(const Model
          static_cast<double>(run->parameter_count);
 }
 
-int64_t total(const ModelStates& m) { return m.total(); }
-int64_t optimizer(const ModelStates& m) { return m.optimizer_states; }
-int64_t weights_and_grads(const ModelStates& m) { return m.parameters + m.gradients; }
+int64_t total(const ModelStates& m) {
+  return m.total();
+}
+int64_t optimizer(const ModelStates& m) {
+  return m.optimizer_states;
+}
+int64_t weights_and_grads(const ModelStates& m) {
+  return m.parameters + m.gradients;
+}
 
 double sent_ratio(const std::vector<StrategyRun>& runs, ZeroStage stage) {
   const StrategyRun* a = find(runs, stage);
@@ -69,17 +79,17 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
                             : std::string()),
                     "depends: 16/(4 + 12/N), 4x only as N grows"});
   if (ddp && z2)
-    rows.push_back({54, "ZeRO-2: 8x reduction (000, 001, 004)",
-                    "N=" + n + ": " + fixed(cut(ddp, z2)) + "x" +
-                        (f0 ? at_scale + fixed(cut(f0, find(f, ZeroStage::gradients))) + "x"
-                            : std::string()),
-                    "depends: 16/(2 + 14/N), 8x only as N grows"});
+    rows.push_back(
+        {54, "ZeRO-2: 8x reduction (000, 001, 004)",
+         "N=" + n + ": " + fixed(cut(ddp, z2)) + "x" +
+             (f0 ? at_scale + fixed(cut(f0, find(f, ZeroStage::gradients))) + "x" : std::string()),
+         "depends: 16/(2 + 14/N), 8x only as N grows"});
   if (ddp && z3)
-    rows.push_back({55, "ZeRO-3: linear (N x) reduction (000, 001, 003, 004)",
-                    "N=" + n + ": " + fixed(cut(ddp, z3)) + "x" +
-                        (f0 ? at_scale + fixed(cut(f0, find(f, ZeroStage::parameters))) + "x"
-                            : std::string()),
-                    "holds for the model states (padding aside)"});
+    rows.push_back(
+        {55, "ZeRO-3: linear (N x) reduction (000, 001, 003, 004)",
+         "N=" + n + ": " + fixed(cut(ddp, z3)) + "x" +
+             (f0 ? at_scale + fixed(cut(f0, find(f, ZeroStage::parameters))) + "x" : std::string()),
+         "holds for the model states (padding aside)"});
   if (ddp && z1 && z2)
     rows.push_back({56, "ZeRO-2: 8x optimizer state savings (000)",
                     "optimizer states B/param: ddp " + fixed(per_param(ddp, optimizer)) +
@@ -94,8 +104,9 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
   };
   if (s_ddp && s_z3)
     rows.push_back({57, "ZeRO-3: N x total memory reduction (000)",
-                    "7B, N=8: states " + gb(static_cast<double>(s_ddp->ranks.front().model_state.total())) +
-                        " -> " + gb(static_cast<double>(s_z3->ranks.front().model_state.total())) +
+                    "7B, N=8: states " +
+                        gb(static_cast<double>(s_ddp->ranks.front().model_state.total())) + " -> " +
+                        gb(static_cast<double>(s_z3->ranks.front().model_state.total())) +
                         "; activations " + gb(activations(s_ddp)) + " -> " + gb(activations(s_z3)),
                     "ambiguous: model states only, not activations"});
   if (f0) {
@@ -117,13 +128,15 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
                     "holds: DDP's traffic, 2 + 14/N B/param"});
   const StrategyRun* b_ddp = find(lesson.seed_bf16, ZeroStage::ddp);
   if (b_ddp && s_ddp)
-    rows.push_back({61, "7B, 8 GPUs, BF16: per GPU 56 GB (002)",
-                    "ddp: pure bf16 " + gb(static_cast<double>(b_ddp->ranks.front().model_state.total())) +
-                        ", mixed-bf16 " + gb(static_cast<double>(s_ddp->ranks.front().model_state.total())),
-                    "does not hold for mixed precision: no master counted"});
+    rows.push_back(
+        {61, "7B, 8 GPUs, BF16: per GPU 56 GB (002)",
+         "ddp: pure bf16 " + gb(static_cast<double>(b_ddp->ranks.front().model_state.total())) +
+             ", mixed-bf16 " + gb(static_cast<double>(s_ddp->ranks.front().model_state.total())),
+         "does not hold for mixed precision: no master counted"});
   if (!lesson.seed_bf16.empty() && !lesson.seed_mixed.empty()) {
     std::string measured = "pure bf16 / mixed-bf16, GB:";
-    for (const ZeroStage s : {ZeroStage::optimizer_states, ZeroStage::gradients, ZeroStage::parameters}) {
+    for (const ZeroStage s :
+         {ZeroStage::optimizer_states, ZeroStage::gradients, ZeroStage::parameters}) {
       const StrategyRun* b = find(lesson.seed_bf16, s);
       const StrategyRun* m = find(lesson.seed_mixed, s);
       if (b && m)
@@ -144,23 +157,24 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
                     "holds for m + v; ZeRO also shards the master"});
   if (z2)
     rows.push_back({64, "1B, 4 GPUs, ZeRO-2: ~8.5 GB per GPU (003)",
-                    "zero2, N=" + n + ": " + fixed(per_param(z2, total)) + " B/param: " +
-                        gb(per_param(z2, total) * 1e9),
+                    "zero2, N=" + n + ": " + fixed(per_param(z2, total)) +
+                        " B/param: " + gb(per_param(z2, total) * 1e9),
                     "does not hold: the fp32 master is sharded too"});
   if (ddp)
-    rows.push_back({65, "1B, standard DDP: ~18 GB per GPU (003)",
-                    "ddp: " + fixed(per_param(ddp, total)) + " B/param: " +
-                        gb(per_param(ddp, total) * 1e9),
-                    "does not hold with 16-bit gradients (18 needs fp32)"});
+    rows.push_back(
+        {65, "1B, standard DDP: ~18 GB per GPU (003)",
+         "ddp: " + fixed(per_param(ddp, total)) + " B/param: " + gb(per_param(ddp, total) * 1e9),
+         "does not hold with 16-bit gradients (18 needs fp32)"});
   if (const StrategyRun* s_z3b = find(lesson.seed_mixed, ZeroStage::parameters))
     rows.push_back({66, "30B: 120 GB in DDP, 8 x 16 GB with ZeRO-3 (003)",
                     "zero3, N=8: " + fixed(per_param(s_z3b, total)) + " B/param: 30B -> " +
                         gb(per_param(s_z3b, total) * 30e9) + " per GPU",
                     "does not hold: 480 GB of states, 60 GB per GPU"});
   if (ddp && z3)
-    rows.push_back({67, "ZeRO-3: 1.5x DDP's communication (003, 004)",
-                    "zero3 / ddp bytes sent: " + fixed(sent_ratio(t, ZeroStage::parameters), 3) + "x",
-                    "holds; not 3 collectives vs 1: an all-reduce is 2"});
+    rows.push_back(
+        {67, "ZeRO-3: 1.5x DDP's communication (003, 004)",
+         "zero3 / ddp bytes sent: " + fixed(sent_ratio(t, ZeroStage::parameters), 3) + "x",
+         "holds; not 3 collectives vs 1: an all-reduce is 2"});
   if (z3)
     rows.push_back({68, "ZeRO-3: all-gather after the optimizer step (003)",
                     "zero3 parameters: " + fixed(passes(z3, Traffic::parameters), 3) +
@@ -203,9 +217,9 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
     const bool fits =
         static_cast<uint64_t>(b.ranks.front().peak_bytes) <= lesson.settings.big_capacity_bytes;
     rows.push_back({126, "70B on 8 x 80 GB: ~60 GB per GPU (002)",
-                    "zero3: states " + gb(static_cast<double>(b.ranks.front().model_state.total())) +
-                        ", peak " + gb(static_cast<double>(b.ranks.front().peak_bytes)) +
-                        " per rank",
+                    "zero3: states " +
+                        gb(static_cast<double>(b.ranks.front().model_state.total())) + ", peak " +
+                        gb(static_cast<double>(b.ranks.front().peak_bytes)) + " per rank",
                     fits ? "holds in this run" : "does not hold: the states alone exceed 80 GB"});
   }
   if (z2 && s_z2)

@@ -39,8 +39,8 @@ report::GroupedBarChart communication_chart(const Lesson& lesson) {
   chart.values_bytes.assign(3, {});
   if (lesson.training.empty()) return chart;
   const StrategyRun& any = lesson.training.front();
-  chart.title = "Bytes sent per rank per step, N = " + std::to_string(any.world_size) + ", Ψ = " +
-                std::to_string(any.parameter_count);
+  chart.title = "Bytes sent per rank per step, N = " + std::to_string(any.world_size) +
+                ", Ψ = " + std::to_string(any.parameter_count);
   for (const StrategyRun& run : lesson.training) {
     const RankRun& r = run.ranks.front();
     chart.groups.push_back(std::string(dist::zero_stage_name(run.stage)));
@@ -48,9 +48,9 @@ report::GroupedBarChart communication_chart(const Lesson& lesson) {
         static_cast<uint64_t>(r.last_step.of(dist::Traffic::gradients).bytes_sent));
     chart.values_bytes[1].push_back(
         static_cast<uint64_t>(r.last_step.of(dist::Traffic::parameters).bytes_sent));
-    chart.values_bytes[2].push_back(static_cast<uint64_t>(
-        paper_bytes_per_step(run.stage, run.parameter_count, run.world_size,
-                             run.precision == amp::Precision::fp32 ? 4 : 2)));
+    chart.values_bytes[2].push_back(
+        static_cast<uint64_t>(paper_bytes_per_step(run.stage, run.parameter_count, run.world_size,
+                                                   run.precision == amp::Precision::fp32 ? 4 : 2)));
   }
   return chart;
 }
@@ -63,8 +63,10 @@ report::LinePlot timeline_plot(const Lesson& lesson) {
   const StrategyRun* z3 = find(lesson.training, dist::ZeroStage::parameters);
   if (!z3 || z3->timeline.empty()) return plot;
   const int64_t layer = std::min<int64_t>(1, lesson.settings.train.model.layers - 1);
-  plot.title = "ZeRO-3, rank 0, one step: each block's parameters gathered, used, released "
-               "(dashed: block " + std::to_string(layer) + ")";
+  plot.title =
+      "ZeRO-3, rank 0, one step: each block's parameters gathered, used, released "
+      "(dashed: block " +
+      std::to_string(layer) + ")";
   const std::vector<std::pair<MemoryCategory, std::string>> shown = {
       {MemoryCategory::parameter, "parameters (shard + gathered units)"},
       {MemoryCategory::activation, "activations"},

@@ -23,7 +23,9 @@ using nlohmann::json;
 using report::Align;
 using report::wrap_note;
 
-std::string stage_text(ZeroStage s) { return std::string(dist::zero_stage_name(s)); }
+std::string stage_text(ZeroStage s) {
+  return std::string(dist::zero_stage_name(s));
+}
 
 std::string grouped(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -34,14 +36,19 @@ std::string grouped(int64_t n) {
   return out;
 }
 
-std::string gb(double bytes) { return report::format_fixed(bytes / 1e9, 2) + " GB"; }
+std::string gb(double bytes) {
+  return report::format_fixed(bytes / 1e9, 2) + " GB";
+}
 
 std::string per_param(int64_t bytes, int64_t psi) {
-  return report::format_fixed(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, psi)), 2);
+  return report::format_fixed(
+      static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, psi)), 2);
 }
 
 // 2 bytes per element moved under mixed or pure 16-bit precision, 4 in fp32.
-int64_t element_bytes(amp::Precision p) { return p == amp::Precision::fp32 ? 4 : 2; }
+int64_t element_bytes(amp::Precision p) {
+  return p == amp::Precision::fp32 ? 4 : 2;
+}
 
 std::string model_text(const ModelConfig& m) {
   return m.name + " (L=" + std::to_string(m.layers) + ", C=" + std::to_string(m.hidden) +
@@ -120,13 +127,13 @@ void run_scale(Lesson& lesson, void (*progress)(const std::string&)) {
   for (const ZeroStage stage : kStages) {
     say(progress, "at scale on meta: " + s.figure1_model.name + " on " +
                       std::to_string(s.figure1_ranks) + " ranks, " + stage_text(stage));
-    lesson.figure1.push_back(run_simulated(
-        scale_settings(s, s.figure1_model, amp::Precision::mixed_bf16, 1024), stage,
-        s.figure1_ranks));
+    lesson.figure1.push_back(
+        run_simulated(scale_settings(s, s.figure1_model, amp::Precision::mixed_bf16, 1024), stage,
+                      s.figure1_ranks));
   }
   for (const ZeroStage stage : kStages) {
-    say(progress, "at scale on meta: " + s.seed_model.name + " on " +
-                      std::to_string(s.seed_ranks) + " ranks, " + stage_text(stage));
+    say(progress, "at scale on meta: " + s.seed_model.name + " on " + std::to_string(s.seed_ranks) +
+                      " ranks, " + stage_text(stage));
     lesson.seed_bf16.push_back(run_simulated(
         scale_settings(s, s.seed_model, amp::Precision::bf16, 4096), stage, s.seed_ranks));
     lesson.seed_mixed.push_back(run_simulated(
@@ -180,8 +187,8 @@ json run_to_json(const StrategyRun& run) {
   j["precision"] = std::string(amp::precision_name(run.precision));
   j["parameter_count"] = run.parameter_count;
   j["padded_parameter_count"] = run.padded_parameter_count;
-  j["paper_bytes_per_step"] = paper_bytes_per_step(run.stage, run.parameter_count,
-                                                   run.world_size, element_bytes(run.precision));
+  j["paper_bytes_per_step"] = paper_bytes_per_step(run.stage, run.parameter_count, run.world_size,
+                                                   element_bytes(run.precision));
   j["equals_estimator"] = run.equals_estimate();
   j["per_rank"] = json::array();
   for (const RankRun& r : run.ranks) {
@@ -314,7 +321,8 @@ std::string timeline_text(const StrategyRun& run, int64_t layer) {
     // the parameter allocations since the previous span closed.
     int64_t previous_end = 0;
     for (const PhaseSpan& other : run.spans)
-      if (other.last_event <= span.first_event) previous_end = std::max(previous_end, other.last_event);
+      if (other.last_event <= span.first_event)
+        previous_end = std::max(previous_end, other.last_event);
     int64_t gathered = 0;
     for (const TimelinePoint& p : run.timeline)
       if (p.event >= previous_end && p.event < span.first_event && p.alloc &&
@@ -348,8 +356,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
            model_text(m) + ", Ψ = " + grouped(psi) + ", B=" + std::to_string(s.train.batch) +
            " sequences per rank, T=" + std::to_string(s.train.seq) + ", " +
            std::to_string(s.train.steps) + " steps per strategy, AdamW, " +
-           std::string(amp::precision_name(s.train.precision)) + ", on " +
-           s.train.device.name() + "\n";
+           std::string(amp::precision_name(s.train.precision)) + ", on " + s.train.device.name() +
+           "\n";
     out += "\nPer rank after the last step (rank 0; every rank holds the same bytes)\n";
     report::Table t({{"strategy"},
                      {"parameters", Align::kRight},
@@ -395,18 +403,19 @@ std::string render_text(const Lesson& lesson, bool colour) {
         calls += (calls.empty() ? "" : ", ") + std::to_string(counts.calls) + " " +
                  std::string(dist::collective_name(collective));
       }
-      c.add_row(
-          {stage_text(run.stage),
-           report::format_bytes_or_zero(r.last_step.of(Traffic::gradients).bytes_sent),
-           report::format_bytes_or_zero(r.last_step.of(Traffic::parameters).bytes_sent),
-           report::format_bytes_or_zero(r.last_step.of(Traffic::metrics).bytes_sent),
-           report::format_bytes_or_zero(static_cast<int64_t>(std::llround(paper))),
-           report::format_fixed(static_cast<double>(r.model_bytes_sent()) / paper, 4),
-           ddp ? report::format_fixed(static_cast<double>(r.model_bytes_sent()) /
-                                          static_cast<double>(ddp->ranks.front().model_bytes_sent()),
-                                      4) + "x"
-               : "-",
-           calls});
+      c.add_row({stage_text(run.stage),
+                 report::format_bytes_or_zero(r.last_step.of(Traffic::gradients).bytes_sent),
+                 report::format_bytes_or_zero(r.last_step.of(Traffic::parameters).bytes_sent),
+                 report::format_bytes_or_zero(r.last_step.of(Traffic::metrics).bytes_sent),
+                 report::format_bytes_or_zero(static_cast<int64_t>(std::llround(paper))),
+                 report::format_fixed(static_cast<double>(r.model_bytes_sent()) / paper, 4),
+                 ddp ? report::format_fixed(
+                           static_cast<double>(r.model_bytes_sent()) /
+                               static_cast<double>(ddp->ranks.front().model_bytes_sent()),
+                           4) +
+                           "x"
+                     : "-",
+                 calls});
     }
     out += c.render(colour);
     out += wrap_note(
@@ -485,8 +494,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
     out += wrap_note(
         "measured per rank: parameters + gradients + optimizer states in each simulated rank's "
         "own allocator after two steps (requested bytes, decimal GB as the paper's). The paper "
-        "rounds Ψ to 7.5B; this GPT has " + report::format_fixed(static_cast<double>(psi) / 1e9, 2) +
-        "B parameters, so its bytes are " + report::format_fixed(static_cast<double>(psi) / 7.5e9 * 100.0, 1) +
+        "rounds Ψ to 7.5B; this GPT has " +
+        report::format_fixed(static_cast<double>(psi) / 1e9, 2) +
+        "B parameters, so its bytes are " +
+        report::format_fixed(static_cast<double>(psi) / 7.5e9 * 100.0, 1) +
         "% of the paper's. ranks differ by: largest minus smallest rank, 0 because FSDP's padding "
         "gives every rank an equal shard.");
   }
@@ -514,7 +525,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      r.peak_by_category[static_cast<size_t>(memory::MemoryCategory::activation)])),
                  gb(static_cast<double>(r.peak_bytes)),
                  mixed.equals_estimate() && (!bf16 || bf16->equals_estimate()) ? "yes, every rank"
-                                                                                : "NO"});
+                                                                               : "NO"});
     }
     out += t.render(colour);
     out += wrap_note(
@@ -531,8 +542,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const int64_t psi = run.parameter_count;
     const bool fits = static_cast<uint64_t>(r.peak_bytes) <= s.big_capacity_bytes;
     out += "\nLlama 2 70B on " + std::to_string(run.world_size) + " x " +
-           gb(static_cast<double>(s.big_capacity_bytes)) + " with ZeRO-3 (B=1, T=" +
-           std::to_string(s.big_seq) + ", every block recomputed), per rank on meta\n";
+           gb(static_cast<double>(s.big_capacity_bytes)) +
+           " with ZeRO-3 (B=1, T=" + std::to_string(s.big_seq) +
+           ", every block recomputed), per rank on meta\n";
     report::Table t({{"Ψ", Align::kRight},
                      {"model states", Align::kRight},
                      {"activations", Align::kRight},
@@ -548,12 +560,14 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const double per_rank_states = 16.0 * static_cast<double>(psi);
     const int64_t needed = static_cast<int64_t>(
         std::ceil(per_rank_states / static_cast<double>(s.big_capacity_bytes)));
-    out += wrap_note(
-        "ZeRO-3 divides 16Ψ = " + gb(per_rank_states) + " of model states by N = " +
-        std::to_string(run.world_size) + ": " + gb(per_rank_states / static_cast<double>(run.world_size)) +
-        " per rank before one activation. The model states alone need N >= " +
-        std::to_string(needed) + " GPUs of 80 GB, more with the activations and the gathered "
-        "units; or offload the optimizer states (lesson 05): the GPU then keeps 2Ψ/N.");
+    out +=
+        wrap_note("ZeRO-3 divides 16Ψ = " + gb(per_rank_states) +
+                  " of model states by N = " + std::to_string(run.world_size) + ": " +
+                  gb(per_rank_states / static_cast<double>(run.world_size)) +
+                  " per rank before one activation. The model states alone need N >= " +
+                  std::to_string(needed) +
+                  " GPUs of 80 GB, more with the activations and the gathered "
+                  "units; or offload the optimizer states (lesson 05): the GPU then keeps 2Ψ/N.");
   }
 
   out += "\nThe seeds' claims, against these numbers\n";

@@ -23,26 +23,26 @@ inline constexpr double kLossTolerance = 1e-3;
 
 /// What the lesson runs.
 struct LessonSettings {
-  RunSettings train;       ///< the small model, trained by every strategy.
-  int64_t ranks = 4;       ///< N when the ranks are simulated (under mpirun: the world's size).
+  RunSettings train;  ///< the small model, trained by every strategy.
+  int64_t ranks = 4;  ///< N when the ranks are simulated (under mpirun: the world's size).
   std::vector<dist::ZeroStage> stages{kStages.begin(), kStages.end()};  ///< which strategies.
-  bool scale = true;       ///< the meta runs.
-  ModelConfig figure1_model;   ///< the ZeRO paper's 7.5B.
-  int64_t figure1_ranks = 64;  ///< its Nd.
-  ModelConfig seed_model;      ///< the seeds' 7B (Llama 2 7B).
-  int64_t seed_ranks = 8;      ///< their 8 GPUs.
-  ModelConfig big_model;       ///< Llama 2 70B.
-  int64_t big_ranks = 8;       ///< the seed's 8 GPUs.
+  bool scale = true;                                                    ///< the meta runs.
+  ModelConfig figure1_model;                                            ///< the ZeRO paper's 7.5B.
+  int64_t figure1_ranks = 64;                                           ///< its Nd.
+  ModelConfig seed_model;                        ///< the seeds' 7B (Llama 2 7B).
+  int64_t seed_ranks = 8;                        ///< their 8 GPUs.
+  ModelConfig big_model;                         ///< Llama 2 70B.
+  int64_t big_ranks = 8;                         ///< the seed's 8 GPUs.
   uint64_t big_capacity_bytes = 80'000'000'000;  ///< each GPU's memory (80 GB).
   int64_t big_seq = 4096;                        ///< the 70B run's T (B = 1, blocks recomputed).
 };
 
 /// Everything the lesson shows.
 struct Lesson {
-  LessonSettings settings;          ///< as run.
-  std::string launch;               ///< how the ranks ran (mpirun, simulated, why).
-  std::vector<StrategyRun> training;  ///< one per stage, the small model.
-  std::vector<StrategyRun> figure1;   ///< 7.5B over figure1_ranks, two steps each, meta.
+  LessonSettings settings;              ///< as run.
+  std::string launch;                   ///< how the ranks ran (mpirun, simulated, why).
+  std::vector<StrategyRun> training;    ///< one per stage, the small model.
+  std::vector<StrategyRun> figure1;     ///< 7.5B over figure1_ranks, two steps each, meta.
   std::vector<StrategyRun> seed_bf16;   ///< Llama 2 7B over seed_ranks, pure bf16 (8 B/param).
   std::vector<StrategyRun> seed_mixed;  ///< the same, mixed-bf16 (16 B/param).
   std::vector<StrategyRun> big;         ///< Llama 2 70B over big_ranks, ZeRO-3, meta.
@@ -107,7 +107,7 @@ struct Figures {
   /// paper's Figure 1) when the lesson ran at scale, else the small model.
   report::SvgFigure memory;
   report::SvgFigure communication;  ///< bytes sent per rank per step, measured and the paper's.
-  report::SvgFigure timeline;  ///< ZeRO-3 rank 0, one step: live bytes per category.
+  report::SvgFigure timeline;       ///< ZeRO-3 rank 0, one step: live bytes per category.
 };
 
 /// \param lesson the runs. \return the figures.

@@ -22,22 +22,29 @@ namespace {
 using memory::MemoryCategory;
 using nlohmann::json;
 
-constexpr size_t index_of(MemoryCategory c) { return static_cast<size_t>(c); }
+constexpr size_t index_of(MemoryCategory c) {
+  return static_cast<size_t>(c);
+}
 
-// Rank 0's record of where each block's phases ran on the allocator's trace.
+// Rank 0's record of where each phase ran on the allocator's trace (the whole forward and
+// backward left out: they enclose the others).
 class SpanRecorder final : public nn::StepObserver {
  public:
   explicit SpanRecorder(memory::CachingAllocator& allocator) : allocator_(allocator) {}
   void before(const nn::PhaseEvent& event) override {
-    if (event.layer >= 0) open_ = {std::string(nn::step_phase_name(event.phase)), event.layer,
-                                   static_cast<int64_t>(allocator_.trace().size()), 0};
+    if (!enclosing(event))
+      open_ = {std::string(nn::step_phase_name(event.phase)), event.layer,
+               static_cast<int64_t>(allocator_.trace().size()), 0};
   }
   void after(const nn::PhaseEvent& event) override {
-    if (event.layer < 0 || !recording_) return;
+    if (enclosing(event) || !recording_) return;
     open_.last_event = static_cast<int64_t>(allocator_.trace().size());
     spans_.push_back(open_);
   }
   void start() { recording_ = true; }
+  static bool enclosing(const nn::PhaseEvent& event) {
+    return event.phase == nn::StepPhase::forward || event.phase == nn::StepPhase::backward;
+  }
   [[nodiscard]] const std::vector<PhaseSpan>& spans() const { return spans_; }
 
  private:
@@ -83,7 +90,8 @@ json stats_to_json(const dist::CommunicationStats& s) {
 dist::CommunicationStats stats_from_json(const json& j) {
   dist::CommunicationStats s;
   for (const json& k : j) {
-    dist::CallCounts& c = s.calls.at(k.at("collective").get<size_t>()).at(k.at("traffic").get<size_t>());
+    dist::CallCounts& c =
+        s.calls.at(k.at("collective").get<size_t>()).at(k.at("traffic").get<size_t>());
     c.calls = k.at("calls");
     c.bytes_sent = k.at("bytes_sent");
     c.bytes_received = k.at("bytes_received");
@@ -102,8 +110,8 @@ ModelStates states_from_json(const json& j) {
   return {j.at("parameters"), j.at("gradients"), j.at("optimizer_states")};
 }
 
-StrategyRun strategy_header(const RunSettings& settings, dist::ZeroStage stage,
-                            int64_t world_size, std::string backend) {
+StrategyRun strategy_header(const RunSettings& settings, dist::ZeroStage stage, int64_t world_size,
+                            std::string backend) {
   StrategyRun run;
   run.stage = stage;
   run.world_size = world_size;
@@ -136,15 +144,17 @@ bool StrategyRun::equals_estimate() const {
 
 int64_t StrategyRun::model_state_spread() const {
   if (ranks.empty()) return 0;
-  const auto [lo, hi] = std::minmax_element(
-      ranks.begin(), ranks.end(),
-      [](const RankRun& a, const RankRun& b) { return a.model_state.total() < b.model_state.total(); });
+  const auto [lo, hi] =
+      std::minmax_element(ranks.begin(), ranks.end(), [](const RankRun& a, const RankRun& b) {
+        return a.model_state.total() < b.model_state.total();
+      });
   return hi->model_state.total() - lo->model_state.total();
 }
 
 double paper_bytes_per_step(dist::ZeroStage stage, int64_t parameter_count, int64_t world_size,
                             int64_t element_bytes) {
-  if (world_size < 1) throw UsageError("the rank count must be >= 1, got " + std::to_string(world_size));
+  if (world_size < 1)
+    throw UsageError("the rank count must be >= 1, got " + std::to_string(world_size));
   const double passes = stage == dist::ZeroStage::parameters ? 3.0 : 2.0;
   return passes * static_cast<double>(parameter_count) * static_cast<double>(world_size - 1) /
          static_cast<double>(world_size) * static_cast<double>(element_bytes);
@@ -224,8 +234,7 @@ RankRun run_rank(dist::Communicator& comm, const RunSettings& settings, dist::Ze
   return run;
 }
 
-StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage,
-                          int64_t world_size) {
+StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage, int64_t world_size) {
   StrategyRun run = strategy_header(settings, stage, world_size, "simulated");
   run.ranks.resize(static_cast<size_t>(world_size));
   const bool moves = settings.device.kind != memory::DeviceKind::meta;
@@ -240,7 +249,8 @@ StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage,
 }
 
 StrategyRun run_on(dist::Communicator& comm, const RunSettings& settings, dist::ZeroStage stage) {
-  StrategyRun run = strategy_header(settings, stage, comm.world_size(), std::string(comm.backend()));
+  StrategyRun run =
+      strategy_header(settings, stage, comm.world_size(), std::string(comm.backend()));
   RankRun mine = run_rank(comm, settings, stage, &run.timeline, &run.spans);
   if (comm.rank() != 0) {
     const std::string text = rank_to_json(mine).dump();

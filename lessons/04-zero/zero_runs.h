@@ -70,27 +70,27 @@ struct ModelStates {
 struct TimelinePoint {
   int64_t event = 0;  ///< index of the trace entry within the step.
   std::array<int64_t, memory::kMemoryCategoryCount> bytes{};  ///< live, per category.
-  std::string name;  ///< the tensor the entry allocated or freed.
+  std::string name;   ///< the tensor the entry allocated or freed.
   bool alloc = true;  ///< an allocation (else a free).
   memory::MemoryCategory category = memory::MemoryCategory::other;  ///< of that tensor.
-  int64_t size = 0;  ///< its requested bytes.
+  int64_t size = 0;                                                 ///< its requested bytes.
 };
 
-/// Where a per-block phase ran on the timeline (trace indices, as rank 0's observer saw them:
-/// after the strategy's before() and after its after()).
+/// Where a phase ran on the timeline (trace indices, as rank 0's observer saw them: after the
+/// strategy's before() and after its after()). Every phase but the enclosing forward and backward.
 struct PhaseSpan {
-  std::string phase;  ///< e.g. "forward_layer".
-  int64_t layer = -1;  ///< the block.
+  std::string phase;        ///< e.g. "forward_layer".
+  int64_t layer = -1;       ///< the block, -1 for the phases outside the blocks.
   int64_t first_event = 0;  ///< the trace length when the phase began.
   int64_t last_event = 0;   ///< the trace length when it ended.
 };
 
 /// What one rank measured.
 struct RankRun {
-  int64_t rank = 0;               ///< r.
-  ModelStates model_state;        ///< after the last step (train::StepResult::model_state).
-  ModelStates estimate;           ///< estimate::estimate_memory for this stage, N and model.
-  int64_t peak_bytes = 0;         ///< the allocator's allocated peak over the run (rounded).
+  int64_t rank = 0;         ///< r.
+  ModelStates model_state;  ///< after the last step (train::StepResult::model_state).
+  ModelStates estimate;     ///< estimate::estimate_memory for this stage, N and model.
+  int64_t peak_bytes = 0;   ///< the allocator's allocated peak over the run (rounded).
   /// The allocator's peak per category over the run (rounded block sizes).
   std::array<int64_t, memory::kMemoryCategoryCount> peak_by_category{};
   dist::CommunicationStats last_step;  ///< what the last step sent and received.
@@ -105,16 +105,16 @@ struct RankRun {
 
 /// One strategy's run over N ranks.
 struct StrategyRun {
-  dist::ZeroStage stage = dist::ZeroStage::ddp;  ///< the strategy.
-  int64_t world_size = 1;                        ///< N.
-  std::string backend;                           ///< "mpi" or "simulated".
-  std::string device;                            ///< the ranks' device.
+  dist::ZeroStage stage = dist::ZeroStage::ddp;           ///< the strategy.
+  int64_t world_size = 1;                                 ///< N.
+  std::string backend;                                    ///< "mpi" or "simulated".
+  std::string device;                                     ///< the ranks' device.
   amp::Precision precision = amp::Precision::mixed_bf16;  ///< as run.
-  int64_t parameter_count = 0;                   ///< Ψ.
-  int64_t padded_parameter_count = 0;            ///< Ψ' = Σ of FSDP's padded units over N ranks.
-  std::vector<RankRun> ranks;                    ///< one per rank, in rank order.
-  std::vector<TimelinePoint> timeline;           ///< rank 0's last step, when recorded.
-  std::vector<PhaseSpan> spans;                  ///< rank 0's per-block phases in that step.
+  int64_t parameter_count = 0;                            ///< Ψ.
+  int64_t padded_parameter_count = 0;   ///< Ψ' = Σ of FSDP's padded units over N ranks.
+  std::vector<RankRun> ranks;           ///< one per rank, in rank order.
+  std::vector<TimelinePoint> timeline;  ///< rank 0's last step, when recorded.
+  std::vector<PhaseSpan> spans;         ///< rank 0's per-block phases in that step.
 
   /// \return rank 0's losses (every rank has the same: the mean over the ranks).
   [[nodiscard]] const std::vector<double>& losses() const;
