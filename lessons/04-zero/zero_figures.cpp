@@ -60,6 +60,9 @@ report::LinePlot timeline_plot(const Lesson& lesson) {
   plot.x_label = "allocator event in the step";
   plot.y_label = "live bytes (requested)";
   plot.y_is_bytes = true;
+  // Logarithmic: a small model's activations are many times its gathered block, whose teeth
+  // would vanish on a linear axis.
+  plot.log_y = true;
   const StrategyRun* z3 = find(lesson.training, dist::ZeroStage::parameters);
   if (!z3 || z3->timeline.empty()) return plot;
   const int64_t layer = std::min<int64_t>(1, lesson.settings.train.model.layers - 1);
@@ -71,7 +74,7 @@ report::LinePlot timeline_plot(const Lesson& lesson) {
       {MemoryCategory::parameter, "parameters (shard + gathered units)"},
       {MemoryCategory::activation, "activations"},
       {MemoryCategory::gradient, "gradients (shard + unit being reduced)"}};
-  double top = 0.0;
+  double top = 0.0, bottom = 1e300;
   for (const auto& [category, name] : shown) {
     report::LineSeries line;
     line.name = name;
@@ -81,6 +84,7 @@ report::LinePlot timeline_plot(const Lesson& lesson) {
       const double y = static_cast<double>(p.bytes[static_cast<size_t>(category)]);
       line.y.push_back(y);
       top = std::max(top, y);
+      if (y > 0.0) bottom = std::min(bottom, y);
     }
     plot.series.push_back(std::move(line));
   }
@@ -92,7 +96,7 @@ report::LinePlot timeline_plot(const Lesson& lesson) {
     mark.colour = span.phase == "forward_layer" ? "#555555" : "#999999";
     mark.dashed = true;
     mark.x = {static_cast<double>(span.first_event), static_cast<double>(span.first_event)};
-    mark.y = {0.0, top};
+    mark.y = {bottom, top};
     plot.series.push_back(std::move(mark));
   }
   return plot;
