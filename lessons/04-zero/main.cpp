@@ -146,7 +146,13 @@ void exec_under_mpirun(int argc, char** argv, int64_t ranks) {
   std::vector<std::string> args = {build_info::kMpiexec};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   args.insert(args.end(), {"--oversubscribe", "-np", std::to_string(ranks), "-x",
-                           "OMP_NUM_THREADS=1", "-x", "OMP_WAIT_POLICY=PASSIVE", self.string()});
+                           "OMP_NUM_THREADS=1", "-x", "OMP_WAIT_POLICY=PASSIVE"});
+  // The ranks' stdout is mpirun's pseudo-terminal, whatever this one is: colour is decided here.
+  if (!report::use_colour(stdout)) {
+    ::setenv("NO_COLOR", "1", 1);
+    args.insert(args.end(), {"-x", "NO_COLOR"});
+  }
+  args.push_back(self.string());
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   std::vector<char*> raw;
   for (std::string& a : args) raw.push_back(a.data());
