@@ -442,6 +442,27 @@ std::string render_text(const Lesson& lesson, bool colour) {
                  losses_bitwise_equal(lesson, run.stage) ? "yes" : "no"});
     }
     out += l.render(colour);
+    // Under MPI the ZeRO stages all reduce-scatter the same units, in the same order of ranks:
+    // whether they agree with one another bit for bit is worth saying apart from DDP.
+    bool zero_stages_agree = true;
+    int64_t zero_stages = 0;
+    const StrategyRun* first_zero = nullptr;
+    for (const StrategyRun& run : lesson.training) {
+      if (run.stage == ZeroStage::ddp) continue;
+      ++zero_stages;
+      if (!first_zero) {
+        first_zero = &run;
+        continue;
+      }
+      zero_stages_agree = zero_stages_agree && run.losses().size() == first_zero->losses().size() &&
+                          std::memcmp(run.losses().data(), first_zero->losses().data(),
+                                      run.losses().size() * sizeof(double)) == 0;
+    }
+    const std::string agree =
+        zero_stages > 1 && zero_stages_agree
+            ? " The ZeRO stages, which all reduce-scatter the same units, agree with one another "
+              "bit for bit."
+            : "";
     out += wrap_note(
         reduction_order_fixed(lesson)
             ? "the ranks sum in a fixed order (simulated ranks sum in rank order; a sum of two "
@@ -449,7 +470,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
               "DDP's bit for bit."
             : "OpenMPI picks the order of an all-reduce's and a reduce-scatter's additions, and "
               "bf16 sums are not associative: the strategies agree with DDP to rounding, not bit "
-              "for bit (run with --simulated for the bitwise comparison).");
+              "for bit (run with --simulated for the bitwise comparison)." +
+                  agree);
 
     if (const StrategyRun* z3 = find(lesson.training, ZeroStage::parameters);
         z3 && !z3->spans.empty()) {
