@@ -42,6 +42,7 @@
 #include "common/report/terminal.h"
 #include "common/train/trainer.h"
 #include "common/workbook/lesson_binary.h"
+#include "lessons/04-zero/exercise_results.h"
 #include "lessons/04-zero/zero_report.h"
 
 namespace {
@@ -209,8 +210,10 @@ int run(const Options& o, int argc, char** argv) {
       fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("04") : fs::path(o.out_dir))
           .string();
   const lesson04::FigurePaths figures = lesson04::write_figures(lesson, out_dir);
+  const std::vector<lesson04::ExerciseResult> exercises = lesson04::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson04::to_json(lesson);
+    j["exercises"] = lesson04::exercises_json(exercises);
     j["figures"] = {{"memory_svg", figures.memory_svg},
                     {"communication_svg", figures.communication_svg},
                     {"timeline_svg", figures.timeline_svg}};
@@ -218,6 +221,7 @@ int run(const Options& o, int argc, char** argv) {
     return 0;
   }
   std::fputs(lesson04::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::fputs(("\n" + lesson04::render_exercises(exercises)).c_str(), stdout);
   std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
               fs::path(figures.memory_svg).filename().c_str(),
               fs::path(figures.communication_svg).filename().c_str(),

@@ -216,6 +216,7 @@ json run_to_json(const StrategyRun& run) {
                                {"optimizer_states", r.estimate.optimizer_states}}},
                              {"peak_bytes", r.peak_bytes},
                              {"peak_bytes_by_category", peaks},
+                             {"gathered_peak_bytes", r.gathered_peak_bytes},
                              {"bytes_sent", r.bytes_sent()},
                              {"bytes_sent_by_traffic", traffic},
                              {"calls", calls},

@@ -225,6 +225,8 @@ RankRun run_rank(dist::Communicator& comm, const RunSettings& settings, dist::Ze
   run.model_state = {stats.requested(MemoryCategory::parameter).current,
                      stats.requested(MemoryCategory::gradient).current,
                      stats.requested(MemoryCategory::optimizer_state).current};
+  if (const dist::DataParallel* dp = trainer.data_parallel())
+    run.gathered_peak_bytes = dp->gathered_peak_bytes();
   const train::MemoryReport report = trainer.memory_report();
   run.peak_bytes = report.peak_total_bytes;
   for (size_t c = 0; c < memory::kMemoryCategoryCount; ++c)
@@ -278,6 +280,7 @@ json rank_to_json(const RankRun& r) {
           {"estimate", states_to_json(r.estimate)},
           {"peak_bytes", r.peak_bytes},
           {"peak_by_category", r.peak_by_category},
+          {"gathered_peak_bytes", r.gathered_peak_bytes},
           {"last_step", stats_to_json(r.last_step)},
           {"losses", r.losses},
           {"seconds", r.seconds}};
@@ -290,6 +293,7 @@ RankRun rank_from_json(const json& j) {
   r.estimate = states_from_json(j.at("estimate"));
   r.peak_bytes = j.at("peak_bytes");
   r.peak_by_category = j.at("peak_by_category");
+  r.gathered_peak_bytes = j.at("gathered_peak_bytes");
   r.last_step = stats_from_json(j.at("last_step"));
   r.losses = j.at("losses").get<std::vector<double>>();
   r.seconds = j.at("seconds");

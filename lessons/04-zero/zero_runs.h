@@ -93,6 +93,9 @@ struct RankRun {
   int64_t peak_bytes = 0;   ///< the allocator's allocated peak over the run (rounded).
   /// The allocator's peak per category over the run (rounded block sizes).
   std::array<int64_t, memory::kMemoryCategoryCount> peak_by_category{};
+  /// ZeRO-3: the most bytes of gathered (full) units held at once (dist::DataParallel's count of
+  /// requested bytes); 0 for the other stages.
+  int64_t gathered_peak_bytes = 0;
   dist::CommunicationStats last_step;  ///< what the last step sent and received.
   std::vector<double> losses;          ///< per step: the mean over the ranks (0 on meta).
   double seconds = 0.0;                ///< wall time of the steps.

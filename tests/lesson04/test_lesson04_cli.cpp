@@ -4,8 +4,9 @@
 // estimator's, ZeRO-3's bytes sent 1.5x DDP's within the padding and every strategy's losses
 // equal to DDP's: with simulated ranks, and under mpirun (which the binary starts itself) with 4
 // ranks (equal within rounding: OpenMPI picks the order of the sums) and 2 (bitwise: a sum of two
-// is commutative). The text output names every table. (Bad input exiting 2 is checked by plain
-// ctest cases, see CMakeLists.txt.)
+// is commutative). The exercises' references, called beside the run, agree with it. The text
+// output names every table. (Bad input exiting 2 is checked by plain ctest cases, see
+// CMakeLists.txt.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -131,6 +132,12 @@ TEST(Lesson04Cli, SimulatedRanksJsonHasTheIssuesKeysAndDdpsLossesBitForBit) {
   EXPECT_EQ(j["backend"], "simulated");
   EXPECT_TRUE(j["reduction_order_fixed"].get<bool>());
   check_runs(j, 4, 3, true, 0.0);
+  // The binary links the exercises' references: each agrees with this run's runtime.
+  ASSERT_EQ(j["exercises"].size(), 4u);
+  for (const auto& e : j["exercises"]) {
+    EXPECT_TRUE(e["ran"].get<bool>()) << e;
+    EXPECT_TRUE(e["agrees"].get<bool>()) << e;
+  }
   for (const char* f : {"memory_svg", "communication_svg", "timeline_svg"})
     EXPECT_TRUE(fs::exists(j["figures"][f].get<std::string>())) << f;
 }
