@@ -4,11 +4,20 @@
 //
 // MPI is initialised here, before any MpiCommunicator::world(), so the tests also cover a program
 // that owns MPI's lifetime itself (world() must then neither initialise nor finalise it).
+//
+// Built with VRAMLAB_MPI_TEST_NEEDS_GPUS (the NCCL tests), every rank first probes for a GPU of
+// its own; unless all have one, every rank exits 77, which ctest reports as skipped (never as
+// passed), and rank 0 says why.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+
+#if VRAMLAB_MPI_TEST_NEEDS_GPUS
+#include "common/platform/gpu_probe.h"
+#endif
 
 namespace {
 
@@ -41,6 +50,29 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#if VRAMLAB_MPI_TEST_NEEDS_GPUS
+  {
+    const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
+    const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const long needed = local_size ? std::atol(local_size) : 1;
+    const int usable = probe.status == vramlab::platform::GpuStatus::available &&
+                               static_cast<long>(probe.devices.size()) >= needed
+                           ? 1
+                           : 0;
+    int everywhere = 0;
+    MPI_Allreduce(&usable, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!everywhere) {
+      if (rank == 0)
+        std::printf(
+            "SKIPPED: these tests need one GPU per rank (%ld on this node); the probe "
+            "says: %s (%s), %zu device(s)\n",
+            needed, vramlab::platform::gpu_status_name(probe.status), probe.detail.c_str(),
+            probe.devices.size());
+      MPI_Finalize();
+      return 77;
+    }
+  }
+#endif
   if (rank != 0) {
     ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());

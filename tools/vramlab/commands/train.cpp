@@ -406,11 +406,7 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
 // One process, N simulated ranks (threads), or the ranks mpirun started.
 void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
                const memory::Device& device) {
-#ifdef VRAMLAB_HAVE_MPI
   const bool mpi = dist::launched_by_mpirun();
-#else
-  const bool mpi = false;  // a build without MPI runs every copy mpirun starts as one process
-#endif
   if (mpi && o.simulate_ranks > 0)
     throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) +
                      " runs ranks as threads of one process; under mpirun the ranks are mpirun's");
@@ -424,7 +420,7 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     return;
   }
   if (mpi) {
-#ifdef VRAMLAB_HAVE_MPI
+    // Throws a UsageError naming the missing library in a build without MPI.
     const std::unique_ptr<dist::MpiCommunicator> world = dist::MpiCommunicator::world();
     if (device.kind == memory::DeviceKind::meta) world->set_move_data(false);
     options.parallel.data_parallel = world.get();
@@ -449,11 +445,6 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     outcomes[0].summary = std::move(mine.summary);
     report_ranks(o, options, outcomes);
     return;
-#else
-    throw UsageError(
-        "this build has no MPI: install libopenmpi-dev and rebuild, or use "
-        "--simulate-ranks N");
-#endif
   }
   std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
   dist::run_simulated_ranks(
