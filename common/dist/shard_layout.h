@@ -72,8 +72,9 @@ class ShardLayout {
   [[nodiscard]] const std::vector<int64_t>& tensor_offsets() const { return tensor_offsets_; }
   /// \param tensor index into specs. \return the index of the unit that holds it.
   [[nodiscard]] int64_t unit_of_tensor(int64_t tensor) const;
-  /// \param unit_layer a block index, or -1 with \p head false for the embedding unit and with
-  /// \p head true for the head unit. \return the unit's index, or -1 when there is none.
+  /// \param unit_layer a block index, or -1 for the embedding or head unit.
+  /// \param head with \p unit_layer -1: true for the head unit, false for the embedding unit.
+  /// \return the unit's index, or -1 when there is none.
   [[nodiscard]] int64_t find_unit(int64_t unit_layer, bool head = false) const;
   /// \param tensor index into specs. \return the ranks whose shards hold part of that tensor,
   /// ascending (one rank for a tensor inside a shard, several for one that straddles).
