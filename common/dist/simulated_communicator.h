@@ -11,7 +11,13 @@
 /// Faults: a rank that throws marks the world failed; every rank waiting in a call, and every
 /// later call, throws PeerFailure naming the failed rank and what it was doing. A collective
 /// whose ranks disagree (another operation, element count, dtype or root) fails on every rank
-/// with a PeerFailure naming the ranks and both calls. Nothing waits forever.
+/// with a PeerFailure naming the ranks and both calls. Nothing waits forever: when every rank that
+/// has not returned waits in a call no other rank can complete (a ring of blocking sends, a recv
+/// from a rank that has returned), every one of them throws a PeerFailure that starts with
+/// "deadlock:" and says what each rank waits for.
+///
+/// A SimulatedWorld made with move_data false synchronises and checks every call without touching
+/// memory; a communicator set to set_move_data(false) skips the world altogether and only counts.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +35,12 @@ class SimulatedWorld;
 class SimulatedCommunicator final : public Communicator {
  public:
   /// \param world shared by the ranks; must outlive the communicator. \param rank in [0, N).
+  /// \throws vramlab::UsageError for a rank outside [0, N).
   SimulatedCommunicator(SimulatedWorld& world, int64_t rank);
+  /// A communicator that keeps its world alive (the group worlds split() makes).
+  /// \param world shared by the group's ranks. \param rank in [0, N).
+  /// \throws vramlab::UsageError for a rank outside [0, N) or a null world.
+  SimulatedCommunicator(std::shared_ptr<SimulatedWorld> world, int64_t rank);
   [[nodiscard]] std::unique_ptr<Communicator> split(int64_t color, int64_t key) override;
   [[nodiscard]] std::string_view backend() const override { return "simulated"; }
 
@@ -43,6 +54,7 @@ class SimulatedCommunicator final : public Communicator {
   void do_barrier() override;
 
  private:
+  std::shared_ptr<SimulatedWorld> owned_world_;  // set for split() groups, null for the root world
   SimulatedWorld& world_;
 };
 
@@ -62,7 +74,10 @@ class SimulatedWorld {
   [[nodiscard]] int64_t world_size() const;
   /// \return whether calls copy data.
   [[nodiscard]] bool moves_data() const;
-  /// Marks the world failed because \p rank failed with \p reason (first call wins).
+  /// Marks the world failed because \p rank failed with \p reason (first call wins): every rank
+  /// waiting in a call, and every later call, throws PeerFailure "rank R failed: reason".
+  /// \param rank in [0, N). \param reason what the rank threw. \throws vramlab::UsageError for a
+  /// rank outside [0, N).
   void fail(int64_t rank, const std::string& reason);
 
   /// The shared state (rendezvous slots, mailboxes, failure); defined in the .cpp.
