@@ -185,8 +185,14 @@ int64_t count_layer_parameters(const ModelConfig& c, int64_t tp_size) {
 }  // namespace
 
 int64_t ParameterSpec::numel() const {
+  // The message is built only on overflow: full_index() calls this once per element.
   int64_t n = 1;
-  for (int64_t d : shape) n = checked_mul(n, d, ("numel of parameter " + name).c_str());
+  for (int64_t d : shape) {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(n, d, &product))
+      (void)checked_mul(n, d, ("numel of parameter " + name).c_str());  // throws, naming it
+    n = product;
+  }
   return n;
 }
 
