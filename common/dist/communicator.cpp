@@ -101,6 +101,26 @@ CallCounts CommunicationStats::total() const {
   return sum;
 }
 
+CommunicationStats& CommunicationStats::operator+=(const CommunicationStats& other) {
+  for (size_t c = 0; c < kCollectiveCount; ++c)
+    for (size_t t = 0; t < kTrafficCount; ++t) add(calls[c][t], other.calls[c][t]);
+  return *this;
+}
+
+CommunicationStats CommunicationStats::since(const CommunicationStats& earlier) const {
+  CommunicationStats d = *this;
+  for (size_t c = 0; c < kCollectiveCount; ++c)
+    for (size_t t = 0; t < kTrafficCount; ++t) {
+      CallCounts& x = d.calls[c][t];
+      const CallCounts& e = earlier.calls[c][t];
+      x.calls -= e.calls;
+      x.bytes_sent -= e.bytes_sent;
+      x.bytes_received -= e.bytes_received;
+      x.seconds -= e.seconds;
+    }
+  return d;
+}
+
 Chunk ring_chunk(int64_t n, int64_t world_size, int64_t c) {
   if (n < 0 || world_size < 1 || c < 0 || c >= world_size)
     throw InternalError("ring_chunk(" + std::to_string(n) + ", " + std::to_string(world_size) +

@@ -85,6 +85,10 @@ struct CommunicationStats {
   [[nodiscard]] CallCounts of(Collective collective) const;
   /// \return everything.
   [[nodiscard]] CallCounts total() const;
+  /// Adds \p other's counts (a TP group's to a DP group's). \return *this.
+  CommunicationStats& operator+=(const CommunicationStats& other);
+  /// \return the counts of *this not in \p earlier (a step's: after − before).
+  [[nodiscard]] CommunicationStats since(const CommunicationStats& earlier) const;
 };
 
 /// [first, first + count): a chunk of a buffer.

@@ -4,7 +4,12 @@
 /// MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Send/MPI_Recv, MPI_Barrier); bf16
 /// and f16 sums use a user-defined MPI operation (MPI has no 16-bit float types). In-place calls
 /// (reduce_scatter's output is chunk r of its input, all_gather's input is chunk r of its output,
-/// as NCCL allows) use MPI_IN_PLACE.
+/// as NCCL allows) use MPI_IN_PLACE; an in-place reduce-scatter leaves the input's other chunks
+/// undefined. MPI 3.1 counts are int: all-reduce, broadcast and send/recv of more than 2³¹ − 1
+/// elements go in pieces, while a reduce-scatter or all-gather of more than that per rank is a
+/// vramlab::UsageError. MPI errors come back as codes (MPI_ERRORS_RETURN) and are thrown: a bad
+/// argument as vramlab::UsageError, anything else (a truncated message, a lost peer) as
+/// PeerFailure, with MPI_Error_string's text.
 ///
 /// A rank that dies ends the job: OpenMPI's runtime kills the others and names the lost rank
 /// ("mpirun noticed that process rank 2 ... exited on signal 9"), so no rank hangs.

@@ -15,7 +15,7 @@
 // Note [Simulated failures and deadlocks]
 // One Hub (one mutex, one condition variable per thread) is shared by a world and the group worlds
 // split() makes from it, so a failure anywhere wakes every waiting thread. A thread only ever
-// waits in Hub::wait, which records what it waits for (a predicate and the call). When no thread
+// waits in wait_locked, which records what it waits for (a predicate and the call). When no thread
 // is running (all have returned or wait) and no waiting thread's predicate holds, nothing can
 // change any more: the world fails with "deadlock: ..." listing every waiting rank. Every state
 // change happens under the mutex, so this test is exact, never a timeout.
@@ -323,6 +323,7 @@ void phase_barrier(State& world, int64_t rank, const Call& call) {
 // out[i] = Σ over ranks 0..N−1 of slot[r].input[first + i], in rank order; 16-bit dtypes summed
 // in fp32 and rounded once to nearest even.
 void reduce_chunk(const State& world, DType dtype, int64_t first, int64_t count, std::byte* out) {
+  if (count == 0) return;  // an empty buffer may have no address at all
   const auto n = static_cast<size_t>(count);
   const auto input = [&](int64_t r) { return world.slots[static_cast<size_t>(r)].input; };
   if (dtype == DType::f32) {

@@ -14,7 +14,9 @@
 /// with a PeerFailure naming the ranks and both calls. Nothing waits forever: when every rank that
 /// has not returned waits in a call no other rank can complete (a ring of blocking sends, a recv
 /// from a rank that has returned), every one of them throws a PeerFailure that starts with
-/// "deadlock:" and says what each rank waits for.
+/// "deadlock:" and says what each rank waits for. (Only run_simulated_ranks knows when a rank
+/// has returned; threads that drive a SimulatedWorld themselves get the deadlocks among waiting
+/// ranks found, not a wait on a rank whose thread has ended.)
 ///
 /// A SimulatedWorld made with move_data false synchronises and checks every call without touching
 /// memory; a communicator set to set_move_data(false) skips the world altogether and only counts.

@@ -12,6 +12,7 @@
 
 #include "common/checkpoint/activation_peak.h"
 #include "common/checkpoint/recompute_schedule.h"
+#include "common/dist/shard_layout.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
@@ -177,6 +178,28 @@ Estimate estimate_memory(const EstimateInputs& in) {
   out.optimizer_states.bytes =
       stage >= 1 ? ceil_div(rank.optimizer_states(), nd) : rank.optimizer_states();
   out.master_weight_bytes = stage >= 1 ? ceil_div(rank.master_weights, nd) : rank.master_weights;
+  // The runtime's ZeRO (common/dist/data_parallel.h) shards elementwise optimizers over FSDP's
+  // padded units (dist::ShardLayout): Ψ' = Σ ⌈n_u/Nd⌉·Nd elements, a shard of Ψ'/Nd. With
+  // shapes the units are the model's (embedding, each block, head); without, one unit of Ψ.
+  // The padding is fewer than Nd elements per unit, invisible in the paper's figures, but this
+  // is what every rank's allocator holds, to the byte.
+  const bool elementwise = in.optimizer == Optimizer::sgd ||
+                           in.optimizer == Optimizer::sgd_momentum ||
+                           in.optimizer == Optimizer::adamw || in.optimizer == Optimizer::lion;
+  if (stage >= 1 && elementwise && in.tensor_parallel == 1) {
+    const int64_t padded =
+        in.model ? dist::ShardLayout(in.model->parameters(), nd).padded_numel()
+                 : checked_mul(ceil_div(rank_params, nd), nd, "padded parameter count");
+    const int64_t shard = padded / nd;
+    // Per element, exact for the elementwise optimizers: e.g. 2 + 2 + (4 + 8) for mixed AdamW.
+    const int64_t p_e = rank.parameters / rank_params, g_e = rank.gradients / rank_params;
+    const int64_t k_e = rank.optimizer_states() / rank_params,
+                  m_e = rank.master_weights / rank_params;
+    out.parameters.bytes = checked_mul(p_e, stage >= 3 ? shard : padded, "parameter bytes");
+    out.gradients.bytes = checked_mul(g_e, stage >= 2 ? shard : padded, "gradient bytes");
+    out.optimizer_states.bytes = checked_mul(k_e, shard, "optimizer-state bytes");
+    out.master_weight_bytes = checked_mul(m_e, shard, "master-weight bytes");
+  }
 
   const std::string p = per_param(rank.parameters, rank_params);
   const std::string g = per_param(rank.gradients, rank_params);

@@ -60,17 +60,28 @@ float normal_sample(uint64_t seed, uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
+// This tensor-parallel rank's part of the model, whole or sharded over the data-parallel ranks.
+ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
+                          const amp::PrecisionPolicy& precision, const ModelSharding& sharding,
+                          const dist::Communicator* tensor_parallel) {
+  const std::vector<ParameterSpec> specs = rank_parameters(runtime, config, tensor_parallel);
+  if (sharding.sharding == StoreSharding::none)
+    return ParameterStore(runtime, specs, precision.parameters, precision.gradients);
+  return ParameterStore(runtime, specs, precision.parameters, precision.gradients,
+                        dist::ShardLayout(specs, sharding.world_size), sharding.rank,
+                        sharding.sharding);
+}
+
 }  // namespace
 
 DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-                           const amp::PrecisionPolicy& precision,
+                           const amp::PrecisionPolicy& precision, const ModelSharding& sharding,
                            dist::Communicator* tensor_parallel)
     : runtime_(runtime),
       config_(config),
       tensor_parallel_(tensor_parallel),
       precision_(precision),
-      params_(runtime, rank_parameters(runtime, config, tensor_parallel), precision.parameters,
-              precision.gradients),
+      params_(make_store(runtime, config, precision, sharding, tensor_parallel)),
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
       blocks_(make_blocks(params_, config, tensor_parallel)),
@@ -94,29 +105,34 @@ void DecoderModel::initialise(uint64_t seed) {
     const ParameterView& view = params_.views()[p];
     const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
     const int64_t width = spec.shape.back();  // a row is contiguous in the whole tensor too
-    runtime_.kernels().fill_from_host(params_.value(view), [&](float* chunk, int64_t first,
-                                                               int64_t count) {
-      if (view.init == InitKind::zeros) {
-        std::fill(chunk, chunk + count, 0.0f);
-      } else if (view.init == InitKind::ones) {
-        std::fill(chunk, chunk + count, 1.0f);
-      } else {
+    // ZeRO-3: this rank's shard of the tensor only, from element part.first of it.
+    const LocalPart part = params_.local_part(view);
+    if (!part.values.none()) {
+      runtime_.kernels().fill_from_host(
+          part.values, [&](float* chunk, int64_t first, int64_t count) {
+            if (view.init == InitKind::zeros) {
+              std::fill(chunk, chunk + count, 0.0f);
+            } else if (view.init == InitKind::ones) {
+              std::fill(chunk, chunk + count, 1.0f);
+            } else {
 #pragma omp parallel
-        {
-          int64_t row = -1;
-          int64_t row_start = 0;  // index in the whole store of the row's first element
+              {
+                int64_t row = -1;
+                int64_t row_start = 0;  // index in the whole store of the row's first element
 #pragma omp for schedule(static)
-          for (int64_t i = 0; i < count; ++i) {
-            const int64_t local = first + i;
-            if (local / width != row) {
-              row = local / width;
-              row_start = whole_offset + spec.full_index(row * width);
+                for (int64_t i = 0; i < count; ++i) {
+                  const int64_t local = part.first + first + i;  // within this rank's tensor
+                  if (local / width != row) {
+                    row = local / width;
+                    row_start = whole_offset + spec.full_index(row * width);
+                  }
+                  chunk[i] =
+                      std * normal_sample(seed, static_cast<uint64_t>(row_start + local % width));
+                }
+              }
             }
-            chunk[i] = std * normal_sample(seed, static_cast<uint64_t>(row_start + local % width));
-          }
-        }
-      }
-    });
+          });
+    }
     int64_t whole_numel = 1;
     for (int64_t d : spec.full_shape()) whole_numel *= d;
     whole_offset += whole_numel;

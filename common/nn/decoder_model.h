@@ -39,6 +39,13 @@ class Communicator;
 
 namespace vramlab::nn {
 
+/// What one data-parallel rank holds of the model's store (ZeRO; see parameter_store.h).
+struct ModelSharding {
+  int64_t world_size = 1;                        ///< data-parallel ranks N
+  int64_t rank = 0;                              ///< this rank
+  StoreSharding sharding = StoreSharding::none;  ///< none: the whole store, unpadded
+};
+
 /// The model: parameters, modules, forward and backward.
 class DecoderModel {
  public:
@@ -48,14 +55,17 @@ class DecoderModel {
   /// initial weights (same seed, same weights on every device). \throws vramlab::UsageError for an
   /// invalid config; memory::OutOfMemoryError when full. \param precision the storage types
   /// (common/amp/precision_policy.h): parameters, gradients and activations; fp32 by default.
+  /// \param sharding what this data-parallel rank holds of the store (ZeRO-1/2/3 lay it out in
+  /// padded units, dist::ShardLayout); the whole store by default.
   /// \param tensor_parallel the tensor-parallel group (must outlive the model; every rank of it
   /// constructs its model with the same config and seed): this rank holds its part of the
   /// parameters, initialised to its slice of the whole model's weights for \p seed, so that a
-  /// run over t ranks computes the same model as one rank. Null (the default): t = 1.
+  /// run over t ranks computes the same model as one rank (under ZeRO, \p sharding shards this
+  /// part). Null (the default): t = 1.
   /// \throws vramlab::UsageError also for heads, kv_heads or ffn_hidden not divisible by t, and
   /// for a group that moves data on the meta device (call set_move_data(false) there).
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-               const amp::PrecisionPolicy& precision = {},
+               const amp::PrecisionPolicy& precision = {}, const ModelSharding& sharding = {},
                dist::Communicator* tensor_parallel = nullptr);
 
   /// Forward pass; saves what backward needs in \p saved, then, after each block, frees what the

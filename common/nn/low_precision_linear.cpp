@@ -10,6 +10,12 @@
 // f32 (beta = 1), and dweight may be f32 (fp32 gradients) with bf16 inputs in the same call.
 // Transposed operands (Wᵀ in the forward, doutᵀ for dweight) are memory descriptors with swapped
 // strides, never copies.
+//
+// Threads. Simulated data-parallel ranks (common/dist/simulated_communicator.h) are threads that
+// run linears at the same time. A cached primitive may execute concurrently, but a stream may not
+// be shared, and with oneDNN's default "library" scratchpad mode primitives share one scratchpad
+// unless the library was built for concurrent execution (Debian's is not): two ranks then wrote
+// each other's partial sums. Each thread has its own stream and its own scratchpad (mode "user").
 #include "common/nn/low_precision_linear.h"
 
 #include <array>
@@ -118,13 +124,29 @@ void widened_backward(A* dinp, G* dweight, G* dbias, const A* dout, const A* inp
 
 struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
 };
 
 OneDnn& onednn() {
   static OneDnn instance;
   return instance;
 }
+
+// This thread's stream and scratchpad (see the note on threads).
+struct ThreadResources {
+  dnnl::stream stream{onednn().engine};
+  std::vector<unsigned char> scratchpad;
+};
+
+ThreadResources& thread_resources() {
+  thread_local ThreadResources resources;
+  return resources;
+}
+
+// A cached primitive and the scratchpad its every execution is handed.
+struct CachedMatmul {
+  dnnl::matmul primitive;
+  memory::desc scratchpad;
+};
 
 template <typename T>
 memory::data_type data_type() {
@@ -165,15 +187,16 @@ PrimitiveKey primitive_key(const Matrix& src, const Matrix& weights, const Matri
 // and over, and creating the primitive descriptor (oneDNN's choice of kernel and blocking) each
 // time cost 5 to 15% of the layer at gpt2-tiny sizes (N=1024, C=256, OC=768, one thread: 2.05 ms
 // per forward + backward with the cache, 2.2 to 2.4 ms without).
-const dnnl::matmul& cached_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
+const CachedMatmul& cached_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
                                   const Matrix& dst, bool accumulate) {
   static std::mutex mutex;
-  static std::map<PrimitiveKey, dnnl::matmul> cache;
+  static std::map<PrimitiveKey, CachedMatmul> cache;
   const std::lock_guard<std::mutex> lock(mutex);
   const PrimitiveKey key = primitive_key(src, weights, bias, dst, accumulate);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (accumulate) {
     dnnl::post_ops sum;
     sum.append_sum(1.0f);
@@ -182,7 +205,7 @@ const dnnl::matmul& cached_matmul(const Matrix& src, const Matrix& weights, cons
   const memory::desc bias_desc = bias ? bias->desc() : memory::desc();
   const dnnl::matmul::desc op(src.desc(), weights.desc(), bias_desc, dst.desc());
   const dnnl::matmul::primitive_desc pd(op, attr, onednn().engine);
-  return cache.emplace(key, dnnl::matmul(pd)).first->second;
+  return cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
 }
 
 // dst = src · weights (+ bias) (+ dst when accumulate), accumulated in f32 and rounded once into
@@ -190,7 +213,8 @@ const dnnl::matmul& cached_matmul(const Matrix& src, const Matrix& weights, cons
 void onednn_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias, const Matrix& dst,
                    bool accumulate) {
   OneDnn& dnn = onednn();
-  const dnnl::matmul& matmul = cached_matmul(src, weights, bias, dst, accumulate);
+  ThreadResources& mine = thread_resources();
+  const CachedMatmul& matmul = cached_matmul(src, weights, bias, dst, accumulate);
   const auto handle = [](const Matrix& m) { return const_cast<void*>(m.data); };
   const memory src_memory(src.desc(), dnn.engine, handle(src));
   const memory weights_memory(weights.desc(), dnn.engine, handle(weights));
@@ -198,8 +222,11 @@ void onednn_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src_memory}, {DNNL_ARG_WEIGHTS, weights_memory}, {DNNL_ARG_DST, dst_memory}};
   if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias->desc(), dnn.engine, handle(*bias)));
-  matmul.execute(dnn.stream, args);
-  dnn.stream.wait();
+  const size_t scratch_bytes = matmul.scratchpad.get_size();
+  if (mine.scratchpad.size() < scratch_bytes) mine.scratchpad.resize(scratch_bytes);
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(matmul.scratchpad, dnn.engine, mine.scratchpad.data()));
+  matmul.primitive.execute(mine.stream, args);
+  mine.stream.wait();
 }
 
 template <typename A>

@@ -1,22 +1,74 @@
-// ParameterStore: one block of parameters, one of gradients, named views (see parameter_store.h).
+// ParameterStore: one block of parameters, one of gradients, named views; sharded under ZeRO
+// (see parameter_store.h).
 #include "common/nn/parameter_store.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/memory/memory_category.h"
+#include "common/platform/errors.h"
 
 namespace vramlab::nn {
 
+namespace {
+
+std::vector<ParameterView> make_views(const std::vector<ParameterSpec>& specs,
+                                      const dist::ShardLayout& layout) {
+  std::vector<ParameterView> views;
+  int64_t logical = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParameterSpec& spec = specs[i];
+    ParameterView view{spec.name,    spec.shape, spec.layer, layout.tensor_offsets()[i],
+                       spec.numel(), spec.init};
+    view.logical_offset = logical;
+    view.unit = layout.unit_of_tensor(static_cast<int64_t>(i));
+    logical += spec.numel();
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+bool sharded_gradients(StoreSharding s) {
+  return s == StoreSharding::gradients || s == StoreSharding::parameters;
+}
+
+}  // namespace
+
 ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
                                DType value_dtype, DType grad_dtype)
-    : runtime_(runtime), grad_dtype_(grad_dtype) {
-  for (const ParameterSpec& spec : specs) {
-    views_.push_back(
-        ParameterView{spec.name, spec.shape, spec.layer, numel_, spec.numel(), spec.init});
-    numel_ += spec.numel();
-  }
+    : runtime_(runtime), grad_dtype_(grad_dtype), layout_(specs, 1) {
+  views_ = make_views(specs, layout_);
+  numel_ = layout_.numel();
   values_ =
       runtime_.allocate({numel_}, value_dtype, memory::MemoryCategory::parameter, "parameters");
+}
+
+ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
+                               DType value_dtype, DType grad_dtype, const dist::ShardLayout& layout,
+                               int64_t rank, StoreSharding sharding)
+    : runtime_(runtime),
+      grad_dtype_(grad_dtype),
+      layout_(layout),
+      rank_(rank),
+      sharding_(sharding) {
+  if (rank < 0 || rank >= layout.world_size())
+    throw UsageError("rank " + std::to_string(rank) + " outside [0, " +
+                     std::to_string(layout.world_size()) + ")");
+  if (static_cast<int64_t>(specs.size()) != static_cast<int64_t>(layout.tensor_offsets().size()))
+    throw UsageError("the shard layout was made for " +
+                     std::to_string(layout.tensor_offsets().size()) + " tensors, not " +
+                     std::to_string(specs.size()));
+  views_ = make_views(specs, layout_);
+  numel_ = layout_.numel();
+  if (sharding_ == StoreSharding::none && layout_.padded_numel() != numel_)
+    throw UsageError("an unsharded store cannot be padded (use a layout of one rank)");
+  const int64_t held =
+      sharding_ == StoreSharding::parameters ? layout_.shard_numel() : layout_.padded_numel();
+  values_ = runtime_.zeros(
+      {held}, memory::MemoryCategory::parameter,
+      sharding_ == StoreSharding::parameters ? "parameters (shard)" : "parameters", value_dtype);
+  unit_values_.resize(layout_.units().size());
+  unit_grads_.resize(layout_.units().size());
 }
 
 const ParameterView& ParameterStore::find(std::string_view name) const {
@@ -31,15 +83,80 @@ bool ParameterStore::contains(std::string_view name) const {
   return false;
 }
 
+memory::TensorView ParameterStore::unit_slice(const std::vector<Tensor>& slots,
+                                              const ParameterView& view, const char* what) const {
+  const Tensor& unit = slots[static_cast<size_t>(view.unit)];
+  const dist::ShardUnit& u = layout_.units()[static_cast<size_t>(view.unit)];
+  if (unit.empty())
+    throw InternalError(std::string("the ") + what + " of " + view.name + " were used while unit " +
+                        u.name + " was not gathered (ZeRO)");
+  return unit.view(view.offset - u.offset, view.shape);
+}
+
+int64_t ParameterStore::local_numel() const {
+  return sharding_ == StoreSharding::none ? numel_ : layout_.shard_numel();
+}
+
+memory::TensorView ParameterStore::local_values(int64_t unit) const {
+  const dist::ShardUnit& u = layout_.units().at(static_cast<size_t>(unit));
+  if (sharding_ == StoreSharding::parameters) return values_.view(u.shard_offset, {u.shard_numel});
+  return values_.view(u.offset + rank_ * u.shard_numel, {u.shard_numel});
+}
+
+memory::TensorView ParameterStore::local_grads(int64_t unit) const {
+  if (grads_.empty()) throw std::logic_error("parameter store: no gradients to shard");
+  const dist::ShardUnit& u = layout_.units().at(static_cast<size_t>(unit));
+  if (sharded_gradients(sharding_)) return grads_.view(u.shard_offset, {u.shard_numel});
+  return grads_.view(u.offset + rank_ * u.shard_numel, {u.shard_numel});
+}
+
+std::vector<LocalRange> ParameterStore::local_ranges() const {
+  if (grads_.empty()) throw std::logic_error("parameter store: no gradients to update from");
+  if (sharding_ == StoreSharding::none) return {LocalRange{values_.view(), grads_.view(), 0}};
+  std::vector<LocalRange> ranges;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const auto unit = static_cast<int64_t>(u);
+    ranges.push_back(
+        LocalRange{local_values(unit), local_grads(unit), layout_.units()[u].shard_offset});
+  }
+  return ranges;
+}
+
+LocalPart ParameterStore::local_part(const ParameterView& view) const {
+  if (sharding_ != StoreSharding::parameters)
+    return LocalPart{values_.view(view.offset, {view.numel}), 0};
+  // The tensor's elements within its unit, intersected with this rank's shard of the unit.
+  const dist::ShardUnit& u = layout_.units()[static_cast<size_t>(view.unit)];
+  const int64_t begin = view.offset - u.offset, end = begin + view.numel;
+  const int64_t shard_begin = rank_ * u.shard_numel, shard_end = shard_begin + u.shard_numel;
+  const int64_t first = std::max(begin, shard_begin), last = std::min(end, shard_end);
+  if (first >= last) return LocalPart{};
+  return LocalPart{values_.view(u.shard_offset + (first - shard_begin), {last - first}),
+                   first - begin};
+}
+
+Tensor& ParameterStore::unit_values(int64_t unit) {
+  return unit_values_.at(static_cast<size_t>(unit));
+}
+
+Tensor& ParameterStore::unit_grads(int64_t unit) {
+  return unit_grads_.at(static_cast<size_t>(unit));
+}
+
 void ParameterStore::ensure_grads() {
-  if (grads_.empty())
-    grads_ = runtime_.zeros({numel_}, memory::MemoryCategory::gradient, "gradients", grad_dtype_);
+  if (!grads_.empty()) return;
+  const int64_t held = sharding_ == StoreSharding::none ? numel_
+                       : sharded_gradients(sharding_)   ? layout_.shard_numel()
+                                                        : layout_.padded_numel();
+  grads_ =
+      runtime_.zeros({held}, memory::MemoryCategory::gradient,
+                     sharded_gradients(sharding_) ? "gradients (shard)" : "gradients", grad_dtype_);
 }
 
 void ParameterStore::zero_grad(bool set_to_none) {
   if (set_to_none) {
     grads_.reset();
-  } else {
+  } else if (!grads_.empty()) {
     runtime_.fill_zero(grads_);
   }
 }

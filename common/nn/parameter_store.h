@@ -1,10 +1,22 @@
 /// \file
-/// \brief ParameterStore: all parameters of a model in one contiguous block (f32, or 16-bit) (llm.c's layout),
-/// their gradients in a second block, and named views in ModelConfig::parameters() order.
+/// \brief ParameterStore: all parameters of a model in one contiguous block (f32, or 16-bit)
+/// (llm.c's layout), their gradients in a second block, and named views in
+/// ModelConfig::parameters() order.
 ///
 /// One block per role keeps the allocator's parameter bytes equal to 4 × parameter_count (up to
 /// the allocator's 512-byte rounding of that one block), lets the optimizer update every tensor
 /// with one kernel call, and zeroes all gradients with one fill.
+///
+/// **Sharded (ZeRO).** With a dist::ShardLayout the store is laid out in FSDP's padded units and
+/// this rank holds (StoreSharding):
+/// - `optimizer_states` (ZeRO-1): every parameter and gradient, padded; it updates its shards.
+/// - `gradients` (ZeRO-2): every parameter; of the gradients only its shards (the local shard),
+///   plus, during the backward, the full gradient of the units whose backward is running
+///   (unit_grads(), filled by the modules, reduce-scattered into the shard by the strategy).
+/// - `parameters` (ZeRO-3): only its shards of parameters and gradients; a unit's full parameters
+///   exist while the strategy has gathered them (unit_values()), and the modules read them there.
+/// Modules never see the difference: value() and grad() point wherever the tensor lives now, and
+/// reading a tensor that is not there is an InternalError naming it.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/dist/shard_layout.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
@@ -23,9 +36,36 @@ struct ParameterView {
   std::string name;            ///< e.g. "blocks.0.attn.qkv.weight".
   std::vector<int64_t> shape;  ///< e.g. {3C, C}.
   int64_t layer = -1;          ///< block index or -1.
-  int64_t offset = 0;          ///< first element inside the store.
+  int64_t offset = 0;          ///< first element inside the (padded) store.
   int64_t numel = 0;           ///< number of elements.
   InitKind init{};             ///< how DecoderModel::initialise fills it (normal if unset).
+  /// First element in the unpadded order of ModelConfig::parameters(): the index of the
+  /// initialisation's random stream, so a padded store holds the same model as a plain one.
+  int64_t logical_offset = 0;
+  int64_t unit = 0;  ///< its dist::ShardLayout unit (0 in an unsharded store).
+};
+
+/// What this rank of a data-parallel group holds of the store (see the file comment).
+enum class StoreSharding {
+  none,              ///< everything, unpadded (one process, or DDP)
+  optimizer_states,  ///< ZeRO-1
+  gradients,         ///< ZeRO-2
+  parameters,        ///< ZeRO-3
+};
+
+/// A part of the store this rank updates: what an optimizer steps, and where that part's
+/// optimizer states sit in the rank's state buffers (of local_numel() elements).
+struct LocalRange {
+  memory::TensorView
+      values;                ///< (count) parameters (the 16-bit working copy under mixed precision)
+  memory::TensorView grads;  ///< (count) their reduced gradients
+  int64_t state_offset = 0;  ///< first element of this range in the state buffers
+};
+
+/// The part of one parameter tensor this rank holds (ZeRO-3: at most one contiguous piece).
+struct LocalPart {
+  memory::TensorView values;  ///< (count) flat, none when the rank holds none of the tensor
+  int64_t first = 0;          ///< index of values' first element within the tensor
 };
 
 /// The parameters (category parameter) and gradients (category gradient) of one model.
@@ -38,6 +78,16 @@ class ParameterStore {
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
                  DType value_dtype = DType::f32, DType grad_dtype = DType::f32);
+  /// A sharded store (see the file comment): zero-filled, so the padding stays zero.
+  /// \param runtime must outlive the store. \param specs from ModelConfig::parameters().
+  /// \param value_dtype the parameters' type. \param grad_dtype the gradients' type.
+  /// \param layout the units over the data-parallel ranks (made from \p specs).
+  /// \param rank this rank, in [0, layout.world_size()). \param sharding what the rank holds.
+  /// \throws vramlab::UsageError for a rank out of range or a layout of other specs;
+  /// vramlab::memory::OutOfMemoryError when the device is full.
+  ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs, DType value_dtype,
+                 DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
+                 StoreSharding sharding);
 
   /// Linear search over the names; modules call it once, at construction. \throws std::logic_error
   /// if absent.
@@ -46,23 +96,56 @@ class ParameterStore {
   [[nodiscard]] bool contains(std::string_view name) const;
   /// In layout order (ModelConfig::parameters()).
   [[nodiscard]] const std::vector<ParameterView>& views() const { return views_; }
-  /// Parameter count (not bytes): the values block holds numel × the type's size.
+  /// Parameter count (not bytes), padding excluded.
   [[nodiscard]] int64_t numel() const { return numel_; }
 
   /// \p view must come from this store. \return the values, with the parameter's shape.
+  /// \throws vramlab::InternalError under ZeRO-3 when the tensor's unit is not gathered.
   [[nodiscard]] memory::TensorView value(const ParameterView& view) const {
-    return values_.view(view.offset, view.shape);
+    if (sharding_ != StoreSharding::parameters) return values_.view(view.offset, view.shape);
+    return unit_slice(unit_values_, view, "parameters");
   }
-  /// As value(), into the gradient block; call ensure_grads() first if they may be released.
+  /// As value(), into the gradients; call ensure_grads() first if they may be released.
+  /// \throws vramlab::InternalError under ZeRO-2/3 when the tensor's unit has no full gradient.
   [[nodiscard]] memory::TensorView grad(const ParameterView& view) const {
-    return grads_.view(view.offset, view.shape);
+    if (sharding_ == StoreSharding::none || sharding_ == StoreSharding::optimizer_states)
+      return grads_.view(view.offset, view.shape);
+    return unit_slice(unit_grads_, view, "gradient");
   }
-  /// \return the parameter block, (numel).
+  /// \return the parameter block: (numel) unsharded, (padded numel) under ZeRO-1/2, this rank's
+  /// local shard (shard numel) under ZeRO-3.
   [[nodiscard]] const Tensor& values() const { return values_; }
-  /// \return the gradient block, (numel); empty when gradients are released.
+  /// \return the gradient block, shaped as values() for none and ZeRO-1, the local shard under
+  /// ZeRO-2/3; empty when gradients are released.
   [[nodiscard]] const Tensor& grads() const { return grads_; }
 
-  /// Makes sure a zeroed gradient block exists (allocates it if it was released).
+  /// \return what this rank holds.
+  [[nodiscard]] StoreSharding sharding() const { return sharding_; }
+  /// \return the units (a single unpadded unit per layer when unsharded: dist::ShardLayout with
+  /// one rank).
+  [[nodiscard]] const dist::ShardLayout& layout() const { return layout_; }
+  /// \return this rank's index in the data-parallel group (0 unsharded).
+  [[nodiscard]] int64_t rank() const { return rank_; }
+  /// \return elements this rank updates: numel() unsharded, the local shard's otherwise.
+  [[nodiscard]] int64_t local_numel() const;
+  /// \return the parts this rank updates (one unsharded, one per unit sharded), in state order.
+  /// The gradients must exist.
+  [[nodiscard]] std::vector<LocalRange> local_ranges() const;
+  /// \return this rank's shard of unit \p unit's values, (shard numel of the unit).
+  [[nodiscard]] memory::TensorView local_values(int64_t unit) const;
+  /// \return this rank's shard of unit \p unit's gradients (they must exist).
+  [[nodiscard]] memory::TensorView local_grads(int64_t unit) const;
+  /// \return the part of \p view's tensor this rank holds in values() (what initialisation fills).
+  [[nodiscard]] LocalPart local_part(const ParameterView& view) const;
+  /// ZeRO-3: unit \p unit's full parameters (padded), empty when not gathered; the strategy
+  /// allocates and releases them. \return the slot.
+  [[nodiscard]] Tensor& unit_values(int64_t unit);
+  /// ZeRO-2/3: unit \p unit's full gradient (padded) during its backward, else empty. \return
+  /// the slot.
+  [[nodiscard]] Tensor& unit_grads(int64_t unit);
+
+  /// Makes sure a zeroed gradient block exists (allocates it if it was released): the whole
+  /// store's, or the local shard's under ZeRO-2/3.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   void ensure_grads();
   /// Clears the gradients before the next backward.
@@ -71,12 +154,20 @@ class ParameterStore {
   void zero_grad(bool set_to_none);
 
  private:
+  memory::TensorView unit_slice(const std::vector<Tensor>& slots, const ParameterView& view,
+                                const char* what) const;
+
   Runtime& runtime_;
   DType grad_dtype_;
+  dist::ShardLayout layout_;
+  int64_t rank_ = 0;
+  StoreSharding sharding_ = StoreSharding::none;
   std::vector<ParameterView> views_;
   int64_t numel_ = 0;
-  Tensor values_;  // (numel) every parameter, layout order
-  Tensor grads_;   // (numel) their gradients, or empty
+  Tensor values_;                    // (numel | padded numel | shard numel) see values()
+  Tensor grads_;                     // (numel | padded numel | shard numel) see grads(), or empty
+  std::vector<Tensor> unit_values_;  // ZeRO-3, per unit: (padded unit numel) while gathered
+  std::vector<Tensor> unit_grads_;   // ZeRO-2/3, per unit: (padded unit numel) during its backward
 };
 
 }  // namespace vramlab::nn

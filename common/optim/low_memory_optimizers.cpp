@@ -51,11 +51,12 @@ Lion::Lion(nn::Runtime& runtime, const kernels::cpu::LionHyperparameters& hp,
 
 void Lion::step(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
-  const memory::TensorView values = updated_values(params);
-  if (m_.empty()) m_ = make_state(params.numel(), "lion.exp_avg");
+  const std::vector<Update> updates = local_updates(params);
+  if (m_.empty()) m_ = make_state(params.local_numel(), "lion.exp_avg");
   ++steps_;
-  runtime_.kernels().lion_update(values, params.grads().view(), m_.view(),
-                                 working_copy(params, master_), hp_, grad_multiplier, rounding());
+  for (const Update& u : updates)
+    runtime_.kernels().lion_update(u.values, u.grads, state_slice(m_, u), u.working_copy, hp_,
+                                   grad_multiplier, rounding());
 }
 
 int64_t Lion::state_bytes() const {

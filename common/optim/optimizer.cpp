@@ -36,6 +36,8 @@ memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {
 }
 
 memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
+  if (params.sharding() != nn::StoreSharding::none)
+    throw UsageError("this optimizer steps whole tensors and cannot update a ZeRO shard");
   if (!precision_.master_weights) return params.values().view();
   if (master_.empty()) {
     master_ = runtime_.allocate({params.numel()}, DType::f32,
@@ -43,6 +45,32 @@ memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
     runtime_.kernels().cast(master_.view(), params.values().view());
   }
   return master_.view();
+}
+
+std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& params) {
+  const std::vector<nn::LocalRange> ranges = params.local_ranges();
+  if (precision_.master_weights && master_.empty()) {
+    // The fp32 master of this rank's part only (ZeRO shards it with the other states).
+    memory::Tensor master =
+        runtime_.allocate({params.local_numel()}, DType::f32,
+                          memory::MemoryCategory::optimizer_state, "master weights");
+    for (const nn::LocalRange& r : ranges)
+      runtime_.kernels().cast(master.view().slice(r.state_offset, {r.values.numel()}), r.values);
+    master_ = std::move(master);
+  }
+  std::vector<Update> updates;
+  for (const nn::LocalRange& r : ranges) {
+    const int64_t n = r.values.numel();
+    updates.push_back(
+        master_.empty()
+            ? Update{r.values, r.grads, memory::TensorView(), r.state_offset}
+            : Update{master_.view().slice(r.state_offset, {n}), r.grads, r.values, r.state_offset});
+  }
+  return updates;
+}
+
+memory::TensorView Optimizer::state_slice(const memory::Tensor& state, const Update& update) {
+  return state.view().slice(update.state_offset, {update.values.numel()});
 }
 
 nn::ParameterRounding Optimizer::rounding() const {
@@ -63,18 +91,18 @@ AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
 
 void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
-  const memory::TensorView values = updated_values(params);
+  const std::vector<Update> updates = local_updates(params);
   if (m_.empty()) {
     // Both or neither: an out-of-memory error on v frees m, so a retry starts clean.
-    memory::Tensor m = make_state(params.numel(), "adamw.exp_avg");
-    memory::Tensor v = make_state(params.numel(), "adamw.exp_avg_sq");
+    memory::Tensor m = make_state(params.local_numel(), "adamw.exp_avg");
+    memory::Tensor v = make_state(params.local_numel(), "adamw.exp_avg_sq");
     m_ = std::move(m);
     v_ = std::move(v);
   }
   ++steps_;
-  runtime_.kernels().adamw_update(values, params.grads().view(), m_.view(), v_.view(),
-                                  working_copy(params, master_), hp_, steps_, grad_multiplier,
-                                  rounding());
+  for (const Update& u : updates)
+    runtime_.kernels().adamw_update(u.values, u.grads, state_slice(m_, u), state_slice(v_, u),
+                                    u.working_copy, hp_, steps_, grad_multiplier, rounding());
 }
 
 int64_t AdamW::state_bytes() const {
@@ -96,14 +124,15 @@ Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight
 
 void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
-  const memory::TensorView values = updated_values(params);
+  const std::vector<Update> updates = local_updates(params);
   if (momentum_ > 0 && momentum_buffer_.empty())
-    momentum_buffer_ = make_state(params.numel(), "sgd.momentum");
+    momentum_buffer_ = make_state(params.local_numel(), "sgd.momentum");
   ++steps_;
-  runtime_.kernels().sgd_update(values, params.grads().view(),
-                                momentum_ > 0 ? momentum_buffer_.view() : memory::TensorView(),
-                                working_copy(params, master_), learning_rate_, momentum_,
-                                weight_decay_, nesterov_, grad_multiplier, rounding());
+  for (const Update& u : updates)
+    runtime_.kernels().sgd_update(
+        u.values, u.grads, momentum_ > 0 ? state_slice(momentum_buffer_, u) : memory::TensorView(),
+        u.working_copy, learning_rate_, momentum_, weight_decay_, nesterov_, grad_multiplier,
+        rounding());
 }
 
 int64_t Sgd::state_bytes() const {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
 #include "common/amp/precision_policy.h"
 
 #include "common/memory/tensor.h"
@@ -63,8 +65,22 @@ class Optimizer {
   /// \throws std::logic_error when \p params holds no gradients.
   static void require_gradients(const nn::ParameterStore& params);
   /// At the first step of mixed precision: the fp32 master from the parameters. \return what the
-  /// update kernel updates (the master, else the parameters).
+  /// update kernel updates (the master, else the parameters). For the optimizers that step whole
+  /// tensors. \throws vramlab::UsageError for a ZeRO-sharded store.
   memory::TensorView updated_values(nn::ParameterStore& params);
+  /// One elementwise update call: a part of the store this rank updates (nn::LocalRange).
+  struct Update {
+    memory::TensorView
+        values;  ///< (n) what the kernel updates: the master slice, else the parameters
+    memory::TensorView grads;         ///< (n) the reduced gradients
+    memory::TensorView working_copy;  ///< (n) the 16-bit parameters to write back, or none
+    int64_t state_offset = 0;         ///< where the part's states start
+  };
+  /// The elementwise optimizers' view of a step: one Update per nn::LocalRange (one unsharded,
+  /// one per unit under ZeRO), with the master (of the local part only) made at the first step.
+  std::vector<Update> local_updates(nn::ParameterStore& params);
+  /// \return the part of \p state (local_numel elements) that \p update's states occupy.
+  static memory::TensorView state_slice(const memory::Tensor& state, const Update& update);
   /// \return how this step rounds 16-bit parameters: the policy's choice, with random bits that
   /// differ from step to step.
   [[nodiscard]] nn::ParameterRounding rounding() const;

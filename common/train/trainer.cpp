@@ -83,6 +83,16 @@ void validate(const TrainOptions& options) {
   if (!(std::isfinite(options.max_grad_norm) && options.max_grad_norm >= 0.0f))
     throw UsageError("--clip-grad-norm " + std::to_string(options.max_grad_norm) +
                      " must be a finite number >= 0 (0 turns clipping off)");
+  const dist::ParallelOptions& parallel = options.parallel;
+  if (parallel.zero != dist::ZeroStage::ddp && parallel.data_parallel == nullptr)
+    throw UsageError("--zero " + std::to_string(static_cast<int64_t>(parallel.zero)) +
+                     " needs data-parallel ranks (run under mpirun or with --simulate-ranks N)");
+  if (parallel.zero != dist::ZeroStage::ddp && optim::needs_model(options.optimizer))
+    throw UsageError("--optimizer " + std::string(estimate::optimizer_name(options.optimizer)) +
+                     " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
+                     "or sgd, sgd-momentum, adamw or lion");
+  if (parallel.prefetch && parallel.zero != dist::ZeroStage::parameters)
+    throw UsageError("--prefetch gathers ZeRO-3's next unit early: it needs --zero 3");
 }
 
 std::vector<int64_t> step_micro_batches(const TrainOptions& options) {
@@ -154,10 +164,20 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optimizer_settings.eight_bit = options_.eight_bit;
   optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision,
                                      &options_.model);
+  const dist::ParallelOptions& parallel = options_.parallel;
+  const int64_t ranks = parallel.data_parallel_size();
   {
     // Named so that an allocator trace tells the parameters apart from the step's tensors.
     const memory::ContextLabelScope label("setup");
-    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision);
+    const nn::ModelSharding sharding{ranks,
+                                     parallel.data_parallel ? parallel.data_parallel->rank() : 0,
+                                     dist::store_sharding(parallel.zero)};
+    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
+                                                sharding);
+  }
+  if (parallel.data_parallel != nullptr) {
+    data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
+    model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
   model_->set_dropout(options_.dropout);
   model_->set_attention(options_.attention);
@@ -166,16 +186,35 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
                 T = options_.seq;
   inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
   targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
-  host_inputs_.resize(static_cast<size_t>(B * T));
-  host_targets_.resize(static_cast<size_t>(B * T));
+  host_inputs_.resize(static_cast<size_t>(ranks * B * T));
+  host_targets_.resize(static_cast<size_t>(ranks * B * T));
 }
 
 StepResult Trainer::step() {
+  try {
+    return step_unguarded();
+  } catch (...) {
+    // An out-of-memory error skipped the phases' after(): nothing gathered may outlive the step.
+    if (data_parallel_) data_parallel_->release_all();
+    throw;
+  }
+}
+
+StepResult Trainer::step_unguarded() {
   const auto start = std::chrono::steady_clock::now();
   const int64_t B = inputs_.shape()[0], T = options_.seq;  // B: sequences of all micro-batches
-  data_.next_batch(host_inputs_.data(), host_targets_.data(), B, T);
-  runtime_.copy_to_device(inputs_, host_inputs_.data());
-  runtime_.copy_to_device(targets_, host_targets_.data());
+  const dist::ParallelOptions& parallel = options_.parallel;
+  const int64_t ranks = parallel.data_parallel_size();
+  const int64_t rank = parallel.data_parallel ? parallel.data_parallel->rank() : 0;
+  dist::CommunicationStats before;
+  if (parallel.data_parallel) before += parallel.data_parallel->stats();
+  if (parallel.tensor_parallel) before += parallel.tensor_parallel->stats();
+  // Every rank draws the global batch and keeps its rows: the same data as one process would
+  // train on with N times the batch.
+  data_.next_batch(host_inputs_.data(), host_targets_.data(), ranks * B, T);
+  const auto mine = static_cast<size_t>(rank * B * T);
+  runtime_.copy_to_device(inputs_, host_inputs_.data() + mine);
+  runtime_.copy_to_device(targets_, host_targets_.data() + mine);
   StepResult result;
   result.micro_batches = static_cast<int64_t>(micro_batch_sizes_.size());
   result.loss_scale = scaler_.scale();
@@ -191,7 +230,8 @@ StepResult Trainer::step() {
   // Each token's loss enters the objective with weight 1/(B·T) whichever micro-batch holds it
   // (micro_batches.h), times the loss scale: (loss * scale).backward() in PyTorch.
   const double total_tokens = static_cast<double>(B * T);
-  const double loss_gradient = scaler_.scale() / total_tokens;
+  // The gradient of the mean over every rank's tokens: the ranks' gradients are then summed.
+  const double loss_gradient = scaler_.scale() / (total_tokens * static_cast<double>(ranks));
   int64_t first_row = 0;
   double loss = 0.0;
   for (const int64_t b : micro_batch_sizes_) {
@@ -208,7 +248,9 @@ StepResult Trainer::step() {
     model_->backward(saved, tokens, targets, b, T, loss_gradient);
     result.activation_peak_bytes = std::max(result.activation_peak_bytes, saved.peak_bytes());
     first_row += b;
+    if (data_parallel_) data_parallel_->finish_backward(first_row == B);
   }
+  if (data_parallel_) loss = data_parallel_->mean_loss(loss);
   {
     const memory::ContextLabelScope label("optimizer");
     nn::SavedActivations none(runtime_, options_.model.layers);
@@ -219,8 +261,10 @@ StepResult Trainer::step() {
     float multiplier = 1.0f;
     result.grad_norm = std::numeric_limits<double>::quiet_NaN();
     if (scaler_.enabled() || options_.max_grad_norm > 0.0f) {
-      const nn::KernelBackend::GradientCheck check = runtime_.kernels().check_gradients(
-          model_->parameters().grads().view(), scaler_.inverse_scale());
+      const nn::KernelBackend::GradientCheck check =
+          data_parallel_ ? data_parallel_->check_gradients(scaler_.inverse_scale())
+                         : runtime_.kernels().check_gradients(model_->parameters().grads().view(),
+                                                              scaler_.inverse_scale());
       result.found_inf = check.found_inf;
       result.grad_norm = std::sqrt(check.sum_of_squares);
       multiplier = scaler_.inverse_scale();
@@ -236,7 +280,10 @@ StepResult Trainer::step() {
     // step (its first call allocates the states) then leaves the scaler ready for the next step,
     // not stuck between unscale and update.
     scaler_.update();
-    if (!result.skipped) optimizer_->step(model_->parameters(), multiplier);
+    if (!result.skipped) {
+      optimizer_->step(model_->parameters(), multiplier);
+      if (data_parallel_) data_parallel_->after_optimizer_step();
+    }
     if (!observers.empty()) observers.after(optimizer_step);
   }
   const double seconds =
@@ -246,7 +293,17 @@ StepResult Trainer::step() {
   result.loss = loss;
   result.seconds = seconds;
   result.tokens_per_s = seconds > 0 ? total_tokens / seconds : 0.0;
+  if (parallel.data_parallel) result.communication += parallel.data_parallel->stats();
+  if (parallel.tensor_parallel) result.communication += parallel.tensor_parallel->stats();
+  result.communication = result.communication.since(before);
   return result;
+}
+
+ModelStateMeasured Trainer::model_state() const {
+  const memory::CategoryStats c = runtime_.allocator().category_stats();
+  return ModelStateMeasured{c.requested(memory::MemoryCategory::parameter).current,
+                            c.requested(memory::MemoryCategory::gradient).current,
+                            c.requested(memory::MemoryCategory::optimizer_state).current};
 }
 
 MemoryReport Trainer::memory_report() const {

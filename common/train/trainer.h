@@ -20,6 +20,9 @@
 #include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/checkpoint/recompute_spec.h"
+#include "common/dist/communicator.h"
+#include "common/dist/data_parallel.h"
+#include "common/dist/parallel_options.h"
 #include "common/estimate/estimator.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/tensor.h"
@@ -80,6 +83,12 @@ struct TrainOptions {
   /// `--clip-grad-norm`: the largest global gradient norm (torch.nn.utils.clip_grad_norm_), after
   /// the unscale; 0 turns clipping off.
   float max_grad_norm = 0.0f;
+  /// Data parallelism (`--zero`, under `mpirun` or `--simulate-ranks`) and tensor parallelism
+  /// (`--tp`): the groups and the ZeRO stage (common/dist/parallel_options.h). Each data-parallel
+  /// rank trains on its own `batch` sequences of every micro-batch (rank r takes rows
+  /// [r·ΣB, (r+1)·ΣB) of the global batch), so N ranks train on what one process would with N
+  /// times the batch.
+  dist::ParallelOptions parallel;
 };
 
 /// The sizes of the micro-batches of one step of \p options: micro_batch_sizes, or grad_accum
@@ -107,6 +116,19 @@ struct StepResult {
   /// The global norm of the unscaled gradients before clipping (NaN when it was not computed:
   /// no loss scaler and no clipping).
   double grad_norm = 0.0;
+  /// What this rank's communicators (data- and tensor-parallel) did during the step.
+  dist::CommunicationStats communication;
+};
+
+/// Bytes of the model states a rank holds, as the allocator counts what was asked for (its
+/// per-category requested bytes, free of the 512-byte rounding): what `vramlab estimate`
+/// predicts to the byte.
+struct ModelStateMeasured {
+  int64_t parameters = 0;        ///< category parameter (ZeRO-3: the shard, nothing gathered)
+  int64_t gradients = 0;         ///< category gradient
+  int64_t optimizer_states = 0;  ///< category optimizer_state (master weights included)
+  /// \return the sum.
+  [[nodiscard]] int64_t total() const { return parameters + gradients + optimizer_states; }
 };
 
 /// Peak and current bytes per memory category, from the allocator (rounded block sizes).
@@ -144,7 +166,8 @@ class Trainer {
   /// Runs zero-grad, then forward and backward of each micro-batch, then the loss scaler's check
   /// and the optimizer step (context label "optimizer"; skipped on an inf/NaN under a scaler) on
   /// the next batch, telling the observers about each phase.
-  /// \throws memory::OutOfMemoryError (the step's activations and temporaries are freed first).
+  /// \throws memory::OutOfMemoryError (the step's activations, temporaries, gathered parameters
+  /// and unit gradients are freed first).
   StepResult step();
 
   /// Registers an observer of every later step's phases (see nn::StepObservers).
@@ -155,6 +178,11 @@ class Trainer {
 
   /// \return rounded block sizes (the allocator's view), not requested bytes.
   [[nodiscard]] MemoryReport memory_report() const;
+  /// \return the model states held now (after a step: parameters, gradients until the next
+  /// zero-grad, optimizer states once the first step made them).
+  [[nodiscard]] ModelStateMeasured model_state() const;
+  /// \return the data-parallel strategy, or null without a data-parallel group.
+  [[nodiscard]] dist::DataParallel* data_parallel() { return data_parallel_.get(); }
   /// Its observers() are the ones add_observer registers with.
   [[nodiscard]] nn::DecoderModel& model() { return *model_; }
   /// \return the optimizer (its states exist after the first step).
@@ -173,15 +201,18 @@ class Trainer {
   [[nodiscard]] const amp::GradScaler& scaler() const { return scaler_; }
 
  private:
+  StepResult step_unguarded();  // step() without the cleanup after an out-of-memory error
+
   nn::Runtime& runtime_;
   TrainOptions options_;
   SyntheticTokenStream data_;
   std::unique_ptr<nn::DecoderModel> model_;
+  std::unique_ptr<dist::DataParallel> data_parallel_;  // with a data-parallel group
   std::unique_ptr<optim::Optimizer> optimizer_;
   memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
   memory::Tensor targets_;             // (ΣB, T) int32 next tokens
-  std::vector<int32_t> host_inputs_;   // (ΣB, T)
-  std::vector<int32_t> host_targets_;  // (ΣB, T)
+  std::vector<int32_t> host_inputs_;   // (N·ΣB, T) the global batch, N data-parallel ranks
+  std::vector<int32_t> host_targets_;  // (N·ΣB, T)
   int64_t steps_done_ = 0;
   checkpoint::RecomputeSchedule schedule_;
   std::vector<int64_t> micro_batch_sizes_;  // (K) sequences per micro-batch

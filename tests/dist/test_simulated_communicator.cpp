@@ -111,6 +111,12 @@ std::vector<int64_t> ranks_upto(int64_t n) {
 
 // "" when `got` holds exactly the bytes of expected[first, first + count); otherwise how many
 // elements differ, the first one, both values and the largest |difference|.
+std::string exact(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", x);
+  return text;
+}
+
 std::string bitwise_diff(const std::byte* got, const Buffer& expected, int64_t first,
                          int64_t count) {
   const size_t size = dtype_size_bytes(expected.dtype);
@@ -129,13 +135,13 @@ std::string bitwise_diff(const std::byte* got, const Buffer& expected, int64_t f
   if (differing == 0) return {};
   std::string text = std::to_string(differing) + " of " + std::to_string(count) +
                      " elements differ (tolerance: 0, bitwise), first at " +
-                     std::to_string(first_bad) + ", max |diff| " + std::to_string(max_abs);
+                     std::to_string(first_bad) + ", max |diff| " + exact(max_abs);
   if (expected.dtype == DType::f32 || expected.dtype == DType::bf16 ||
       expected.dtype == DType::f16) {
     const size_t at = static_cast<size_t>(first_bad) * size;
-    text += ": got " + std::to_string(widen(expected.dtype, got + at)) + ", expected " +
-            std::to_string(widen(expected.dtype,
-                                 expected.bytes.data() + static_cast<size_t>(first) * size + at));
+    text += ": got " + exact(widen(expected.dtype, got + at)) + ", expected " +
+            exact(widen(expected.dtype,
+                        expected.bytes.data() + static_cast<size_t>(first) * size + at));
   }
   return text;
 }
@@ -380,6 +386,26 @@ TEST(SimulatedCommunicator, SplitGroupsByColorAndOrdersByKey) {
     comm.barrier();
     if (group->stats().total().calls != 1 || comm.stats().of(Collective::all_reduce).calls != 0)
       failures.add(r, "stats not kept per communicator");
+  });
+  EXPECT_TRUE(failures.text.empty()) << failures.text;
+}
+
+TEST(SimulatedCommunicator, AGroupSplitsAgainIntoSubgroups) {
+  // 8 ranks → 2 groups of 4 (tensor parallel) → 2 pairs each: every pair sums its two inputs.
+  const int64_t world = 8, n = 77;
+  Failures failures;
+  run_simulated_ranks(world, true, [&](Communicator& comm) {
+    const int64_t r = comm.rank();
+    auto quad = comm.split(r / 4, r);
+    auto pair = quad->split(quad->rank() / 2, quad->rank());
+    Buffer buffer = random_input(DType::f32, n, 700, r);  // (n) f32
+    pair->all_reduce(buffer.view(), Traffic::activations);
+    const int64_t first = r / 2 * 2;
+    const std::string diff = bitwise_diff(
+        buffer.bytes.data(), rank_order_sum(DType::f32, n, 700, {first, first + 1}), 0, n);
+    if (pair->world_size() != 2 || pair->rank() != r % 2 || !diff.empty())
+      failures.add(r, "pair rank " + std::to_string(pair->rank()) + " of " +
+                          std::to_string(pair->world_size()) + " " + diff);
   });
   EXPECT_TRUE(failures.text.empty()) << failures.text;
 }

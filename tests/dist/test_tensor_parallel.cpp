@@ -108,7 +108,7 @@ float perturbed_value(const ParameterSpec& spec, int64_t whole_index) {
 RankOutcome run_step(const ModelConfig& config, dist::Communicator* comm, const StepOptions& o) {
   Runtime runtime(memory::parse_device("cpu"));
   const amp::PrecisionPolicy precision = amp::precision_policy(o.precision);
-  DecoderModel model(runtime, config, 17, precision, comm);
+  DecoderModel model(runtime, config, 17, precision, {}, comm);
   model.set_attention(o.attention);
   RankOutcome out;
   out.specs = comm ? config.parameters(comm->rank(), comm->world_size()) : config.parameters();
@@ -362,23 +362,23 @@ TEST(TensorParallel, BadDegreesDropoutAndMetaGroupsThatMoveDataAreRefusedNamingT
   dist::run_simulated_ranks(4, true, [](dist::Communicator& comm) {
     Runtime runtime(memory::parse_device("cpu"));
     expect_usage_error(
-        [&] { DecoderModel model(runtime, model_config_by_name("llama-tiny"), 1, {}, &comm); },
+        [&] { DecoderModel model(runtime, model_config_by_name("llama-tiny"), 1, {}, {}, &comm); },
         "tensor-parallel degree 4 must divide kv_heads (2)");
   });
   dist::run_simulated_ranks(3, true, [](dist::Communicator& comm) {
     Runtime runtime(memory::parse_device("cpu"));
     expect_usage_error(
-        [&] { DecoderModel model(runtime, model_config_by_name("gpt2-mini"), 1, {}, &comm); },
+        [&] { DecoderModel model(runtime, model_config_by_name("gpt2-mini"), 1, {}, {}, &comm); },
         "tensor-parallel degree 3 must divide heads (4)");
   });
   dist::run_simulated_ranks(2, true, [](dist::Communicator& comm) {
     Runtime runtime(memory::parse_device("cpu"));
-    DecoderModel model(runtime, model_config_by_name("gpt2-mini"), 1, {}, &comm);
+    DecoderModel model(runtime, model_config_by_name("gpt2-mini"), 1, {}, {}, &comm);
     expect_usage_error([&] { model.set_dropout({0.1f}); }, "dropout probability 0.100000");
     EXPECT_NO_THROW(model.set_dropout({0.0f}));
     Runtime meta(memory::parse_device("meta"));
     expect_usage_error(
-        [&] { DecoderModel on_meta(meta, model_config_by_name("gpt2-mini"), 1, {}, &comm); },
+        [&] { DecoderModel on_meta(meta, model_config_by_name("gpt2-mini"), 1, {}, {}, &comm); },
         "set_move_data(false)");
   });
 }
@@ -392,7 +392,7 @@ TEST(TensorParallel, SevenBillionLlamaOverEightRanksIsSizedOnMetaInSeconds) {
   dist::run_simulated_ranks(t, false, [&](dist::Communicator& comm) {
     comm.set_move_data(false);
     Runtime runtime(memory::parse_device("meta"));
-    DecoderModel model(runtime, config, 1, amp::precision_policy(amp::Precision::mixed_bf16),
+    DecoderModel model(runtime, config, 1, amp::precision_policy(amp::Precision::mixed_bf16), {},
                        &comm);
     std::vector<int32_t> tokens(static_cast<size_t>(B * T));  // meta reads nothing
     const memory::TensorView view(tokens.data(), DType::i32, {B, T});

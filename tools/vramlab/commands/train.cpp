@@ -27,6 +27,10 @@
 #include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/checkpoint/recompute_spec.h"
+#include "common/dist/communicator.h"
+#include "common/dist/mpi_communicator.h"
+#include "common/dist/parallel_options.h"
+#include "common/dist/simulated_communicator.h"
 #include "common/estimate/model_state_memory.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/device.h"
@@ -71,7 +75,19 @@ struct TrainCommandOptions {
   int64_t grad_accum = 1;
   std::string loss_scale;  // empty: the precision's default
   double clip_grad_norm = 0.0;
+  int64_t zero = 0;
+  int64_t simulate_ranks = 0;  // 0: one process, or the ranks mpirun started
+  bool prefetch = false;
   bool json = false;
+};
+
+// What one data-parallel rank measured, for rank 0's per-rank table.
+struct RankOutcome {
+  int64_t rank = 0;
+  train::ModelStateMeasured state;  // after the last step
+  int64_t peak_bytes = 0;           // allocated_bytes.all.peak (rounded blocks)
+  int64_t bytes_sent = 0;           // gradients + parameters, the last step
+  json summary;                     // the rank's --json summary (rank 0's is printed)
 };
 
 void require_positive(const char* flag, const std::optional<int64_t>& value) {
@@ -85,6 +101,9 @@ json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& byte
     j[std::string(memory::category_name(cat))] = bytes[static_cast<size_t>(cat)];
   return j;
 }
+
+void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
+               const memory::Device& device);
 
 void run_train(const TrainCommandOptions& o) {
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
@@ -127,17 +146,40 @@ void run_train(const TrainCommandOptions& o) {
   options.grad_accum = o.grad_accum;
   if (!o.loss_scale.empty()) options.loss_scale = amp::parse_loss_scale(o.loss_scale);
   options.max_grad_norm = static_cast<float>(o.clip_grad_norm);
+  if (o.zero < 0 || o.zero > 3)
+    throw UsageError("--zero " + std::to_string(o.zero) + " is not a ZeRO stage (expected 0-3)");
+  options.parallel.zero = dist::zero_stage_from_int(o.zero);
+  options.parallel.prefetch = o.prefetch;
+  if (o.simulate_ranks < 0 || o.simulate_ranks > 4096)
+    throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) + " outside [1, 4096]");
+  run_ranks(o, options, device);
+}
+
+RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& options,
+                       const memory::Device& device, bool speak) {
   const checkpoint::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
   const std::string kernels_name(nn::kernel_kind_name(runtime.kernel_kind()));
   train::Trainer trainer(runtime, options);
+  RankOutcome outcome;
+  outcome.rank = options.parallel.data_parallel ? options.parallel.data_parallel->rank() : 0;
 
   const bool colour = report::use_colour(stdout);
   using namespace report::style;
   const ModelConfig& m = options.model;
-  if (!o.json) {
+  const int64_t ranks = options.parallel.data_parallel_size();
+  if (!o.json && speak) {
+    if (options.parallel.data_parallel)
+      std::printf(
+          "%s data parallel over %lld %s ranks%s: each trains on B=%lld of a global "
+          "batch of %lld\n",
+          std::string(dist::zero_stage_name(options.parallel.zero)).c_str(),
+          static_cast<long long>(ranks),
+          std::string(options.parallel.data_parallel->backend()).c_str(),
+          options.parallel.prefetch ? " with prefetch" : "", static_cast<long long>(options.batch),
+          static_cast<long long>(options.batch * ranks));
     std::printf("%s %s (%s) on %s, %s kernels: %s parameters, B=%lld T=%lld, %lld threads\n",
                 bold("vramlab train", colour).c_str(), m.name.c_str(),
                 std::string(model_family_name(m.family)).c_str(), device.name().c_str(),
@@ -175,7 +217,7 @@ void run_train(const TrainCommandOptions& o) {
   report::ProgressBarOptions bar_options;
   bar_options.unit = "step";
   bar_options.colour = report::use_colour(stderr);
-  if (o.json) bar_options.mode = report::ProgressMode::kSilent;
+  if (o.json || !speak) bar_options.mode = report::ProgressMode::kSilent;
   report::ProgressBar bar(static_cast<uint64_t>(o.steps), "train", bar_options);
   const bool bar_on_terminal = bar.mode() == report::ProgressMode::kTerminal;
   std::vector<double> seconds;
@@ -188,6 +230,9 @@ void run_train(const TrainCommandOptions& o) {
     seconds.push_back(r.seconds);
     activation_peak = std::max(activation_peak, r.activation_peak_bytes);
     bytes_after_forward = r.activation_bytes_after_forward;
+    outcome.bytes_sent = r.communication.of(dist::Traffic::gradients).bytes_sent +
+                         r.communication.of(dist::Traffic::parameters).bytes_sent;
+    if (!speak) continue;
     if (o.json) {
       std::printf("%s\n", json{{"step", r.step},
                                {"loss", r.loss},
@@ -197,6 +242,7 @@ void run_train(const TrainCommandOptions& o) {
                                {"loss_scale", r.loss_scale},
                                {"found_inf", r.found_inf},
                                {"skipped", r.skipped},
+                               {"bytes_sent", outcome.bytes_sent},
                                {"grad_norm",
                                 std::isfinite(r.grad_norm) ? json(r.grad_norm) : json(nullptr)}}
                               .dump()
@@ -218,6 +264,8 @@ void run_train(const TrainCommandOptions& o) {
   bar.finish();
   const train::MemoryReport mem = trainer.memory_report();
   const double median_s = train::median(seconds);
+  outcome.state = trainer.model_state();
+  outcome.peak_bytes = mem.peak_total_bytes;
   if (o.json) {
     json summary{
         {"summary", true},
@@ -255,10 +303,15 @@ void run_train(const TrainCommandOptions& o) {
         {"grad_accum", options.grad_accum},
         {"loss_scale", amp::loss_scale_name(train::effective_loss_scale(options))},
         {"final_loss_scale", trainer.scaler().scale()},
-        {"skipped_steps", skipped_steps}};
-    std::printf("%s\n", summary.dump().c_str());
-    return;
+        {"skipped_steps", skipped_steps},
+        {"model_state_bytes",
+         {{"parameters", outcome.state.parameters},
+          {"gradients", outcome.state.gradients},
+          {"optimizer_states", outcome.state.optimizer_states}}}};
+    outcome.summary = std::move(summary);
+    return outcome;
   }
+  if (!speak) return outcome;
   std::printf("median step %s  (%.0f tokens/s)\n",
               report::format_duration_ms(median_s * 1e3).c_str(),
               static_cast<double>(options.batch * options.seq) / median_s);
@@ -287,6 +340,121 @@ void run_train(const TrainCommandOptions& o) {
       "can count up to 1 MiB per large block more than its tensors, in the first step as in later "
       "ones; with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True blocks are always split and "
       "each category counts its tensors' 512-B rounded sizes)\n");
+  return outcome;
+}
+
+// Rank 0's report of every rank: the model states each holds (requested bytes, what `vramlab
+// estimate --zero S --dp N` predicts) and what it sent in the last step.
+void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
+                  std::vector<RankOutcome>& outcomes) {
+  const int64_t N = static_cast<int64_t>(outcomes.size());
+  estimate::Estimate e;
+  {
+    estimate::EstimateInputs in;
+    in.model = options.model;
+    in.micro_batch = options.batch;
+    in.seq = options.seq;
+    in.precision = options.precision;
+    in.fp32_gradients = options.fp32_grads;
+    in.optimizer = options.optimizer;
+    in.zero_stage = static_cast<int64_t>(options.parallel.zero);
+    in.data_parallel = N;
+    e = estimate::estimate_memory(in);
+  }
+  if (o.json) {
+    json per_rank = json::array();
+    for (const RankOutcome& r : outcomes)
+      per_rank.push_back({{"rank", r.rank},
+                          {"model_state_bytes",
+                           {{"parameters", r.state.parameters},
+                            {"gradients", r.state.gradients},
+                            {"optimizer_states", r.state.optimizer_states}}},
+                          {"peak_bytes", r.peak_bytes},
+                          {"bytes_sent", r.bytes_sent}});
+    json summary = outcomes[0].summary;
+    summary["parallel"] = {{"strategy", dist::zero_stage_name(options.parallel.zero)},
+                           {"world_size", N},
+                           {"prefetch", options.parallel.prefetch},
+                           {"estimate_model_state_bytes",
+                            {{"parameters", e.parameters.bytes},
+                             {"gradients", e.gradients.bytes},
+                             {"optimizer_states", e.optimizer_states.bytes}}},
+                           {"per_rank", per_rank}};
+    std::printf("%s\n", summary.dump().c_str());
+    return;
+  }
+  report::Table table({{"rank"},
+                       {"parameters", report::Align::kRight},
+                       {"gradients", report::Align::kRight},
+                       {"optimizer states", report::Align::kRight},
+                       {"peak allocated", report::Align::kRight},
+                       {"sent / step", report::Align::kRight}});
+  const auto bytes = [](int64_t b) { return report::format_bytes(static_cast<uint64_t>(b)); };
+  for (const RankOutcome& r : outcomes)
+    table.add_row({std::to_string(r.rank), bytes(r.state.parameters), bytes(r.state.gradients),
+                   bytes(r.state.optimizer_states), bytes(r.peak_bytes), bytes(r.bytes_sent)});
+  table.add_row({"estimate", bytes(e.parameters.bytes), bytes(e.gradients.bytes),
+                 bytes(e.optimizer_states.bytes), "", ""},
+                report::RowStyle::kBold);
+  std::printf(
+      "model states per rank (requested bytes) beside vramlab estimate --zero %lld --dp "
+      "%lld:\n%s",
+      static_cast<long long>(options.parallel.zero), static_cast<long long>(N),
+      table.render(report::use_colour(stdout), 2).c_str());
+}
+
+// One process, N simulated ranks (threads), or the ranks mpirun started.
+void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
+               const memory::Device& device) {
+  const bool mpi = dist::launched_by_mpirun();
+  if (mpi && o.simulate_ranks > 0)
+    throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) +
+                     " runs ranks as threads of one process; under mpirun the ranks are mpirun's");
+  if (!mpi && o.simulate_ranks == 0) {
+    if (options.parallel.zero != dist::ZeroStage::ddp)
+      throw UsageError("--zero " + std::to_string(o.zero) +
+                       " needs data-parallel ranks: run under mpirun -np N, or add "
+                       "--simulate-ranks N");
+    RankOutcome one = train_rank(o, options, device, true);
+    if (o.json) std::printf("%s\n", one.summary.dump().c_str());
+    return;
+  }
+  if (mpi) {
+    // Throws a UsageError naming the missing library in a build without MPI.
+    const std::unique_ptr<dist::MpiCommunicator> world = dist::MpiCommunicator::world();
+    if (device.kind == memory::DeviceKind::meta) world->set_move_data(false);
+    options.parallel.data_parallel = world.get();
+    RankOutcome mine = train_rank(o, options, device, world->rank() == 0);
+    // Rank 0 learns every rank's numbers: (N, 5) i64.
+    std::vector<int64_t> local = {mine.state.parameters, mine.state.gradients,
+                                  mine.state.optimizer_states, mine.peak_bytes, mine.bytes_sent};
+    std::vector<int64_t> all(local.size() * static_cast<size_t>(world->world_size()));
+    world->set_move_data(true);
+    world->all_gather(
+        memory::TensorView(local.data(), DType::i64, {5}),
+        memory::TensorView(all.data(), DType::i64, {static_cast<int64_t>(all.size())}),
+        dist::Traffic::other);
+    if (world->rank() != 0) return;
+    std::vector<RankOutcome> outcomes(static_cast<size_t>(world->world_size()));
+    for (size_t r = 0; r < outcomes.size(); ++r) {
+      outcomes[r].rank = static_cast<int64_t>(r);
+      outcomes[r].state = {all[5 * r], all[5 * r + 1], all[5 * r + 2]};
+      outcomes[r].peak_bytes = all[5 * r + 3];
+      outcomes[r].bytes_sent = all[5 * r + 4];
+    }
+    outcomes[0].summary = std::move(mine.summary);
+    report_ranks(o, options, outcomes);
+    return;
+  }
+  std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
+  dist::run_simulated_ranks(
+      o.simulate_ranks, device.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
+        if (device.kind == memory::DeviceKind::meta) comm.set_move_data(false);
+        train::TrainOptions mine = options;
+        mine.parallel.data_parallel = &comm;
+        outcomes[static_cast<size_t>(comm.rank())] = train_rank(o, mine, device, comm.rank() == 0);
+      });
+  report_ranks(o, options, outcomes);
 }
 
 }  // namespace
@@ -355,6 +523,15 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
                   "Clip the global gradient norm to this value after the unscale (default 0: "
                   "off)");
+  cmd->add_option("--zero", opts->zero,
+                  "Data parallelism's ZeRO stage: 0 DDP (default), 1 optimizer states, 2 + "
+                  "gradients, 3 + parameters sharded over the ranks (under mpirun -np N, or "
+                  "with --simulate-ranks N)");
+  cmd->add_option("--simulate-ranks", opts->simulate_ranks,
+                  "Run N data-parallel ranks as threads of this process, each with its own "
+                  "device (meta: a 64-rank run sized on a laptop)");
+  cmd->add_flag("--prefetch", opts->prefetch,
+                "ZeRO-3: gather the next block's parameters together with the current one's");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
   cmd->callback([opts, &exit_code] {
     run_train(*opts);

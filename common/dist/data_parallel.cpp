@@ -1,0 +1,244 @@
+// DataParallel: DDP and ZeRO-1/2/3 driven by the step's phases (see data_parallel.h).
+#include "common/dist/data_parallel.h"
+
+#include <string>
+
+#include "common/memory/memory_category.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::dist {
+
+nn::StoreSharding store_sharding(ZeroStage stage) {
+  switch (stage) {
+    case ZeroStage::ddp:
+      return nn::StoreSharding::none;
+    case ZeroStage::optimizer_states:
+      return nn::StoreSharding::optimizer_states;
+    case ZeroStage::gradients:
+      return nn::StoreSharding::gradients;
+    case ZeroStage::parameters:
+      return nn::StoreSharding::parameters;
+  }
+  return nn::StoreSharding::none;
+}
+
+namespace {
+
+Communicator& require_group(const ParallelOptions& options) {
+  if (options.data_parallel == nullptr)
+    throw UsageError("data parallelism needs a communicator of the data-parallel ranks");
+  return *options.data_parallel;
+}
+
+}  // namespace
+
+DataParallel::DataParallel(nn::DecoderModel& model, const ParallelOptions& options)
+    : model_(model),
+      store_(model.parameters()),
+      comm_(require_group(options)),
+      stage_(options.zero),
+      prefetch_(options.prefetch),
+      tied_(model.config().tied_embeddings) {
+  if (store_.sharding() != store_sharding(stage_))
+    throw UsageError("the model's store is not laid out for " +
+                     std::string(zero_stage_name(stage_)));
+  if (stage_ != ZeroStage::ddp &&
+      (store_.layout().world_size() != comm_.world_size() || store_.rank() != comm_.rank()))
+    throw UsageError("the model's store was sharded for rank " + std::to_string(store_.rank()) +
+                     " of " + std::to_string(store_.layout().world_size()) + ", not rank " +
+                     std::to_string(comm_.rank()) + " of " + std::to_string(comm_.world_size()));
+  embedding_unit_ = store_.layout().find_unit(-1, false);
+  head_unit_ = store_.layout().find_unit(-1, true);
+}
+
+void DataParallel::gather(int64_t unit) {
+  if (stage_ != ZeroStage::parameters || unit < 0) return;
+  memory::Tensor& slot = store_.unit_values(unit);
+  if (!slot.empty()) return;
+  const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
+  memory::Tensor full = model_.runtime().allocate({u.padded_numel}, store_.values().dtype(),
+                                                  memory::MemoryCategory::parameter,
+                                                  "gathered " + u.name);  // (p_u)
+  comm_.all_gather(store_.local_values(unit), full.view(), Traffic::parameters);
+  gathered_bytes_ += full.bytes();
+  gathered_peak_bytes_ = std::max(gathered_peak_bytes_, gathered_bytes_);
+  slot = std::move(full);
+}
+
+void DataParallel::release(int64_t unit) {
+  if (stage_ != ZeroStage::parameters || unit < 0) return;
+  memory::Tensor& slot = store_.unit_values(unit);
+  gathered_bytes_ -= slot.bytes();
+  slot.reset();
+}
+
+void DataParallel::begin_gradient(int64_t unit) {
+  if (stage_ < ZeroStage::gradients || unit < 0) return;
+  memory::Tensor& slot = store_.unit_grads(unit);
+  if (!slot.empty()) return;
+  const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
+  slot = model_.runtime().zeros({u.padded_numel}, memory::MemoryCategory::gradient,
+                                "gradient of " + u.name, store_.grads().dtype());  // (p_u)
+}
+
+void DataParallel::reduce_gradient(int64_t unit) {
+  if (stage_ < ZeroStage::gradients || unit < 0) return;
+  memory::Tensor& full = store_.unit_grads(unit);
+  if (full.empty()) return;
+  const memory::TensorView shard = store_.local_grads(unit);  // (s_u)
+  if (micro_batch_ == 0) {
+    // The shard is still zero: the reduce-scatter's result is the sum, bit for bit.
+    comm_.reduce_scatter(full.view(), shard, Traffic::gradients);
+  } else {
+    // Later micro-batches add theirs, as DeepSpeed's ZeRO-2 accumulates into its partition.
+    const memory::Tensor reduced = model_.runtime().temporary(
+        {shard.numel()}, "reduce-scattered gradient", shard.dtype());  // (s_u)
+    comm_.reduce_scatter(full.view(), reduced.view(), Traffic::gradients);
+    model_.runtime().kernels().residual_forward(shard, shard, reduced.view());
+  }
+  full.reset();
+}
+
+void DataParallel::before(const nn::PhaseEvent& event) {
+  if (stage_ < ZeroStage::gradients) return;
+  const int64_t layers = model_.config().layers;
+  const auto block = [&](int64_t l) { return store_.layout().find_unit(l); };
+  switch (event.phase) {
+    case nn::StepPhase::forward_embedding:
+      gather(embedding_unit_);
+      break;
+    case nn::StepPhase::forward_layer:
+      gather(block(event.layer));
+      if (prefetch_ && event.layer + 1 < layers) gather(block(event.layer + 1));
+      break;
+    case nn::StepPhase::forward_head:
+      gather(head_unit_);
+      if (tied_) gather(embedding_unit_);
+      break;
+    case nn::StepPhase::backward_head:
+      gather(head_unit_);
+      begin_gradient(head_unit_);
+      if (tied_) {
+        gather(embedding_unit_);
+        begin_gradient(embedding_unit_);
+      }
+      break;
+    case nn::StepPhase::recompute_layer:
+      gather(block(event.layer));
+      break;
+    case nn::StepPhase::backward_layer:
+      gather(block(event.layer));
+      if (prefetch_ && event.layer > 0) gather(block(event.layer - 1));
+      begin_gradient(block(event.layer));
+      break;
+    case nn::StepPhase::backward_embedding:
+      gather(embedding_unit_);
+      begin_gradient(embedding_unit_);
+      break;
+    default:
+      break;
+  }
+}
+
+void DataParallel::after(const nn::PhaseEvent& event) {
+  if (stage_ < ZeroStage::gradients) return;
+  const auto block = [&](int64_t l) { return store_.layout().find_unit(l); };
+  switch (event.phase) {
+    case nn::StepPhase::forward_embedding:
+      if (!tied_) release(embedding_unit_);  // a tied head reads it again
+      break;
+    case nn::StepPhase::forward_layer:
+    case nn::StepPhase::recompute_layer:
+      release(block(event.layer));
+      break;
+    case nn::StepPhase::forward_head:
+      release(head_unit_);
+      if (tied_) release(embedding_unit_);
+      break;
+    case nn::StepPhase::backward_head:
+      release(head_unit_);
+      reduce_gradient(head_unit_);
+      break;  // a tied embedding stays gathered, its gradient open, until backward_embedding
+    case nn::StepPhase::backward_layer:
+      release(block(event.layer));
+      reduce_gradient(block(event.layer));
+      break;
+    case nn::StepPhase::backward_embedding:
+      release(embedding_unit_);
+      reduce_gradient(embedding_unit_);
+      break;
+    default:
+      break;
+  }
+}
+
+void DataParallel::finish_backward(bool last_micro_batch) {
+  if (!last_micro_batch) {
+    ++micro_batch_;
+    return;
+  }
+  micro_batch_ = 0;
+  if (stage_ == ZeroStage::ddp) {
+    comm_.all_reduce(store_.grads().view(), Traffic::gradients);
+  } else if (stage_ == ZeroStage::optimizer_states) {
+    // In place: each unit's chunk r of the padded gradient becomes the sum of the ranks' chunks.
+    const int64_t units = static_cast<int64_t>(store_.layout().units().size());
+    for (int64_t u = 0; u < units; ++u) {
+      const ShardUnit& unit = store_.layout().units()[static_cast<size_t>(u)];
+      comm_.reduce_scatter(store_.grads().view().slice(unit.offset, {unit.padded_numel}),
+                           store_.local_grads(u), Traffic::gradients);
+    }
+  }
+}
+
+nn::KernelBackend::GradientCheck DataParallel::check_gradients(float multiplier) {
+  const nn::KernelBackend& kernels = model_.runtime().kernels();
+  if (stage_ == ZeroStage::ddp) return kernels.check_gradients(store_.grads().view(), multiplier);
+  nn::KernelBackend::GradientCheck local;
+  for (const nn::LocalRange& range : store_.local_ranges()) {
+    const nn::KernelBackend::GradientCheck c = kernels.check_gradients(range.grads, multiplier);
+    local.found_inf = local.found_inf || c.found_inf;
+    local.sum_of_squares += c.sum_of_squares;
+  }
+  float host[2] = {static_cast<float>(local.sum_of_squares), local.found_inf ? 1.0f : 0.0f};
+  const memory::Tensor numbers = model_.runtime().allocate(
+      {2}, DType::f32, memory::MemoryCategory::other, "gradient check");  // (2)
+  model_.runtime().copy_to_device(numbers, host);
+  comm_.all_reduce(numbers.view(), Traffic::metrics);
+  model_.runtime().copy_to_host(host, numbers);
+  return nn::KernelBackend::GradientCheck{host[1] != 0.0f, static_cast<double>(host[0])};
+}
+
+void DataParallel::after_optimizer_step() {
+  if (stage_ != ZeroStage::optimizer_states && stage_ != ZeroStage::gradients) return;
+  const int64_t units = static_cast<int64_t>(store_.layout().units().size());
+  for (int64_t u = 0; u < units; ++u) {
+    const ShardUnit& unit = store_.layout().units()[static_cast<size_t>(u)];
+    comm_.all_gather(store_.local_values(u),
+                     store_.values().view().slice(unit.offset, {unit.padded_numel}),
+                     Traffic::parameters);
+  }
+}
+
+double DataParallel::mean_loss(double local_loss) {
+  if (comm_.world_size() == 1) return local_loss;
+  float host = static_cast<float>(local_loss);
+  const memory::Tensor number =
+      model_.runtime().allocate({1}, DType::f32, memory::MemoryCategory::other, "loss");  // (1)
+  model_.runtime().copy_to_device(number, &host);
+  comm_.all_reduce(number.view(), Traffic::metrics);
+  model_.runtime().copy_to_host(&host, number);
+  return static_cast<double>(host) / static_cast<double>(comm_.world_size());
+}
+
+void DataParallel::release_all() {
+  const int64_t units = static_cast<int64_t>(store_.layout().units().size());
+  for (int64_t u = 0; u < units; ++u) {
+    release(u);
+    store_.unit_grads(u).reset();
+  }
+  gathered_bytes_ = 0;
+  micro_batch_ = 0;
+}
+
+}  // namespace vramlab::dist

@@ -1,0 +1,107 @@
+/// \file
+/// \brief DataParallel: DDP and ZeRO-1/2/3 over a model's flat parameter store, driven by the
+/// step's phases (an nn::StepObserver, as FSDP drives itself from module hooks) and by the
+/// trainer at the three points a phase does not cover (end of the backward, the gradient check,
+/// after the optimizer step).
+///
+/// Per stage (N data-parallel ranks, ParameterStore's padded units; Ψ' = the padded count):
+/// | stage | holds                                   | communication per step (elements)        |
+/// |-------|-----------------------------------------|------------------------------------------|
+/// | DDP   | everything                              | all-reduce of the gradients: 2Ψ(N−1)/N   |
+/// | ZeRO-1| states of its shard                     | reduce-scatter Ψ' + all-gather Ψ':
+/// 2Ψ'(N−1)/N | | ZeRO-2| states and gradients of its shard       | the same, the reduce-scatter
+/// per unit as the backward goes | | ZeRO-3| states, gradients, parameters of its shard | two
+/// all-gathers + one reduce-scatter: 3Ψ'(N−1)/N |
+///
+/// **ZeRO-3's schedule** (what lesson 04's exercise 3 predicts): a unit is gathered before the
+/// first phase of a pass that uses it and released after the last phase of that pass that uses
+/// it, once per forward and once per backward. Forward uses: the embedding unit →
+/// forward_embedding (and forward_head when the head is tied to it), block l → forward_layer l,
+/// the head unit → forward_head. Backward uses: head → backward_head, block l → backward_layer
+/// l, embedding → backward_embedding (and backward_head when tied). A checkpointed block is also
+/// gathered for its recompute_layer phase and released after it (FSDP re-gathers for the
+/// recomputed forward too). With prefetch, gathering block l for a pass also gathers block l+1
+/// (forward) or l−1 (backward) if not already gathered. A unit's full gradient exists from the
+/// first backward use to the last (ZeRO-2 and 3); then it is reduce-scattered into the local
+/// shard (added to it after the first micro-batch) and freed.
+///
+/// Equality with DDP: the gradients reach every stage through sums of the same ranks' values;
+/// with the simulated communicator (rank-order sums) every stage's gradients, and so its losses,
+/// are bitwise DDP's for one micro-batch per step; under MPI they are bitwise for 2 ranks (a
+/// sum of two is commutative) and equal within rounding otherwise (the library picks the order).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/dist/parallel_options.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/kernel_backend.h"
+#include "common/nn/step_observer.h"
+
+namespace vramlab::dist {
+
+/// \return what a rank of \p stage holds of the store (DDP: everything).
+nn::StoreSharding store_sharding(ZeroStage stage);
+
+/// One data-parallel rank's strategy. Register it as the model's first observer.
+class DataParallel final : public nn::StepObserver {
+ public:
+  /// \param model built with nn::ModelSharding{N, rank, store_sharding(options.zero)}.
+  /// \param options options.data_parallel must be set.
+  /// \throws vramlab::UsageError when the model's sharding does not match the options.
+  DataParallel(nn::DecoderModel& model, const ParallelOptions& options);
+
+  void before(const nn::PhaseEvent& event) override;
+  void after(const nn::PhaseEvent& event) override;
+
+  /// After each micro-batch's backward: at the last one, DDP all-reduces the gradients and
+  /// ZeRO-1 reduce-scatters them (ZeRO-2/3 have reduced theirs unit by unit).
+  /// \param last_micro_batch true for the step's last micro-batch.
+  void finish_backward(bool last_micro_batch);
+  /// The loss scaler's inf check and the clipping norm over the reduced gradients of the whole
+  /// model: DDP checks its (identical) copy; ZeRO checks its shards and all-reduces the two
+  /// numbers (Traffic::metrics, in f32).
+  /// \param multiplier as KernelBackend::check_gradients'. \return the global check.
+  nn::KernelBackend::GradientCheck check_gradients(float multiplier);
+  /// After the optimizer step: ZeRO-1/2 all-gather the updated parameters (in place).
+  void after_optimizer_step();
+  /// \param local_loss this rank's mean loss over its tokens.
+  /// \return the mean over the ranks' losses (an f32 all-reduce, Traffic::metrics; exact for one
+  /// rank).
+  double mean_loss(double local_loss);
+  /// Releases every gathered unit and every unit gradient (after an out-of-memory error, whose
+  /// unwinding skipped the phases' after()).
+  void release_all();
+
+  /// \return N.
+  [[nodiscard]] int64_t world_size() const { return comm_.world_size(); }
+  /// \return this rank.
+  [[nodiscard]] int64_t rank() const { return comm_.rank(); }
+  /// \return the stage.
+  [[nodiscard]] ZeroStage stage() const { return stage_; }
+  /// \return the most bytes of gathered units held at once so far (ZeRO-3; requested bytes).
+  [[nodiscard]] int64_t gathered_peak_bytes() const { return gathered_peak_bytes_; }
+
+ private:
+  void gather(int64_t unit);
+  void release(int64_t unit);
+  void begin_gradient(int64_t unit);
+  void reduce_gradient(int64_t unit);
+  // The units phase `event` uses in its pass (see the file comment), -1 for none.
+  [[nodiscard]] std::vector<int64_t> units_of(const nn::PhaseEvent& event) const;
+
+  nn::DecoderModel& model_;
+  nn::ParameterStore& store_;
+  Communicator& comm_;
+  ZeroStage stage_;
+  bool prefetch_;
+  bool tied_;
+  int64_t embedding_unit_ = -1;
+  int64_t head_unit_ = -1;
+  int64_t micro_batch_ = 0;          // micro-batches whose backward finished this step
+  int64_t gathered_bytes_ = 0;       // requested bytes of the gathered units now
+  int64_t gathered_peak_bytes_ = 0;  // and at most
+};
+
+}  // namespace vramlab::dist

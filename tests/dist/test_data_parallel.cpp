@@ -1,0 +1,279 @@
+// DDP and ZeRO-1/2/3 on simulated ranks (common/dist/data_parallel.h): every stage trains the same
+// model as DDP to the bit, every rank holds the model-state bytes `vramlab estimate` predicts to
+// the byte, and every step sends the ZeRO paper's volumes (2Ψ, 3Ψ) as the ring counts them.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/dist/communicator.h"
+#include "common/dist/data_parallel.h"
+#include "common/dist/shard_layout.h"
+#include "common/dist/simulated_communicator.h"
+#include "common/estimate/estimator.h"
+#include "common/memory/device.h"
+#include "common/memory/oom_error.h"
+#include "common/nn/runtime.h"
+#include "common/platform/errors.h"
+#include "common/train/trainer.h"
+
+namespace vramlab {
+namespace {
+
+using dist::ZeroStage;
+
+// A model whose units are not multiples of 2, 3 or 4 elements (vocab 97, odd norms), so every
+// rank count pads.
+ModelConfig odd_gpt2() {
+  return gpt2_config("odd-gpt2", 2, 36, 3, 97, 16);
+}
+ModelConfig odd_llama() {
+  return llama_config("odd-llama", 2, 48, 4, 2, 80, 101, 16);
+}
+
+train::TrainOptions options_for(const ModelConfig& model, ZeroStage zero,
+                                amp::Precision precision) {
+  train::TrainOptions o;
+  o.model = model;
+  o.batch = 2;
+  o.seq = 12;
+  o.precision = precision;
+  o.learning_rate = 3e-3f;
+  o.parallel.zero = zero;
+  return o;
+}
+
+struct RankRun {
+  std::vector<double> losses;                  // per step
+  train::ModelStateMeasured state;             // after the last step
+  std::vector<dist::CommunicationStats> comm;  // per step
+  int64_t gathered_peak = 0;
+};
+
+// Runs `steps` steps on N simulated ranks of `device`; returns every rank's run.
+std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int steps,
+                               const std::string& device = "sim:1GiB", bool prefetch = false) {
+  std::vector<RankRun> runs(static_cast<size_t>(N));
+  const memory::Device d = memory::parse_device(device);
+  dist::run_simulated_ranks(N, d.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
+    if (d.kind == memory::DeviceKind::meta) comm.set_move_data(false);
+    nn::Runtime runtime(d);
+    train::TrainOptions o = base;
+    o.parallel.data_parallel = &comm;
+    o.parallel.prefetch = prefetch;
+    train::Trainer trainer(runtime, o);
+    RankRun& run = runs[static_cast<size_t>(comm.rank())];
+    for (int s = 0; s < steps; ++s) {
+      const train::StepResult r = trainer.step();
+      run.losses.push_back(r.loss);
+      run.comm.push_back(r.communication);
+    }
+    run.state = trainer.model_state();
+    run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
+  });
+  return runs;
+}
+
+estimate::Estimate estimate_for(const train::TrainOptions& o, int64_t N) {
+  estimate::EstimateInputs in;
+  in.model = o.model;
+  in.micro_batch = o.batch;
+  in.seq = o.seq;
+  in.precision = o.precision;
+  in.optimizer = o.optimizer;
+  in.zero_stage = static_cast<int64_t>(o.parallel.zero);
+  in.data_parallel = N;
+  return estimate::estimate_memory(in);
+}
+
+class EveryStage : public ::testing::TestWithParam<std::tuple<int, int64_t>> {};
+
+TEST_P(EveryStage, LossesEqualDdpBitwiseAndStatesEqualTheEstimate) {
+  const auto [stage, N] = GetParam();
+  for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+    SCOPED_TRACE(model.name + ", zero " + std::to_string(stage) + ", N " + std::to_string(N));
+    const train::TrainOptions zero =
+        options_for(model, static_cast<ZeroStage>(stage), amp::Precision::fp32);
+    const train::TrainOptions ddp = options_for(model, ZeroStage::ddp, amp::Precision::fp32);
+    const std::vector<RankRun> z = run_ranks(zero, N, 3);
+    const std::vector<RankRun> d = run_ranks(ddp, N, 3);
+    const estimate::Estimate e = estimate_for(zero, N);
+    for (int64_t r = 0; r < N; ++r) {
+      const RankRun& run = z[static_cast<size_t>(r)];
+      // The simulated communicator sums in rank order, whatever the call: the same bits.
+      for (size_t s = 0; s < run.losses.size(); ++s)
+        EXPECT_EQ(run.losses[s], d[0].losses[s]) << "rank " << r << " step " << s + 1;
+      EXPECT_EQ(run.state.parameters, e.parameters.bytes) << "rank " << r;
+      EXPECT_EQ(run.state.gradients, e.gradients.bytes) << "rank " << r;
+      EXPECT_EQ(run.state.optimizer_states, e.optimizer_states.bytes) << "rank " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(StagesAndRanks, EveryStage,
+                         ::testing::Combine(::testing::Values(1, 2, 3),
+                                            ::testing::Values<int64_t>(1, 2, 3, 4)));
+
+// Bytes a rank sends per step, counted from the layout alone (no communicator): DDP all-reduces
+// the unpadded Ψ, ZeRO-1/2 reduce-scatter and all-gather each padded unit once, ZeRO-3 gathers
+// each unit twice and reduce-scatters it once.
+int64_t expected_sent(ZeroStage zero, const ModelConfig& model, int64_t N, int64_t rank,
+                      int64_t e) {
+  using dist::Collective;
+  if (zero == ZeroStage::ddp)
+    return dist::ring_bytes_sent(Collective::all_reduce, model.parameter_count(), e, rank, N);
+  const dist::ShardLayout layout(model.parameters(), N);
+  int64_t sent = 0;
+  for (const dist::ShardUnit& u : layout.units()) {
+    const int64_t rs =
+        dist::ring_bytes_sent(Collective::reduce_scatter, u.padded_numel, e, rank, N);
+    const int64_t ag = dist::ring_bytes_sent(Collective::all_gather, u.padded_numel, e, rank, N);
+    sent += rs + (zero == ZeroStage::parameters ? 2 * ag : ag);
+  }
+  return sent;
+}
+
+TEST(DataParallel, BytesSentPerStepAreTheZeroPapersVolumes) {
+  for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+    for (const int64_t N : {2, 3, 4}) {
+      for (const int stage : {0, 1, 2, 3}) {
+        SCOPED_TRACE(model.name + ", zero " + std::to_string(stage) + ", N " + std::to_string(N));
+        const auto zero = static_cast<ZeroStage>(stage);
+        const std::vector<RankRun> runs =
+            run_ranks(options_for(model, zero, amp::Precision::fp32), N, 2);
+        for (int64_t r = 0; r < N; ++r) {
+          const dist::CommunicationStats& c = runs[static_cast<size_t>(r)].comm.back();
+          const int64_t sent = c.of(dist::Traffic::gradients).bytes_sent +
+                               c.of(dist::Traffic::parameters).bytes_sent;
+          EXPECT_EQ(sent, expected_sent(zero, model, N, r, 4)) << "rank " << r;
+        }
+        // The paper's ratio: ZeRO-3 moves 1.5x DDP's 2Ψ, ZeRO-1/2 the same 2Ψ (padding aside).
+        const dist::ShardLayout layout(model.parameters(), N);
+        const double padded = static_cast<double>(layout.padded_numel());
+        const double volume = stage == 3 ? 3.0 : 2.0;
+        int64_t total = 0;
+        for (const RankRun& run : runs)
+          total += run.comm.back().of(dist::Traffic::gradients).bytes_sent +
+                   run.comm.back().of(dist::Traffic::parameters).bytes_sent;
+        const double psi = stage == 0 ? static_cast<double>(model.parameter_count()) : padded;
+        EXPECT_DOUBLE_EQ(static_cast<double>(total),
+                         volume * psi * 4.0 * static_cast<double>(N - 1));
+      }
+    }
+  }
+}
+
+TEST(DataParallel, MixedPrecisionZero3MatchesDdpAndTheEstimate) {
+  for (const amp::Precision p :
+       {amp::Precision::mixed_bf16, amp::Precision::mixed_fp16, amp::Precision::bf16}) {
+    SCOPED_TRACE(std::string(amp::precision_name(p)));
+    const train::TrainOptions z3 = options_for(odd_llama(), ZeroStage::parameters, p);
+    const train::TrainOptions ddp = options_for(odd_llama(), ZeroStage::ddp, p);
+    const std::vector<RankRun> z = run_ranks(z3, 4, 3);
+    const std::vector<RankRun> d = run_ranks(ddp, 4, 3);
+    const estimate::Estimate e = estimate_for(z3, 4);
+    for (int64_t r = 0; r < 4; ++r) {
+      EXPECT_EQ(z[static_cast<size_t>(r)].losses, d[0].losses) << "rank " << r;
+      EXPECT_EQ(z[static_cast<size_t>(r)].state.parameters, e.parameters.bytes);
+      EXPECT_EQ(z[static_cast<size_t>(r)].state.gradients, e.gradients.bytes);
+      EXPECT_EQ(z[static_cast<size_t>(r)].state.optimizer_states, e.optimizer_states.bytes);
+    }
+  }
+}
+
+TEST(DataParallel, DdpOnTwoRanksTrainsWhatOneProcessDoesWithTwiceTheBatch) {
+  const train::TrainOptions ddp = options_for(odd_gpt2(), ZeroStage::ddp, amp::Precision::fp32);
+  const std::vector<RankRun> runs = run_ranks(ddp, 2, 4);
+  train::TrainOptions single = ddp;
+  single.batch = 2 * ddp.batch;
+  nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+  train::Trainer trainer(runtime, single);
+  for (size_t s = 0; s < runs[0].losses.size(); ++s) {
+    const double one = trainer.step().loss;
+    // Same rows, same weights; only the order of the gradient sums differs (two halves added vs
+    // one GEMM over all rows), and the reported loss is an f32 all-reduce: a few f32 ulps.
+    const double tolerance = 2e-6 * std::abs(one);
+    EXPECT_NEAR(runs[0].losses[s], one, tolerance)
+        << "step " << s + 1 << ": |diff| " << std::abs(runs[0].losses[s] - one);
+  }
+}
+
+TEST(DataParallel, PrefetchHoldsTwoBlocksAtOnce) {
+  const train::TrainOptions z3 =
+      options_for(odd_llama(), ZeroStage::parameters, amp::Precision::fp32);
+  const int64_t N = 3;
+  const dist::ShardLayout layout(odd_llama().parameters(), N);
+  int64_t largest_block = 0, embedding = 0, head = 0;
+  for (const dist::ShardUnit& u : layout.units()) {
+    if (u.layer >= 0) largest_block = std::max(largest_block, u.padded_numel * 4);
+    if (u.name == "embedding") embedding = u.padded_numel * 4;
+    if (u.name == "head") head = u.padded_numel * 4;
+  }
+  const std::vector<RankRun> plain = run_ranks(z3, N, 1);
+  const std::vector<RankRun> prefetch = run_ranks(z3, N, 1, "sim:1GiB", true);
+  // Untied: one unit at a time without prefetch (the embedding or the head is the largest);
+  // with it, two blocks of the forward or backward at once.
+  EXPECT_EQ(plain[0].gathered_peak, std::max({largest_block, embedding, head}));
+  EXPECT_EQ(prefetch[0].gathered_peak, std::max({2 * largest_block, embedding, head}));
+}
+
+TEST(DataParallel, RefusesWhatCannotBeSharded) {
+  train::TrainOptions o = options_for(odd_gpt2(), ZeroStage::gradients, amp::Precision::fp32);
+  EXPECT_THROW(train::validate(o), UsageError);  // no data-parallel group
+  o.parallel.zero = ZeroStage::ddp;
+  o.parallel.prefetch = true;
+  EXPECT_THROW(train::validate(o), UsageError);
+  try {
+    dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
+      train::TrainOptions bad =
+          options_for(odd_gpt2(), ZeroStage::optimizer_states, amp::Precision::fp32);
+      bad.optimizer = estimate::Optimizer::adam_mini;
+      bad.parallel.data_parallel = &comm;
+      train::validate(bad);
+    });
+    FAIL() << "adam-mini under ZeRO-1 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("adam-mini"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataParallel, AnOutOfMemoryErrorMidStepLeavesOnlyTheShards) {
+  // Room for the states but not the step's activations at batch 512.
+  train::TrainOptions o = options_for(odd_llama(), ZeroStage::parameters, amp::Precision::fp32);
+  o.batch = 512;
+  dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
+    nn::Runtime runtime(memory::parse_device("sim:8MiB"));
+    train::TrainOptions mine = o;
+    mine.parallel.data_parallel = &comm;
+    train::Trainer trainer(runtime, mine);
+    const train::ModelStateMeasured before = trainer.model_state();
+    EXPECT_THROW(trainer.step(), memory::OutOfMemoryError);
+    EXPECT_GT(trainer.data_parallel()->gathered_peak_bytes(), 0)
+        << "the error came before any unit was gathered: the test proves nothing";
+    const train::ModelStateMeasured after = trainer.model_state();
+    EXPECT_EQ(after.parameters, before.parameters) << "a gathered unit outlived the error";
+    EXPECT_EQ(after.gradients, 0) << "a unit gradient outlived the error";
+    EXPECT_NO_THROW(runtime.allocator().check_invariants());
+  });
+}
+
+TEST(DataParallel, Llama7bOnEightMetaRanksHoldsTheEstimatedBytes) {
+  for (const int stage : {0, 1, 2, 3}) {
+    SCOPED_TRACE("zero " + std::to_string(stage));
+    train::TrainOptions o = options_for(model_config_by_name("llama2-7b"),
+                                        static_cast<ZeroStage>(stage), amp::Precision::mixed_bf16);
+    o.batch = 1;
+    o.seq = 256;
+    const std::vector<RankRun> runs = run_ranks(o, 8, 1, "meta");
+    const estimate::Estimate e = estimate_for(o, 8);
+    for (const RankRun& run : runs) {
+      EXPECT_EQ(run.state.parameters, e.parameters.bytes);
+      EXPECT_EQ(run.state.gradients, e.gradients.bytes);
+      EXPECT_EQ(run.state.optimizer_states, e.optimizer_states.bytes);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vramlab
