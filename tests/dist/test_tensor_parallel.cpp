@@ -274,6 +274,47 @@ TEST(TensorParallel, EveryRanksInitialWeightsAreItsSliceOfTheOneRankModel) {
   }
 }
 
+// Tensor parallelism under ZeRO-3: each data-parallel rank's shard of a tensor-parallel rank's
+// part holds, element for element, the one-rank model's initial weights at the same whole index.
+TEST(TensorParallel, ZeroThreeShardsOfATensorParallelPartHoldTheOneRankInitialWeights) {
+  for (const ModelConfig& config : {model_config_by_name("gpt2-mini"), llama_gqa()}) {
+    Runtime one(memory::parse_device("cpu"));
+    DecoderModel whole(one, config, 23);
+    const std::vector<float> whole_values =
+        to_floats(whole.parameters().values().view());  // (numel)
+    const std::map<std::string, int64_t> offsets = whole_offsets(config);
+    for (int64_t t : {2, 4}) {
+      std::vector<int64_t> mismatches(static_cast<size_t>(t)), checked(static_cast<size_t>(t));
+      dist::run_simulated_ranks(t, true, [&](dist::Communicator& comm) {
+        const auto r = static_cast<size_t>(comm.rank());
+        const std::vector<ParameterSpec> specs = config.parameters(comm.rank(), t);
+        for (int64_t dp_rank = 0; dp_rank < 3; ++dp_rank) {  // 3 data-parallel ranks: odd shards
+          Runtime runtime(memory::parse_device("cpu"));
+          DecoderModel model(runtime, config, 23, {}, {3, dp_rank, nn::StoreSharding::parameters},
+                             &comm);
+          const nn::ParameterStore& store = model.parameters();
+          for (size_t p = 0; p < specs.size(); ++p) {
+            const nn::LocalPart part = store.local_part(store.views()[p]);
+            if (part.values.none()) continue;
+            const float* v = part.values.f32();  // (part numel)
+            for (int64_t i = 0; i < part.values.numel(); ++i) {
+              const int64_t at = offsets.at(specs[p].name) + specs[p].full_index(part.first + i);
+              mismatches[r] += v[i] != whole_values[static_cast<size_t>(at)] ? 1 : 0;
+              ++checked[r];
+            }
+          }
+        }
+      });
+      for (int64_t r = 0; r < t; ++r) {
+        EXPECT_EQ(mismatches[static_cast<size_t>(r)], 0)
+            << config.name << " t=" << t << " rank " << r;
+        // Every element of the rank's part, once over the 3 shards.
+        EXPECT_EQ(checked[static_cast<size_t>(r)], config.rank_parameter_count(t));
+      }
+    }
+  }
+}
+
 TEST(TensorParallel, Gpt2TinyLossAndGradientSlicesMatchOneRank) {
   for (int64_t t : {2, 4}) expect_same_model_as_one_rank(model_config_by_name("gpt2-tiny"), t, {});
 }
