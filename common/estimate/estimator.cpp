@@ -131,9 +131,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
     const ModelConfig& m = *in.model;
     m.validate();
     out.parameter_count = m.parameter_count();
-    if (m.heads % in.tensor_parallel != 0)
-      throw UsageError("tensor-parallel degree " + std::to_string(in.tensor_parallel) +
-                       " must divide heads (" + std::to_string(m.heads) + ")");
+    m.validate_tensor_parallel(in.tensor_parallel);
     out.seq = in.seq == 0 ? m.max_seq : in.seq;
     if (m.learned_position_embeddings && out.seq > m.max_seq)
       throw UsageError("sequence length " + std::to_string(out.seq) + " exceeds model '" + m.name +
@@ -157,10 +155,12 @@ Estimate estimate_memory(const EstimateInputs& in) {
                      std::to_string(in.tensor_parallel) + ") to divide the sequence length (" +
                      std::to_string(out.seq) + ")");
 
-  // Model states of one tensor-parallel rank's share Ψ/t, then ZeRO partitioning over Nd.
+  // Model states of one tensor-parallel rank's share, then ZeRO partitioning over Nd. With shapes
+  // the share is exact (Megatron's split, the replicated tensors whole); with Ψ alone, Ψ/t.
   const int64_t psi = out.parameter_count;
   out.unpartitioned = model_state_bytes(psi, options);
-  const int64_t rank_params = ceil_div(psi, in.tensor_parallel);
+  const int64_t rank_params = in.model ? in.model->rank_parameter_count(in.tensor_parallel)
+                                       : ceil_div(psi, in.tensor_parallel);
   ModelStateOptions rank_options = options;
   rank_options.adam_mini_v_blocks = ceil_div(options.adam_mini_v_blocks, in.tensor_parallel);
   rank_options.adafactor_state_elements =
@@ -207,7 +207,12 @@ Estimate estimate_memory(const EstimateInputs& in) {
   const double pg =
       static_cast<double>(rank.parameters + rank.gradients) / static_cast<double>(rank_params);
   const std::string head = stage_label(stage) + ", " + stage_formula(stage, p, g, k, pg) + ": ";
-  const std::string psi_note = in.tensor_parallel > 1 ? " (Ψ/t per tensor-parallel rank)" : "";
+  const std::string psi_note =
+      in.tensor_parallel == 1 ? ""
+      : in.model ? " (Ψ is one tensor-parallel rank's " + std::to_string(rank_params) +
+                       " parameters: split linears /t, norms, embeddings, head and row-parallel "
+                       "biases whole)"
+                 : " (Ψ/t per tensor-parallel rank)";
   out.parameters.source = head + "parameters " + p + (stage >= 3 ? "Ψ/Nd" : "Ψ") + psi_note;
   out.gradients.source = head + "gradients " + g + (stage >= 2 ? "Ψ/Nd" : "Ψ") + psi_note;
   out.optimizer_states.source = head + "optimizer states " + k + (stage >= 1 ? "Ψ/Nd" : "Ψ") +
@@ -226,8 +231,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.cpu_offload_bytes = checked_add(out.cpu_offload_bytes, out.parameters.bytes, "host bytes");
     int64_t gathered = 0;
     if (in.model) {
-      const int64_t layer_params =
-          ceil_div(in.model->largest_layer_parameter_count(), in.tensor_parallel);
+      const int64_t layer_params = in.model->rank_largest_layer_parameter_count(in.tensor_parallel);
       gathered =
           checked_mul(layer_params, in.precision == Precision::fp32 ? 4 : 2, "parameter bytes");
     }

@@ -4,14 +4,17 @@
 ///
 /// Model states follow ZeRO (Rajbhandari et al. 2020) generalised by bytes per parameter (see
 /// model_state_memory.h): with P, G, O the parameter, gradient and optimizer-state (incl. master
-/// weights) bytes of the Ψ/t parameters one tensor-parallel rank holds,
+/// weights) bytes of the parameters one tensor-parallel rank holds,
 ///   stage 0 (DP): P + G + O;  stage 1 (P_os): P + G + O/Nd;  stage 2 (P_os+g): P + (G + O)/Nd;
 ///   stage 3 (P_os+g+p): (P + G + O)/Nd,
 /// each partition rounded up to a whole byte. Mixed-precision Adam gives 2Ψ + 2Ψ + 12Ψ, ZeRO's
-/// Figure 1. Tensor parallelism divides Ψ by t (every weight assumed split; replicated norms
-/// and biases are a rounding error). Activations follow Korthikanti et al. 2022 Table 2 × L (see
-/// activation_memory.h). Gradient accumulation does not change per-device bytes: activations
-/// belong to one micro-batch and gradients accumulate in place.
+/// Figure 1. Under tensor parallelism a rank holds, with the model's shapes, exactly
+/// ModelConfig::rank_parameter_count(t): Megatron's column- and row-parallel weights split by t,
+/// the norms, embeddings, LM head and row-parallel biases whole (what the runtime allocates);
+/// with Ψ alone, Ψ/t. The optimizers' per-tensor extras (Adam-mini's v blocks, Adafactor's
+/// factors, 8-bit AdamW's absmax) are divided by t in both cases. Activations follow Korthikanti
+/// et al. 2022 Table 2 × L (see activation_memory.h). Gradient accumulation does not change
+/// per-device bytes: activations belong to one micro-batch and gradients accumulate in place.
 ///
 /// Offload: `offload_optimizer` moves the (partitioned) optimizer states, master weights
 /// included, to host memory; gradients stay on the GPU (DeepSpeed also streams the gradient
@@ -107,8 +110,9 @@ struct Estimate {
 /// \param inputs the run to estimate.
 /// \return the estimate.
 /// \throws vramlab::UsageError naming the bad value: sizes ≤ 0, a ZeRO stage outside 0–3,
-/// Nd < 1, t < 1 or t not dividing heads, SP with t not dividing s, s beyond a learned position
-/// table, parameter offload below stage 3, an invalid model, or an overflow.
+/// Nd < 1, t < 1 or t not dividing heads, kv_heads or ffn_hidden, SP with t not dividing s, s
+/// beyond a learned position table, parameter offload below stage 3, an invalid model, or an
+/// overflow.
 Estimate estimate_memory(const EstimateInputs& inputs);
 
 /// Parses a parameter count: an integer ("124439808"), scientific notation ("7.5e9") or a

@@ -54,15 +54,31 @@ void validate_shapes(const ModelConfig& c) {
         std::to_string(c.kv_heads) + ") must equal heads (" + std::to_string(c.heads) + ")");
 }
 
-// The tensor list of a shape-valid config, with the first \p layers_to_build blocks; every numel
-// is overflow-checked.
-std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers_to_build) {
+void validate_tensor_parallel_shapes(const ModelConfig& c, int64_t t) {
+  if (t < 1)
+    throw UsageError("model '" + c.name + "': tensor-parallel degree must be at least 1, got " +
+                     std::to_string(t));
+  const std::pair<const char*, int64_t> split[] = {
+      {"heads", c.heads}, {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden}};
+  for (const auto& [what, value] : split)
+    if (value % t != 0)
+      throw UsageError("model '" + c.name + "': tensor-parallel degree " + std::to_string(t) +
+                       " must divide " + what + " (" + std::to_string(value) + ")");
+}
+
+// Tensor-parallel rank r's part of the tensor list of a shape-valid config, with the first
+// \p layers_to_build blocks; every numel is overflow-checked. t must divide heads, kv_heads and F.
+std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers_to_build,
+                                            int64_t tp_rank, int64_t tp_size) {
   const int64_t C = c.hidden;
   const int64_t F = c.ffn_hidden;
   const int64_t kvC = c.kv_hidden();
+  const int64_t t = tp_size;
+  using Split = TensorParallelSplit;
   std::vector<ParameterSpec> out;
-  auto add = [&out](std::string name, std::vector<int64_t> shape, int64_t layer, InitKind init) {
-    ParameterSpec spec{std::move(name), std::move(shape), layer, init};
+  auto add = [&](std::string name, std::vector<int64_t> shape, int64_t layer, InitKind init,
+                 Split split = Split::replicated, int64_t bands = 1) {
+    ParameterSpec spec{std::move(name), std::move(shape), layer, init, split, bands, tp_rank, t};
     (void)spec.numel();  // throws on overflow
     out.push_back(std::move(spec));
   };
@@ -72,33 +88,43 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
     add(prefix + ".weight", {C}, layer, InitKind::ones);                // (C)
     if (layernorm) add(prefix + ".bias", {C}, layer, InitKind::zeros);  // (C)
   };
-  auto add_linear = [&](const std::string& prefix, int64_t out_features, int64_t in_features,
-                        int64_t layer, InitKind init = InitKind::normal) {
-    add(prefix + ".weight", {out_features, in_features}, layer, init);          // (out, in)
+  // Column-parallel: 1/t of the output rows (of each of `bands` bands) and of the bias.
+  auto add_column_parallel = [&](const std::string& prefix, int64_t out_features,
+                                 int64_t in_features, int64_t layer, int64_t bands = 1) {
+    add(prefix + ".weight", {out_features / t, in_features}, layer, InitKind::normal, Split::rows,
+        bands);  // (out/t, in)
+    if (c.bias)
+      add(prefix + ".bias", {out_features / t}, layer, InitKind::zeros, Split::rows,
+          bands);  // (out/t)
+  };
+  // Row-parallel: 1/t of the input columns; the bias, added after the all-reduce, is whole.
+  auto add_row_parallel = [&](const std::string& prefix, int64_t out_features, int64_t in_features,
+                              int64_t layer) {
+    add(prefix + ".weight", {out_features, in_features / t}, layer, InitKind::residual_normal,
+        Split::columns);                                                        // (out, in/t)
     if (c.bias) add(prefix + ".bias", {out_features}, layer, InitKind::zeros);  // (out)
   };
-  constexpr InitKind residual = InitKind::residual_normal;
   add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1, InitKind::normal);                      // (V, C)
   if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1, InitKind::normal);  // (maxT, C)
   for (int64_t l = 0; l < layers_to_build; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
     if (gpt2) {
-      add_linear(p + "attn.qkv", checked_mul(3, C, "qkv rows"), C, l);  // (3C, C)
+      add_column_parallel(p + "attn.qkv", checked_mul(3, C, "qkv rows"), C, l, 3);  // (3C/t, C)
     } else {
-      add_linear(p + "attn.q", C, C, l);    // (C, C)
-      add_linear(p + "attn.k", kvC, C, l);  // (kvC, C)
-      add_linear(p + "attn.v", kvC, C, l);  // (kvC, C)
+      add_column_parallel(p + "attn.q", C, C, l);    // (C/t, C)
+      add_column_parallel(p + "attn.k", kvC, C, l);  // (kvC/t, C)
+      add_column_parallel(p + "attn.v", kvC, C, l);  // (kvC/t, C)
     }
-    add_linear(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l, residual);  // (C, C)
+    add_row_parallel(p + (gpt2 ? "attn.proj" : "attn.o"), C, C, l);  // (C, C/t)
     add_norm(p + (gpt2 ? "ln2" : "norm2"), l);
     if (c.mlp == MlpKind::gelu) {
-      add_linear(p + "mlp.fc", F, C, l);              // (F, C)
-      add_linear(p + "mlp.proj", C, F, l, residual);  // (C, F)
+      add_column_parallel(p + "mlp.fc", F, C, l);  // (F/t, C)
+      add_row_parallel(p + "mlp.proj", C, F, l);   // (C, F/t)
     } else {
-      add_linear(p + "mlp.gate", F, C, l);            // (F, C)
-      add_linear(p + "mlp.up", F, C, l);              // (F, C)
-      add_linear(p + "mlp.down", C, F, l, residual);  // (C, F)
+      add_column_parallel(p + "mlp.gate", F, C, l);  // (F/t, C)
+      add_column_parallel(p + "mlp.up", F, C, l);    // (F/t, C)
+      add_row_parallel(p + "mlp.down", C, F, l);     // (C, F/t)
     }
   }
   add_norm(gpt2 ? "lnf" : "normf", -1);
@@ -131,13 +157,14 @@ const NamedConfig kConfigs[] = {
      [] { return llama_config("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 500000.0); }},
 };
 
-// Exact count from one block's tensors (all blocks have the same shapes), overflow-checked, without
-// building the whole list.
-int64_t count_parameters(const ModelConfig& c) {
+// Exact count from one block's tensors (all blocks have the same shapes) for one of t
+// tensor-parallel ranks, overflow-checked, without building the whole list.
+int64_t count_parameters(const ModelConfig& c, int64_t tp_size = 1) {
   validate_shapes(c);
+  validate_tensor_parallel_shapes(c, tp_size);
   int64_t outside = 0;
   int64_t one_layer = 0;
-  for (const auto& s : build_parameters(c, 1)) {
+  for (const auto& s : build_parameters(c, 1, 0, tp_size)) {
     if (s.layer < 0)
       outside = checked_add(outside, s.numel(), "parameter count");
     else
@@ -147,21 +174,80 @@ int64_t count_parameters(const ModelConfig& c) {
                      "parameter count");
 }
 
+int64_t count_layer_parameters(const ModelConfig& c, int64_t tp_size) {
+  (void)count_parameters(c, tp_size);
+  int64_t one_layer = 0;  // every block has the same shapes
+  for (const auto& s : build_parameters(c, 1, 0, tp_size))
+    if (s.layer == 0) one_layer += s.numel();
+  return one_layer;
+}
+
 }  // namespace
 
 int64_t ParameterSpec::numel() const {
+  // The message is built only on overflow: full_index() calls this once per element.
   int64_t n = 1;
-  for (int64_t d : shape) n = checked_mul(n, d, ("numel of parameter " + name).c_str());
+  for (int64_t d : shape) {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(n, d, &product))
+      (void)checked_mul(n, d, ("numel of parameter " + name).c_str());  // throws, naming it
+    n = product;
+  }
   return n;
+}
+
+std::vector<int64_t> ParameterSpec::full_shape() const {
+  std::vector<int64_t> full = shape;
+  if (split == TensorParallelSplit::rows) full.at(0) *= tp_size;
+  if (split == TensorParallelSplit::columns) full.at(1) *= tp_size;
+  return full;
+}
+
+int64_t ParameterSpec::full_index(int64_t local) const {
+  const int64_t n = numel();
+  if (local < 0 || local >= n)
+    throw InternalError("parameter " + name + ": element " + std::to_string(local) +
+                        " outside [0, " + std::to_string(n) + ")");
+  switch (split) {
+    case TensorParallelSplit::replicated:
+      return local;
+    case TensorParallelSplit::rows: {
+      // Row `row` of this part is row `within` of band `band`'s rank-r slice.
+      const int64_t columns = n / shape[0];
+      const int64_t row = local / columns;
+      const int64_t band_rows = shape[0] / split_bands;  // this rank's rows of one band
+      const int64_t band = row / band_rows;
+      const int64_t within = row % band_rows;
+      const int64_t full_row = (band * tp_size + tp_rank) * band_rows + within;
+      return full_row * columns + local % columns;
+    }
+    case TensorParallelSplit::columns: {
+      const int64_t columns = shape[1];
+      return local / columns * (columns * tp_size) + tp_rank * columns + local % columns;
+    }
+  }
+  throw InternalError("parameter " + name + ": invalid split value " +
+                      std::to_string(static_cast<int>(split)));
 }
 
 void ModelConfig::validate() const {
   (void)count_parameters(*this);
 }
 
+void ModelConfig::validate_tensor_parallel(int64_t tp_size) const {
+  (void)count_parameters(*this, tp_size);
+}
+
 std::vector<ParameterSpec> ModelConfig::parameters() const {
-  (void)count_parameters(*this);
-  return build_parameters(*this, layers);
+  return parameters(0, 1);
+}
+
+std::vector<ParameterSpec> ModelConfig::parameters(int64_t tp_rank, int64_t tp_size) const {
+  (void)count_parameters(*this, tp_size);
+  if (tp_rank < 0 || tp_rank >= tp_size)
+    throw UsageError("model '" + name + "': tensor-parallel rank " + std::to_string(tp_rank) +
+                     " outside [0, " + std::to_string(tp_size) + ")");
+  return build_parameters(*this, layers, tp_rank, tp_size);
 }
 
 int64_t ModelConfig::parameter_count() const {
@@ -169,11 +255,15 @@ int64_t ModelConfig::parameter_count() const {
 }
 
 int64_t ModelConfig::largest_layer_parameter_count() const {
-  validate();
-  int64_t one_layer = 0;  // every block has the same shapes
-  for (const auto& s : build_parameters(*this, 1))
-    if (s.layer == 0) one_layer += s.numel();
-  return one_layer;
+  return count_layer_parameters(*this, 1);
+}
+
+int64_t ModelConfig::rank_parameter_count(int64_t tp_size) const {
+  return count_parameters(*this, tp_size);
+}
+
+int64_t ModelConfig::rank_largest_layer_parameter_count(int64_t tp_size) const {
+  return count_layer_parameters(*this, tp_size);
 }
 
 ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,

@@ -17,6 +17,14 @@
 ///   .k.weight (kvC, C), .v.weight (kvC, C), .o.weight (C, C), blocks.l.norm2.weight (C),
 ///   blocks.l.mlp.gate.weight (F, C), .up.weight (F, C), .down.weight (C, F); normf.weight (C);
 ///   lm_head.weight (V, C). kvC = kv_heads × C / heads.
+///
+/// Under Megatron tensor parallelism over t ranks (Shoeybi et al. 2019, §3), parameters(r, t)
+/// lists rank r's share of the same tensors, under the same names: the column-parallel linears
+/// (attention q/k/v, GPT-2's fused qkv, MLP fc/gate/up) keep 1/t of their output rows (whole
+/// heads: H/t query heads, kv_heads/t key/value heads, F/t MLP units) and of their biases; the
+/// row-parallel linears (attention proj/o, MLP proj/down) keep 1/t of their input columns, and
+/// their biases, the norms, the embeddings and the LM head are whole on every rank (Megatron adds
+/// a row-parallel bias once, after the all-reduce of the partial outputs).
 #pragma once
 
 #include <cstdint>
@@ -39,14 +47,36 @@ enum class InitKind {
   ones,             ///< norm weights.
 };
 
-/// One parameter tensor of a model: its name, shape, owning layer and initialisation.
+/// How tensor parallelism cuts a parameter over its t ranks (Megatron, Shoeybi et al. 2019).
+/// Weights are (out, in), so a column-parallel linear (its output split) is cut by rows and a
+/// row-parallel linear (its input split) by columns.
+enum class TensorParallelSplit {
+  replicated,  ///< whole on every rank: norms, embeddings, LM head, row-parallel biases.
+  rows,        ///< column-parallel weights and their biases: this rank's output rows.
+  columns,     ///< row-parallel weights: this rank's input columns.
+};
+
+/// One parameter tensor of a model: its name, shape, owning layer and initialisation, and, under
+/// tensor parallelism, which part of the whole (t = 1) tensor it is.
 struct ParameterSpec {
   std::string name;                  ///< e.g. "blocks.3.attn.qkv.weight".
   std::vector<int64_t> shape;        ///< e.g. {3C, C}; a bias or norm weight is {C}.
   int64_t layer = -1;                ///< transformer block index, or -1 outside the blocks.
   InitKind init = InitKind::normal;  ///< how the runtime fills it before training.
+  TensorParallelSplit split = TensorParallelSplit::replicated;  ///< how t ranks share it.
+  /// The split dimension is made of this many equal bands, each cut over the ranks on its own:
+  /// 3 for GPT-2's fused qkv (rank r holds its heads of q, of k and of v), 1 otherwise.
+  int64_t split_bands = 1;
+  int64_t tp_rank = 0;  ///< the tensor-parallel rank this part belongs to.
+  int64_t tp_size = 1;  ///< t, the tensor-parallel degree the shape is for.
   /// \return the number of elements (product of the shape).
   [[nodiscard]] int64_t numel() const;
+  /// \return the shape of the whole tensor (the shape at t = 1).
+  [[nodiscard]] std::vector<int64_t> full_shape() const;
+  /// Where an element of this rank's part sits in the whole tensor (both row-major).
+  /// \param local element index in [0, numel()). \return its index in the whole tensor.
+  /// \throws vramlab::InternalError for an index out of range.
+  [[nodiscard]] int64_t full_index(int64_t local) const;
 };
 
 /// The shapes of a decoder-only transformer.
@@ -81,9 +111,22 @@ struct ModelConfig {
   /// positive rope_theta, or a parameter count that overflows int64.
   void validate() const;
 
+  /// Checks that Megatron tensor parallelism can split this model over \p tp_size ranks: whole
+  /// heads, whole key/value heads and whole MLP units per rank.
+  /// \param tp_size t. \throws vramlab::UsageError naming the value: t < 1, or t not dividing
+  /// heads, kv_heads or ffn_hidden (and whatever validate() throws).
+  void validate_tensor_parallel(int64_t tp_size) const;
+
   /// Every parameter tensor, in the order the runtime creates them (see the file comment).
   /// \return the list. \throws vramlab::UsageError if validate() fails.
   [[nodiscard]] std::vector<ParameterSpec> parameters() const;
+
+  /// Tensor-parallel rank \p tp_rank's part of every parameter tensor, same names and order as
+  /// parameters() (which is parameters(0, 1)); see the file comment for what is split.
+  /// \param tp_rank r in [0, t). \param tp_size t.
+  /// \return the list. \throws vramlab::UsageError naming the value if validate_tensor_parallel(t)
+  /// fails or r is outside [0, t).
+  [[nodiscard]] std::vector<ParameterSpec> parameters(int64_t tp_rank, int64_t tp_size) const;
 
   /// Exact number of parameters (sum of numel over parameters(); a tied head counted once).
   /// \return the count. \throws vramlab::UsageError if validate() fails.
@@ -92,6 +135,15 @@ struct ModelConfig {
   /// Parameters of the largest single transformer block (what ZeRO-3 gathers at once).
   /// \return the count. \throws vramlab::UsageError if validate() fails.
   [[nodiscard]] int64_t largest_layer_parameter_count() const;
+
+  /// Exact number of parameters one of \p tp_size tensor-parallel ranks holds (sum of numel over
+  /// parameters(0, t): the replicated tensors whole, so more than parameter_count() / t).
+  /// \param tp_size t. \return the count. \throws vramlab::UsageError as parameters(0, t).
+  [[nodiscard]] int64_t rank_parameter_count(int64_t tp_size) const;
+
+  /// As largest_layer_parameter_count(), for one of \p tp_size tensor-parallel ranks.
+  /// \param tp_size t. \return the count. \throws vramlab::UsageError as parameters(0, t).
+  [[nodiscard]] int64_t rank_largest_layer_parameter_count(int64_t tp_size) const;
 };
 
 /// A GPT-2 family configuration (tied, learned positions, LayerNorm, GELU, biases, F = 4C).

@@ -4,16 +4,24 @@
 
 #include "common/model/saved_tensor_names.h"
 
+#include "common/dist/communicator.h"
+
 namespace vramlab::nn {
 
 namespace {
 
+int64_t tp_size(const dist::Communicator* tensor_parallel) {
+  return tensor_parallel != nullptr ? tensor_parallel->world_size() : 1;
+}
+
+// The fused weight holds this rank's q rows, then its k rows, then its v rows: (3C/t, C).
 std::vector<Linear> make_qkv(const ParameterStore& params, const ModelConfig& c,
-                             const std::string& p) {
+                             const std::string& p, int64_t t) {
   std::vector<Linear> qkv;
   if (c.family == ModelFamily::gpt2) {
+    const int64_t rows = c.hidden / t;
     for (int64_t i = 0; i < 3; ++i)
-      qkv.emplace_back(params, p + "attn.qkv.weight", p + "attn.qkv.bias", i * c.hidden, c.hidden);
+      qkv.emplace_back(params, p + "attn.qkv.weight", p + "attn.qkv.bias", i * rows, rows);
   } else {
     qkv.push_back(Linear::from_prefix(params, p + "attn.q"));
     qkv.push_back(Linear::from_prefix(params, p + "attn.k"));
@@ -28,17 +36,20 @@ std::string prefix(int64_t layer) {
 
 }  // namespace
 
-Attention::Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer)
+Attention::Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer,
+                     dist::Communicator* tensor_parallel)
     : layer_(layer),
       C_(config.hidden),
-      H_(config.heads),
-      Hkv_(config.kv_heads),
+      H_(config.heads / tp_size(tensor_parallel)),
+      Hkv_(config.kv_heads / tp_size(tensor_parallel)),
       D_(config.head_dim()),
+      QC_(H_ * D_),
       rope_(config.family == ModelFamily::llama),
       rope_theta_(config.rope_theta),
-      qkv_(make_qkv(params, config, prefix(layer))),
-      proj_(Linear::from_prefix(
-          params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"))) {}
+      qkv_(make_qkv(params, config, prefix(layer), tp_size(tensor_parallel))),
+      proj_(Linear::row_parallel(
+          params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"),
+          tensor_parallel)) {}
 
 const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                                  int64_t B, int64_t T, const std::string& output_name,
@@ -46,14 +57,15 @@ const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, cons
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  TensorView q, k, v;  // (B, T, C), (B, T, kvC), (B, T, kvC)
+  // Widths per rank: QC = C/t and kvC = kv_heads·D/t under tensor parallelism.
+  TensorView q, k, v;  // (B, T, QC), (B, T, kvC), (B, T, kvC)
   if (!rope_) {
-    const Tensor& qkv = saved.save(layer_, saved::qkv, {3, B, T, C_});  // (3, B, T, C)
-    q = qkv.view(0, {B, T, C_});
-    k = qkv.view(N * C_, {B, T, C_});
-    v = qkv.view(2 * N * C_, {B, T, C_});
+    const Tensor& qkv = saved.save(layer_, saved::qkv, {3, B, T, QC_});  // (3, B, T, QC)
+    q = qkv.view(0, {B, T, QC_});
+    k = qkv.view(N * QC_, {B, T, QC_});
+    v = qkv.view(2 * N * QC_, {B, T, QC_});
   } else {
-    q = saved.save(layer_, saved::q, {B, T, C_}).view();   // (B, T, C)
+    q = saved.save(layer_, saved::q, {B, T, QC_}).view();  // (B, T, QC)
     k = saved.save(layer_, saved::k, {B, T, kvC}).view();  // (B, T, kvC)
     v = saved.save(layer_, saved::v, {B, T, kvC}).view();  // (B, T, kvC)
   }
@@ -67,19 +79,19 @@ const Tensor& Attention::forward(Runtime& runtime, SavedActivations& saved, cons
   if (saved.attention() == AttentionKind::flash) {
     // Flash attention keeps only each row's log-sum-exp; the backward recomputes the scores.
     const Tensor& lse = saved.save(layer_, saved::lse, {B, H_, T}, DType::f32,
-                                   /*compressible=*/false);            // (B, H, T)
-    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});  // (B, T, C)
+                                   /*compressible=*/false);             // (B, H, T)
+    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, QC_});  // (B, T, QC)
     kernels.flash_attention_forward(atty.view(), lse.view(), q, k, v, B, T, H_, Hkv_, D_, dropout);
   } else {
     // Softmax's backward needs only its output, so the scores are computed in place in att and
     // overwritten by the probabilities (PyTorch's autograd does not keep them either).
     const Tensor& att = saved.save(layer_, saved::att, {B, H_, T, T});  // (B, H, T, T)
-    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, C_});   // (B, T, C)
+    const Tensor& atty = saved.save(layer_, saved::atty, {B, T, QC_});  // (B, T, QC)
     kernels.attention_forward(atty.view(), att.view(), att.view(), q, k, v, B, T, H_, Hkv_, D_,
                               dropout);
   }
-  const Tensor& atty = saved.get(layer_, saved::atty);              // (B, T, C)
-  const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C)
+  const Tensor& atty = saved.get(layer_, saved::atty);              // (B, T, QC)
+  const Tensor& out = saved.save(layer_, output_name, {B, T, C_});  // (B, T, C), all-reduced
   proj_.forward(runtime, out.view(), atty.view(), N);
   return out;
 }
@@ -90,22 +102,22 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   const KernelBackend& kernels = runtime.kernels();
   const int64_t N = B * T;
   const int64_t kvC = Hkv_ * D_;
-  Tensor datty = runtime.zeros({B, T, C_}, memory::MemoryCategory::temporary, "datty",
-                               dout.dtype());  // (B, T, C)
+  Tensor datty = runtime.zeros({B, T, QC_}, memory::MemoryCategory::temporary, "datty",
+                               dout.dtype());  // (B, T, QC)
   proj_.backward(runtime, datty.view(), dout, saved.get(layer_, saved::atty).view(), N);
 
-  // Gradients of q, k, v as they entered the attention kernel: (B, T, C), (B, T, kvC) x 2.
+  // Gradients of q, k, v as they entered the attention kernel: (B, T, QC), (B, T, kvC) x 2.
   Tensor dqkv =
-      runtime.zeros({N * (C_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv", dout.dtype());
-  const TensorView dq = dqkv.view(0, {B, T, C_});
-  const TensorView dk = dqkv.view(N * C_, {B, T, kvC});
-  const TensorView dv = dqkv.view(N * (C_ + kvC), {B, T, kvC});
+      runtime.zeros({N * (QC_ + 2 * kvC)}, memory::MemoryCategory::temporary, "dqkv", dout.dtype());
+  const TensorView dq = dqkv.view(0, {B, T, QC_});
+  const TensorView dk = dqkv.view(N * QC_, {B, T, kvC});
+  const TensorView dv = dqkv.view(N * (QC_ + kvC), {B, T, kvC});
   TensorView q, k, v;
   if (!rope_) {
-    const Tensor& qkv = saved.get(layer_, saved::qkv);  // (3, B, T, C)
-    q = qkv.view(0, {B, T, C_});
-    k = qkv.view(N * C_, {B, T, C_});
-    v = qkv.view(2 * N * C_, {B, T, C_});
+    const Tensor& qkv = saved.get(layer_, saved::qkv);  // (3, B, T, QC)
+    q = qkv.view(0, {B, T, QC_});
+    k = qkv.view(N * QC_, {B, T, QC_});
+    v = qkv.view(2 * N * QC_, {B, T, QC_});
   } else {
     q = saved.get(layer_, saved::q).view();
     k = saved.get(layer_, saved::k).view();
@@ -134,10 +146,10 @@ void Attention::backward(Runtime& runtime, const SavedActivations& saved, const 
   datty.reset();
   if (rope_) {
     // Undo the rotation: gradients with respect to the projections' outputs.
-    Tensor dqk = runtime.zeros({N * (C_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope",
-                               dout.dtype());
-    const TensorView dq_prerope = dqk.view(0, {B, T, C_});
-    const TensorView dk_prerope = dqk.view(N * C_, {B, T, kvC});
+    Tensor dqk = runtime.zeros({N * (QC_ + kvC)}, memory::MemoryCategory::temporary, "dqk_prerope",
+                               dout.dtype());  // (B, T, QC) then (B, T, kvC)
+    const TensorView dq_prerope = dqk.view(0, {B, T, QC_});
+    const TensorView dk_prerope = dqk.view(N * QC_, {B, T, kvC});
     kernels.rope_backward(dq_prerope, dq, B, T, H_, D_, rope_theta_);
     kernels.rope_backward(dk_prerope, dk, B, T, Hkv_, D_, rope_theta_);
     qkv_[0].backward(runtime, dinp, dq_prerope, inp, N);

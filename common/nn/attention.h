@@ -11,6 +11,11 @@
 /// and the backward's (B, H, T, T) score gradient by a (B, H, T) f32 temporary, delta.
 /// The output projection is written into a tensor saved under the caller's name (the Block's
 /// residual2), so the Block can add its residual in place.
+///
+/// Under tensor parallelism over t ranks (Megatron, Shoeybi et al. 2019 §3) the layer runs this
+/// rank's H/t query heads and kv_heads/t key/value heads: every saved tensor above has C/t (kvC/t)
+/// in place of C (kvC) and H/t in place of H, except the projected output, which the row-parallel
+/// projection all-reduces to the whole (B, T, C).
 #pragma once
 
 #include <cstdint>
@@ -23,13 +28,21 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 
+namespace vramlab::dist {
+class Communicator;
+}  // namespace vramlab::dist
+
 namespace vramlab::nn {
 
 /// The attention sub-layer of one block.
 class Attention {
  public:
   /// Binds the layer's weights in \p params; no memory is allocated.
-  Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer);
+  /// \param params holds this rank's part (ModelConfig::parameters(rank, t)).
+  /// \param config the whole model's shapes. \param layer the block index.
+  /// \param tensor_parallel the t ranks sharing the heads (must outlive the layer); null: t = 1.
+  Attention(const ParameterStore& params, const ModelConfig& config, int64_t layer,
+            dist::Communicator* tensor_parallel = nullptr);
 
   /// \p inp (B, T, C) is the normed input. Returns the projected output (B, T, C), saved under
   /// \p output_name.
@@ -46,7 +59,10 @@ class Attention {
 
  private:
   int64_t layer_;
-  int64_t C_, H_, Hkv_, D_;
+  int64_t C_;        // the model width: the input's and the projected output's
+  int64_t H_, Hkv_;  // this rank's query and key/value heads
+  int64_t D_;        // head width
+  int64_t QC_;       // H_ · D_, the width of this rank's q and attention output
   bool rope_;
   double rope_theta_;
   std::vector<Linear> qkv_;  // (3): q, k, v projections (bands of the fused weight on GPT-2)

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/dist/communicator.h"
 #include "common/memory/history.h"
 
 namespace vramlab::nn {
@@ -12,26 +13,30 @@ namespace vramlab::nn {
 namespace {
 
 std::variant<Mlp, SwigluMlp> make_mlp(const ParameterStore& params, const ModelConfig& c,
-                                      const std::string& prefix, int64_t layer) {
-  if (c.mlp == MlpKind::gelu) return Mlp(params, prefix, layer);
-  return SwigluMlp(params, prefix, layer);
+                                      const std::string& prefix, int64_t layer,
+                                      dist::Communicator* tensor_parallel) {
+  if (c.mlp == MlpKind::gelu) return Mlp(params, prefix, layer, tensor_parallel);
+  return SwigluMlp(params, prefix, layer, tensor_parallel);
 }
 
 }  // namespace
 
-Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t layer)
+Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t layer,
+             dist::Communicator* tensor_parallel)
     : layer_(layer),
       C_(config.hidden),
+      tensor_parallel_(tensor_parallel),
       norm1_(params,
              "blocks." + std::to_string(layer) +
                  (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
              config.family == ModelFamily::gpt2 ? saved::ln1 : saved::norm1, layer),
-      attention_(params, config, layer),
+      attention_(params, config, layer, tensor_parallel),
       norm2_(params,
              "blocks." + std::to_string(layer) +
                  (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
              config.family == ModelFamily::gpt2 ? saved::ln2 : saved::norm2, layer),
-      mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer)) {}
+      mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer,
+                    tensor_parallel)) {}
 
 const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                              int64_t B, int64_t T, const BlockDropout& dropout) const {
@@ -81,6 +86,9 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
     const TensorView dout = branch_gradient(dropped, dropout.mlp_output_offset);
     std::visit([&](const auto& mlp) { mlp.backward(runtime, saved, dln2.view(), dout, ln2, B, T); },
                mlp_);
+    // Each rank's fc (gate, up) saw the whole ln2 through its own units: the sum is ∂loss/∂ln2.
+    if (tensor_parallel_ != nullptr)
+      tensor_parallel_->all_reduce(dln2.view(), dist::Traffic::activations);
     norm2_.backward(runtime, saved, dresidual, dln2.view(), residual2, B, T);
   }
   {
@@ -93,6 +101,8 @@ void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView
     const TensorView dout = branch_gradient(dropped, dropout.attention_output_offset);
     attention_.backward(runtime, saved, dln1.view(), dout, ln1, B, T,
                         {dropout.p, dropout.seed, dropout.attention_offset});
+    if (tensor_parallel_ != nullptr)
+      tensor_parallel_->all_reduce(dln1.view(), dist::Traffic::activations);
     norm1_.backward(runtime, saved, dresidual, dln1.view(), x, B, T);
   }
   saved.release_layer(layer_);

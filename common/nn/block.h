@@ -3,6 +3,12 @@
 /// explicit backward. Saves, in order (GPT-2 names; Llama uses norm1/norm2 and its attention and
 /// MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, att, atty, residual2, ln2, ln2_mean,
 /// ln2_rstd, fch, fch_gelu, residual3 — runtime_saved_activations_per_layer()'s list.
+///
+/// Under Megatron tensor parallelism (Shoeybi et al. 2019, Figure 3) the attention and the MLP
+/// each begin with column-parallel linears and end with a row-parallel one: the forward
+/// all-reduces each branch's output (g, inside the row-parallel linear) and the backward
+/// all-reduces the gradient of each branch's input, the normed activation, before it flows into
+/// the norm (f). Norms and residual adds see whole tensors, identical on every rank.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +23,21 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 
+namespace vramlab::dist {
+class Communicator;
+}  // namespace vramlab::dist
+
 namespace vramlab::nn {
 
 /// One transformer block.
 class Block {
  public:
   /// Binds the layer's weights in \p params; no memory is allocated.
-  Block(const ParameterStore& params, const ModelConfig& config, int64_t layer);
+  /// \param params holds this rank's part (ModelConfig::parameters(rank, t)).
+  /// \param config the whole model's shapes. \param layer the block index.
+  /// \param tensor_parallel the t ranks sharing the layer (must outlive it); null: t = 1.
+  Block(const ParameterStore& params, const ModelConfig& config, int64_t layer,
+        dist::Communicator* tensor_parallel = nullptr);
   /// \p x (B, T, C) is the block input; \p dropout where its masks start (p = 0: none).
   /// Returns the saved output residual3 (B, T, C).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x, int64_t B,
@@ -40,6 +54,7 @@ class Block {
  private:
   int64_t layer_;
   int64_t C_;
+  dist::Communicator* tensor_parallel_;  // sums the branch inputs' gradients (f), or null
   Norm norm1_;
   Attention attention_;
   Norm norm2_;

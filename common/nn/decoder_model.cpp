@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dist/communicator.h"
 #include "common/dtype/counter_rng.h"
 #include "common/memory/history.h"
 #include "common/platform/errors.h"
@@ -18,11 +19,32 @@ namespace vramlab::nn {
 
 namespace {
 
-std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& c) {
+std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& c,
+                               dist::Communicator* tensor_parallel) {
   std::vector<Block> blocks;
   blocks.reserve(static_cast<size_t>(c.layers));
-  for (int64_t l = 0; l < c.layers; ++l) blocks.emplace_back(params, c, l);
+  for (int64_t l = 0; l < c.layers; ++l) blocks.emplace_back(params, c, l, tensor_parallel);
   return blocks;
+}
+
+int64_t tp_rank(const dist::Communicator* tensor_parallel) {
+  return tensor_parallel != nullptr ? tensor_parallel->rank() : 0;
+}
+
+int64_t tp_size(const dist::Communicator* tensor_parallel) {
+  return tensor_parallel != nullptr ? tensor_parallel->world_size() : 1;
+}
+
+// This rank's parameter list; refuses a group that would copy through the meta device's null
+// storage.
+std::vector<ParameterSpec> rank_parameters(const Runtime& runtime, const ModelConfig& config,
+                                           const dist::Communicator* tensor_parallel) {
+  if (tensor_parallel != nullptr && runtime.kernel_kind() == KernelKind::meta &&
+      tensor_parallel->moves_data())
+    throw UsageError(
+        "the tensor-parallel group moves data, but the meta device has no storage: call "
+        "set_move_data(false) on it");
+  return config.parameters(tp_rank(tensor_parallel), tp_size(tensor_parallel));
 }
 
 bool gpt2(const ModelConfig& c) {
@@ -38,10 +60,11 @@ float normal_sample(uint64_t seed, uint64_t index) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
+// This tensor-parallel rank's part of the model, whole or sharded over the data-parallel ranks.
 ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
-                          const amp::PrecisionPolicy& precision, const ModelSharding& sharding) {
-  config.validate();
-  const std::vector<ParameterSpec> specs = config.parameters();
+                          const amp::PrecisionPolicy& precision, const ModelSharding& sharding,
+                          const dist::Communicator* tensor_parallel) {
+  const std::vector<ParameterSpec> specs = rank_parameters(runtime, config, tensor_parallel);
   if (sharding.sharding == StoreSharding::none)
     return ParameterStore(runtime, specs, precision.parameters, precision.gradients);
   return ParameterStore(runtime, specs, precision.parameters, precision.gradients,
@@ -52,14 +75,16 @@ ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
 }  // namespace
 
 DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-                           const amp::PrecisionPolicy& precision, const ModelSharding& sharding)
+                           const amp::PrecisionPolicy& precision, const ModelSharding& sharding,
+                           dist::Communicator* tensor_parallel)
     : runtime_(runtime),
       config_(config),
+      tensor_parallel_(tensor_parallel),
       precision_(precision),
-      params_(make_store(runtime, config, precision, sharding)),
+      params_(make_store(runtime, config, precision, sharding, tensor_parallel)),
       embedding_(params_, gpt2(config) ? "wte" : "embed",
                  config.learned_position_embeddings ? "wpe" : ""),
-      blocks_(make_blocks(params_, config)),
+      blocks_(make_blocks(params_, config, tensor_parallel)),
       final_norm_(params_, gpt2(config) ? "lnf" : "normf", saved::lnf, -1),
       lm_head_(params_,
                config.tied_embeddings ? (gpt2(config) ? "wte" : "embed") : "lm_head.weight",
@@ -69,25 +94,53 @@ DecoderModel::DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t
 
 void DecoderModel::initialise(uint64_t seed) {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
-  for (const ParameterView& view : params_.views()) {
+  // Element i of the whole (t = 1) store is normal sample i of the seed's stream, whatever the
+  // chunking; a tensor-parallel rank draws the samples of the elements its part holds, so its
+  // weights are its slice of the one-rank model's.
+  const std::vector<ParameterSpec> specs =
+      config_.parameters(tp_rank(tensor_parallel_), tp_size(tensor_parallel_));
+  int64_t whole_offset = 0;  // of the tensor in the whole model's store
+  for (size_t p = 0; p < specs.size(); ++p) {
+    const ParameterSpec& spec = specs[p];
+    const ParameterView& view = params_.views()[p];
     const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
-    // Element i of the whole (unpadded) store is normal sample i of the seed's stream, whatever
-    // the chunking and whichever part of the tensor this rank holds (ZeRO-3: its shard only).
+    const int64_t width = spec.shape.back();  // a row is contiguous in the whole tensor too
+    // ZeRO-3: this rank's shard of the tensor only, from element part.first of it.
     const LocalPart part = params_.local_part(view);
-    if (part.values.none()) continue;
-    runtime_.kernels().fill_from_host(part.values, [&](float* chunk, int64_t first, int64_t count) {
-      if (view.init == InitKind::zeros) {
-        std::fill(chunk, chunk + count, 0.0f);
-      } else if (view.init == InitKind::ones) {
-        std::fill(chunk, chunk + count, 1.0f);
-      } else {
-        const auto index = static_cast<uint64_t>(view.logical_offset + part.first + first);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; ++i)
-          chunk[i] = std * normal_sample(seed, index + static_cast<uint64_t>(i));
-      }
-    });
+    if (!part.values.none()) {
+      runtime_.kernels().fill_from_host(
+          part.values, [&](float* chunk, int64_t first, int64_t count) {
+            if (view.init == InitKind::zeros) {
+              std::fill(chunk, chunk + count, 0.0f);
+            } else if (view.init == InitKind::ones) {
+              std::fill(chunk, chunk + count, 1.0f);
+            } else {
+#pragma omp parallel
+              {
+                int64_t row = -1;
+                int64_t row_start = 0;  // index in the whole store of the row's first element
+#pragma omp for schedule(static)
+                for (int64_t i = 0; i < count; ++i) {
+                  const int64_t local = part.first + first + i;  // within this rank's tensor
+                  if (local / width != row) {
+                    row = local / width;
+                    row_start = whole_offset + spec.full_index(row * width);
+                  }
+                  chunk[i] =
+                      std * normal_sample(seed, static_cast<uint64_t>(row_start + local % width));
+                }
+              }
+            }
+          });
+    }
+    int64_t whole_numel = 1;
+    for (int64_t d : spec.full_shape()) whole_numel *= d;
+    whole_offset += whole_numel;
   }
+}
+
+int64_t DecoderModel::tensor_parallel_size() const {
+  return tp_size(tensor_parallel_);
 }
 
 void DecoderModel::set_attention(AttentionKind attention) {
@@ -97,6 +150,10 @@ void DecoderModel::set_attention(AttentionKind attention) {
 void DecoderModel::set_dropout(const DropoutSettings& settings) {
   if (!(settings.p >= 0.0f && settings.p < 1.0f))
     throw UsageError("dropout probability " + std::to_string(settings.p) + " outside [0, 1)");
+  if (settings.p > 0.0f && tp_size(tensor_parallel_) > 1)
+    throw UsageError("dropout probability " + std::to_string(settings.p) +
+                     " with tensor parallelism over " + std::to_string(tp_size(tensor_parallel_)) +
+                     " ranks: dropout is only supported without tensor parallelism");
   dropout_ = settings;
 }
 

@@ -5,6 +5,15 @@
 /// Outside the blocks it saves encoded (B, T, C), the final norm lnf (B, T, C) with its
 /// statistics, probs (B, T, V) and losses (B, T). The logits (B, T, V) are a temporary of the
 /// loss: the backward writes their gradient in place over the saved probabilities.
+///
+/// Tensor parallelism (Megatron, Shoeybi et al. 2019): with a tensor-parallel group of t ranks,
+/// each rank holds ModelConfig::parameters(rank, t), runs H/t heads and F/t MLP units per block,
+/// and all-reduces (Traffic::activations) one (B, T, C) tensor after each block's attention and
+/// MLP in the forward and one before each block's two norms in the backward: 4 all-reduces of
+/// (B, T, C) per block and step, 2(t−1)/t·B·T·C elements sent each, plus 2 per block for every
+/// forward re-run by recompute. The embeddings, norms, LM head and loss are replicated: every
+/// rank computes them whole on identical inputs, so their gradients need no reduction and the
+/// loss is the same on every rank.
 #pragma once
 
 #include <optional>
@@ -23,6 +32,10 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
+
+namespace vramlab::dist {
+class Communicator;
+}  // namespace vramlab::dist
 
 namespace vramlab::nn {
 
@@ -44,8 +57,16 @@ class DecoderModel {
   /// (common/amp/precision_policy.h): parameters, gradients and activations; fp32 by default.
   /// \param sharding what this data-parallel rank holds of the store (ZeRO-1/2/3 lay it out in
   /// padded units, dist::ShardLayout); the whole store by default.
+  /// \param tensor_parallel the tensor-parallel group (must outlive the model; every rank of it
+  /// constructs its model with the same config and seed): this rank holds its part of the
+  /// parameters, initialised to its slice of the whole model's weights for \p seed, so that a
+  /// run over t ranks computes the same model as one rank (under ZeRO, \p sharding shards this
+  /// part). Null (the default): t = 1.
+  /// \throws vramlab::UsageError also for heads, kv_heads or ffn_hidden not divisible by t, and
+  /// for a group that moves data on the meta device (call set_move_data(false) there).
   DecoderModel(Runtime& runtime, const ModelConfig& config, uint64_t seed,
-               const amp::PrecisionPolicy& precision = {}, const ModelSharding& sharding = {});
+               const amp::PrecisionPolicy& precision = {}, const ModelSharding& sharding = {},
+               dist::Communicator* tensor_parallel = nullptr);
 
   /// Forward pass; saves what backward needs in \p saved, then, after each block, frees what the
   /// block's policy (saved.policy(layer)) does not keep. Announces the phases forward,
@@ -76,7 +97,8 @@ class DecoderModel {
                 int64_t B, int64_t T, std::optional<double> loss_gradient = std::nullopt);
 
   /// Turns dropout on (p > 0) or off (p = 0) for the following steps.
-  /// \throws vramlab::UsageError for p outside [0, 1).
+  /// \throws vramlab::UsageError for p outside [0, 1), or p > 0 under tensor parallelism over
+  /// more than one rank (the masks are drawn over all H heads and would not match a one-rank run).
   void set_dropout(const DropoutSettings& settings);
   /// \return the settings set_dropout gave (p = 0 by default).
   [[nodiscard]] const DropoutSettings& dropout() const { return dropout_; }
@@ -87,6 +109,10 @@ class DecoderModel {
   /// \return the kind set_attention gave.
   [[nodiscard]] AttentionKind attention() const { return attention_; }
 
+  /// \return the constructor's tensor-parallel group (null without one).
+  [[nodiscard]] dist::Communicator* tensor_parallel() const { return tensor_parallel_; }
+  /// \return t, the tensor-parallel degree (1 without a group).
+  [[nodiscard]] int64_t tensor_parallel_size() const;
   /// \return the constructor's storage types.
   [[nodiscard]] const amp::PrecisionPolicy& precision() const { return precision_; }
   /// As validated by the constructor.
@@ -123,6 +149,7 @@ class DecoderModel {
 
   Runtime& runtime_;
   ModelConfig config_;
+  dist::Communicator* tensor_parallel_;
   amp::PrecisionPolicy precision_;
   ParameterStore params_;
   Embedding embedding_;

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "common/dist/communicator.h"
+
 namespace vramlab::nn {
 
 Linear::Linear(const ParameterStore& params, const std::string& weight_name,
@@ -28,9 +30,12 @@ TensorView Linear::bias_band(const TensorView& tensor) const {
 
 void Linear::forward(const Runtime& runtime, const TensorView& out, const TensorView& inp,
                      int64_t N) const {
+  const bool add_bias =
+      bias_ != nullptr && (tensor_parallel_ == nullptr || tensor_parallel_->rank() == 0);
   runtime.kernels().linear_forward(out, inp, band(params_.value(*weight_)),
-                                   bias_ ? bias_band(params_.value(*bias_)) : TensorView(), N,
+                                   add_bias ? bias_band(params_.value(*bias_)) : TensorView(), N,
                                    in_features_, out_features_);
+  if (tensor_parallel_ != nullptr) tensor_parallel_->all_reduce(out, dist::Traffic::activations);
 }
 
 void Linear::backward(const Runtime& runtime, const TensorView& dinp, const TensorView& dout,

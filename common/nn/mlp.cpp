@@ -5,10 +5,11 @@
 
 namespace vramlab::nn {
 
-Mlp::Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer)
+Mlp::Mlp(const ParameterStore& params, const std::string& prefix, int64_t layer,
+         dist::Communicator* tensor_parallel)
     : layer_(layer),
       fc_(Linear::from_prefix(params, prefix + ".fc")),
-      proj_(Linear::from_prefix(params, prefix + ".proj")) {}
+      proj_(Linear::row_parallel(params, prefix + ".proj", tensor_parallel)) {}
 
 const Tensor& Mlp::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                            int64_t B, int64_t T, const std::string& output_name) const {
@@ -28,22 +29,22 @@ void Mlp::backward(Runtime& runtime, const SavedActivations& saved, const Tensor
   const int64_t N = B * T;
   const int64_t F = fc_.out_features();
   // dfch_gelu, then dfch in the same temporary after GELU's backward (it reads dfch_gelu).
-  Tensor dfch_gelu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch_gelu",
-                                 dout.dtype());
+  Tensor dfch_gelu =
+      runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch_gelu", dout.dtype());
   proj_.backward(runtime, dfch_gelu.view(), dout, saved.get(layer_, saved::fch_gelu).view(), N);
-  Tensor dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch",
-                                 dout.dtype());
+  Tensor dfch = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dfch", dout.dtype());
   runtime.kernels().gelu_backward(dfch.view(), saved.get(layer_, saved::fch).view(),
                                   dfch_gelu.view());
   dfch_gelu.reset();
   fc_.backward(runtime, dinp, dfch.view(), inp, N);
 }
 
-SwigluMlp::SwigluMlp(const ParameterStore& params, const std::string& prefix, int64_t layer)
+SwigluMlp::SwigluMlp(const ParameterStore& params, const std::string& prefix, int64_t layer,
+                     dist::Communicator* tensor_parallel)
     : layer_(layer),
       gate_(Linear::from_prefix(params, prefix + ".gate")),
       up_(Linear::from_prefix(params, prefix + ".up")),
-      down_(Linear::from_prefix(params, prefix + ".down")) {}
+      down_(Linear::row_parallel(params, prefix + ".down", tensor_parallel)) {}
 
 const Tensor& SwigluMlp::forward(Runtime& runtime, SavedActivations& saved, const TensorView& inp,
                                  int64_t B, int64_t T, const std::string& output_name) const {
@@ -65,11 +66,11 @@ void SwigluMlp::backward(Runtime& runtime, const SavedActivations& saved, const 
                          int64_t T) const {
   const int64_t N = B * T;
   const int64_t F = gate_.out_features();
-  Tensor dswiglu = runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dswiglu",
-                                 dout.dtype());
+  Tensor dswiglu =
+      runtime.zeros({B, T, F}, memory::MemoryCategory::temporary, "dswiglu", dout.dtype());
   down_.backward(runtime, dswiglu.view(), dout, saved.get(layer_, saved::swiglu).view(), N);
-  Tensor dgate_up = runtime.zeros({2, B, T, F}, memory::MemoryCategory::temporary, "dgate_up",
-                                 dout.dtype());
+  Tensor dgate_up =
+      runtime.zeros({2, B, T, F}, memory::MemoryCategory::temporary, "dgate_up", dout.dtype());
   const TensorView dgate = dgate_up.view(0, {B, T, F});
   const TensorView dup = dgate_up.view(N * F, {B, T, F});
   runtime.kernels().swiglu_backward(dgate, dup, dswiglu.view(),

@@ -236,16 +236,38 @@ TEST(BytesPerParameter, PureBf16KeepsStatesInBf16WithoutMaster) {
   EXPECT_EQ(b.optimizer_moments, 4000);
 }
 
-TEST(Estimator, TensorParallelSplitsModelStatesByT) {
+// Megatron's split of Llama 2 70B over 8 ranks, from the architecture: the embedding and the
+// head (2VC) and the final norm (C) whole, per layer the two norms (2C) whole and the attention
+// (2C² + 2·kvC·C) and the MLP (3CF) divided by 8.
+TEST(Estimator, TensorParallelCountsEachRanksExactShare) {
   EstimateInputs in;
   in.model = model_config_by_name("llama2-70b");
   in.tensor_parallel = 8;
   in.precision = Precision::mixed_bf16;
   const Estimate e = estimate_memory(in);
-  const int64_t per_rank = (68'976'648'192 + 7) / 8;
+  const int64_t C = 8192, V = 32000, kvC = 1024, F = 28672, L = 80;
+  const int64_t per_rank = 2 * V * C + C + L * (2 * C + (2 * C * C + 2 * kvC * C + 3 * C * F) / 8);
+  EXPECT_GT(per_rank, (68'976'648'192 + 7) / 8);  // the replicated tensors count whole
   EXPECT_EQ(e.parameters.bytes, 2 * per_rank);
   EXPECT_EQ(e.gradients.bytes, 2 * per_rank);
   EXPECT_EQ(e.optimizer_states.bytes, 12 * per_rank);
+  // Without shapes, Ψ/t.
+  EstimateInputs bare;
+  bare.parameter_count = 68'976'648'192;
+  bare.tensor_parallel = 8;
+  bare.precision = Precision::mixed_bf16;
+  EXPECT_EQ(estimate_memory(bare).parameters.bytes, 2 * ((68'976'648'192 + 7) / 8));
+  // A degree that splits a key/value head is refused, naming it.
+  in.model = model_config_by_name("llama2-70b");
+  in.tensor_parallel = 16;
+  try {
+    (void)estimate_memory(in);
+    ADD_FAILURE() << "expected UsageError";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("tensor-parallel degree 16 must divide kv_heads (8)"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(Estimator, OffloadMovesPartitionsToTheHost) {
