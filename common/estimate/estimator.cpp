@@ -186,9 +186,10 @@ Estimate estimate_memory(const EstimateInputs& in) {
   const bool elementwise = in.optimizer == Optimizer::sgd ||
                            in.optimizer == Optimizer::sgd_momentum ||
                            in.optimizer == Optimizer::adamw || in.optimizer == Optimizer::lion;
-  if (stage >= 1 && elementwise && in.tensor_parallel == 1) {
+  if (stage >= 1 && elementwise) {
+    // Every tensor-parallel rank's part has the same shapes: rank 0's units are everyone's.
     const int64_t padded =
-        in.model ? dist::ShardLayout(in.model->parameters(), nd).padded_numel()
+        in.model ? dist::ShardLayout(in.model->parameters(0, in.tensor_parallel), nd).padded_numel()
                  : checked_mul(ceil_div(rank_params, nd), nd, "padded parameter count");
     const int64_t shard = padded / nd;
     // Per element, exact for the elementwise optimizers: e.g. 2 + 2 + (4 + 8) for mixed AdamW.

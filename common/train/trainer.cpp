@@ -91,6 +91,8 @@ void validate(const TrainOptions& options) {
     throw UsageError("--optimizer " + std::string(estimate::optimizer_name(options.optimizer)) +
                      " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
                      "or sgd, sgd-momentum, adamw or lion");
+  if (parallel.tensor_parallel_size() > 1)
+    options.model.validate_tensor_parallel(parallel.tensor_parallel_size());
   if (parallel.prefetch && parallel.zero != dist::ZeroStage::parameters)
     throw UsageError("--prefetch gathers ZeRO-3's next unit early: it needs --zero 3");
 }
@@ -135,6 +137,9 @@ estimate::Estimate estimate_step(const TrainOptions& options) {
   in.min_8bit_size = options.eight_bit.min_8bit_size;
   in.fp32_embeddings = options.eight_bit.fp32_embeddings;
   in.attention = options.attention;
+  in.zero_stage = static_cast<int64_t>(options.parallel.zero);
+  in.data_parallel = options.parallel.data_parallel_size();
+  in.tensor_parallel = options.parallel.tensor_parallel_size();
   return estimate::estimate_memory(in);
 }
 
@@ -173,7 +178,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
                                      parallel.data_parallel ? parallel.data_parallel->rank() : 0,
                                      dist::store_sharding(parallel.zero)};
     model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
-                                                sharding);
+                                                sharding, parallel.tensor_parallel);
   }
   if (parallel.data_parallel != nullptr) {
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);

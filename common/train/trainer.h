@@ -148,8 +148,9 @@ void validate(const TrainOptions& options);
 /// \throws vramlab::UsageError as validate(), or for a budget no schedule fits.
 checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 
-/// The analytic estimate of one step of \p options: `vramlab estimate` for their precision and
-/// optimizer, one device, the largest micro-batch and sequence T.
+/// The analytic estimate of one step of \p options: `vramlab estimate` for their precision,
+/// optimizer, ZeRO stage and data- and tensor-parallel degrees (one rank's bytes), the largest
+/// micro-batch and sequence T.
 /// \throws vramlab::UsageError as validate().
 estimate::Estimate estimate_step(const TrainOptions& options);
 

@@ -77,6 +77,7 @@ struct TrainCommandOptions {
   double clip_grad_norm = 0.0;
   int64_t zero = 0;
   int64_t simulate_ranks = 0;  // 0: one process, or the ranks mpirun started
+  int64_t tp = 1;              // tensor-parallel degree: consecutive ranks form a TP group
   bool prefetch = false;
   bool json = false;
 };
@@ -87,6 +88,7 @@ struct RankOutcome {
   train::ModelStateMeasured state;  // after the last step
   int64_t peak_bytes = 0;           // allocated_bytes.all.peak (rounded blocks)
   int64_t bytes_sent = 0;           // gradients + parameters, the last step
+  int64_t tp_bytes_sent = 0;        // tensor parallelism's activations, the last step
   json summary;                     // the rank's --json summary (rank 0's is printed)
 };
 
@@ -232,6 +234,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     bytes_after_forward = r.activation_bytes_after_forward;
     outcome.bytes_sent = r.communication.of(dist::Traffic::gradients).bytes_sent +
                          r.communication.of(dist::Traffic::parameters).bytes_sent;
+    outcome.tp_bytes_sent = r.communication.of(dist::Traffic::activations).bytes_sent;
     if (!speak) continue;
     if (o.json) {
       std::printf("%s\n", json{{"step", r.step},
@@ -343,11 +346,12 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   return outcome;
 }
 
-// Rank 0's report of every rank: the model states each holds (requested bytes, what `vramlab
-// estimate --zero S --dp N` predicts) and what it sent in the last step.
+// Rank 0's report of every rank of a world of N·T: the model states each holds (requested
+// bytes, what `vramlab estimate --zero S --dp N --tp T` predicts) and what it sent in the last
+// step.
 void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
-                  std::vector<RankOutcome>& outcomes) {
-  const int64_t N = static_cast<int64_t>(outcomes.size());
+                  std::vector<RankOutcome>& outcomes, int64_t T) {
+  const int64_t N = static_cast<int64_t>(outcomes.size()) / T;  // data-parallel degree
   estimate::Estimate e;
   {
     estimate::EstimateInputs in;
@@ -359,6 +363,7 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
     in.optimizer = options.optimizer;
     in.zero_stage = static_cast<int64_t>(options.parallel.zero);
     in.data_parallel = N;
+    in.tensor_parallel = T;
     e = estimate::estimate_memory(in);
   }
   if (o.json) {
@@ -370,10 +375,13 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
                             {"gradients", r.state.gradients},
                             {"optimizer_states", r.state.optimizer_states}}},
                           {"peak_bytes", r.peak_bytes},
-                          {"bytes_sent", r.bytes_sent}});
+                          {"bytes_sent", r.bytes_sent},
+                          {"tensor_parallel_bytes_sent", r.tp_bytes_sent}});
     json summary = outcomes[0].summary;
     summary["parallel"] = {{"strategy", dist::zero_stage_name(options.parallel.zero)},
-                           {"world_size", N},
+                           {"world_size", N * T},
+                           {"data_parallel", N},
+                           {"tensor_parallel", T},
                            {"prefetch", options.parallel.prefetch},
                            {"estimate_model_state_bytes",
                             {{"parameters", e.parameters.bytes},
@@ -388,19 +396,48 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
                        {"gradients", report::Align::kRight},
                        {"optimizer states", report::Align::kRight},
                        {"peak allocated", report::Align::kRight},
-                       {"sent / step", report::Align::kRight}});
+                       {"sent / step", report::Align::kRight},
+                       {"TP sent / step", report::Align::kRight}});
   const auto bytes = [](int64_t b) { return report::format_bytes(static_cast<uint64_t>(b)); };
   for (const RankOutcome& r : outcomes)
     table.add_row({std::to_string(r.rank), bytes(r.state.parameters), bytes(r.state.gradients),
-                   bytes(r.state.optimizer_states), bytes(r.peak_bytes), bytes(r.bytes_sent)});
+                   bytes(r.state.optimizer_states), bytes(r.peak_bytes), bytes(r.bytes_sent),
+                   bytes(r.tp_bytes_sent)});
   table.add_row({"estimate", bytes(e.parameters.bytes), bytes(e.gradients.bytes),
-                 bytes(e.optimizer_states.bytes), "", ""},
+                 bytes(e.optimizer_states.bytes), "", "", ""},
                 report::RowStyle::kBold);
   std::printf(
       "model states per rank (requested bytes) beside vramlab estimate --zero %lld --dp "
-      "%lld:\n%s",
+      "%lld --tp %lld:\n%s",
       static_cast<long long>(options.parallel.zero), static_cast<long long>(N),
-      table.render(report::use_colour(stdout), 2).c_str());
+      static_cast<long long>(T), table.render(report::use_colour(stdout), 2).c_str());
+}
+
+// The rank's groups in a world of W = N·T ranks: consecutive ranks form a tensor-parallel group
+// (Megatron puts TP inside a node, where the links are fastest), ranks T apart a data-parallel
+// one. Both are split from the world on every rank. \return the groups, kept alive by the caller.
+struct Groups {
+  std::unique_ptr<dist::Communicator> tensor_parallel;  // null for T = 1
+  std::unique_ptr<dist::Communicator> data_parallel;    // null for T = 1: the world is it
+};
+
+Groups split_groups(dist::Communicator& world, int64_t tp, train::TrainOptions& options) {
+  Groups groups;
+  if (tp == 1) {
+    options.parallel.data_parallel = &world;
+    return groups;
+  }
+  groups.tensor_parallel = world.split(world.rank() / tp, world.rank());
+  groups.data_parallel = world.split(world.rank() % tp, world.rank());
+  options.parallel.tensor_parallel = groups.tensor_parallel.get();
+  options.parallel.data_parallel = groups.data_parallel.get();
+  return groups;
+}
+
+void require_tensor_parallel(int64_t tp, int64_t world_size) {
+  if (tp < 1 || world_size % tp != 0)
+    throw UsageError("--tp " + std::to_string(tp) + " must be >= 1 and divide the " +
+                     std::to_string(world_size) + " ranks");
 }
 
 // One process, N simulated ranks (threads), or the ranks mpirun started.
@@ -415,6 +452,9 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
       throw UsageError("--zero " + std::to_string(o.zero) +
                        " needs data-parallel ranks: run under mpirun -np N, or add "
                        "--simulate-ranks N");
+    if (o.tp != 1)
+      throw UsageError("--tp " + std::to_string(o.tp) +
+                       " needs ranks: run under mpirun -np N, or add --simulate-ranks N");
     RankOutcome one = train_rank(o, options, device, true);
     if (o.json) std::printf("%s\n", one.summary.dump().c_str());
     return;
@@ -422,39 +462,45 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
   if (mpi) {
     // Throws a UsageError naming the missing library in a build without MPI.
     const std::unique_ptr<dist::MpiCommunicator> world = dist::MpiCommunicator::world();
+    require_tensor_parallel(o.tp, world->world_size());
     if (device.kind == memory::DeviceKind::meta) world->set_move_data(false);
-    options.parallel.data_parallel = world.get();
-    RankOutcome mine = train_rank(o, options, device, world->rank() == 0);
-    // Rank 0 learns every rank's numbers: (N, 5) i64.
-    std::vector<int64_t> local = {mine.state.parameters, mine.state.gradients,
-                                  mine.state.optimizer_states, mine.peak_bytes, mine.bytes_sent};
+    train::TrainOptions mine_options = options;
+    const Groups groups = split_groups(*world, o.tp, mine_options);
+    RankOutcome mine = train_rank(o, mine_options, device, world->rank() == 0);
+    // Rank 0 learns every rank's numbers: (N, 6) i64.
+    std::vector<int64_t> local = {
+        mine.state.parameters, mine.state.gradients, mine.state.optimizer_states,
+        mine.peak_bytes,       mine.bytes_sent,      mine.tp_bytes_sent};
     std::vector<int64_t> all(local.size() * static_cast<size_t>(world->world_size()));
     world->set_move_data(true);
     world->all_gather(
-        memory::TensorView(local.data(), DType::i64, {5}),
+        memory::TensorView(local.data(), DType::i64, {6}),
         memory::TensorView(all.data(), DType::i64, {static_cast<int64_t>(all.size())}),
         dist::Traffic::other);
     if (world->rank() != 0) return;
     std::vector<RankOutcome> outcomes(static_cast<size_t>(world->world_size()));
     for (size_t r = 0; r < outcomes.size(); ++r) {
       outcomes[r].rank = static_cast<int64_t>(r);
-      outcomes[r].state = {all[5 * r], all[5 * r + 1], all[5 * r + 2]};
-      outcomes[r].peak_bytes = all[5 * r + 3];
-      outcomes[r].bytes_sent = all[5 * r + 4];
+      outcomes[r].state = {all[6 * r], all[6 * r + 1], all[6 * r + 2]};
+      outcomes[r].peak_bytes = all[6 * r + 3];
+      outcomes[r].bytes_sent = all[6 * r + 4];
+      outcomes[r].tp_bytes_sent = all[6 * r + 5];
     }
     outcomes[0].summary = std::move(mine.summary);
-    report_ranks(o, options, outcomes);
+    report_ranks(o, options, outcomes, o.tp);
     return;
   }
+  require_tensor_parallel(o.tp, o.simulate_ranks);
   std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
   dist::run_simulated_ranks(
       o.simulate_ranks, device.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
         if (device.kind == memory::DeviceKind::meta) comm.set_move_data(false);
         train::TrainOptions mine = options;
-        mine.parallel.data_parallel = &comm;
+        const Groups groups = split_groups(comm, o.tp, mine);
         outcomes[static_cast<size_t>(comm.rank())] = train_rank(o, mine, device, comm.rank() == 0);
+        outcomes[static_cast<size_t>(comm.rank())].rank = comm.rank();
       });
-  report_ranks(o, options, outcomes);
+  report_ranks(o, options, outcomes, o.tp);
 }
 
 }  // namespace
@@ -530,6 +576,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--simulate-ranks", opts->simulate_ranks,
                   "Run N data-parallel ranks as threads of this process, each with its own "
                   "device (meta: a 64-rank run sized on a laptop)");
+  cmd->add_option("--tp", opts->tp,
+                  "Tensor-parallel degree T (Megatron): groups of T consecutive ranks split "
+                  "every block's linears; the N/T groups are data-parallel (default 1)");
   cmd->add_flag("--prefetch", opts->prefetch,
                 "ZeRO-3: gather the next block's parameters together with the current one's");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
