@@ -257,6 +257,10 @@ json to_json(const Lesson& lesson) {
     o["losses_bitwise_ddp"] = losses_bitwise_equal(lesson, r.stage);
     j["runs"].push_back(std::move(o));
   }
+  // One strategy (--strategies S): its run is also the top-level object, the shape
+  // {strategy, world_size, per_rank, losses}, so a script needs no runs[0].
+  if (j["runs"].size() == 1)
+    for (const char* key : {"strategy", "per_rank", "losses"}) j[key] = j["runs"][0][key];
   json scale = json::object();
   const auto runs = [](const std::vector<StrategyRun>& v) {
     json a = json::array();
