@@ -4,7 +4,7 @@ median step time of DDP and ZeRO-1/2/3 (and ZeRO-3 with prefetch) on the same mo
 and each one's ratio to DDP's. The issue's goal: ZeRO-3's step at most 1.5x DDP's on 4 CPU ranks.
 
 usage: bench/compare_zero_steps.py [--vramlab build/bin/vramlab] [--ranks 4] [--steps 12]
-       [--model gpt2-mini] [--batch 4] [--seq 64]
+       [--model gpt2-tiny] [--batch 4] [--seq 64]
 """
 import argparse
 import json
@@ -18,7 +18,7 @@ parser.add_argument("--vramlab", default="build/bin/vramlab")
 parser.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
 parser.add_argument("--ranks", type=int, default=4)
 parser.add_argument("--steps", type=int, default=12)
-parser.add_argument("--model", default="gpt2-mini")
+parser.add_argument("--model", default="gpt2-tiny")
 parser.add_argument("--batch", type=int, default=4)
 parser.add_argument("--seq", type=int, default=64)
 args = parser.parse_args()
