@@ -198,7 +198,7 @@ void Communicator::count(Collective collective, Traffic traffic, int64_t element
 void Communicator::all_reduce(const TensorView& buffer, Traffic traffic) {
   require_summable(buffer, "all_reduce");
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_all_reduce(buffer);
+  if (move_data_ && buffer.numel() > 0) do_all_reduce(buffer);
   count(Collective::all_reduce, traffic, buffer.numel(), element_size(buffer), 0, since(start));
 }
 
@@ -212,7 +212,7 @@ void Communicator::reduce_scatter(const TensorView& input, const TensorView& out
                      std::to_string(output.numel()) + " " +
                      std::string(dtype_name(output.dtype())));
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_reduce_scatter(input, output);
+  if (move_data_ && input.numel() > 0) do_reduce_scatter(input, output);
   count(Collective::reduce_scatter, traffic, input.numel(), element_size(input), 0, since(start));
 }
 
@@ -223,7 +223,7 @@ void Communicator::all_gather(const TensorView& input, const TensorView& output,
                      std::to_string(world_size_) + " x the input's " +
                      std::to_string(input.numel()) + " " + std::string(dtype_name(input.dtype())));
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_all_gather(input, output);
+  if (move_data_ && output.numel() > 0) do_all_gather(input, output);
   count(Collective::all_gather, traffic, output.numel(), element_size(output), 0, since(start));
 }
 
@@ -232,21 +232,21 @@ void Communicator::broadcast(const TensorView& buffer, int64_t root, Traffic tra
     throw UsageError("broadcast: root " + std::to_string(root) + " outside [0, " +
                      std::to_string(world_size_) + ")");
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_broadcast(buffer, root);
+  if (move_data_ && buffer.numel() > 0) do_broadcast(buffer, root);
   count(Collective::broadcast, traffic, buffer.numel(), element_size(buffer), root, since(start));
 }
 
 void Communicator::send(const TensorView& buffer, int64_t peer, Traffic traffic) {
   require_peer(peer, rank_, world_size_, "send");
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_send(buffer, peer);
+  if (move_data_ && buffer.numel() > 0) do_send(buffer, peer);
   count(Collective::send, traffic, buffer.numel(), element_size(buffer), 0, since(start));
 }
 
 void Communicator::recv(const TensorView& buffer, int64_t peer, Traffic traffic) {
   require_peer(peer, rank_, world_size_, "recv");
   const auto start = std::chrono::steady_clock::now();
-  if (move_data_) do_recv(buffer, peer);
+  if (move_data_ && buffer.numel() > 0) do_recv(buffer, peer);
   count(Collective::recv, traffic, buffer.numel(), element_size(buffer), 0, since(start));
 }
 

@@ -190,7 +190,8 @@ class Communicator {
   Communicator(int64_t rank, int64_t world_size);
 
   /// The implementations: arguments already checked, bytes counted by the caller; called for a
-  /// world of one rank too (reduce_scatter and all_gather then copy input to output).
+  /// world of one rank too (reduce_scatter and all_gather then copy input to output), never for
+  /// an empty buffer (every rank of a collective has the same count, so all skip it alike).
   virtual void do_all_reduce(const TensorView& buffer) = 0;
   /// See reduce_scatter.
   virtual void do_reduce_scatter(const TensorView& input, const TensorView& output) = 0;
