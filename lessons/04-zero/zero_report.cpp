@@ -27,15 +27,6 @@ std::string stage_text(ZeroStage s) {
   return std::string(dist::zero_stage_name(s));
 }
 
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string gb(double bytes) {
   return report::format_fixed(bytes / 1e9, 2) + " GB";
 }
@@ -358,7 +349,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const StrategyRun& first = lesson.training.front();
     const int64_t psi = m.parameter_count();
     out += "\n" + std::to_string(first.world_size) + " " + first.backend + " ranks training " +
-           model_text(m) + ", Ψ = " + grouped(psi) + ", B=" + std::to_string(s.train.batch) +
+           model_text(m) + ", Ψ = " + report::format_count(psi) + ", B=" + std::to_string(s.train.batch) +
            " sequences per rank, T=" + std::to_string(s.train.seq) + ", " +
            std::to_string(s.train.steps) + " steps per strategy, AdamW, " +
            std::string(amp::precision_name(s.train.precision)) + ", on " + s.train.device.name() +
@@ -381,7 +372,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "its gradient 2, and AdamW keeps the fp32 master, m and v: 12. N = " +
         std::to_string(first.world_size) + ", so ZeRO-3 holds 16/N = " +
         report::format_fixed(16.0 / static_cast<double>(first.world_size), 2) +
-        " B/param plus FSDP's padding (Ψ' = " + grouped(first.padded_parameter_count) +
+        " B/param plus FSDP's padding (Ψ' = " + report::format_count(first.padded_parameter_count) +
         " elements, every unit padded to a multiple of N). \"yes\": every rank's three numbers "
         "equal `vramlab estimate --zero K --dp N` to the byte. peak: the allocator's most bytes "
         "at once (rounded blocks), activations and the gathered units included.");
@@ -496,7 +487,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
     const StrategyRun& any = lesson.figure1.front();
     const int64_t psi = any.parameter_count;
     out += "\nAt scale on meta: the ZeRO paper's Figure 1, " + model_text(s.figure1_model) +
-           ", Ψ = " + grouped(psi) + ", Nd = " + std::to_string(any.world_size) +
+           ", Ψ = " + report::format_count(psi) + ", Nd = " + std::to_string(any.world_size) +
            " simulated ranks, mixed-bf16 AdamW\n";
     report::Table f({{"strategy"},
                      {"paper (Ψ = 7.5B)", Align::kRight},
@@ -531,7 +522,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
 
   if (!lesson.seed_mixed.empty()) {
     const int64_t psi = lesson.seed_mixed.front().parameter_count;
-    out += "\nThe seeds' 7B on 8 GPUs: " + s.seed_model.name + ", Ψ = " + grouped(psi) + ", " +
+    out += "\nThe seeds' 7B on 8 GPUs: " + s.seed_model.name + ", Ψ = " + report::format_count(psi) + ", " +
            std::to_string(s.seed_ranks) + " simulated ranks on meta, B=1, T=4096\n";
     report::Table t({{"strategy"},
                      {"seed 002 per GPU", Align::kRight},
@@ -578,7 +569,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"peak", Align::kRight},
                      {"capacity", Align::kRight},
                      {"fits"}});
-    t.add_row({grouped(psi), gb(static_cast<double>(r.model_state.total())),
+    t.add_row({report::format_count(psi), gb(static_cast<double>(r.model_state.total())),
                gb(static_cast<double>(
                    r.peak_by_category[static_cast<size_t>(memory::MemoryCategory::activation)])),
                gb(static_cast<double>(r.peak_bytes)), gb(static_cast<double>(s.big_capacity_bytes)),
