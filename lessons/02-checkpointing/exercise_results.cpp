@@ -93,22 +93,4 @@ std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
   return {sqrt_segments(lesson, chain), optimal_plan(lesson, chain)};
 }
 
-std::string render_exercises(const std::vector<ExerciseResult>& results) {
-  std::string out =
-      "Exercises on this run's model (lessons/02-checkpointing/EXERCISES.md; your code with "
-      "--mine):\n";
-  for (const ExerciseResult& r : results)
-    out += "  " + r.id + " " +
-           (!r.ran ? "not run: " : (r.agrees ? "agrees: " : "DIFFERS from the runtime: ")) +
-           r.text + "\n";
-  return out;
-}
-
-nlohmann::json exercises_json(const std::vector<ExerciseResult>& results) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const ExerciseResult& r : results)
-    out.push_back({{"id", r.id}, {"ran", r.ran}, {"agrees", r.agrees}, {"text", r.text}});
-  return out;
-}
-
 }  // namespace vramlab::lesson02

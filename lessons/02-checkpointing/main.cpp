@@ -132,14 +132,16 @@ int run(const Options& o) {
   const std::vector<lesson02::ExerciseResult> exercises = lesson02::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson02::to_json(lesson);
-    j["exercises"] = lesson02::exercises_json(exercises);
+    j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"memory_over_step_svg", figures.memory_over_step_svg},
                     {"tradeoff_svg", figures.tradeoff_svg}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::fputs(lesson02::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::fputs(("\n" + lesson02::render_exercises(exercises)).c_str(), stdout);
+  std::fputs(
+      ("\n" + workbook::render_exercise_results(exercises, lesson02::kExercisesHeading)).c_str(),
+      stdout);
   std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
               fs::path(figures.memory_over_step_svg).filename().c_str(),
               fs::path(figures.tradeoff_svg).filename().c_str());

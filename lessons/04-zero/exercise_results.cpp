@@ -171,22 +171,4 @@ std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
   return {shards(lesson), ring(lesson), gathered_peak(lesson), state_bytes(lesson)};
 }
 
-std::string render_exercises(const std::vector<ExerciseResult>& results) {
-  std::string out =
-      "Exercises on this run (lessons/04-zero/EXERCISES.md; your code with --mine):\n";
-  for (const ExerciseResult& r : results) {
-    out += "  " + r.id + " ";
-    out += !r.ran ? "not run: " : (r.agrees ? "agrees: " : "DIFFERS from the runtime: ");
-    out += r.text + "\n";
-  }
-  return out;
-}
-
-nlohmann::json exercises_json(const std::vector<ExerciseResult>& results) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const ExerciseResult& r : results)
-    out.push_back({{"id", r.id}, {"ran", r.ran}, {"agrees", r.agrees}, {"text", r.text}});
-  return out;
-}
-
 }  // namespace vramlab::lesson04

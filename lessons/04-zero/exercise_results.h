@@ -8,30 +8,23 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/workbook/exercise_result.h"
 
 #include "lessons/04-zero/zero_report.h"
 
 namespace vramlab::lesson04 {
 
-/// One exercise's line of the report.
-struct ExerciseResult {
-  std::string id;       ///< e.g. "04.1".
-  bool ran = false;     ///< false when the function threw (e.g. not written yet).
-  bool agrees = false;  ///< the result matches what the runtime computes or measured.
-  std::string text;     ///< what it returned beside the runtime's number, or the error.
-};
+using workbook::ExerciseResult;
+
+/// The heading of the exercises' lines in the report.
+inline constexpr std::string_view kExercisesHeading =
+    "Exercises on this run (lessons/04-zero/EXERCISES.md; your code with --mine):";
 
 /// Calls the exercise functions on the lesson's model and its measured runs.
 /// \param lesson the runs (the training runs on rank 0). \return one result per exercise.
 std::vector<ExerciseResult> exercise_results(const Lesson& lesson);
-
-/// \param results from exercise_results(). \return the report's lines.
-std::string render_exercises(const std::vector<ExerciseResult>& results);
-
-/// \param results from exercise_results(). \return [{id, ran, agrees, text}].
-nlohmann::json exercises_json(const std::vector<ExerciseResult>& results);
 
 }  // namespace vramlab::lesson04

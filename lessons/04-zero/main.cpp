@@ -213,7 +213,7 @@ int run(const Options& o, int argc, char** argv) {
   const std::vector<lesson04::ExerciseResult> exercises = lesson04::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson04::to_json(lesson);
-    j["exercises"] = lesson04::exercises_json(exercises);
+    j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"memory_svg", figures.memory_svg},
                     {"communication_svg", figures.communication_svg},
                     {"timeline_svg", figures.timeline_svg}};
@@ -221,7 +221,9 @@ int run(const Options& o, int argc, char** argv) {
     return 0;
   }
   std::fputs(lesson04::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::fputs(("\n" + lesson04::render_exercises(exercises)).c_str(), stdout);
+  std::fputs(
+      ("\n" + workbook::render_exercise_results(exercises, lesson04::kExercisesHeading)).c_str(),
+      stdout);
   std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
               fs::path(figures.memory_svg).filename().c_str(),
               fs::path(figures.communication_svg).filename().c_str(),

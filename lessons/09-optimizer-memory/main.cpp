@@ -135,14 +135,16 @@ int run(const Options& o) {
   const std::vector<lesson09::ExerciseResult> exercises = lesson09::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson09::to_json(lesson);
-    j["exercises"] = lesson09::exercises_json(exercises);
+    j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"bytes_per_param_svg", figures.bytes_svg},
                     {"loss_curves_svg", figures.losses_svg}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::fputs(lesson09::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::fputs(("\n" + lesson09::render_exercises(exercises)).c_str(), stdout);
+  std::fputs(
+      ("\n" + workbook::render_exercise_results(exercises, lesson09::kExercisesHeading)).c_str(),
+      stdout);
   std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
               fs::path(figures.bytes_svg).filename().c_str(),
               fs::path(figures.losses_svg).filename().c_str());
