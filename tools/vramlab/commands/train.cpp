@@ -330,10 +330,18 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
-  std::printf(
-      "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
-      "--recompute %s predicts them)\n",
-      report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(), schedule.name.c_str());
+  if (options.parallel.tensor_parallel_size() == 1)
+    std::printf(
+        "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
+        "--recompute %s predicts them)\n",
+        report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(),
+        schedule.name.c_str());
+  else
+    std::printf(
+        "  saved activations at their peak: %s (the tensors' own bytes; this tensor-parallel "
+        "rank's heads and MLP units only, which vramlab estimate's runtime column, made for one "
+        "rank, does not split)\n",
+        report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str());
   // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
   // a category can count more than its tensors; which blocks keep such a remainder depends on the
   // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
