@@ -34,6 +34,7 @@
 #include "common/estimate/model_state_memory.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/device.h"
+#include "common/memory/host_memory.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
@@ -499,6 +500,32 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     return;
   }
   require_tensor_parallel(o.tp, o.simulate_ranks);
+  if (device.kind == memory::DeviceKind::sim || device.kind == memory::DeviceKind::cpu) {
+    // Every rank checks the host's budget for its own share only; simulated ranks share this
+    // process's RAM, so the sum must fit: each rank's parameters and saved activations, live
+    // together at the end of its forward pass (a lower bound on its peak, as the trainer's).
+    train::TrainOptions one = options;
+    const int64_t dp = o.simulate_ranks / o.tp;
+    estimate::EstimateInputs in;
+    in.model = one.model;
+    in.micro_batch = one.batch;
+    in.seq = one.seq;
+    in.precision = one.precision;
+    in.optimizer = one.optimizer;
+    in.zero_stage = static_cast<int64_t>(one.parallel.zero);
+    in.data_parallel = dp;
+    in.tensor_parallel = o.tp;
+    in.recompute = one.recompute;
+    in.attention = one.attention;
+    const estimate::Estimate e = estimate::estimate_memory(in);
+    const auto per_rank =
+        static_cast<uint64_t>(e.parameters.bytes) +
+        static_cast<uint64_t>(e.runtime_schedule_peak_bytes) / static_cast<uint64_t>(o.tp);
+    memory::require_host_memory(device.name(), per_rank * static_cast<uint64_t>(o.simulate_ranks),
+                                "the parameters and saved activations of " +
+                                    std::to_string(o.simulate_ranks) +
+                                    " simulated ranks, all in this process");
+  }
   std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
   dist::run_simulated_ranks(
       o.simulate_ranks, device.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
