@@ -112,7 +112,7 @@ memory::TensorView ParameterStore::local_grads(int64_t unit) const {
 
 std::vector<LocalRange> ParameterStore::local_ranges() const {
   if (grads_.empty()) throw std::logic_error("parameter store: no gradients to update from");
-  if (sharding_ == StoreSharding::none) return {LocalRange{values_.view(), grads_.view(), 0}};
+  if (sharding_ == StoreSharding::none) return {LocalRange{values_.view(), grads_.view(), 0, 0}};
   std::vector<LocalRange> ranges;
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const auto unit = static_cast<int64_t>(u);

@@ -56,10 +56,11 @@ enum class StoreSharding {
 /// A part of the store this rank updates: what an optimizer steps, and where that part's
 /// optimizer states sit in the rank's state buffers (of local_numel() elements).
 struct LocalRange {
-  memory::TensorView
-      values;                ///< (count) parameters (the 16-bit working copy under mixed precision)
-  memory::TensorView grads;  ///< (count) their reduced gradients
-  int64_t state_offset = 0;  ///< first element of this range in the state buffers
+  /// (count) parameters (the 16-bit working copy under mixed precision)
+  memory::TensorView values;
+  memory::TensorView grads;   ///< (count) their reduced gradients
+  int64_t state_offset = 0;   ///< first element of this range in the state buffers
+  int64_t first_element = 0;  ///< index of its first element in the whole (padded) store
 };
 
 /// The part of one parameter tensor this rank holds (ZeRO-3: at most one contiguous piece).

@@ -56,7 +56,7 @@ void Lion::step(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   for (const Update& u : updates)
     runtime_.kernels().lion_update(u.values, u.grads, state_slice(m_, u), u.working_copy, hp_,
-                                   grad_multiplier, rounding());
+                                   grad_multiplier, rounding(u.first_element));
 }
 
 int64_t Lion::state_bytes() const {

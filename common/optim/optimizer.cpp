@@ -78,6 +78,13 @@ nn::ParameterRounding Optimizer::rounding() const {
           splitmix64_mix(0x0b5e55ed5eedull + static_cast<uint64_t>(steps_))};
 }
 
+nn::ParameterRounding Optimizer::rounding(int64_t first_element) const {
+  nn::ParameterRounding r = rounding();
+  if (first_element != 0)
+    r.seed = splitmix64_mix(r.seed + static_cast<uint64_t>(first_element) * kSplitMix64Gamma);
+  return r;
+}
+
 memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
                                            const memory::Tensor& master) {
   return master.empty() ? memory::TensorView() : params.values().view();
@@ -102,7 +109,8 @@ void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   for (const Update& u : updates)
     runtime_.kernels().adamw_update(u.values, u.grads, state_slice(m_, u), state_slice(v_, u),
-                                    u.working_copy, hp_, steps_, grad_multiplier, rounding());
+                                    u.working_copy, hp_, steps_, grad_multiplier,
+                                    rounding(u.first_element));
 }
 
 int64_t AdamW::state_bytes() const {
@@ -132,7 +140,7 @@ void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
     runtime_.kernels().sgd_update(
         u.values, u.grads, momentum_ > 0 ? state_slice(momentum_buffer_, u) : memory::TensorView(),
         u.working_copy, learning_rate_, momentum_, weight_decay_, nesterov_, grad_multiplier,
-        rounding());
+        rounding(u.first_element));
 }
 
 int64_t Sgd::state_bytes() const {

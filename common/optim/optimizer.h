@@ -75,6 +75,7 @@ class Optimizer {
     memory::TensorView grads;         ///< (n) the reduced gradients
     memory::TensorView working_copy;  ///< (n) the 16-bit parameters to write back, or none
     int64_t state_offset = 0;         ///< where the part's states start
+    int64_t first_element = 0;        ///< its first element's index in the whole store
   };
   /// The elementwise optimizers' view of a step: one Update per nn::LocalRange (one unsharded,
   /// one per unit under ZeRO), with the master (of the local part only) made at the first step.
@@ -84,6 +85,10 @@ class Optimizer {
   /// \return how this step rounds 16-bit parameters: the policy's choice, with random bits that
   /// differ from step to step.
   [[nodiscard]] nn::ParameterRounding rounding() const;
+  /// As rounding(), for the part of the store starting at element \p first_element: the kernel
+  /// draws element i's bits from its index within the call, so each ZeRO range gets a stream of
+  /// its own (the whole store, at 0, keeps rounding()'s).
+  [[nodiscard]] nn::ParameterRounding rounding(int64_t first_element) const;
   /// \return the 16-bit parameters the kernel writes back (mixed precision), else none.
   static memory::TensorView working_copy(const nn::ParameterStore& params,
                                          const memory::Tensor& master);
