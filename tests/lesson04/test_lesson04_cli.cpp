@@ -38,9 +38,15 @@ std::string slurp(const fs::path& path) {
   return s.str();
 }
 
-LessonRun run_lesson(const std::string& args, const fs::path& dir) {
+// \p mpi: the binary starts mpirun ranks. Under the sanitizers (the asan preset) LeakSanitizer
+// reports what OpenMPI 4.1 never frees at MPI_Finalize, from components it has already
+// dlclose'd, which no suppression can name: those ranks run with leak detection off and every
+// other check on (as tests/dist's mpirun tests do). Ignored without sanitizers.
+LessonRun run_lesson(const std::string& args, const fs::path& dir, bool mpi = false) {
   fs::create_directories(dir);
-  const std::string cmd = std::string(LESSON04_BINARY) + " " + args + " --out-dir " +
+  const std::string env =
+      mpi ? "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 " : "";
+  const std::string cmd = env + std::string(LESSON04_BINARY) + " " + args + " --out-dir " +
                           (dir / "figures").string() + " >" + (dir / "out.txt").string() + " 2>" +
                           (dir / "err.txt").string();
   const int status = std::system(cmd.c_str());
@@ -146,7 +152,7 @@ TEST(Lesson04Cli, SimulatedRanksJsonHasTheIssuesKeysAndDdpsLossesBitForBit) {
 TEST(Lesson04Cli, UnderMpirunRankZeroPrintsOneObjectOfFourRanks) {
   const fs::path dir = fs::path(LESSON04_TEST_DIR) / "mpi4";
   fs::remove_all(dir);
-  const LessonRun r = run_lesson("--no-scale --steps 3 --json", dir);
+  const LessonRun r = run_lesson("--no-scale --steps 3 --json", dir, true);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);  // one object: only rank 0 printed
   if (j["backend"] == "simulated") {
@@ -160,7 +166,7 @@ TEST(Lesson04Cli, UnderMpirunRankZeroPrintsOneObjectOfFourRanks) {
 TEST(Lesson04Cli, TwoMpiRanksSumCommutativelySoTheLossesAreBitwise) {
   const fs::path dir = fs::path(LESSON04_TEST_DIR) / "mpi2";
   fs::remove_all(dir);
-  const LessonRun r = run_lesson("--ranks 2 --no-scale --steps 3 --json", dir);
+  const LessonRun r = run_lesson("--ranks 2 --no-scale --steps 3 --json", dir, true);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   if (j["backend"] == "simulated") GTEST_SKIP() << "no MPI in this build: " << j["launch"];
