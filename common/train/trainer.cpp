@@ -27,31 +27,25 @@ int64_t max_micro_batch(const TrainOptions& options) {
   return *std::max_element(sizes.begin(), sizes.end());
 }
 
+// validate() for what a schedule or an estimate needs, before the parallel groups exist (the
+// command line sizes simulated ranks first): everything but the groups.
+void validate_without_groups(const TrainOptions& options) {
+  TrainOptions without_groups = options;
+  without_groups.parallel = {};
+  validate(without_groups);
+}
+
 // A sim or cpu device's memory is host RAM, and the allocator's host budget stops a run only at
 // the allocation that crosses it, after however much of the forward pass fits (minutes for a large
-// model). The parameters and every saved activation are live together at the end of the forward
-// pass (with checkpointing: at the schedule's activation peak; with compression the bytes held
-// when the forward ends, as the peak model does not count decompression): a lower bound on the
-// step's peak,
-// so a step that fits is never refused. A device holds at most its capacity, so a run that
-// overflows the device first is left to the device's own out-of-memory error. Beyond the host's
-// budget, stop before allocating anything.
+// model). Beyond the host's budget, stop before allocating anything (step_host_bytes says why its
+// bytes are a lower bound). A device holds at most its capacity, so a run that overflows the
+// device first is left to the device's own out-of-memory error.
 void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options,
                                   const checkpoint::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
-  const estimate::Estimate e = estimate_step(options);
-  const int64_t micro = max_micro_batch(options);
-  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
-  const int64_t activation_peak =
-      options.compress_activations == nn::ActivationCompression::none
-          ? checkpoint::activation_peak_bytes(
-                estimate::runtime_chain_costs(options.model, micro, options.seq, act,
-                                              options.attention),
-                schedule)
-          : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
-                                                  options.compress_activations, act,
-                                                  options.attention);
-  const auto held_after_forward = static_cast<uint64_t>(e.parameters.bytes + activation_peak);
+  const auto held_after_forward = static_cast<uint64_t>(
+      step_host_bytes(options, schedule, options.parallel.data_parallel_size(),
+                      options.parallel.tensor_parallel_size()));
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
       capacity == 0 ? held_after_forward : std::min(held_after_forward, capacity);
@@ -116,7 +110,7 @@ amp::LossScaleSpec effective_loss_scale(const TrainOptions& options) {
 }
 
 checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
-  validate(options);
+  validate_without_groups(options);
   const int64_t micro = max_micro_batch(options);
   const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
   return checkpoint::make_schedule(
@@ -126,6 +120,33 @@ checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
   validate(options);
+  return estimate_step(options, options.parallel.data_parallel_size(),
+                       options.parallel.tensor_parallel_size());
+}
+
+int64_t step_host_bytes(const TrainOptions& options, const checkpoint::RecomputeSchedule& schedule,
+                        int64_t data_parallel, int64_t tensor_parallel) {
+  const estimate::Estimate e = estimate_step(options, data_parallel, tensor_parallel);
+  const int64_t micro = max_micro_batch(options);
+  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
+  const int64_t activation_peak =
+      options.compress_activations == nn::ActivationCompression::none
+          ? checkpoint::activation_peak_bytes(
+                estimate::runtime_chain_costs(options.model, micro, options.seq, act,
+                                              options.attention),
+                schedule)
+          : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
+                                                  options.compress_activations, act,
+                                                  options.attention);
+  // A tensor-parallel rank saves less than 1/t of them (norm inputs and the residual stay
+  // whole): dividing all of them by t keeps this a lower bound.
+  return e.parameters.bytes + activation_peak / tensor_parallel;
+}
+
+estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_parallel,
+                                 int64_t tensor_parallel) {
+  validate_without_groups(options);
+  if (tensor_parallel > 1) options.model.validate_tensor_parallel(tensor_parallel);
   estimate::EstimateInputs in;
   in.model = options.model;
   in.micro_batch = max_micro_batch(options);
@@ -138,8 +159,8 @@ estimate::Estimate estimate_step(const TrainOptions& options) {
   in.fp32_embeddings = options.eight_bit.fp32_embeddings;
   in.attention = options.attention;
   in.zero_stage = static_cast<int64_t>(options.parallel.zero);
-  in.data_parallel = options.parallel.data_parallel_size();
-  in.tensor_parallel = options.parallel.tensor_parallel_size();
+  in.data_parallel = data_parallel;
+  in.tensor_parallel = tensor_parallel;
   return estimate::estimate_memory(in);
 }
 

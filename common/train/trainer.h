@@ -153,6 +153,20 @@ checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 /// micro-batch and sequence T.
 /// \throws vramlab::UsageError as validate().
 estimate::Estimate estimate_step(const TrainOptions& options);
+/// As estimate_step(options), for \p data_parallel and \p tensor_parallel ranks instead of the
+/// groups' sizes (before the groups exist, e.g. to size simulated ranks).
+/// \throws vramlab::UsageError as validate(), or for a degree the model cannot take.
+estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_parallel,
+                                 int64_t tensor_parallel);
+/// What one rank of a step of \p options holds at once at the end of its forward pass: its
+/// parameters and saved activations (with checkpointing, the schedule's activation peak; with
+/// compression, the bytes held when the forward ends). A lower bound on the step's peak, so a
+/// host-memory check on it never refuses a step that fits.
+/// \param options the run. \param schedule recompute_schedule(options).
+/// \param data_parallel N. \param tensor_parallel t. \return the bytes.
+/// \throws vramlab::UsageError as estimate_step().
+int64_t step_host_bytes(const TrainOptions& options, const checkpoint::RecomputeSchedule& schedule,
+                        int64_t data_parallel, int64_t tensor_parallel);
 
 /// A model, an optimizer, a token stream and the step loop.
 class Trainer {

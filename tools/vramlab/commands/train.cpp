@@ -361,20 +361,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
 void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                   std::vector<RankOutcome>& outcomes, int64_t T) {
   const int64_t N = static_cast<int64_t>(outcomes.size()) / T;  // data-parallel degree
-  estimate::Estimate e;
-  {
-    estimate::EstimateInputs in;
-    in.model = options.model;
-    in.micro_batch = options.batch;
-    in.seq = options.seq;
-    in.precision = options.precision;
-    in.fp32_gradients = options.fp32_grads;
-    in.optimizer = options.optimizer;
-    in.zero_stage = static_cast<int64_t>(options.parallel.zero);
-    in.data_parallel = N;
-    in.tensor_parallel = T;
-    e = estimate::estimate_memory(in);
-  }
+  const estimate::Estimate e = train::estimate_step(options, N, T);
   if (o.json) {
     json per_rank = json::array();
     for (const RankOutcome& r : outcomes)
@@ -502,25 +489,9 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
   require_tensor_parallel(o.tp, o.simulate_ranks);
   if (device.kind == memory::DeviceKind::sim || device.kind == memory::DeviceKind::cpu) {
     // Every rank checks the host's budget for its own share only; simulated ranks share this
-    // process's RAM, so the sum must fit: each rank's parameters and saved activations, live
-    // together at the end of its forward pass (a lower bound on its peak, as the trainer's).
-    train::TrainOptions one = options;
-    const int64_t dp = o.simulate_ranks / o.tp;
-    estimate::EstimateInputs in;
-    in.model = one.model;
-    in.micro_batch = one.batch;
-    in.seq = one.seq;
-    in.precision = one.precision;
-    in.optimizer = one.optimizer;
-    in.zero_stage = static_cast<int64_t>(one.parallel.zero);
-    in.data_parallel = dp;
-    in.tensor_parallel = o.tp;
-    in.recompute = one.recompute;
-    in.attention = one.attention;
-    const estimate::Estimate e = estimate::estimate_memory(in);
-    const auto per_rank =
-        static_cast<uint64_t>(e.parameters.bytes) +
-        static_cast<uint64_t>(e.runtime_schedule_peak_bytes) / static_cast<uint64_t>(o.tp);
+    // process's RAM, so their shares together must fit.
+    const uint64_t per_rank = static_cast<uint64_t>(train::step_host_bytes(
+        options, train::recompute_schedule(options), o.simulate_ranks / o.tp, o.tp));
     memory::require_host_memory(device.name(), per_rank * static_cast<uint64_t>(o.simulate_ranks),
                                 "the parameters and saved activations of " +
                                     std::to_string(o.simulate_ranks) +
