@@ -33,10 +33,6 @@ def run(stage):
     return steps, summary[0]
 
 
-def parameter_count(summary):
-    return summary["parameters"]
-
-
 ddp_steps, ddp = run(0)
 for stage in (0, 1, 2, 3):
     steps, summary = (ddp_steps, ddp) if stage == 0 else run(stage)
@@ -51,7 +47,7 @@ for stage in (0, 1, 2, 3):
                                 f" != estimate {est[key]}")
     # Volumes: Σ over ranks of bytes sent = volume · Ψ' · 4 B · (N-1) (fp32).
     total = sum(r["bytes_sent"] for r in par["per_rank"])
-    psi = parameter_count(summary)
+    psi = summary["parameters"]
     if stage == 0:
         expected = 2 * psi * 4 * (n - 1)
         ok = total == expected

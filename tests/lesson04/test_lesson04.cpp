@@ -310,6 +310,27 @@ TEST(Lesson04, ClaimsTableHasEveryClaimOfTheIssueWhenTheLessonRunsAtScale) {
   EXPECT_EQ(big.model_state, expected_states(lesson.settings.big_model, amp::Precision::mixed_bf16,
                                              ZeroStage::parameters, 8));
   EXPECT_GT(big.peak_bytes, int64_t{80'000'000'000});
+
+  // The figures at scale (the memory chart then shows the 7.5B): no text overlaps another or
+  // leaves the canvas, as every lesson's figures.
+  const Figures figures = make_figures(lesson);
+  for (const report::SvgFigure* f : {&figures.memory, &figures.communication, &figures.timeline}) {
+    const std::vector<std::string> problems = report::text_layout_problems(*f);
+    EXPECT_TRUE(problems.empty()) << problems.front();
+  }
+}
+
+TEST(Lesson04, SmallModelFiguresHaveNoOverlappingText) {
+  Lesson lesson;
+  lesson.settings.train = settings_for(odd_gpt2(2, 36, 3, 97), amp::Precision::mixed_bf16, 2);
+  lesson.settings.ranks = 3;
+  lesson.training = run_training(lesson.settings, nullptr, nullptr);
+  const Figures figures = make_figures(lesson);
+  for (const report::SvgFigure* f : {&figures.memory, &figures.communication, &figures.timeline}) {
+    const std::vector<std::string> problems = report::text_layout_problems(*f);
+    EXPECT_TRUE(problems.empty()) << problems.front();
+    EXPECT_NE(f->svg.find("</svg>"), std::string::npos);
+  }
 }
 
 }  // namespace
