@@ -49,6 +49,9 @@ DataParallel::DataParallel(nn::DecoderModel& model, const ParallelOptions& optio
                      std::to_string(comm_.rank()) + " of " + std::to_string(comm_.world_size()));
   embedding_unit_ = store_.layout().find_unit(-1, false);
   head_unit_ = store_.layout().find_unit(-1, true);
+  // Looked up once: the phases ask for a block's unit several times per layer and step.
+  for (int64_t l = 0; l < model.config().layers; ++l)
+    block_units_.push_back(store_.layout().find_unit(l));
 }
 
 void DataParallel::gather(int64_t unit) {
@@ -102,7 +105,7 @@ void DataParallel::reduce_gradient(int64_t unit) {
 void DataParallel::before(const nn::PhaseEvent& event) {
   if (stage_ < ZeroStage::gradients) return;
   const int64_t layers = model_.config().layers;
-  const auto block = [&](int64_t l) { return store_.layout().find_unit(l); };
+  const auto block = [&](int64_t l) { return block_units_[static_cast<size_t>(l)]; };
   switch (event.phase) {
     case nn::StepPhase::forward_embedding:
       gather(embedding_unit_);
@@ -142,7 +145,7 @@ void DataParallel::before(const nn::PhaseEvent& event) {
 
 void DataParallel::after(const nn::PhaseEvent& event) {
   if (stage_ < ZeroStage::gradients) return;
-  const auto block = [&](int64_t l) { return store_.layout().find_unit(l); };
+  const auto block = [&](int64_t l) { return block_units_[static_cast<size_t>(l)]; };
   switch (event.phase) {
     case nn::StepPhase::forward_embedding:
       if (!tied_) release(embedding_unit_);  // a tied head reads it again

@@ -99,6 +99,7 @@ class DataParallel final : public nn::StepObserver {
   bool tied_;
   int64_t embedding_unit_ = -1;
   int64_t head_unit_ = -1;
+  std::vector<int64_t> block_units_;  // (L) the unit of each block
   int64_t micro_batch_ = 0;          // micro-batches whose backward finished this step
   int64_t gathered_bytes_ = 0;       // requested bytes of the gathered units now
   int64_t gathered_peak_bytes_ = 0;  // and at most
