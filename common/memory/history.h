@@ -50,6 +50,81 @@ enum class RecordMode : unsigned char {
   all,    ///< labels plus the trace ring buffer
 };
 
+/// The part of a training step an allocation was made in (the "phase" of snapshots and traces).
+enum class TrainingPhase : unsigned char {
+  none,       ///< outside any step (or not labelled)
+  setup,      ///< building the model, its parameters and the batch
+  forward,    ///< the forward pass, embedding to loss
+  backward,   ///< the backward pass
+  recompute,  ///< a checkpointed block's forward re-run inside backward
+  optimizer,  ///< zero-grad, the optimizer step and what the data-parallel strategy does after it
+};
+
+/// \return the lower-case name of \p phase ("none", "setup", "forward", "backward", "recompute",
+/// "optimizer"), as written to snapshots and traces.
+std::string_view training_phase_name(TrainingPhase phase);
+
+/// Parses a name printed by training_phase_name().
+/// \throws vramlab::UsageError naming \p name when it is not a phase.
+TrainingPhase parse_training_phase(std::string_view name);
+
+/// Sets this thread's training phase for its lifetime (nested scopes restore the outer phase):
+/// allocations made meanwhile carry it, and a ScopeListener hears it.
+class PhaseScope {
+ public:
+  /// \param phase the phase the code inside runs in.
+  explicit PhaseScope(TrainingPhase phase);
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  TrainingPhase previous_;
+};
+
+/// Appends one level to this thread's module path for its lifetime, PyTorch's module naming
+/// ("blocks.3" then "attn" gives "blocks.3.attn"): allocations made meanwhile carry the path, and a
+/// ScopeListener hears the entry and the exit (the profiler's module spans).
+class ModuleScope {
+ public:
+  /// \param name one or more dotted levels, e.g. "blocks.3" or "attn"; must not be empty.
+  explicit ModuleScope(std::string_view name);
+  ~ModuleScope();
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+
+ private:
+  std::uint32_t previous_module_id_;
+};
+
+/// \return this thread's current phase (none outside every PhaseScope).
+TrainingPhase current_phase();
+
+/// \return the id of this thread's module path (0 = no module). Ids are stable for the process;
+/// module_path() turns them back into text.
+std::uint32_t current_module_id();
+
+/// \param module_id an id from current_module_id().
+/// \return the dotted path, e.g. "blocks.3.attn" ("" for 0).
+const std::string& module_path(std::uint32_t module_id);
+
+/// Hears this thread's phase changes and module entries/exits (the profiler's spans). Called on the
+/// thread that changes scope, outside every allocator lock; must not throw.
+class ScopeListener {
+ public:
+  virtual ~ScopeListener() = default;
+  /// \param phase the phase now current (after a PhaseScope starts or ends).
+  virtual void phase_changed(TrainingPhase phase) noexcept = 0;
+  /// \param module_id the module path just entered (current_module_id() inside the scope).
+  virtual void module_entered(std::uint32_t module_id) noexcept = 0;
+  /// \param module_id the module path just left (the id module_entered was given).
+  virtual void module_exited(std::uint32_t module_id) noexcept = 0;
+};
+
+/// Installs \p listener for this thread (nullptr removes it).
+/// \return the listener it replaces.
+ScopeListener* set_scope_listener(ScopeListener* listener);
+
 /// Pushes a label on this thread's context stack for its lifetime; allocations made meanwhile
 /// carry the joined stack, e.g. "forward/block3/attention".
 class ContextLabelScope {

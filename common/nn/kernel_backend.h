@@ -80,6 +80,18 @@ std::string_view kernel_kind_name(KernelKind kind);
 /// \throws vramlab::UsageError naming \p text when it is none of them.
 KernelKind parse_kernel_kind(std::string_view text);
 
+/// Hears every kernel a backend runs (the profiler's kernel spans). Called on the thread that runs
+/// the kernel, around the implementation (after the argument checks); must not throw.
+class KernelObserver {
+ public:
+  virtual ~KernelObserver() = default;
+  /// \param op the public method's name, e.g. "linear_forward" (a string literal: it outlives the
+  /// call).
+  virtual void kernel_started(std::string_view op) noexcept = 0;
+  /// \param op the name kernel_started was given.
+  virtual void kernel_finished(std::string_view op) noexcept = 0;
+};
+
 /// The kernels and memory movement of one Runtime. Methods are const: a backend holds no state
 /// that a call changes visibly (scratch memory at most). Every view given to a backend is memory
 /// of its Runtime ("device" memory), except the host side of copy_to_device / copy_to_host.
@@ -89,6 +101,12 @@ class KernelBackend {
 
   /// Fixed for the backend's lifetime; Runtime::kernel_kind() reports it.
   [[nodiscard]] virtual KernelKind kind() const = 0;
+
+  /// Installs \p observer (nullptr removes it); with none, a kernel call costs one pointer test.
+  /// Not thread-safe against running kernels: set it between steps.
+  void set_observer(KernelObserver* observer) const { observer_ = observer; }
+  /// \return the observer set_observer() installed, or nullptr.
+  [[nodiscard]] KernelObserver* observer() const { return observer_; }
 
   // ---- memory movement -----------------------------------------------------------------------
 
@@ -335,6 +353,8 @@ class KernelBackend {
                          const ParameterRounding& rounding = {}) const;
 
  private:
+  mutable KernelObserver* observer_ = nullptr;
+
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
   // `types.a` and `types.g` say what every void pointer holds (see the file comment): pointers
   // named d<param> (dweight, dbias, dwte, dwpe) are G, every other void pointer is A.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace vramlab::report {
 
@@ -29,5 +30,19 @@ std::string encode_pickle(const nlohmann::json& value);
 /// \throws std::runtime_error naming \p path if it cannot be written;
 ///         std::invalid_argument as encode_pickle.
 void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& path);
+
+/// Decodes a pickle of plain Python data, such as torch.cuda.memory._dump_snapshot() writes
+/// (protocols 2 to 5, memo included): dict -> object (keys must be str or int, ints written as
+/// their decimal text), list and tuple -> array, str -> string, int (any size up to 64 bits) ->
+/// integer, float -> number, bool, None -> null.
+/// \param bytes the file's contents.
+/// \throws vramlab::UsageError saying what is wrong and at which byte offset (truncated data, an
+/// opcode outside that subset such as a class reference, nesting deeper than 1000, more than
+/// 2^31 items).
+nlohmann::json decode_pickle(std::string_view bytes);
+
+/// Reads a snapshot file: a pickle (first byte 0x80) or JSON.
+/// \throws vramlab::UsageError naming \p path when it cannot be read or decoded.
+nlohmann::json read_snapshot_file(const std::string& path);
 
 }  // namespace vramlab::report
