@@ -588,6 +588,28 @@ TEST(MaxSplitSize, ReleasesExactlyTheOversizeSegmentsTheRequestNeeds) {
   }
 }
 
+// Only the requesting stream's cached segments are released before the flush, in both stream
+// orders (the pool is ordered by stream first): another stream's oversize segment, large enough,
+// stays until the flush-and-retry, which then frees it.
+TEST(MaxSplitSize, ReleasesOnlyTheRequestingStreamsSegmentsBeforeFlushing) {
+  for (const auto& [cached_on, wanted_on] :
+       {std::pair<StreamId, StreamId>{1, 0}, std::pair<StreamId, StreamId>{0, 1}}) {
+    for (const std::size_t cached_mib : {std::size_t{40}, std::size_t{60}}) {  // single, several
+      SCOPED_TRACE("cached " + std::to_string(cached_mib) + " MiB on stream " +
+                   std::to_string(cached_on) + ", wanted on " + std::to_string(wanted_on));
+      auto allocator = make_sim_allocator(80 * kMiB, "max_split_size_mb:20");
+      allocator->free(allocator->malloc(cached_mib * kMiB, cached_on));
+      Block* fresh = allocator->malloc(50 * kMiB, wanted_on);  // 80 − cached < 50: needs room
+      const DeviceStats stats = allocator->stats();
+      EXPECT_EQ(stats.num_alloc_retries, 1) << "another stream's segment was released first";
+      EXPECT_EQ(stats.num_sync_all_streams, 1);
+      EXPECT_EQ(stats.num_device_free, 1);
+      allocator->free(fresh);
+      allocator->check_invariants();
+    }
+  }
+}
+
 TEST(MaxSplitSize, WithoutItTheSameCaseNeedsARetry) {
   auto allocator = make_sim_allocator(80 * kMiB);
   allocator->free(allocator->malloc(60 * kMiB));
