@@ -729,6 +729,39 @@ TEST(Stats, ResetPeakSetsPeakToCurrent) {
   allocator->free(a);
 }
 
+// reset_peak_memory_stats on every peak, through memory_stats()'s keys: each peak becomes its
+// current value (a peak above current beforehand in every pool, so none can pass by chance), and
+// nothing else changes.
+TEST(Stats, ResetPeakSetsEveryPeakToItsCurrentAndNothingElse) {
+  auto allocator = make_sim_allocator(kGiB, "max_split_size_mb:20");
+  Block* keep_small = allocator->malloc(1000);
+  Block* keep_large = allocator->malloc(3 * kMiB);
+  allocator->free(allocator->malloc(2000));
+  allocator->free(allocator->malloc(40 * kMiB));  // an oversize allocation and segment
+  allocator->empty_cache();
+  std::map<std::string, std::int64_t> before;
+  for (const auto& [key, value] : allocator->memory_stats()) before[key] = value;
+  for (const char* peak :
+       {"allocated_bytes.small_pool.peak", "allocation.large_pool.peak", "segment.all.peak",
+        "oversize_allocations.peak", "oversize_segments.peak", "requested_bytes.all.peak"}) {
+    const std::string name(peak);
+    const std::string current = name.substr(0, name.size() - 4) + "current";
+    ASSERT_GT(before.at(peak), before.at(current)) << peak << ": the test proves nothing";
+  }
+  allocator->reset_peak_stats();
+  for (const auto& [key, value] : allocator->memory_stats()) {
+    if (key.ends_with(".peak")) {
+      const std::string current = key.substr(0, key.size() - 4) + "current";
+      EXPECT_EQ(value, before.at(current)) << key << " is not its current value";
+    } else {
+      EXPECT_EQ(value, before.at(key)) << key << " changed, but only peaks may be reset";
+    }
+  }
+  allocator->free(keep_small);
+  allocator->free(keep_large);
+  allocator->check_invariants();
+}
+
 // Every total and every num_* counter that reset_accumulated_memory_stats must zero, read
 // through memory_stats()'s keys so that a counter added later is covered too: first made nonzero
 // (an out-of-memory error, a retry, a device free and a synchronize of every stream each happen at
