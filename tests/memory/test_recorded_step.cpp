@@ -4,6 +4,7 @@
 //   build/tests/bin/test_recorded_step
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -173,6 +174,15 @@ TEST(RecordedStep, EveryAllocationHasAPhaseAndStatesAreTheOptimizers) {
   EXPECT_EQ(states.size(), 2u);  // AdamW's two moments
 }
 
+// Line \p number (1-based) of the file at \p path, "" when there is none.
+std::string source_line(const std::string& path, std::int64_t number) {
+  std::ifstream file(path);
+  std::string line;
+  for (std::int64_t i = 0; i < number && std::getline(file, line); ++i) {
+  }
+  return number > 0 && file ? line : std::string();
+}
+
 bool names_function(const std::vector<StackFrame>& frames, std::string_view function) {
   for (const StackFrame& frame : frames) {
     if (frame.function.find(function) != std::string::npos) return true;
@@ -194,6 +204,19 @@ TEST(RecordedStep, AttentionProbabilitiesComeFromAttentionForward) {
     std::string listing;
     for (const StackFrame& frame : frames) listing += "\n  " + frame.function;
     EXPECT_TRUE(names_function(frames, "vramlab::nn::Attention::forward")) << listing;
+    for (const StackFrame& frame : frames) {
+      if (!frame.function.starts_with("vramlab::nn::Attention::forward")) continue;
+      if (VRAMLAB_LINE_TABLES) {
+        // The frame's line is the call that saves att.
+        EXPECT_TRUE(frame.file.ends_with("common/nn/attention.cpp")) << frame.file;
+        EXPECT_NE(source_line(VRAMLAB_SOURCE_DIR "/common/nn/attention.cpp", frame.line)
+                      .find("saved::att,"),
+                  std::string::npos)
+            << "attention.cpp:" << frame.line;
+      } else {
+        EXPECT_EQ(frame.line, 0) << frame.file;
+      }
+    }
     EXPECT_TRUE(names_function(frames, "vramlab::nn::Block::forward")) << listing;
     EXPECT_TRUE(names_function(frames, "vramlab::train::Trainer::step")) << listing;
     for (const char* machinery :
