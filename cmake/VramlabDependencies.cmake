@@ -25,7 +25,7 @@ target_include_directories(vramlab_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(MPI COMPONENTS CXX)
 find_package(Threads REQUIRED)
-find_package(Boost 1.74 REQUIRED COMPONENTS context)
+find_package(Boost 1.74 REQUIRED COMPONENTS context stacktrace_backtrace)
 find_package(CLI11 2.1 CONFIG REQUIRED)
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 if(VRAMLAB_BUILD_TESTS)
@@ -54,6 +54,24 @@ if(NOT VRAMLAB_TORCH_PYTHON)
       if(_rc EQUAL 0)
         set(VRAMLAB_TORCH_PYTHON ${_py} CACHE STRING "A Python interpreter that can import torch" FORCE)
         set(VRAMLAB_TORCH_VERSION ${_torch_version} CACHE INTERNAL "")
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()
+
+# PyTorch 2.x, whose _memory_viz reads today's snapshot format with C++ frames (Debian's 1.13
+# predates it): PyPI's torch in venv-torch/ (tools/setup.sh --with-peers), or the interpreter above
+# when its torch is new enough. VRAMLAB_TORCH2_PYTHON is empty when neither is.
+set(VRAMLAB_TORCH2_PYTHON "" CACHE STRING "A Python interpreter that can import torch >= 2 (found when empty)")
+if(NOT VRAMLAB_TORCH2_PYTHON)
+  foreach(_py ${PROJECT_SOURCE_DIR}/venv-torch/bin/python ${VRAMLAB_TORCH_PYTHON})
+    if(EXISTS "${_py}")
+      execute_process(COMMAND ${_py} -c
+                        "import sys, torch; sys.exit(0 if int(torch.__version__.split('.')[0]) >= 2 else 1)"
+                      RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(VRAMLAB_TORCH2_PYTHON ${_py} CACHE STRING "A Python interpreter that can import torch >= 2" FORCE)
         break()
       endif()
     endif()

@@ -1,0 +1,18 @@
+// Span kind names (see recording.h).
+#include "common/profile/recording.h"
+
+namespace vramlab::profile {
+
+std::string_view span_kind_name(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::phase:
+      return "phase";
+    case SpanKind::module:
+      return "module";
+    case SpanKind::kernel:
+      return "kernel";
+  }
+  return "kernel";
+}
+
+}  // namespace vramlab::profile
