@@ -131,6 +131,16 @@ void apply_segment_unmap(ReplaySegments& segments, std::uint64_t address,
 
 }  // namespace
 
+std::uint64_t segment_device(const json& segment, const std::string& where) {
+  const json* device = optional_field(segment, "device");
+  std::uint64_t index = 0;
+  if (device != nullptr && !to_unsigned(*device, index)) {
+    throw UsageError("snapshot field '" + where + ".device' must be a device index, got " +
+                     device->dump());
+  }
+  return index;
+}
+
 SnapshotTrace::SnapshotTrace(const json& snapshot, SnapshotTraceOptions options) {
   if (!snapshot.is_object()) {
     throw UsageError(std::string("snapshot must be a JSON object, got ") + snapshot.type_name());
@@ -143,14 +153,9 @@ SnapshotTrace::SnapshotTrace(const json& snapshot, SnapshotTraceOptions options)
     const std::string where = "segments[" + std::to_string(s) + "]";
     const json& segment = segments[s];
     if (!segment.is_object()) throw UsageError("snapshot field '" + where + "' must be an object");
-    if (const json* device = optional_field(segment, "device");
-        options.segments_of_device_only && device != nullptr) {
-      std::uint64_t index = 0;
-      if (!to_unsigned(*device, index)) {
-        throw UsageError("snapshot field '" + where + ".device' must be a device index, got " +
-                         device->dump());
-      }
-      if (index != options.device) continue;
+    if (options.segments_of_device_only &&
+        segment_device(segment, where) != static_cast<std::uint64_t>(options.device)) {
+      continue;
     }
     segment_bytes[required_unsigned(segment, "address", where)] =
         required_unsigned(segment, "total_size", where);

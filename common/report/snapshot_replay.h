@@ -71,13 +71,19 @@ using ReplaySegments = std::map<std::uint64_t, std::uint64_t>;
 struct SnapshotTraceOptions {
   /// The index into "device_traces".
   std::size_t device = 0;
-  /// Take only the segments whose "device" is \p device (segments without the key are kept).
+  /// Take only the segments whose "device" is \p device (a segment without the key is device 0's).
   /// Off, every segment counts (the HTML timeline's behaviour, which reads device 0's trace).
   bool segments_of_device_only = false;
   /// Throw when "segments" or "device_traces" is missing, or \p device is not an index into
   /// "device_traces". Off, a missing key is empty and a missing device has no events.
   bool strict = false;
 };
+
+/// \param segment one entry of a snapshot's "segments". \param where its name in messages
+/// ("segments[3]").
+/// \return its "device" (0 without the key).
+/// \throws vramlab::UsageError naming where + ".device" when it is not a non-negative integer.
+std::uint64_t segment_device(const nlohmann::json& segment, const std::string& where);
 
 /// A snapshot's trace for one device, parsed, with the state before its first event.
 /// Holds pointers into the snapshot, which must outlive it.
