@@ -16,7 +16,13 @@ struct BrowserRun {
   std::string error;    ///< the first JavaScript error (HTML-escaped), empty if none.
   size_t cards = 0;     ///< elements with class="card" in the final DOM.
   std::string command;  ///< the shell command, for failure messages.
+  std::string dom;      ///< the final DOM as Chromium serialised it.
 };
+
+/// \return the value of the first attribute called \p name in \p dom, with the entities HTML
+/// serialisation writes (amp, quot, lt, gt, nbsp, #39) decoded; "" if there is none. Pages and
+/// injected test scripts report what they drew through such attributes.
+std::string dom_attribute(const std::string& dom, const std::string& name);
 
 /// Whether `chromium` is on PATH; if not, whether CI is set (then a test must fail, not skip).
 enum class ChromiumAvailability { kFound, kMissing, kMissingInCi };
