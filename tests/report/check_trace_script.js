@@ -135,7 +135,7 @@ if (model.duration > 0) {
   const wantEnd = zoomedStart + (500 - 170) / plotWidth * (zoomedEnd - zoomedStart);
   if (Math.abs(draggedStart - wantStart) > 1e-9 * Math.max(1, fullEnd) || Math.abs(draggedEnd - wantEnd) > 1e-9 * Math.max(1, fullEnd)) {
     fail("drag zoomed to " + draggedStart + ".." + draggedEnd + ", expected " + wantStart + ".." + wantEnd);
-}
+  }
 }
 elements.reset.listeners.click();
 if (Number(attributes["data-view-start-ms"]) !== fullStart || Number(attributes["data-view-end-ms"]) !== fullEnd) fail("reset did not restore the full view");
