@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/platform/errors.h"
+#include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"
 #include "common/report/trace_files.h"
 
@@ -60,7 +61,13 @@ std::string render_trace_html(const nlohmann::json& chrome_trace, const std::str
     }
     kept.push_back(event);
   }
-  const json data = {{"title", title}, {"events", std::move(kept)}, {"skipped", skipped}};
+  json series_colours = json::object();
+  for (const std::string& category : category_order())
+    series_colours[category] = category_colour(category);
+  const json data = {{"title", title},
+                     {"events", std::move(kept)},
+                     {"skipped", skipped},
+                     {"series_colours", series_colours}};
   return detail::fill_template(trace_page_template(), detail::html_escape(title),
                                detail::script_safe_json(data));
 }

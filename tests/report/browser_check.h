@@ -30,6 +30,18 @@ enum class ChromiumAvailability { kFound, kMissing, kMissingInCi };
 /// \return whether chromium can be run.
 ChromiumAvailability find_chromium();
 
+/// In a googletest test body: skips without chromium, fails instead when CI is set.
+#define VRAMLAB_REQUIRE_CHROMIUM()                                                              \
+  switch (::vramlab::report::testing::find_chromium()) {                                        \
+    case ::vramlab::report::testing::ChromiumAvailability::kFound:                              \
+      break;                                                                                    \
+    case ::vramlab::report::testing::ChromiumAvailability::kMissingInCi:                        \
+      FAIL() << "chromium (Debian package chromium) is missing, and CI is set: install it";     \
+    case ::vramlab::report::testing::ChromiumAvailability::kMissing:                            \
+      GTEST_SKIP() << "chromium (Debian package chromium) is not installed and CI is not set; " \
+                      "in CI this test fails instead of skipping";                              \
+  }
+
 /// Loads \p page in headless Chromium (timers and animation frames get 5 s of virtual time).
 /// \param page the HTML page. \param directory where the page, profile, DOM and log are written.
 /// \return what the final DOM showed.

@@ -19,18 +19,6 @@ namespace vramlab::report {
 namespace {
 
 using testing::BrowserRun;
-using testing::ChromiumAvailability;
-
-#define REQUIRE_CHROMIUM()                                                                      \
-  switch (testing::find_chromium()) {                                                           \
-    case ChromiumAvailability::kFound:                                                          \
-      break;                                                                                    \
-    case ChromiumAvailability::kMissingInCi:                                                    \
-      FAIL() << "chromium (Debian package chromium) is missing, and CI is set: install it";     \
-    case ChromiumAvailability::kMissing:                                                        \
-      GTEST_SKIP() << "chromium (Debian package chromium) is not installed and CI is not set; " \
-                      "in CI this test fails instead of skipping";                              \
-  }
 
 std::string run_directory(const std::string& name) {
   return ::testing::TempDir() + "vramlab_chromium_" + name;
@@ -45,7 +33,7 @@ void expect_clean_run(const nlohmann::json& snapshot, const std::string& name) {
 }
 
 TEST(TimelineInChromium, RealisticSnapshotWithOutOfMemoryRunsWithoutErrors) {
-  REQUIRE_CHROMIUM();
+  VRAMLAB_REQUIRE_CHROMIUM();
   testing::ExampleWorkload workload;
   workload.layer_count = 6;
   workload.step_count = 3;
@@ -54,12 +42,12 @@ TEST(TimelineInChromium, RealisticSnapshotWithOutOfMemoryRunsWithoutErrors) {
 }
 
 TEST(TimelineInChromium, EmptySnapshotRunsWithoutErrors) {
-  REQUIRE_CHROMIUM();
+  VRAMLAB_REQUIRE_CHROMIUM();
   expect_clean_run(nlohmann::json::object(), "empty");
 }
 
 TEST(TimelineInChromium, HundredThousandEventsRunWithoutErrors) {
-  REQUIRE_CHROMIUM();
+  VRAMLAB_REQUIRE_CHROMIUM();
   testing::ExampleWorkload workload;
   workload.layer_count = 48;
   workload.step_count = 45;
@@ -101,7 +89,7 @@ size_t expected_allocation_count(const nlohmann::json& snapshot) {
 // Hovering an allocation with a real mouse event shows its C++ frames, innermost first, with the
 // short name on the line and the full one in its title; a click pins it.
 TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
-  REQUIRE_CHROMIUM();
+  VRAMLAB_REQUIRE_CHROMIUM();
   testing::ExampleWorkload workload;
   workload.layer_count = 4;
   workload.step_count = 2;
@@ -165,7 +153,7 @@ TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
 
 // The detection works: a script error in the page, thrown while it builds its summary, is seen.
 TEST(TimelineInChromium, ABrokenScriptIsCaught) {
-  REQUIRE_CHROMIUM();
+  VRAMLAB_REQUIRE_CHROMIUM();
   std::string page = render_memory_timeline_html(nlohmann::json::object(), "broken");
   const size_t main_at = page.find("function main() {");
   ASSERT_NE(main_at, std::string::npos);

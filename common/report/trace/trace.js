@@ -200,6 +200,7 @@ function buildTraceModel(events) {
            compareIds(a.tid, b.tid);
   });
   const counterList = Array.from(counters.values());
+  const counterPids = new Set(counterList.map(function (counter) { return JSON.stringify(counter.pid); }));
   let sampleCount = 0;
   for (const counter of counterList) {
     counter.samples.sort(function (a, b) { return a.time - b.time || a.order - b.order; });
@@ -219,7 +220,7 @@ function buildTraceModel(events) {
     }
     sampleCount += counter.samples.length;
     const processName = processNames.get(JSON.stringify(counter.pid));
-    counter.label = counter.name + (processName !== undefined && counterList.length > 1 ? " (" + processName + ")" : "");
+    counter.label = counter.name + (processName !== undefined && counterPids.size > 1 ? " (" + processName + ")" : "");
     counter.bytes = /byte|alloc|reserv|mem/i.test(counter.name + " " + counter.series.join(" "));
   }
   counterList.sort(function (a, b) { return compareIds(a.pid, b.pid) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); });
@@ -487,6 +488,13 @@ function main() {
     return lo === 0 ? "" : text.slice(0, lo) + "…";
   }
 
+  // Memory categories keep the memory timeline's colours (PyTorch's profiler colours); other
+  // series take the palette in order, so the series of one track always differ.
+  function seriesColour(counter, s) {
+    const known = data.series_colours && data.series_colours[counter.series[s]];
+    return known || kPalette[s % kPalette.length];
+  }
+
   function counterValue(counter, value) { return counter.bytes ? formatBytes(value) : formatNumber(value); }
 
   // A stacked step area: each sample's values hold until the next sample. Within one pixel column
@@ -520,7 +528,7 @@ function main() {
     context.rect(labelWidth, counter.top, plotWidth, counter.height);
     context.clip();
     counter.series.forEach(function (series, s) {
-      context.fillStyle = categoryColour(series);
+      context.fillStyle = seriesColour(counter, s);
       for (let c = 0; c < columns.length; c++) {
         const x0 = columns[c].x;
         const x1 = c + 1 < columns.length ? columns[c + 1].x : labelWidth + plotWidth;
@@ -532,7 +540,9 @@ function main() {
           for (let q = 0; q < s; q++) below += Math.max(0, sample.stack[q]);
           const value = Math.max(0, sample.stack[s]);
           if (value <= 0) continue;
-          context.fillRect(from, bottom - (below + value) * scale, to - from, value * scale);
+          // Whole pixels, so that neighbouring columns leave no seams.
+          context.fillRect(Math.floor(from), bottom - (below + value) * scale, Math.ceil(to) - Math.floor(from),
+                           value * scale);
         }
       }
     });
@@ -541,7 +551,7 @@ function main() {
     let x = labelWidth + plotWidth - 4;
     for (let s = counter.series.length - 1; s >= 0; s--) {
       const name = counter.series[s];
-      context.fillStyle = categoryColour(name);
+      context.fillStyle = seriesColour(counter, s);
       context.fillText(name, x, counter.top + 8);
       x -= context.measureText(name).width + 12;
       if (x < labelWidth + 40) break;
