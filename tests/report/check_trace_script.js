@@ -24,6 +24,12 @@ for (const key of ["span_count", "lane_count", "counter_count", "sample_count", 
                 sample_count: model.sampleCount, instant_count: model.instantCount }[key];
   if (got !== expected[key]) fail(key + ": page " + got + ", expected " + expected[key]);
 }
+// Optional expectations of hand-built traces: events the page could not read, E without B, B
+// without E.
+for (const [key, got] of [["invalid", model.invalid], ["unmatched_ends", model.unmatchedEnds],
+                          ["unclosed_begins", model.unclosedBegins]]) {
+  if (expected[key] !== undefined && got !== expected[key]) fail(key + ": page " + got + ", expected " + expected[key]);
+}
 const notDrawn = Object.values(data.skipped).reduce(function (a, b) { return a + b; }, 0) +
                  Object.values(model.skipped).reduce(function (a, b) { return a + b; }, 0);
 if (notDrawn !== expected.not_drawn) fail("events not drawn: " + notDrawn + ", expected " + expected.not_drawn);

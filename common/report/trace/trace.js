@@ -42,8 +42,9 @@ function compareIds(a, b) {
   return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
 }
 
+// A timestamp or duration: a number, or a number written as a string (some exporters quote them).
 function eventTime(value) {
-  const time = typeof value === "number" ? value : Number(value);
+  const time = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value) : NaN;
   return Number.isFinite(time) ? time : NaN;
 }
 
@@ -89,7 +90,7 @@ function buildTraceModel(events) {
   }
   function seen(time) { minTime = Math.min(minTime, time); maxTime = Math.max(maxTime, time); }
   events.forEach(function (event, order) {
-    if (event === null || typeof event !== "object") { invalid += 1; return; }
+    if (event === null || typeof event !== "object" || typeof event.ph !== "string") { invalid += 1; return; }
     const ph = event.ph;
     const pid = event.pid === undefined ? 0 : event.pid;
     const tid = event.tid === undefined ? 0 : event.tid;
@@ -138,7 +139,9 @@ function buildTraceModel(events) {
       }
       const values = {};
       for (const series of Object.keys(args)) {
-        const value = Number(args[series]);
+        // Numbers, or numbers written as strings; null, booleans and objects are not values.
+        const raw = args[series];
+        const value = typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : NaN;
         if (!Number.isFinite(value)) continue;
         if (counter.series.indexOf(series) < 0) counter.series.push(series);
         values[series] = value;
