@@ -199,5 +199,22 @@ window.listeners.resize();
 if (!elements["state-stats"].textContent.includes("segments")) fail("state statistics not shown");
 
 if (page.formatBytes(1536) !== "1.50 KiB" || page.formatBytes(512) !== "512 B") fail("formatBytes");
+// Demangled names as Boost.Stacktrace prints them, shortened for the stack list: no return type,
+// parameters or template arguments, the last two scopes, lambdas by number.
+for (const [full, short] of [
+  ["vramlab::nn::Linear::forward(vramlab::Tensor const&) const", "Linear::forward"],
+  ["void std::__invoke_impl<void, vramlab::Foo<int>&>(std::__invoke_other, vramlab::Foo<int>&)", "std::__invoke_impl<…>"],
+  ["vramlab::train::Trainer::step()::{lambda(int)#1}::operator()(int) const", "step::{lambda#1}::operator()"],
+  ["(anonymous namespace)::run_case(int, char**)", "run_case"],
+  ["std::vector<float, std::allocator<float> >::operator[](unsigned long)", "vector<…>::operator[]"],
+  ["vramlab::operator<<(std::ostream&, vramlab::Shape const&)", "vramlab::operator<<"],
+  ["vramlab::Foo<int>::operator()(int) const", "Foo<…>::operator()"],
+  ["main", "main"], ["__libc_start_main", "__libc_start_main"], ["0x7f3a2b1c", "0x7f3a2b1c"],
+  ["forward (model.py:42)", "forward (model.py:42)"], ["", "(unknown)"]]) {
+  const got = page.shortFunctionName(full);
+  if (got !== short) fail("shortFunctionName(" + JSON.stringify(full) + ") = " + JSON.stringify(got) + ", expected " + JSON.stringify(short));
+}
+if (page.shortLocation("/work/vramlab/common/nn/linear.cpp", 42) !== "linear.cpp:42" || page.shortLocation("", 0) !== "" ||
+    page.shortLocation("??", 0) !== "" || page.shortLocation("C:\\src\\a.cpp", 0) !== "a.cpp") fail("shortLocation");
 console.log("OK: " + eventCount + " events, " + built.allocations.length + " allocations, peak " +
             page.formatBytes(brutePeak));

@@ -87,7 +87,7 @@ size_t expected_allocation_count(const nlohmann::json& snapshot) {
 }
 
 // Hovering an allocation with a real mouse event shows its C++ frames, innermost first, with the
-// short name on the line and the full one in its title; a click pins it.
+// short name on the line and the full one in its title, and outlines its band; a click pins it.
 TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
   VRAMLAB_REQUIRE_CHROMIUM();
   testing::ExampleWorkload workload;
@@ -121,6 +121,11 @@ TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
   root.setAttribute("data-test-first-short", items.length > 0 ? items[0].querySelector(".function").textContent : "");
   root.setAttribute("data-test-first-title", items.length > 0 ? items[0].title : "");
   root.setAttribute("data-test-details", details.textContent);
+  const overlay = document.getElementById("timeline-highlight");
+  const pixels = overlay.getContext("2d").getImageData(0, 0, overlay.width, overlay.height).data;
+  let painted = 0;
+  for (let i = 3; i < pixels.length; i += 4) painted += pixels[i] > 0 ? 1 : 0;
+  root.setAttribute("data-test-highlight-pixels", String(painted));
   mouse("click");
   root.setAttribute("data-test-click-state", details.getAttribute("data-state"));
 })();
@@ -149,6 +154,8 @@ TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
         << key << " missing from the details: " << details;
   }
   EXPECT_EQ(testing::dom_attribute(run.dom, "data-test-click-state"), "pinned");
+  EXPECT_GT(std::stoul(testing::dom_attribute(run.dom, "data-test-highlight-pixels")), 100u)
+      << "the hovered band is outlined on the overlay";
 }
 
 // The detection works: a script error in the page, thrown while it builds its summary, is seen.

@@ -388,14 +388,24 @@ function main() {
     details.textContent = "Hover an allocation to see its tensor, module, phase and call stack; click to pin it.";
     details.setAttribute("data-state", "empty");
   }
-  function hover(a) { if (!pinned) showDetails(a, "hover"); }
+  function hover(a) {
+    if (pinned) return;
+    showDetails(a, "hover");
+    drawHighlight(a);
+  }
   function pin(a) {
     pinned = pinned === a ? null : a;
     if (pinned) showDetails(a, "pinned"); else clearDetails();
+    drawHighlight(pinned);
+  }
+  function unpin() {
+    pinned = null;
+    clearDetails();
+    drawHighlight(null);
   }
   clearDetails();
   window.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && pinned) { pinned = null; clearDetails(); }
+    if (event.key === "Escape" && pinned) unpin();
   });
   function setupCanvas(canvas, cssHeight) {
     const ratio = window.devicePixelRatio || 1;
@@ -500,23 +510,8 @@ function main() {
     }
     for (const band of timeline.bands) {
       const a = timeline.allocations[band.allocation];
-      const points = band.points;
       context.fillStyle = colours[a.category];
-      context.beginPath();
-      context.moveTo(x(points[0][0]), y(points[0][1]));
-      for (let k = 1; k < points.length; k++) {
-        context.lineTo(x(points[k][0]), y(points[k - 1][1]));
-        context.lineTo(x(points[k][0]), y(points[k][1]));
-      }
-      const last = points[points.length - 1][1];
-      context.lineTo(x(a.end), y(last));
-      context.lineTo(x(a.end), y(last + a.size));
-      for (let k = points.length - 1; k >= 1; k--) {
-        context.lineTo(x(points[k][0]), y(points[k][1] + a.size));
-        context.lineTo(x(points[k][0]), y(points[k - 1][1] + a.size));
-      }
-      context.lineTo(x(points[0][0]), y(points[0][1] + a.size));
-      context.closePath();
+      bandPath(context, band, a);
       context.fill();
     }
     // Summarized band: one column per pixel (the maximum inside it) keeps 100k states cheap.
@@ -547,6 +542,45 @@ function main() {
     context.fillText("peak " + formatBytes(timeline.peakBytes) + " (state " + timeline.peakState + ")",
                      peakX + (context.textAlign === "right" ? -4 : 4), margin.top + 10);
   }
+  // The outline of a band: its bottom edge steps down as allocations below it are freed.
+  function bandPath(context, band, a) {
+    const x = plot.x;
+    const y = plot.y;
+    const points = band.points;
+    context.beginPath();
+    context.moveTo(x(points[0][0]), y(points[0][1]));
+    for (let k = 1; k < points.length; k++) {
+      context.lineTo(x(points[k][0]), y(points[k - 1][1]));
+      context.lineTo(x(points[k][0]), y(points[k][1]));
+    }
+    const last = points[points.length - 1][1];
+    context.lineTo(x(a.end), y(last));
+    context.lineTo(x(a.end), y(last + a.size));
+    for (let k = points.length - 1; k >= 1; k--) {
+      context.lineTo(x(points[k][0]), y(points[k][1] + a.size));
+      context.lineTo(x(points[k][0]), y(points[k - 1][1] + a.size));
+    }
+    context.lineTo(x(points[0][0]), y(points[0][1] + a.size));
+    context.closePath();
+  }
+  // The hovered or pinned allocation is outlined on a transparent canvas laid over the plot, so
+  // the thousands of bands under it are not redrawn on every mouse move.
+  const highlightCanvas = document.getElementById("timeline-highlight");
+  let highlighted = null;
+  function drawHighlight(a) {
+    highlighted = a;
+    const surface = setupCanvas(highlightCanvas, 420);
+    surface.context.clearRect(0, 0, surface.width, surface.height);
+    if (!a || a.band === undefined || !plot) return;
+    // Lightened and outlined, which shows on every category colour, dark or light.
+    bandPath(surface.context, timeline.bands[a.band], a);
+    surface.context.fillStyle = "rgba(255, 255, 255, 0.5)";
+    surface.context.fill();
+    surface.context.strokeStyle = "#000000";
+    surface.context.lineWidth = 1.5;
+    surface.context.stroke();
+  }
+
   function timelineHit(event) {
     if (!plot) return null;
     const rect = timelineCanvas.getBoundingClientRect();
@@ -566,6 +600,7 @@ function main() {
   }
   timelineCanvas.addEventListener("mousemove", function (event) {
     const hit = timelineHit(event);
+    if (!pinned && !(hit && hit.allocation)) drawHighlight(null);
     if (!hit || (!hit.allocation && !hit.summarized)) { hideTooltip(); return; }
     if (hit.summarized) {
       showTooltip(event.clientX, event.clientY, "summarized: " + timeline.summarizedCount[hit.state] +
@@ -580,12 +615,15 @@ function main() {
                 (a.freeEvent < 0 ? "still live at the end" : "freed at event #" + a.freeEvent) +
                 "\nits call stack is below the plot; click: pin it and show the segments at this state");
   });
-  timelineCanvas.addEventListener("mouseleave", hideTooltip);
+  timelineCanvas.addEventListener("mouseleave", function () {
+    hideTooltip();
+    if (!pinned) drawHighlight(null);
+  });
   timelineCanvas.addEventListener("click", function (event) {
     const hit = timelineHit(event);
     if (!hit) return;
     if (hit.allocation) pin(hit.allocation);
-    else if (pinned) { pinned = null; clearDetails(); }
+    else if (pinned) unpin();
     setState(hit.state);
   });
   timelineCanvas.setAttribute("data-allocations", String(timeline.allocations.length));
@@ -730,7 +768,7 @@ function main() {
   slider.addEventListener("input", function () { setState(Number(slider.value)); });
   document.getElementById("prev").addEventListener("click", function () { setState(currentState - 1); });
   document.getElementById("next").addEventListener("click", function () { setState(currentState + 1); });
-  window.addEventListener("resize", function () { drawTimeline(); drawSegments(); });
+  window.addEventListener("resize", function () { drawTimeline(); drawHighlight(highlighted); drawSegments(); });
   drawTimeline();
   setState(summary.peak_reserved_event >= 0 ? summary.peak_reserved_event + 1 : eventCount);
 }
