@@ -78,10 +78,17 @@ nlohmann::json cpp_frames(const std::string& label, const std::string& name) {
                            "vramlab::optim::AdamW::step()::{lambda(unsigned long)#1}::operator()"
                            "(unsigned long) const"));
     frames.push_back(frame(src + "optim/adamw.cpp", 70, "vramlab::optim::AdamW::step()"));
+  } else if (label.starts_with("init/")) {
+    frames.push_back(
+        frame(src + "nn/gpt.cpp", 40, "vramlab::nn::Gpt::Gpt(vramlab::nn::GptConfig const&)"));
   } else {
     frames.push_back(frame(src + "data/loader.cpp", 19, "(anonymous namespace)::next_batch(int)"));
   }
-  frames.push_back(frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
+  frames.push_back(
+      label.starts_with("init/")
+          ? frame(src + "train/trainer.cpp", 58,
+                  "vramlab::train::Trainer::Trainer(vramlab::train::TrainConfig const&)")
+          : frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
   frames.push_back(frame("/work/vramlab/tools/vramlab/main.cpp", 48, "main"));
   frames.push_back(frame("", 0, "__libc_start_main"));
   return frames;
@@ -198,9 +205,11 @@ class ExampleAllocator {
   }
 
   void oom(uint64_t requested) {
-    nlohmann::json entry = {{"action", "oom"},       {"size", requested},
-                            {"device_free", 0},      {"stream", 0},
-                            {"time_us", time_us_++}, {"frames", nlohmann::json::array()}};
+    nlohmann::json entry = {{"action", "oom"},     {"size", requested},
+                            {"device_free", 0},    {"stream", 0},
+                            {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
+    if (style_ == OwnerStyle::owner_keys) entry["time_ns"] = (time_us_ - kFirstTimeUs) * 1000;
+    ++time_us_;
     trace_.push_back(std::move(entry));
   }
 
@@ -287,6 +296,8 @@ class ExampleAllocator {
     nlohmann::json entry = {{"action", action},    {"addr", address},
                             {"size", size},        {"stream", 0},
                             {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
+    // vramlab's own snapshots carry the steady clock too (recording.h), 1 µs per 1000 ns.
+    if (style_ == OwnerStyle::owner_keys) entry["time_ns"] = (time_us_ - kFirstTimeUs) * 1000;
     time_us_ += 3;
     entry.update(owner);
     trace_.push_back(std::move(entry));
@@ -295,7 +306,8 @@ class ExampleAllocator {
   OwnerStyle style_;
   std::vector<Segment> segments_;
   uint64_t next_address_ = 0x7f0000000000ull;
-  uint64_t time_us_ = 1'700'000'000'000'000ull;
+  static constexpr uint64_t kFirstTimeUs = 1'700'000'000'000'000ull;
+  uint64_t time_us_ = kFirstTimeUs;
   nlohmann::json trace_ = nlohmann::json::array();
 };
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace vramlab::report::testing {
@@ -189,6 +190,70 @@ json make_pytorch_style_trace(uint64_t seed, size_t ops) {
           {"deviceProperties", json::array({{{"id", 0}, {"name", "NVIDIA A100-SXM4-40GB"}}})},
           {"traceEvents", std::move(events)},
           {"traceName", "step.pt.trace.json"}};
+}
+
+profile::Recording recording_from_snapshot(const json& snapshot) {
+  profile::Recording recording;
+  recording.snapshot = snapshot;
+  recording.device = "sim:example";
+  const json& trace = snapshot.at("device_traces").at(0);
+  // Entries are 3000 ns apart: kernel [t, t + 1000] inside module [.., last + 1500] inside phase
+  // [.., last + 2000], all ended before the next entry.
+  auto span = [](profile::SpanKind kind, std::string name, std::string module,
+                 memory::TrainingPhase phase, std::int64_t start, std::int64_t end, int depth) {
+    profile::Span result;
+    result.kind = kind;
+    result.name = std::move(name);
+    result.module = std::move(module);
+    result.phase = phase;
+    result.start_ns = start;
+    result.end_ns = end;
+    result.depth = depth;
+    return result;
+  };
+  size_t i = 0;
+  while (i < trace.size()) {
+    if (!trace[i].contains("phase")) {
+      ++i;
+      continue;
+    }
+    const std::string phase_name = trace[i]["phase"];
+    const memory::TrainingPhase phase = memory::parse_training_phase(phase_name);
+    const std::int64_t phase_start = trace[i]["time_ns"];
+    std::vector<profile::Span> inner;
+    size_t j = i;
+    while (j < trace.size() && trace[j].value("phase", "") == phase_name) {
+      const std::string module = trace[j]["module"];
+      const std::int64_t module_start = trace[j]["time_ns"];
+      size_t k = j;
+      while (k < trace.size() && trace[k].value("phase", "") == phase_name &&
+             trace[k]["module"] == module) {
+        if (trace[k]["action"] == "alloc") {
+          const std::int64_t t = trace[k]["time_ns"];
+          inner.push_back(span(profile::SpanKind::kernel,
+                               "empty_" + trace[k]["tensor"].get<std::string>(), module, phase, t,
+                               t + 1000, module.empty() ? 1 : 2));
+        }
+        ++k;
+      }
+      if (!module.empty()) {
+        const std::int64_t module_end = trace[k - 1]["time_ns"].get<std::int64_t>() + 1500;
+        inner.push_back(
+            span(profile::SpanKind::module, module, module, phase, module_start, module_end, 1));
+      }
+      j = k;
+    }
+    recording.spans.push_back(span(profile::SpanKind::phase, phase_name, "", phase, phase_start,
+                                   trace[j - 1]["time_ns"].get<std::int64_t>() + 2000, 0));
+    recording.spans.insert(recording.spans.end(), inner.begin(), inner.end());
+    i = j;
+  }
+  std::sort(recording.spans.begin(), recording.spans.end(),
+            [](const profile::Span& a, const profile::Span& b) {
+              return std::tie(a.thread, a.start_ns, a.depth) <
+                     std::tie(b.thread, b.start_ns, b.depth);
+            });
+  return recording;
 }
 
 json expected_trace_layout(const json& trace) {

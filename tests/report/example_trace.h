@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/profile/recording.h"
+
 namespace vramlab::report::testing {
 
 /// A vramlab-style trace (JSON Object Format): `steps` steps of forward, backward and optimizer
@@ -21,6 +23,11 @@ nlohmann::json make_vramlab_style_trace(uint64_t seed, size_t steps, size_t laye
 /// `ops` top-level aten ops with random children, some inside B/E annotations, kernels on a GPU
 /// stream, "[memory]" thread instants, one global instant, flow events ("s"/"f", not drawn).
 nlohmann::json make_pytorch_style_trace(uint64_t seed, size_t ops);
+
+/// A profiler recording around \p snapshot (an example snapshot with the owner keys and time_ns):
+/// a phase span over each run of entries of one phase, a module span over each run of one module
+/// inside it, and a 1 µs kernel span at each alloc entry, properly nested on thread 0.
+profile::Recording recording_from_snapshot(const nlohmann::json& snapshot);
 
 /// What the page must lay out for \p trace (object or array format):
 /// {span_count, lane_count, counter_count, sample_count, instant_count, not_drawn,

@@ -383,7 +383,7 @@ TEST(RenderMemoryTimelineHtml, ScriptShowsPyTorchFramesAsTheStack) {
   check_script_with_node(snapshot, "pytorch");
 }
 
-// Stacks are interned: a 10,000-allocation snapshot whose every entry carries 9 to 14 C++ frames
+// Stacks are interned: a 10,000-allocation snapshot whose every entry carries 6 to 9 C++ frames
 // makes a page barely larger than the same snapshot without stacks, and far smaller than the
 // frames' own text.
 TEST(RenderMemoryTimelineHtml, TenThousandAllocationsWithStacksStaySmall) {

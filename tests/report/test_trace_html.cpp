@@ -15,6 +15,8 @@
 #include <string>
 
 #include "common/platform/errors.h"
+#include "common/profile/chrome_trace.h"
+#include "tests/report/example_snapshot.h"
 #include "tests/report/example_trace.h"
 
 #ifndef VRAMLAB_REPORT_TEST_DIR
@@ -192,6 +194,22 @@ TEST(RenderTraceHtml, ScriptReadsOddButValidEvents) {
                            {"[\"1\",2]", {{"7", 20, 2, 0}}}}},
                          {"counters", {{"[1,\"mem\",null]", {7.5}}}}};
   check_script_with_node(trace, "odd", expected);
+}
+
+// What vramlab's own exporter writes (profile::chrome_trace of a recording) lays out as a
+// brute-force reading of it says: phase, module and kernel spans nested, counters stacked.
+TEST(RenderTraceHtml, ScriptLaysOutTheProfilersChromeTrace) {
+  testing::ExampleWorkload workload;
+  workload.layer_count = 3;
+  workload.step_count = 2;
+  workload.seed = 13;
+  workload.owner_style = testing::OwnerStyle::owner_keys;
+  const json trace = profile::chrome_trace(
+      testing::recording_from_snapshot(testing::make_example_snapshot(workload)));
+  const json layout = testing::expected_trace_layout(trace);
+  ASSERT_GT(layout["span_count"].get<size_t>(), 100u);
+  ASSERT_EQ(layout["counter_count"], 2) << "allocated (stacked by category) and reserved";
+  check_script_with_node(trace, "profiler");
 }
 
 TEST(RenderTraceHtml, LargeTraceStaysProportionate) {

@@ -2,14 +2,17 @@
 // style traces and the test fails on any JavaScript error. The page writes what it laid out and
 // drew into attributes of its canvas; an injected script hovers the longest span with a real
 // MouseEvent, zooms with the wheel and by dragging, and resets, and reports what the page showed.
-// Every count is checked against a brute-force reading of the trace (tests/report/example_trace.h).
+// Every count is checked against a brute-force reading of the trace (tests/report/example_trace.h),
+// for synthetic traces and for what profile::chrome_trace writes of a recording.
 // Run: build/tests/bin/test_report_trace_chromium (needs `chromium`, Debian package chromium)
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "common/profile/chrome_trace.h"
 #include "common/report/trace_html.h"
 #include "tests/report/browser_check.h"
+#include "tests/report/example_snapshot.h"
 #include "tests/report/example_trace.h"
 
 namespace vramlab::report {
@@ -116,6 +119,18 @@ TEST(TraceInChromium, PyTorchTraceWithBeginEndAndInstantsIsDrawnAsLaidOut) {
 TEST(TraceInChromium, ArrayFormatIsDrawnAsLaidOut) {
   VRAMLAB_REQUIRE_CHROMIUM();
   expect_drawn_as_laid_out(testing::make_pytorch_style_trace(23, 9)["traceEvents"], "array");
+}
+
+TEST(TraceInChromium, TheProfilersChromeTraceIsDrawnAsLaidOut) {
+  VRAMLAB_REQUIRE_CHROMIUM();
+  testing::ExampleWorkload workload;
+  workload.layer_count = 4;
+  workload.step_count = 2;
+  workload.seed = 25;
+  workload.owner_style = testing::OwnerStyle::owner_keys;
+  expect_drawn_as_laid_out(profile::chrome_trace(testing::recording_from_snapshot(
+                               testing::make_example_snapshot(workload))),
+                           "profiler");
 }
 
 TEST(TraceInChromium, EmptyTraceRunsWithoutErrors) {
