@@ -24,7 +24,7 @@ struct Block {
   uint64_t size;
   uint64_t requested_size;
   bool allocated;
-  nlohmann::json owner;  // the keys naming who allocated it (category, frames, ...)
+  nlohmann::json owner;  // the keys naming who allocated it ("category", "frames", ...)
 };
 
 struct Segment {
@@ -40,7 +40,8 @@ nlohmann::json frame(const std::string& filename, int line, const std::string& n
 
 // What a vramlab runtime's C++ stack for this allocation would look like, innermost first: the
 // allocator, the tensor factory, the op, the module's forward or backward, the trainer, main.
-nlohmann::json cpp_frames(const std::string& label, const std::string& name) {
+nlohmann::json cpp_frames(const std::string& phase, const std::string& module,
+                          const std::string& name) {
   const std::string src = "/work/vramlab/common/";
   nlohmann::json frames = nlohmann::json::array(
       {frame(src + "memory/caching_allocator.cpp", 212,
@@ -48,83 +49,72 @@ nlohmann::json cpp_frames(const std::string& label, const std::string& name) {
        frame(src + "tensor/tensor.cpp", 57,
              "vramlab::Tensor::empty(vramlab::Shape const&, vramlab::DType, "
              "vramlab::memory::Category, std::basic_string_view<char, std::char_traits<char> >)")});
-  if (label.starts_with("forward/")) {
-    const bool attention = label.ends_with("attention");
+  if (phase == "forward" && !module.empty()) {
+    const bool attention = module.ends_with(".attn");
+    if (name == "scores")
+      frames.push_back(frame(src + "kernels/cpu/matmul.cpp", 133,
+                             "void vramlab::kernels::matmul<float>(float const*, float const*, "
+                             "float*, long, long, long)"));
     frames.push_back(frame(src + (attention ? "nn/attention.cpp" : "nn/mlp.cpp"),
                            attention ? 88 : 41,
                            attention ? "vramlab::nn::CausalSelfAttention::forward(vramlab::Tensor "
                                        "const&, vramlab::nn::ForwardContext&)"
                                      : "vramlab::nn::Mlp::forward(vramlab::Tensor const&, "
                                        "vramlab::nn::ForwardContext&)"));
-    if (name == "scores")
-      frames.insert(frames.begin() + 2,
-                    frame(src + "kernels/cpu/matmul.cpp", 133,
-                          "void vramlab::kernels::matmul<float>(float const*, float const*, "
-                          "float*, long, long, long)"));
     frames.push_back(frame(src + "nn/block.cpp", 30,
                            "vramlab::nn::Block::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
     frames.push_back(frame(src + "nn/gpt.cpp", 112,
                            "vramlab::nn::Gpt::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
-  } else if (label.starts_with("backward/")) {
+  } else if (phase == "backward") {
     frames.push_back(frame(src + "nn/block.cpp", 77,
                            "vramlab::nn::Block::backward(vramlab::Tensor const&, "
                            "vramlab::nn::BackwardContext&)"));
     frames.push_back(
         frame(src + "nn/gpt.cpp", 160, "vramlab::nn::Gpt::backward(vramlab::Tensor const&)"));
-  } else if (label.starts_with("optimizer/")) {
+  } else if (phase == "optimizer") {
     frames.push_back(frame(src + "optim/adamw.cpp", 64,
                            "vramlab::optim::AdamW::step()::{lambda(unsigned long)#1}::operator()"
                            "(unsigned long) const"));
     frames.push_back(frame(src + "optim/adamw.cpp", 70, "vramlab::optim::AdamW::step()"));
-  } else if (label.starts_with("init/")) {
+  } else if (phase == "setup") {
     frames.push_back(
         frame(src + "nn/gpt.cpp", 40, "vramlab::nn::Gpt::Gpt(vramlab::nn::GptConfig const&)"));
   } else {
     frames.push_back(frame(src + "data/loader.cpp", 19, "(anonymous namespace)::next_batch(int)"));
   }
-  frames.push_back(
-      label.starts_with("init/")
-          ? frame(src + "train/trainer.cpp", 58,
-                  "vramlab::train::Trainer::Trainer(vramlab::train::TrainConfig const&)")
-          : frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
+  frames.push_back(phase == "setup"
+                       ? frame(src + "train/trainer.cpp", 58,
+                               "vramlab::train::Trainer::Trainer(vramlab::train::TrainConfig "
+                               "const&)")
+                       : frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
   frames.push_back(frame("/work/vramlab/tools/vramlab/main.cpp", 48, "main"));
   frames.push_back(frame("", 0, "__libc_start_main"));
   return frames;
 }
 
-// The label stack "forward/block3/attention" as recording.h's module and phase.
-std::pair<std::string, std::string> module_and_phase(const std::string& label) {
-  const size_t slash = label.find('/');
-  std::string phase = label.substr(0, slash);
-  std::string rest = slash == std::string::npos ? "" : label.substr(slash + 1);
-  if (phase == "init") phase = "setup";
-  if (phase == "data") return {"", "forward"};
-  if (phase == "optimizer") return {"", "optimizer"};
-  std::string module;
-  if (rest.starts_with("block")) {
-    const size_t end = rest.find('/');
-    module = "blocks." + rest.substr(5, end == std::string::npos ? std::string::npos : end - 5);
-    if (end != std::string::npos) module += rest.ends_with("attention") ? ".attn" : ".mlp";
-  }
-  return {module, phase};
+bool has_owner_keys(OwnerStyle style) {
+  return style == OwnerStyle::owner_keys || style == OwnerStyle::owner_keys_with_stacks;
 }
 
-nlohmann::json owner_keys(OwnerStyle style, const std::string& category, const std::string& label,
-                          const std::string& name) {
-  const nlohmann::json label_frame = frame(label, 0, name);
+// The keys an allocation's entries carry in `style` (see OwnerStyle).
+nlohmann::json owner_keys(OwnerStyle style, const std::string& category, const std::string& phase,
+                          const std::string& module, const std::string& name) {
   switch (style) {
     case OwnerStyle::label_frame:
-      return {{"category", category}, {"frames", nlohmann::json::array({label_frame})}};
+      return {{"category", category},
+              {"frames", nlohmann::json::array({frame(phase + "/" + module, 0, name)})}};
     case OwnerStyle::pytorch:
-      return {{"frames", cpp_frames(label, name)}};
+      return {{"frames", cpp_frames(phase, module, name)}};
     case OwnerStyle::owner_keys:
+    case OwnerStyle::owner_keys_with_stacks:
       break;
   }
-  const auto [module, phase] = module_and_phase(label);
-  nlohmann::json frames = cpp_frames(label, name);
-  frames.insert(frames.begin(), frame(module, 0, name));
+  nlohmann::json frames = nlohmann::json::array({frame(module, 0, name)});
+  if (style == OwnerStyle::owner_keys_with_stacks) {
+    for (nlohmann::json& cpp : cpp_frames(phase, module, name)) frames.push_back(std::move(cpp));
+  }
   return {{"category", category},
           {"module", module},
           {"phase", phase},
@@ -136,22 +126,19 @@ class ExampleAllocator {
  public:
   explicit ExampleAllocator(OwnerStyle style) : style_(style) {}
 
-  uint64_t malloc(uint64_t requested, const std::string& category, const std::string& label,
-                  const std::string& name) {
+  uint64_t malloc(uint64_t requested, const std::string& category, const std::string& phase,
+                  const std::string& module, const std::string& name) {
     const uint64_t size =
         std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
     const bool small = size <= kSmallSize;
-    const nlohmann::json owner = owner_keys(style_, category, label, name);
+    const nlohmann::json owner = owner_keys(style_, category, phase, module, name);
     auto [segment_index, block_index] = find_free(size, small);
     if (segment_index < 0) {
       const uint64_t segment_size =
           small
               ? kSmallBuffer
               : (size < 10 * kMiB ? kLargeBuffer : (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
-      Segment segment{next_address_,
-                      segment_size,
-                      small,
-                      {{0, segment_size, 0, false, nlohmann::json::object()}}};
+      Segment segment{next_address_, segment_size, small, {free_block(0, segment_size)}};
       next_address_ += segment_size + 2 * kMiB;  // gaps make addresses look like a real device
       trace("segment_alloc", segment.address, segment_size, owner);
       segments_.push_back(std::move(segment));
@@ -163,7 +150,7 @@ class ExampleAllocator {
     const uint64_t remaining = block.size - size;
     const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
     if (split) {
-      Block rest{block.offset + size, remaining, 0, false, nlohmann::json::object()};
+      Block rest = free_block(block.offset + size, remaining);
       block.size = size;
       segment.blocks.insert(segment.blocks.begin() + block_index + 1, rest);
     }
@@ -184,9 +171,7 @@ class ExampleAllocator {
         if (segment.address + block.offset != address || !block.allocated) continue;
         trace("free_requested", address, block.requested_size, block.owner);
         trace("free_completed", address, block.requested_size, block.owner);
-        block.allocated = false;
-        block.requested_size = 0;
-        block.owner = nlohmann::json::object();
+        block = free_block(block.offset, block.size);
         merge_free_neighbours(segment, i);
         return;
       }
@@ -196,7 +181,7 @@ class ExampleAllocator {
   void empty_cache() {
     for (auto it = segments_.begin(); it != segments_.end();) {
       if (it->blocks.size() == 1 && !it->blocks[0].allocated) {
-        trace("segment_free", it->address, it->total_size, nlohmann::json::object());
+        trace("segment_free", it->address, it->total_size, no_owner());
         it = segments_.erase(it);
       } else {
         ++it;
@@ -205,11 +190,11 @@ class ExampleAllocator {
   }
 
   void oom(uint64_t requested) {
-    nlohmann::json entry = {{"action", "oom"},     {"size", requested},
-                            {"device_free", 0},    {"stream", 0},
-                            {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
-    if (style_ == OwnerStyle::owner_keys) entry["time_ns"] = (time_us_ - kFirstTimeUs) * 1000;
-    ++time_us_;
+    nlohmann::json entry = {{"action", "oom"},       {"size", requested},
+                            {"device_free", 0},      {"stream", 0},
+                            {"time_us", time_us_++}, {"frames", nlohmann::json::array()}};
+    if (has_owner_keys(style_)) entry["time_ns"] = time_ns_;
+    entry.update(no_owner());
     trace_.push_back(std::move(entry));
   }
 
@@ -231,8 +216,8 @@ class ExampleAllocator {
                                 {"requested_size", block.requested_size},
                                 {"state", block.allocated ? "active_allocated" : "inactive"},
                                 {"frames", nlohmann::json::array()}};
+        entry.update(block.owner);
         if (block.allocated) {
-          entry.update(block.owner);
           allocated += block.size;
           requested += block.requested_size;
         }
@@ -264,6 +249,16 @@ class ExampleAllocator {
   }
 
  private:
+  // What a free block or a segment event says of its owner: nobody.
+  nlohmann::json no_owner() const {
+    if (!has_owner_keys(style_)) return nlohmann::json::object();
+    return {{"module", ""}, {"phase", "none"}, {"tensor", ""}};
+  }
+
+  Block free_block(uint64_t offset, uint64_t size) const {
+    return {offset, size, 0, false, no_owner()};
+  }
+
   // Smallest free block of the right pool that fits; {-1, -1} if none.
   std::pair<long, long> find_free(uint64_t size, bool small) const {
     std::pair<long, long> best{-1, -1};
@@ -296,18 +291,18 @@ class ExampleAllocator {
     nlohmann::json entry = {{"action", action},    {"addr", address},
                             {"size", size},        {"stream", 0},
                             {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
-    // vramlab's own snapshots carry the steady clock too (recording.h), 1 µs per 1000 ns.
-    if (style_ == OwnerStyle::owner_keys) entry["time_ns"] = (time_us_ - kFirstTimeUs) * 1000;
-    time_us_ += 3;
+    if (has_owner_keys(style_)) entry["time_ns"] = time_ns_;
     entry.update(owner);
+    time_us_ += 3;
+    time_ns_ += 2500;
     trace_.push_back(std::move(entry));
   }
 
   OwnerStyle style_;
   std::vector<Segment> segments_;
   uint64_t next_address_ = 0x7f0000000000ull;
-  static constexpr uint64_t kFirstTimeUs = 1'700'000'000'000'000ull;
-  uint64_t time_us_ = kFirstTimeUs;
+  uint64_t time_us_ = 1'700'000'000'000'000ull;
+  uint64_t time_ns_ = 5'000'000'000ull;  // a steady clock
   nlohmann::json trace_ = nlohmann::json::array();
 };
 
@@ -321,7 +316,7 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
   };
   ExampleAllocator allocator(workload.owner_style);
   const uint64_t hidden = workload.hidden_bytes;
-  const std::string prefix = "block";
+  const std::string prefix = "blocks.";
 
   // Parameters exist before recording starts: they appear only in "segments".
   struct Tensor {
@@ -335,8 +330,10 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
          {"attn.qkv.weight", "attn.proj.weight", "mlp.fc.weight", "mlp.proj.weight", "ln.bias"}) {
       const uint64_t bytes =
           std::string(weight) == "ln.bias" ? hidden / 256 + 64 : jitter(3 * hidden);
+      const std::string module =
+          block + "." + std::string(weight).substr(0, std::string(weight).find('.'));
       parameters.push_back(
-          {allocator.malloc(bytes, "parameter", "init/" + block, block + "." + weight), bytes});
+          {allocator.malloc(bytes, "parameter", "setup", module, block + "." + weight), bytes});
     }
   }
   allocator.start_recording();
@@ -344,26 +341,29 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
   std::vector<std::optional<uint64_t>> gradients(parameters.size());
   std::vector<uint64_t> optimizer_state;
   for (size_t step = 0; step < workload.step_count; ++step) {
-    const uint64_t input = allocator.malloc(hidden / 8, "input", "data/batch", "tokens");
+    const uint64_t input = allocator.malloc(hidden / 8, "input", "forward", "", "tokens");
     std::vector<uint64_t> activations;
     for (size_t layer = 0; layer < workload.layer_count; ++layer) {
       const std::string block = prefix + std::to_string(layer);
-      for (const char* part : {"attention", "mlp"}) {
-        const std::string label = "forward/" + block + "/" + part;
+      for (const char* part : {"attn", "mlp"}) {
+        const std::string module = block + "." + part;
         const uint64_t temporary =
-            allocator.malloc(jitter(hidden * 2), "temporary", label, "scores");
-        activations.push_back(allocator.malloc(jitter(hidden), "activation", label, "out"));
-        activations.push_back(allocator.malloc(jitter(hidden / 4), "activation", label, "saved"));
+            allocator.malloc(jitter(hidden * 2), "temporary", "forward", module, "scores");
+        activations.push_back(
+            allocator.malloc(jitter(hidden), "activation", "forward", module, "out"));
+        activations.push_back(
+            allocator.malloc(jitter(hidden / 4), "activation", "forward", module, "saved"));
         allocator.free(temporary);
       }
     }
     for (size_t p = parameters.size(); p-- > 0;) {
-      const std::string label = "backward/" + prefix + std::to_string(p / 5);
+      const std::string module = prefix + std::to_string(p / 5);
       if (!gradients[p]) {
-        gradients[p] = allocator.malloc(parameters[p].bytes, "gradient", label, "grad");
+        gradients[p] =
+            allocator.malloc(parameters[p].bytes, "gradient", "backward", module, "grad");
       }
       const uint64_t temporary =
-          allocator.malloc(jitter(hidden / 2), "temporary", label, "grad_input");
+          allocator.malloc(jitter(hidden / 2), "temporary", "backward", module, "grad_input");
       if (p % 5 == 0) {
         for (int i = 0; i < 4 && !activations.empty(); ++i) {
           allocator.free(activations.back());
@@ -375,11 +375,10 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
     for (const uint64_t activation : activations) allocator.free(activation);
     if (optimizer_state.empty()) {
       for (size_t p = 0; p < parameters.size(); ++p) {
-        const std::string label = "optimizer/step";
-        optimizer_state.push_back(
-            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg"));
-        optimizer_state.push_back(
-            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg_sq"));
+        optimizer_state.push_back(allocator.malloc(parameters[p].bytes, "optimizer_state",
+                                                   "optimizer", "optimizer", "exp_avg"));
+        optimizer_state.push_back(allocator.malloc(parameters[p].bytes, "optimizer_state",
+                                                   "optimizer", "optimizer", "exp_avg_sq"));
       }
     }
     for (auto& gradient : gradients) {

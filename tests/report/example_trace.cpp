@@ -197,7 +197,7 @@ profile::Recording recording_from_snapshot(const json& snapshot) {
   recording.snapshot = snapshot;
   recording.device = "sim:example";
   const json& trace = snapshot.at("device_traces").at(0);
-  // Entries are 3000 ns apart: kernel [t, t + 1000] inside module [.., last + 1500] inside phase
+  // Entries are 2500 ns apart: kernel [t, t + 1000] inside module [.., last + 1500] inside phase
   // [.., last + 2000], all ended before the next entry.
   auto span = [](profile::SpanKind kind, std::string name, std::string module,
                  memory::TrainingPhase phase, std::int64_t start, std::int64_t end, int depth) {
@@ -211,25 +211,30 @@ profile::Recording recording_from_snapshot(const json& snapshot) {
     result.depth = depth;
     return result;
   };
+  // Times on the spans' axis start at the first entry.
+  recording.origin_ns = trace.empty() ? 0 : trace[0]["time_ns"].get<std::int64_t>();
+  auto time_of = [&](size_t entry) {
+    return trace[entry]["time_ns"].get<std::int64_t>() - recording.origin_ns;
+  };
   size_t i = 0;
   while (i < trace.size()) {
-    if (!trace[i].contains("phase")) {
+    const std::string phase_name = trace[i].value("phase", "none");
+    if (phase_name == "none") {  // segment releases and out-of-memory entries have no owner
       ++i;
       continue;
     }
-    const std::string phase_name = trace[i]["phase"];
     const memory::TrainingPhase phase = memory::parse_training_phase(phase_name);
-    const std::int64_t phase_start = trace[i]["time_ns"];
+    const std::int64_t phase_start = time_of(i);
     std::vector<profile::Span> inner;
     size_t j = i;
     while (j < trace.size() && trace[j].value("phase", "") == phase_name) {
       const std::string module = trace[j]["module"];
-      const std::int64_t module_start = trace[j]["time_ns"];
+      const std::int64_t module_start = time_of(j);
       size_t k = j;
       while (k < trace.size() && trace[k].value("phase", "") == phase_name &&
              trace[k]["module"] == module) {
         if (trace[k]["action"] == "alloc") {
-          const std::int64_t t = trace[k]["time_ns"];
+          const std::int64_t t = time_of(k);
           inner.push_back(span(profile::SpanKind::kernel,
                                "empty_" + trace[k]["tensor"].get<std::string>(), module, phase, t,
                                t + 1000, module.empty() ? 1 : 2));
@@ -237,14 +242,14 @@ profile::Recording recording_from_snapshot(const json& snapshot) {
         ++k;
       }
       if (!module.empty()) {
-        const std::int64_t module_end = trace[k - 1]["time_ns"].get<std::int64_t>() + 1500;
+        const std::int64_t module_end = time_of(k - 1) + 1500;
         inner.push_back(
             span(profile::SpanKind::module, module, module, phase, module_start, module_end, 1));
       }
       j = k;
     }
     recording.spans.push_back(span(profile::SpanKind::phase, phase_name, "", phase, phase_start,
-                                   trace[j - 1]["time_ns"].get<std::int64_t>() + 2000, 0));
+                                   time_of(j - 1) + 2000, 0));
     recording.spans.insert(recording.spans.end(), inner.begin(), inner.end());
     i = j;
   }

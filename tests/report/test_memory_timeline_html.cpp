@@ -359,8 +359,17 @@ TEST(RenderMemoryTimelineHtml, ScriptShowsTheStacksOfOwnerKeySnapshots) {
   workload.layer_count = 3;
   workload.step_count = 2;
   workload.seed = 7;
-  workload.owner_style = testing::OwnerStyle::owner_keys;
+  workload.owner_style = testing::OwnerStyle::owner_keys_with_stacks;
   check_script_with_node(testing::make_example_snapshot(workload), "owner_keys");
+}
+
+TEST(RenderMemoryTimelineHtml, ScriptReadsOlderLabelFrameSnapshots) {
+  testing::ExampleWorkload workload;
+  workload.layer_count = 2;
+  workload.step_count = 2;
+  workload.seed = 3;
+  workload.owner_style = testing::OwnerStyle::label_frame;
+  check_script_with_node(testing::make_example_snapshot(workload), "label_frame");
 }
 
 TEST(RenderMemoryTimelineHtml, ScriptShowsPyTorchFramesAsTheStack) {
@@ -391,9 +400,9 @@ TEST(RenderMemoryTimelineHtml, TenThousandAllocationsWithStacksStaySmall) {
   workload.layer_count = 24;
   workload.step_count = 26;
   workload.hidden_bytes = 256 * 1024;
-  workload.owner_style = testing::OwnerStyle::owner_keys;
+  workload.owner_style = testing::OwnerStyle::owner_keys_with_stacks;
   const json with_stacks = testing::make_example_snapshot(workload);
-  workload.owner_style = testing::OwnerStyle::label_frame;
+  workload.owner_style = testing::OwnerStyle::owner_keys;
   const json without_stacks = testing::make_example_snapshot(workload);
   size_t alloc_count = 0;
   size_t frame_text_bytes = 0;

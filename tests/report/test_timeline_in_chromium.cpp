@@ -94,7 +94,7 @@ TEST(TimelineInChromium, HoveringAnAllocationShowsItsCallStack) {
   workload.layer_count = 4;
   workload.step_count = 2;
   workload.seed = 5;
-  workload.owner_style = testing::OwnerStyle::owner_keys;
+  workload.owner_style = testing::OwnerStyle::owner_keys_with_stacks;
   const nlohmann::json snapshot = testing::make_example_snapshot(workload);
   // The largest alloc entry of the trace: its band is the thickest, so its centre is a safe hit.
   const nlohmann::json& trace = snapshot["device_traces"][0];
