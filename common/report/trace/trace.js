@@ -307,7 +307,8 @@ function main() {
     cards.appendChild(node);
   }
   card(formatMs(model.duration / 1000), "from the first event to the last");
-  card(formatNumber(model.spanCount), "spans (X, and B/E pairs) on " + model.lanes.length + " threads");
+  card(formatNumber(model.spanCount), "spans (X, and B/E pairs) on " + model.lanes.length +
+       (model.lanes.length === 1 ? " thread" : " threads"));
   card(formatNumber(model.counters.length), "counter tracks (" + formatNumber(model.sampleCount) + " samples)");
   card(formatNumber(model.instantCount), "instant events");
   const skippedPhases = Object.keys(model.skipped).concat(data.skipped ? Object.keys(data.skipped) : []);
