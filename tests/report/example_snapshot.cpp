@@ -24,9 +24,7 @@ struct Block {
   uint64_t size;
   uint64_t requested_size;
   bool allocated;
-  std::string category;
-  nlohmann::json owner;  // {"module", "phase", "tensor"} (common/profile/recording.h)
-  nlohmann::json frames;
+  nlohmann::json owner;  // the keys naming who allocated it ("category", "frames", ...)
 };
 
 struct Segment {
@@ -36,16 +34,104 @@ struct Segment {
   std::vector<Block> blocks;  // ordered by offset, covering the segment
 };
 
+nlohmann::json frame(const std::string& filename, int line, const std::string& name) {
+  return {{"filename", filename}, {"line", line}, {"name", name}};
+}
+
+// What a vramlab runtime's C++ stack for this allocation would look like, innermost first: the
+// allocator, the tensor factory, the op, the module's forward or backward, the trainer, main.
+nlohmann::json cpp_frames(const std::string& phase, const std::string& module,
+                          const std::string& name) {
+  const std::string src = "/work/vramlab/common/";
+  nlohmann::json frames = nlohmann::json::array(
+      {frame(src + "memory/caching_allocator.cpp", 212,
+             "vramlab::memory::CachingAllocator::malloc(unsigned long, int)"),
+       frame(src + "tensor/tensor.cpp", 57,
+             "vramlab::Tensor::empty(vramlab::Shape const&, vramlab::DType, "
+             "vramlab::memory::Category, std::basic_string_view<char, std::char_traits<char> >)")});
+  if (phase == "forward" && !module.empty()) {
+    const bool attention = module.ends_with(".attn");
+    if (name == "scores")
+      frames.push_back(frame(src + "kernels/cpu/matmul.cpp", 133,
+                             "void vramlab::kernels::matmul<float>(float const*, float const*, "
+                             "float*, long, long, long)"));
+    frames.push_back(frame(src + (attention ? "nn/attention.cpp" : "nn/mlp.cpp"),
+                           attention ? 88 : 41,
+                           attention ? "vramlab::nn::CausalSelfAttention::forward(vramlab::Tensor "
+                                       "const&, vramlab::nn::ForwardContext&)"
+                                     : "vramlab::nn::Mlp::forward(vramlab::Tensor const&, "
+                                       "vramlab::nn::ForwardContext&)"));
+    frames.push_back(frame(src + "nn/block.cpp", 30,
+                           "vramlab::nn::Block::forward(vramlab::Tensor const&, "
+                           "vramlab::nn::ForwardContext&)"));
+    frames.push_back(frame(src + "nn/gpt.cpp", 112,
+                           "vramlab::nn::Gpt::forward(vramlab::Tensor const&, "
+                           "vramlab::nn::ForwardContext&)"));
+  } else if (phase == "backward") {
+    frames.push_back(frame(src + "nn/block.cpp", 77,
+                           "vramlab::nn::Block::backward(vramlab::Tensor const&, "
+                           "vramlab::nn::BackwardContext&)"));
+    frames.push_back(
+        frame(src + "nn/gpt.cpp", 160, "vramlab::nn::Gpt::backward(vramlab::Tensor const&)"));
+  } else if (phase == "optimizer") {
+    frames.push_back(frame(src + "optim/adamw.cpp", 64,
+                           "vramlab::optim::AdamW::step()::{lambda(unsigned long)#1}::operator()"
+                           "(unsigned long) const"));
+    frames.push_back(frame(src + "optim/adamw.cpp", 70, "vramlab::optim::AdamW::step()"));
+  } else if (phase == "setup") {
+    frames.push_back(
+        frame(src + "nn/gpt.cpp", 40, "vramlab::nn::Gpt::Gpt(vramlab::nn::GptConfig const&)"));
+  } else {
+    frames.push_back(frame(src + "data/loader.cpp", 19, "(anonymous namespace)::next_batch(int)"));
+  }
+  frames.push_back(phase == "setup"
+                       ? frame(src + "train/trainer.cpp", 58,
+                               "vramlab::train::Trainer::Trainer(vramlab::train::TrainConfig "
+                               "const&)")
+                       : frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
+  frames.push_back(frame("/work/vramlab/tools/vramlab/main.cpp", 48, "main"));
+  frames.push_back(frame("", 0, "__libc_start_main"));
+  return frames;
+}
+
+bool has_owner_keys(OwnerStyle style) {
+  return style == OwnerStyle::owner_keys || style == OwnerStyle::owner_keys_with_stacks;
+}
+
+// The keys an allocation's entries carry in `style` (see OwnerStyle).
+nlohmann::json owner_keys(OwnerStyle style, const std::string& category, const std::string& phase,
+                          const std::string& module, const std::string& name) {
+  switch (style) {
+    case OwnerStyle::label_frame:
+      return {{"category", category},
+              {"frames", nlohmann::json::array({frame(phase + "/" + module, 0, name)})}};
+    case OwnerStyle::pytorch:
+      return {{"frames", cpp_frames(phase, module, name)}};
+    case OwnerStyle::owner_keys:
+    case OwnerStyle::owner_keys_with_stacks:
+      break;
+  }
+  nlohmann::json frames = nlohmann::json::array({frame(module, 0, name)});
+  if (style == OwnerStyle::owner_keys_with_stacks) {
+    for (nlohmann::json& cpp : cpp_frames(phase, module, name)) frames.push_back(std::move(cpp));
+  }
+  return {{"category", category},
+          {"module", module},
+          {"phase", phase},
+          {"tensor", name},
+          {"frames", std::move(frames)}};
+}
+
 class ExampleAllocator {
  public:
+  explicit ExampleAllocator(OwnerStyle style) : style_(style) {}
+
   uint64_t malloc(uint64_t requested, const std::string& category, const std::string& phase,
                   const std::string& module, const std::string& name) {
     const uint64_t size =
         std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
     const bool small = size <= kSmallSize;
-    const nlohmann::json owner = {{"module", module}, {"phase", phase}, {"tensor", name}};
-    nlohmann::json frames =
-        nlohmann::json::array({{{"filename", module}, {"line", 0}, {"name", name}}});
+    const nlohmann::json owner = owner_keys(style_, category, phase, module, name);
     auto [segment_index, block_index] = find_free(size, small);
     if (segment_index < 0) {
       const uint64_t segment_size =
@@ -54,7 +140,7 @@ class ExampleAllocator {
               : (size < 10 * kMiB ? kLargeBuffer : (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
       Segment segment{next_address_, segment_size, small, {free_block(0, segment_size)}};
       next_address_ += segment_size + 2 * kMiB;  // gaps make addresses look like a real device
-      trace("segment_alloc", segment.address, segment_size, category, owner, frames);
+      trace("segment_alloc", segment.address, segment_size, owner);
       segments_.push_back(std::move(segment));
       segment_index = static_cast<long>(segments_.size() - 1);
       block_index = 0;
@@ -71,11 +157,9 @@ class ExampleAllocator {
     Block& chosen = segment.blocks[static_cast<size_t>(block_index)];
     chosen.allocated = true;
     chosen.requested_size = requested;
-    chosen.category = category;
     chosen.owner = owner;
-    chosen.frames = frames;
     const uint64_t address = segment.address + chosen.offset;
-    trace("alloc", address, requested, category, owner, frames);
+    trace("alloc", address, requested, owner);
     return address;
   }
 
@@ -85,10 +169,8 @@ class ExampleAllocator {
       for (size_t i = 0; i < segment.blocks.size(); ++i) {
         Block& block = segment.blocks[i];
         if (segment.address + block.offset != address || !block.allocated) continue;
-        trace("free_requested", address, block.requested_size, block.category, block.owner,
-              block.frames);
-        trace("free_completed", address, block.requested_size, block.category, block.owner,
-              block.frames);
+        trace("free_requested", address, block.requested_size, block.owner);
+        trace("free_completed", address, block.requested_size, block.owner);
         block = free_block(block.offset, block.size);
         merge_free_neighbours(segment, i);
         return;
@@ -99,7 +181,7 @@ class ExampleAllocator {
   void empty_cache() {
     for (auto it = segments_.begin(); it != segments_.end();) {
       if (it->blocks.size() == 1 && !it->blocks[0].allocated) {
-        trace("segment_free", it->address, it->total_size, "", no_owner(), nlohmann::json::array());
+        trace("segment_free", it->address, it->total_size, no_owner());
         it = segments_.erase(it);
       } else {
         ++it;
@@ -108,13 +190,10 @@ class ExampleAllocator {
   }
 
   void oom(uint64_t requested) {
-    nlohmann::json entry = {{"action", "oom"},
-                            {"size", requested},
-                            {"device_free", 0},
-                            {"stream", 0},
-                            {"time_us", time_us_++},
-                            {"time_ns", time_ns_},
-                            {"frames", nlohmann::json::array()}};
+    nlohmann::json entry = {{"action", "oom"},       {"size", requested},
+                            {"device_free", 0},      {"stream", 0},
+                            {"time_us", time_us_++}, {"frames", nlohmann::json::array()}};
+    if (has_owner_keys(style_)) entry["time_ns"] = time_ns_;
     entry.update(no_owner());
     trace_.push_back(std::move(entry));
   }
@@ -136,10 +215,9 @@ class ExampleAllocator {
                                 {"size", block.size},
                                 {"requested_size", block.requested_size},
                                 {"state", block.allocated ? "active_allocated" : "inactive"},
-                                {"frames", block.frames}};
+                                {"frames", nlohmann::json::array()}};
         entry.update(block.owner);
         if (block.allocated) {
-          entry["category"] = block.category;
           allocated += block.size;
           requested += block.requested_size;
         }
@@ -171,10 +249,14 @@ class ExampleAllocator {
   }
 
  private:
-  static nlohmann::json no_owner() { return {{"module", ""}, {"phase", "none"}, {"tensor", ""}}; }
+  // What a free block or a segment event says of its owner: nobody.
+  nlohmann::json no_owner() const {
+    if (!has_owner_keys(style_)) return nlohmann::json::object();
+    return {{"module", ""}, {"phase", "none"}, {"tensor", ""}};
+  }
 
-  static Block free_block(uint64_t offset, uint64_t size) {
-    return {offset, size, 0, false, "", no_owner(), nlohmann::json::array()};
+  Block free_block(uint64_t offset, uint64_t size) const {
+    return {offset, size, 0, false, no_owner()};
   }
 
   // Smallest free block of the right pool that fits; {-1, -1} if none.
@@ -205,18 +287,18 @@ class ExampleAllocator {
     }
   }
 
-  void trace(const char* action, uint64_t address, uint64_t size, const std::string& category,
-             const nlohmann::json& owner, const nlohmann::json& frames) {
-    nlohmann::json entry = {{"action", action}, {"addr", address},     {"size", size},
-                            {"stream", 0},      {"time_us", time_us_}, {"time_ns", time_ns_},
-                            {"frames", frames}};
+  void trace(const char* action, uint64_t address, uint64_t size, const nlohmann::json& owner) {
+    nlohmann::json entry = {{"action", action},    {"addr", address},
+                            {"size", size},        {"stream", 0},
+                            {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
+    if (has_owner_keys(style_)) entry["time_ns"] = time_ns_;
     entry.update(owner);
     time_us_ += 3;
     time_ns_ += 2500;
-    if (!category.empty()) entry["category"] = category;
     trace_.push_back(std::move(entry));
   }
 
+  OwnerStyle style_;
   std::vector<Segment> segments_;
   uint64_t next_address_ = 0x7f0000000000ull;
   uint64_t time_us_ = 1'700'000'000'000'000ull;
@@ -232,7 +314,7 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
     std::uniform_int_distribution<uint64_t> extra(0, bytes / 4);
     return bytes + extra(rng);
   };
-  ExampleAllocator allocator;
+  ExampleAllocator allocator(workload.owner_style);
   const uint64_t hidden = workload.hidden_bytes;
   const std::string prefix = "blocks.";
 
