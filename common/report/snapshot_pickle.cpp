@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -608,6 +610,9 @@ nlohmann::json decode_pickle(std::string_view bytes) {
 }
 
 nlohmann::json read_snapshot_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw UsageError("snapshot '" + path + "' is a directory (expected a .pickle or .json file)");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw UsageError("cannot read snapshot '" + path + "' (no such file or not readable)");
   std::ostringstream contents;

@@ -362,6 +362,8 @@ TEST_F(ReadSnapshotFile, ReadsAPickleAndJsonAlike) {
 TEST_F(ReadSnapshotFile, NamesThePathOfABadFile) {
   const std::string missing = (directory_ / "missing.pickle").string();
   EXPECT_NE(error_of(missing).find(missing), std::string::npos) << error_of(missing);
+  EXPECT_NE(error_of(directory_.string()).find("is a directory"), std::string::npos)
+      << error_of(directory_.string());
   const std::string empty = write("empty.pickle", "");
   EXPECT_NE(error_of(empty).find("empty"), std::string::npos) << error_of(empty);
   const std::string text = write("notes.txt", "peak was high\n");
