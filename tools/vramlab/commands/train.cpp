@@ -89,6 +89,7 @@ struct TrainCommandOptions {
   bool prefetch = false;
   bool json = false;
   std::string profile_dir;  // empty: no profile
+  bool profile_given = false;
   std::string profile_stacks = "on";
   bool profile_stacks_given = false;
 };
@@ -119,6 +120,8 @@ std::string profile_directory(const TrainCommandOptions& o, const train::TrainOp
 void check_profile_options(const TrainCommandOptions& o) {
   if (o.profile_stacks != "on" && o.profile_stacks != "off")
     throw UsageError("--profile-stacks '" + o.profile_stacks + "' is not on or off");
+  if (o.profile_given && o.profile_dir.empty())
+    throw UsageError("--profile needs a directory, got ''");
   if (o.profile_dir.empty()) {
     if (o.profile_stacks_given) throw UsageError("--profile-stacks needs --profile DIR");
     return;
@@ -696,7 +699,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "pytorch.org/memory_viz), snapshot.json, trace.json (Perfetto, "
                   "chrome://tracing), ops.txt and ops.json (the per-op memory table), "
                   "timeline.html; with ranks, DIR/rank0, DIR/rank1, ... (read one with vramlab "
-                  "profile DIR/snapshot.pickle)");
+                  "profile DIR/snapshot.pickle)")
+      ->each([opts](const std::string&) { opts->profile_given = true; });
   cmd->add_option("--profile-stacks", opts->profile_stacks,
                   "on (default): capture a C++ call stack with every allocation; off: module, "
                   "phase and tensor only, for the lowest recording overhead")
