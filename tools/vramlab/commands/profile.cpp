@@ -28,6 +28,7 @@
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "tools/vramlab/commands.h"
+#include "tools/vramlab/commands/function_names.h"
 
 namespace vramlab::cli {
 namespace {
@@ -75,7 +76,7 @@ json frames_json(const std::vector<memory::StackFrame>& frames) {
 std::string allocation_name(const Allocation& allocation) {
   if (!allocation.tensor.empty()) return allocation.tensor;
   if (!allocation.frames.empty() && !allocation.frames.front().function.empty())
-    return allocation.frames.front().function;
+    return without_parameters(allocation.frames.front().function);
   return "(unnamed)";
 }
 
@@ -99,7 +100,7 @@ json groups_json(const std::vector<ByteGroup>& groups) {
 }
 
 std::string frame_text(const memory::StackFrame& frame) {
-  std::string text = frame.function.empty() ? "?" : frame.function;
+  std::string text = frame.function.empty() ? "?" : without_parameters(frame.function);
   if (!frame.file.empty())
     text += "  (" + frame.file + (frame.line > 0 ? ":" + std::to_string(frame.line) : "") + ")";
   return memory::printable(text);
@@ -119,15 +120,30 @@ std::string clipped(const std::string& text, size_t width) {
   return out + "…";
 }
 
+// A stack group's key with each function's parameters dropped, so its frames fit a column.
+std::string short_stack(const std::string& key) {
+  constexpr std::string_view kArrow = " ← ";
+  std::string out;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = key.find(kArrow, start);
+    out += without_parameters(std::string_view(key).substr(start, end - start));
+    if (end == std::string::npos) return out;
+    out += kArrow;
+    start = end + kArrow.size();
+  }
+}
+
 void print_groups(const char* title, const std::vector<ByteGroup>& groups, int64_t live_bytes,
-                  size_t limit, bool colour) {
+                  size_t limit, bool colour, bool stacks = false) {
   report::Table table({{title},
                        {"bytes", report::Align::kRight},
                        {"share", report::Align::kRight},
                        {"allocations", report::Align::kRight}});
   for (size_t i = 0; i < std::min(limit, groups.size()); ++i) {
     const ByteGroup& group = groups[i];
-    table.add_row({clipped(group.key, 90), bytes_text(group.bytes),
+    table.add_row({clipped(stacks ? short_stack(group.key) : group.key, 100),
+                   bytes_text(group.bytes),
                    report::format_percent(live_bytes > 0 ? static_cast<double>(group.bytes) /
                                                                static_cast<double>(live_bytes)
                                                          : 0.0),
@@ -211,7 +227,7 @@ void run_summary(const ProfileOptions& o) {
   print_groups("module", peak.by_module, live_bytes, top, colour);
   print_groups("phase", peak.by_phase, live_bytes, top, colour);
   print_groups("category", peak.by_category, live_bytes, top, colour);
-  print_groups("call stack (innermost first)", peak.by_stack, live_bytes, top, colour);
+  print_groups("call stack (innermost first)", peak.by_stack, live_bytes, top, colour, true);
 
   report::Table largest({{"#", report::Align::kRight},
                          {"bytes", report::Align::kRight},
@@ -225,7 +241,9 @@ void run_summary(const ProfileOptions& o) {
     largest.add_row({std::to_string(i + 1), bytes_text(a.bytes), clipped(or_none(a.tensor), 24),
                      clipped(or_none(a.module), 32), clipped(or_none(a.phase), 12),
                      clipped(or_none(a.category), 16),
-                     a.frames.empty() ? "(no stack)" : clipped(a.frames.front().function, 60)});
+                     a.frames.empty()
+                         ? "(no stack)"
+                         : clipped(without_parameters(a.frames.front().function), 60)});
   }
   std::printf("\nthe %zu largest allocations at the peak:\n%s",
               std::min(top, peak.live_at_peak.size()), largest.render(colour, 2).c_str());
@@ -309,7 +327,7 @@ void run_compare(const ProfileOptions& o) {
                    clipped(or_none(g.category), 16),
                    std::to_string(g.count_before) + " → " + std::to_string(g.count_after),
                    bytes_text(g.bytes_before), bytes_text(g.bytes_after),
-                   signed_bytes(g.bytes_after - g.bytes_before), clipped(g.stack, 60)},
+                   signed_bytes(g.bytes_after - g.bytes_before), clipped(short_stack(g.stack), 70)},
                   leak ? report::RowStyle::kBold : report::RowStyle::kNormal);
   }
   if (changed.size() > top)

@@ -53,6 +53,7 @@
 #include "common/report/terminal.h"
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
+#include "tools/vramlab/commands/function_names.h"
 
 namespace vramlab::cli {
 
@@ -143,7 +144,7 @@ std::string peak_summary(const profile::PeakReport& peak) {
           " (" + report::format_bytes(static_cast<uint64_t>(owner.bytes)) + ", module " +
           (owner.module.empty() ? "(none)" : owner.module) + ", " +
           (owner.phase.empty() ? "no phase" : owner.phase) + ")";
-  if (!owner.frames.empty()) line += " in " + owner.frames.front().function;
+  if (!owner.frames.empty()) line += " in " + without_parameters(owner.frames.front().function);
   return line;
 }
 
@@ -436,6 +437,15 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         "rank's heads and MLP units only, which vramlab estimate's runtime column, made for one "
         "rank, does not split)\n",
         report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str());
+  // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
+  // a category can count more than its tensors; which blocks keep such a remainder depends on the
+  // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
+  // Expandable segments always split, so the same step then counts its tensors exactly.
+  std::printf(
+      "  (a block left with 1 MiB or less is not split (PyTorch's should_split), so a category "
+      "can count up to 1 MiB per large block more than its tensors, in the first step as in later "
+      "ones; with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True blocks are always split and "
+      "each category counts its tensors' 512-B rounded sizes)\n");
   if (files) {
     const std::string directory = std::filesystem::path(files->snapshot_pickle).parent_path();
     std::printf(
@@ -448,15 +458,6 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         "timeline.html: a browser; vramlab profile %s: the peak's owners\n",
         memory::printable(files->snapshot_pickle).c_str());
   }
-  // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
-  // a category can count more than its tensors; which blocks keep such a remainder depends on the
-  // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
-  // Expandable segments always split, so the same step then counts its tensors exactly.
-  std::printf(
-      "  (a block left with 1 MiB or less is not split (PyTorch's should_split), so a category "
-      "can count up to 1 MiB per large block more than its tensors, in the first step as in later "
-      "ones; with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True blocks are always split and "
-      "each category counts its tensors' 512-B rounded sizes)\n");
   return outcome;
 }
 
