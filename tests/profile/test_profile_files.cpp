@@ -5,6 +5,7 @@
 #include "common/profile/profile_files.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,8 +33,10 @@ std::string read_text(const std::string& path) {
 
 class WriteProfile : public ::testing::Test {
  protected:
-  std::filesystem::path root_ =
-      std::filesystem::path(::testing::TempDir()) / "vramlab_write_profile_test";
+  // One directory per test and process: ctest runs the tests of this binary in parallel.
+  std::filesystem::path root_ = std::filesystem::path(::testing::TempDir()) /
+                                ("vramlab_write_profile_" + std::to_string(getpid()) + "_" +
+                                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
   void SetUp() override { std::filesystem::remove_all(root_); }
   void TearDown() override { std::filesystem::remove_all(root_); }
 };

@@ -4,6 +4,7 @@
 // UsageError with a byte offset, never a crash. (check_pickle_decode.py decodes Python's pickles.)
 // Run: build/tests/bin/test_report_snapshot_unpickle
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cmath>
@@ -333,8 +334,11 @@ TEST(DecodePickle, RandomlyMutatedPicklesDecodeOrThrowUsageError) {
 
 class ReadSnapshotFile : public ::testing::Test {
  protected:
+  // One directory per test and process: ctest runs the tests of this binary in parallel.
   std::filesystem::path directory_ =
-      std::filesystem::path(::testing::TempDir()) / "vramlab_read_snapshot_file";
+      std::filesystem::path(::testing::TempDir()) /
+      ("vramlab_read_snapshot_file_" + std::to_string(getpid()) + "_" +
+       ::testing::UnitTest::GetInstance()->current_test_info()->name());
   void SetUp() override { std::filesystem::create_directories(directory_); }
   void TearDown() override { std::filesystem::remove_all(directory_); }
   std::string write(const std::string& name, const std::string& contents) {
