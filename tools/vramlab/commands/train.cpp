@@ -336,11 +336,11 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   if (profiler) {
     const profile::Recording recording = profiler->stop();
     const std::string directory = profile_directory(o, options);
+    const bool per_rank = directory != o.profile_dir;
     files = profile::write_profile(
         recording, directory,
         "vramlab train: " + m.name + " on " + device.name() +
-            (options.parallel.data_parallel ? ", rank " + std::to_string(outcome.rank)
-                                            : std::string()));
+            (per_rank ? ", " + std::filesystem::path(directory).filename().string() : ""));
     const profile::PeakReport peak = profile::analyse_peak(recording.snapshot);
     profile_line = peak_summary(peak);
     profile_json = {{"directory", directory},
@@ -700,7 +700,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "pytorch.org/memory_viz), snapshot.json, trace.json (Perfetto, "
                   "chrome://tracing), ops.txt and ops.json (the per-op memory table), "
                   "timeline.html; with ranks, DIR/rank0, DIR/rank1, ... (read one with vramlab "
-                  "profile DIR/snapshot.pickle)")
+                  "profile DIR/snapshot.pickle). Step times then include the recording's cost")
       ->each([opts](const std::string&) { opts->profile_given = true; });
   cmd->add_option("--profile-stacks", opts->profile_stacks,
                   "on (default): capture a C++ call stack with every allocation; off: module, "
