@@ -307,7 +307,7 @@ class Unpickler {
     // Every output node costs at least one unit; real snapshots share frame lists and strings
     // through the memo, so the output may be much larger than the input, but not unboundedly.
     const uint64_t scaled = 256 * static_cast<uint64_t>(bytes.size());
-    budget_ = std::min<uint64_t>(kMaxItems, std::max<uint64_t>(uint64_t{1} << 22, scaled));
+    budget_ = std::min<uint64_t>(kMaxItems, std::max<uint64_t>(uint64_t{1} << 20, scaled));
   }
 
   nlohmann::json run() {

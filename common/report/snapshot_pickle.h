@@ -41,7 +41,7 @@ void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& pa
 /// repaired as encode_pickle() does.
 /// \throws vramlab::UsageError saying what is wrong and at which byte offset (truncated data, an
 /// opcode outside that subset such as a class reference, nesting deeper than 1000 or a container
-/// that holds itself, more than 2^31 items, or a result larger than max(2^22, 256 × the input's
+/// that holds itself, more than 2^31 items, or a result larger than max(2^20, 256 × the input's
 /// bytes) items once shared objects are copied: the bound that stops a few bytes of nested
 /// references from expanding into gigabytes).
 nlohmann::json decode_pickle(std::string_view bytes);
