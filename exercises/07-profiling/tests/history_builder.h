@@ -105,7 +105,7 @@ class HistoryBuilder {
       push_entry("free_requested", made);
       scope_net_[scope()] -= made.bytes;
       if (made.owner.module != scope()) freed_by_others_[made.owner.module] += made.bytes;
-      free_scopes_.insert(scope());
+      free_owners_.insert(made.owner.module);
     }
     after_entry();
   }
@@ -163,7 +163,8 @@ class HistoryBuilder {
   [[nodiscard]] const std::map<std::string, std::int64_t>& freed_by_others() const {
     return freed_by_others_;
   }
-  [[nodiscard]] const std::set<std::string>& free_scopes() const { return free_scopes_; }
+  /// The allocating modules of the free_requested entries.
+  [[nodiscard]] const std::set<std::string>& free_owners() const { return free_owners_; }
   [[nodiscard]] std::size_t entries() const { return trace_.size(); }
 
   // ---- the files -----------------------------------------------------------------------------
@@ -287,7 +288,7 @@ class HistoryBuilder {
   std::vector<Made> allocated_in_trace_;
   std::map<std::string, std::int64_t> scope_net_;
   std::map<std::string, std::int64_t> freed_by_others_;
-  std::set<std::string> free_scopes_;
+  std::set<std::string> free_owners_;
 };
 
 /// A random history: \p before_trace events before recording starts (their allocations are live
