@@ -83,7 +83,8 @@ TopAtPeak top_at_peak(const json& snapshot, std::size_t k) {
   // Pass 2: live bytes before the first entry and after each one; the first largest wins.
   std::map<std::uint64_t, PeakAllocation> live = before;
   std::int32_t live_bytes = 0;
-  for (const auto& [address, a] : live) live_bytes = static_cast<std::int32_t>(static_cast<std::uint32_t>(live_bytes) +
+  for (const auto& [address, a] : live)
+    live_bytes = static_cast<std::int32_t>(static_cast<std::uint32_t>(live_bytes) +
                                            static_cast<std::uint32_t>(a.bytes));
   TopAtPeak result;
   result.peak_bytes = live_bytes;
