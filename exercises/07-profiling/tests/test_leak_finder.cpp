@@ -176,6 +176,10 @@ struct Training {
     if (step_index == 0)
       for (int i = 0; i < 2; ++i) h.alloc(size(2000, 2000), "exp_avg");          // made once, kept
     for (int i = 0; i < leak_list_items; ++i) h.alloc(size(1, 777), "history");  // grows
+    if (leak_list_items > 0) {  // a large cache that grows a little: held most, grew least
+      if (step_index == 0) h.alloc(size(100000, 100000), "kv_cache");
+      h.alloc(size(1, 5), "kv_cache");
+    }
     const std::uint64_t scratch = h.alloc(size(10, 300), "scratch");
     h.free_request(scratch);  // pending (another stream) when the snapshot is taken
     pending = scratch;
@@ -193,12 +197,14 @@ TEST(LeakFinder, AKeptLossAndAGrowingListAreFoundWithTheirGrowthPerStep) {
       Training t(rng, 1);
       const bool leak_loss = trial % 2 == 0;
       const int list_items = trial % 3;
-      for (int s = 0; s < 2; ++s) t.step(leak_loss, list_items);
+      const bool late = trial % 4 == 1;  // the leaks start after the first snapshot
+      for (int s = 0; s < 2; ++s) t.step(leak_loss && !late, late ? 0 : list_items);
       const std::map<std::uint64_t, Made> live_before = t.h.live();
       const nlohmann::json before = t.h.snapshot(rng);
       for (std::int64_t s = 0; s < steps; ++s) t.step(leak_loss, list_items);
       checks.add(std::to_string(steps) + " steps apart, loss kept: " + (leak_loss ? "yes" : "no") +
-                     ", " + std::to_string(list_items) + " list items a step",
+                     ", " + std::to_string(list_items) + " list items a step" +
+                     (late ? ", leaking only after the first snapshot" : ""),
                  live_before, before, t.h.live(), t.h.snapshot(rng), steps);
     }
   checks.expect_passes();
