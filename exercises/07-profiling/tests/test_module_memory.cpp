@@ -5,7 +5,8 @@
 // module allocated it and which module scope was open when it happened, because it opened them:
 // random ones (nested module scopes, phases, pending frees, reused addresses, allocations live
 // before the trace) and hand-made ones (an activation freed by the loss's backward, a module
-// running twice, a free outside every module). Every value is exact.
+// running twice, a free outside every module); and the runtime's profile::analyse_peak, whose
+// by_module groups what was live at the peak by allocating module. Every value is exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/platform/errors.h"
+#include "common/profile/snapshot_analysis.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "exercises/07-profiling/tests/history_builder.h"
@@ -176,6 +178,31 @@ TEST(ModuleMemory, AModuleThatRunsTwiceAllocatesTwiceAndAddressesAreReused) {
   h.free_request(address);  // outside every module; completes after the trace
   checks.add("two passes, reused addresses", h, rng);
   checks.expect_passes();
+}
+
+TEST(ModuleMemory, LiveAtThePeakPerModuleIsTheRuntimesByModule) {
+  std::mt19937_64 rng(724);
+  Comparison live("bytes live at the peak per module, against analyse_peak's by_module",
+                  Unit::kBytes);
+  for (const int events : {1, 60, 700})
+    for (int trial = 0; trial < 6; ++trial) {
+      const profile::Recording recording =
+          testing::random_history(rng, trial, events, std::int64_t{3} << 32).recording(rng);
+      std::map<std::string, std::int64_t> got;
+      for (const ModuleMemory& r : memory_per_module(recording))
+        if (r.live_at_peak_bytes != 0) got[shown(r.module)] = r.live_at_peak_bytes;
+      const profile::PeakReport runtime = profile::analyse_peak(recording.snapshot);
+      std::map<std::string, std::int64_t> want;
+      for (const profile::ByteGroup& g : runtime.by_module) want[g.key] = g.bytes;
+      for (const auto& [module, bytes] : want)
+        live.add(std::to_string(events) + " events, module " + module, static_cast<double>(bytes),
+                 static_cast<double>(got.count(module) != 0 ? got[module] : 0));
+      for (const auto& [module, bytes] : got)
+        if (want.count(module) == 0)
+          live.add(std::to_string(events) + " events, module " + module + " (not in by_module)",
+                   0.0, static_cast<double>(bytes));
+    }
+  VRAMLAB_EXPECT_PASSES(live);
 }
 
 TEST(ModuleMemory, RejectsASnapshotWithoutSegmentsNamingTheKey) {

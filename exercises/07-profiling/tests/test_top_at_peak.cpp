@@ -5,8 +5,9 @@
 // every entry because it made them: random ones (nested modules, pending frees, reused addresses,
 // equal sizes, allocations live before the trace, segment/oom/snapshot entries) and hand-made
 // edge cases (empty trace, peak before the first entry, tensors past 4 GiB at 70B scale); (b) a
-// real training step on `sim`, whose peak must equal the allocator's own peak of requested bytes.
-// Every value is exact.
+// real training step on `sim`, whose peak must equal the allocator's own peak of requested bytes;
+// (c) the runtime's profile::analyse_peak (what `vramlab profile` prints) on both. Every value is
+// exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/profile/snapshot_analysis.h"
 #include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -273,6 +275,61 @@ TEST(TopAtPeak, ARealTrainingStepPeaksAtTheAllocatorsPeakOfRequestedBytes) {
                 text(all.top[i].address, all.top[i].bytes, "", "", "", 0))
           << name << ": the top 3 are the first 3 of every live allocation";
   }
+}
+
+// What the runtime's analysis (profile::analyse_peak) says of the same snapshot: the peak, its
+// entry, and every allocation live there, in the exercise's order.
+void expect_agrees_with_analyse_peak(const std::string& where, const nlohmann::json& snapshot,
+                                     Comparison& peak, Comparison& event, std::int64_t& lists,
+                                     std::int64_t& wrong_lists, std::string& first_wrong) {
+  const profile::PeakReport runtime = profile::analyse_peak(snapshot);
+  const TopAtPeak got = top_at_peak(snapshot, SIZE_MAX);
+  peak.add(where, static_cast<double>(runtime.peak_bytes), static_cast<double>(got.peak_bytes));
+  event.add(where, static_cast<double>(runtime.peak_event), static_cast<double>(got.peak_event));
+  std::vector<profile::Allocation> live = runtime.live_at_peak;
+  std::sort(live.begin(), live.end(),
+            [](const profile::Allocation& a, const profile::Allocation& b) {
+              return a.bytes != b.bytes ? a.bytes > b.bytes : a.address < b.address;
+            });
+  std::vector<std::string> want;
+  for (const profile::Allocation& a : live)
+    want.push_back(text(a.address, a.bytes, a.module, a.phase, a.tensor, a.alloc_event));
+  const std::vector<std::string> have = actual_top(got);
+  ++lists;
+  const workbook::NameSetDiff diff = workbook::compare_names(want, have);
+  if (!diff.same() && ++wrong_lists == 1)
+    first_wrong = where + ": " + workbook::describe(diff, have);
+}
+
+TEST(TopAtPeak, AgreesWithTheRuntimesAnalysisOnRandomHistoriesAndARealStep) {
+  std::mt19937_64 rng(707);
+  Comparison peak("peak live requested bytes, against profile::analyse_peak", Unit::kBytes);
+  Comparison event("index of the peak's entry, against profile::analyse_peak");
+  std::int64_t lists = 0, wrong_lists = 0;
+  std::string first_wrong;
+  for (const int before_trace : {0, 8})
+    for (const int events : {1, 50, 600})
+      for (int trial = 0; trial < 5; ++trial)
+        expect_agrees_with_analyse_peak(
+            "random history, " + std::to_string(events) + " events",
+            testing::random_history(rng, before_trace, events, std::int64_t{1} << 33).snapshot(rng),
+            peak, event, lists, wrong_lists, first_wrong);
+  nn::Runtime runtime(memory::parse_device("sim:t4-16g"));
+  train::TrainOptions options;
+  options.model = model_config_by_name("gpt2-mini");
+  options.batch = 2;
+  options.seq = 23;
+  train::Trainer trainer(runtime, options);
+  trainer.step();
+  runtime.allocator().record_history(memory::RecordMode::all);
+  trainer.step();
+  expect_agrees_with_analyse_peak("a real gpt2-mini step", runtime.allocator().snapshot(), peak,
+                                  event, lists, wrong_lists, first_wrong);
+  VRAMLAB_EXPECT_PASSES(peak);
+  VRAMLAB_EXPECT_PASSES(event);
+  EXPECT_EQ(wrong_lists, 0) << "the allocations live at the peak differ from analyse_peak's in "
+                            << wrong_lists << " of " << lists
+                            << " snapshots; first: " << first_wrong;
 }
 
 TEST(TopAtPeak, RejectsASnapshotWithoutSegmentsOrTracesNamingTheKey) {
