@@ -75,7 +75,13 @@ class HistoryBuilder {
     span.depth = static_cast<std::int32_t>(open_spans_.size());
     if (recording_) spans_.push_back(span);
   }
-  void set_phase(const std::string& phase) { phase_ = phase; }
+  /// Switches the training phase: closes the running phase's span and opens the next one.
+  void set_phase(const std::string& phase) {
+    tick();
+    if (recording_) spans_.push_back(phase_span(now_ns_));
+    phase_ = phase;
+    phase_start_ns_ = now_ns_;
+  }
   [[nodiscard]] const std::string& scope() const {
     static const std::string kNone;
     return open_spans_.empty() ? kNone : open_spans_.back().first;
@@ -123,8 +129,42 @@ class HistoryBuilder {
     free_request(address);
     free_complete(address);
   }
-  /// An entry that changes nothing live: segment_alloc, segment_free, segment_map,
-  /// segment_unmap, oom or snapshot.
+  /// Reserves a segment of \p bytes (expandable: it starts with \p bytes mapped).
+  /// \return its address.
+  std::uint64_t segment_alloc(std::int64_t bytes, bool expandable = false) {
+    const std::uint64_t address = next_segment_;
+    next_segment_ += static_cast<std::uint64_t>(bytes) + (std::uint64_t{1} << 36);
+    segments_[address] = {bytes, expandable};
+    segment_entry(expandable ? "segment_map" : "segment_alloc", address, bytes);
+    return address;
+  }
+  /// Releases a whole segment.
+  void segment_free(std::uint64_t address) {
+    const std::int64_t bytes = segments_.at(address).first;
+    const bool expandable = segments_.at(address).second;
+    segments_.erase(address);
+    segment_entry(expandable ? "segment_unmap" : "segment_free", address, bytes);
+  }
+  /// Maps (bytes > 0) or unmaps (bytes < 0) pages at the end of an expandable segment.
+  void segment_remap(std::uint64_t address, std::int64_t bytes) {
+    auto& [mapped, expandable] = segments_.at(address);
+    const std::uint64_t at =
+        address + static_cast<std::uint64_t>(mapped + std::min<std::int64_t>(bytes, 0));
+    mapped += bytes;
+    segment_entry(bytes > 0 ? "segment_map" : "segment_unmap", at, bytes > 0 ? bytes : -bytes);
+  }
+  [[nodiscard]] const std::map<std::uint64_t, std::pair<std::int64_t, bool>>& segments() const {
+    return segments_;
+  }
+  [[nodiscard]] std::int64_t reserved_bytes() const {
+    std::int64_t total = 0;
+    for (const auto& [address, segment] : segments_) total += segment.first;
+    return total;
+  }
+  [[nodiscard]] std::int64_t live_bytes() const { return live_bytes_; }
+
+  /// An entry that changes nothing live or reserved: oom or snapshot (or, with made-up
+  /// addresses, a segment action whose reserved bytes the builder does not track).
   void noise(const std::string& action, std::int64_t size) {
     if (recording_) {
       tick();
@@ -197,6 +237,30 @@ class HistoryBuilder {
     }
     std::shuffle(blocks.begin(), blocks.end(), rng);
     nlohmann::json segments = nlohmann::json::array();
+    if (!segments_.empty()) {  // the segments the history reserved, the blocks spread over them
+      std::size_t next = 0;
+      std::vector<nlohmann::json> kept;
+      for (const auto& [address, segment] : segments_) {
+        if (segment.first == 0) continue;  // an expandable segment with nothing mapped
+        kept.push_back({{"device", 0},
+                        {"address", address},
+                        {"total_size", segment.first},
+                        {"stream", 0},
+                        {"segment_type", "large"},
+                        {"is_expandable", segment.second},
+                        {"frames", nlohmann::json::array()},
+                        {"blocks", nlohmann::json::array()}});
+      }
+      if (!kept.empty())
+        for (nlohmann::json& b : blocks)
+          kept[next++ % kept.size()]["blocks"].push_back(std::move(b));
+      std::shuffle(kept.begin(), kept.end(), rng);
+      for (nlohmann::json& segment : kept) segments.push_back(std::move(segment));
+      if (!kept.empty() || blocks.empty())
+        return {{"segments", std::move(segments)},
+                {"device_traces", nlohmann::json::array({trace_})},
+                {"allocator_settings", nlohmann::json::object()}};
+    }
     for (int s = 0; s < segment_count; ++s) {
       nlohmann::json segment_blocks = nlohmann::json::array();
       for (std::size_t i = static_cast<std::size_t>(s); i < blocks.size();
@@ -221,6 +285,7 @@ class HistoryBuilder {
     profile::Recording r;
     r.snapshot = snapshot(rng);
     r.spans = spans_;
+    r.spans.push_back(phase_span(now_ns_ + 1));  // the phase still running
     std::sort(r.spans.begin(), r.spans.end(), [](const profile::Span& a, const profile::Span& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.depth < b.depth;
     });
@@ -263,6 +328,16 @@ class HistoryBuilder {
 
   void after_entry() {
     if (!recording_) return;
+    const std::int64_t reserved = reserved_bytes();
+    const std::int64_t gap = reserved - live_bytes_;
+    const auto event = static_cast<std::int64_t>(trace_.size()) - 1;
+    if (event >= 0 && event != last_gap_event_) {
+      last_gap_event_ = event;
+      Gap& worst = worst_gap_[phase_];
+      ++worst.entries;
+      if (worst.entries == 1 || gap > worst.gap)
+        worst = {gap, event, reserved, live_bytes_, worst.entries};
+    }
     if (live_bytes_ > peak_bytes_) {
       peak_bytes_ = live_bytes_;
       peak_event_ = static_cast<std::int64_t>(trace_.size()) - 1;
@@ -270,6 +345,53 @@ class HistoryBuilder {
     }
   }
 
+  void segment_entry(const char* action, std::uint64_t address, std::int64_t bytes) {
+    if (recording_) {
+      tick();
+      trace_.push_back({{"action", action},
+                        {"addr", address},
+                        {"size", bytes},
+                        {"stream", 0},
+                        {"time_us", static_cast<std::int64_t>(trace_.size())},
+                        {"time_ns", origin_ns_ + now_ns_},
+                        {"frames", nlohmann::json::array()}});
+    }
+    after_entry();
+  }
+
+  [[nodiscard]] profile::Span phase_span(std::int64_t end_ns) const {
+    profile::Span span;
+    span.kind = profile::SpanKind::phase;
+    span.name = phase_;
+    span.phase = phase_ == "backward"    ? memory::TrainingPhase::backward
+                 : phase_ == "optimizer" ? memory::TrainingPhase::optimizer
+                 : phase_ == "setup"     ? memory::TrainingPhase::setup
+                                         : memory::TrainingPhase::forward;
+    span.start_ns = phase_start_ns_;
+    span.end_ns = end_ns;
+    span.depth = 0;
+    return span;
+  }
+
+ public:
+  /// The worst gap of one phase.
+  struct Gap {
+    std::int64_t gap = 0;        // reserved − allocated after the entry
+    std::int64_t event = -1;     // the first entry that reached it
+    std::int64_t reserved = 0;   // there
+    std::int64_t allocated = 0;  // there
+    std::int64_t entries = 0;    // entries that happened in the phase
+  };
+  /// Per phase name, the largest reserved − live bytes after one of its entries.
+  [[nodiscard]] const std::map<std::string, Gap>& worst_gap() const { return worst_gap_; }
+
+ private:
+  std::map<std::uint64_t, std::pair<std::int64_t, bool>>
+      segments_;  // address → (mapped, expandable)
+  std::uint64_t next_segment_ = 0x100000000000ULL;
+  std::map<std::string, Gap> worst_gap_;
+  std::int64_t last_gap_event_ = -1;
+  std::int64_t phase_start_ns_ = 0;
   std::int64_t origin_ns_;
   std::int64_t now_ns_ = 0;
   bool recording_ = false;
@@ -291,6 +413,39 @@ class HistoryBuilder {
   std::set<std::string> free_owners_;
 };
 
+/// What an allocator does before handing out \p bytes when its cache is short: reserve a new
+/// segment (2 MiB granules, sometimes more), or map more pages of an expandable one.
+inline void reserve(HistoryBuilder& h, std::mt19937_64& rng, std::int64_t bytes) {
+  const std::int64_t free = h.reserved_bytes() - h.live_bytes();
+  if (free >= bytes) return;
+  const std::int64_t granule = std::int64_t{2} << 20;
+  const std::int64_t need = ((bytes - std::max<std::int64_t>(free, 0)) / granule + 1) * granule;
+  const int roll = std::uniform_int_distribution<int>(0, 2)(rng);
+  for (const auto& [address, segment] : h.segments())
+    if (segment.second && roll == 0) {
+      h.segment_remap(address, need);
+      return;
+    }
+  h.segment_alloc(need + (roll == 1 ? granule * 3 : 0), roll == 2);
+}
+
+/// What empty_cache or a flush does: release a segment, or unmap an expandable one's last pages,
+/// while what stays reserved still covers the live bytes.
+inline void release(HistoryBuilder& h, std::mt19937_64& rng) {
+  const std::int64_t spare = h.reserved_bytes() - h.live_bytes();
+  std::vector<std::uint64_t> candidates;
+  for (const auto& [address, segment] : h.segments())
+    if (segment.first > 0 && segment.first <= spare) candidates.push_back(address);
+  if (candidates.empty()) return;
+  const std::uint64_t address =
+      candidates[std::uniform_int_distribution<std::size_t>(0, candidates.size() - 1)(rng)];
+  const auto [mapped, expandable] = h.segments().at(address);
+  if (expandable && mapped > (std::int64_t{2} << 20))
+    h.segment_remap(address, -(std::int64_t{2} << 20));
+  else
+    h.segment_free(address);
+}
+
 /// A random history: \p before_trace events before recording starts (their allocations are live
 /// before the trace, or are freed in it), then \p events entries with nested module scopes, pending
 /// frees (free_requested now, free_completed later), reused addresses, equal sizes (ties at the
@@ -301,8 +456,7 @@ inline HistoryBuilder random_history(std::mt19937_64& rng, int before_trace, int
   static const std::vector<std::string> kTop = {"transformer.wte", "blocks.0", "blocks.1",
                                                 "lm_head", "loss"};
   static const std::vector<std::string> kChild = {"attn", "mlp", "ln_1"};
-  static const std::vector<std::string> kNoise = {"segment_alloc", "segment_free", "segment_map",
-                                                  "segment_unmap", "oom",          "snapshot"};
+  static const std::vector<std::string> kNoise = {"oom", "snapshot"};
   static const std::vector<std::string> kPhases = {"forward", "backward", "optimizer"};
   HistoryBuilder h;
   std::uniform_int_distribution<std::int64_t> size(1, max_bytes);
@@ -340,6 +494,7 @@ inline HistoryBuilder random_history(std::mt19937_64& rng, int before_trace, int
     } else if (roll < 50) {
       const std::int64_t bytes = pick(rng) < 30 ? some(shared) : size(rng);
       const std::uint64_t reuse = pick(rng) < 40 ? h.reusable_address(rng) : 0;
+      reserve(h, rng, bytes);
       std::string tensor = "t";
       tensor += std::to_string(tensor_index++);
       h.alloc(bytes, tensor, reuse);
@@ -355,6 +510,8 @@ inline HistoryBuilder random_history(std::mt19937_64& rng, int before_trace, int
     } else if (roll < 85) {
       const auto addresses = live_where(true);
       if (!addresses.empty()) h.free_complete(some(addresses));
+    } else if (roll < 92) {
+      release(h, rng);
     } else {
       h.noise(some(kNoise), size(rng));
     }
