@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/dtype/bulk_convert.h"
@@ -151,24 +153,61 @@ KernelKind parse_kernel_kind(std::string_view text) {
                    "' (expected cpu, cuda-emulated, cuda or meta)");
 }
 
+namespace {
+
+// A kernel call as the backend's observer hears it: started, then finished (also when the kernel
+// throws, so the observer's spans stay balanced).
+class KernelSpan {
+ public:
+  KernelSpan(KernelObserver& observer, std::string_view op) : observer_(observer), op_(op) {
+    observer_.kernel_started(op_);
+  }
+  ~KernelSpan() { observer_.kernel_finished(op_); }
+  KernelSpan(const KernelSpan&) = delete;
+  KernelSpan& operator=(const KernelSpan&) = delete;
+
+ private:
+  KernelObserver& observer_;
+  std::string_view op_;
+};
+
+// Runs \p kernel, one of \p backend's do_ implementations, inside a KernelSpan named \p op when
+// an observer is installed. The caller evaluates the arguments, so the argument checks happen
+// before the span starts, and a call that fails them is not a kernel.
+template <typename Kernel, typename... Args>
+decltype(auto) observed(const KernelBackend& backend, std::string_view op, Kernel kernel,
+                        Args&&... args) {
+  KernelObserver* const observer = backend.observer();
+  if (observer == nullptr) [[likely]]
+    return (backend.*kernel)(std::forward<Args>(args)...);
+  const KernelSpan span(*observer, op);
+  return (backend.*kernel)(std::forward<Args>(args)...);
+}
+
+}  // namespace
+
 void KernelBackend::fill_zero(const TensorView& buffer) const {
-  if (buffer.numel() > 0) do_fill_zero(buffer.data(), static_cast<size_t>(buffer.bytes()));
+  if (buffer.numel() > 0)
+    observed(*this, "fill_zero", &KernelBackend::do_fill_zero, buffer.data(),
+             static_cast<size_t>(buffer.bytes()));
 }
 
 void KernelBackend::copy_to_device(const TensorView& buffer, const void* host_pointer) const {
   if (buffer.numel() > 0)
-    do_copy_to_device(buffer.data(), host_pointer, static_cast<size_t>(buffer.bytes()));
+    observed(*this, "copy_to_device", &KernelBackend::do_copy_to_device, buffer.data(),
+             host_pointer, static_cast<size_t>(buffer.bytes()));
 }
 
 void KernelBackend::copy_to_host(void* host_pointer, const TensorView& buffer) const {
   if (buffer.numel() > 0)
-    do_copy_to_host(host_pointer, buffer.data(), static_cast<size_t>(buffer.bytes()));
+    observed(*this, "copy_to_host", &KernelBackend::do_copy_to_host, host_pointer, buffer.data(),
+             static_cast<size_t>(buffer.bytes()));
 }
 
 void KernelBackend::fill_from_host(const TensorView& buffer, const HostGenerator& generate) const {
   const Arguments a("fill_from_host");
-  do_fill_from_host(a.storage(buffer, "buffer", buffer.numel()), buffer.dtype(), buffer.numel(),
-                    generate);
+  observed(*this, "fill_from_host", &KernelBackend::do_fill_from_host,
+           a.storage(buffer, "buffer", buffer.numel()), buffer.dtype(), buffer.numel(), generate);
 }
 
 void KernelBackend::do_fill_from_host(void* device_pointer, DType dtype, int64_t numel,
@@ -194,9 +233,9 @@ void KernelBackend::linear_forward(const TensorView& out, const TensorView& inp,
                                    const TensorView& weight, const TensorView& bias, int64_t N,
                                    int64_t C, int64_t OC) const {
   const Arguments a("linear_forward", inp, {});
-  do_linear_forward(a.types(), a.act(out, "out", product({N, OC})),
-                    a.act(inp, "inp", product({N, C})), a.act(weight, "weight", product({OC, C})),
-                    a.act_or_none(bias, "bias", OC), N, C, OC);
+  observed(*this, "linear_forward", &KernelBackend::do_linear_forward, a.types(),
+           a.act(out, "out", product({N, OC})), a.act(inp, "inp", product({N, C})),
+           a.act(weight, "weight", product({OC, C})), a.act_or_none(bias, "bias", OC), N, C, OC);
 }
 
 void KernelBackend::linear_backward(const TensorView& dinp, const TensorView& dweight,
@@ -204,11 +243,11 @@ void KernelBackend::linear_backward(const TensorView& dinp, const TensorView& dw
                                     const TensorView& inp, const TensorView& weight, int64_t N,
                                     int64_t C, int64_t OC) const {
   const Arguments a("linear_backward", inp, dweight);
-  do_linear_backward(a.types(), a.act_or_none(dinp, "dinp", product({N, C})),
-                     a.grad(dweight, "dweight", product({OC, C})),
-                     a.grad_or_none(dbias, "dbias", OC), a.act(dout, "dout", product({N, OC})),
-                     a.act(inp, "inp", product({N, C})), a.act(weight, "weight", product({OC, C})),
-                     N, C, OC);
+  observed(*this, "linear_backward", &KernelBackend::do_linear_backward, a.types(),
+           a.act_or_none(dinp, "dinp", product({N, C})),
+           a.grad(dweight, "dweight", product({OC, C})), a.grad_or_none(dbias, "dbias", OC),
+           a.act(dout, "dout", product({N, OC})), a.act(inp, "inp", product({N, C})),
+           a.act(weight, "weight", product({OC, C})), N, C, OC);
 }
 
 void KernelBackend::layernorm_forward(const TensorView& out, const TensorView& mean,
@@ -217,9 +256,9 @@ void KernelBackend::layernorm_forward(const TensorView& out, const TensorView& m
                                       int64_t C) const {
   const Arguments a("layernorm_forward", inp, {});
   const int64_t NC = product({N, C});
-  do_layernorm_forward(a.types(), a.act(out, "out", NC), a.f32(mean, "mean", N),
-                       a.f32(rstd, "rstd", N), a.act(inp, "inp", NC), a.act(weight, "weight", C),
-                       a.act(bias, "bias", C), N, C);
+  observed(*this, "layernorm_forward", &KernelBackend::do_layernorm_forward, a.types(),
+           a.act(out, "out", NC), a.f32(mean, "mean", N), a.f32(rstd, "rstd", N),
+           a.act(inp, "inp", NC), a.act(weight, "weight", C), a.act(bias, "bias", C), N, C);
 }
 
 void KernelBackend::layernorm_backward(const TensorView& dinp, const TensorView& dweight,
@@ -229,10 +268,10 @@ void KernelBackend::layernorm_backward(const TensorView& dinp, const TensorView&
                                        int64_t C) const {
   const Arguments a("layernorm_backward", inp, dweight);
   const int64_t NC = product({N, C});
-  do_layernorm_backward(a.types(), a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C),
-                        a.grad(dbias, "dbias", C), a.act(dout, "dout", NC), a.act(inp, "inp", NC),
-                        a.act(weight, "weight", C), a.f32(mean, "mean", N), a.f32(rstd, "rstd", N),
-                        N, C);
+  observed(*this, "layernorm_backward", &KernelBackend::do_layernorm_backward, a.types(),
+           a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C), a.grad(dbias, "dbias", C),
+           a.act(dout, "dout", NC), a.act(inp, "inp", NC), a.act(weight, "weight", C),
+           a.f32(mean, "mean", N), a.f32(rstd, "rstd", N), N, C);
 }
 
 void KernelBackend::rmsnorm_forward(const TensorView& out, const TensorView& rstd,
@@ -240,8 +279,9 @@ void KernelBackend::rmsnorm_forward(const TensorView& out, const TensorView& rst
                                     int64_t C) const {
   const Arguments a("rmsnorm_forward", inp, {});
   const int64_t NC = product({N, C});
-  do_rmsnorm_forward(a.types(), a.act(out, "out", NC), a.f32(rstd, "rstd", N),
-                     a.act(inp, "inp", NC), a.act(weight, "weight", C), N, C);
+  observed(*this, "rmsnorm_forward", &KernelBackend::do_rmsnorm_forward, a.types(),
+           a.act(out, "out", NC), a.f32(rstd, "rstd", N), a.act(inp, "inp", NC),
+           a.act(weight, "weight", C), N, C);
 }
 
 void KernelBackend::rmsnorm_backward(const TensorView& dinp, const TensorView& dweight,
@@ -250,37 +290,40 @@ void KernelBackend::rmsnorm_backward(const TensorView& dinp, const TensorView& d
                                      int64_t C) const {
   const Arguments a("rmsnorm_backward", inp, dweight);
   const int64_t NC = product({N, C});
-  do_rmsnorm_backward(a.types(), a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C),
-                      a.act(dout, "dout", NC), a.act(inp, "inp", NC), a.act(weight, "weight", C),
-                      a.f32(rstd, "rstd", N), N, C);
+  observed(*this, "rmsnorm_backward", &KernelBackend::do_rmsnorm_backward, a.types(),
+           a.act(dinp, "dinp", NC), a.grad(dweight, "dweight", C), a.act(dout, "dout", NC),
+           a.act(inp, "inp", NC), a.act(weight, "weight", C), a.f32(rstd, "rstd", N), N, C);
 }
 
 void KernelBackend::residual_forward(const TensorView& out, const TensorView& a_in,
                                      const TensorView& b_in) const {
   const Arguments a("residual_forward", a_in, {});
   const int64_t n = out.numel();
-  do_residual_forward(a.types(), a.act(out, "out", n), a.act(a_in, "a", n), a.act(b_in, "b", n), n);
+  observed(*this, "residual_forward", &KernelBackend::do_residual_forward, a.types(),
+           a.act(out, "out", n), a.act(a_in, "a", n), a.act(b_in, "b", n), n);
 }
 
 void KernelBackend::gelu_forward(const TensorView& out, const TensorView& inp) const {
   const Arguments a("gelu_forward", inp, {});
   const int64_t n = out.numel();
-  do_gelu_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), n);
+  observed(*this, "gelu_forward", &KernelBackend::do_gelu_forward, a.types(), a.act(out, "out", n),
+           a.act(inp, "inp", n), n);
 }
 
 void KernelBackend::gelu_backward(const TensorView& dinp, const TensorView& inp,
                                   const TensorView& dout) const {
   const Arguments a("gelu_backward", inp, {});
   const int64_t n = dinp.numel();
-  do_gelu_backward(a.types(), a.act(dinp, "dinp", n), a.act(inp, "inp", n), a.act(dout, "dout", n),
-                   n);
+  observed(*this, "gelu_backward", &KernelBackend::do_gelu_backward, a.types(),
+           a.act(dinp, "dinp", n), a.act(inp, "inp", n), a.act(dout, "dout", n), n);
 }
 
 void KernelBackend::swiglu_forward(const TensorView& out, const TensorView& gate,
                                    const TensorView& up) const {
   const Arguments a("swiglu_forward", gate, {});
   const int64_t n = out.numel();
-  do_swiglu_forward(a.types(), a.act(out, "out", n), a.act(gate, "gate", n), a.act(up, "up", n), n);
+  observed(*this, "swiglu_forward", &KernelBackend::do_swiglu_forward, a.types(),
+           a.act(out, "out", n), a.act(gate, "gate", n), a.act(up, "up", n), n);
 }
 
 void KernelBackend::swiglu_backward(const TensorView& dgate, const TensorView& dup,
@@ -288,8 +331,9 @@ void KernelBackend::swiglu_backward(const TensorView& dgate, const TensorView& d
                                     const TensorView& up) const {
   const Arguments a("swiglu_backward", gate, {});
   const int64_t n = dout.numel();
-  do_swiglu_backward(a.types(), a.act(dgate, "dgate", n), a.act(dup, "dup", n),
-                     a.act(dout, "dout", n), a.act(gate, "gate", n), a.act(up, "up", n), n);
+  observed(*this, "swiglu_backward", &KernelBackend::do_swiglu_backward, a.types(),
+           a.act(dgate, "dgate", n), a.act(dup, "dup", n), a.act(dout, "dout", n),
+           a.act(gate, "gate", n), a.act(up, "up", n), n);
 }
 
 void KernelBackend::dropout_forward(const TensorView& out, const TensorView& inp, float p,
@@ -297,7 +341,8 @@ void KernelBackend::dropout_forward(const TensorView& out, const TensorView& inp
   const Arguments a("dropout_forward", inp, {});
   a.dropout_probability(p);
   const int64_t n = out.numel();
-  do_dropout_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), n, p, seed, offset);
+  observed(*this, "dropout_forward", &KernelBackend::do_dropout_forward, a.types(),
+           a.act(out, "out", n), a.act(inp, "inp", n), n, p, seed, offset);
 }
 
 void KernelBackend::dropout_backward(const TensorView& dinp, const TensorView& dout, float p,
@@ -305,8 +350,8 @@ void KernelBackend::dropout_backward(const TensorView& dinp, const TensorView& d
   const Arguments a("dropout_backward", dout, {});
   a.dropout_probability(p);
   const int64_t n = dinp.numel();
-  do_dropout_backward(a.types(), a.act(dinp, "dinp", n), a.act(dout, "dout", n), n, p, seed,
-                      offset);
+  observed(*this, "dropout_backward", &KernelBackend::do_dropout_backward, a.types(),
+           a.act(dinp, "dinp", n), a.act(dout, "dout", n), n, p, seed, offset);
 }
 
 void KernelBackend::quantize_int8(const TensorView& q, const TensorView& scales,
@@ -314,9 +359,9 @@ void KernelBackend::quantize_int8(const TensorView& q, const TensorView& scales,
   const Arguments a("quantize_int8", x, {});
   a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
   const int64_t n = x.numel();
-  do_quantize_int8(a.types(), a.i8(q, "q", n),
-                   a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)),
-                   a.act(x, "x", n), n, block);
+  observed(*this, "quantize_int8", &KernelBackend::do_quantize_int8, a.types(), a.i8(q, "q", n),
+           a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)), a.act(x, "x", n), n,
+           block);
 }
 
 void KernelBackend::dequantize_int8(const TensorView& x, const TensorView& q,
@@ -324,22 +369,25 @@ void KernelBackend::dequantize_int8(const TensorView& x, const TensorView& q,
   const Arguments a("dequantize_int8", x, {});
   a.require(block >= 1, "block = " + std::to_string(block) + " must be >= 1");
   const int64_t n = x.numel();
-  do_dequantize_int8(a.types(), a.act(x, "x", n), a.i8(q, "q", n),
-                     a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)), n, block);
+  observed(*this, "dequantize_int8", &KernelBackend::do_dequantize_int8, a.types(),
+           a.act(x, "x", n), a.i8(q, "q", n),
+           a.f32(scales, "scales", kernels::cpu::int8_block_count(n, block)), n, block);
 }
 
 void KernelBackend::rope_forward(const TensorView& out, const TensorView& inp, int64_t B, int64_t T,
                                  int64_t H, int64_t D, double theta) const {
   const Arguments a("rope_forward", inp, {});
   const int64_t n = product({B, T, H, D});
-  do_rope_forward(a.types(), a.act(out, "out", n), a.act(inp, "inp", n), B, T, H, D, theta);
+  observed(*this, "rope_forward", &KernelBackend::do_rope_forward, a.types(), a.act(out, "out", n),
+           a.act(inp, "inp", n), B, T, H, D, theta);
 }
 
 void KernelBackend::rope_backward(const TensorView& dinp, const TensorView& dout, int64_t B,
                                   int64_t T, int64_t H, int64_t D, double theta) const {
   const Arguments a("rope_backward", dout, {});
   const int64_t n = product({B, T, H, D});
-  do_rope_backward(a.types(), a.act(dinp, "dinp", n), a.act(dout, "dout", n), B, T, H, D, theta);
+  observed(*this, "rope_backward", &KernelBackend::do_rope_backward, a.types(),
+           a.act(dinp, "dinp", n), a.act(dout, "dout", n), B, T, H, D, theta);
 }
 
 void KernelBackend::attention_forward(const TensorView& out, const TensorView& preatt,
@@ -351,10 +399,10 @@ void KernelBackend::attention_forward(const TensorView& out, const TensorView& p
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_forward(a.types(), a.act_or_none(out, "out", q_numel),
-                       a.act(preatt, "preatt", scores), a.act(att, "att", scores),
-                       a.act(q, "q", q_numel), a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), B,
-                       T, H, Hkv, D, dropout);
+  observed(*this, "attention_forward", &KernelBackend::do_attention_forward, a.types(),
+           a.act_or_none(out, "out", q_numel), a.act(preatt, "preatt", scores),
+           a.act(att, "att", scores), a.act(q, "q", q_numel), a.act(k, "k", kv_numel),
+           a.act(v, "v", kv_numel), B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::attention_backward(const TensorView& dq, const TensorView& dk,
@@ -368,11 +416,11 @@ void KernelBackend::attention_backward(const TensorView& dq, const TensorView& d
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t scores = product({B, H, T, T});
-  do_attention_backward(a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel),
-                        a.act(dv, "dv", kv_numel), a.act(dpreatt, "dpreatt", scores),
-                        a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
-                        a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), a.act(att, "att", scores),
-                        B, T, H, Hkv, D, dropout);
+  observed(*this, "attention_backward", &KernelBackend::do_attention_backward, a.types(),
+           a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel), a.act(dv, "dv", kv_numel),
+           a.act(dpreatt, "dpreatt", scores), a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
+           a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), a.act(att, "att", scores), B, T, H,
+           Hkv, D, dropout);
 }
 
 void KernelBackend::flash_attention_forward(const TensorView& out, const TensorView& lse,
@@ -383,10 +431,10 @@ void KernelBackend::flash_attention_forward(const TensorView& out, const TensorV
   const Arguments a("flash_attention_forward", q, {});
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
-  do_flash_attention_forward(a.types(), a.act(out, "out", q_numel),
-                             a.f32(lse, "lse", product({B, H, T})), a.act(q, "q", q_numel),
-                             a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), B, T, H, Hkv, D,
-                             dropout);
+  observed(*this, "flash_attention_forward", &KernelBackend::do_flash_attention_forward, a.types(),
+           a.act(out, "out", q_numel), a.f32(lse, "lse", product({B, H, T})),
+           a.act(q, "q", q_numel), a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), B, T, H, Hkv,
+           D, dropout);
 }
 
 void KernelBackend::flash_attention_backward(const TensorView& dq, const TensorView& dk,
@@ -400,30 +448,32 @@ void KernelBackend::flash_attention_backward(const TensorView& dq, const TensorV
   a.dropout_probability(dropout.p);
   const int64_t q_numel = product({B, T, H, D}), kv_numel = product({B, T, Hkv, D});
   const int64_t rows = product({B, H, T});
-  do_flash_attention_backward(
-      a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel), a.act(dv, "dv", kv_numel),
-      a.f32(delta, "delta", rows), a.act(dout, "dout", q_numel), a.act(q, "q", q_numel),
-      a.act(k, "k", kv_numel), a.act(v, "v", kv_numel), a.act(out, "out", q_numel),
-      a.f32(lse, "lse", rows), B, T, H, Hkv, D, dropout);
+  observed(*this, "flash_attention_backward", &KernelBackend::do_flash_attention_backward,
+           a.types(), a.act(dq, "dq", q_numel), a.act(dk, "dk", kv_numel),
+           a.act(dv, "dv", kv_numel), a.f32(delta, "delta", rows), a.act(dout, "dout", q_numel),
+           a.act(q, "q", q_numel), a.act(k, "k", kv_numel), a.act(v, "v", kv_numel),
+           a.act(out, "out", q_numel), a.f32(lse, "lse", rows), B, T, H, Hkv, D, dropout);
 }
 
 void KernelBackend::embedding_forward(const TensorView& out, const TensorView& tokens,
                                       const TensorView& wte, const TensorView& wpe, int64_t B,
                                       int64_t T, int64_t C, int64_t V) const {
   const Arguments a("embedding_forward", wte, {});
-  do_embedding_forward(a.types(), a.act(out, "out", product({B, T, C})),
-                       a.i32(tokens, "tokens", product({B, T})), a.act(wte, "wte", product({V, C})),
-                       a.act_prefix_or_none(wpe, "wpe", product({T, C})), B, T, C, V);
+  observed(*this, "embedding_forward", &KernelBackend::do_embedding_forward, a.types(),
+           a.act(out, "out", product({B, T, C})), a.i32(tokens, "tokens", product({B, T})),
+           a.act(wte, "wte", product({V, C})), a.act_prefix_or_none(wpe, "wpe", product({T, C})), B,
+           T, C, V);
 }
 
 void KernelBackend::embedding_backward(const TensorView& dwte, const TensorView& dwpe,
                                        const TensorView& dout, const TensorView& tokens, int64_t B,
                                        int64_t T, int64_t C, int64_t V) const {
   const Arguments a("embedding_backward", dout, dwte);
-  do_embedding_backward(a.types(), a.grad(dwte, "dwte", product({V, C})),
-                        a.grad_prefix_or_none(dwpe, "dwpe", product({T, C})),
-                        a.act(dout, "dout", product({B, T, C})),
-                        a.i32(tokens, "tokens", product({B, T})), B, T, C, V);
+  observed(*this, "embedding_backward", &KernelBackend::do_embedding_backward, a.types(),
+           a.grad(dwte, "dwte", product({V, C})),
+           a.grad_prefix_or_none(dwpe, "dwpe", product({T, C})),
+           a.act(dout, "dout", product({B, T, C})), a.i32(tokens, "tokens", product({B, T})), B, T,
+           C, V);
 }
 
 void KernelBackend::cross_entropy_forward(const TensorView& losses, const TensorView& logsumexp,
@@ -431,9 +481,9 @@ void KernelBackend::cross_entropy_forward(const TensorView& losses, const Tensor
                                           const TensorView& targets, int64_t N, int64_t V) const {
   const Arguments a("cross_entropy_forward", logits, {});
   const int64_t NV = product({N, V});
-  do_cross_entropy_forward(a.types(), a.f32(losses, "losses", N), a.f32(logsumexp, "logsumexp", N),
-                           a.act(probs, "probs", NV), a.act(logits, "logits", NV),
-                           a.i32(targets, "targets", N), N, V);
+  observed(*this, "cross_entropy_forward", &KernelBackend::do_cross_entropy_forward, a.types(),
+           a.f32(losses, "losses", N), a.f32(logsumexp, "logsumexp", N), a.act(probs, "probs", NV),
+           a.act(logits, "logits", NV), a.i32(targets, "targets", N), N, V);
 }
 
 void KernelBackend::cross_entropy_dlogits(const TensorView& dlogits, const TensorView& probs,
@@ -441,26 +491,30 @@ void KernelBackend::cross_entropy_dlogits(const TensorView& dlogits, const Tenso
                                           float scale) const {
   const Arguments a("cross_entropy_dlogits", probs, {});
   const int64_t NV = product({N, V});
-  do_cross_entropy_dlogits(a.types(), a.act(dlogits, "dlogits", NV), a.act(probs, "probs", NV),
-                           a.i32(targets, "targets", N), N, V, scale);
+  observed(*this, "cross_entropy_dlogits", &KernelBackend::do_cross_entropy_dlogits, a.types(),
+           a.act(dlogits, "dlogits", NV), a.act(probs, "probs", NV), a.i32(targets, "targets", N),
+           N, V, scale);
 }
 
 double KernelBackend::sum(const TensorView& x) const {
   const Arguments a("sum", x, {});
-  return do_sum(a.types(), a.act(x, "x", x.numel()), x.numel());
+  return observed(*this, "sum", &KernelBackend::do_sum, a.types(), a.act(x, "x", x.numel()),
+                  x.numel());
 }
 
 void KernelBackend::cast(const TensorView& out, const TensorView& inp) const {
   const Arguments a("cast");
   const int64_t n = inp.numel();
-  do_cast(a.storage(out, "out", n), out.dtype(), a.storage(inp, "inp", n), inp.dtype(), n);
+  observed(*this, "cast", &KernelBackend::do_cast, a.storage(out, "out", n), out.dtype(),
+           a.storage(inp, "inp", n), inp.dtype(), n);
 }
 
 KernelBackend::GradientCheck KernelBackend::check_gradients(const TensorView& grads,
                                                             float multiplier) const {
   const Arguments a("check_gradients");
-  return do_check_gradients(a.storage(grads, "grads", grads.numel()), grads.dtype(), grads.numel(),
-                            multiplier);
+  return observed(*this, "check_gradients", &KernelBackend::do_check_gradients,
+                  a.storage(grads, "grads", grads.numel()), grads.dtype(), grads.numel(),
+                  multiplier);
 }
 
 namespace {
@@ -501,9 +555,10 @@ void KernelBackend::adamw_update(const TensorView& param, const TensorView& grad
   a.require(v.dtype() == types.state, "exp_avg_sq is " + std::string(dtype_name(v.dtype())) +
                                           " but exp_avg is " +
                                           std::string(dtype_name(types.state)));
-  do_adamw_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
-                  a.storage(m, "exp_avg", n), a.storage(v, "exp_avg_sq", n),
-                  a.storage_or_none(working, "working", n), n, hp, step, grad_multiplier, rounding);
+  observed(*this, "adamw_update", &KernelBackend::do_adamw_update, types,
+           a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
+           a.storage(v, "exp_avg_sq", n), a.storage_or_none(working, "working", n), n, hp, step,
+           grad_multiplier, rounding);
 }
 
 void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
@@ -514,10 +569,10 @@ void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
   const Arguments a("sgd_update");
   const int64_t n = param.numel();
   const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working, rounding);
-  do_sgd_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
-                a.storage_or_none(momentum_buffer, "momentum_buffer", n),
-                a.storage_or_none(working, "working", n), n, learning_rate, momentum, weight_decay,
-                nesterov, grad_multiplier, rounding);
+  observed(*this, "sgd_update", &KernelBackend::do_sgd_update, types, a.storage(param, "param", n),
+           a.storage(grad, "grad", n), a.storage_or_none(momentum_buffer, "momentum_buffer", n),
+           a.storage_or_none(working, "working", n), n, learning_rate, momentum, weight_decay,
+           nesterov, grad_multiplier, rounding);
 }
 
 void KernelBackend::lion_update(const TensorView& param, const TensorView& grad,
@@ -527,9 +582,9 @@ void KernelBackend::lion_update(const TensorView& param, const TensorView& grad,
   const Arguments a("lion_update");
   const int64_t n = param.numel();
   const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
-  do_lion_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
-                 a.storage(m, "exp_avg", n), a.storage_or_none(working, "working", n), n, hp,
-                 grad_multiplier, rounding);
+  observed(*this, "lion_update", &KernelBackend::do_lion_update, types,
+           a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
+           a.storage_or_none(working, "working", n), n, hp, grad_multiplier, rounding);
 }
 
 void KernelBackend::adam_mini_update(const TensorView& param, const TensorView& grad,
@@ -547,10 +602,10 @@ void KernelBackend::adam_mini_update(const TensorView& param, const TensorView& 
   const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
   a.require(v.dtype() == types.state, "v is " + std::string(dtype_name(v.dtype())) + " but m is " +
                                           std::string(dtype_name(types.state)));
-  do_adam_mini_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
-                      a.storage(m, "exp_avg", n), a.storage(v, "v", count),
-                      a.storage_or_none(working, "working", n), block_size, count, hp, step,
-                      grad_multiplier, rounding);
+  observed(*this, "adam_mini_update", &KernelBackend::do_adam_mini_update, types,
+           a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
+           a.storage(v, "v", count), a.storage_or_none(working, "working", n), block_size, count,
+           hp, step, grad_multiplier, rounding);
 }
 
 void KernelBackend::adafactor_update(const TensorView& param, const TensorView& grad,
@@ -572,11 +627,11 @@ void KernelBackend::adafactor_update(const TensorView& param, const TensorView& 
   a.require(col_var.none() || col_var.dtype() == types.state,
             "col_var is " + std::string(dtype_name(col_var.dtype())) + " but row_var is " +
                 std::string(dtype_name(types.state)));
-  do_adafactor_update(types, a.storage(param, "param", n), a.storage(grad, "grad", n),
-                      a.storage(row_var, "row_var", factored ? rows : cols),
-                      a.storage_or_none(col_var, "col_var", cols),
-                      a.storage_or_none(working, "working", n), rows, cols, factored, hp, step,
-                      grad_multiplier, rounding);
+  observed(*this, "adafactor_update", &KernelBackend::do_adafactor_update, types,
+           a.storage(param, "param", n), a.storage(grad, "grad", n),
+           a.storage(row_var, "row_var", factored ? rows : cols),
+           a.storage_or_none(col_var, "col_var", cols), a.storage_or_none(working, "working", n),
+           rows, cols, factored, hp, step, grad_multiplier, rounding);
 }
 
 void KernelBackend::adamw_8bit_update(const TensorView& param, const TensorView& grad,
@@ -592,10 +647,11 @@ void KernelBackend::adamw_8bit_update(const TensorView& param, const TensorView&
   const int64_t blocks = kernels::cpu::quantization_block_count(n, block);
   const OptimizerTypes types = optimizer_types(a, param, grad, absmax_m, working, rounding);
   a.require(types.state == DType::f32, "absmax must be f32");
-  do_adamw_8bit_update(
-      types, a.storage(param, "param", n), a.storage(grad, "grad", n), a.u8(qm, "qm", n),
-      a.u8(qv, "qv", n), a.f32(absmax_m, "absmax_m", blocks), a.f32(absmax_v, "absmax_v", blocks),
-      a.storage_or_none(working, "working", n), n, block, hp, step, grad_multiplier, rounding);
+  observed(*this, "adamw_8bit_update", &KernelBackend::do_adamw_8bit_update, types,
+           a.storage(param, "param", n), a.storage(grad, "grad", n), a.u8(qm, "qm", n),
+           a.u8(qv, "qv", n), a.f32(absmax_m, "absmax_m", blocks),
+           a.f32(absmax_v, "absmax_v", blocks), a.storage_or_none(working, "working", n), n, block,
+           hp, step, grad_multiplier, rounding);
 }
 
 }  // namespace vramlab::nn
