@@ -1,4 +1,4 @@
-// Names of span kinds, as the Chrome trace's "cat" and the per-op table's Kind column print them.
+// Span kind names (see recording.h).
 #include "common/profile/recording.h"
 
 namespace vramlab::profile {
