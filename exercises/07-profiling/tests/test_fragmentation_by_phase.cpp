@@ -5,7 +5,9 @@
 // every entry and the phase it ran in: random ones (segments reserved and allocations made before
 // the trace, pending frees, OOM and snapshot entries), hand-made ones (an empty trace, a cache
 // emptied in the optimizer step, an expandable segment that grows and shrinks, 70B-scale segments
-// past 4 GiB). Every value is exact.
+// past 4 GiB); and real profiled steps, whose every moment must lie within the allocator's own
+// bounds (reserved covers allocated, the parameters are always allocated, neither exceeds the
+// allocator's peaks). Every value is exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "common/memory/caching_allocator.h"
+#include "common/memory/device.h"
+#include "common/memory/memory_stats.h"
+#include "common/model/model_config.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/profile/profiler.h"
+#include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "exercises/07-profiling/tests/history_builder.h"
@@ -173,6 +182,52 @@ TEST(FragmentationByPhase, AnEmptyTraceHasNoPhase) {
   h.alloc(200, "y");
   checks.add("one entry", h, rng);
   checks.expect_passes();
+}
+
+// A real step (profiled from the second step, so parameters, optimizer states and cached segments
+// exist before the trace): every phase's worst moment must be one the allocator could be in.
+TEST(FragmentationByPhase, ARealProfiledStepStaysWithinTheAllocatorsBounds) {
+  for (const char* name : {"gpt2-mini", "llama-tiny"}) {
+    nn::Runtime runtime(memory::parse_device("sim:t4-16g"));
+    train::TrainOptions options;
+    options.model = model_config_by_name(name);
+    options.batch = 3;
+    options.seq = 11;
+    train::Trainer trainer(runtime, options);
+    trainer.step();
+    memory::CachingAllocator& allocator = runtime.allocator();
+    allocator.reset_peak_stats();
+    const std::int64_t parameters = trainer.model().parameters().values().bytes();
+    profile::ProfilerOptions profiler_options;
+    profiler_options.cpp_stacks = false;
+    profile::Profiler profiler(runtime, profiler_options);
+    trainer.step();
+    const memory::DeviceStats stats = allocator.stats();
+    const std::vector<PhaseGap> phases = fragmentation_by_phase(profiler.stop());
+    std::vector<std::string> names;
+    for (const PhaseGap& p : phases) names.push_back(p.phase);
+    for (const char* phase : {"forward", "backward", "optimizer"})
+      EXPECT_NE(std::find(names.begin(), names.end(), phase), names.end())
+          << name << ": no entry in the " << phase << " phase";
+    Comparison bounds(std::string(name) + ": bounds at each phase's worst moment (0 = within)",
+                      Unit::kBytes);
+    const auto over = [](std::int64_t value, std::int64_t limit) {
+      return static_cast<double>(std::max<std::int64_t>(value - limit, 0));
+    };
+    for (const PhaseGap& p : phases) {
+      bounds.add(p.phase + ": allocated above reserved", 0.0,
+                 over(p.allocated_bytes, p.reserved_bytes));
+      bounds.add(p.phase + ": reserved above the allocator's reserved peak", 0.0,
+                 over(p.reserved_bytes, stats.reserved_bytes[memory::kAggregate].peak));
+      bounds.add(p.phase + ": allocated above the allocator's requested peak", 0.0,
+                 over(p.allocated_bytes, stats.requested_bytes[memory::kAggregate].peak));
+      bounds.add(p.phase + ": allocated below the parameters' bytes", 0.0,
+                 over(parameters, p.allocated_bytes));
+      bounds.add(p.phase + ": gap is reserved - allocated", static_cast<double>(p.gap_bytes),
+                 static_cast<double>(p.reserved_bytes - p.allocated_bytes));
+    }
+    VRAMLAB_EXPECT_PASSES(bounds);
+  }
 }
 
 TEST(FragmentationByPhase, RejectsASnapshotWithoutTracesNamingTheKey) {

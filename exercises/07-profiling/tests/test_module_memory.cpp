@@ -6,7 +6,9 @@
 // random ones (nested module scopes, phases, pending frees, reused addresses, allocations live
 // before the trace) and hand-made ones (an activation freed by the loss's backward, a module
 // running twice, a free outside every module); and the runtime's profile::analyse_peak, whose
-// by_module groups what was live at the peak by allocating module. Every value is exact.
+// by_module groups what was live at the peak by allocating module; and a real training step
+// recorded by profile::Profiler, whose totals must equal the allocator's own counters of requested
+// bytes. Every value is exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,8 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "common/memory/caching_allocator.h"
+#include "common/memory/device.h"
+#include "common/memory/memory_stats.h"
+#include "common/model/model_config.h"
+#include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/profile/profiler.h"
 #include "common/profile/snapshot_analysis.h"
+#include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "exercises/07-profiling/tests/history_builder.h"
@@ -203,6 +212,70 @@ TEST(ModuleMemory, LiveAtThePeakPerModuleIsTheRuntimesByModule) {
                    0.0, static_cast<double>(bytes));
     }
   VRAMLAB_EXPECT_PASSES(live);
+}
+
+// A real step, profiled: the rows' totals are the allocator's counters over the same stretch, and
+// what each module held at the peak is analyse_peak's by_module.
+TEST(ModuleMemory, ARealProfiledStepAddsUpToTheAllocatorsCounters) {
+  for (const char* name : {"gpt2-mini", "llama-tiny"}) {
+    nn::Runtime runtime(memory::parse_device("sim:t4-16g"));
+    train::TrainOptions options;
+    options.model = model_config_by_name(name);
+    options.batch = 2;
+    options.seq = 13;
+    train::Trainer trainer(runtime, options);
+    trainer.step();  // the parameters and optimizer states exist before the recording
+    memory::CachingAllocator& allocator = runtime.allocator();
+    const memory::DeviceStats before = allocator.stats();
+    profile::Profiler profiler(runtime);
+    trainer.step();
+    const memory::DeviceStats after = allocator.stats();
+    const profile::Recording recording = profiler.stop();
+    const std::vector<ModuleMemory> rows = memory_per_module(recording);
+
+    std::int64_t allocations = 0, allocated = 0, scope_net = 0, live = 0;
+    std::int64_t modules = 0;
+    for (const ModuleMemory& r : rows) {
+      allocations += r.allocations;
+      allocated += r.allocated_bytes;
+      scope_net += r.scope_net_bytes;
+      live += r.live_at_peak_bytes;
+      modules += r.module.empty() ? 0 : 1;
+    }
+    const auto delta = [](const memory::StatArray& a, const memory::StatArray& b,
+                          std::int64_t memory::Stat::*field) {
+      return b[memory::kAggregate].*field - a[memory::kAggregate].*field;
+    };
+    Comparison totals(std::string(name) + ": totals over every module of a real step",
+                      Unit::kBytes);
+    totals.add(
+        "allocations = the allocator's allocation count",
+        static_cast<double>(delta(before.allocation, after.allocation, &memory::Stat::allocated)),
+        static_cast<double>(allocations));
+    totals.add("allocated bytes = the allocator's requested_bytes.allocated",
+               static_cast<double>(
+                   delta(before.requested_bytes, after.requested_bytes, &memory::Stat::allocated)),
+               static_cast<double>(allocated));
+    totals.add("in-scope nets = requested_bytes.allocated - requested_bytes.freed",
+               static_cast<double>(
+                   delta(before.requested_bytes, after.requested_bytes, &memory::Stat::current)),
+               static_cast<double>(scope_net));
+    totals.add("live at the peak = analyse_peak's peak",
+               static_cast<double>(profile::analyse_peak(recording.snapshot).peak_bytes),
+               static_cast<double>(live));
+    VRAMLAB_EXPECT_PASSES(totals);
+    EXPECT_GT(modules, 2) << name << ": the step ran in modules (blocks, attention, MLP)";
+
+    std::map<std::string, std::int64_t> got;
+    for (const ModuleMemory& r : rows)
+      if (r.live_at_peak_bytes != 0) got[shown(r.module)] = r.live_at_peak_bytes;
+    Comparison by_module(std::string(name) + ": live at the peak per module, against by_module",
+                         Unit::kBytes);
+    for (const profile::ByteGroup& g : profile::analyse_peak(recording.snapshot).by_module)
+      by_module.add(g.key, static_cast<double>(g.bytes),
+                    static_cast<double>(got.count(g.key) != 0 ? got[g.key] : 0));
+    VRAMLAB_EXPECT_PASSES(by_module);
+  }
 }
 
 TEST(ModuleMemory, RejectsASnapshotWithoutSegmentsNamingTheKey) {
