@@ -7,8 +7,8 @@
 /// reference (solutions/07-profiling/fragmentation_by_phase.cpp). The runtime draws the same two
 /// curves as the counter tracks of its Chrome trace (common/profile/chrome_trace.h).
 ///
-/// **Allocated** bytes are the live requested bytes of exercise 07.1 (lessons/07-profiling/api/
-/// top_at_peak.h): "alloc" adds its size, "free_completed" subtracts it. **Reserved** bytes are
+/// **Allocated** bytes are the live requested bytes of exercise 07.1 (top_at_peak.h beside this
+/// header): "alloc" adds its size, "free_completed" subtracts it. **Reserved** bytes are
 /// what the segments hold: "segment_alloc" and "segment_map" (pages of an expandable segment)
 /// add their size, "segment_free" and "segment_unmap" subtract it. The trace may start late, so
 /// both start from the END: at the end of the trace, allocated is the sum of the "requested_size"

@@ -13,8 +13,8 @@
 /// allocates and subtracts what it frees, so an op that frees other ops' tensors shows negative
 /// memory. This exercise computes both, from vramlab's profile::Recording:
 ///
-/// - Its snapshot's device_traces[0] is replayed as in exercise 07.1 (lessons/07-profiling/api/
-///   top_at_peak.h): live from "alloc" to "free_completed", allocations live before the trace
+/// - Its snapshot's device_traces[0] is replayed as in exercise 07.1 (top_at_peak.h beside this
+///   header): live from "alloc" to "free_completed", allocations live before the trace
 ///   from the segments and from frees without an alloc, and the same peak (the first largest).
 ///   Every entry carries the allocating module in its "module" key ("" outside every module); a
 ///   free entry repeats its allocation's.
