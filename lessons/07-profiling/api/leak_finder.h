@@ -17,7 +17,9 @@
 ///
 /// **Owner**: the (module, phase, tensor) of a block, each "" when the key is missing. Addresses
 /// and the order of segments and blocks mean nothing: a tensor allocated again after a step
-/// usually lands elsewhere.
+/// usually lands elsewhere. (profile::compare_snapshots groups by module, tensor, category and
+/// stack, and counts active_pending_free blocks too: on snapshots without a pending free, its
+/// total growth is this one's.)
 #pragma once
 
 #include <nlohmann/json.hpp>
