@@ -75,12 +75,31 @@ Allocation describe(std::uint64_t address, const ReplayBlock& block) {
   return allocation;
 }
 
+// "vramlab::nn::Mlp::backward(vramlab::nn::Runtime&, ...) const" → "vramlab::nn::Mlp::backward":
+// demangled C++ signatures make stack keys unreadable, and the qualified name already says which
+// function it is. The argument list is the last balanced "(...)"; what follows it (const, &, a
+// trailing return type) goes with it. Names without one (Python frames, "??") are kept.
+std::string without_arguments(const std::string& function) {
+  const std::size_t close = function.rfind(')');
+  if (close == std::string::npos) return function;
+  int depth = 0;
+  for (std::size_t i = close + 1; i-- > 0;) {
+    if (function[i] == ')') ++depth;
+    if (function[i] == '(' && --depth == 0) {
+      std::string name = function.substr(0, i);
+      // "operator()" without arguments after it is a name, not a call.
+      return name.empty() || name.ends_with("operator") ? function : name;
+    }
+  }
+  return function;
+}
+
 std::string stack_key(const std::vector<memory::StackFrame>& frames) {
   if (frames.empty()) return "(no stack)";
   std::string key;
   for (std::size_t i = 0; i < std::min(frames.size(), kStackKeyFrames); ++i) {
     if (i > 0) key += " ← ";
-    key += frames[i].function.empty() ? "?" : frames[i].function;
+    key += frames[i].function.empty() ? "?" : without_arguments(frames[i].function);
   }
   return key;
 }

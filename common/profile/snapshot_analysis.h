@@ -51,8 +51,9 @@ struct PeakReport {
   std::vector<ByteGroup> by_module;      ///< live_at_peak grouped by module, largest first
   std::vector<ByteGroup> by_phase;       ///< … by phase
   std::vector<ByteGroup> by_category;    ///< … by category
-  /// … by call stack: key = the innermost C++ frames' functions, joined by " ← " (at most
-  /// kStackKeyFrames); "(no stack)" when none was recorded.
+  /// … by call stack: key = the innermost C++ frames' functions (qualified names without their
+  /// argument lists), joined by " ← " (at most kStackKeyFrames); "(no stack)" when none was
+  /// recorded.
   std::vector<ByteGroup> by_stack;
 };
 

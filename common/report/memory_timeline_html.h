@@ -49,10 +49,11 @@ struct MemoryTimelineSummary {
   std::map<std::string, uint64_t> peak_allocated_bytes_by_category;
 };
 
-/// Replays \p snapshot and computes its MemoryTimelineSummary.
-/// A missing "device_traces" counts as no events.
-/// \throws std::invalid_argument naming the field if "segments", a segment's "blocks", or
-///         "device_traces" has the wrong JSON type, or an entry lacks a numeric address or size.
+/// Replays \p snapshot (device 0's trace, with common/report/snapshot_replay.h) and computes its
+/// MemoryTimelineSummary. A missing "device_traces" counts as no events.
+/// \throws vramlab::UsageError (a std::invalid_argument) naming the field if "segments", a
+///         segment's "blocks", or "device_traces" has the wrong JSON type, or an entry lacks a
+///         non-negative integer address or size, or the bytes overflow 64 bits.
 MemoryTimelineSummary summarize_memory_timeline(const nlohmann::json& snapshot);
 
 /// Renders \p snapshot as a standalone HTML page: (a) active-memory timeline (blocks stacked in

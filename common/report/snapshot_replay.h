@@ -90,6 +90,8 @@ std::uint64_t segment_device(const nlohmann::json& segment, const std::string& w
 class SnapshotTrace {
  public:
   /// Parses and reconstructs (see the file comment).
+  /// \param snapshot torch.cuda.memory._snapshot()'s dictionary; must outlive this object.
+  /// \param options which device, which segments, how strict.
   /// \throws vramlab::UsageError naming the field when the snapshot is not in the schema: not an
   /// object, "segments", a segment's "blocks" or "device_traces" not arrays, a segment or an
   /// active block without a non-negative integer address or size, an entry without a string
@@ -124,7 +126,8 @@ struct ReplayState {
   std::uint64_t allocated_bytes = 0;  ///< sum of the live blocks' bytes
   std::uint64_t reserved_bytes = 0;   ///< sum of the segments' bytes
 
-  /// The state before \p trace's first event.
+  /// The state before the first event.
+  /// \param trace a parsed trace.
   /// \throws vramlab::UsageError when the bytes overflow 64 bits.
   static ReplayState initial(const SnapshotTrace& trace);
 
@@ -137,9 +140,11 @@ struct ReplayState {
     bool reserved = false;  ///< reserved bytes may have changed (a segment event)
   };
 
-  /// Applies event \p index of \p trace: an alloc makes a block live (replacing one at the same
-  /// address), a free_completed frees the live block (an unknown address changes nothing),
-  /// segment events change the reservation; other actions change nothing.
+  /// Applies one event: an alloc makes a block live (replacing one at the same address), a
+  /// free_completed frees the live block (an unknown address changes nothing), segment events
+  /// change the reservation; other actions change nothing.
+  /// \param trace the trace this state replays. \param index the event's index in it.
+  /// \return what the event changed.
   /// \throws vramlab::UsageError when the bytes overflow 64 bits.
   Change apply(const SnapshotTrace& trace, std::size_t index);
 };

@@ -187,6 +187,28 @@ TEST(AnalysePeak, PytorchSnapshotsWithoutExtensionKeys) {
   EXPECT_EQ(report.by_stack[0].key, "attn_fwd ← block_fwd ← model_fwd ← step");
 }
 
+TEST(AnalysePeak, StackKeysNameFunctionsWithoutTheirArguments) {
+  // Demangled signatures as Boost.Stacktrace gives them; a Python frame has no argument list.
+  SnapshotBuilder builder;
+  builder.start_recording();
+  builder.alloc(0x1000, 8,
+                {"m",
+                 "forward",
+                 "t",
+                 "activation",
+                 {"vramlab::nn::Mlp::backward(vramlab::nn::Runtime&, long) const",
+                  "run()::{lambda(int)#1}::operator()(int) const",
+                  "std::function<void (int)>::operator()", "train_step"}});
+  const PeakReport report = analyse_peak(builder.snapshot());
+  ASSERT_EQ(report.by_stack.size(), 1u);
+  EXPECT_EQ(report.by_stack[0].key,
+            "vramlab::nn::Mlp::backward ← run()::{lambda(int)#1}::operator() ← "
+            "std::function<void (int)>::operator() ← train_step");
+  // The frames themselves keep the full signature.
+  EXPECT_EQ(report.live_at_peak[0].frames[0].function,
+            "vramlab::nn::Mlp::backward(vramlab::nn::Runtime&, long) const");
+}
+
 TEST(AnalysePeak, SeventyBillionParameterSizes) {
   // Mixed-precision Adam on a 70B model: bf16 weights, fp32 master weights and two moments
   // (4 × 280 GB), then a 140 GB bf16 gradient: every tensor is beyond 4 GiB and the sum beyond

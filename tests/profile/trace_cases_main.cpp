@@ -1,6 +1,7 @@
 // profile_trace_cases: writes Chrome traces for check_trace_events.py to validate — the hand-built
 // recording of recording_fixture.h with a second thread, and random recordings (span trees on two
-// threads, thousands of allocations and frees at random times).
+// threads, thousands of allocations and frees at random times) and a real recording (two training
+// steps of a small GPT-2 on sim under the Profiler).
 // Run: profile_trace_cases OUTPUT_DIR
 #include <cstdio>
 #include <exception>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/profile/chrome_trace.h"
+#include "tests/profile/real_recording.h"
 #include "tests/profile/recording_fixture.h"
 
 namespace {
@@ -91,6 +93,8 @@ int main(int argc, char** argv) {
     hand_built.spans.push_back(testing::make_span(SpanKind::kernel, "all_reduce", "",
                                                   TrainingPhase::optimizer, 2100, 2600, 0, 1));
     write(directory + "/hand_built.json", vramlab::profile::chrome_trace(hand_built));
+    write(directory + "/real_step.json",
+          vramlab::profile::chrome_trace(testing::record_training(2, 2)));
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
       write(directory + "/random" + std::to_string(seed) + ".json",
             vramlab::profile::chrome_trace(random_recording(seed)));
