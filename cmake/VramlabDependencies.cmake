@@ -59,3 +59,21 @@ if(NOT VRAMLAB_TORCH_PYTHON)
     endif()
   endforeach()
 endif()
+
+# PyTorch 2.x, whose _memory_viz reads today's snapshot format with C++ frames (Debian's 1.13
+# predates it): PyPI's torch in venv-torch/ (tools/setup.sh --with-peers), or the interpreter above
+# when its torch is new enough. VRAMLAB_TORCH2_PYTHON is empty when neither is.
+set(VRAMLAB_TORCH2_PYTHON "" CACHE STRING "A Python interpreter that can import torch >= 2 (found when empty)")
+if(NOT VRAMLAB_TORCH2_PYTHON)
+  foreach(_py ${PROJECT_SOURCE_DIR}/venv-torch/bin/python ${VRAMLAB_TORCH_PYTHON})
+    if(EXISTS "${_py}")
+      execute_process(COMMAND ${_py} -c
+                        "import sys, torch; sys.exit(0 if int(torch.__version__.split('.')[0]) >= 2 else 1)"
+                      RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(VRAMLAB_TORCH2_PYTHON ${_py} CACHE STRING "A Python interpreter that can import torch >= 2" FORCE)
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()
