@@ -11,13 +11,26 @@ function(vramlab_add_library)
   target_link_libraries(vramlab_${A_NAME} PUBLIC ${A_DEPS} PRIVATE vramlab::warnings)
 endfunction()
 
+# Every ctest test has a finite TIMEOUT, so a hang is a failure, not a stalled run. Sizing: at
+# least 10x the test's normal time in the Release build (ctest -j2 on the 2-core CI machine; see
+# build/Testing/Temporary/CTestCostData.txt) and at least 60 s. Debug and sanitizer builds run
+# several times slower, so their timeouts are VRAMLAB_TEST_TIMEOUT_SCALE times longer.
+# tests/check_test_timeouts.py (ctest: ctest.every_test_has_a_timeout) checks every test.
+if(VRAMLAB_SANITIZE OR CMAKE_BUILD_TYPE STREQUAL "Debug")
+  set(VRAMLAB_TEST_TIMEOUT_SCALE 5)
+else()
+  set(VRAMLAB_TEST_TIMEOUT_SCALE 1)
+endif()
+
 # vramlab_add_test(NAME <name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s]): a GoogleTest
-# binary in build/tests/bin, its tests discovered one by one for ctest.
+# binary in build/tests/bin, its tests discovered one by one for ctest. TIMEOUT applies to each
+# test case (default 60 s, the floor above; give more when a case's normal time exceeds 6 s).
 function(vramlab_add_test)
   cmake_parse_arguments(A "" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT A_TIMEOUT)
-    set(A_TIMEOUT 300)
+    set(A_TIMEOUT 60)
   endif()
+  math(EXPR A_TIMEOUT "${A_TIMEOUT} * ${VRAMLAB_TEST_TIMEOUT_SCALE}")
   add_executable(${A_NAME} ${A_SOURCES})
   target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main vramlab::warnings)
   target_include_directories(${A_NAME} PRIVATE ${PROJECT_SOURCE_DIR})

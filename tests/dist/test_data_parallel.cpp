@@ -238,6 +238,41 @@ TEST(DataParallel, RefusesWhatCannotBeSharded) {
   }
 }
 
+// ZeRO-1 partitions the fp32 master weights as ZeRO-2 and ZeRO-3 do (EveryStage runs fp32 only,
+// which has no master). Under mixed precision plain SGD keeps nothing but the master, so each
+// rank's optimizer-state bytes are its master share: at every stage from 1 the same share, which
+// covers 4Ψ over the N ranks with at most one padded element per unit per rank, and is what
+// `vramlab estimate` predicts; DDP keeps the whole 4Ψ.
+TEST(DataParallel, EveryStageFromOnePartitionsTheFp32MasterWeightsAlike) {
+  const ModelConfig model = odd_gpt2();
+  const int64_t psi = model.parameter_count();
+  const int64_t units = model.layers + 3;  // at most: embedding, each block, final norm, head
+  for (const int64_t N : {2, 3}) {
+    std::vector<int64_t> share_by_stage;
+    for (const int stage : {0, 1, 2, 3}) {
+      SCOPED_TRACE("zero " + std::to_string(stage) + ", N " + std::to_string(N));
+      train::TrainOptions o =
+          options_for(model, static_cast<ZeroStage>(stage), amp::Precision::mixed_bf16);
+      o.optimizer = estimate::Optimizer::sgd;
+      const std::vector<RankRun> runs = run_ranks(o, N, 1);
+      const estimate::Estimate e = estimate_for(o, N);
+      for (int64_t r = 0; r < N; ++r) {
+        const int64_t master = runs[static_cast<size_t>(r)].state.optimizer_states;
+        EXPECT_EQ(master, e.master_weight_bytes) << "rank " << r;
+        if (stage == 0) {
+          EXPECT_EQ(master, 4 * psi) << "rank " << r << ": DDP keeps the whole master";
+        } else {
+          EXPECT_GE(master * N, 4 * psi) << "rank " << r << ": the shares do not cover Ψ";
+          EXPECT_LE(master * N, 4 * (psi + units * N)) << "rank " << r << ": not partitioned";
+        }
+      }
+      share_by_stage.push_back(runs[0].state.optimizer_states);
+    }
+    EXPECT_EQ(share_by_stage[1], share_by_stage[2]) << "N " << N << ": ZeRO-1's share is ZeRO-2's";
+    EXPECT_EQ(share_by_stage[1], share_by_stage[3]) << "N " << N << ": ZeRO-1's share is ZeRO-3's";
+  }
+}
+
 TEST(DataParallel, AnOutOfMemoryErrorMidStepLeavesOnlyTheShards) {
   // Room for the states but not the step's activations at batch 512.
   train::TrainOptions o = options_for(odd_llama(), ZeroStage::parameters, amp::Precision::fp32);

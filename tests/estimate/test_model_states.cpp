@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/estimate/estimator.h"
 #include "common/estimate/model_state_memory.h"
@@ -54,6 +55,62 @@ TEST(ZeroModelStates, Figure1ExactBytes) {
   EXPECT_EQ(s2.gradients.bytes, 234'375'000);           // 2Ψ/64
   EXPECT_EQ(s2.optimizer_states.bytes, 1'406'250'000);  // 12Ψ/64
   EXPECT_EQ(s2.master_weight_bytes, 468'750'000);       // 4Ψ/64 of the 12
+}
+
+// ZeRO partitions the optimizer states, the fp32 master weights among them, from stage 1 on (§5.1:
+// P_os), the same way at stages 1, 2 and 3; Figure1ExactBytes pins stage 2 alone. Every optimizer,
+// both mixed precisions, with Ψ alone and with a model's shapes (units padded to Nd elements each),
+// for odd Ψ and rank counts: stage 0 holds 4Ψ; every later stage the same share, which covers
+// 4Ψ over Nd ranks with at most one padded element per unit per rank. With Ψ alone and an
+// elementwise optimizer the share is exactly 4⌈Ψ/Nd⌉ (one unit of Ψ, padded to a multiple of Nd).
+TEST(ZeroModelStates, MasterWeightsArePartitionedAtStageOneAsAtStagesTwoAndThree) {
+  const ModelConfig model = gpt2_config("odd-gpt2", 3, 36, 3, 97, 16);
+  const int64_t model_units = model.layers + 3;  // at most: embedding, each block, final norm, head
+  for (const bool with_model : {false, true}) {
+    for (const Precision precision : {Precision::mixed_fp16, Precision::mixed_bf16}) {
+      for (const Optimizer optimizer :
+           {Optimizer::sgd, Optimizer::sgd_momentum, Optimizer::adamw, Optimizer::adamw_8bit,
+            Optimizer::lion, Optimizer::adam_mini, Optimizer::adafactor}) {
+        if (optimizer == Optimizer::adafactor && !with_model) continue;  // needs the shapes
+        for (const int64_t nd : {1, 2, 3, 7, 64}) {
+          EstimateInputs in;
+          if (with_model) {
+            in.model = model;
+          } else {
+            in.parameter_count = 1'000'003;
+          }
+          in.precision = precision;
+          in.optimizer = optimizer;
+          in.data_parallel = nd;
+          std::vector<Estimate> by_stage;
+          for (int64_t stage = 0; stage <= 3; ++stage) {
+            in.zero_stage = stage;
+            by_stage.push_back(estimate_memory(in));
+          }
+          const int64_t psi = by_stage[0].parameter_count;
+          const int64_t units = with_model ? model_units : 1;
+          SCOPED_TRACE(std::string(optimizer_name(optimizer)) + ", Ψ " + std::to_string(psi) +
+                       (with_model ? " (shapes)" : "") + ", Nd " + std::to_string(nd));
+          EXPECT_EQ(by_stage[0].master_weight_bytes, 4 * psi) << "stage 0 keeps the whole master";
+          const int64_t share = by_stage[1].master_weight_bytes;
+          EXPECT_GE(share * nd, 4 * psi) << "stage 1's shares do not cover the master";
+          EXPECT_LE(share * nd, 4 * psi + 4 * units * nd) << "stage 1 did not partition the master";
+          if (!with_model && optimizer != Optimizer::adamw_8bit &&
+              optimizer != Optimizer::adam_mini) {
+            EXPECT_EQ(share, 4 * ((psi + nd - 1) / nd));
+          }
+          for (int64_t stage = 1; stage <= 3; ++stage) {
+            const Estimate& e = by_stage[static_cast<std::size_t>(stage)];
+            EXPECT_EQ(e.master_weight_bytes, share) << "stage " << stage;
+            EXPECT_LE(e.master_weight_bytes, e.optimizer_states.bytes) << "stage " << stage;
+            if (optimizer == Optimizer::sgd) {  // plain SGD keeps nothing but the master
+              EXPECT_EQ(e.master_weight_bytes, e.optimizer_states.bytes) << "stage " << stage;
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(ZeroModelStates, SourcesNameThePaperAndTheStageFormula) {

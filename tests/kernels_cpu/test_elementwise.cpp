@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "common/platform/errors.h"
 #include "kernels/cpu/activation.h"
@@ -18,6 +21,7 @@ using test_util::gradient_matches;
 using test_util::random_vector;
 using test_util::to_double;
 using test_util::weighted_sum;
+using test_util::within_tolerance;
 
 // Sizes: empty, one element, odd, not a multiple of the 8/16-lane vectors, and large enough to be
 // split between threads.
@@ -166,6 +170,100 @@ TEST(Activation, UnaryReferenceGradientsMatchCentralDifferences) {
       op.forward_reference(out.data(), x.data(), 40);
       return weighted_sum(out, w);
     }));
+  }
+}
+
+// Fixed values, independent of the kernels' own constants (the fast path and the reference share
+// √(2/π) and 0.044715, so comparing them cannot catch a wrong constant). Computed with mpmath at
+// 40 significant digits, every x exactly representable in f32:
+//   GELU_tanh(x) = x/2·(1 + tanh(u)), u = sqrt(2/pi)·(x + 0.044715·x³)
+//   GELU_tanh'(x) = (1 + tanh(u))/2 + x/2·sech²(u)·sqrt(2/pi)·(1 + 3·0.044715·x²)
+//   SiLU(x) = x·σ(x), SiLU'(x) = σ(x)·(1 + x·(1 − σ(x))), σ(x) = 1/(1 + exp(−x))
+// e.g. `from mpmath import *; mp.dps = 40; x = mpf('0.75'); u = sqrt(2/pi)*(x +
+// mpf('0.044715')*x**3)`.
+struct ActivationValue {
+  double x, value, derivative;
+};
+constexpr ActivationValue kGeluTanhValues[] = {
+    {-6, -8.4396467007622971e-11, -7.7099739309536955e-10},
+    {-3.5, -0.00061619765537366331, -0.002422643760116431},
+    {-1.25, -0.1322857970302854, -0.12249263224964863},
+    {-0.5, -0.15428599017485608, 0.13263009646535769},
+    {-0.0625, -0.029692650693718542, 0.45019741000875209},
+    {0.125, 0.068717198624223388, 0.59921540616279144},
+    {0.75, 0.5799605551656203, 0.9989382561374143},
+    {1, 0.8411919906082767, 1.0829640838457826},
+    {2, 1.954597694087775, 1.0860992566236184},
+    {3, 2.996362607918227, 1.0115841666309697},
+    {5.5, 5.4999999940723597, 1.0000000467655281},
+};
+constexpr ActivationValue kSiluValues[] = {
+    {-6, -0.014835738939808646, -0.012326432591525513},
+    {-3.5, -0.10259280762974712, -0.070273352827718141},
+    {-1.25, -0.27837517353163607, 0.0063191550846875812},
+    {-0.5, -0.18877033439907272, 0.26003881269734819},
+    {-0.0625, -0.030273755267311523, 0.468770333137434},
+    {0.125, 0.066401171671719532, 0.56233762025045844},
+    {0.75, 0.50938402438154473, 0.8425999444967535},
+    {1, 0.73105857863000488, 0.92767051187148673},
+    {2, 1.7615941559557649, 1.0907842487848955},
+    {3, 2.8577223804672997, 1.0881041060151696},
+    {5.5, 5.4776142425625713, 1.0182245066058876},
+};
+
+// Tolerances, relative with no floor but rounding's own (GELU(−6) ≈ −8e−11 must be right too).
+// The double reference computes x/2·(1 + tanh u): near tanh u = −1 the sum cancels, so its error
+// is a few double roundings of the terms, absolute: 16·2⁻⁵²·(1 + |x|³) (|x|³ from the cubic in u
+// and in the derivative), on top of 1e−14 relative. The f32 fast path avoids the cancellation
+// (x·σ(2u)); its error is f32 rounding of u (|u| up to 11 here) through exp: 1e−6 relative. Its
+// derivatives add terms of up to ~1.1 that cancel (SiLU'(−1.25) ≈ 0.006): 4 f32 roundings of
+// such a term, absolute, on top.
+constexpr double kReferenceFixedRtol = 1e-14, kFastFixedRtol = 1e-6, kFastBackwardAtol = 0x1p-22;
+
+::testing::AssertionResult matches_fixed(const std::string& what, const double* actual,
+                                         const std::vector<double>& expected,
+                                         const std::vector<double>& x) {
+  return within_tolerance(
+      what, actual, expected.data(), static_cast<int64_t>(expected.size()),
+      [&](int64_t i) {
+        const double ax = std::fabs(x[static_cast<std::size_t>(i)]);
+        return kReferenceFixedRtol * std::fabs(expected[static_cast<std::size_t>(i)]) +
+               16 * std::ldexp(1.0, -52) * (1 + ax * ax * ax);
+      },
+      "1e-14 relative + 16 eps (1 + |x|^3)");
+}
+
+TEST(Activation, GeluAndSiluEqualIndependentlyComputedValues) {
+  const struct {
+    const char* name;
+    const UnaryActivation& op;
+    const ActivationValue* values;
+  } cases[] = {{"gelu", kUnaryActivations[0], kGeluTanhValues},
+               {"silu", kUnaryActivations[1], kSiluValues}};
+  constexpr std::size_t n = std::size(kGeluTanhValues);
+  static_assert(std::size(kSiluValues) == n);
+  for (const auto& c : cases) {
+    std::vector<double> x64(n), expected(n), dexpected(n), one64(n, 1.0);
+    for (std::size_t i = 0; i < n; i++) {
+      x64[i] = c.values[i].x;
+      expected[i] = c.values[i].value;
+      dexpected[i] = c.values[i].derivative;
+    }
+    std::vector<double> out64(n), dinp64(n, 0.0);
+    c.op.forward_reference(out64.data(), x64.data(), static_cast<int64_t>(n));
+    c.op.backward_reference(dinp64.data(), x64.data(), one64.data(), static_cast<int64_t>(n));
+    EXPECT_TRUE(
+        matches_fixed(std::string(c.name) + " reference forward", out64.data(), expected, x64));
+    EXPECT_TRUE(
+        matches_fixed(std::string(c.name) + " reference backward", dinp64.data(), dexpected, x64));
+    const std::vector<float> x(x64.begin(), x64.end()), one(n, 1.0f);
+    std::vector<float> out(n, NAN), dinp(n, 0.0f);
+    c.op.forward(out.data(), x.data(), static_cast<int64_t>(n));
+    c.op.backward(dinp.data(), x.data(), one.data(), static_cast<int64_t>(n));
+    EXPECT_TRUE(
+        all_close(std::string(c.name) + " fast forward", out, expected, 0.0, kFastFixedRtol));
+    EXPECT_TRUE(all_close(std::string(c.name) + " fast backward", dinp, dexpected,
+                          kFastBackwardAtol, kFastFixedRtol));
   }
 }
 

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <random>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "common/memory/caching_allocator.h"
 #include "common/platform/errors.h"
@@ -304,6 +308,35 @@ TEST(Streams, AFreeBlockIsReusedOnlyByItsOwnStream) {
   allocator->check_invariants();
 }
 
+// Pools are ordered by (stream, size, address), so a lookup for a lower stream meets a higher
+// stream's blocks first and only the stream check keeps it off them: both orders, both pools,
+// ordinary and expandable segments. A freed block of the other stream, exactly the requested size,
+// is never handed out, and the same stream still reuses it.
+TEST(Streams, NoBlockCrossesStreamsInEitherOrderOrPool) {
+  for (const char* conf : {"", "expandable_segments:True"}) {
+    for (const std::size_t size : {std::size_t{4096}, 5 * kMiB}) {
+      for (const auto& [freed_on, wanted_on] :
+           {std::pair<StreamId, StreamId>{0, 1}, {1, 0}, {7, 3}, {3, 7}}) {
+        SCOPED_TRACE(std::string("conf '") + conf + "', " + std::to_string(size) +
+                     " bytes, freed on " + std::to_string(freed_on) + ", wanted on " +
+                     std::to_string(wanted_on));
+        auto allocator = make_sim_allocator(kGiB, conf);
+        Block* first = allocator->malloc(size, freed_on);
+        const std::uint64_t address = first->address;
+        allocator->free(first);
+        Block* other = allocator->malloc(size, wanted_on);
+        EXPECT_NE(other->address, address) << "a block freed on another stream was reused";
+        EXPECT_EQ(other->stream, wanted_on);
+        Block* same = allocator->malloc(size, freed_on);
+        EXPECT_EQ(same->address, address) << "its own stream did not reuse it";
+        allocator->check_invariants();
+        allocator->free(other);
+        allocator->free(same);
+      }
+    }
+  }
+}
+
 TEST(RecordStream, DelaysReuseUntilTheOtherStreamSynchronizes) {
   auto allocator = make_sim_allocator(kGiB);
   Block* a = allocator->malloc(4096, 0);
@@ -497,6 +530,89 @@ TEST(MaxSplitSize, ReleasesACachedOversizeBlockInsteadOfFlushingEverything) {
   EXPECT_EQ(stats.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(30 * kMiB));
 }
 
+// Before flushing the whole cache, an out-of-memory malloc releases only what it needs
+// (PyTorch's release_available_cached_blocks): the smallest whole cached segment of at least
+// max(request, max_split_size) on its stream, else oversize segments largest first until their
+// sum reaches that size. Each case puts the sum or the size exactly on its boundary, so releasing
+// one segment more (or stopping one short and flushing everything) changes what stays reserved.
+struct OversizeRelease {
+  const char* what;
+  std::uint64_t capacity_mib;
+  std::vector<std::size_t> cached_mib;  // whole free segments, cached in this order
+  std::size_t request_mib;
+  std::vector<std::size_t> released_mib;  // expected, in any order
+};
+
+TEST(MaxSplitSize, ReleasesExactlyTheOversizeSegmentsTheRequestNeeds) {
+  const OversizeRelease cases[] = {
+      // 40 + 30 = 70: the sum meets the request exactly; the other 30 stays cached.
+      {"sum exactly the request", 160, {30, 30, 40}, 70, {40, 30}},
+      // 40 + 30 = 70 < 71: one more is needed, and then the sum passes the request.
+      {"sum one short of the request", 161, {30, 30, 40}, 71, {40, 30, 30}},
+      // A segment of exactly max_split_size (20 MiB) is oversize and counts towards the sum.
+      {"a segment of exactly max_split_size", 120, {20, 30, 40}, 90, {40, 30, 20}},
+      // A small request needs max_split_size (20 MiB): the 20 MiB segment fits exactly and is the
+      // only one released, not the larger 40 MiB one.
+      {"a single segment of exactly the size needed", 62, {40, 20}, 5, {20}},
+  };
+  for (const OversizeRelease& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto allocator = make_sim_allocator(c.capacity_mib * kMiB, "max_split_size_mb:20");
+    std::vector<Block*> held;
+    for (const std::size_t mib : c.cached_mib) held.push_back(allocator->malloc(mib * kMiB));
+    for (Block* block : held) allocator->free(block);
+    const DeviceStats before = allocator->stats();
+    Block* fresh = allocator->malloc(c.request_mib * kMiB);
+    ASSERT_NE(fresh, nullptr);
+    const DeviceStats after = allocator->stats();
+    EXPECT_EQ(after.num_alloc_retries, 0) << "the cache was flushed instead";
+    EXPECT_EQ(after.num_sync_all_streams, 0) << "the cache was flushed instead";
+    EXPECT_EQ(after.num_device_free - before.num_device_free,
+              static_cast<std::int64_t>(c.released_mib.size()));
+    std::size_t released_bytes = 0;
+    for (const std::size_t mib : c.released_mib) released_bytes += mib * kMiB;
+    std::size_t cached_bytes = 0;
+    for (const std::size_t mib : c.cached_mib) cached_bytes += mib * kMiB;
+    EXPECT_EQ(after.reserved_bytes[kAggregate].current,
+              static_cast<std::int64_t>(cached_bytes - released_bytes +
+                                        get_allocation_size(c.request_mib * kMiB)));
+    // The segments left are the cached ones not expected released, plus the new one.
+    std::multiset<std::size_t> expected_mib(c.cached_mib.begin(), c.cached_mib.end());
+    for (const std::size_t mib : c.released_mib) expected_mib.erase(expected_mib.find(mib));
+    expected_mib.insert(get_allocation_size(c.request_mib * kMiB) / kMiB);
+    std::multiset<std::size_t> segments_mib;
+    const nlohmann::json snapshot = allocator->snapshot();
+    for (const auto& segment : snapshot["segments"]) {
+      segments_mib.insert(segment["total_size"].get<std::size_t>() / kMiB);
+    }
+    EXPECT_EQ(segments_mib, expected_mib);
+    allocator->free(fresh);
+    allocator->check_invariants();
+  }
+}
+
+// Only the requesting stream's cached segments are released before the flush, in both stream
+// orders (the pool is ordered by stream first): another stream's oversize segment, large enough,
+// stays until the flush-and-retry, which then frees it.
+TEST(MaxSplitSize, ReleasesOnlyTheRequestingStreamsSegmentsBeforeFlushing) {
+  for (const auto& [cached_on, wanted_on] :
+       {std::pair<StreamId, StreamId>{1, 0}, std::pair<StreamId, StreamId>{0, 1}}) {
+    for (const std::size_t cached_mib : {std::size_t{40}, std::size_t{60}}) {  // single, several
+      SCOPED_TRACE("cached " + std::to_string(cached_mib) + " MiB on stream " +
+                   std::to_string(cached_on) + ", wanted on " + std::to_string(wanted_on));
+      auto allocator = make_sim_allocator(80 * kMiB, "max_split_size_mb:20");
+      allocator->free(allocator->malloc(cached_mib * kMiB, cached_on));
+      Block* fresh = allocator->malloc(50 * kMiB, wanted_on);  // 80 − cached < 50: needs room
+      const DeviceStats stats = allocator->stats();
+      EXPECT_EQ(stats.num_alloc_retries, 1) << "another stream's segment was released first";
+      EXPECT_EQ(stats.num_sync_all_streams, 1);
+      EXPECT_EQ(stats.num_device_free, 1);
+      allocator->free(fresh);
+      allocator->check_invariants();
+    }
+  }
+}
+
 TEST(MaxSplitSize, WithoutItTheSameCaseNeedsARetry) {
   auto allocator = make_sim_allocator(80 * kMiB);
   allocator->free(allocator->malloc(60 * kMiB));
@@ -616,17 +732,71 @@ TEST(Stats, ResetPeakSetsPeakToCurrent) {
   allocator->free(a);
 }
 
-TEST(Stats, ResetAccumulatedZeroesTotalsAndCounters) {
-  auto allocator = make_sim_allocator(64 * kMiB);
-  allocator->free(allocator->malloc(40 * kMiB));
-  allocator->malloc(50 * kMiB);
+// reset_peak_memory_stats on every peak, through memory_stats()'s keys: each peak becomes its
+// current value (a peak above current beforehand in every pool, so none can pass by chance), and
+// nothing else changes.
+TEST(Stats, ResetPeakSetsEveryPeakToItsCurrentAndNothingElse) {
+  auto allocator = make_sim_allocator(kGiB, "max_split_size_mb:20");
+  Block* keep_small = allocator->malloc(1000);
+  Block* keep_large = allocator->malloc(3 * kMiB);
+  allocator->free(allocator->malloc(2000));
+  allocator->free(allocator->malloc(40 * kMiB));  // an oversize allocation and segment
+  allocator->empty_cache();
+  std::map<std::string, std::int64_t> before;
+  for (const auto& [key, value] : allocator->memory_stats()) before[key] = value;
+  for (const char* peak :
+       {"allocated_bytes.small_pool.peak", "allocation.large_pool.peak", "segment.all.peak",
+        "oversize_allocations.peak", "oversize_segments.peak", "requested_bytes.all.peak"}) {
+    const std::string name(peak);
+    const std::string current = name.substr(0, name.size() - 4) + "current";
+    ASSERT_GT(before.at(peak), before.at(current)) << peak << ": the test proves nothing";
+  }
+  allocator->reset_peak_stats();
+  for (const auto& [key, value] : allocator->memory_stats()) {
+    if (key.ends_with(".peak")) {
+      const std::string current = key.substr(0, key.size() - 4) + "current";
+      EXPECT_EQ(value, before.at(current)) << key << " is not its current value";
+    } else {
+      EXPECT_EQ(value, before.at(key)) << key << " changed, but only peaks may be reset";
+    }
+  }
+  allocator->free(keep_small);
+  allocator->free(keep_large);
+  allocator->check_invariants();
+}
+
+// Every total and every num_* counter that reset_accumulated_memory_stats must zero, read
+// through memory_stats()'s keys so that a counter added later is covered too: first made nonzero
+// (an out-of-memory error, a retry, a device free and a synchronize of every stream each happen at
+// least once), then reset; current, peak and the setting stay.
+TEST(Stats, ResetAccumulatedZeroesEveryTotalAndEveryCounterAndNothingElse) {
+  auto allocator = make_sim_allocator(64 * kMiB, "max_split_size_mb:20");
+  Block* keep_small = allocator->malloc(1000);
+  allocator->free(allocator->malloc(40 * kMiB));  // an oversize block, cached
+  Block* big = allocator->malloc(50 * kMiB);      // the cached 40 MiB released: a device free
+  EXPECT_THROW(allocator->malloc(30 * kMiB), OutOfMemoryError);  // a retry, a sync, an OOM
+  std::map<std::string, std::int64_t> before;
+  for (const auto& [key, value] : allocator->memory_stats()) before[key] = value;
+  for (const char* key :
+       {"num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+        "num_device_free", "allocation.all.allocated", "allocation.all.freed",
+        "oversize_allocations.allocated", "oversize_segments.freed",
+        "requested_bytes.large_pool.freed", "inactive_split.small_pool.allocated"}) {
+    ASSERT_GT(before.at(key), 0) << key << " is 0 before the reset: the test proves nothing";
+  }
   allocator->reset_accumulated_stats();
-  const DeviceStats stats = allocator->stats();
-  EXPECT_EQ(stats.allocated_bytes[kAggregate].allocated, 0);
-  EXPECT_EQ(stats.allocated_bytes[kAggregate].freed, 0);
-  EXPECT_EQ(stats.allocated_bytes[kAggregate].current, static_cast<std::int64_t>(50 * kMiB));
-  EXPECT_EQ(stats.num_alloc_retries, 0);
-  EXPECT_EQ(stats.num_device_alloc, 0);
+  for (const auto& [key, value] : allocator->memory_stats()) {
+    const bool accumulated =
+        key.rfind("num_", 0) == 0 || key.ends_with(".allocated") || key.ends_with(".freed");
+    if (accumulated) {
+      EXPECT_EQ(value, 0) << key << " was " << before.at(key) << " and is not zeroed";
+    } else {
+      EXPECT_EQ(value, before.at(key)) << key << " changed, but only totals may be reset";
+    }
+  }
+  allocator->free(big);
+  allocator->free(keep_small);
+  allocator->check_invariants();
 }
 
 // "all" is the sum of the pools, but its peak is the peak of the sum: a small and a large block
@@ -667,21 +837,101 @@ TEST(Stats, TheAllPeakIsThePeakOfTheSumNotTheSumOfPeaks) {
   allocator->check_invariants();
 }
 
-TEST(Stats, KeysAreTorchsSortedKeys) {
-  auto allocator = make_sim_allocator(kGiB);
-  const auto stats = allocator->memory_stats();
-  ASSERT_EQ(stats.size(), 9u * 3u * 4u + 2u * 4u + 6u);
-  for (std::size_t i = 1; i < stats.size(); ++i) EXPECT_LT(stats[i - 1].first, stats[i].first);
-  EXPECT_EQ(stats.front().first, "active.all.allocated");
-  EXPECT_EQ(stats.back().first, "segment.small_pool.peak");
-  bool found = false;
-  for (const auto& [key, value] : stats) {
-    if (key == "max_split_size") {
-      found = true;
-      EXPECT_EQ(value, -1);
+// PyTorch's complete memory_stats() key list, written out here from its source (not from
+// vramlab's): torch/csrc/cuda/Module.cpp, THCPModule_memoryStats (PyTorch 2.1 and later), builds
+// the nested dict below and torch/cuda/memory.py memory_stats() flattens it with "." joins.
+//   scalars: num_alloc_retries, num_ooms, max_split_size, num_sync_all_streams,
+//            num_device_alloc, num_device_free
+//   StatArray (all/small_pool/large_pool × current/peak/allocated/freed): allocation, segment,
+//            active, inactive_split, allocated_bytes, reserved_bytes, active_bytes,
+//            inactive_split_bytes, requested_bytes
+//   Stat (current/peak/allocated/freed): oversize_allocations, oversize_segments
+// (memory.py's docstring says "allocated.{all,...}" for the count, but the code's key is
+// "allocation".)
+std::set<std::string> pytorch_memory_stats_keys() {
+  std::set<std::string> keys = {"num_alloc_retries",    "num_ooms",         "max_split_size",
+                                "num_sync_all_streams", "num_device_alloc", "num_device_free"};
+  const char* metrics[] = {"current", "peak", "allocated", "freed"};
+  for (const char* array :
+       {"allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+        "active_bytes", "inactive_split_bytes", "requested_bytes"}) {
+    for (const char* pool : {"all", "small_pool", "large_pool"}) {
+      for (const char* metric : metrics)
+        keys.insert(std::string(array) + "." + pool + "." + metric);
     }
   }
-  EXPECT_TRUE(found);
+  for (const char* stat : {"oversize_allocations", "oversize_segments"}) {
+    for (const char* metric : metrics) keys.insert(std::string(stat) + "." + metric);
+  }
+  return keys;
+}
+
+// vramlab claims every key of PyTorch's list: none renamed, none missing, none invented.
+TEST(Stats, KeysAreExactlyPyTorchsKeysSortedOnce) {
+  auto allocator = make_sim_allocator(kGiB);
+  const auto stats = allocator->memory_stats();
+  const std::set<std::string> pytorch = pytorch_memory_stats_keys();
+  ASSERT_EQ(pytorch.size(), 122u);
+  std::set<std::string> ours;
+  for (const auto& [key, value] : stats) {
+    EXPECT_TRUE(pytorch.contains(key))
+        << "'" << key << "' is not a key of PyTorch's memory_stats()";
+    EXPECT_TRUE(ours.insert(key).second) << "'" << key << "' appears twice";
+  }
+  for (const std::string& key : pytorch) {
+    EXPECT_TRUE(ours.contains(key)) << "PyTorch's '" << key << "' is missing";
+  }
+  for (std::size_t i = 1; i < stats.size(); ++i) EXPECT_LT(stats[i - 1].first, stats[i].first);
+}
+
+// Every key carries its own field: each field of DeviceStats gets a distinct value, and each key
+// must read back the value of the field its name says (a key wired to its neighbour's field
+// passes a key-list check).
+TEST(Stats, EveryKeyReadsTheFieldItNames) {
+  DeviceStats stats;
+  std::map<std::string, std::int64_t> expected;
+  std::int64_t next = 1;
+  const auto fill = [&](Stat& stat, const std::string& prefix) {
+    for (auto [field, metric] : {std::pair{&stat.current, "current"},
+                                 {&stat.peak, "peak"},
+                                 {&stat.allocated, "allocated"},
+                                 {&stat.freed, "freed"}}) {
+      *field = next;
+      expected[prefix + "." + metric] = next++;
+    }
+  };
+  const std::pair<StatArray*, const char*> arrays[] = {
+      {&stats.allocation, "allocation"},
+      {&stats.segment, "segment"},
+      {&stats.active, "active"},
+      {&stats.inactive_split, "inactive_split"},
+      {&stats.allocated_bytes, "allocated_bytes"},
+      {&stats.reserved_bytes, "reserved_bytes"},
+      {&stats.active_bytes, "active_bytes"},
+      {&stats.inactive_split_bytes, "inactive_split_bytes"},
+      {&stats.requested_bytes, "requested_bytes"}};
+  for (const auto& [array, name] : arrays) {
+    fill((*array)[kAggregate], std::string(name) + ".all");
+    fill((*array)[kSmallPool], std::string(name) + ".small_pool");
+    fill((*array)[kLargePool], std::string(name) + ".large_pool");
+  }
+  fill(stats.oversize_allocations, "oversize_allocations");
+  fill(stats.oversize_segments, "oversize_segments");
+  for (auto [field, key] : {std::pair{&stats.num_alloc_retries, "num_alloc_retries"},
+                            {&stats.num_ooms, "num_ooms"},
+                            {&stats.num_sync_all_streams, "num_sync_all_streams"},
+                            {&stats.num_device_alloc, "num_device_alloc"},
+                            {&stats.num_device_free, "num_device_free"},
+                            {&stats.max_split_size, "max_split_size"}}) {
+    *field = next;
+    expected[key] = next++;
+  }
+  const auto key_values = stats.to_key_values();
+  ASSERT_EQ(key_values.size(), expected.size());
+  for (const auto& [key, value] : key_values) {
+    ASSERT_TRUE(expected.contains(key)) << key;
+    EXPECT_EQ(value, expected.at(key)) << key << " reads another field's value";
+  }
 }
 
 TEST(Stats, CategoryBytesTrackCurrentAndPeak) {

@@ -34,6 +34,7 @@
 #include "common/nn/cuda/cuda_kernel_backend.h"
 #include "common/nn/meta_kernel_backend.h"
 #include "common/platform/gpu_probe.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/simt/device_memory.h"
 #include "kernels/simt/launch_options.h"
@@ -283,6 +284,45 @@ void expect_untouched(const std::string& what, const std::vector<BufferSpec>& sp
   }
 }
 
+// Every buffer gets kSlackBytes after its end (and, misaligned, the shift bytes before its
+// start) filled with a canary: a quiet-NaN f32 bit pattern, so a kernel that reads past the end
+// poisons its result and one that writes past the end changes the canary, which check_canary
+// reports after every kernel. Each buffer's NaN has its own payload: a NaN read past one buffer's
+// end and stored past another's keeps its payload on x86, and must not look like the canary.
+constexpr std::size_t kSlackBytes = 16;
+
+std::uint32_t canary_word(std::size_t buffer_index) {
+  return 0x7fc5a5a5u + static_cast<std::uint32_t>(buffer_index % 256);
+}
+
+void fill_canary(unsigned char* bytes, std::size_t count, std::size_t buffer_index) {
+  const std::uint32_t word = canary_word(buffer_index);
+  for (std::size_t i = 0; i < count; i++) {
+    bytes[i] = static_cast<unsigned char>(word >> (8 * (i % 4)));
+  }
+}
+
+// bytes: buffer buffer_index's whole allocation, `before` canary bytes, `size` bytes of the
+// buffer, then the slack. Fails naming the first overwritten byte.
+::testing::AssertionResult check_canary(const std::string& what, const BufferSpec& spec,
+                                        std::size_t buffer_index,
+                                        const std::vector<unsigned char>& bytes, std::size_t before,
+                                        std::size_t size) {
+  std::vector<unsigned char> canary(bytes.size());
+  fill_canary(canary.data(), canary.size(), buffer_index);
+  for (std::size_t i = 0; i < bytes.size(); i++) {
+    if (i >= before && i < before + size) continue;
+    if (bytes[i] == canary[i]) continue;
+    const bool after = i >= before + size;
+    return ::testing::AssertionFailure()
+           << what << ", buffer " << spec.name << " (" << spec.count << " elements): the kernel "
+           << "wrote " << (after ? "past its end" : "before its start") << ", byte "
+           << (after ? i - before - size : before - i - 1) << (after ? " after" : " before")
+           << " it changed from " << int{canary[i]} << " to " << int{bytes[i]};
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Runs one op at one shape on one column and compares every output with the double reference
 // (on meta: checks that nothing changed). name: the case, for messages. shape_index seeds the
 // initial values.
@@ -320,9 +360,20 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
   // Backend: the same initial bytes, on host memory (cpu_fast) or the column's memory.
   std::vector<std::vector<unsigned char>> results = initial;
   if (column.backend == Backend::cpu_fast) {
+    // Host buffers with the canary slack after each one.
+    std::vector<std::vector<unsigned char>> padded(specs.size());
     Args<float> args;
-    for (auto& bytes : results) args.pointers.push_back(bytes.data());
+    for (std::size_t k = 0; k < specs.size(); k++) {
+      padded[k].resize(initial[k].size() + kSlackBytes);
+      fill_canary(padded[k].data(), padded[k].size(), k);
+      if (!initial[k].empty()) std::memcpy(padded[k].data(), initial[k].data(), initial[k].size());
+      args.pointers.push_back(padded[k].data());
+    }
     backend_op.cpu_fast(shape, args);
+    for (std::size_t k = 0; k < specs.size(); k++) {
+      EXPECT_TRUE(check_canary(what, specs[k], k, padded[k], 0, initial[k].size()));
+      std::copy_n(padded[k].begin(), initial[k].size(), results[k].begin());
+    }
   } else {
     const bool views = through_kernel_backend(column.backend);
     Memory* memory = column.memory;
@@ -330,6 +381,12 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
     // A KernelBackend returns an f64 result to the host: those buffers are host doubles.
     const auto on_host = [&](std::size_t k) { return views && specs[k].dtype == Dtype::f64; };
     std::vector<double> host_f64(specs.size());
+    struct Padded {
+      std::size_t k;
+      void* base;
+      std::size_t shift, bytes;
+    };
+    std::vector<Padded> padded;  // every device buffer's whole allocation, canaries included
     const auto release_all = [&] {
       for (void* base : allocations) memory->release(base);
     };
@@ -346,10 +403,15 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
         }
         // Misaligned: 4 bytes off a 16-byte boundary (f32/i32 only; a double must stay aligned).
         const std::size_t shift = shape.misaligned && specs[k].dtype != Dtype::f64 ? 4 : 0;
-        void* base = memory->allocate(initial[k].size() + shift + 16);
+        std::vector<unsigned char> whole(shift + initial[k].size() + kSlackBytes);
+        fill_canary(whole.data(), whole.size(), k);
+        if (!initial[k].empty())
+          std::memcpy(whole.data() + shift, initial[k].data(), initial[k].size());
+        void* base = memory->allocate(whole.size());
         allocations.push_back(base);
+        padded.push_back({k, base, shift, whole.size()});
         void* pointer = static_cast<unsigned char*>(base) + shift;
-        memory->to_device(pointer, initial[k].data(), initial[k].size());
+        memory->to_device(base, whole.data(), whole.size());
         args.pointers.push_back(pointer);
         if (specs[k].dtype == Dtype::f64) {
           backend_views.tensors.emplace_back();
@@ -371,6 +433,11 @@ void run_shape(const OpSpec& op, const OpSpec& backend_op, const Shape& shape,
         } else {
           memory->to_host(results[k].data(), args.pointers[k], results[k].size());
         }
+      }
+      for (const Padded& p : padded) {
+        std::vector<unsigned char> whole(p.bytes);
+        memory->to_host(whole.data(), p.base, p.bytes);
+        EXPECT_TRUE(check_canary(what, specs[p.k], p.k, whole, p.shift, initial[p.k].size()));
       }
     } catch (...) {
       release_all();
@@ -532,6 +599,52 @@ TEST(OpsHarness, MetaColumnCatchesAKernelThatRuns) {
   ASSERT_FALSE(failures.empty()) << "the meta_backend column missed a kernel that ran";
   EXPECT_NE(failures[0].find("nothing may run on meta"), std::string::npos) << failures[0];
   EXPECT_TRUE(failures_of(table_op("gelu_forward"), Backend::meta_backend, *meta).empty());
+}
+
+// The harness must catch a kernel that writes one element past its output on every column
+// kind: the raw CPU call, an emulated CUDA launch (on a misaligned shape too, where the canary
+// also sits before the buffer) and the backend glue, while the same op with the right count
+// passes.
+TEST(OpsHarness, CatchesAWriteOnePastTheEndOnEveryColumnKind) {
+  OpSpec overrun = table_op("gelu_forward");
+  overrun.shapes = {overrun.shapes.at(2)};  // n = 7
+  Shape misaligned = overrun.shapes[0];
+  misaligned.misaligned = true;
+  misaligned.label += "_misaligned";
+  overrun.shapes.push_back(misaligned);
+  // Both buffers are f32 of n elements: writing n + 1 of the output reads one past the input,
+  // which the canary's NaN poisons, and writes one past the output.
+  overrun.cpu_fast = [](const Shape& s, const Args<float>& a) {
+    kernels::cpu::gelu_forward(a.f(0), a.f(1), s.n + 1);
+  };
+  overrun.cuda = [](const Shape& s, const Args<float>& a, KernelVersion) {
+    kernels::cuda::gelu_forward(a.f(0), a.f(1), s.n + 1);
+  };
+  overrun.backend = [](const Shape& s, const Views& v, const nn::KernelBackend&) {
+    kernels::cpu::gelu_forward(static_cast<float*>(v[0].data()),
+                               static_cast<const float*>(v[1].data()), s.n + 1);
+  };
+  const nn::CpuKernelBackend cpu;
+  HostMemory memory;
+  for (const Backend backend : {Backend::cpu_fast, Backend::emulated, Backend::cpu_backend}) {
+    SCOPED_TRACE(static_cast<int>(backend));
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter capture(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      for (std::size_t s = 0; s < overrun.shapes.size(); s++) {
+        run_shape(overrun, overrun, overrun.shapes[s], s, overrun.name,
+                  Column{backend, KernelVersion::v1, &memory, &cpu});
+      }
+    }
+    std::size_t past_the_end = 0;
+    for (int i = 0; i < failures.size(); i++) {
+      const std::string message = failures.GetTestPartResult(i).message();
+      if (message.find("wrote past its end, byte 0 after it") != std::string::npos) past_the_end++;
+    }
+    EXPECT_EQ(past_the_end, overrun.shapes.size()) << "one report per shape, of the output";
+  }
+  EXPECT_TRUE(failures_of(table_op("gelu_forward"), Backend::cpu_backend, cpu).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpsTest, ::testing::ValuesIn(all_cases()),

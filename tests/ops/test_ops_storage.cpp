@@ -85,8 +85,22 @@ class Buffer {
   Buffer(DType type, int64_t count)
       : type_(type),
         count_(count),
-        // 16 spare bytes: an empty buffer still has a non-null pointer (a view, not "none").
-        bytes_(static_cast<size_t>(count) * dtype_size_bytes(type) + 16) {}
+        // 16 spare bytes: an empty buffer still has a non-null pointer (a view, not "none"), and
+        // they hold a canary (a quiet-NaN f32 pattern, NaN in bf16 too) that slack_intact checks
+        // after every kernel: a kernel writing past the end changes it.
+        bytes_(static_cast<size_t>(count) * dtype_size_bytes(type) + kSlackBytes) {
+    for (std::size_t i = element_bytes(); i < bytes_.size(); i++) bytes_[i] = canary_byte(i);
+  }
+  /// Passes when the slack after the elements still holds the canary; else names the first byte.
+  [[nodiscard]] ::testing::AssertionResult slack_intact(const std::string& what) const {
+    for (std::size_t i = element_bytes(); i < bytes_.size(); i++) {
+      if (bytes_[i] == canary_byte(i)) continue;
+      return ::testing::AssertionFailure()
+             << what << " (" << count_ << " elements of " << dtype_name(type_)
+             << "): the kernel wrote past its end, byte " << i - element_bytes() << " after it";
+    }
+    return ::testing::AssertionSuccess();
+  }
   [[nodiscard]] float get(int64_t i) const {
     switch (type_) {
       case DType::bf16:
@@ -124,6 +138,14 @@ class Buffer {
   unsigned char* data() { return bytes_.data(); }
 
  private:
+  static constexpr std::size_t kSlackBytes = 16;
+  [[nodiscard]] std::size_t element_bytes() const {
+    return static_cast<size_t>(count_) * dtype_size_bytes(type_);
+  }
+  // 0x7fc5a5a5 little-endian from the end of the elements.
+  [[nodiscard]] unsigned char canary_byte(std::size_t i) const {
+    return static_cast<unsigned char>(0x7fc5a5a5u >> (8 * ((i - element_bytes()) % 4)));
+  }
   [[nodiscard]] uint16_t bits(int64_t i) const {
     uint16_t value;
     std::memcpy(&value, bytes_.data() + i * 2, 2);
@@ -173,6 +195,16 @@ bool runs_in_storage_columns(const OpSpec& op) {
 struct OpRun {
   std::vector<Buffer> buffers;
   std::vector<double> f64;
+  /// Passes when every buffer's slack still holds its canary.
+  [[nodiscard]] ::testing::AssertionResult slack_intact(
+      const std::string& what, const std::vector<BufferSpec>& specs) const {
+    for (std::size_t k = 0; k < buffers.size(); k++) {
+      ::testing::AssertionResult intact =
+          buffers[k].slack_intact(what + ", buffer " + specs[k].name);
+      if (!intact) return intact;
+    }
+    return ::testing::AssertionSuccess();
+  }
   Views views() {
     Views v;
     for (std::size_t k = 0; k < buffers.size(); k++) {
@@ -327,6 +359,8 @@ TEST_P(StorageTest, IsTheF32OpOnWidenedInputsRoundedOnce) {
       OpRun reference = widened(typed);
       op.backend(shape, typed.views(), backend);
       op.backend(shape, reference.views(), backend);
+      EXPECT_TRUE(typed.slack_intact(what, specs));
+      EXPECT_TRUE(reference.slack_intact(what + " (f32 run)", specs));
       for (std::size_t k = 0; k < specs.size(); k++) {
         if (!specs[k].compare) continue;
         if (specs[k].dtype == Dtype::f64) {
@@ -504,6 +538,8 @@ TEST_P(FlashStorage, IsTheF32OpOnWidenedInputsRoundedOnce) {
           flash_forward(column, *backend, *run, shape, 0, 1, 2, 3, 4);
         }
       }
+      EXPECT_TRUE(typed.slack_intact(what, specs));
+      EXPECT_TRUE(reference.slack_intact(what + " (f32 run)", specs));
       for (std::size_t k = 0; k < specs.size(); k++) {
         if (!specs[k].compare) continue;
         EXPECT_TRUE(
