@@ -26,7 +26,9 @@ std::string bytes(int64_t value) {
 }
 
 std::string signed_bytes(int64_t value) {
-  return (value < 0 ? "-" : "+") + bytes(value < 0 ? -value : value);
+  std::string out(1, value < 0 ? '-' : '+');
+  out += bytes(value < 0 ? -value : value);
+  return out;
 }
 
 double ratio(double a, double b) {
