@@ -70,6 +70,11 @@ int run(const Options& o) {
   if (o.steps < 2)
     throw UsageError("--steps must be >= 2 (the first creates the optimizer states), got " +
                      std::to_string(o.steps));
+  if (o.leak_after < 1)
+    throw UsageError("--leak-after must be >= 1, got " + std::to_string(o.leak_after));
+  if (o.leak_steps < 1)
+    throw UsageError("--leak-steps must be >= 1, got " + std::to_string(o.leak_steps));
+  if (o.top < 1) throw UsageError("--top must be >= 1, got " + std::to_string(o.top));
   if (o.scale_batch < 1)
     throw UsageError("--scale-batch must be >= 1, got " + std::to_string(o.scale_batch));
   if (o.scale_seq < 1)

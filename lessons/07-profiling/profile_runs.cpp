@@ -111,7 +111,7 @@ std::vector<double> unprofiled_step_seconds(const RunSettings& settings) {
   return seconds;
 }
 
-LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n) {
+LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n, bool plant) {
   require_steps("--leak-after", k);
   require_steps("--leak-steps", n);
   train::validate(settings.train);
@@ -124,7 +124,7 @@ LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n) {
   profile::Profiler profiler(runtime, options);
   KeepEveryLoss leak;
   train::Trainer trainer(runtime, settings.train);
-  trainer.add_observer(leak);
+  if (plant) trainer.add_observer(leak);
   for (int64_t s = 0; s < k; ++s) trainer.step();
   // torch.cuda.memory._dump_snapshot() after step k: the allocator's snapshot, recording on.
   const nlohmann::json before = runtime.allocator().snapshot();

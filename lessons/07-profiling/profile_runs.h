@@ -100,8 +100,9 @@ struct LeakHunt {
 /// Trains k + n steps with KeepEveryLoss registered and compares the two snapshots.
 /// \param settings the run (steps is ignored). \param k steps before the first snapshot (≥ 1).
 /// \param n steps between the snapshots (≥ 1).
+/// \param plant register the leaking observer (false: the same hunt on a clean loop).
 /// \throws vramlab::UsageError naming k or n when < 1; as profile_run().
-LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n);
+LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n, bool plant = true);
 
 /// Bytes allocated over a run, torch.profiler-style (never reduced by frees): the total of the
 /// per-op table's self column (an allocation counts once, in the row of its innermost span).
