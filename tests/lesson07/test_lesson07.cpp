@@ -97,7 +97,9 @@ TEST(Lesson07, PeakEqualsTheAllocatorsRequestedPeakAndIsFullyOwned) {
     EXPECT_NE(run.peak.peak_owner.phase, "setup") << at;
     // Every live parameter was allocated inside a module (the recording began before the model).
     for (const profile::Allocation& a : run.peak.live_at_peak)
-      if (a.category == "parameter") EXPECT_NE(a.module, "") << at << " " << a.tensor;
+      if (a.category == "parameter") {
+        EXPECT_NE(a.module, "") << at << " " << a.tensor;
+      }
     EXPECT_EQ(static_cast<int64_t>(run.losses.size()), c.steps);
   }
 }
