@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
@@ -27,6 +28,7 @@
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
 #include "common/workbook/lesson_binary.h"
+#include "lessons/07-profiling/exercise_results.h"
 #include "lessons/07-profiling/profile_report.h"
 
 namespace {
@@ -121,8 +123,10 @@ int run(const Options& o) {
       fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("07") : fs::path(o.out_dir))
           .string();
   const lesson07::FigurePaths figures = lesson07::write_figures(lesson, out_dir);
+  const std::vector<lesson07::ExerciseResult> exercises = lesson07::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson07::to_json(lesson);
+    j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"per_module_svg", figures.per_module_svg},
                     {"timeline_html", figures.timeline_html},
                     {"baseline_profile", figures.baseline_dir},
@@ -131,6 +135,9 @@ int run(const Options& o) {
     return 0;
   }
   std::fputs(lesson07::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
+  std::fputs(
+      ("\n" + workbook::render_exercise_results(exercises, lesson07::kExercisesHeading)).c_str(),
+      stdout);
   std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
               fs::path(figures.per_module_svg).filename().c_str(),
               fs::relative(figures.timeline_html, out_dir).c_str());
