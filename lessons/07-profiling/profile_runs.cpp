@@ -82,14 +82,14 @@ ProfiledRun profile_run(const RunSettings& settings, const std::string& label) {
     }
     // The trainer still holds its parameters and states: the snapshot shows them live.
     run.recording = profiler.stop();
+    const memory::DeviceStats stats = runtime.allocator().stats();
+    run.allocator_peak_bytes = stats.requested_bytes[0].peak;
+    run.reserved_peak_bytes = stats.reserved_bytes[0].peak;
+    const auto named = runtime.allocator().memory_stats();
+    run.active_blocks_now = stat(named, "active.all.current");
+    run.active_bytes_now = stat(named, "active_bytes.all.current");
+    run.num_alloc_retries = stat(named, "num_alloc_retries");
   }
-  const memory::DeviceStats stats = runtime.allocator().stats();
-  run.allocator_peak_bytes = stats.requested_bytes[0].peak;
-  run.reserved_peak_bytes = stats.reserved_bytes[0].peak;
-  const auto named = runtime.allocator().memory_stats();
-  run.active_blocks_now = stat(named, "active.all.current");
-  run.active_bytes_now = stat(named, "active_bytes.all.current");
-  run.num_alloc_retries = stat(named, "num_alloc_retries");
   run.peak = profile::analyse_peak(run.recording.snapshot);
   run.by_op = profile::op_table(run.recording, profile::OpGrouping::op);
   run.by_module = profile::op_table(run.recording, profile::OpGrouping::module);

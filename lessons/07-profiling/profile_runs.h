@@ -59,9 +59,10 @@ struct ProfiledRun {
   /// every malloc and free, not from the trace; equals peak.peak_bytes.
   int64_t allocator_peak_bytes = 0;
   int64_t reserved_peak_bytes = 0;  ///< reserved_bytes.all.peak (segments)
-  /// memory_stats()["active.all.current"] at the end: a count of blocks (claim #92).
+  /// memory_stats()["active.all.current"] after the last step, the model still alive: a count of
+  /// blocks (claim #92).
   int64_t active_blocks_now = 0;
-  int64_t active_bytes_now = 0;           ///< memory_stats()["active_bytes.all.current"] at the end
+  int64_t active_bytes_now = 0;           ///< memory_stats()["active_bytes.all.current"] then
   int64_t num_alloc_retries = 0;          ///< memory_stats()["num_alloc_retries"]
   std::vector<profile::OpRow> by_op;      ///< op_table(…, OpGrouping::op)
   std::vector<profile::OpRow> by_module;  ///< op_table(…, OpGrouping::module)
