@@ -350,7 +350,6 @@ std::string render_text(const Lesson& lesson, bool colour) {
 
   out += "\n" + st::bold("Memory per module at the peak", colour) + "\n";
   {
-    std::vector<std::string> header = {"module"};
     report::Table t({{"module"},
                      {"bytes", Align::kRight},
                      {"parameter", Align::kRight},
