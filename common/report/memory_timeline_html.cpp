@@ -1,6 +1,11 @@
 // Memory timeline page: parses a PyTorch-schema snapshot into compact columns, reconstructs the
 // state before the first event by undoing the trace, replays it forward for the summary, and
 // embeds the model into the page template (common/report/detail/memory_timeline_page.h).
+//
+// Who made an allocation (its tensor, module, phase and call stack) is interned as an "owner":
+// a training step repeats the same few hundred stacks thousands of times, so the page carries one
+// table of distinct frames, one of distinct stacks (frame indices) and one of distinct owners, and
+// every event refers to its owner by index. That keeps a 10,000-allocation page small.
 #include "common/report/memory_timeline_html.h"
 
 #include <algorithm>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "common/report/category_colours.h"
+#include "common/report/detail/html_page.h"
 #include "common/report/detail/memory_timeline_page.h"
 #include "common/report/snapshot_replay.h"
 
@@ -25,15 +31,30 @@ struct Event {
   uint64_t address;  // "addr"; for oom events "device_free"
   uint64_t size_bytes;
   uint8_t category;
-  uint32_t label;  // index into Model::strings
-  uint32_t name;   // index into Model::strings
+  uint32_t owner;  // index into Model::owners
 };
 
 struct LiveBlock {
   uint64_t size_bytes;
   uint8_t category;
-  uint32_t label;
-  uint32_t name;
+  uint32_t owner;
+};
+
+// Indices into Model::strings (tensor, module, phase) and Model::stacks (stack).
+struct Owner {
+  uint32_t tensor = 0;
+  uint32_t module = 0;
+  uint32_t phase = 0;
+  uint32_t stack = 0;
+  auto operator<=>(const Owner&) const = default;
+};
+
+// One C++ (or Python) frame: indices into Model::strings for the file and the function.
+struct Frame {
+  uint32_t filename = 0;
+  uint64_t line = 0;
+  uint32_t name = 0;
+  auto operator<=>(const Frame&) const = default;
 };
 
 // The replay (common/report/snapshot_replay.h) plus the interned strings and per-event columns the
@@ -44,12 +65,25 @@ struct Model {
   SnapshotTrace trace;
   std::vector<std::string> strings{""};
   std::unordered_map<std::string, uint32_t> string_index{{"", 0}};
+  std::vector<Frame> frames;
+  std::map<Frame, uint32_t> frame_index;
+  std::vector<std::vector<uint32_t>> stacks{{}};  // frame indices, innermost first; 0 = none
+  std::map<std::vector<uint32_t>, uint32_t> stack_index{{{}, 0}};
+  std::vector<Owner> owners{Owner{}};  // 0 = nothing known
+  std::map<Owner, uint32_t> owner_index{{Owner{}, 0}};
   std::vector<Event> events;
   std::map<uint64_t, LiveBlock> initial_blocks;
 
   uint32_t intern(const std::string& text) {
     const auto [it, inserted] = string_index.emplace(text, static_cast<uint32_t>(strings.size()));
     if (inserted) strings.push_back(text);
+    return it->second;
+  }
+
+  template <typename Key>
+  static uint32_t intern_in(std::vector<Key>& table, std::map<Key, uint32_t>& index, Key key) {
+    const auto [it, inserted] = index.emplace(key, static_cast<uint32_t>(table.size()));
+    if (inserted) table.push_back(std::move(key));
     return it->second;
   }
 };
@@ -78,45 +112,68 @@ uint8_t category_index(const json& object) {
   return it == order.end() ? other : static_cast<uint8_t>(it - order.begin());
 }
 
-// Label ("filename" or "filename:line") and tensor name from frames[0].
-std::pair<uint32_t, uint32_t> frame_strings(const json& object, Model& model) {
+std::string optional_string(const json& object, const char* key) {
+  const json* value = optional_field(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// The owner of a block or trace entry. Three dialects of "frames":
+// - vramlab with the extension keys (module, phase, tensor; common/profile/recording.h):
+//   frames[0] is a label frame {filename: module, name: tensor}, the C++ frames follow;
+// - older vramlab (category but none of those keys): frames[0] is the only frame,
+//   {filename: label stack such as "forward/block3/attention", name: tensor};
+// - PyTorch: every frame is a real one (Python and C++), innermost first.
+uint32_t owner_of(const json& object, Model& model) {
+  const bool extended = optional_field(object, "module") != nullptr ||
+                        optional_field(object, "phase") != nullptr ||
+                        optional_field(object, "tensor") != nullptr;
+  const bool has_label_frame = extended || optional_field(object, "category") != nullptr;
+  std::string tensor = optional_string(object, "tensor");
+  std::string module = optional_string(object, "module");
   const json* frames = optional_field(object, "frames");
-  if (frames == nullptr || !frames->is_array() || frames->empty() || !(*frames)[0].is_object())
-    return {0, 0};
-  const json& frame = (*frames)[0];
-  std::string label;
-  if (const json* filename = optional_field(frame, "filename");
-      filename != nullptr && filename->is_string()) {
-    label = filename->get<std::string>();
+  std::vector<uint32_t> stack;
+  if (frames != nullptr && frames->is_array()) {
+    size_t first = 0;
+    if (has_label_frame && !frames->empty() && (*frames)[0].is_object()) {
+      first = 1;
+      const json& label_frame = (*frames)[0];
+      if (module.empty()) {
+        module = optional_string(label_frame, "filename");
+        if (const uint64_t line = optional_unsigned(label_frame, "line");
+            line > 0 && !module.empty())
+          module += ':' + std::to_string(line);
+      }
+      if (tensor.empty()) tensor = optional_string(label_frame, "name");
+    }
+    stack.reserve(frames->size() - std::min(first, frames->size()));
+    for (size_t f = first; f < frames->size(); ++f) {
+      const json& frame = (*frames)[f];
+      if (!frame.is_object()) continue;
+      const Frame key{model.intern(optional_string(frame, "filename")),
+                      optional_unsigned(frame, "line"),
+                      model.intern(optional_string(frame, "name"))};
+      stack.push_back(Model::intern_in(model.frames, model.frame_index, key));
+    }
   }
-  if (const uint64_t line = optional_unsigned(frame, "line"); line > 0) {
-    label += ':';
-    label += std::to_string(line);
-  }
-  std::string name;
-  if (const json* value = optional_field(frame, "name"); value != nullptr && value->is_string()) {
-    name = value->get<std::string>();
-  }
-  return {model.intern(label), model.intern(name)};
+  Owner owner;
+  owner.tensor = model.intern(tensor);
+  owner.module = model.intern(module);
+  owner.phase = model.intern(optional_string(object, "phase"));
+  owner.stack = Model::intern_in(model.stacks, model.stack_index, std::move(stack));
+  return Model::intern_in(model.owners, model.owner_index, owner);
 }
 
 Model build_model(const json& snapshot) {
   Model model(snapshot);
   model.events.reserve(model.trace.events().size());
   for (const SnapshotEvent& replayed : model.trace.events()) {
-    Event event{replayed.action,
-                replayed.address,
-                replayed.size_bytes,
-                category_index(*replayed.entry),
-                0,
-                0};
-    std::tie(event.label, event.name) = frame_strings(*replayed.entry, model);
-    model.events.push_back(event);
+    model.events.push_back(Event{replayed.action, replayed.address, replayed.size_bytes,
+                                 category_index(*replayed.entry),
+                                 owner_of(*replayed.entry, model)});
   }
   for (const auto& [address, block] : model.trace.initial_blocks()) {
-    const auto [label, name] = frame_strings(*block.description, model);
-    model.initial_blocks[address] = {block.size_bytes, category_index(*block.description), label,
-                                     name};
+    model.initial_blocks[address] = {block.size_bytes, category_index(*block.description),
+                                     owner_of(*block.description, model)};
   }
   return model;
 }
@@ -218,20 +275,24 @@ json page_model(const Model& model, const MemoryTimelineSummary& summary, const 
   std::vector<uint64_t> addresses;
   std::vector<uint64_t> sizes;
   std::vector<uint8_t> event_categories;
-  std::vector<uint32_t> labels;
-  std::vector<uint32_t> names;
+  std::vector<uint32_t> owners;
   for (const Event& event : model.events) {
     actions.push_back(static_cast<uint8_t>(event.action));
     addresses.push_back(event.address);
     sizes.push_back(event.size_bytes);
     event_categories.push_back(event.category);
-    labels.push_back(event.label);
-    names.push_back(event.name);
+    owners.push_back(event.owner);
   }
   json initial_blocks = json::array();
   for (const auto& [address, block] : model.initial_blocks) {
-    initial_blocks.push_back({address, block.size_bytes, block.category, block.label, block.name});
+    initial_blocks.push_back({address, block.size_bytes, block.category, block.owner});
   }
+  json frames = json::array();
+  for (const Frame& frame : model.frames)
+    frames.push_back({frame.filename, frame.line, frame.name});
+  json owner_table = json::array();
+  for (const Owner& owner : model.owners)
+    owner_table.push_back({owner.tensor, owner.module, owner.phase, owner.stack});
   json initial_segments = json::array();
   for (const auto& [address, bytes] : model.trace.initial_segments())
     initial_segments.push_back({address, bytes});
@@ -241,90 +302,19 @@ json page_model(const Model& model, const MemoryTimelineSummary& summary, const 
           {"colours", colours},
           {"actions", kSnapshotActionNames},
           {"strings", model.strings},
+          {"frames", frames},
+          {"stacks", model.stacks},
+          {"owners", owner_table},
           {"events",
            {{"action", actions},
             {"addr", addresses},
             {"size", sizes},
             {"category", event_categories},
-            {"label", labels},
-            {"name", names}}},
+            {"owner", owners}}},
           {"initial_blocks", initial_blocks},
           {"initial_segments", initial_segments},
           {"summary", summary_json(summary)},
           {"allocator_settings", settings != nullptr ? *settings : json::object()}};
-}
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// JSON that is safe inside <script>: '<', '>' and '&' only occur inside JSON strings, where
-// \u003c, \u003e and \u0026 mean the same characters.
-std::string script_safe_json(const json& value) {
-  const std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::string out;
-  out.reserve(text.size() + 64);
-  for (const char c : text) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '>') {
-      out += "\\u003e";
-    } else if (c == '&') {
-      out += "\\u0026";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// Substitutes the two placeholders in one pass over the template, so a title or snapshot string
-// that happens to contain a placeholder is never substituted again.
-std::string fill_template(std::string_view page, std::string_view title_html,
-                          std::string_view data_json) {
-  std::string out;
-  out.reserve(page.size() + title_html.size() + data_json.size());
-  size_t at = 0;
-  while (at < page.size()) {
-    const size_t next = page.find("@@", at);
-    if (next == std::string_view::npos) break;
-    out.append(page.substr(at, next - at));
-    if (page.substr(next).starts_with("@@TITLE@@")) {
-      out.append(title_html);
-      at = next + 9;
-    } else if (page.substr(next).starts_with("@@DATA@@")) {
-      out.append(data_json);
-      at = next + 8;
-    } else {
-      out.append("@@");
-      at = next + 2;
-    }
-  }
-  out.append(page.substr(std::min(at, page.size())));
-  return out;
 }
 
 }  // namespace
@@ -336,8 +326,9 @@ MemoryTimelineSummary summarize_memory_timeline(const nlohmann::json& snapshot) 
 std::string render_memory_timeline_html(const nlohmann::json& snapshot, const std::string& title) {
   const Model model = build_model(snapshot);
   const MemoryTimelineSummary summary = summarize(model);
-  return fill_template(detail::memory_timeline_page_template(), html_escape(title),
-                       script_safe_json(page_model(model, summary, snapshot, title)));
+  return detail::fill_template(
+      detail::memory_timeline_page_template(), detail::html_escape(title),
+      detail::script_safe_json(page_model(model, summary, snapshot, title)));
 }
 
 }  // namespace vramlab::report

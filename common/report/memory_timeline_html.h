@@ -8,9 +8,11 @@
 /// ("segments" with "blocks", "device_traces"[0] with actions alloc, free_requested,
 /// free_completed, segment_alloc, segment_free, segment_map, segment_unmap, oom, snapshot;
 /// "allocator_settings"). vramlab extensions are used when present: "category" on blocks and trace
-/// entries (parameter, gradient, optimizer_state, activation, temporary, input, other) and
-/// "frames"[0] = {filename: label stack such as "forward/block3/attention", line, name: tensor
-/// name}.
+/// entries (parameter, gradient, optimizer_state, activation, temporary, input, other), and the
+/// owner keys of common/profile/recording.h ("module", "phase", "tensor", and "frames" = a label
+/// frame then the C++ frames, innermost first). Older vramlab snapshots (category but no owner
+/// keys: "frames"[0] = {filename: label stack such as "forward/block3/attention", name: tensor})
+/// and PyTorch's (every frame a real one) are read too.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -57,13 +59,15 @@ MemoryTimelineSummary summarize_memory_timeline(const nlohmann::json& snapshot);
 
 /// Renders \p snapshot as a standalone HTML page: (a) active-memory timeline (blocks stacked in
 /// allocation order against event index, coloured by category with PyTorch's profiler colours,
-/// labels and sizes on hover, legend, peak marker; the largest 2,000 allocations are drawn one by
-/// one and the rest as one "summarized" band), (b) segment layout at the event chosen with a
-/// slider (allocated vs free space per segment, largest free gap, event list), (c) summary numbers
-/// and allocator settings. The data is embedded as JSON with '<', '>' and '&' escaped, so no
-/// string in the snapshot can end the script element.
-/// \p title is the page title and heading (HTML-escaped here).
-/// \throws std::invalid_argument as summarize_memory_timeline().
+/// legend, peak marker; the largest 2,000 allocations are drawn one by one and the rest as one
+/// "summarized" band; hovering an allocation shows its tensor, module, phase, category, size and
+/// call stack below the plot, as memory_viz does, and a click pins it), (b) segment layout at the
+/// event chosen with a slider (allocated vs free space per segment, largest free gap, event list),
+/// (c) summary numbers and allocator settings. The data is embedded as JSON with '<', '>' and '&'
+/// escaped, so no string in the snapshot can end the script element; frames, stacks and owners are
+/// interned (each distinct one stored once), so the page grows with the events, not with their
+/// stacks. \p title is the page title and heading (HTML-escaped here). \throws
+/// std::invalid_argument as summarize_memory_timeline().
 std::string render_memory_timeline_html(const nlohmann::json& snapshot, const std::string& title);
 
 }  // namespace vramlab::report

@@ -7,21 +7,11 @@
 
 #include <string>
 
+#include "common/report/detail/html_page.h"
+
 #include "common/report/timeline_files.h"
 
 namespace vramlab::report::detail {
-namespace {
-
-// Replaces the one occurrence of `marker` in `text` by `content`.
-std::string put_in_place(std::string text, std::string_view marker, std::string_view content) {
-  const size_t at = text.find(marker);
-  if (at == std::string::npos) return text;
-  text.replace(at, marker.size(), content);
-  return text;
-}
-
-}  // namespace
-
 std::string_view memory_timeline_page_template() {
   static const std::string kPage =
       put_in_place(put_in_place(std::string(timeline_files::timeline_html()), "@@STYLE@@",

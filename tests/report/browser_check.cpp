@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace vramlab::report::testing {
 namespace {
@@ -72,7 +74,35 @@ BrowserRun run_in_chromium(const std::string& page, const std::string& directory
   for (size_t p = dom.find("class=\"card\""); p != std::string::npos;
        p = dom.find("class=\"card\"", p + 1))
     ++run.cards;
+  run.dom = dom;
   return run;
+}
+
+std::string dom_attribute(const std::string& dom, const std::string& name) {
+  const std::string marker = " " + name + "=\"";
+  const size_t at = dom.find(marker);
+  if (at == std::string::npos) return {};
+  const size_t start = at + marker.size();
+  const std::string raw = dom.substr(start, dom.find('"', start) - start);
+  constexpr std::pair<std::string_view, std::string_view> kEntities[] = {
+      {"&quot;", "\""},     {"&lt;", "<"},  {"&gt;", ">"},
+      {"&nbsp;", "\u00a0"}, {"&#39;", "'"}, {"&amp;", "&"}};
+  std::string value;
+  for (size_t i = 0; i < raw.size();) {
+    bool decoded = false;
+    if (raw[i] == '&') {
+      for (const auto& [entity, text] : kEntities) {
+        if (raw.compare(i, entity.size(), entity) == 0) {
+          value += text;
+          i += entity.size();
+          decoded = true;
+          break;
+        }
+      }
+    }
+    if (!decoded) value += raw[i++];
+  }
+  return value;
 }
 
 }  // namespace vramlab::report::testing

@@ -1,8 +1,10 @@
 // Checks the data functions of the memory timeline page's script under node (no browser needed).
-// Usage: node check_timeline_script.js PAGE_SCRIPT.js MODEL.json EXPECTED_FINAL.json
+// Usage: node check_timeline_script.js PAGE_SCRIPT.js MODEL.json EXPECTED.json
 // PAGE_SCRIPT.js is the page's <script> (it exports its functions under node), MODEL.json the data
-// embedded in the page, EXPECTED_FINAL.json {segments: [[addr, size]], blocks: [[addr, size]]}
-// taken from the snapshot's final "segments". Exits non-zero with a message on the first mismatch.
+// embedded in the page, EXPECTED.json {segments: [[addr, size]], blocks: [[addr, size]]} taken from
+// the snapshot's final "segments", and owners: [[event index, tensor, module, phase,
+// [[filename, line, function], ...]]] read from the snapshot's alloc entries by the C++ test.
+// Exits non-zero with a message on the first mismatch.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -75,6 +77,14 @@ if (JSON.stringify(finalBlocks) !== JSON.stringify(expected.blocks)) {
   fail("replayed final blocks differ from the snapshot's active blocks (" + finalBlocks.length + " vs " +
        expected.blocks.length + ")");
 }
+// Interned owners decode to exactly what each alloc entry of the snapshot said.
+for (const [eventIndex, tensor, module, phase, frames] of expected.owners) {
+  const info = page.ownerInfo(model, model.events.owner[eventIndex]);
+  const got = JSON.stringify([info.tensor, info.module, info.phase,
+                              info.stack.map(function (f) { return [f.file, f.line, f.name]; })]);
+  const want = JSON.stringify([tensor, module, phase, frames]);
+  if (got !== want) fail("event " + eventIndex + ": owner decodes to " + got.slice(0, 400) + ", snapshot says " + want.slice(0, 400));
+}
 for (let trial = 0; trial < 25; trial++) {
   const s = Math.floor((trial / 24) * eventCount);
   const a = replay.stateAt(s);
@@ -96,9 +106,12 @@ for (let trial = 0; trial < 25; trial++) {
 // and survive hovering, clicking and moving the slider.
 function stubElement(id) {
   const node = {
-    id: id, textContent: "", className: "", value: "0", max: "0", style: {}, children: [], listeners: {},
-    width: 0, height: 0, clientWidth: 900,
+    id: id, className: "", value: "0", max: "0", style: {}, children: [], listeners: {}, attributes: {},
+    width: 0, height: 0, clientWidth: 900, title: "",
+    get textContent() { return this.text || ""; },
+    set textContent(value) { this.text = value; this.children = []; },
     appendChild: function (child) { this.children.push(child); return child; },
+    setAttribute: function (name, value) { this.attributes[name] = String(value); },
     addEventListener: function (type, handler) { this.listeners[type] = handler; },
     getBoundingClientRect: function () { return { left: 0, top: 0, width: 900, height: 420 }; },
     getContext: function () {
@@ -139,6 +152,39 @@ for (let x = 0; x < 900; x += 37) {
   }
 }
 if (model.summary.peak_allocated_bytes > 0 && timelineHits === 0) fail("hovering the timeline never hit a band");
+// Hovering the largest allocation through the page's own pointOf fills the details panel with
+// its owner and every frame of its stack, innermost first; a click pins it against later hovers.
+const hooks = global.window.vramlabTimeline;
+const allocations = hooks.allocations;
+if (elements.timeline.attributes["data-allocations"] !== String(built.allocations.length)) {
+  fail("data-allocations " + elements.timeline.attributes["data-allocations"] + ", expected " + built.allocations.length);
+}
+if (allocations.length > 0) {
+  let largest = 0;
+  for (let k = 1; k < allocations.length; k++) if (allocations[k].size > allocations[largest].size) largest = k;
+  const point = hooks.pointOf(largest);
+  if (!point) fail("pointOf(largest allocation) is null");
+  elements.timeline.listeners.mousemove(point);
+  const details = elements.details;
+  if (details.attributes["data-state"] !== "hover") fail("details state after hover: " + details.attributes["data-state"]);
+  const info = page.ownerInfo(model, allocations[largest].owner);
+  const list = details.children.find(function (child) { return child.className === "frames"; });
+  if (info.stack.length > 0) {
+    if (!list) fail("hovering an allocation with a stack showed no frame list");
+    const shown = list.children.map(function (item) { return item.attributes["data-function"]; });
+    const want = info.stack.map(function (f) { return f.name; });
+    if (JSON.stringify(shown) !== JSON.stringify(want)) fail("frames shown " + JSON.stringify(shown) + ", expected " + JSON.stringify(want));
+  }
+  elements.timeline.listeners.click(point);
+  if (details.attributes["data-state"] !== "pinned") fail("a click did not pin the details");
+  const other = hooks.pointOf(allocations.findIndex(function (a, k) { return k !== largest && a.band !== undefined; }));
+  if (other) {
+    elements.timeline.listeners.mousemove(other);
+    if (details.attributes["data-state"] !== "pinned") fail("hovering another allocation replaced the pinned one");
+  }
+  elements.timeline.listeners.click(point);
+  if (details.attributes["data-state"] !== "empty") fail("a second click did not unpin");
+}
 if (model.initial_segments.length + model.summary.segment_alloc_count > 0 && segmentHits === 0) {
   fail("hovering the segment view never hit a segment");
 }

@@ -24,8 +24,7 @@ struct Block {
   uint64_t size;
   uint64_t requested_size;
   bool allocated;
-  std::string category;
-  nlohmann::json frames;
+  nlohmann::json owner;  // the keys naming who allocated it (category, frames, ...)
 };
 
 struct Segment {
@@ -35,15 +34,107 @@ struct Segment {
   std::vector<Block> blocks;  // ordered by offset, covering the segment
 };
 
+nlohmann::json frame(const std::string& filename, int line, const std::string& name) {
+  return {{"filename", filename}, {"line", line}, {"name", name}};
+}
+
+// What a vramlab runtime's C++ stack for this allocation would look like, innermost first: the
+// allocator, the tensor factory, the op, the module's forward or backward, the trainer, main.
+nlohmann::json cpp_frames(const std::string& label, const std::string& name) {
+  const std::string src = "/work/vramlab/common/";
+  nlohmann::json frames = nlohmann::json::array(
+      {frame(src + "memory/caching_allocator.cpp", 212,
+             "vramlab::memory::CachingAllocator::malloc(unsigned long, int)"),
+       frame(src + "tensor/tensor.cpp", 57,
+             "vramlab::Tensor::empty(vramlab::Shape const&, vramlab::DType, "
+             "vramlab::memory::Category, std::basic_string_view<char, std::char_traits<char> >)")});
+  if (label.starts_with("forward/")) {
+    const bool attention = label.ends_with("attention");
+    frames.push_back(frame(src + (attention ? "nn/attention.cpp" : "nn/mlp.cpp"),
+                           attention ? 88 : 41,
+                           attention ? "vramlab::nn::CausalSelfAttention::forward(vramlab::Tensor "
+                                       "const&, vramlab::nn::ForwardContext&)"
+                                     : "vramlab::nn::Mlp::forward(vramlab::Tensor const&, "
+                                       "vramlab::nn::ForwardContext&)"));
+    if (name == "scores")
+      frames.insert(frames.begin() + 2,
+                    frame(src + "kernels/cpu/matmul.cpp", 133,
+                          "void vramlab::kernels::matmul<float>(float const*, float const*, "
+                          "float*, long, long, long)"));
+    frames.push_back(frame(src + "nn/block.cpp", 30,
+                           "vramlab::nn::Block::forward(vramlab::Tensor const&, "
+                           "vramlab::nn::ForwardContext&)"));
+    frames.push_back(frame(src + "nn/gpt.cpp", 112,
+                           "vramlab::nn::Gpt::forward(vramlab::Tensor const&, "
+                           "vramlab::nn::ForwardContext&)"));
+  } else if (label.starts_with("backward/")) {
+    frames.push_back(frame(src + "nn/block.cpp", 77,
+                           "vramlab::nn::Block::backward(vramlab::Tensor const&, "
+                           "vramlab::nn::BackwardContext&)"));
+    frames.push_back(
+        frame(src + "nn/gpt.cpp", 160, "vramlab::nn::Gpt::backward(vramlab::Tensor const&)"));
+  } else if (label.starts_with("optimizer/")) {
+    frames.push_back(frame(src + "optim/adamw.cpp", 64,
+                           "vramlab::optim::AdamW::step()::{lambda(unsigned long)#1}::operator()"
+                           "(unsigned long) const"));
+    frames.push_back(frame(src + "optim/adamw.cpp", 70, "vramlab::optim::AdamW::step()"));
+  } else {
+    frames.push_back(frame(src + "data/loader.cpp", 19, "(anonymous namespace)::next_batch(int)"));
+  }
+  frames.push_back(frame(src + "train/trainer.cpp", 201, "vramlab::train::Trainer::step()"));
+  frames.push_back(frame("/work/vramlab/tools/vramlab/main.cpp", 48, "main"));
+  frames.push_back(frame("", 0, "__libc_start_main"));
+  return frames;
+}
+
+// The label stack "forward/block3/attention" as recording.h's module and phase.
+std::pair<std::string, std::string> module_and_phase(const std::string& label) {
+  const size_t slash = label.find('/');
+  std::string phase = label.substr(0, slash);
+  std::string rest = slash == std::string::npos ? "" : label.substr(slash + 1);
+  if (phase == "init") phase = "setup";
+  if (phase == "data") return {"", "forward"};
+  if (phase == "optimizer") return {"", "optimizer"};
+  std::string module;
+  if (rest.starts_with("block")) {
+    const size_t end = rest.find('/');
+    module = "blocks." + rest.substr(5, end == std::string::npos ? std::string::npos : end - 5);
+    if (end != std::string::npos) module += rest.ends_with("attention") ? ".attn" : ".mlp";
+  }
+  return {module, phase};
+}
+
+nlohmann::json owner_keys(OwnerStyle style, const std::string& category, const std::string& label,
+                          const std::string& name) {
+  const nlohmann::json label_frame = frame(label, 0, name);
+  switch (style) {
+    case OwnerStyle::label_frame:
+      return {{"category", category}, {"frames", nlohmann::json::array({label_frame})}};
+    case OwnerStyle::pytorch:
+      return {{"frames", cpp_frames(label, name)}};
+    case OwnerStyle::owner_keys:
+      break;
+  }
+  const auto [module, phase] = module_and_phase(label);
+  nlohmann::json frames = cpp_frames(label, name);
+  frames.insert(frames.begin(), frame(module, 0, name));
+  return {{"category", category},
+          {"module", module},
+          {"phase", phase},
+          {"tensor", name},
+          {"frames", std::move(frames)}};
+}
+
 class ExampleAllocator {
  public:
+  explicit ExampleAllocator(OwnerStyle style) : style_(style) {}
+
   uint64_t malloc(uint64_t requested, const std::string& category, const std::string& label,
                   const std::string& name) {
     const uint64_t size =
         std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
     const bool small = size <= kSmallSize;
-    nlohmann::json frames =
-        nlohmann::json::array({{{"filename", label}, {"line", 0}, {"name", name}}});
+    const nlohmann::json owner = owner_keys(style_, category, label, name);
     auto [segment_index, block_index] = find_free(size, small);
     if (segment_index < 0) {
       const uint64_t segment_size =
@@ -53,9 +144,9 @@ class ExampleAllocator {
       Segment segment{next_address_,
                       segment_size,
                       small,
-                      {{0, segment_size, 0, false, "", nlohmann::json::array()}}};
+                      {{0, segment_size, 0, false, nlohmann::json::object()}}};
       next_address_ += segment_size + 2 * kMiB;  // gaps make addresses look like a real device
-      trace("segment_alloc", segment.address, segment_size, category, frames);
+      trace("segment_alloc", segment.address, segment_size, owner);
       segments_.push_back(std::move(segment));
       segment_index = static_cast<long>(segments_.size() - 1);
       block_index = 0;
@@ -65,17 +156,16 @@ class ExampleAllocator {
     const uint64_t remaining = block.size - size;
     const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
     if (split) {
-      Block rest{block.offset + size, remaining, 0, false, "", nlohmann::json::array()};
+      Block rest{block.offset + size, remaining, 0, false, nlohmann::json::object()};
       block.size = size;
       segment.blocks.insert(segment.blocks.begin() + block_index + 1, rest);
     }
     Block& chosen = segment.blocks[static_cast<size_t>(block_index)];
     chosen.allocated = true;
     chosen.requested_size = requested;
-    chosen.category = category;
-    chosen.frames = frames;
+    chosen.owner = owner;
     const uint64_t address = segment.address + chosen.offset;
-    trace("alloc", address, requested, category, frames);
+    trace("alloc", address, requested, owner);
     return address;
   }
 
@@ -85,12 +175,11 @@ class ExampleAllocator {
       for (size_t i = 0; i < segment.blocks.size(); ++i) {
         Block& block = segment.blocks[i];
         if (segment.address + block.offset != address || !block.allocated) continue;
-        trace("free_requested", address, block.requested_size, block.category, block.frames);
-        trace("free_completed", address, block.requested_size, block.category, block.frames);
+        trace("free_requested", address, block.requested_size, block.owner);
+        trace("free_completed", address, block.requested_size, block.owner);
         block.allocated = false;
         block.requested_size = 0;
-        block.category.clear();
-        block.frames = nlohmann::json::array();
+        block.owner = nlohmann::json::object();
         merge_free_neighbours(segment, i);
         return;
       }
@@ -100,7 +189,7 @@ class ExampleAllocator {
   void empty_cache() {
     for (auto it = segments_.begin(); it != segments_.end();) {
       if (it->blocks.size() == 1 && !it->blocks[0].allocated) {
-        trace("segment_free", it->address, it->total_size, "", nlohmann::json::array());
+        trace("segment_free", it->address, it->total_size, nlohmann::json::object());
         it = segments_.erase(it);
       } else {
         ++it;
@@ -132,9 +221,9 @@ class ExampleAllocator {
                                 {"size", block.size},
                                 {"requested_size", block.requested_size},
                                 {"state", block.allocated ? "active_allocated" : "inactive"},
-                                {"frames", block.frames}};
+                                {"frames", nlohmann::json::array()}};
         if (block.allocated) {
-          entry["category"] = block.category;
+          entry.update(block.owner);
           allocated += block.size;
           requested += block.requested_size;
         }
@@ -194,15 +283,16 @@ class ExampleAllocator {
     }
   }
 
-  void trace(const char* action, uint64_t address, uint64_t size, const std::string& category,
-             const nlohmann::json& frames) {
-    nlohmann::json entry = {{"action", action}, {"addr", address},     {"size", size},
-                            {"stream", 0},      {"time_us", time_us_}, {"frames", frames}};
+  void trace(const char* action, uint64_t address, uint64_t size, const nlohmann::json& owner) {
+    nlohmann::json entry = {{"action", action},    {"addr", address},
+                            {"size", size},        {"stream", 0},
+                            {"time_us", time_us_}, {"frames", nlohmann::json::array()}};
     time_us_ += 3;
-    if (!category.empty()) entry["category"] = category;
+    entry.update(owner);
     trace_.push_back(std::move(entry));
   }
 
+  OwnerStyle style_;
   std::vector<Segment> segments_;
   uint64_t next_address_ = 0x7f0000000000ull;
   uint64_t time_us_ = 1'700'000'000'000'000ull;
@@ -217,7 +307,7 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
     std::uniform_int_distribution<uint64_t> extra(0, bytes / 4);
     return bytes + extra(rng);
   };
-  ExampleAllocator allocator;
+  ExampleAllocator allocator(workload.owner_style);
   const uint64_t hidden = workload.hidden_bytes;
   const std::string prefix = "block";
 

@@ -11,19 +11,32 @@
 
 namespace vramlab::report::testing {
 
+/// How allocations name their owner in the snapshot.
+enum class OwnerStyle {
+  /// Older vramlab: "category" and frames = [{filename: label stack, line: 0, name: tensor}].
+  label_frame,
+  /// vramlab with the keys of common/profile/recording.h: "category", "module", "phase",
+  /// "tensor", frames = the label frame then C++ frames (innermost first, 9 to 14 of them).
+  owner_keys,
+  /// PyTorch: no extension keys; frames are the C++ frames alone.
+  pytorch,
+};
+
 /// Size of the synthetic workload.
 struct ExampleWorkload {
   size_t layer_count = 4;           ///< transformer-like blocks.
   size_t step_count = 2;            ///< training steps recorded.
   uint64_t hidden_bytes = 1 << 20;  ///< typical activation size; weights are a few times this.
   uint64_t seed = 1;                ///< randomizes sizes.
-  bool empty_cache_after_first_step = true;  ///< emits segment_free events.
-  bool end_with_oom = false;                 ///< append an "oom" trace entry.
+  bool empty_cache_after_first_step = true;          ///< emits segment_free events.
+  bool end_with_oom = false;                         ///< append an "oom" trace entry.
+  OwnerStyle owner_style = OwnerStyle::label_frame;  ///< see OwnerStyle.
 };
 
 /// Builds the snapshot: parameters allocated before recording (visible only in "segments"),
 /// then `step_count` steps of input, forward activations and temporaries, backward gradients,
-/// optimizer state. Every trace entry and block carries "category" and "frames".
+/// optimizer state. Every trace entry and block carries "frames" and, unless the style is
+/// pytorch, "category".
 nlohmann::json make_example_snapshot(const ExampleWorkload& workload);
 
 }  // namespace vramlab::report::testing

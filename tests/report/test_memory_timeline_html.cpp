@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -249,6 +250,21 @@ TEST(RenderMemoryTimelineHtml, SnapshotStringsCannotCloseTheScript) {
   for (const auto& text : model["strings"])
     found = found || text == "</script><script>alert(1)</script>";
   EXPECT_TRUE(found) << "the label must survive the escaping unchanged";
+
+  // The same for a function name in a C++ stack.
+  json& entry = snapshot["device_traces"][0][2];
+  entry["module"] = "blocks.0";
+  entry["frames"] = {{{"filename", "blocks.0"}, {"line", 0}, {"name", "t"}},
+                     {{"filename", "a.cpp"}, {"line", 3}, {"name", "f<x>()</script>&"}}};
+  const std::string stacked = render_memory_timeline_html(snapshot, "stacked");
+  EXPECT_EQ(count_of(stacked, "</script>"), 2u);
+  const json stacked_model = json::parse(embedded_data(stacked));
+  const json& owner = stacked_model["owners"][stacked_model["events"]["owner"][2].get<size_t>()];
+  const json& stack = stacked_model["stacks"][owner[3].get<size_t>()];
+  ASSERT_EQ(stack.size(), 1u);
+  const json& frame = stacked_model["frames"][stack[0].get<size_t>()];
+  EXPECT_EQ(stacked_model["strings"][frame[2].get<size_t>()], "f<x>()</script>&");
+  EXPECT_EQ(frame[1], 3);
   EXPECT_EQ(model["title"], "@@TITLE@@ </script>");
 }
 
@@ -259,6 +275,38 @@ bool node_available() {
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream file(path, std::ios::binary);
   file << text;
+}
+
+std::string string_or_empty(const json& object, const char* key) {
+  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : "";
+}
+
+// [event, tensor, module, phase, [[file, line, function]...]] for every alloc entry, read straight
+// from the snapshot by recording.h's rules: with the owner keys (or an older vramlab "category")
+// frames[0] is the label frame and the stack starts at frames[1]; PyTorch's frames are all real.
+json expected_owners(const json& snapshot) {
+  json owners = json::array();
+  if (!snapshot.contains("device_traces")) return owners;
+  const json& trace = snapshot["device_traces"][0];
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const json& entry = trace[i];
+    if (entry["action"] != "alloc") continue;
+    const bool keys =
+        entry.contains("module") || entry.contains("phase") || entry.contains("tensor");
+    const json frames = entry.value("frames", json::array());
+    const bool label_frame = (keys || entry.contains("category")) && !frames.empty();
+    std::string tensor = string_or_empty(entry, "tensor");
+    std::string module = string_or_empty(entry, "module");
+    if (label_frame && tensor.empty()) tensor = string_or_empty(frames[0], "name");
+    if (label_frame && module.empty()) module = string_or_empty(frames[0], "filename");
+    json stack = json::array();
+    for (size_t f = label_frame ? 1 : 0; f < frames.size(); ++f) {
+      stack.push_back({string_or_empty(frames[f], "filename"), frames[f].value("line", 0),
+                       string_or_empty(frames[f], "name")});
+    }
+    owners.push_back({i, tensor, module, string_or_empty(entry, "phase"), stack});
+  }
+  return owners;
 }
 
 // Writes the page's script, its data, and the snapshot's final state, and runs node on them.
@@ -276,14 +324,16 @@ void check_script_with_node(const json& snapshot, const std::string& name) {
   json blocks = json::array();
   for (const json& segment_entry : snapshot["segments"]) {
     segments.push_back({segment_entry["address"], segment_entry["total_size"]});
-    for (const json& block_entry : segment_entry["blocks"]) {
+    for (const json& block_entry : segment_entry.value("blocks", json::array())) {
       if (block_entry["state"] == "inactive") continue;
       const uint64_t requested = block_entry.value("requested_size", uint64_t{0});
       blocks.push_back({block_entry["address"],
                         requested > 0 ? requested : block_entry["size"].get<uint64_t>()});
     }
   }
-  write_file(expected_path, json{{"segments", segments}, {"blocks", blocks}}.dump());
+  write_file(expected_path,
+             json{{"segments", segments}, {"blocks", blocks}, {"owners", expected_owners(snapshot)}}
+                 .dump());
   ASSERT_EQ(std::system(("node --check '" + script_path + "'").c_str()), 0)
       << "the page's script does not parse";
   const std::string command = "node '" + std::string(VRAMLAB_REPORT_TEST_DIR) +
@@ -302,6 +352,72 @@ TEST(RenderMemoryTimelineHtml, ScriptReplaysARealisticSnapshot) {
   workload.step_count = 3;
   workload.end_with_oom = true;
   check_script_with_node(testing::make_example_snapshot(workload), "realistic");
+}
+
+TEST(RenderMemoryTimelineHtml, ScriptShowsTheStacksOfOwnerKeySnapshots) {
+  testing::ExampleWorkload workload;
+  workload.layer_count = 3;
+  workload.step_count = 2;
+  workload.seed = 7;
+  workload.owner_style = testing::OwnerStyle::owner_keys;
+  check_script_with_node(testing::make_example_snapshot(workload), "owner_keys");
+}
+
+TEST(RenderMemoryTimelineHtml, ScriptShowsPyTorchFramesAsTheStack) {
+  testing::ExampleWorkload workload;
+  workload.layer_count = 2;
+  workload.step_count = 3;
+  workload.seed = 11;
+  workload.owner_style = testing::OwnerStyle::pytorch;
+  const json snapshot = testing::make_example_snapshot(workload);
+  const json model = json::parse(embedded_data(render_memory_timeline_html(snapshot, "pytorch")));
+  // No label frame to strip: the first alloc's stack is all of its frames, and its tensor and
+  // module are unknown.
+  size_t first_alloc = 0;
+  while (snapshot["device_traces"][0][first_alloc]["action"] != "alloc") ++first_alloc;
+  const json& owner = model["owners"][model["events"]["owner"][first_alloc].get<size_t>()];
+  EXPECT_EQ(model["strings"][owner[0].get<size_t>()], "");
+  EXPECT_EQ(model["strings"][owner[1].get<size_t>()], "");
+  EXPECT_EQ(model["stacks"][owner[3].get<size_t>()].size(),
+            snapshot["device_traces"][0][first_alloc]["frames"].size());
+  check_script_with_node(snapshot, "pytorch");
+}
+
+// Stacks are interned: a 10,000-allocation snapshot whose every entry carries 9 to 14 C++ frames
+// makes a page barely larger than the same snapshot without stacks, and far smaller than the
+// frames' own text.
+TEST(RenderMemoryTimelineHtml, TenThousandAllocationsWithStacksStaySmall) {
+  testing::ExampleWorkload workload;
+  workload.layer_count = 24;
+  workload.step_count = 26;
+  workload.hidden_bytes = 256 * 1024;
+  workload.owner_style = testing::OwnerStyle::owner_keys;
+  const json with_stacks = testing::make_example_snapshot(workload);
+  workload.owner_style = testing::OwnerStyle::label_frame;
+  const json without_stacks = testing::make_example_snapshot(workload);
+  size_t alloc_count = 0;
+  size_t frame_text_bytes = 0;
+  for (const json& entry : with_stacks["device_traces"][0]) {
+    alloc_count += entry["action"] == "alloc" ? 1 : 0;
+    frame_text_bytes += entry["frames"].dump().size();
+  }
+  ASSERT_GE(alloc_count, 10'000u);
+  const std::string page = render_memory_timeline_html(with_stacks, "10k with stacks");
+  const std::string plain = render_memory_timeline_html(without_stacks, "10k without stacks");
+  RecordProperty("alloc_count", std::to_string(alloc_count));
+  RecordProperty("page_bytes", std::to_string(page.size()));
+  RecordProperty("page_without_stacks_bytes", std::to_string(plain.size()));
+  RecordProperty("frame_text_bytes", std::to_string(frame_text_bytes));
+  std::printf("%zu allocations: page %zu bytes with stacks, %zu without; the frames' text is %zu\n",
+              alloc_count, page.size(), plain.size(), frame_text_bytes);
+  EXPECT_LT(page.size(), plain.size() + plain.size() / 5)
+      << "stacks should cost under 20 % of the page: " << page.size() << " vs " << plain.size();
+  EXPECT_LT(page.size() * 10, frame_text_bytes)
+      << "the page should be a tenth of the frames' text: " << page.size() << " vs "
+      << frame_text_bytes;
+  const json model = json::parse(embedded_data(page));
+  EXPECT_LE(model["stacks"].size(), 16u) << "the example has a handful of distinct stacks";
+  check_script_with_node(with_stacks, "ten_thousand_stacks");
 }
 
 TEST(RenderMemoryTimelineHtml, ZeroEvents) {

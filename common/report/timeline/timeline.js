@@ -31,7 +31,7 @@ function buildAllocations(data) {
   const freeAt = new Int32Array(count).fill(-1);
   for (const block of data.initial_blocks) {
     live.set(block[0], allocations.length);
-    allocations.push({ addr: block[0], size: block[1], category: block[2], label: block[3], name: block[4],
+    allocations.push({ addr: block[0], size: block[1], category: block[2], owner: block[3],
                        start: 0, end: count + 1, allocEvent: -1, freeEvent: -1 });
   }
   for (let i = 0; i < count; i++) {
@@ -42,8 +42,8 @@ function buildAllocations(data) {
       if (previous !== undefined) { allocations[previous].end = i + 1; freeAt[i] = previous; }
       live.set(addr, allocations.length);
       allocAt[i] = allocations.length;
-      allocations.push({ addr: addr, size: events.size[i], category: events.category[i], label: events.label[i],
-                         name: events.name[i], start: i + 1, end: count + 1, allocEvent: i, freeEvent: -1 });
+      allocations.push({ addr: addr, size: events.size[i], category: events.category[i], owner: events.owner[i],
+                         start: i + 1, end: count + 1, allocEvent: i, freeEvent: -1 });
     } else if (action === A.free_completed) {
       const k = live.get(addr);
       if (k !== undefined) {
@@ -141,7 +141,7 @@ function SegmentReplay(data, interval) {
   this.count = data.events.action.length;
   this.checkpoints = [];
   const segments = new Map(data.initial_segments.map(function (s) { return [s[0], s[1]]; }));
-  const blocks = new Map(data.initial_blocks.map(function (b) { return [b[0], [b[1], b[2], b[3], b[4]]]; }));
+  const blocks = new Map(data.initial_blocks.map(function (b) { return [b[0], [b[1], b[2], b[3]]]; }));
   for (let state = 0; state <= this.count; state++) {
     if (state % this.interval === 0) {
       this.checkpoints.push({ segments: Array.from(segments), blocks: Array.from(blocks) });
@@ -157,7 +157,7 @@ SegmentReplay.prototype.apply = function (segments, blocks, i) {
   const addr = e.addr[i];
   const size = e.size[i];
   if (action === A.alloc) {
-    blocks.set(addr, [size, e.category[i], e.label[i], e.name[i]]);
+    blocks.set(addr, [size, e.category[i], e.owner[i]]);
   } else if (action === A.free_completed) {
     blocks.delete(addr);
   } else if (action === A.segment_alloc) {
@@ -215,9 +215,97 @@ function layoutSegments(state) {
   return { rows: rows, unplaced: unplaced };
 }
 
+// Index of the bracket that closes the one at `open` ("(" or "<" or "{"), or -1.
+function closingBracket(text, open) {
+  const pairs = { "(": ")", "<": ">", "{": "}", "[": "]" };
+  const stack = [];
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (pairs[c] !== undefined) stack.push(pairs[c]);
+    else if (stack.length > 0 && c === stack[stack.length - 1]) { stack.pop(); if (stack.length === 0) return i; }
+  }
+  return -1;
+}
+
+// A demangled C++ function name shortened for a stack listing: no return type, no parameter
+// list, template arguments as "<…>", lambdas as "{lambda#N}", and only the last two scopes
+// ("vramlab::nn::Linear::forward(vramlab::Tensor const&) const" -> "Linear::forward"). Names
+// that are not C++ (Python functions, raw addresses) come back unchanged.
+function shortFunctionName(name) {
+  let text = String(name || "").trim();
+  if (text === "") return "(unknown)";
+  // Operators whose names contain brackets would unbalance the parsing below.
+  const operators = [];
+  text = text.replace(/operator\s*(<=>|<<=|>>=|<<|>>|->\*|->|<=|>=|<|>|\(\)|\[\])/g, function (match) {
+    operators.push(match.replace(/\s+/g, ""));
+    return "\u0001" + (operators.length - 1) + "\u0002";
+  }).replace(/\s+</g, "<");
+  let out = "";
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "{") {
+      // {lambda(int)#1} keeps its number, not its parameters.
+      const end = closingBracket(text, i);
+      if (end < 0) { out += text.slice(i); break; }
+      const inner = text.slice(i + 1, end);
+      const lambda = /^lambda\(.*\)(#\d+)$/.exec(inner);
+      if (depth === 0) out += lambda ? "{lambda" + lambda[1] + "}" : "{" + inner + "}";
+      i = end;
+    } else if (c === "<" || c === "(") {
+      const end = closingBracket(text, i);
+      if (end < 0) { if (depth === 0) out += text.slice(i); break; }
+      const inner = text.slice(i + 1, end);
+      if (depth === 0) {
+        if (c === "<") out += "<…>";
+        else if (inner === "anonymous namespace") out += "(anonymous namespace)";
+        else out += "\u0003";  // a parameter list: cut below
+      }
+      i = end;
+    } else if (depth === 0) {
+      out += c;
+    }
+  }
+  // Parameters end the name; what follows them (const, noexcept, a return type's tail) goes too.
+  // A leading return type is what precedes the last space outside brackets.
+  const parameters = out.lastIndexOf("\u0003");
+  if (parameters >= 0) out = out.slice(0, parameters);
+  out = out.replace(/\u0003/g, "");
+  const space = out.lastIndexOf(" ");
+  if (space >= 0 && !out.slice(0, space).endsWith("(anonymous")) out = out.slice(space + 1);
+  const scopes = out.split("::").filter(function (scope) { return scope !== "" && scope !== "(anonymous namespace)"; });
+  let keep = 2;
+  if (scopes.length >= 2 && /^\{lambda/.test(scopes[scopes.length - 2])) keep = 3;
+  out = scopes.slice(-keep).join("::");
+  out = out.replace(/\u0001(\d+)\u0002/g, function (_, k) { return operators[Number(k)]; });
+  return out === "" ? String(name).trim() : out;
+}
+
+// "linear.cpp:42" from a frame's file and line ("" when neither is known).
+function shortLocation(filename, line) {
+  const file = String(filename || "");
+  const base = file.slice(Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\")) + 1);
+  if (base === "" || base === "??") return line > 0 ? "line " + line : "";
+  return line > 0 ? base + ":" + line : base;
+}
+
+// An owner's fields as strings, and its stack as [{name, short, file, line, location}].
+function ownerInfo(data, ownerIndex) {
+  const owner = data.owners[ownerIndex] || [0, 0, 0, 0];
+  const strings = data.strings;
+  const stack = (data.stacks[owner[3]] || []).map(function (frameIndex) {
+    const frame = data.frames[frameIndex];
+    const name = strings[frame[2]];
+    return { name: name, short: shortFunctionName(name), file: strings[frame[0]], line: frame[1],
+             location: shortLocation(strings[frame[0]], frame[1]) };
+  });
+  return { tensor: strings[owner[0]], module: strings[owner[1]], phase: strings[owner[2]], stack: stack };
+}
+
 if (typeof module !== "undefined" && module.exports) {
   module.exports = { formatBytes: formatBytes, buildAllocations: buildAllocations, buildTimeline: buildTimeline,
                      bandOffsetAt: bandOffsetAt, SegmentReplay: SegmentReplay, layoutSegments: layoutSegments,
+                     shortFunctionName: shortFunctionName, shortLocation: shortLocation, ownerInfo: ownerInfo,
                      main: function () { main(); } };
 }
 
@@ -245,10 +333,70 @@ function main() {
     tooltip.style.top = (y + 14) + "px";
   }
   function hideTooltip() { tooltip.style.display = "none"; }
-  function describe(category, label, name) {
-    return (strings[name] || "(unnamed)") + "  [" + data.categories[category] + "]" +
-           (strings[label] ? "\n" + strings[label] : "");
+  function describe(category, owner) {
+    const info = ownerInfo(data, owner);
+    const headline = info.tensor || (info.stack.length > 0 ? info.stack[0].short : "(unnamed)");
+    return headline + "  [" + data.categories[category] + "]" + (info.module ? "\n" + info.module : "") +
+           (info.phase ? "  (" + info.phase + ")" : "");
   }
+
+  // The details panel under the timeline: what memory_viz shows below its plot when one hovers or
+  // selects an allocation. Hover replaces it; a click pins it until the next click or Escape.
+  const details = document.getElementById("details");
+  let pinned = null;
+  function showDetails(a, how) {
+    const info = ownerInfo(data, a.owner);
+    details.textContent = "";
+    details.setAttribute("data-state", how);
+    const head = element("div", undefined, "details-head");
+    head.appendChild(element("strong", info.tensor || "(unnamed)"));
+    head.appendChild(document.createTextNode("  " + formatBytes(a.size) + " (" + a.size + " bytes), " +
+                                             data.categories[a.category] + (how === "pinned" ? "  — pinned" : "")));
+    details.appendChild(head);
+    const facts = [["module", info.module || "(none)"], ["phase", info.phase || "(not recorded)"],
+                   ["address", hexAddress(a.addr)]];
+    if (a.allocEvent !== undefined) {
+      facts.push(["allocated", a.allocEvent < 0 ? "before recording" : "at event #" + a.allocEvent]);
+      facts.push(["freed", a.freeEvent < 0 ? "still live at the end" : "at event #" + a.freeEvent]);
+    }
+    const meta = element("div", undefined, "details-meta");
+    for (const [what, value] of facts) {
+      const item = element("span");
+      item.appendChild(element("b", what + " "));
+      item.appendChild(document.createTextNode(value));
+      meta.appendChild(item);
+    }
+    details.appendChild(meta);
+    if (info.stack.length === 0) {
+      details.appendChild(element("div", "no call stack recorded for this allocation", "note"));
+    } else {
+      details.appendChild(element("div", "call stack, innermost first (" + info.stack.length +
+                                         " frames; hover a frame for its full name)", "note"));
+      const list = element("ol", undefined, "frames");
+      for (const frame of info.stack) {
+        const item = element("li");
+        item.title = frame.name + (frame.file ? "\n" + frame.file + (frame.line > 0 ? ":" + frame.line : "") : "");
+        item.setAttribute("data-function", frame.name);
+        item.appendChild(element("span", frame.short, "function"));
+        if (frame.location) item.appendChild(element("span", frame.location, "location"));
+        list.appendChild(item);
+      }
+      details.appendChild(list);
+    }
+  }
+  function clearDetails() {
+    details.textContent = "Hover an allocation to see its tensor, module, phase and call stack; click to pin it.";
+    details.setAttribute("data-state", "empty");
+  }
+  function hover(a) { if (!pinned) showDetails(a, "hover"); }
+  function pin(a) {
+    pinned = pinned === a ? null : a;
+    if (pinned) showDetails(a, "pinned"); else clearDetails();
+  }
+  clearDetails();
+  window.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && pinned) { pinned = null; clearDetails(); }
+  });
   function setupCanvas(canvas, cssHeight) {
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth || 900;
@@ -425,17 +573,43 @@ function main() {
       return;
     }
     const a = hit.allocation;
-    showTooltip(event.clientX, event.clientY, describe(a.category, a.label, a.name) + "\n" + formatBytes(a.size) +
+    hover(a);
+    showTooltip(event.clientX, event.clientY, describe(a.category, a.owner) + "\n" + formatBytes(a.size) +
                 " (" + a.size + " bytes) at " + hexAddress(a.addr) + "\nallocated " +
                 (a.allocEvent < 0 ? "before recording" : "at event #" + a.allocEvent) + ", " +
                 (a.freeEvent < 0 ? "still live at the end" : "freed at event #" + a.freeEvent) +
-                "\nclick: show the segments at this state");
+                "\nits call stack is below the plot; click: pin it and show the segments at this state");
   });
   timelineCanvas.addEventListener("mouseleave", hideTooltip);
   timelineCanvas.addEventListener("click", function (event) {
     const hit = timelineHit(event);
-    if (hit) setState(hit.state);
+    if (!hit) return;
+    if (hit.allocation) pin(hit.allocation);
+    else if (pinned) { pinned = null; clearDetails(); }
+    setState(hit.state);
   });
+  timelineCanvas.setAttribute("data-allocations", String(timeline.allocations.length));
+  timelineCanvas.setAttribute("data-drawn", String(timeline.drawnCount));
+  // For tests and scripting: where an allocation's band is on screen, so a synthetic mouse event
+  // can hover it exactly as a user would.
+  window.vramlabTimeline = {
+    allocations: timeline.allocations,
+    findAllocation: function (allocEvent) {
+      for (let k = 0; k < timeline.allocations.length; k++) {
+        if (timeline.allocations[k].allocEvent === allocEvent) return k;
+      }
+      return -1;
+    },
+    pointOf: function (k) {
+      const a = timeline.allocations[k];
+      if (!plot || !a || a.band === undefined) return null;
+      const state = Math.floor((a.start + Math.min(a.end, plot.states) - 1) / 2);
+      const offset = bandOffsetAt(timeline.bands[a.band], state);
+      const rect = timelineCanvas.getBoundingClientRect();
+      return { clientX: rect.left + margin.left + plot.width * (state + 0.5) / plot.states,
+               clientY: rect.top + plot.y(offset + a.size / 2) };
+    }
+  };
   document.getElementById("timeline-note").textContent =
       timeline.allocations.length + " allocations over " + eventCount + " events; " +
       (timeline.drawnCount < timeline.allocations.length
@@ -493,8 +667,9 @@ function main() {
         context.fillStyle = colours[block[1][1]];
         context.fillRect(bx, top, bw, rowHeight - 6);
         segmentHits.push({ x: bx, y: top, w: bw, h: rowHeight - 6,
-                           text: describe(block[1][1], block[1][2], block[1][3]) + "\n" + formatBytes(block[1][0]) +
-                                 " at " + hexAddress(block[0]) });
+                           block: { addr: block[0], size: block[1][0], category: block[1][1], owner: block[1][2] },
+                           text: describe(block[1][1], block[1][2]) + "\n" + formatBytes(block[1][0]) +
+                                 " at " + hexAddress(block[0]) + "\nclick: its call stack under the timeline" });
       }
     });
     document.getElementById("slider-label").textContent =
@@ -511,7 +686,7 @@ function main() {
     const table = document.getElementById("event-list");
     table.textContent = "";
     const header = element("tr");
-    for (const name of ["#", "action", "size", "address", "category", "label", "name"]) {
+    for (const name of ["#", "action", "size", "address", "category", "tensor", "module", "phase"]) {
       header.appendChild(element("th", name, name === "size" || name === "#" ? "num" : undefined));
     }
     table.appendChild(header);
@@ -525,24 +700,31 @@ function main() {
       row.appendChild(element("td", formatBytes(e.size[i]), "num"));
       row.appendChild(element("td", action === "oom" ? "device free " + formatBytes(e.addr[i]) : hexAddress(e.addr[i])));
       row.appendChild(element("td", data.categories[e.category[i]]));
-      row.appendChild(element("td", strings[e.label[i]]));
-      row.appendChild(element("td", strings[e.name[i]]));
+      const info = ownerInfo(data, e.owner[i]);
+      row.appendChild(element("td", info.tensor));
+      row.appendChild(element("td", info.module));
+      row.appendChild(element("td", info.phase));
       row.addEventListener("click", function () { setState(i + 1); });
       table.appendChild(row);
     }
   }
-  segmentCanvas.addEventListener("mousemove", function (event) {
+  function segmentHit(event) {
     const rect = segmentCanvas.getBoundingClientRect();
     const px = event.clientX - rect.left;
     const py = event.clientY - rect.top;
     for (let h = segmentHits.length - 1; h >= 0; h--) {
       const hit = segmentHits[h];
-      if (px >= hit.x && px < hit.x + hit.w && py >= hit.y && py < hit.y + hit.h) {
-        showTooltip(event.clientX, event.clientY, hit.text);
-        return;
-      }
+      if (px >= hit.x && px < hit.x + hit.w && py >= hit.y && py < hit.y + hit.h) return hit;
     }
-    hideTooltip();
+    return null;
+  }
+  segmentCanvas.addEventListener("mousemove", function (event) {
+    const hit = segmentHit(event);
+    if (hit) showTooltip(event.clientX, event.clientY, hit.text); else hideTooltip();
+  });
+  segmentCanvas.addEventListener("click", function (event) {
+    const hit = segmentHit(event);
+    if (hit && hit.block) pin(hit.block);
   });
   segmentCanvas.addEventListener("mouseleave", hideTooltip);
   slider.addEventListener("input", function () { setState(Number(slider.value)); });
