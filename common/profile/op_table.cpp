@@ -95,6 +95,14 @@ double sort_value(const OpRow& row, OpSort sort_by) {
   return 0.0;
 }
 
+// As torch's table prints times: three decimals in the unit that fits ("35.000us", "1.234ms"),
+// so kernels shorter than a microsecond do not all read 0.
+std::string time_cell(double ms) {
+  if (ms >= 1000.0) return report::format_fixed(ms / 1000.0, 3) + " s";
+  if (ms >= 1.0) return report::format_fixed(ms, 3) + " ms";
+  return report::format_fixed(ms * 1000.0, 3) + " us";
+}
+
 std::string bytes_cell(std::int64_t bytes) {
   return report::format_bytes_or_zero(bytes);
 }
@@ -269,19 +277,22 @@ std::string format_op_table(std::vector<OpRow> rows, OpSort sort_by, std::size_t
   for (std::size_t i = 0; i < shown; ++i) {
     const OpRow& row = rows[i];
     table.add_row({row.name, std::string(span_kind_name(row.kind)), report::format_count(row.calls),
-                   report::format_duration_ms(row.self_ms),
-                   report::format_duration_ms(row.total_ms), bytes_cell(row.self_bytes),
+                   time_cell(row.self_ms), time_cell(row.total_ms), bytes_cell(row.self_bytes),
                    bytes_cell(row.total_bytes), bytes_cell(row.peak_bytes)});
   }
   table.add_rule();
-  std::string out = table.render();
+  // torch's table is framed by rules above and below the header and below the rows.
+  const std::string body = table.render();
+  std::string out(report::display_width(body.substr(0, body.find('\n'))), '-');
+  out += '\n';
+  out += body;
   if (shown < rows.size()) {
     out += '(';
     out += std::to_string(rows.size() - shown);
     out += " more rows)\n";
   }
   out += "Self time total: ";
-  out += report::format_duration_ms(self_ms_total);
+  out += time_cell(self_ms_total);
   out += '\n';
   return out;
 }
