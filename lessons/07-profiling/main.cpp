@@ -129,6 +129,7 @@ int run(const Options& o) {
     j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"per_module_svg", figures.per_module_svg},
                     {"timeline_html", figures.timeline_html},
+                    {"trace_html", figures.trace_html},
                     {"baseline_profile", figures.baseline_dir},
                     {"recompute_profile", figures.recompute_dir}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -138,9 +139,10 @@ int run(const Options& o) {
   std::fputs(
       ("\n" + workbook::render_exercise_results(exercises, lesson07::kExercisesHeading)).c_str(),
       stdout);
-  std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
               fs::path(figures.per_module_svg).filename().c_str(),
-              fs::relative(figures.timeline_html, out_dir).c_str());
+              fs::relative(figures.timeline_html, out_dir).c_str(),
+              fs::path(figures.trace_html).filename().c_str());
   std::printf(
       "Profiles (snapshot.pickle for pytorch.org/memory_viz, trace.json for "
       "ui.perfetto.dev, ops.txt): %s, %s\n",

@@ -4,8 +4,10 @@
 #include <filesystem>
 
 #include "common/memory/memory_category.h"
+#include "common/profile/chrome_trace.h"
 #include "common/profile/profile_files.h"
 #include "common/report/svg_plot.h"
+#include "common/report/trace_html.h"
 #include "lessons/07-profiling/profile_report.h"
 
 namespace vramlab::lesson07 {
@@ -68,6 +70,12 @@ FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir) {
   paths.baseline_dir = (fs::path(out_dir) / "profile-baseline").string();
   paths.recompute_dir = (fs::path(out_dir) / "profile-recompute").string();
   paths.timeline_html = baseline.timeline_html;
+  // The trace drawn offline, for when Perfetto (which loads itself from the network) is out of
+  // reach.
+  paths.trace_html = (fs::path(out_dir) / "profile_trace.html").string();
+  report::write_text_file(
+      paths.trace_html, report::render_trace_html(profile::chrome_trace(lesson.baseline.recording),
+                                                  "lesson 07: " + model + ", baseline trace"));
   return paths;
 }
 

@@ -15,8 +15,10 @@
 #include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/profile/chrome_trace.h"
 #include "common/report/memory_timeline_html.h"
 #include "common/report/svg_plot.h"
+#include "common/report/trace_html.h"
 #include "lessons/07-profiling/profile_report.h"
 #include "tests/report/browser_check.h"
 
@@ -214,7 +216,7 @@ TEST(Lesson07, PerModuleFigureHasNoOverlappingTextSmallAndAtScale) {
 }
 
 // The pages a learner opens run in Chromium without a JavaScript error.
-TEST(Lesson07, TimelinePageRunsInChromiumWithoutErrors) {
+TEST(Lesson07, TimelineAndTracePagesRunInChromiumWithoutErrors) {
   using report::testing::ChromiumAvailability;
   switch (report::testing::find_chromium()) {
     case ChromiumAvailability::kFound:
@@ -235,6 +237,13 @@ TEST(Lesson07, TimelinePageRunsInChromiumWithoutErrors) {
   EXPECT_EQ(run.error, "") << "the timeline threw in Chromium";
   EXPECT_GE(run.cards, 3u) << "the timeline's script did not fill in its summary";
   EXPECT_TRUE(std::filesystem::exists(paths.timeline_html));
+  const report::testing::BrowserRun trace = report::testing::run_in_chromium(
+      report::render_trace_html(profile::chrome_trace(lesson.baseline.recording), "lesson 07"),
+      dir + "/trace");
+  ASSERT_TRUE(trace.ran) << trace.command;
+  EXPECT_EQ(trace.error, "") << "the trace page threw in Chromium";
+  EXPECT_GE(trace.cards, 4u) << "the trace page's script did not fill in its summary";
+  EXPECT_TRUE(std::filesystem::exists(paths.trace_html));
 }
 
 }  // namespace
