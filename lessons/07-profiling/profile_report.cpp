@@ -123,6 +123,9 @@ std::string short_function(const std::string& function) {
   constexpr std::string_view prefix = "vramlab::";
   for (size_t at = out.find(prefix); at != std::string::npos; at = out.find(prefix))
     out.erase(at, prefix.size());
+  // A lambda's call operator ("f::{lambda#1}::operator() const"): name it by its lambda.
+  for (const std::string_view suffix : {std::string_view(" const"), std::string_view("::operator")})
+    if (out.ends_with(suffix)) out.erase(out.size() - suffix.size());
   // A return type before the name ("void nn::Attention::forward"): keep the name.
   if (const size_t space = out.rfind(' '); space != std::string::npos) out = out.substr(space + 1);
   return out.empty() ? function : out;
