@@ -27,6 +27,7 @@
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
+#include "common/train/trainer.h"
 #include "common/workbook/lesson_binary.h"
 #include "lessons/07-profiling/exercise_results.h"
 #include "lessons/07-profiling/profile_report.h"
@@ -109,6 +110,10 @@ int run(const Options& o) {
     s.medium_run.device = memory::parse_device("meta");
     s.medium_run.steps = 1;
   }
+
+  // Every bad value named before the first run starts.
+  train::validate(s.run.train);
+  if (s.scale) train::validate(s.scale_run.train);
 
   lesson07::Lesson lesson;
   try {
