@@ -418,8 +418,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
                ""});
     out += t.render(colour, 2);
     out +=
-        "  The table's totals grow (the checkpointed forward runs twice, and a profiler counts "
-        "every\n  allocation, never subtracting frees); the peak drops (fewer activations are "
+        "  The table's totals grow (the checkpointed forward runs twice, and the table adds "
+        "every\n  allocation without subtracting frees); the peak drops (fewer activations are "
         "live at once).\n";
   }
 
