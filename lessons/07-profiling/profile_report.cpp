@@ -165,7 +165,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   lesson.recompute = profile_run(checkpointed, "--recompute " + settings.recompute);
   if (settings.overhead) {
     say("timing the same steps without recording");
-    lesson.unprofiled_seconds = unprofiled_step_seconds(settings.run);
+    lesson.unprofiled = unprofiled_step_times(settings.run);
   }
   say("the planted leak: snapshots after step " + std::to_string(settings.leak_after) +
       " and step " + std::to_string(settings.leak_after + settings.leak_steps));
@@ -228,10 +228,14 @@ json to_json(const Lesson& lesson) {
                     {"distinct_stacks", b.distinct_stacks},
                     {"seconds", b.recording.seconds}};
   const double profiled = fastest(later_steps(b.step_seconds));
-  const double plain = fastest(later_steps(lesson.unprofiled_seconds));
+  const double plain = fastest(later_steps(lesson.unprofiled.wall_seconds));
+  const double profiled_cpu = fastest(later_steps(b.step_cpu_seconds));
+  const double plain_cpu = fastest(later_steps(lesson.unprofiled.cpu_seconds));
   j["overhead"] = {{"profiled_step_seconds", profiled},
                    {"unprofiled_step_seconds", plain},
-                   {"ratio", ratio(profiled, plain)}};
+                   {"profiled_step_cpu_seconds", profiled_cpu},
+                   {"unprofiled_step_cpu_seconds", plain_cpu},
+                   {"ratio", ratio(profiled_cpu, plain_cpu)}};
   j["comparison"] = {
       {"recompute", lesson.settings.recompute},
       {"baseline", run_summary_json(b)},
@@ -454,15 +458,20 @@ std::string render_text(const Lesson& lesson, bool colour) {
                 bytes(leak.bytes_per_step).c_str(), frames.empty() ? "(no stack)" : frames.c_str());
   out += leak.found ? st::green(line, colour) : st::red(line, colour);
 
-  const double profiled = fastest(later_steps(b.step_seconds));
-  const double plain = fastest(later_steps(lesson.unprofiled_seconds));
-  if (!lesson.unprofiled_seconds.empty()) {
+  if (!lesson.unprofiled.cpu_seconds.empty()) {
+    const double profiled = fastest(later_steps(b.step_seconds));
+    const double plain = fastest(later_steps(lesson.unprofiled.wall_seconds));
+    const double profiled_cpu = fastest(later_steps(b.step_cpu_seconds));
+    const double plain_cpu = fastest(later_steps(lesson.unprofiled.cpu_seconds));
     std::snprintf(line, sizeof line,
-                  "\nRecording overhead: a step takes %s recorded (stacks %s), %s not (the "
-                  "fastest of steps 2..%lld): %.2fx\n",
+                  "\nRecording overhead (stacks %s; the fastest of steps 2..%lld): a step takes %s "
+                  "of CPU time recorded, %s not: %.2fx (wall time %s and %s)\n",
+                  s.run.cpp_stacks ? "on" : "off", static_cast<long long>(s.run.steps),
+                  report::format_duration_ms(profiled_cpu * 1e3).c_str(),
+                  report::format_duration_ms(plain_cpu * 1e3).c_str(),
+                  ratio(profiled_cpu, plain_cpu),
                   report::format_duration_ms(profiled * 1e3).c_str(),
-                  s.run.cpp_stacks ? "on" : "off", report::format_duration_ms(plain * 1e3).c_str(),
-                  static_cast<long long>(s.run.steps), ratio(profiled, plain));
+                  report::format_duration_ms(plain * 1e3).c_str());
     out += line;
   }
 

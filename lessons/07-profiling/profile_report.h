@@ -47,7 +47,7 @@ struct Lesson {
   LessonSettings settings;                 ///< as run.
   ProfiledRun baseline;                    ///< no checkpointing.
   ProfiledRun recompute;                   ///< with settings.recompute.
-  std::vector<double> unprofiled_seconds;  ///< the baseline's steps, not recorded.
+  StepTimes unprofiled;                    ///< the baseline's steps, not recorded.
   LeakHunt leak;                           ///< the planted leak.
   std::optional<ProfiledRun> scale;        ///< the large model on meta.
   std::optional<MediumModelBytes> medium;  ///< claim #97.

@@ -2,6 +2,7 @@
 #include "lessons/07-profiling/profile_runs.h"
 
 #include <chrono>
+#include <ctime>
 #include <optional>
 #include <string_view>
 
@@ -45,6 +46,10 @@ void require_steps(const char* what, int64_t value) {
     throw UsageError(std::string(what) + " must be >= 1, got " + std::to_string(value));
 }
 
+double cpu_seconds() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -76,7 +81,9 @@ ProfiledRun profile_run(const RunSettings& settings, const std::string& label) {
     train::Trainer trainer(runtime, settings.train);
     for (int64_t s = 0; s < settings.steps; ++s) {
       const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = cpu_seconds();
       const train::StepResult r = trainer.step();
+      run.step_cpu_seconds.push_back(cpu_seconds() - cpu_start);
       run.step_seconds.push_back(seconds_since(start));
       run.losses.push_back(r.loss);
     }
@@ -98,17 +105,19 @@ ProfiledRun profile_run(const RunSettings& settings, const std::string& label) {
   return run;
 }
 
-std::vector<double> unprofiled_step_seconds(const RunSettings& settings) {
+StepTimes unprofiled_step_times(const RunSettings& settings) {
   require_steps("--steps", settings.steps);
   nn::Runtime runtime(settings.device);
   train::Trainer trainer(runtime, settings.train);
-  std::vector<double> seconds;
+  StepTimes times;
   for (int64_t s = 0; s < settings.steps; ++s) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_seconds();
     trainer.step();
-    seconds.push_back(seconds_since(start));
+    times.cpu_seconds.push_back(cpu_seconds() - cpu_start);
+    times.wall_seconds.push_back(seconds_since(start));
   }
-  return seconds;
+  return times;
 }
 
 LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n, bool plant) {

@@ -68,8 +68,11 @@ struct ProfiledRun {
   std::vector<profile::OpRow> by_module;  ///< op_table(…, OpGrouping::module)
   std::vector<double> losses;             ///< per step (0 on meta)
   std::vector<double> step_seconds;       ///< per step, wall time, profiled
-  int64_t trace_events = 0;               ///< entries of the snapshot's device trace
-  int64_t distinct_stacks = 0;            ///< call stacks interned by the end
+  /// Per step, the process's CPU time (every thread): what the recording costs, less disturbed
+  /// than wall time by other work on a shared machine.
+  std::vector<double> step_cpu_seconds;
+  int64_t trace_events = 0;     ///< entries of the snapshot's device trace
+  int64_t distinct_stacks = 0;  ///< call stacks interned by the end
 };
 
 /// Runs settings.steps steps on a fresh Runtime under a Profiler started before the Trainer.
@@ -77,9 +80,15 @@ struct ProfiledRun {
 /// \throws vramlab::UsageError for bad settings; memory::OutOfMemoryError when it does not fit.
 ProfiledRun profile_run(const RunSettings& settings, const std::string& label);
 
+/// Per-step times of a run.
+struct StepTimes {
+  std::vector<double> wall_seconds;  ///< per step
+  std::vector<double> cpu_seconds;   ///< per step, the process's CPU time (every thread)
+};
+
 /// Times settings.steps steps without any recording (the profiler's overhead is the ratio).
-/// \return the per-step wall seconds. \throws as profile_run().
-std::vector<double> unprofiled_step_seconds(const RunSettings& settings);
+/// \return the per-step times. \throws as profile_run().
+StepTimes unprofiled_step_times(const RunSettings& settings);
 
 /// The leak, found as one finds it in PyTorch: _record_memory_history() from the start, a
 /// _dump_snapshot() after step k and another after step k + n, and what grew in between.
