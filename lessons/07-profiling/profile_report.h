@@ -47,6 +47,7 @@ struct Lesson {
   LessonSettings settings;                 ///< as run.
   ProfiledRun baseline;                    ///< no checkpointing.
   ProfiledRun recompute;                   ///< with settings.recompute.
+  double stack_capture_seconds = 0.0;      ///< stack_capture_seconds(), with the overhead
   StepTimes unprofiled;                    ///< the baseline's steps, not recorded.
   LeakHunt leak;                           ///< the planted leak.
   std::optional<ProfiledRun> scale;        ///< the large model on meta.

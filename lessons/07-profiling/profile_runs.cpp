@@ -1,6 +1,7 @@
 // Lesson 07's measurements: recorded runs, the planted leak and its hunt (see profile_runs.h).
 #include "lessons/07-profiling/profile_runs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -118,6 +119,26 @@ StepTimes unprofiled_step_times(const RunSettings& settings) {
     times.wall_seconds.push_back(seconds_since(start));
   }
   return times;
+}
+
+double stack_capture_seconds() {
+  constexpr int kBatches = 5;
+  constexpr int kCaptures = 1000;
+  double fastest = 0.0;
+  for (int b = 0; b < kBatches; ++b) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCaptures; ++i) memory::capture_call_stack(0);
+    const double per_capture = seconds_since(start) / kCaptures;
+    fastest = b == 0 ? per_capture : std::min(fastest, per_capture);
+  }
+  return fastest;
+}
+
+int64_t recorded_allocations(const ProfiledRun& run) {
+  int64_t allocs = 0;
+  for (const nlohmann::json& entry : run.recording.snapshot.at("device_traces").at(0))
+    allocs += entry.value("action", "") == "alloc";
+  return allocs;
 }
 
 LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n, bool plant) {

@@ -90,6 +90,15 @@ struct StepTimes {
 /// \return the per-step times. \throws as profile_run().
 StepTimes unprofiled_step_times(const RunSettings& settings);
 
+/// What one C++ call stack costs to capture and intern here (memory::capture_call_stack from one
+/// call site, so every capture after the first finds its stack interned): the fastest of a few
+/// batches, in seconds per capture. Load on a shared machine slows a batch, never speeds it up,
+/// so the fastest is the least disturbed.
+double stack_capture_seconds();
+
+/// \param run a recorded run. \return its trace's alloc events (every allocation recorded).
+int64_t recorded_allocations(const ProfiledRun& run);
+
 /// The leak, found as one finds it in PyTorch: _record_memory_history() from the start, a
 /// _dump_snapshot() after step k and another after step k + n, and what grew in between.
 struct LeakHunt {
