@@ -4,9 +4,11 @@
 ///
 /// Attribution: each allocation belongs to the innermost module or kernel span open on its thread
 /// when it was made ("self"); a span's "total" adds everything its nested spans allocated. Bytes
-/// are summed over calls and never reduced by frees, as torch.profiler counts them, so an op that
-/// runs again (a recomputed forward) allocates twice. "peak" is what the row's allocations hold at
-/// the moment of peak allocated memory: the number that says who owns the peak.
+/// are summed over calls, so an op that runs again (a recomputed forward) allocates twice.
+/// torch.profiler differs in one way: it records a free as negative bytes on the op it happens in,
+/// so its Self CUDA Mem nets out temporaries freed inside the op. Here bytes are allocations only,
+/// never reduced by frees: what an op asked for. "peak" is what the row's allocations hold at the
+/// moment of peak allocated memory: the number that says who owns the peak.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -19,6 +19,8 @@ struct ProfileFiles {
 };
 
 /// Writes the files into \p directory (created if missing).
+/// \param recording from Profiler::stop().
+/// \param directory where the files go.
 /// \param title the timeline page's title.
 /// \throws vramlab::UsageError naming \p directory when it cannot be created or written.
 ProfileFiles write_profile(const Recording& recording, const std::string& directory,

@@ -35,6 +35,7 @@ class Profiler {
   /// Starts recording: the allocator's history (RecordMode::all, with stacks when asked), a scope
   /// listener on this thread and a kernel observer on the runtime's backend.
   /// \param runtime must outlive the profiler.
+  /// \param options what to record (stacks, kernels, the trace's size).
   /// \throws vramlab::UsageError if this thread or this runtime is already being profiled.
   explicit Profiler(nn::Runtime& runtime, ProfilerOptions options = {});
   /// Stops recording if stop() was not called, restoring what the constructor replaced.
