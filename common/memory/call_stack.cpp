@@ -9,7 +9,9 @@
 // call sites share a few hundred stored stacks. Names, files and lines come from libbacktrace
 // (the ELF symbol table, so functions the binary does not export are named, and DWARF line tables
 // where the build has them); it is slow (it parses the binary's debug sections), so each distinct
-// address is resolved once, when a snapshot is written, and cached for the process.
+// address is resolved once, when a snapshot is written, and cached for the process. Boost keeps
+// one libbacktrace state per thread that resolves (libbacktrace is not safe to share), so the
+// first snapshot written on each thread pays the parse again.
 #include "common/memory/call_stack.h"
 
 #include <boost/stacktrace/frame.hpp>
