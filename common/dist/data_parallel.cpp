@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/memory/history.h"
 #include "common/memory/memory_category.h"
 #include "common/platform/errors.h"
 
@@ -52,6 +53,16 @@ DataParallel::DataParallel(nn::DecoderModel& model, const ParallelOptions& optio
   // Looked up once: the phases ask for a block's unit several times per layer and step.
   for (int64_t l = 0; l < model.config().layers; ++l)
     block_units_.push_back(store_.layout().find_unit(l));
+  const bool gpt2 = model.config().family == ModelFamily::gpt2;
+  for (const ShardUnit& unit : store_.layout().units()) {
+    if (unit.layer >= 0) {
+      unit_modules_.push_back(unit.name);
+    } else if (unit.name == "embedding") {
+      unit_modules_.push_back(gpt2 ? "wte" : "embed");
+    } else {
+      unit_modules_.push_back("lm_head");
+    }
+  }
 }
 
 void DataParallel::gather(int64_t unit) {
@@ -59,6 +70,7 @@ void DataParallel::gather(int64_t unit) {
   memory::Tensor& slot = store_.unit_values(unit);
   if (!slot.empty()) return;
   const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
+  const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
   memory::Tensor full = model_.runtime().allocate({u.padded_numel}, store_.values().dtype(),
                                                   memory::MemoryCategory::parameter,
                                                   "gathered " + u.name);  // (p_u)
@@ -80,6 +92,7 @@ void DataParallel::begin_gradient(int64_t unit) {
   memory::Tensor& slot = store_.unit_grads(unit);
   if (!slot.empty()) return;
   const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
+  const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
   slot = model_.runtime().zeros({u.padded_numel}, memory::MemoryCategory::gradient,
                                 "gradient of " + u.name, store_.grads().dtype());  // (p_u)
 }
@@ -89,6 +102,7 @@ void DataParallel::reduce_gradient(int64_t unit) {
   memory::Tensor& full = store_.unit_grads(unit);
   if (full.empty()) return;
   const memory::TensorView shard = store_.local_grads(unit);  // (s_u)
+  const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
   if (micro_batch_ == 0) {
     // The shard is still zero: the reduce-scatter's result is the sum, bit for bit.
     comm_.reduce_scatter(full.view(), shard, Traffic::gradients);
@@ -188,6 +202,7 @@ void DataParallel::finish_backward(bool last_micro_batch) {
     const int64_t units = static_cast<int64_t>(store_.layout().units().size());
     for (int64_t u = 0; u < units; ++u) {
       const ShardUnit& unit = store_.layout().units()[static_cast<size_t>(u)];
+      const memory::ModuleScope module(unit_modules_[static_cast<size_t>(u)]);
       comm_.reduce_scatter(store_.grads().view().slice(unit.offset, {unit.padded_numel}),
                            store_.local_grads(u), Traffic::gradients);
     }
@@ -217,6 +232,7 @@ void DataParallel::after_optimizer_step() {
   const int64_t units = static_cast<int64_t>(store_.layout().units().size());
   for (int64_t u = 0; u < units; ++u) {
     const ShardUnit& unit = store_.layout().units()[static_cast<size_t>(u)];
+    const memory::ModuleScope module(unit_modules_[static_cast<size_t>(u)]);
     comm_.all_gather(store_.local_values(u),
                      store_.values().view().slice(unit.offset, {unit.padded_numel}),
                      Traffic::parameters);

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/dist/parallel_options.h"
@@ -100,6 +101,9 @@ class DataParallel final : public nn::StepObserver {
   int64_t embedding_unit_ = -1;
   int64_t head_unit_ = -1;
   std::vector<int64_t> block_units_;  // (L) the unit of each block
+  // (units) the module path each unit's gathers and reductions allocate under, as the parameter
+  // names: "wte"/"embed", "blocks.N", "lm_head"
+  std::vector<std::string> unit_modules_;
   int64_t micro_batch_ = 0;          // micro-batches whose backward finished this step
   int64_t gathered_bytes_ = 0;       // requested bytes of the gathered units now
   int64_t gathered_peak_bytes_ = 0;  // and at most

@@ -70,8 +70,10 @@ struct Block {
   std::uint64_t gc_count_base = 0;    ///< pool's get_free_block count when the block was cached
   ExpandableSegment* expandable = nullptr;          ///< the expandable segment holding it, if any
   MemoryCategory category = MemoryCategory::other;  ///< what the allocation is for
-  std::uint32_t context_id = 0;  ///< context label at allocation (see context_label())
-  std::string name;              ///< tensor name at allocation
+  std::uint32_t module_id = 0;                ///< module path at allocation (see module_path())
+  TrainingPhase phase = TrainingPhase::none;  ///< training phase at allocation
+  StackId stack_id = 0;  ///< C++ call stack of the allocation (0 unless recording stacks)
+  std::string name;      ///< tensor name at allocation
 
   /// \return true when the block is part of a segment split into several blocks.
   bool is_split() const { return prev != nullptr || next != nullptr; }

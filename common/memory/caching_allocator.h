@@ -12,6 +12,7 @@
 /// the next malloc, empty_cache or snapshot processes the completed events).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -135,14 +136,28 @@ class CachingAllocator {
   /// \return torch.cuda.memory_summary()'s table.
   std::string memory_summary(bool abbreviated = false) const;
 
-  /// Starts or stops recording (torch.cuda.memory._record_memory_history).
+  /// Starts or stops recording (torch.cuda.memory._record_memory_history). Every block carries
+  /// its module path and training phase whatever the mode; snapshots show them as frames while
+  /// recording.
   /// \param mode off, state (labels of live blocks) or all (plus the trace).
   /// \param max_entries the trace ring buffer's size (the oldest entries are dropped).
-  void record_history(RecordMode mode, std::size_t max_entries = SIZE_MAX);
+  /// \param cpp_stacks also capture each allocation's C++ call stack (stacks="cpp"; ignored when
+  ///        \p mode is off). See call_stack.h for its cost.
+  void record_history(RecordMode mode, std::size_t max_entries = SIZE_MAX, bool cpp_stacks = false);
+  /// What record_history() was last given (what a profiler restores when it stops).
+  struct HistorySettings {
+    RecordMode mode = RecordMode::off;   ///< the recording mode
+    std::size_t max_entries = SIZE_MAX;  ///< the trace ring buffer's size
+    bool cpp_stacks = false;             ///< whether C++ call stacks are captured
+  };
+  /// \return the settings of the last record_history() call (off, SIZE_MAX, false before any).
+  HistorySettings history_settings() const;
   /// \return the recorded trace, oldest first.
   std::vector<TraceEntry> trace() const;
   /// Takes a snapshot in PyTorch's torch.cuda.memory._snapshot() schema (see snapshot.cpp), with
-  /// vramlab's extensions: a "category" on each block and trace entry, labels as "frames".
+  /// vramlab's extension keys (common/profile/recording.h): "category", "module", "phase",
+  /// "tensor" on each block and trace entry, "time_ns" on trace entries, and "frames" (a label
+  /// frame, then the C++ frames) while recording.
   /// \return {"segments": [...], "device_traces": [[...]], "allocator_settings": {...}}.
   nlohmann::json snapshot();
 
@@ -164,6 +179,14 @@ class CachingAllocator {
 
  private:
   struct AllocParams;
+  // The labels of a trace entry no request or block owns (segment_free, segment_unmap, snapshot).
+  struct NoLabels {
+    MemoryCategory category = MemoryCategory::other;
+    std::uint32_t module_id = 0;
+    TrainingPhase phase = TrainingPhase::none;
+    StackId stack_id = 0;
+    std::string_view name;
+  };
   struct PendingEvent {
     StreamId stream;
     Block* block;
@@ -210,16 +233,19 @@ class CachingAllocator {
   void release_expandable_segment(Block* block);
 
   // Counts the event; stores it only while recording everything (kept inline: the hot path).
+  // \p labels: the block's (or the request's) category, module, phase, stack and name.
+  template <typename Labels>
   void record_trace(TraceAction action, std::uint64_t address, std::size_t size, StreamId stream,
-                    MemoryCategory category, std::uint32_t context_id, std::string_view name) {
+                    const Labels& labels) {
     ++event_counter_;
     if (record_mode_ == RecordMode::all && max_trace_entries_ > 0) {
-      store_trace_entry(action, address, size, stream, category, context_id, name);
+      store_trace_entry(action, address, size, stream, labels.category, labels.module_id,
+                        labels.phase, labels.stack_id, labels.name);
     }
   }
   void store_trace_entry(TraceAction action, std::uint64_t address, std::size_t size,
-                         StreamId stream, MemoryCategory category, std::uint32_t context_id,
-                         std::string_view name);
+                         StreamId stream, MemoryCategory category, std::uint32_t module_id,
+                         TrainingPhase phase, StackId stack_id, std::string_view name);
   std::vector<LiveBlockInfo> live_blocks_locked() const;
   std::vector<const Block*> all_blocks_locked() const;
 
@@ -241,7 +267,10 @@ class CachingAllocator {
   bool memory_fraction_set_ = false;
   std::uint64_t allowed_memory_maximum_ = 0;
   RecordMode record_mode_ = RecordMode::off;
+  // Read by malloc before it takes the lock (see Note [Stacks captured outside the lock]).
+  std::atomic<bool> record_stacks_{false};
   std::size_t max_trace_entries_ = SIZE_MAX;
+  HistorySettings history_settings_;
   std::vector<TraceEntry> trace_;
   std::size_t trace_next_ = 0;
   std::int64_t event_counter_ = 0;

@@ -1,6 +1,7 @@
 /// \file
 /// \brief Allocation history: trace entries (PyTorch's device_traces actions), the recording mode,
-/// and the context label stack the runtime pushes (e.g. "forward/block3/attention").
+/// and the per-thread training phase and module path the runtime sets (e.g. backward in
+/// "blocks.3.attn"), which every allocation carries.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/memory/call_stack.h"
 #include "common/memory/memory_category.h"
 
 namespace vramlab::memory {
@@ -30,18 +32,6 @@ enum class TraceAction : unsigned char {
 
 /// \return the snapshot name of \p action, e.g. "free_requested".
 std::string_view trace_action_name(TraceAction action);
-
-/// One event of the allocation history.
-struct TraceEntry {
-  TraceAction action = TraceAction::alloc;  ///< what happened
-  std::uint64_t address = 0;  ///< block/segment address, or the device's free bytes for oom
-  std::size_t size = 0;       ///< bytes, see TraceAction
-  StreamId stream = 0;        ///< the stream of the block or segment
-  std::int64_t time_us = 0;   ///< the allocator's event counter (monotonic, one tick per event)
-  MemoryCategory category = MemoryCategory::other;  ///< category of the block
-  std::string name;                                 ///< the tensor's name, if any
-  std::string context;  ///< the context label stack joined with '/', if any
-};
 
 /// What the allocator records (torch.cuda.memory._record_memory_history's `enabled`).
 enum class RecordMode : unsigned char {
@@ -87,7 +77,8 @@ class PhaseScope {
 /// ScopeListener hears the entry and the exit (the profiler's module spans).
 class ModuleScope {
  public:
-  /// \param name one or more dotted levels, e.g. "blocks.3" or "attn"; must not be empty.
+  /// \param name one or more dotted levels, e.g. "blocks.3" or "attn".
+  /// \throws vramlab::UsageError naming \p name when it is empty or starts or ends with a dot.
   explicit ModuleScope(std::string_view name);
   ~ModuleScope();
   ModuleScope(const ModuleScope&) = delete;
@@ -125,26 +116,20 @@ class ScopeListener {
 /// \return the listener it replaces.
 ScopeListener* set_scope_listener(ScopeListener* listener);
 
-/// Pushes a label on this thread's context stack for its lifetime; allocations made meanwhile
-/// carry the joined stack, e.g. "forward/block3/attention".
-class ContextLabelScope {
- public:
-  /// \param label one level, e.g. "attention"; must not be empty.
-  explicit ContextLabelScope(std::string_view label);
-  ~ContextLabelScope();
-  ContextLabelScope(const ContextLabelScope&) = delete;
-  ContextLabelScope& operator=(const ContextLabelScope&) = delete;
-
- private:
-  std::uint32_t previous_context_id_;
+/// One event of the allocation history.
+struct TraceEntry {
+  TraceAction action = TraceAction::alloc;  ///< what happened
+  std::uint64_t address = 0;  ///< block/segment address, or the device's free bytes for oom
+  std::size_t size = 0;       ///< bytes, see TraceAction
+  StreamId stream = 0;        ///< the stream of the block or segment
+  std::int64_t time_us = 0;   ///< the allocator's event counter (monotonic, one tick per event)
+  /// Steady clock when the event was recorded, in nanoseconds (the profiler's time axis).
+  std::int64_t time_ns = 0;
+  MemoryCategory category = MemoryCategory::other;  ///< category of the block
+  std::string name;                                 ///< the tensor's name, if any
+  std::string module;  ///< the module path the block was allocated in ("" for none)
+  TrainingPhase phase = TrainingPhase::none;  ///< the phase the block was allocated in
+  StackId stack = 0;  ///< the allocation's C++ call stack (0 unless recorded with cpp_stacks)
 };
-
-/// \return the id of this thread's current context label (0 = no label). Ids are stable for the
-///         process; context_label() turns them back into text.
-std::uint32_t current_context_id();
-
-/// \param context_id an id from current_context_id().
-/// \return the joined label, e.g. "forward/block3/attention" ("" for 0).
-const std::string& context_label(std::uint32_t context_id);
 
 }  // namespace vramlab::memory

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/memory/call_stack.h"
+#include "common/memory/history.h"
 #include "common/memory/memory_category.h"
 
 namespace vramlab::memory {
@@ -19,7 +21,9 @@ struct LiveBlockInfo {
   std::size_t requested_bytes = 0;  ///< what the caller asked for
   MemoryCategory category = MemoryCategory::other;  ///< as given to malloc
   std::string name;                                 ///< tensor name, if any
-  std::string context;  ///< context label stack, e.g. "forward/block3/attention"
+  std::string module;  ///< the module path that allocated it, e.g. "blocks.3.attn" ("" for none)
+  TrainingPhase phase = TrainingPhase::none;  ///< the training phase it was allocated in
+  StackId stack = 0;  ///< its C++ call stack (0 unless recorded; see resolve_call_stack())
 };
 
 /// The allocator state at the moment an allocation failed.

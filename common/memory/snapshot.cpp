@@ -1,7 +1,10 @@
 // The allocator snapshot in torch.cuda.memory._snapshot()'s schema
-// (torch/csrc/cuda/memory_snapshot.cpp), plus vramlab's extension keys ("category" on blocks and
-// trace entries) that PyTorch's viewers ignore.
+// (torch/csrc/cuda/memory_snapshot.cpp), plus vramlab's extension keys that PyTorch's viewers
+// ignore (the contract is common/profile/recording.h): "category", "module", "phase" and "tensor"
+// on every block and trace entry, "time_ns" on trace entries, and while recording "frames": a
+// label frame, then the allocation's C++ frames in PyTorch's {filename, line, name}.
 #include <limits>
+#include <unordered_map>
 
 #include "common/memory/caching_allocator.h"
 
@@ -10,13 +13,24 @@ namespace {
 
 using nlohmann::json;
 
-// Labels travel as one frame so PyTorch's memory_viz shows them: the context stack as the file
-// name, the tensor name as the function name.
-json frames_for(const std::string& context, const std::string& name) {
+// The frames of one allocation. Viewers that show only frames (memory_viz, the HTML timeline's
+// hover) name the owner from the first one: the module path as the file name, the tensor name
+// as the function name. Stacks are resolved once per snapshot (\p stacks caches them).
+json frames_for(const std::string& module, const std::string& tensor, StackId stack_id,
+                std::unordered_map<StackId, json>& stacks) {
   json frames = json::array();
-  if (!context.empty() || !name.empty()) {
-    frames.push_back({{"filename", context}, {"line", 0}, {"name", name}});
+  if (module.empty() && tensor.empty() && stack_id == 0) return frames;
+  frames.push_back({{"filename", module}, {"line", 0}, {"name", tensor}});
+  if (stack_id == 0) return frames;
+  auto [it, inserted] = stacks.try_emplace(stack_id);
+  if (inserted) {
+    it->second = json::array();
+    for (const StackFrame& frame : resolve_call_stack(stack_id)) {
+      it->second.push_back(
+          {{"filename", frame.file}, {"line", frame.line}, {"name", frame.function}});
+    }
   }
+  for (const json& frame : it->second) frames.push_back(frame);
   return frames;
 }
 
@@ -32,8 +46,8 @@ json CachingAllocator::snapshot() {
       total_active += static_cast<std::int64_t>(block->size);
     }
   }
-  record_trace(TraceAction::snapshot, 0, static_cast<std::size_t>(total_active), 0,
-               MemoryCategory::other, 0, {});
+  record_trace(TraceAction::snapshot, 0, static_cast<std::size_t>(total_active), 0, NoLabels{});
+  std::unordered_map<StackId, json> stacks;
 
   json segments = json::array();
   for (const Block* head : blocks) {
@@ -65,9 +79,13 @@ json CachingAllocator::snapshot() {
           {"state",
            b->allocated ? "active_allocated" : (is_active ? "active_pending_free" : "inactive")},
           {"category", is_active ? category_name(b->category) : "other"},
+          {"module", is_active ? module_path(b->module_id) : std::string()},
+          {"phase", training_phase_name(is_active ? b->phase : TrainingPhase::none)},
+          {"tensor", is_active ? b->name : std::string()},
       };
-      block["frames"] = with_frames && is_active ? frames_for(context_label(b->context_id), b->name)
-                                                 : json::array();
+      block["frames"] = with_frames && is_active
+                            ? frames_for(module_path(b->module_id), b->name, b->stack_id, stacks)
+                            : json::array();
       segment_blocks.push_back(std::move(block));
     }
     segments.push_back({
@@ -95,8 +113,12 @@ json CachingAllocator::snapshot() {
         {"size", entry.size},
         {"stream", entry.stream},
         {"time_us", entry.time_us},
+        {"time_ns", entry.time_ns},
         {"category", category_name(entry.category)},
-        {"frames", frames_for(entry.context, entry.name)},
+        {"module", entry.module},
+        {"phase", training_phase_name(entry.phase)},
+        {"tensor", entry.name},
+        {"frames", frames_for(entry.module, entry.name, entry.stack, stacks)},
     };
     trace_entries.push_back(std::move(item));
   }

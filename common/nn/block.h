@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <variant>
 
 #include "common/model/model_config.h"
@@ -52,7 +53,12 @@ class Block {
                 const BlockDropout& dropout = {}) const;
 
  private:
+  // The norms' module names, as in the parameter names: "ln1"/"ln2" (GPT-2), "norm1"/"norm2".
+  const char* norm1_name() const;
+  const char* norm2_name() const;
+
   int64_t layer_;
+  std::string module_name_;  // "blocks.N": the parameters' prefix, and the allocations' module
   int64_t C_;
   dist::Communicator* tensor_parallel_;  // sums the branch inputs' gradients (f), or null
   Norm norm1_;

@@ -51,6 +51,19 @@ bool gpt2(const ModelConfig& c) {
   return c.family == ModelFamily::gpt2;
 }
 
+// The module names of allocations, as in the parameter names.
+const char* embedding_module(const ModelConfig& c) {
+  return gpt2(c) ? "wte" : "embed";
+}
+
+const char* final_norm_module(const ModelConfig& c) {
+  return gpt2(c) ? "lnf" : "normf";
+}
+
+std::string block_module(int64_t layer) {
+  return "blocks." + std::to_string(layer);
+}
+
 // Standard normal number `index` of stream `seed` (Box-Muller on two counter-based uniforms).
 float normal_sample(uint64_t seed, uint64_t index) {
   const uint64_t bits1 = splitmix64_mix(splitmix64_mix(seed) + (2 * index + 1) * kSplitMix64Gamma);
@@ -196,10 +209,13 @@ void DecoderModel::drop_by_policy(SavedActivations& saved, int64_t layer) {
 
 void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int64_t last,
                                      int64_t B, int64_t T) {
-  const memory::ContextLabelScope label("recompute");
+  const memory::PhaseScope phase(memory::TrainingPhase::recompute);
   // The kept output is recomputed with the rest; the layer after it is done with it.
   saved.release(last, saved::residual3);
-  if (first > 0) saved.decompress(first - 1, saved::residual3);  // the segment's input
+  if (first > 0) {
+    const memory::ModuleScope module(block_module(first - 1));
+    saved.decompress(first - 1, saved::residual3);  // the segment's input
+  }
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
     const BlockDropout dropout = dropout_.preserve_rng_state
@@ -216,14 +232,18 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   if (T < 1 || T > config_.max_seq)
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
-  const memory::ContextLabelScope label("forward");
+  const memory::PhaseScope phase(memory::TrainingPhase::forward);
   saved.set_activation_dtype(precision_.activations);
   saved.set_attention(attention_);
   announce_before(StepPhase::forward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
   announce_before(StepPhase::forward_embedding, saved);
-  const Tensor* x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
+  const Tensor* x = nullptr;
+  {
+    const memory::ModuleScope module(embedding_module(config_));
+    x = &embedding_.forward(runtime_, saved, tokens, B, T);  // (B, T, C)
+  }
   announce_after(StepPhase::forward_embedding, saved);
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_.size()); ++l) {
     announce_before(StepPhase::forward_layer, saved, l);
@@ -231,28 +251,49 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
                                                  draw_block_dropout(saved, l, B, T));
     drop_by_policy(saved, l);
     // What the layer keeps is compressed now; its output once the next layer has read it.
-    saved.compress_layer(l, saved::residual3);
-    if (l > 0) saved.compress(l - 1, saved::residual3);
+    {
+      const memory::ModuleScope module(block_module(l));
+      saved.compress_layer(l, saved::residual3);
+    }
+    if (l > 0) {
+      const memory::ModuleScope module(block_module(l - 1));
+      saved.compress(l - 1, saved::residual3);
+    }
     announce_after(StepPhase::forward_layer, saved, l);
   }
   announce_before(StepPhase::forward_head, saved);
-  const Tensor& lnf = final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
+  const Tensor& lnf = [&]() -> const Tensor& {
+    const memory::ModuleScope module(final_norm_module(config_));
+    return final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
+  }();
   // The logits live only until the loss: its backward needs the probabilities alone, and the
   // gradient of the logits is written over them (PyTorch's cross-entropy likewise keeps only
   // log_softmax's output).
-  Tensor logits = runtime_.temporary({B, T, V}, saved::logits, precision_.activations);  // (B,T,V)
-  lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
-  if (!blocks_.empty()) saved.compress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
+  Tensor logits;  // (B, T, V)
+  {
+    const memory::ModuleScope module("lm_head");
+    logits = runtime_.temporary({B, T, V}, saved::logits, precision_.activations);
+    lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
+  }
+  if (!blocks_.empty()) {
+    const auto last = static_cast<int64_t>(blocks_.size()) - 1;
+    const memory::ModuleScope module(block_module(last));
+    saved.compress(last, saved::residual3);
+  }
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
-  const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});                    // (B, T, V)
-  const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
-  Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");                       // (B, T)
-  const KernelBackend& kernels = runtime_.kernels();
-  kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
-                                targets, N, V);
-  logits.reset();
-  const double loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
+  double loss = 0.0;
+  {
+    const memory::ModuleScope module("loss");
+    const Tensor& probs = saved.save(-1, saved::probs, {B, T, V});                    // (B, T, V)
+    const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
+    Tensor logsumexp = runtime_.temporary({B, T}, "logsumexp");                       // (B, T)
+    const KernelBackend& kernels = runtime_.kernels();
+    kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
+                                  targets, N, V);
+    logits.reset();
+    loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
+  }
   announce_after(StepPhase::loss, saved);
   announce_after(StepPhase::forward, saved);
   return loss;
@@ -261,7 +302,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
 void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
                             const TensorView& targets, int64_t B, int64_t T,
                             std::optional<double> loss_gradient) {
-  const memory::ContextLabelScope label("backward");
+  const memory::PhaseScope phase(memory::TrainingPhase::backward);
   announce_before(StepPhase::backward, saved);
   const int64_t N = B * T;
   const int64_t V = config_.vocab;
@@ -271,11 +312,17 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   // ∂objective/∂logits = loss_gradient · (probs - onehot(target)), written over the saved
   // probabilities; loss_gradient is 1/N for this micro-batch's mean loss.
   const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
-  runtime_.kernels().cross_entropy_dlogits(
-      dlogits, dlogits, targets, N, V,
-      static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N))));
-  if (!blocks_.empty())
-    saved.decompress(static_cast<int64_t>(blocks_.size()) - 1, saved::residual3);
+  {
+    const memory::ModuleScope module("loss");
+    runtime_.kernels().cross_entropy_dlogits(
+        dlogits, dlogits, targets, N, V,
+        static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N))));
+  }
+  if (!blocks_.empty()) {
+    const auto last = static_cast<int64_t>(blocks_.size()) - 1;
+    const memory::ModuleScope module(block_module(last));
+    saved.decompress(last, saved::residual3);
+  }
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()
@@ -284,8 +331,13 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   Tensor dresidual =
       runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dresidual", act);  // (B,T,C)
   {
-    Tensor dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf", act);
-    lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
+    Tensor dlnf;  // (B, T, C)
+    {
+      const memory::ModuleScope module("lm_head");
+      dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf", act);
+      lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
+    }
+    const memory::ModuleScope module(final_norm_module(config_));
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
   }
   // The head's tensors are not needed any more (the encoded input stays for the embedding).
@@ -298,8 +350,14 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
     if (saved.policy(l).recompute == Recompute::full && saved.segment_last(l))
       recompute_segment(saved, saved.segment_first(l), l, B, T);
-    saved.decompress_layer(l);
-    if (l > 0) saved.decompress(l - 1, saved::residual3);  // the layer's input
+    {
+      const memory::ModuleScope module(block_module(l));
+      saved.decompress_layer(l);
+    }
+    if (l > 0) {
+      const memory::ModuleScope module(block_module(l - 1));
+      saved.decompress(l - 1, saved::residual3);  // the layer's input
+    }
     announce_before(StepPhase::backward_layer, saved, l);
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, layer_input(saved, l),
                                              dresidual.view(), B, T,
@@ -307,7 +365,10 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
     announce_after(StepPhase::backward_layer, saved, l);
   }
   announce_before(StepPhase::backward_embedding, saved);
-  embedding_.backward(runtime_, dresidual.view(), tokens, B, T);
+  {
+    const memory::ModuleScope module(embedding_module(config_));
+    embedding_.backward(runtime_, dresidual.view(), tokens, B, T);
+  }
   announce_after(StepPhase::backward_embedding, saved);
   saved.clear();
   announce_after(StepPhase::backward, saved);

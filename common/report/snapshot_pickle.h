@@ -36,9 +36,14 @@ void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& pa
 /// their decimal text), list and tuple -> array, str -> string, int (any size up to 64 bits) ->
 /// integer, float -> number, bool, None -> null.
 /// \param bytes the file's contents.
+/// Objects the pickle shares through its memo (PyTorch shares one frames list between the entries
+/// with the same stack) are copied into each place that refers to them; invalid UTF-8 in a str is
+/// repaired as encode_pickle() does.
 /// \throws vramlab::UsageError saying what is wrong and at which byte offset (truncated data, an
-/// opcode outside that subset such as a class reference, nesting deeper than 1000, more than
-/// 2^31 items).
+/// opcode outside that subset such as a class reference, nesting deeper than 1000 or a container
+/// that holds itself, more than 2^31 items, or a result larger than max(2^22, 256 × the input's
+/// bytes) items once shared objects are copied: the bound that stops a few bytes of nested
+/// references from expanding into gigabytes).
 nlohmann::json decode_pickle(std::string_view bytes);
 
 /// Reads a snapshot file: a pickle (first byte 0x80) or JSON.

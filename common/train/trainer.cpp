@@ -192,15 +192,13 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
                                      &options_.model);
   const dist::ParallelOptions& parallel = options_.parallel;
   const int64_t ranks = parallel.data_parallel_size();
-  {
-    // Named so that an allocator trace tells the parameters apart from the step's tensors.
-    const memory::ContextLabelScope label("setup");
-    const nn::ModelSharding sharding{ranks,
-                                     parallel.data_parallel ? parallel.data_parallel->rank() : 0,
-                                     dist::store_sharding(parallel.zero)};
-    model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
-                                                sharding, parallel.tensor_parallel);
-  }
+  // The phase tells the parameters and the batch apart from the step's tensors in a snapshot.
+  const memory::PhaseScope setup(memory::TrainingPhase::setup);
+  const nn::ModelSharding sharding{ranks,
+                                   parallel.data_parallel ? parallel.data_parallel->rank() : 0,
+                                   dist::store_sharding(parallel.zero)};
+  model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
+                                              sharding, parallel.tensor_parallel);
   if (parallel.data_parallel != nullptr) {
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
@@ -247,6 +245,7 @@ StepResult Trainer::step_unguarded() {
   const nn::StepObservers& observers = model_->observers();
   {
     // Before the first micro-batch's forward: observers see the store the step starts with.
+    const memory::PhaseScope phase(memory::TrainingPhase::optimizer);
     nn::SavedActivations none(runtime_, options_.model.layers);
     const nn::PhaseEvent zero_grad{nn::StepPhase::zero_grad, -1, &none, model_.get()};
     if (!observers.empty()) observers.before(zero_grad);
@@ -278,7 +277,7 @@ StepResult Trainer::step_unguarded() {
   }
   if (data_parallel_) loss = data_parallel_->mean_loss(loss);
   {
-    const memory::ContextLabelScope label("optimizer");
+    const memory::PhaseScope phase(memory::TrainingPhase::optimizer);
     nn::SavedActivations none(runtime_, options_.model.layers);
     const nn::PhaseEvent optimizer_step{nn::StepPhase::optimizer_step, -1, &none, model_.get()};
     if (!observers.empty()) observers.before(optimizer_step);
@@ -307,7 +306,10 @@ StepResult Trainer::step_unguarded() {
     // not stuck between unscale and update.
     scaler_.update();
     if (!result.skipped) {
-      optimizer_->step(model_->parameters(), multiplier);
+      {
+        const memory::ModuleScope module("optimizer");
+        optimizer_->step(model_->parameters(), multiplier);
+      }
       if (data_parallel_) data_parallel_->after_optimizer_step();
     }
     if (!observers.empty()) observers.after(optimizer_step);

@@ -171,16 +171,16 @@ int64_t step_host_bytes(const TrainOptions& options, const checkpoint::Recompute
 /// A model, an optimizer, a token stream and the step loop.
 class Trainer {
  public:
-  /// Allocates the parameters (under the allocator context label "setup") and the (B, T) input
-  /// and target buffers. To trace every allocation, turn the allocator's history on before.
+  /// Allocates the parameters and the (B, T) input and target buffers (in the training phase
+  /// setup). To trace every allocation, turn the allocator's history on before.
   /// \p runtime must outlive the trainer.
   /// \throws vramlab::UsageError naming a bad option or an optimizer the runtime does not
   /// implement; memory::OutOfMemoryError when the parameters do not fit.
   Trainer(nn::Runtime& runtime, const TrainOptions& options);
 
   /// Runs zero-grad, then forward and backward of each micro-batch, then the loss scaler's check
-  /// and the optimizer step (context label "optimizer"; skipped on an inf/NaN under a scaler) on
-  /// the next batch, telling the observers about each phase.
+  /// and the optimizer step (phase optimizer, its states in module "optimizer"; skipped on an
+  /// inf/NaN under a scaler) on the next batch, telling the observers about each phase.
   /// \throws memory::OutOfMemoryError (the step's activations, temporaries, gathered parameters
   /// and unit gradients are freed first).
   StepResult step();

@@ -189,8 +189,8 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
     });
   }
   // Exercise 01.3: the peak of the step's trace and what is live at it.
-  std::vector<std::string> contexts;
-  const std::vector<TraceEvent> events = trace_events(m.trace, &contexts);
+  std::vector<std::string> owners;
+  const std::vector<TraceEvent> events = trace_events(m.trace, &owners);
   b.exercise_peak = try_exercise(b.exercises, "01.3", [&] { return find_peak(events); });
   if (b.exercise_peak && b.exercise_peak->peak_event_index >= 0 &&
       b.exercise_peak->peak_event_index < static_cast<int64_t>(events.size())) {
@@ -202,7 +202,7 @@ Breakdown analyse(const StepSettings& settings, StepMeasurement measurement) {
       else
         live.erase(events[i].name);
     }
-    b.peak_context = contexts[last];
+    b.peak_owner = owners[last];
     for (const std::string& name : b.exercise_peak->live_at_peak) {
       const auto it = live.find(name);
       if (it != live.end())
@@ -413,8 +413,7 @@ std::string render_text(const Breakdown& b, bool colour) {
       verdict =
           red(" (differs by " + signed_bytes(gap) + ": check your peak_from_trace.cpp)", colour);
     line("  " + format_bytes(static_cast<uint64_t>(p.peak_bytes)) + " at event " +
-         std::to_string(p.peak_event_index) + " (" +
-         (b.peak_context.empty() ? std::string("no label") : b.peak_context) + "), " +
+         std::to_string(p.peak_event_index) + " (" + b.peak_owner + "), " +
          std::to_string(p.live_at_peak.size()) + " tensors live; the allocator's " +
          "allocated_bytes.all.peak is " +
          format_bytes(static_cast<uint64_t>(m.peak_allocated_bytes)) + verdict);
@@ -554,7 +553,7 @@ nlohmann::json to_json(const Breakdown& b) {
        {{"event_index", b.exercise_peak ? json(b.exercise_peak->peak_event_index) : json(nullptr)},
         {"exercise_01_3_peak_bytes",
          b.exercise_peak ? json(b.exercise_peak->peak_bytes) : json(nullptr)},
-        {"context", b.peak_context},
+        {"owner", b.peak_owner},
         {"live", live}}},
       {"exercises", exercises}};
 }

@@ -68,8 +68,9 @@ struct Breakdown {
   std::optional<ModelStateBreakdown> exercise_mixed;
   /// Exercise 01.3 on the step's trace.
   std::optional<PeakReport> exercise_peak;
-  std::vector<LiveTensor> live_at_peak;   ///< largest first (from exercise 01.3's names).
-  std::string peak_context;               ///< label stack of the peak event, e.g. "backward".
+  std::vector<LiveTensor> live_at_peak;  ///< largest first (from exercise 01.3's names).
+  std::string
+      peak_owner;  ///< phase and module of the peak event, e.g. "backward in blocks.3.attn".
   std::vector<ExerciseStatus> exercises;  ///< 01.1, 01.2, 01.3.
 };
 

@@ -91,8 +91,14 @@ StepMeasurement measure_training_step(const StepSettings& settings) {
   return m;
 }
 
+std::string owner_label(const memory::TraceEntry& entry) {
+  std::string label(memory::training_phase_name(entry.phase));
+  if (!entry.module.empty()) label += " in " + entry.module;
+  return label;
+}
+
 std::vector<TraceEvent> trace_events(const std::vector<memory::TraceEntry>& trace,
-                                     std::vector<std::string>* contexts) {
+                                     std::vector<std::string>* owners) {
   std::vector<TraceEvent> events;
   std::unordered_map<uint64_t, std::string> live_name_by_address;
   std::set<std::string> live_names;
@@ -104,12 +110,12 @@ std::vector<TraceEvent> trace_events(const std::vector<memory::TraceEntry>& trac
       live_names.insert(name);
       live_name_by_address[e.address] = name;
       events.push_back({TraceAction::kAlloc, name, static_cast<int64_t>(e.size), e.category});
-      if (contexts != nullptr) contexts->push_back(e.context);
+      if (owners != nullptr) owners->push_back(owner_label(e));
     } else if (e.action == memory::TraceAction::free_requested) {
       const auto it = live_name_by_address.find(e.address);
       if (it == live_name_by_address.end()) continue;  // allocated before recording began
       events.push_back({TraceAction::kFree, it->second, 0, e.category});
-      if (contexts != nullptr) contexts->push_back(e.context);
+      if (owners != nullptr) owners->push_back(owner_label(e));
       live_names.erase(it->second);
       live_name_by_address.erase(it);
     }

@@ -89,10 +89,14 @@ StepMeasurement measure_training_step(const StepSettings& settings);
 /// tensor's name (made unique among live tensors with a "#2", "#3" … suffix when two live blocks
 /// share a name), with its requested size and category.
 /// \param trace the allocator's history.
-/// \param contexts if not null, receives each event's context label stack (e.g. "backward").
+/// \param owners if not null, receives each event's owner_label().
 /// \return the events, in order.
 std::vector<TraceEvent> trace_events(const std::vector<memory::TraceEntry>& trace,
-                                     std::vector<std::string>* contexts = nullptr);
+                                     std::vector<std::string>* owners = nullptr);
+
+/// \return the training phase and module path \p entry's block was allocated in, e.g.
+/// "backward in blocks.3.attn", or just the phase ("optimizer") outside every module.
+std::string owner_label(const memory::TraceEntry& entry);
 
 /// Per layer: the saved tensors of one layer (-1 = outside the blocks) and their bytes.
 struct LayerActivations {

@@ -139,8 +139,7 @@ void read_snapshot(memory::CachingAllocator& allocator, StateBytes& b) {
       if (block.at("state") != "active_allocated") continue;
       const std::string category = block.at("category");
       const int64_t requested = block.at("requested_size");
-      const std::string name =
-          block.at("frames").empty() ? "" : block.at("frames")[0].value("name", "");
+      const std::string name = block.at("tensor");
       if (category == "parameter") {
         b.parameter_bytes += requested;
       } else if (category == "gradient") {
@@ -233,7 +232,7 @@ OptimizerRun run_optimizer(const RunSettings& settings, Optimizer optimizer, flo
 
   const memory::ExpandableSegmentsScope expandable(settings.device);
   nn::Runtime runtime(settings.device);
-  // Labels of live blocks only (no trace): the snapshot names each state tensor.
+  // Live blocks only (no trace): the snapshot's "tensor" names each state tensor.
   runtime.allocator().record_history(memory::RecordMode::state);
   train::Trainer trainer(runtime, options);
   const bool computes = settings.device.kind != memory::DeviceKind::meta;

@@ -25,9 +25,9 @@ Result vramlab(const std::vector<std::string>& args) {
   return vramlab::cli_test::run_vramlab(args);
 }
 
-const std::vector<std::string> kCommands = {"doctor", "formats", "alloc", "estimate", "train",
-                                            "list",   "check",   "hint",  "solution", "reset",
-                                            "watch",  "run",     "verify"};
+const std::vector<std::string> kCommands = {"doctor",  "formats", "alloc", "estimate", "train",
+                                            "profile", "list",    "check", "hint",     "solution",
+                                            "reset",   "watch",   "run",   "verify"};
 
 TEST(HelpCli, EveryCommandTakesHelpAndJsonAndEveryFlagAHelpNamesExists) {
   const Result top = vramlab({"--help"});

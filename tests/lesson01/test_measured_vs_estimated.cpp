@@ -245,14 +245,23 @@ TEST(MeasuredEqualsEstimated, BadSettingsAreUsageErrors) {
 }
 
 TEST(TraceEvents, NamesStayUniqueAmongLiveTensorsAndFreesFollowAddresses) {
-  std::vector<memory::TraceEntry> trace(5);
-  trace[0] = {memory::TraceAction::alloc, 0x1000, 100, 0, 0, MemoryCategory::temporary, "dx", ""};
-  trace[1] = {memory::TraceAction::alloc, 0x2000, 700, 0, 1, MemoryCategory::temporary, "dx", ""};
-  trace[2] = {memory::TraceAction::free_requested, 0x1000, 100, 0, 2,
-              MemoryCategory::temporary,           "dx",   ""};
-  trace[3] = {
-      memory::TraceAction::segment_alloc, 0x0, 2 << 20, 0, 3, MemoryCategory::other, "", ""};
-  trace[4] = {memory::TraceAction::free_requested, 0x9000, 64, 0, 4, MemoryCategory::other, "", ""};
+  const auto entry = [](memory::TraceAction action, uint64_t address, size_t size, int64_t time_us,
+                        MemoryCategory category, const char* name) {
+    memory::TraceEntry e;
+    e.action = action;
+    e.address = address;
+    e.size = size;
+    e.time_us = time_us;
+    e.category = category;
+    e.name = name;
+    return e;
+  };
+  const std::vector<memory::TraceEntry> trace = {
+      entry(memory::TraceAction::alloc, 0x1000, 100, 0, MemoryCategory::temporary, "dx"),
+      entry(memory::TraceAction::alloc, 0x2000, 700, 1, MemoryCategory::temporary, "dx"),
+      entry(memory::TraceAction::free_requested, 0x1000, 100, 2, MemoryCategory::temporary, "dx"),
+      entry(memory::TraceAction::segment_alloc, 0x0, 2 << 20, 3, MemoryCategory::other, ""),
+      entry(memory::TraceAction::free_requested, 0x9000, 64, 4, MemoryCategory::other, "")};
   const std::vector<TraceEvent> events = trace_events(trace);
   ASSERT_EQ(events.size(), 3u);  // segment events and frees of unknown blocks are dropped
   EXPECT_EQ(events[0].name, "dx");

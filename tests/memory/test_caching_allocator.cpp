@@ -451,13 +451,14 @@ TEST(OutOfMemory, MessageFollowsPyTorchsCurrentFormat) {
   allocator->check_invariants();
 }
 
-TEST(OutOfMemory, LiveBlocksCarryCategoryNameAndContext) {
+TEST(OutOfMemory, LiveBlocksCarryCategoryNameModuleAndPhase) {
   auto allocator = make_sim_allocator(32 * kMiB);
   Block* weights = nullptr;
   {
-    ContextLabelScope forward("forward");
-    ContextLabelScope block("block3");
-    weights = allocator->malloc(24 * kMiB, 0, MemoryCategory::parameter, "wte");
+    PhaseScope setup(TrainingPhase::setup);
+    ModuleScope block("blocks.3");
+    ModuleScope attention("attn");
+    weights = allocator->malloc(24 * kMiB, 0, MemoryCategory::parameter, "qkv.weight");
   }
   try {
     allocator->malloc(24 * kMiB, 0, MemoryCategory::activation, "logits");
@@ -466,8 +467,10 @@ TEST(OutOfMemory, LiveBlocksCarryCategoryNameAndContext) {
     ASSERT_EQ(error.details().largest_live_blocks.size(), 1u);
     const LiveBlockInfo& live = error.details().largest_live_blocks[0];
     EXPECT_EQ(live.category, MemoryCategory::parameter);
-    EXPECT_EQ(live.name, "wte");
-    EXPECT_EQ(live.context, "forward/block3");
+    EXPECT_EQ(live.name, "qkv.weight");
+    EXPECT_EQ(live.module, "blocks.3.attn");
+    EXPECT_EQ(live.phase, TrainingPhase::setup);
+    EXPECT_EQ(live.stack, 0u);  // not recording stacks
     EXPECT_EQ(live.address, weights->address);
   }
 }

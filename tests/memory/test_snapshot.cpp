@@ -1,7 +1,10 @@
 // Snapshots and history: PyTorch's schema (torch.cuda.memory._snapshot()), block states, trace
-// actions and their order, the ring buffer, labels as frames and the category extension.
+// actions and their order, the ring buffer, and vramlab's extension keys (category, module, phase,
+// tensor, time_ns, the label frame).
 //   build/tests/bin/test_snapshot
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "tests/memory/allocator_test_util.h"
 
@@ -145,40 +148,83 @@ TEST(History, StateModeLabelsLiveBlocksWithoutATrace) {
   auto allocator = make_sim_allocator(kGiB);
   allocator->record_history(RecordMode::state);
   {
-    ContextLabelScope forward("forward");
-    ContextLabelScope attention("attention");
+    PhaseScope phase(TrainingPhase::forward);
+    ModuleScope block("blocks.3");
+    ModuleScope attention("attn");
     allocator->malloc(4096, 0, MemoryCategory::activation, "q");
   }
   const json snapshot = allocator->snapshot();
   EXPECT_TRUE(snapshot["device_traces"][0].empty());
   const json& block = snapshot["segments"][0]["blocks"][0];
   EXPECT_EQ(block["category"], "activation");
-  ASSERT_EQ(block["frames"].size(), 1u);
-  EXPECT_EQ(block["frames"][0]["filename"], "forward/attention");
+  EXPECT_EQ(block["module"], "blocks.3.attn");
+  EXPECT_EQ(block["phase"], "forward");
+  EXPECT_EQ(block["tensor"], "q");
+  ASSERT_EQ(block["frames"].size(), 1u) << block["frames"].dump();  // stacks are off
+  EXPECT_EQ(block["frames"][0]["filename"], "blocks.3.attn");
   EXPECT_EQ(block["frames"][0]["name"], "q");
   EXPECT_EQ(block["frames"][0]["line"], 0);
+  // The free remainder of the segment carries no owner.
+  const json& rest = snapshot["segments"][0]["blocks"][1];
+  EXPECT_EQ(rest["state"], "inactive");
+  EXPECT_EQ(rest["module"], "");
+  EXPECT_EQ(rest["phase"], "none");
+  EXPECT_EQ(rest["tensor"], "");
+  EXPECT_TRUE(rest["frames"].empty());
 }
 
-TEST(History, OffModeRecordsNoFrames) {
+TEST(History, OffModeRecordsNoFramesButKeepsTheOwner) {
   auto allocator = make_sim_allocator(kGiB);
-  ContextLabelScope label("forward");
+  PhaseScope phase(TrainingPhase::setup);
+  ModuleScope module("wte");
   allocator->malloc(4096, 0, MemoryCategory::parameter, "w");
   const json block = allocator->snapshot()["segments"][0]["blocks"][0];
   EXPECT_TRUE(block["frames"].empty());
   EXPECT_EQ(block["category"], "parameter");
+  EXPECT_EQ(block["module"], "wte");
+  EXPECT_EQ(block["phase"], "setup");
+  EXPECT_EQ(block["tensor"], "w");
 }
 
-TEST(History, ContextLabelsNestAndUnwind) {
-  EXPECT_EQ(context_label(current_context_id()), "");
+TEST(History, TraceEntriesCarryOwnerAndSteadyClockTime) {
+  auto allocator = make_sim_allocator(kGiB);
+  allocator->record_history(RecordMode::all);
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::int64_t before_ns = now_ns();
+  Block* block = nullptr;
   {
-    ContextLabelScope forward("forward");
-    {
-      ContextLabelScope block("block3");
-      EXPECT_EQ(context_label(current_context_id()), "forward/block3");
-    }
-    EXPECT_EQ(context_label(current_context_id()), "forward");
+    PhaseScope phase(TrainingPhase::backward);
+    ModuleScope module("blocks.0.mlp");
+    block = allocator->malloc(3 * kMiB + 7, 0, MemoryCategory::temporary, "dfch");
   }
-  EXPECT_EQ(current_context_id(), 0u);
+  allocator->free(block);  // outside the scopes: the free keeps the allocation's owner
+  const std::int64_t after_ns = now_ns();
+  const std::vector<TraceEntry> trace = allocator->trace();
+  ASSERT_EQ(trace.size(), 4u);  // segment_alloc, alloc, free_requested, free_completed
+  for (const TraceEntry& entry : trace) {
+    EXPECT_EQ(entry.module, "blocks.0.mlp") << trace_action_name(entry.action);
+    EXPECT_EQ(entry.phase, TrainingPhase::backward) << trace_action_name(entry.action);
+    EXPECT_EQ(entry.name, "dfch");
+    EXPECT_EQ(entry.stack, 0u);
+    EXPECT_GE(entry.time_ns, before_ns);
+    EXPECT_LE(entry.time_ns, after_ns);
+  }
+  for (std::size_t i = 1; i < trace.size(); ++i) EXPECT_GE(trace[i].time_ns, trace[i - 1].time_ns);
+  const json entries = allocator->snapshot()["device_traces"][0];
+  for (const json& entry : entries) {
+    ASSERT_TRUE(entry.contains("time_ns")) << entry.dump();
+    if (entry["action"] == "snapshot") continue;
+    EXPECT_EQ(entry["module"], "blocks.0.mlp");
+    EXPECT_EQ(entry["phase"], "backward");
+    EXPECT_EQ(entry["tensor"], "dfch");
+    EXPECT_EQ(entry["category"], "temporary");
+    ASSERT_EQ(entry["frames"].size(), 1u);
+    EXPECT_EQ(entry["frames"][0]["filename"], "blocks.0.mlp");
+  }
 }
 
 TEST(ExpandableSnapshot, OneSegmentPerMappedRange) {

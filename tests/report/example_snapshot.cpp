@@ -25,6 +25,7 @@ struct Block {
   uint64_t requested_size;
   bool allocated;
   std::string category;
+  nlohmann::json owner;  // {"module", "phase", "tensor"} (common/profile/recording.h)
   nlohmann::json frames;
 };
 
@@ -37,25 +38,23 @@ struct Segment {
 
 class ExampleAllocator {
  public:
-  uint64_t malloc(uint64_t requested, const std::string& category, const std::string& label,
-                  const std::string& name) {
+  uint64_t malloc(uint64_t requested, const std::string& category, const std::string& phase,
+                  const std::string& module, const std::string& name) {
     const uint64_t size =
         std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
     const bool small = size <= kSmallSize;
+    const nlohmann::json owner = {{"module", module}, {"phase", phase}, {"tensor", name}};
     nlohmann::json frames =
-        nlohmann::json::array({{{"filename", label}, {"line", 0}, {"name", name}}});
+        nlohmann::json::array({{{"filename", module}, {"line", 0}, {"name", name}}});
     auto [segment_index, block_index] = find_free(size, small);
     if (segment_index < 0) {
       const uint64_t segment_size =
           small
               ? kSmallBuffer
               : (size < 10 * kMiB ? kLargeBuffer : (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
-      Segment segment{next_address_,
-                      segment_size,
-                      small,
-                      {{0, segment_size, 0, false, "", nlohmann::json::array()}}};
+      Segment segment{next_address_, segment_size, small, {free_block(0, segment_size)}};
       next_address_ += segment_size + 2 * kMiB;  // gaps make addresses look like a real device
-      trace("segment_alloc", segment.address, segment_size, category, frames);
+      trace("segment_alloc", segment.address, segment_size, category, owner, frames);
       segments_.push_back(std::move(segment));
       segment_index = static_cast<long>(segments_.size() - 1);
       block_index = 0;
@@ -65,7 +64,7 @@ class ExampleAllocator {
     const uint64_t remaining = block.size - size;
     const bool split = small ? remaining >= kMinBlockSize : remaining > kSmallSize;
     if (split) {
-      Block rest{block.offset + size, remaining, 0, false, "", nlohmann::json::array()};
+      Block rest = free_block(block.offset + size, remaining);
       block.size = size;
       segment.blocks.insert(segment.blocks.begin() + block_index + 1, rest);
     }
@@ -73,9 +72,10 @@ class ExampleAllocator {
     chosen.allocated = true;
     chosen.requested_size = requested;
     chosen.category = category;
+    chosen.owner = owner;
     chosen.frames = frames;
     const uint64_t address = segment.address + chosen.offset;
-    trace("alloc", address, requested, category, frames);
+    trace("alloc", address, requested, category, owner, frames);
     return address;
   }
 
@@ -85,12 +85,11 @@ class ExampleAllocator {
       for (size_t i = 0; i < segment.blocks.size(); ++i) {
         Block& block = segment.blocks[i];
         if (segment.address + block.offset != address || !block.allocated) continue;
-        trace("free_requested", address, block.requested_size, block.category, block.frames);
-        trace("free_completed", address, block.requested_size, block.category, block.frames);
-        block.allocated = false;
-        block.requested_size = 0;
-        block.category.clear();
-        block.frames = nlohmann::json::array();
+        trace("free_requested", address, block.requested_size, block.category, block.owner,
+              block.frames);
+        trace("free_completed", address, block.requested_size, block.category, block.owner,
+              block.frames);
+        block = free_block(block.offset, block.size);
         merge_free_neighbours(segment, i);
         return;
       }
@@ -100,7 +99,7 @@ class ExampleAllocator {
   void empty_cache() {
     for (auto it = segments_.begin(); it != segments_.end();) {
       if (it->blocks.size() == 1 && !it->blocks[0].allocated) {
-        trace("segment_free", it->address, it->total_size, "", nlohmann::json::array());
+        trace("segment_free", it->address, it->total_size, "", no_owner(), nlohmann::json::array());
         it = segments_.erase(it);
       } else {
         ++it;
@@ -109,9 +108,14 @@ class ExampleAllocator {
   }
 
   void oom(uint64_t requested) {
-    nlohmann::json entry = {{"action", "oom"},       {"size", requested},
-                            {"device_free", 0},      {"stream", 0},
-                            {"time_us", time_us_++}, {"frames", nlohmann::json::array()}};
+    nlohmann::json entry = {{"action", "oom"},
+                            {"size", requested},
+                            {"device_free", 0},
+                            {"stream", 0},
+                            {"time_us", time_us_++},
+                            {"time_ns", time_ns_},
+                            {"frames", nlohmann::json::array()}};
+    entry.update(no_owner());
     trace_.push_back(std::move(entry));
   }
 
@@ -133,6 +137,7 @@ class ExampleAllocator {
                                 {"requested_size", block.requested_size},
                                 {"state", block.allocated ? "active_allocated" : "inactive"},
                                 {"frames", block.frames}};
+        entry.update(block.owner);
         if (block.allocated) {
           entry["category"] = block.category;
           allocated += block.size;
@@ -166,6 +171,12 @@ class ExampleAllocator {
   }
 
  private:
+  static nlohmann::json no_owner() { return {{"module", ""}, {"phase", "none"}, {"tensor", ""}}; }
+
+  static Block free_block(uint64_t offset, uint64_t size) {
+    return {offset, size, 0, false, "", no_owner(), nlohmann::json::array()};
+  }
+
   // Smallest free block of the right pool that fits; {-1, -1} if none.
   std::pair<long, long> find_free(uint64_t size, bool small) const {
     std::pair<long, long> best{-1, -1};
@@ -195,10 +206,13 @@ class ExampleAllocator {
   }
 
   void trace(const char* action, uint64_t address, uint64_t size, const std::string& category,
-             const nlohmann::json& frames) {
+             const nlohmann::json& owner, const nlohmann::json& frames) {
     nlohmann::json entry = {{"action", action}, {"addr", address},     {"size", size},
-                            {"stream", 0},      {"time_us", time_us_}, {"frames", frames}};
+                            {"stream", 0},      {"time_us", time_us_}, {"time_ns", time_ns_},
+                            {"frames", frames}};
+    entry.update(owner);
     time_us_ += 3;
+    time_ns_ += 2500;
     if (!category.empty()) entry["category"] = category;
     trace_.push_back(std::move(entry));
   }
@@ -206,6 +220,7 @@ class ExampleAllocator {
   std::vector<Segment> segments_;
   uint64_t next_address_ = 0x7f0000000000ull;
   uint64_t time_us_ = 1'700'000'000'000'000ull;
+  uint64_t time_ns_ = 5'000'000'000ull;  // a steady clock
   nlohmann::json trace_ = nlohmann::json::array();
 };
 
@@ -219,7 +234,7 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
   };
   ExampleAllocator allocator;
   const uint64_t hidden = workload.hidden_bytes;
-  const std::string prefix = "block";
+  const std::string prefix = "blocks.";
 
   // Parameters exist before recording starts: they appear only in "segments".
   struct Tensor {
@@ -233,8 +248,10 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
          {"attn.qkv.weight", "attn.proj.weight", "mlp.fc.weight", "mlp.proj.weight", "ln.bias"}) {
       const uint64_t bytes =
           std::string(weight) == "ln.bias" ? hidden / 256 + 64 : jitter(3 * hidden);
+      const std::string module =
+          block + "." + std::string(weight).substr(0, std::string(weight).find('.'));
       parameters.push_back(
-          {allocator.malloc(bytes, "parameter", "init/" + block, block + "." + weight), bytes});
+          {allocator.malloc(bytes, "parameter", "setup", module, block + "." + weight), bytes});
     }
   }
   allocator.start_recording();
@@ -242,26 +259,29 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
   std::vector<std::optional<uint64_t>> gradients(parameters.size());
   std::vector<uint64_t> optimizer_state;
   for (size_t step = 0; step < workload.step_count; ++step) {
-    const uint64_t input = allocator.malloc(hidden / 8, "input", "data/batch", "tokens");
+    const uint64_t input = allocator.malloc(hidden / 8, "input", "forward", "", "tokens");
     std::vector<uint64_t> activations;
     for (size_t layer = 0; layer < workload.layer_count; ++layer) {
       const std::string block = prefix + std::to_string(layer);
-      for (const char* part : {"attention", "mlp"}) {
-        const std::string label = "forward/" + block + "/" + part;
+      for (const char* part : {"attn", "mlp"}) {
+        const std::string module = block + "." + part;
         const uint64_t temporary =
-            allocator.malloc(jitter(hidden * 2), "temporary", label, "scores");
-        activations.push_back(allocator.malloc(jitter(hidden), "activation", label, "out"));
-        activations.push_back(allocator.malloc(jitter(hidden / 4), "activation", label, "saved"));
+            allocator.malloc(jitter(hidden * 2), "temporary", "forward", module, "scores");
+        activations.push_back(
+            allocator.malloc(jitter(hidden), "activation", "forward", module, "out"));
+        activations.push_back(
+            allocator.malloc(jitter(hidden / 4), "activation", "forward", module, "saved"));
         allocator.free(temporary);
       }
     }
     for (size_t p = parameters.size(); p-- > 0;) {
-      const std::string label = "backward/" + prefix + std::to_string(p / 5);
+      const std::string module = prefix + std::to_string(p / 5);
       if (!gradients[p]) {
-        gradients[p] = allocator.malloc(parameters[p].bytes, "gradient", label, "grad");
+        gradients[p] =
+            allocator.malloc(parameters[p].bytes, "gradient", "backward", module, "grad");
       }
       const uint64_t temporary =
-          allocator.malloc(jitter(hidden / 2), "temporary", label, "grad_input");
+          allocator.malloc(jitter(hidden / 2), "temporary", "backward", module, "grad_input");
       if (p % 5 == 0) {
         for (int i = 0; i < 4 && !activations.empty(); ++i) {
           allocator.free(activations.back());
@@ -273,11 +293,10 @@ nlohmann::json make_example_snapshot(const ExampleWorkload& workload) {
     for (const uint64_t activation : activations) allocator.free(activation);
     if (optimizer_state.empty()) {
       for (size_t p = 0; p < parameters.size(); ++p) {
-        const std::string label = "optimizer/step";
-        optimizer_state.push_back(
-            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg"));
-        optimizer_state.push_back(
-            allocator.malloc(parameters[p].bytes, "optimizer_state", label, "exp_avg_sq"));
+        optimizer_state.push_back(allocator.malloc(parameters[p].bytes, "optimizer_state",
+                                                   "optimizer", "optimizer", "exp_avg"));
+        optimizer_state.push_back(allocator.malloc(parameters[p].bytes, "optimizer_state",
+                                                   "optimizer", "optimizer", "exp_avg_sq"));
       }
     }
     for (auto& gradient : gradients) {

@@ -23,7 +23,9 @@ struct ExampleWorkload {
 
 /// Builds the snapshot: parameters allocated before recording (visible only in "segments"),
 /// then `step_count` steps of input, forward activations and temporaries, backward gradients,
-/// optimizer state. Every trace entry and block carries "category" and "frames".
+/// optimizer state. Every trace entry and block carries "category", "frames" (one label frame:
+/// the module path and the tensor name) and the extension keys of common/profile/recording.h
+/// ("module" such as "blocks.2.attn", "phase", "tensor"; "time_ns" on trace entries).
 nlohmann::json make_example_snapshot(const ExampleWorkload& workload);
 
 }  // namespace vramlab::report::testing

@@ -1,7 +1,7 @@
 // Observers of the training step: every phase announced in the order it runs, with the block
 // index (forward 0..L-1, backward L-1..0), at the moment the block's tensors appear and disappear;
-// a passive observer changes no loss bit; meta announces the same phases; the trainer's "setup"
-// and "optimizer" context labels; an unimplemented optimizer refused by name.
+// a passive observer changes no loss bit; meta announces the same phases; the trainer's setup and
+// optimizer training phases; an unimplemented optimizer refused by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -244,21 +244,28 @@ TEST(Trainer, LabelsTheParametersSetupAndTheStatesOptimizer) {
   runtime.allocator().record_history(memory::RecordMode::all);
   Trainer trainer(runtime, options_for(models(2)[1], 5));
   trainer.step();
-  int parameters = 0, states = 0, activations = 0;
+  int parameters = 0, inputs = 0, states = 0, activations = 0;
   for (const memory::TraceEntry& e : runtime.allocator().trace()) {
     if (e.action != memory::TraceAction::alloc) continue;
+    const std::string_view phase = memory::training_phase_name(e.phase);
     if (e.category == memory::MemoryCategory::parameter) {
       ++parameters;
-      EXPECT_EQ(e.context, "setup") << e.name;
+      EXPECT_EQ(phase, "setup") << e.name;
+    } else if (e.category == memory::MemoryCategory::input) {
+      ++inputs;
+      EXPECT_EQ(phase, "setup") << e.name;
     } else if (e.category == memory::MemoryCategory::optimizer_state) {
       ++states;
-      EXPECT_EQ(e.context, "optimizer") << e.name;
+      EXPECT_EQ(phase, "optimizer") << e.name;
+      EXPECT_EQ(e.module, "optimizer") << e.name;
     } else if (e.category == memory::MemoryCategory::activation) {
       ++activations;
-      EXPECT_TRUE(e.context.starts_with("forward")) << e.name << " in " << e.context;
+      EXPECT_EQ(phase, "forward") << e.name << " in " << e.module;
+      EXPECT_FALSE(e.module.empty()) << e.name;
     }
   }
   EXPECT_EQ(parameters, 1);
+  EXPECT_EQ(inputs, 2);  // the tokens and the targets
   EXPECT_EQ(states, 2);  // AdamW's m and v
   EXPECT_GT(activations, 0);
 }

@@ -23,6 +23,10 @@ void add_estimate_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab train`: trains a model on a chosen device on a learnable synthetic token stream.
 void add_train_command(CLI::App& app, int& exit_code);
 
+/// Adds `vramlab profile`: summarises a memory snapshot (the peak, its owners, what was live there)
+/// or compares two (what grew).
+void add_profile_command(CLI::App& app, int& exit_code);
+
 /// Adds the workbook commands: list, check, hint, solution, reset, watch, run and verify.
 void add_workbook_commands(CLI::App& app, int& exit_code);
 

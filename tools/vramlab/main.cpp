@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   vramlab::cli::add_alloc_command(app, exit_code);
   vramlab::cli::add_estimate_command(app, exit_code);
   vramlab::cli::add_train_command(app, exit_code);
+  vramlab::cli::add_profile_command(app, exit_code);
   vramlab::cli::add_workbook_commands(app, exit_code);
 
   if (const std::string word = unknown_command(app, argc, argv); !word.empty()) {

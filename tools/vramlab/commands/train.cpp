@@ -13,10 +13,13 @@
 //   vramlab train --model llama2-70b --batch 1 --seq 4096 --steps 1 --device meta --json
 //   vramlab train --model gpt2-tiny --device cuda:0
 //   vramlab train --model gpt2-tiny --recompute sqrt --dropout 0.1
+//   vramlab train --model gpt2-tiny --steps 2 --device sim --profile prof
+//                 (prof/: snapshot.pickle for memory_viz, trace.json for Perfetto, ops.txt, ...)
 #include <omp.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,11 +39,15 @@
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/memory_category.h"
+#include "common/memory/trace_replay.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/nn/kernel_backend.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/profile/profile_files.h"
+#include "common/profile/profiler.h"
+#include "common/profile/snapshot_analysis.h"
 #include "common/report/progress_bar.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
@@ -81,6 +88,10 @@ struct TrainCommandOptions {
   int64_t tp = 1;              // tensor-parallel degree: consecutive ranks form a TP group
   bool prefetch = false;
   bool json = false;
+  std::string profile_dir;  // empty: no profile
+  bool profile_given = false;
+  std::string profile_stacks = "on";
+  bool profile_stacks_given = false;
 };
 
 // What one data-parallel rank measured, for rank 0's per-rank table.
@@ -92,6 +103,49 @@ struct RankOutcome {
   int64_t tp_bytes_sent = 0;        // tensor parallelism's activations, the last step
   json summary;                     // the rank's --json summary (rank 0's is printed)
 };
+
+// Where a rank's profile goes: DIR itself for one process, DIR/rankR when there are ranks (each
+// writes its own files; under mpirun every process does).
+std::string profile_directory(const TrainCommandOptions& o, const train::TrainOptions& options) {
+  if (!options.parallel.data_parallel && !options.parallel.tensor_parallel) return o.profile_dir;
+  const int64_t rank = options.parallel.tensor_parallel
+                           ? options.parallel.data_parallel->rank() *
+                                     options.parallel.tensor_parallel->world_size() +
+                                 options.parallel.tensor_parallel->rank()
+                           : options.parallel.data_parallel->rank();
+  return (std::filesystem::path(o.profile_dir) / ("rank" + std::to_string(rank))).string();
+}
+
+// Checked before training, so a typo does not cost the run.
+void check_profile_options(const TrainCommandOptions& o) {
+  if (o.profile_stacks != "on" && o.profile_stacks != "off")
+    throw UsageError("--profile-stacks '" + o.profile_stacks + "' is not on or off");
+  if (o.profile_given && o.profile_dir.empty())
+    throw UsageError("--profile needs a directory, got ''");
+  if (o.profile_dir.empty()) {
+    if (o.profile_stacks_given) throw UsageError("--profile-stacks needs --profile DIR");
+    return;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(o.profile_dir, error);
+  if (error || !std::filesystem::is_directory(o.profile_dir))
+    throw UsageError("--profile '" + o.profile_dir + "': cannot create the directory" +
+                     (error ? " (" + error.message() + ")" : " (a file has that name)"));
+}
+
+// One line on the peak: how big, who reached it (module, phase, tensor) and where it was
+// allocated.
+std::string peak_summary(const profile::PeakReport& peak) {
+  std::string line = "peak " + report::format_bytes(static_cast<uint64_t>(peak.peak_bytes));
+  const profile::Allocation& owner = peak.peak_owner;
+  if (peak.peak_event < 0) return line + " before the first recorded event";
+  line += " reached by " + (owner.tensor.empty() ? std::string("an allocation") : owner.tensor) +
+          " (" + report::format_bytes(static_cast<uint64_t>(owner.bytes)) + ", module " +
+          (owner.module.empty() ? "(none)" : owner.module) + ", " +
+          (owner.phase.empty() ? "no phase" : owner.phase) + ")";
+  if (!owner.frames.empty()) line += " in " + owner.frames.front().function;
+  return line;
+}
 
 void require_positive(const char* flag, const std::optional<int64_t>& value) {
   if (value && *value < 1)
@@ -155,6 +209,7 @@ void run_train(const TrainCommandOptions& o) {
   options.parallel.prefetch = o.prefetch;
   if (o.simulate_ranks < 0 || o.simulate_ranks > 4096)
     throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) + " outside [1, 4096]");
+  check_profile_options(o);
   run_ranks(o, options, device);
 }
 
@@ -165,6 +220,14 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
   const std::string kernels_name(nn::kernel_kind_name(runtime.kernel_kind()));
+  // Made before the trainer, so the parameters' and optimizer states' allocations are recorded
+  // with their modules and stacks (as _record_memory_history() called before building the model).
+  std::optional<profile::Profiler> profiler;
+  if (!o.profile_dir.empty()) {
+    profile::ProfilerOptions profiler_options;
+    profiler_options.cpp_stacks = o.profile_stacks == "on";
+    profiler.emplace(runtime, profiler_options);
+  }
   train::Trainer trainer(runtime, options);
   RankOutcome outcome;
   outcome.rank = options.parallel.data_parallel ? options.parallel.data_parallel->rank() : 0;
@@ -266,6 +329,35 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     }
   }
   bar.finish();
+  std::optional<profile::ProfileFiles> files;
+  std::string profile_line;
+  json profile_json;
+  if (profiler) {
+    const profile::Recording recording = profiler->stop();
+    const std::string directory = profile_directory(o, options);
+    files = profile::write_profile(
+        recording, directory,
+        "vramlab train: " + m.name + " on " + device.name() +
+            (options.parallel.data_parallel ? ", rank " + std::to_string(outcome.rank)
+                                            : std::string()));
+    const profile::PeakReport peak = profile::analyse_peak(recording.snapshot);
+    profile_line = peak_summary(peak);
+    profile_json = {{"directory", directory},
+                    {"files",
+                     {{"snapshot_pickle", files->snapshot_pickle},
+                      {"snapshot_json", files->snapshot_json},
+                      {"trace_json", files->trace_json},
+                      {"ops_table", files->ops_table},
+                      {"ops_json", files->ops_json},
+                      {"timeline_html", files->timeline_html}}},
+                    {"stacks", o.profile_stacks == "on"},
+                    {"recorded_s", recording.seconds},
+                    {"peak_bytes", peak.peak_bytes},
+                    {"peak_owner",
+                     {{"module", peak.peak_owner.module},
+                      {"phase", peak.peak_owner.phase},
+                      {"tensor", peak.peak_owner.tensor}}}};
+  }
   const train::MemoryReport mem = trainer.memory_report();
   const double median_s = train::median(seconds);
   outcome.state = trainer.model_state();
@@ -312,6 +404,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
          {{"parameters", outcome.state.parameters},
           {"gradients", outcome.state.gradients},
           {"optimizer_states", outcome.state.optimizer_states}}}};
+    if (profiler) summary["profile"] = profile_json;
     outcome.summary = std::move(summary);
     return outcome;
   }
@@ -343,6 +436,18 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         "rank's heads and MLP units only, which vramlab estimate's runtime column, made for one "
         "rank, does not split)\n",
         report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str());
+  if (files) {
+    const std::string directory = std::filesystem::path(files->snapshot_pickle).parent_path();
+    std::printf(
+        "profile%s: %s\n  %s\n",
+        options.parallel.data_parallel ? " of rank 0 (every rank wrote its own beside it)" : "",
+        memory::printable(directory).c_str(), memory::printable(profile_line).c_str());
+    std::printf(
+        "  snapshot.pickle: pytorch.org/memory_viz or python -m torch.cuda._memory_viz; "
+        "trace.json: ui.perfetto.dev or chrome://tracing; ops.txt: the per-op table; "
+        "timeline.html: a browser; vramlab profile %s: the peak's owners\n",
+        memory::printable(files->snapshot_pickle).c_str());
+  }
   // A large-pool block is not split when 1 MiB or less would be left (PyTorch's should_split), so
   // a category can count more than its tensors; which blocks keep such a remainder depends on the
   // sequence of sizes, and gpt2-tiny's saved activations hit it already in the first step.
@@ -588,6 +693,18 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--prefetch", opts->prefetch,
                 "ZeRO-3: gather the next block's parameters together with the current one's");
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
+  cmd->add_option("--profile", opts->profile_dir,
+                  "Record the run (every allocation with its module, phase and C++ stack; a span "
+                  "per phase, module and kernel) and write into DIR: snapshot.pickle (for "
+                  "pytorch.org/memory_viz), snapshot.json, trace.json (Perfetto, "
+                  "chrome://tracing), ops.txt and ops.json (the per-op memory table), "
+                  "timeline.html; with ranks, DIR/rank0, DIR/rank1, ... (read one with vramlab "
+                  "profile DIR/snapshot.pickle)")
+      ->each([opts](const std::string&) { opts->profile_given = true; });
+  cmd->add_option("--profile-stacks", opts->profile_stacks,
+                  "on (default): capture a C++ call stack with every allocation; off: module, "
+                  "phase and tensor only, for the lowest recording overhead")
+      ->each([opts](const std::string&) { opts->profile_stacks_given = true; });
   cmd->callback([opts, &exit_code] {
     run_train(*opts);
     exit_code = 0;
