@@ -2,7 +2,9 @@
 // replayed on a small simulated device. Contract: the replay ends (an out-of-memory stop included)
 // or refuses the trace with a UsageError "fuzz.trace:LINE: ..." whose text has no raw control
 // character, and a line holding a NUL is shown with it escaped (a NUL once cut the message short);
-// the allocator's invariants hold after the replay and tearing it down leaks nothing.
+// the allocator's invariants hold after the replay and tearing it down leaks nothing. The snapshot
+// `vramlab alloc --export-snapshot` writes of the replay exports as a pickle, re-imports, and
+// `vramlab profile` analyses it without a complaint: vramlab reads back everything it writes.
 //   build-fuzz/bin/fuzz_trace tests/fuzz/corpus/trace -max_total_time=60
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,8 @@
 
 #include "common/memory/device.h"
 #include "common/memory/trace_replay.h"
+#include "common/profile/snapshot_analysis.h"
+#include "common/report/snapshot_pickle.h"
 #include "tests/fuzz/fuzz_contract.h"
 
 namespace {
@@ -41,12 +45,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const memory::Device device = memory::parse_device("sim:64MiB");
   try {
     auto allocator = memory::make_replay_allocator(device, memory::AllocatorConfig{});
+    allocator->record_history(memory::RecordMode::all);
     memory::TraceReplayer replayer(*allocator);
     std::istringstream stream(input);
     const memory::ReplayOutcome outcome = replayer.replay(stream, "fuzz.trace");
     if (outcome.out_of_memory && outcome.message.empty())
       fuzz::contract_broken("replay", "out-of-memory stop without a message");
     allocator->check_invariants();
+    const nlohmann::json snapshot = allocator->snapshot();
+    try {
+      const nlohmann::json imported = report::decode_pickle(report::encode_pickle(snapshot));
+      (void)profile::analyse_peak(imported);
+      if (!profile::compare_snapshots(imported, imported).empty())
+        fuzz::contract_broken("compare_snapshots", "vramlab's snapshot grew against itself");
+    } catch (const UsageError& error) {
+      fuzz::contract_broken("vramlab cannot read back its own snapshot", error.what());
+    }
   } catch (const UsageError& error) {
     fuzz::check_usage_error(error);
     const std::string message = error.what();
