@@ -45,7 +45,28 @@ class source_location {
 /// Binaries turn it into one line on stderr and exit code 2.
 struct UsageError : std::invalid_argument {
   /// \param message what was wrong, naming the offending value, e.g. "unknown dtype 'nope'".
-  explicit UsageError(const std::string& message) : std::invalid_argument(message) {}
+  /// Its control characters other than newline are kept as `\xNN` text: the value named may come
+  /// from a file, and what() is a C string, so a NUL in it would cut the message short (the
+  /// fuzzers of tests/fuzz found such cuts in manifest ids and model names).
+  explicit UsageError(const std::string& message) : std::invalid_argument(shown(message)) {}
+
+ private:
+  static std::string shown(const std::string& message) {
+    std::string out;
+    out.reserve(message.size());
+    for (const char c : message) {
+      const auto byte = static_cast<unsigned char>(c);
+      if ((byte < 0x20 && c != '\n') || byte == 0x7f) {
+        constexpr char kHex[] = "0123456789abcdef";
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 0xf];
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
 };
 
 /// A violated precondition inside vramlab (a kernel given a negative size, a token outside the

@@ -22,11 +22,18 @@ namespace vramlab::fuzz {
   std::abort();
 }
 
-/// A UsageError must say what was wrong: an empty message tells the user nothing.
+/// A UsageError must say what was wrong (an empty message tells the user nothing), all of it:
+/// what() is a C string, so a raw NUL would cut it short, and a raw escape sequence would drive the
+/// terminal. UsageError shows control characters as `\xNN`; none but newline may remain.
 /// \param error the refusal.
 inline void check_usage_error(const UsageError& error) {
   const std::string_view message = error.what();
   if (message.empty()) contract_broken("UsageError", "empty message");
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n') || byte == 0x7f)
+      contract_broken("UsageError with a raw control character", std::string(message));
+  }
 }
 
 /// Runs \p parse: a result or a UsageError is the contract; any other exception breaks it.
