@@ -11,6 +11,7 @@
 //   build/tests/bin/test_allocator_differential
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -85,12 +86,16 @@ class Model {
   std::int64_t ooms = 0;
   std::int64_t sync_all_streams = 0;  // empty_cache and every flush before a retry
   std::map<Block*, Allocation> live;
+  /// The live blocks in the order of their allocation (a random pick from a map keyed by address
+  /// would depend on where the heap put the Blocks, and a seed would not replay a failure).
+  std::vector<Block*> order;
   /// Freed blocks that wait for other streams: the streams still to sync, per block.
   std::map<Block*, std::pair<Allocation, std::set<StreamId>>> pending;
 
   void on_malloc(Block* block, std::size_t requested) {
     Allocation a{requested, block->size, block->size <= kSmallSize, {}};
     live.emplace(block, a);
+    order.push_back(block);
     count_in(a);
   }
   /// free(): the allocation ends now; active and requested end when the other streams are done.
@@ -98,6 +103,8 @@ class Model {
     const auto it = live.find(block);
     const Allocation a = it->second;
     live.erase(it);
+    *std::find(order.begin(), order.end(), block) = order.back();
+    order.pop_back();
     allocation.decrease(a.small, 1);
     allocated_bytes.decrease(a.small, static_cast<std::int64_t>(a.size));
     if (a.used_by.empty()) {
@@ -246,8 +253,7 @@ Totals run(std::uint64_t seed, std::int64_t operations, std::uint64_t capacity) 
         EXPECT_NE(std::string(error.what()).find("out of memory"), std::string::npos);
       }
     } else if (choice < 850 && !model.live.empty()) {
-      auto it =
-          std::next(model.live.begin(), static_cast<std::ptrdiff_t>(rng() % model.live.size()));
+      auto it = model.live.find(model.order[rng() % model.order.size()]);
       Block* block = it->first;
       if (rng() % 6 == 0) {
         const auto other =
@@ -260,8 +266,7 @@ Totals run(std::uint64_t seed, std::int64_t operations, std::uint64_t capacity) 
       model.on_free(block);
       ++totals.frees;
     } else if (choice < 900 && !model.live.empty()) {
-      auto it =
-          std::next(model.live.begin(), static_cast<std::ptrdiff_t>(rng() % model.live.size()));
+      auto it = model.live.find(model.order[rng() % model.order.size()]);
       what = "record_stream " + std::to_string(stream);
       allocator->record_stream(it->first, stream);
       if (stream != it->first->stream) it->second.used_by.insert(stream);
