@@ -16,3 +16,18 @@ if(VRAMLAB_SANITIZE)
   target_link_options(vramlab_warnings INTERFACE ${_vramlab_san})
   target_compile_definitions(vramlab_warnings INTERFACE VRAMLAB_SANITIZE=1)
 endif()
+
+# The fuzz build: every library gets libFuzzer's coverage instrumentation (the fuzz targets link the
+# fuzzer runtime itself, tests/fuzz/CMakeLists.txt); clang only, with the sanitizers above.
+if(VRAMLAB_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "VRAMLAB_FUZZ=ON needs clang (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}: "
+                        "use the 'fuzz' preset (CXX=clang++) and install Debian's clang and "
+                        "libclang-rt-14-dev")
+  endif()
+  if(NOT VRAMLAB_SANITIZE)
+    message(FATAL_ERROR "VRAMLAB_FUZZ=ON needs VRAMLAB_SANITIZE=ON: a fuzzer without ASan and UBSan "
+                        "misses the memory errors and undefined behaviour it is there to find")
+  endif()
+  target_compile_options(vramlab_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()

@@ -16,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "common/memory/caching_allocator.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/tensor_view.h"
+#include "common/platform/errors.h"
 
 namespace vramlab::memory {
 
@@ -58,11 +58,13 @@ class Tensor {
   /// must never be dereferenced on meta.
   [[nodiscard]] void* data() const;
   /// \param where the caller. \return data() as float. \throws vramlab::InternalError unless f32.
-  [[nodiscard]] float* f32(std::source_location where = std::source_location::current()) const {
+  [[nodiscard]] float* f32(
+      vramlab::source_location where = vramlab::source_location::current()) const {
     return view().f32(where);
   }
   /// \param where the caller. \return data() as int32. \throws vramlab::InternalError unless i32.
-  [[nodiscard]] int32_t* i32(std::source_location where = std::source_location::current()) const {
+  [[nodiscard]] int32_t* i32(
+      vramlab::source_location where = vramlab::source_location::current()) const {
     return view().i32(where);
   }
   /// \return a view that does not keep the block alive: it dangles after reset() or a move. An

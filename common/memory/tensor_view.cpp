@@ -18,7 +18,7 @@ int64_t element_count(const std::vector<int64_t>& shape) {
   return numel;
 }
 
-void require_dtype(const TensorView& view, DType expected, std::source_location where) {
+void require_dtype(const TensorView& view, DType expected, vramlab::source_location where) {
   if (view.dtype() != expected)
     throw InternalError("a " + std::string(dtype_name(view.dtype())) + " tensor " +
                             format_shape(view.shape()) + " used as " +
@@ -31,17 +31,17 @@ void require_dtype(const TensorView& view, DType expected, std::source_location 
 TensorView::TensorView(void* data, DType dtype, std::vector<int64_t> shape)
     : data_(data), dtype_(dtype), shape_(std::move(shape)), numel_(element_count(shape_)) {}
 
-float* TensorView::f32(std::source_location where) const {
+float* TensorView::f32(vramlab::source_location where) const {
   require_dtype(*this, DType::f32, where);
   return static_cast<float*>(data_);
 }
 
-int32_t* TensorView::i32(std::source_location where) const {
+int32_t* TensorView::i32(vramlab::source_location where) const {
   require_dtype(*this, DType::i32, where);
   return static_cast<int32_t*>(data_);
 }
 
-int8_t* TensorView::i8(std::source_location where) const {
+int8_t* TensorView::i8(vramlab::source_location where) const {
   require_dtype(*this, DType::i8, where);
   return static_cast<int8_t*>(data_);
 }

@@ -9,11 +9,11 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <vector>
 
 #include "common/dtype/dtype.h"
+#include "common/platform/errors.h"
 
 namespace vramlab::memory {
 
@@ -43,14 +43,17 @@ class TensorView {
 
   /// \param where the caller (filled in by the compiler).
   /// \return data() as float. \throws vramlab::InternalError unless the dtype is f32.
-  [[nodiscard]] float* f32(std::source_location where = std::source_location::current()) const;
+  [[nodiscard]] float* f32(
+      vramlab::source_location where = vramlab::source_location::current()) const;
   /// \param where the caller (filled in by the compiler).
   /// \return data() as int32. \throws vramlab::InternalError unless the dtype is i32.
-  [[nodiscard]] int32_t* i32(std::source_location where = std::source_location::current()) const;
+  [[nodiscard]] int32_t* i32(
+      vramlab::source_location where = vramlab::source_location::current()) const;
   /// \param where the caller (filled in by the compiler).
   /// \return data() as int8 (quantised activations). \throws vramlab::InternalError unless the
   /// dtype is i8.
-  [[nodiscard]] int8_t* i8(std::source_location where = std::source_location::current()) const;
+  [[nodiscard]] int8_t* i8(
+      vramlab::source_location where = vramlab::source_location::current()) const;
 
   /// A view of \p shape elements starting \p offset elements into this one (one parameter of the
   /// flat parameter block, the k projection inside a fused qkv buffer).

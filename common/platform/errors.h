@@ -14,11 +14,59 @@
 
 namespace vramlab {
 
+#if defined(__cpp_lib_source_location)
+/// Where a check is written: std::source_location where the standard library has it.
+using source_location = std::source_location;
+#else
+/// Where a check is written. Clang 14 (the libFuzzer build, tests/fuzz) cannot compile libstdc++'s
+/// std::source_location, so this stand-in takes the same compiler builtins as default arguments.
+class source_location {
+ public:
+  /// \return the location of the call (of the default argument's use).
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           unsigned line = __builtin_LINE()) noexcept {
+    source_location here;
+    here.file_ = file;
+    here.line_ = line;
+    return here;
+  }
+  /// \return the source file's name.
+  constexpr const char* file_name() const noexcept { return file_; }
+  /// \return the line.
+  constexpr unsigned line() const noexcept { return line_; }
+
+ private:
+  const char* file_ = "";
+  unsigned line_ = 0;
+};
+#endif
+
 /// Bad input from a user: a flag, a value, a file line. The message names the bad value.
 /// Binaries turn it into one line on stderr and exit code 2.
 struct UsageError : std::invalid_argument {
   /// \param message what was wrong, naming the offending value, e.g. "unknown dtype 'nope'".
-  explicit UsageError(const std::string& message) : std::invalid_argument(message) {}
+  /// Its control characters other than newline are kept as `\xNN` text: the value named may come
+  /// from a file, and what() is a C string, so a NUL in it would cut the message short (the
+  /// fuzzers of tests/fuzz found such cuts in manifest ids and model names).
+  explicit UsageError(const std::string& message) : std::invalid_argument(shown(message)) {}
+
+ private:
+  static std::string shown(const std::string& message) {
+    std::string out;
+    out.reserve(message.size());
+    for (const char c : message) {
+      const auto byte = static_cast<unsigned char>(c);
+      if ((byte < 0x20 && c != '\n') || byte == 0x7f) {
+        constexpr char kHex[] = "0123456789abcdef";
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 0xf];
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
 };
 
 /// A violated precondition inside vramlab (a kernel given a negative size, a token outside the
@@ -27,7 +75,7 @@ struct InternalError : std::logic_error {
   /// \param message what was violated, naming the values.
   /// \param where the check that failed (defaults to the caller's line).
   explicit InternalError(const std::string& message,
-                         std::source_location where = std::source_location::current())
+                         vramlab::source_location where = vramlab::source_location::current())
       : std::logic_error("internal error at " + std::string(where.file_name()) + ":" +
                          std::to_string(where.line()) + ": " + message) {}
 };

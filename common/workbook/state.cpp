@@ -1,6 +1,7 @@
 // The learner's progress file (see state.h).
 #include "common/workbook/state.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,11 @@ namespace vramlab::workbook {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+// Exercises have three hint levels; the bound leaves room for more without any overflow.
+constexpr std::int64_t kMaxHintLevel = 1000;
+}  // namespace
 
 fs::path state_path(const fs::path& repo_root) {
   return repo_root / ".vramlab" / "state.json";
@@ -36,7 +42,14 @@ State load_state(const fs::path& path) {
     for (const auto& id : data.value("done", json::array()))
       state.done.insert(id.get<std::string>());
     const json hints_seen = data.value("hints_seen", json::object());
-    for (const auto& [id, level] : hints_seen.items()) state.hints_seen[id] = level.get<int>();
+    for (const auto& [id, level] : hints_seen.items()) {
+      // get<int>() of 1e30 or 2^40 would be undefined or wrap (found by tests/fuzz/fuzz_state),
+      // and the hint commands add 1 to the level: it is a small non-negative integer.
+      if (!level.is_number_integer() || level.get<std::int64_t>() < 0 ||
+          level.get<std::int64_t>() > kMaxHintLevel)
+        throw UsageError(invalid + ": hint level " + level.dump() + " for '" + id + "'");
+      state.hints_seen[id] = level.get<int>();
+    }
   } catch (const json::exception&) {
     throw UsageError(invalid);
   }

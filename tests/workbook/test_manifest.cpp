@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
@@ -60,6 +61,27 @@ TEST(Manifest, MalformedManifestsNameTheProblem) {
   json wrong_lesson = sample();
   wrong_lesson["exercises"][0]["id"] = "04.1";
   EXPECT_THROW(parse_lesson_manifest(wrong_lesson, "lessons/03-mixed"), UsageError);
+}
+
+// Found by tests/fuzz/fuzz_manifest: an exercise id holding a NUL (JSON "\u0000") cut the error
+// message at the NUL, so the rest of the id and of the sentence never reached the learner.
+TEST(Manifest, AnIdWithControlCharactersIsNamedWholeWithThemEscaped) {
+  for (const auto& [id, shown] :
+       {std::pair<std::string, std::string>{std::string("9\0x.1", 5), "9\\x00x.1"},
+        {"9\x1b[2J.1", "9\\x1b[2J.1"},
+        {"9\x7f.1", "9\\x7f.1"}}) {
+    json bad = sample();
+    bad["exercises"][0]["id"] = id;
+    try {
+      parse_lesson_manifest(bad, "lessons/03-mixed");
+      ADD_FAILURE() << "accepted exercise id " << shown;
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("exercise " + shown + ": the id must start with the lesson id '03.'"),
+                std::string::npos)
+          << message;
+    }
+  }
 }
 
 TEST(Manifest, SelectionByExerciseOrLessonAndUnknownIds) {

@@ -53,5 +53,31 @@ TEST(State, CorruptFileIsAUsageErrorNamingIt) {
   fs::remove(file);
 }
 
+// Found by tests/fuzz/fuzz_state: get<int>() of a level of 1e30 was undefined behaviour (UBSan:
+// outside the range of int), 2^32 wrapped to 0, and a level near INT_MAX overflowed when `vramlab
+// hint` added one. A level is an integer from 0 to 1000; anything else names the file and the
+// level.
+TEST(State, HintLevelOutsideZeroToAThousandIsAUsageErrorNamingIt) {
+  const fs::path file = fs::temp_directory_path() /
+                        ("vramlab-test-state-level-" + std::to_string(getpid()) + ".json");
+  for (const std::string level : {"1e30", "-1e30", "2.5", "4294967296", "2147483647", "-1",
+                                  "18446744073709551615", "1001", "true", "null"}) {
+    std::ofstream(file) << R"({"hints_seen": {"01.1": )" << level << "}}";
+    try {
+      load_state(file);
+      ADD_FAILURE() << "accepted hint level " << level;
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+      EXPECT_NE(message.find("hint level"), std::string::npos) << message;
+    }
+  }
+  for (const int level : {0, 1, 3, 1000}) {
+    std::ofstream(file) << R"({"hints_seen": {"01.1": )" << level << "}}";
+    EXPECT_EQ(load_state(file).hints_seen.at("01.1"), level);
+  }
+  fs::remove(file);
+}
+
 }  // namespace
 }  // namespace vramlab::workbook
