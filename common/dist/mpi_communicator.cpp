@@ -15,9 +15,11 @@
 //      deadline passes, the ranks whose header has not come are exactly the ones that did not
 //      arrive: they are named. A header that differs from this rank's is a mismatched collective:
 //      both calls are named.
-//   2. Data: the MPI-3 non-blocking form of the call (MPI_Iallreduce, ...), polled the same way;
-//      a rank that stops after arriving (rare: arrival is microseconds before the data) is
-//      reported as such, without a name, since MPI does not say who is missing inside a call.
+//   2. Data: the MPI-3 non-blocking form of the call (MPI_Iallreduce, ...), polled the same way.
+//      MPI does not say who is missing inside a call, and a rank can stop there (ZeRO-3 spends
+//      much of a step in all-gathers), so when the deadline passes the rank probes its peers on
+//      the header communicator: every rank answers probes while it polls, so the ones that do
+//      not answer within min(timeout, 10 s) are named.
 // Why not a watchdog thread around the blocking calls: it cannot name who did not arrive, and
 // aborting from a second thread needs MPI_THREAD_MULTIPLE, which costs every call a lock.
 // Polling spins on MPI_Testall as OpenMPI's blocking calls do, yielding the core after a few
@@ -147,19 +149,17 @@ double collective_timeout_seconds() {
 }
 
 // Polls \p requests until all complete (true) or \p deadline passes (false).
-// \p statuses: one per request, or MPI_STATUSES_IGNORE.
-bool wait_until(std::vector<MPI_Request>& requests, Clock::time_point deadline,
-                std::string_view call, int64_t rank, int64_t world_size,
-                MPI_Status* statuses = MPI_STATUSES_IGNORE) {
-  for (int64_t polls = 0;; ++polls) {
-    int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses), call,
-          rank, world_size);
-    if (done) return true;
-    if (polls % 64 != 63) continue;
-    if (Clock::now() > deadline) return false;
-    if (polls > 4096) sched_yield();
-  }
+// Tags on the header communicator: arrival headers, and the liveness probe of a call that did
+// not complete (Note, phase 2) with its answer.
+constexpr int kHeaderTag = 0;
+constexpr int kProbeTag = 1;
+constexpr int kAnswerTag = 2;
+// The longest a rank waits for the answers to its liveness probe.
+constexpr double kMaxProbeSeconds = 10.0;
+
+Clock::time_point after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 // The header of one call, compared between the ranks that take part (Note, phase 1).
@@ -283,7 +283,8 @@ struct MpiCommunicator::Impl {
   int64_t calls = 0;
   int64_t rank = 0;
   int64_t world_size = 1;
-  CallHeader current;  // the call in progress, for the data phase's message
+  CallHeader current;         // the call in progress, for the data phase's message
+  int64_t current_peer = -1;  // its partner (send/recv), or -1 for every rank
 
   void require_count(int64_t count, std::string_view call) const {
     if (count > kMaxCount)
@@ -304,6 +305,71 @@ struct MpiCommunicator::Impl {
     rank = r;
     world_size = size;
     timeout_seconds = collective_timeout_seconds();
+  }
+
+  // Answers the liveness probes of ranks whose call did not complete: any rank polling is alive.
+  void answer_probes() const {
+    for (;;) {
+      int waiting = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kProbeTag, headers, &waiting, &status);
+      if (!waiting) return;
+      int64_t call = 0;
+      MPI_Recv(&call, 1, MPI_INT64_T, status.MPI_SOURCE, kProbeTag, headers, MPI_STATUS_IGNORE);
+      MPI_Send(&call, 1, MPI_INT64_T, status.MPI_SOURCE, kAnswerTag, headers);  // 8 bytes: eager
+    }
+  }
+
+  // Polls \p requests until all complete (true) or \p deadline passes (false), answering probes.
+  // \p statuses: one per request, or MPI_STATUSES_IGNORE.
+  bool wait_until(std::vector<MPI_Request>& requests, Clock::time_point deadline,
+                  std::string_view call, MPI_Status* statuses = MPI_STATUSES_IGNORE) const {
+    for (int64_t polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses), call,
+            rank, world_size);
+      if (done) return true;
+      if (polls % 64 != 63) continue;
+      answer_probes();
+      if (Clock::now() > deadline) return false;
+      if (polls > 4096) sched_yield();
+    }
+  }
+
+  // The ranks among \p peers that do not answer a liveness probe within kMaxProbeSeconds (at
+  // most the timeout): stopped, or busy outside any call. \return "rank 1, rank 3", or "".
+  std::string silent_ranks(const std::vector<int64_t>& peers) const {
+    std::vector<int64_t> answers(peers.size());  // (peers)
+    std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < peers.size(); ++i) {
+      MPI_Irecv(&answers[i], 1, MPI_INT64_T, static_cast<int>(peers[i]), kAnswerTag, headers,
+                &requests[i]);
+      MPI_Isend(&current.call, 1, MPI_INT64_T, static_cast<int>(peers[i]), kProbeTag, headers,
+                &requests[peers.size() + i]);
+    }
+    const Clock::time_point deadline = after(std::min(timeout_seconds, kMaxProbeSeconds));
+    for (int64_t polls = 0; Clock::now() < deadline; ++polls) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(peers.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) return "";
+      answer_probes();
+      if (polls > 4096) sched_yield();
+    }
+    std::string silent;
+    for (size_t i = 0; i < peers.size(); ++i) {
+      int answered = 0;
+      MPI_Test(&requests[i], &answered, MPI_STATUS_IGNORE);
+      if (!answered) silent += (silent.empty() ? "rank " : ", rank ") + std::to_string(peers[i]);
+    }
+    return silent;
+  }
+
+  // The other ranks of the current call: one partner for send/recv, every other rank otherwise.
+  [[nodiscard]] std::vector<int64_t> peers_of(int64_t peer) const {
+    std::vector<int64_t> peers;
+    for (int64_t r = 0; r < world_size; ++r)
+      if (r != rank && (peer < 0 || r == peer)) peers.push_back(r);
+    return peers;
   }
 
   [[nodiscard]] std::string where() const {
@@ -329,18 +395,27 @@ struct MpiCommunicator::Impl {
                       &requests[peers.size() + i]),
             "MPI_Isend (header)", rank, world_size);
     }
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(timeout_seconds));
-    if (!wait_until(requests, deadline, "header exchange", rank, world_size)) {
-      std::string missing;
+    if (!wait_until(requests, after(timeout_seconds), "header exchange")) {
+      std::vector<int64_t> missing;
       for (size_t i = 0; i < peers.size(); ++i) {
         int arrived = 0;
         MPI_Test(&requests[i], &arrived, MPI_STATUS_IGNORE);
-        if (!arrived) missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(peers[i]);
+        if (!arrived) missing.push_back(peers[i]);
       }
-      if (missing.empty()) missing = "a rank that did not take this rank's header";
-      fail("mpi " + describe(current) + " " + where() + ": " + missing + " did not arrive within " +
-           seconds_text() + " s (VRAMLAB_COLLECTIVE_TIMEOUT): stopped, hung, or in another call");
+      // A rank still inside an earlier call (its partner there stopped) is alive and answers;
+      // the one that stopped does not, and is the one to name.
+      const std::string silent = silent_ranks(missing);
+      const std::string within =
+          " did not arrive within " + seconds_text() + " s (VRAMLAB_COLLECTIVE_TIMEOUT)";
+      if (!silent.empty())
+        fail("mpi " + describe(current) + " " + where() + ": " + silent + within +
+             " and did not answer a probe: stopped or hung");
+      std::string named;
+      for (const int64_t r : missing)
+        named += (named.empty() ? "rank " : ", rank ") + std::to_string(r);
+      if (named.empty()) named = "a rank that did not take this rank's header";
+      fail("mpi " + describe(current) + " " + where() + ": " + named + within +
+           " but answered a probe: waiting in another call");
     }
     for (size_t i = 0; i < peers.size(); ++i) {
       CallHeader expected = current;
@@ -369,13 +444,15 @@ struct MpiCommunicator::Impl {
   }
   void wait_for_status(MPI_Request request, std::string_view call, MPI_Status* status) {
     std::vector<MPI_Request> requests{request};
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(timeout_seconds));
-    if (!wait_until(requests, deadline, call, rank, world_size, status))
-      fail("mpi " + std::string(call) + " (" + describe(current) + ") " + where() +
-           " did not complete within " + seconds_text() +
-           " s (VRAMLAB_COLLECTIVE_TIMEOUT) although every rank had arrived: a rank stopped "
-           "inside it");
+    if (wait_until(requests, after(timeout_seconds), call, status)) return;
+    std::string silent = silent_ranks(peers_of(current_peer));
+    if (silent.empty())
+      silent = "every rank answered a probe, so one is stuck in MPI itself";
+    else
+      silent += " did not answer (stopped, or busy outside any call)";
+    fail("mpi " + describe(current) + " " + where() + ": " + std::string(call) +
+         " did not complete within " + seconds_text() +
+         " s (VRAMLAB_COLLECTIVE_TIMEOUT) although every rank had arrived; " + silent);
   }
 
   [[nodiscard]] std::string seconds_text() const {
