@@ -121,7 +121,7 @@ int64_t ring_bytes_received(Collective collective, int64_t elements, int64_t ele
 /// element count and dtype; a rank that does not (a mismatched collective) or a rank that is
 /// lost makes the others fail with a PeerFailure naming it where the implementation can tell
 /// (the simulated communicator always can; under `mpirun`, OpenMPI ends the job when a rank dies
-/// and names it).
+/// and names it, and MpiCommunicator's watchdog names a stopped rank or a mismatched call).
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -1,7 +1,7 @@
 /// \file
 /// \brief MpiCommunicator: the Communicator over OpenMPI, for CPU ranks started by `mpirun`
-/// (one machine or many). Collectives map to one MPI call each (MPI_Allreduce,
-/// MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Send/MPI_Recv, MPI_Barrier); bf16
+/// (one machine or many). Collectives map to one non-blocking MPI call each (MPI_Iallreduce,
+/// MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast, MPI_Isend/MPI_Irecv, MPI_Ibarrier); bf16
 /// and f16 sums use a user-defined MPI operation (MPI has no 16-bit float types). In-place calls
 /// (reduce_scatter's output is chunk r of its input, all_gather's input is chunk r of its output,
 /// as NCCL allows) use MPI_IN_PLACE; an in-place reduce-scatter leaves the input's other chunks
@@ -13,6 +13,16 @@
 ///
 /// A rank that dies ends the job: OpenMPI's runtime kills the others and names the lost rank
 /// ("mpirun noticed that process rank 2 ... exited on signal 9"), so no rank hangs.
+///
+/// A rank that stops answering, or calls another collective or size, is caught by a watchdog
+/// (Note [Collective watchdog] in mpi_communicator.cpp): before each call the ranks exchange a
+/// small header, and every wait is polled against VRAMLAB_COLLECTIVE_TIMEOUT seconds (default 300).
+/// The others then throw a PeerFailure naming the rank and the call, e.g. "mpi all_reduce of
+/// 65536 f32 on rank 0 of 3, call #52: rank 1 did not arrive within 5 s ... stopped or hung", or
+/// "mpi mismatched collective ... this rank called all_reduce of 65536 f32, rank 1 called
+/// all_gather of 65536 f32". After a PeerFailure MPI cannot be finalised: the process's exit
+/// calls MPI_Abort, which ends every rank of the job. A bad VRAMLAB_COLLECTIVE_TIMEOUT is a
+/// vramlab::UsageError from world().
 #pragma once
 
 #include <cstdint>

@@ -93,8 +93,12 @@ void validate(const TrainOptions& options) {
 
 std::vector<int64_t> step_micro_batches(const TrainOptions& options) {
   if (options.micro_batch_sizes.empty()) {
-    if (options.grad_accum < 1)
-      throw UsageError("--grad-accum must be >= 1, got " + std::to_string(options.grad_accum));
+    // A micro-batch list of K entries is made below: a K past any real run is bad input, not an
+    // allocation that fails (std::length_error) after the model is built.
+    constexpr int64_t kMaxGradAccum = int64_t{1} << 24;
+    if (options.grad_accum < 1 || options.grad_accum > kMaxGradAccum)
+      throw UsageError("--grad-accum must be in [1, 2^24], got " +
+                       std::to_string(options.grad_accum));
     return std::vector<int64_t>(static_cast<size_t>(options.grad_accum), options.batch);
   }
   for (const int64_t b : options.micro_batch_sizes)

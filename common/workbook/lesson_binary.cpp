@@ -1,6 +1,9 @@
 // What every lesson binary shares (see lesson_binary.h).
 #include "common/workbook/lesson_binary.h"
 
+#include <charconv>
+#include <cstdint>
+
 #include <cstdio>
 #include <exception>
 #include <system_error>
@@ -34,10 +37,39 @@ void print_progress(const std::string& line) {
   std::fprintf(stderr, "  ... %s\n", line.c_str());
 }
 
+void reject_out_of_range_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    if (!is_unsigned && type.rfind("INT", 0) != 0) continue;
+    // No description: the option's --help stays as it was.
+    option->check(CLI::Validator(
+        [is_unsigned](std::string& text) -> std::string {
+          const char* first = text.data();
+          const char* last = text.data() + text.size();
+          std::from_chars_result parsed{};
+          if (is_unsigned) {
+            uint64_t value = 0;
+            parsed = std::from_chars(first, last, value);
+          } else {
+            int64_t value = 0;
+            parsed = std::from_chars(first, last, value);
+          }
+          if (parsed.ec == std::errc::result_out_of_range)
+            return "'" + text + "' is outside the range of a 64-bit integer";
+          return "";  // anything else is CLI11's to judge, as before
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    reject_out_of_range_integers(*sub);
+}
+
 int run_lesson_main(CLI::App& app, int argc, char** argv, std::string_view program,
                     const std::function<int()>& run) {
   const std::string name(program);
   try {
+    reject_out_of_range_integers(app);
     app.parse(argc, argv);
     return run();
   } catch (const CLI::CallForHelp&) {
@@ -50,7 +82,7 @@ int run_lesson_main(CLI::App& app, int argc, char** argv, std::string_view progr
     std::fprintf(stderr, "%s: error: %s\n", name.c_str(), memory::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), memory::printable(e.what()).c_str());
     return kExitFailure;
   }
 }

@@ -29,13 +29,19 @@ std::string lesson_command(std::string_view lesson_id, bool mine, std::string_vi
 /// the JSON).
 void print_progress(const std::string& line);
 
-/// Parses \p argv into \p app, then calls \p run, turning what can go wrong into the lesson
-/// binaries' exit codes: CLI11's --help (stdout, 0), a parse error or a vramlab::UsageError (one
-/// line "PROGRAM: error: ..." on stderr with control characters escaped, 2), any other
-/// exception ("PROGRAM: ...", 1).
-/// \param app the binary's options. \param argc as main's. \param argv as main's.
-/// \param program the binary's name for the messages. \param run the lesson, after parsing.
-/// \return the exit code.
+/// Makes every integer option of \p app and its subcommands (type INT or UINT) reject a number
+/// outside the 64-bit range as a parse error naming the text as typed: CLI11 would saturate it
+/// to the type's limit, and the error (if any) would then name a value the user never typed.
+/// run_lesson_main and `vramlab` call it before parsing, so an option added later is covered.
+/// \param app the options, complete (options added afterwards are not covered).
+void reject_out_of_range_integers(CLI::App& app);
+
+/// Parses \p argv into \p app (after reject_out_of_range_integers), then calls \p run, turning what
+/// can go wrong into the lesson binaries' exit codes: CLI11's --help (stdout, 0), a parse error or
+/// a vramlab::UsageError (one line "PROGRAM: error: ..." on stderr with control characters escaped,
+/// 2), any other exception ("PROGRAM: ...", 1). \param app the binary's options. \param argc as
+/// main's. \param argv as main's. \param program the binary's name for the messages. \param run the
+/// lesson, after parsing. \return the exit code.
 int run_lesson_main(CLI::App& app, int argc, char** argv, std::string_view program,
                     const std::function<int()>& run);
 

@@ -5,6 +5,8 @@
 //
 // Every rank makes the same calls whatever its checks find (EXPECT, never ASSERT, between
 // collectives), so one rank's failure cannot leave the others waiting in a collective.
+// A PeerFailure ends the job (the communicator aborts MPI at exit), so the faults (a stopped rank,
+// a mismatched call or size) are run one per job by mpi_faults.cpp instead.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -199,25 +201,6 @@ TEST(MpiCommunicator, SendRecvPassesBuffersAroundTheRing) {
       EXPECT_TRUE(counted(comm, before, Collective::recv, Traffic::activations, n, element_bytes));
       EXPECT_TRUE(copies_match(incoming, dtype, 0, n, 0, seed, previous));
     }
-  }
-}
-
-TEST(MpiCommunicator, ReceivingAnotherSizeThanWasSentIsAPeerFailure) {
-  MpiCommunicator& comm = world();
-  if (comm.world_size() < 2) GTEST_SKIP() << "send/recv needs two ranks";
-  for (int64_t sent : {5, 9}) {  // fewer than the receiver expects, and more (truncated)
-    std::vector<float> data(static_cast<size_t>(sent), 1.0f);  // (sent) f32
-    std::vector<float> into(7, 0.0f);                          // (7) f32
-    if (comm.rank() == 0) comm.send(TensorView(data.data(), DType::f32, {sent}), 1, Traffic::other);
-    if (comm.rank() == 1) {
-      try {
-        comm.recv(TensorView(into.data(), DType::f32, {7}), 0, Traffic::other);
-        ADD_FAILURE() << "receiving 7 elements of a " << sent << "-element message succeeded";
-      } catch (const PeerFailure& e) {
-        EXPECT_NE(std::string(e.what()).find("on rank 1"), std::string::npos) << e.what();
-      }
-    }
-    comm.barrier();
   }
 }
 

@@ -15,6 +15,7 @@
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
+#include "common/workbook/lesson_binary.h"
 #include "tools/vramlab/commands.h"
 
 namespace {
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
     return vramlab::kExitUsage;
   }
   try {
+    vramlab::workbook::reject_out_of_range_integers(app);
     std::vector<char*> args = without_run_separator(argc, argv);
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp&) {

@@ -127,6 +127,7 @@ void add_check(CLI::App& app, int& exit_code) {
         throw UsageError("every exercise is done; name one to re-check, e.g. `vramlab check 01.1`");
       chosen = {&ctx.book.exercise(current)};
     }
+    require_configured_build(ctx);
     const bool have_gpu = gpu_available();
     json results = json::array();
     bool all_passed = true;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/memory/trace_replay.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/report/progress_bar.h"
@@ -67,7 +68,13 @@ std::string failure_gist(const std::string& message) {
 void add_common_options(CLI::App* cmd, CommonOptions& options) {
   cmd->add_option("--build-dir", options.build_dir,
                   "build directory (default: $VRAMLAB_BUILD_DIR, else the build this vramlab "
-                  "was built in, else <repo>/build)");
+                  "was built in, else <repo>/build)")
+      // An empty value would fall back to the default build, which the user did not ask for.
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "an empty value names no build directory" : "";
+          },
+          ""));
   cmd->add_flag("--json", options.json, "machine-readable output on stdout");
 }
 
@@ -89,11 +96,15 @@ Context load_context(const CommonOptions& options) {
   return ctx;
 }
 
+void require_configured_build(const Context& ctx) {
+  if (!fs::exists(ctx.build_dir / "CMakeCache.txt"))
+    throw UsageError("no configured build in '" + memory::printable(ctx.build_dir.string()) +
+                     "': run tools/setup.sh (or cmake -S . -B build) first, or pass --build-dir");
+}
+
 bool build_targets(const Context& ctx, const std::vector<std::string>& targets,
                    const std::string& log_name, std::string& error_tail) {
-  if (!fs::exists(ctx.build_dir / "CMakeCache.txt"))
-    throw UsageError("no configured build in '" + ctx.build_dir.string() +
-                     "': run tools/setup.sh (or cmake -S . -B build) first, or pass --build-dir");
+  require_configured_build(ctx);
   std::vector<std::string> argv = {"cmake", "--build", ctx.build_dir.string(), "--target"};
   argv.insert(argv.end(), targets.begin(), targets.end());
   const fs::path log_dir = ctx.build_dir / "workbook";

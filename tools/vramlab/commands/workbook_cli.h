@@ -40,6 +40,10 @@ struct Context {
 /// Loads the context. \throws UsageError for a broken manifest or state file.
 Context load_context(const CommonOptions& options);
 
+/// \throws vramlab::UsageError when ctx.build_dir holds no configured build (no
+/// CMakeCache.txt): said before any progress line, so the error is the only line.
+void require_configured_build(const Context& ctx);
+
 /// Builds \p targets in the context's build dir (output to build/workbook/<log_name>.log).
 /// Returns true on success; on failure fills \p error_tail with the end of the log.
 bool build_targets(const Context& ctx, const std::vector<std::string>& targets,
