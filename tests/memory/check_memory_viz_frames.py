@@ -11,8 +11,13 @@ snapshot taken as backward starts), then with this interpreter's torch:
 - `trace_plot` must write its HTML page (the memory_viz viewer, which shows frames on hover).
 In torch 2.x `trace` prints allocations without frames, so the frames are checked where
 _memory_viz prints them.
+With --profile, VRAMLAB is the vramlab binary: `vramlab train --profile` records a small run and
+its snapshot.pickle (taken at the end of the run) is checked the same way, except that the stack
+looked for is any block's live at the end (parameters, gradients, optimizer states), with its
+label frame and a vramlab C++ function.
 Exits 77 (ctest SKIP_RETURN_CODE) with a reason when torch is absent or older than 2.0.
 Usage: check_memory_viz_frames.py RECORD_BINARY OUT_DIR
+       check_memory_viz_frames.py --profile VRAMLAB OUT_DIR
 """
 import os
 import pickle
@@ -33,7 +38,8 @@ def run_viz(*args):
 
 
 def main():
-    if len(sys.argv) != 3:
+    profile_mode = len(sys.argv) == 4 and sys.argv[1] == "--profile"
+    if len(sys.argv) != 3 and not profile_mode:
         print(__doc__)
         return 2
     try:
@@ -48,10 +54,17 @@ def main():
         print(f"SKIP: torch {torch.__version__} predates the snapshot format with frames "
               "(2.0); tools/setup.sh --with-peers makes venv-torch/ with PyTorch 2.x")
         return SKIP
-    binary, out_dir = sys.argv[1], sys.argv[2]
+    binary, out_dir = sys.argv[-2], sys.argv[-1]
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "step.pickle")
-    subprocess.run([binary, path], check=True)
+    if profile_mode:
+        profile_dir = os.path.join(out_dir, "profile")
+        subprocess.run([binary, "train", "--layers", "1", "--hidden", "24", "--heads", "2",
+                        "--vocab", "29", "--seq", "7", "--batch", "2", "--steps", "2",
+                        "--device", "sim", "--profile", profile_dir], check=True)
+        path = os.path.join(profile_dir, "snapshot.pickle")
+    else:
+        path = os.path.join(out_dir, "step.pickle")
+        subprocess.run([binary, path], check=True)
 
     trace = run_viz("trace", path)
     # "b = a[4096:1.0KiB]": allocation b at offset 4096 of segment a (torch's trace notation).
@@ -71,6 +84,16 @@ def main():
     failures = []
     for name, function in (("memory", memory_viz.memory), ("segments", memory_viz.segments)):
         lines = function(snapshot, format_flamegraph=lambda text: text).splitlines()
+        if profile_mode:
+            # "...;vramlab::...;label SIZE": a C++ frame of vramlab and the label frame last.
+            framed = [line for line in lines
+                      if "vramlab::" in line and re.search(r":0:[^;]+ \d+$", line)]
+            if not framed:
+                failures.append(f"{name}(): no stack with a vramlab C++ frame and a label frame "
+                                f"among {len(lines)} lines: {lines[:3]}")
+            else:
+                print(f"{name}(): {framed[0][:400]}...")
+            continue
         # "stream_0;active_allocated;outermost;...;innermost;label SIZE": the label frame last.
         att = [line for line in lines if line.rsplit(" ", 1)[0].endswith(":0:blocks.0.att")]
         if not att:
@@ -85,6 +108,11 @@ def main():
     if failures:
         print("FAIL: " + "\nFAIL: ".join(failures))
         return 1
+    if profile_mode:
+        print(f"OK: torch {torch.__version__} _memory_viz ran trace ({allocations} allocations), "
+              "stats and trace_plot on `vramlab train --profile`'s snapshot.pickle, and its "
+              "memory()/segments() stacks show vramlab's C++ frames under the label frame")
+        return 0
     print(f"OK: torch {torch.__version__} _memory_viz ran trace ({allocations} allocations), "
           "stats and trace_plot, and its memory()/segments() stacks show blocks.0.att allocated "
           "in vramlab::nn::Attention::forward")
