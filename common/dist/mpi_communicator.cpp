@@ -149,9 +149,8 @@ double collective_timeout_seconds() {
 }
 
 // Polls \p requests until all complete (true) or \p deadline passes (false).
-// Tags on the header communicator: arrival headers, and the liveness probe of a call that did
-// not complete (Note, phase 2) with its answer.
-constexpr int kHeaderTag = 0;
+// Tags on the header communicator for the liveness probe of a call that did not complete (Note,
+// phase 2) and its answer (tag 0 is the arrival headers').
 constexpr int kProbeTag = 1;
 constexpr int kAnswerTag = 2;
 // The longest a rank waits for the answers to its liveness probe.
