@@ -18,7 +18,7 @@ namespace vramlab::kernels::cpu {
 /// calling check, reported as the error's location.
 /// \throws vramlab::InternalError when \p value is negative.
 inline void require_non_negative(const char* op, const char* what, int64_t value,
-                                 std::source_location where = std::source_location::current()) {
+                                 vramlab::source_location where = vramlab::source_location::current()) {
   if (value < 0) {
     throw InternalError(
         std::string(op) + ": " + what + " must be >= 0, got " + std::to_string(value), where);
@@ -29,7 +29,7 @@ inline void require_non_negative(const char* op, const char* what, int64_t value
 /// value; \p where as require_non_negative.
 /// \throws vramlab::InternalError when \p condition is false.
 inline void require(bool condition, const char* op, const std::string& message,
-                    std::source_location where = std::source_location::current()) {
+                    vramlab::source_location where = vramlab::source_location::current()) {
   if (!condition) throw InternalError(std::string(op) + ": " + message, where);
 }
 
