@@ -1,36 +1,10 @@
-// Shared by the self-contained report pages: escaping and template filling (detail/html_page.h).
+// Shared by the self-contained report pages: JSON inside a script element and template filling
+// (detail/html_page.h).
 #include "common/report/detail/html_page.h"
 
 #include <algorithm>
 
 namespace vramlab::report::detail {
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string script_safe_json(const nlohmann::json& value) {
   const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

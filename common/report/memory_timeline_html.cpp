@@ -20,6 +20,7 @@
 #include "common/report/detail/html_page.h"
 #include "common/report/detail/memory_timeline_page.h"
 #include "common/report/snapshot_replay.h"
+#include "common/report/xml_escape.h"
 
 namespace vramlab::report {
 namespace {
@@ -327,7 +328,7 @@ std::string render_memory_timeline_html(const nlohmann::json& snapshot, const st
   const Model model = build_model(snapshot);
   const MemoryTimelineSummary summary = summarize(model);
   return detail::fill_template(
-      detail::memory_timeline_page_template(), detail::html_escape(title),
+      detail::memory_timeline_page_template(), xml_escape(title),
       detail::script_safe_json(page_model(model, summary, snapshot, title)));
 }
 

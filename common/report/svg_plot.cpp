@@ -340,37 +340,6 @@ std::string bytes_tooltip(std::string_view name, std::string_view what, uint64_t
 
 }  // namespace
 
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += "\xEF\xBF\xBD";  // U+FFFD: XML 1.0 forbids other control characters
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
 std::vector<double> nice_ticks(double max_value, size_t target_count) {
   if (!(max_value > 0.0) || !std::isfinite(max_value)) return {0.0, 1.0};
   return range_ticks(0.0, max_value, target_count);

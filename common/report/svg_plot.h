@@ -13,11 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace vramlab::report {
+#include "common/report/xml_escape.h"
 
-/// Escapes text for XML character data and attribute values (&, <, >, ", ').
-/// Control characters other than tab/newline/CR (not allowed in XML 1.0) become U+FFFD.
-std::string xml_escape(std::string_view text);
+namespace vramlab::report {
 
 /// One horizontal bar of a StackedBarChart, e.g. one configuration or one rank.
 struct StackedBar {

@@ -11,6 +11,7 @@
 #include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"
 #include "common/report/trace_files.h"
+#include "common/report/xml_escape.h"
 
 namespace vramlab::report {
 namespace {
@@ -68,7 +69,7 @@ std::string render_trace_html(const nlohmann::json& chrome_trace, const std::str
                      {"events", std::move(kept)},
                      {"skipped", skipped},
                      {"series_colours", series_colours}};
-  return detail::fill_template(trace_page_template(), detail::html_escape(title),
+  return detail::fill_template(trace_page_template(), xml_escape(title),
                                detail::script_safe_json(data));
 }
 

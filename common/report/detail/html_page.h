@@ -9,9 +9,6 @@
 
 namespace vramlab::report::detail {
 
-// `text` with &, <, >, " and ' as entities, for element content and attribute values.
-std::string html_escape(std::string_view text);
-
 // `value` as JSON that is safe inside a script element: '<', '>' and '&' only occur inside JSON
 // strings, where \u003c, \u003e and \u0026 mean the same characters, so no string in the data can
 // end the element or open a comment. Invalid UTF-8 is replaced, not thrown.
