@@ -6,16 +6,23 @@ fails when a number the page quotes is no longer what the binary prints.
 
     check_lesson02_page.py REPO LESSON02
 """
+import atexit
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson02-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 MIB, GIB = float(1 << 20), float(1 << 30)
 
 
 def run_json(lesson, *args):
     argv = [lesson, *args, "--device", "meta", "--no-compression", "--max-batch-device", "none",
-            "--steps", "1", "--json", "--out-dir", "/tmp/vramlab-check-lesson02-page"]
+            "--steps", "1", "--json", "--out-dir", OUT_DIR]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=120).stdout
     return json.loads(out)
 

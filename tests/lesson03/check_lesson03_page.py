@@ -8,8 +8,15 @@ states exist there and not on sim.)
 
     check_lesson03_page.py REPO LESSON03
 """
+import atexit
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson03-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 SECTIONS = ("Bytes per category", "At scale on meta", "Formats (from their bit layouts)")
 
@@ -33,7 +40,7 @@ def main():
     repo, lesson = sys.argv[1:3]
     page = open(f"{repo}/lessons/03-mixed-precision/README.md", encoding="utf-8").read()
     argv = [lesson, "--device", "meta", "--steps", "1", "--no-accumulation", "--out-dir",
-            "/tmp/vramlab-check-lesson03-page"]
+            OUT_DIR]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=240).stdout
     expected = table_lines(out)
     if len(expected) < 15:

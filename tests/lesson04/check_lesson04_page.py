@@ -8,10 +8,17 @@ out: under mpirun the order of OpenMPI's sums changes the last bits of the losse
 
     check_lesson04_page.py REPO LESSON04
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson04-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 TABLES = ("Per rank after the last step", "Bytes sent per rank in one step",
           "At scale on meta", "The seeds' 7B on 8 GPUs", "Llama 2 70B on")
@@ -41,7 +48,7 @@ def section(text, title):
 def main():
     repo, lesson = sys.argv[1:3]
     page = open(f"{repo}/lessons/04-zero/README.md", encoding="utf-8").read()
-    argv = [lesson, "--simulated", "--steps", "2", "--out-dir", "/tmp/vramlab-check-lesson04-page"]
+    argv = [lesson, "--simulated", "--steps", "2", "--out-dir", OUT_DIR]
     env = dict(os.environ, NO_COLOR="1")
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=240,
                          env=env).stdout

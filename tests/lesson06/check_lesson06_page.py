@@ -8,8 +8,15 @@ are left out: they change from run to run.
 
     check_lesson06_page.py REPO LESSON06
 """
+import atexit
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson06-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 
 def section(text, title):
@@ -38,7 +45,7 @@ def main():
     repo, lesson = sys.argv[1:3]
     page = open(f"{repo}/lessons/06-flash-attention/README.md", encoding="utf-8").read()
     argv = [lesson, "--device", "meta", "--no-training", "--out-dir",
-            "/tmp/vramlab-check-lesson06-page"]
+            OUT_DIR]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=240).stdout
     page_rows = [tokens(line) for line in page.splitlines() if line.strip()]
     checks = []

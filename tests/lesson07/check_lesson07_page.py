@@ -9,9 +9,16 @@ left out: they depend on the machine or on the kernels that ran.
 
     check_lesson07_page.py REPO LESSON07
 """
+import atexit
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson07-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 BYTE_CLAIMS = {90, 91, 92, 93, 95, 96, 97}
 
@@ -37,7 +44,7 @@ def main():
     repo, lesson = sys.argv[1:3]
     page = open(f"{repo}/lessons/07-profiling/README.md", encoding="utf-8").read()
     argv = [lesson, "--device", "meta", "--no-overhead", "--out-dir",
-            "/tmp/vramlab-check-lesson07-page"]
+            OUT_DIR]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=240).stdout
     data = json.loads(subprocess.run(argv + ["--json"], check=True, capture_output=True,
                                      text=True, timeout=240).stdout)

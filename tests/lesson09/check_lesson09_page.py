@@ -8,9 +8,16 @@ come from the training run, which meta does not compute.
 
     check_lesson09_page.py REPO LESSON09
 """
+import atexit
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# The lesson's files go to a directory of this run's own, so two builds can check at once.
+OUT_DIR = tempfile.mkdtemp(prefix="vramlab-check-lesson09-page-")
+atexit.register(shutil.rmtree, OUT_DIR, ignore_errors=True)
 
 BYTE_CLAIMS = {108, 109, 110, 111, 114, 115, 116, 117, 118}
 
@@ -40,7 +47,7 @@ def main():
     repo, lesson = sys.argv[1:3]
     page = open(f"{repo}/lessons/09-optimizer-memory/README.md", encoding="utf-8").read()
     argv = [lesson, "--device", "meta", "--steps", "1", "--quantization-every", "0",
-            "--out-dir", "/tmp/vramlab-check-lesson09-page"]
+            "--out-dir", OUT_DIR]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=240).stdout
     data = json.loads(subprocess.run(argv + ["--json"], check=True, capture_output=True,
                                      text=True, timeout=240).stdout)

@@ -21,7 +21,7 @@ namespace {
 using testing::BrowserRun;
 
 std::string run_directory(const std::string& name) {
-  return ::testing::TempDir() + "vramlab_chromium_" + name;
+  return std::string(VRAMLAB_CHROMIUM_RUN_DIR) + "/timeline_" + name;
 }
 
 void expect_clean_run(const nlohmann::json& snapshot, const std::string& name) {

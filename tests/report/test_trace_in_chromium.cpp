@@ -71,7 +71,7 @@ void expect_drawn_as_laid_out(const json& trace, const std::string& name) {
   std::string page = render_trace_html(trace, name);
   page.insert(page.rfind("</body>"), kProbe);
   const BrowserRun run =
-      testing::run_in_chromium(page, ::testing::TempDir() + "vramlab_chromium_trace_" + name);
+      testing::run_in_chromium(page, std::string(VRAMLAB_CHROMIUM_RUN_DIR) + "/trace_" + name);
   ASSERT_TRUE(run.ran) << run.command;
   ASSERT_EQ(run.error, "") << name << ": the page threw in Chromium";
   EXPECT_GE(run.cards, 4u) << name << ": the page's script did not fill in its summary";
@@ -151,7 +151,7 @@ TEST(TraceInChromium, ABrokenScriptIsCaught) {
   ASSERT_NE(main_at, std::string::npos);
   page.insert(main_at + 17, "\n  notDefinedAnywhere();");
   const BrowserRun run =
-      testing::run_in_chromium(page, ::testing::TempDir() + "vramlab_chromium_trace_broken");
+      testing::run_in_chromium(page, std::string(VRAMLAB_CHROMIUM_RUN_DIR) + "/trace_broken");
   ASSERT_TRUE(run.ran) << run.command;
   EXPECT_NE(run.error.find("notDefinedAnywhere is not defined"), std::string::npos)
       << "the error was not detected: '" << run.error << "'";
