@@ -72,6 +72,9 @@ Allocation describe(std::uint64_t address, const ReplayBlock& block) {
   allocation.phase = string_field(description, "phase");
   allocation.category = string_field(description, "category");
   allocation.frames = frames_of(description);
+  const auto state = description.find("state");
+  allocation.pending_free = state != description.end() && state->is_string() &&
+                            (*state == "active_pending_free" || *state == "active_awaiting_free");
   return allocation;
 }
 
@@ -226,6 +229,7 @@ std::vector<Growth> compare_snapshots(const json& before, const json& after) {
   std::map<Owner, Growth> owners;
   const auto add = [&](const std::vector<Allocation>& live, bool is_after) {
     for (const Allocation& allocation : live) {
+      if (allocation.pending_free) continue;
       std::string stack = stack_key(allocation.frames);
       Growth& growth = owners[{allocation.module, allocation.tensor, allocation.category, stack}];
       growth.module = allocation.module;

@@ -31,6 +31,9 @@ struct Allocation {
       frames;  ///< the C++ frames, innermost first (label frame removed)
   /// Index in the device's trace of the alloc event; -1 when it was live before the trace began.
   std::int64_t alloc_event = -1;
+  /// Freed by the program, but a stream that used it has not finished (state
+  /// active_pending_free): the allocator cannot reuse it yet, the program no longer holds it.
+  bool pending_free = false;
 };
 
 /// Bytes and allocations sharing one key.
@@ -82,8 +85,9 @@ struct Growth {
   std::int64_t bytes_after = 0;   ///< … in the second
 };
 
-/// Compares the live allocations of two snapshots (their "segments"), grouped by owner (module,
-/// tensor, category, stack key).
+/// Compares what the program holds in two snapshots (the allocations of their "segments" it has
+/// not freed: a pending free is freed, as torch.cuda.memory_allocated() counts it), grouped by
+/// owner (module, tensor, category, stack key).
 /// \return the owners whose live bytes or count changed, largest growth (bytes_after −
 /// bytes_before) first; shrinking owners last.
 /// \throws vramlab::UsageError as analyse_peak().

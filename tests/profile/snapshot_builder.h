@@ -34,7 +34,7 @@ class SnapshotBuilder {
 
   void alloc(std::uint64_t address, std::uint64_t bytes, const Owner& owner,
              std::int64_t time_ns = -1) {
-    live_[address] = {bytes, owner};
+    live_[address] = {bytes, owner, false};
     if (recording_) trace_.push_back(entry("alloc", address, bytes, owner, time_ns));
   }
 
@@ -45,6 +45,15 @@ class SnapshotBuilder {
       trace_.push_back(entry("free_requested", address, block.bytes, block.owner, time_ns));
       trace_.push_back(entry("free_completed", address, block.bytes, block.owner, time_ns));
     }
+  }
+
+  /// The program frees the block but a stream still uses it: free_requested only, and the block
+  /// stays in the segments as active_pending_free.
+  void free_request(std::uint64_t address, std::int64_t time_ns = -1) {
+    Live& block = live_.at(address);
+    block.pending_free = true;
+    if (recording_)
+      trace_.push_back(entry("free_requested", address, block.bytes, block.owner, time_ns));
   }
 
   /// Appends a raw trace entry (for inconsistent histories).
@@ -69,11 +78,12 @@ class SnapshotBuilder {
   [[nodiscard]] nlohmann::json snapshot() const {
     nlohmann::json segments = nlohmann::json::array();
     for (const auto& [address, block] : live_) {
-      nlohmann::json item = {{"address", address},
-                             {"size", block.bytes},
-                             {"requested_size", block.bytes},
-                             {"state", "active_allocated"},
-                             {"frames", frames(block.owner)}};
+      nlohmann::json item = {
+          {"address", address},
+          {"size", block.bytes},
+          {"requested_size", block.bytes},
+          {"state", block.pending_free ? "active_pending_free" : "active_allocated"},
+          {"frames", frames(block.owner)}};
       if (vramlab_keys_) {
         item["category"] = block.owner.category;
         item["module"] = block.owner.module;
@@ -97,6 +107,7 @@ class SnapshotBuilder {
   struct Live {
     std::uint64_t bytes;
     Owner owner;
+    bool pending_free = false;
   };
 
   [[nodiscard]] nlohmann::json frames(const Owner& owner) const {

@@ -378,6 +378,40 @@ TEST(CompareSnapshots, FindsAPlantedLeak) {
   }
 }
 
+TEST(CompareSnapshots, APendingFreeIsNotHeld) {
+  // Both snapshots hold the same n weights; the second also has m scratch buffers the program
+  // freed while a side stream still used them (active_pending_free) and k it still holds. Only
+  // the k are growth: the m are the allocator's to release, not the program's to leak.
+  const Owner weight{"mlp", "setup", "w", "parameter", {"Linear::Linear"}};
+  const Owner scratch{"attn", "forward", "scratch", "activation", {"attn_fwd"}};
+  for (const auto& [m, k] : {std::pair{1, 0}, std::pair{3, 2}, std::pair{7, 5}}) {
+    SnapshotBuilder before;
+    SnapshotBuilder after;
+    before.start_recording();
+    after.start_recording();
+    std::uint64_t address = 0x1000;
+    for (int i = 0; i < 3; ++i) {
+      before.alloc(address += 0x10000, 4096 + i, weight);
+      after.alloc(address += 0x10000, 4096 + i, weight);
+    }
+    for (int i = 0; i < m + k; ++i) after.alloc(address += 0x10000, 333, scratch);
+    for (int i = 0; i < m; ++i) after.free_request(address - 0x10000 * static_cast<unsigned>(i));
+    const json snapshot = after.snapshot();
+    std::int64_t pending = 0;
+    for (const Allocation& a : live_allocations(snapshot)) pending += a.pending_free ? 1 : 0;
+    EXPECT_EQ(pending, m) << "live_allocations marks each pending free";
+    const std::vector<Growth> growth = compare_snapshots(before.snapshot(), snapshot);
+    if (k == 0) {
+      EXPECT_TRUE(growth.empty()) << "m=" << m << ": a pending free counted as held";
+      continue;
+    }
+    ASSERT_EQ(growth.size(), 1u) << "m=" << m << " k=" << k;
+    EXPECT_EQ(growth[0].tensor, "scratch");
+    EXPECT_EQ(growth[0].count_after, k) << "m=" << m << ": pending frees counted as held";
+    EXPECT_EQ(growth[0].bytes_after, 333 * k);
+  }
+}
+
 TEST(CompareSnapshots, IdenticalSnapshotsShowNothing) {
   const json snapshot = peak_at_an_alloc();
   EXPECT_TRUE(compare_snapshots(snapshot, snapshot).empty());
