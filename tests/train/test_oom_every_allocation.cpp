@@ -1,0 +1,239 @@
+// An out-of-memory error at every allocation of a training step (issue #20, part 3).
+//   build/tests/bin/test_oom_every_allocation
+//
+// For each configuration the runtime supports, the allocator's fault injection
+// (CachingAllocator::inject_out_of_memory) fails the k-th allocation of a step, for every k from
+// 1 to the step's allocation count N, on the same trainer and runtime. Each time:
+//   - the step throws OutOfMemoryError with PyTorch's text;
+//   - the allocator's invariants hold and it counted the OOM;
+//   - allocated bytes are back where they were before the step (nothing leaked);
+//   - the next step, with a smaller batch, succeeds, and its loss and parameters are bitwise a
+//     fresh run's after the same successful steps (the failed steps leave no trace).
+// Two phases per configuration: the first step (a fresh trainer per k on the same runtime: the
+// first step also allocates the optimizer states), then steady steps (one trainer for every k).
+// Under the sanitizers (VRAMLAB_SANITIZE) only every 7th k runs, and the output says so.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint/recompute_spec.h"
+#include "common/memory/caching_allocator.h"
+#include "common/memory/device.h"
+#include "common/memory/oom_error.h"
+#include "common/model/model_config.h"
+#include "common/nn/runtime.h"
+#include "common/train/trainer.h"
+
+namespace vramlab::train {
+namespace {
+
+#if defined(VRAMLAB_SANITIZE)
+constexpr int64_t kEveryKth = 7;  // the output says so
+#else
+constexpr int64_t kEveryKth = 1;
+#endif
+
+constexpr int64_t kFailingBatch = 3;  // B of the steps that fail
+constexpr int64_t kRetryBatch = 2;    // B of the retries (and of the fresh run)
+const char* const kDevice = "sim:1GiB";
+
+TrainOptions tiny(ModelFamily family) {
+  TrainOptions o;
+  o.model = family == ModelFamily::gpt2 ? gpt2_config("oom-gpt2", 2, 16, 2, 24, 8)
+                                        : llama_config("oom-llama", 2, 16, 2, 1, 24, 24, 8);
+  o.batch = kFailingBatch;
+  o.seq = 7;  // odd, below max_seq
+  o.seed = 20;
+  return o;
+}
+
+// What a step leaves that a later step can see: the loss and the parameters' bytes.
+struct StepOutcome {
+  double loss = 0.0;
+  std::vector<unsigned char> parameters;  // (parameter bytes) as stored, any dtype
+};
+
+StepOutcome outcome(nn::Runtime& runtime, Trainer& trainer, double loss) {
+  StepOutcome o;
+  o.loss = loss;
+  const memory::Tensor& values = trainer.model().parameters().values();
+  o.parameters.resize(static_cast<size_t>(values.bytes()));
+  runtime.copy_to_host(o.parameters.data(), values);
+  return o;
+}
+
+// Bitwise: the same kernels on the same data in the same order.
+void expect_same(const StepOutcome& got, const StepOutcome& fresh, const std::string& where) {
+  EXPECT_EQ(std::memcmp(&got.loss, &fresh.loss, sizeof(double)), 0)
+      << where << ": loss " << got.loss << ", a fresh run's " << fresh.loss;
+  ASSERT_EQ(got.parameters.size(), fresh.parameters.size()) << where;
+  size_t differing = 0, first = 0;
+  for (size_t i = 0; i < got.parameters.size(); ++i) {
+    if (got.parameters[i] != fresh.parameters[i] && differing++ == 0) first = i;
+  }
+  EXPECT_EQ(differing, 0u) << where << ": " << differing << " of " << got.parameters.size()
+                           << " parameter bytes differ from a fresh run's, the first at byte "
+                           << first;
+}
+
+int64_t allocations_so_far(nn::Runtime& runtime) {
+  return runtime.allocator().stats().allocation[memory::kAggregate].allocated;
+}
+
+int64_t allocated_bytes(nn::Runtime& runtime) {
+  return runtime.allocator().stats().allocated_bytes[memory::kAggregate].current;
+}
+
+// Fails the k-th allocation of trainer.step() at the failing batch and checks the error, the
+// invariants and the bytes. The caller then retries with the smaller batch.
+void fail_step_at(nn::Runtime& runtime, Trainer& trainer, int64_t k, int64_t n,
+                  const std::string& where) {
+  trainer.set_batch(kFailingBatch);
+  memory::CachingAllocator& allocator = runtime.allocator();
+  const memory::CategoryStats categories_before = allocator.category_stats();
+  // What the trainer keeps across a failed step: all it held, less the previous step's gradients
+  // under grads_to_none (the failed step's zero-grad released them; its own partial ones go too).
+  const int64_t bytes_before =
+      allocated_bytes(runtime) -
+      (trainer.options().grads_to_none
+           ? categories_before
+                 .allocated_bytes[static_cast<size_t>(memory::MemoryCategory::gradient)]
+                 .current
+           : 0);
+  const int64_t ooms_before = allocator.stats().num_ooms;
+  allocator.inject_out_of_memory(static_cast<uint64_t>(k));
+  try {
+    (void)trainer.step();
+    ADD_FAILURE() << where << ": allocation " << k << " of " << n << " did not fail the step";
+  } catch (const memory::OutOfMemoryError& e) {
+    const std::string expected = std::string(kDevice) + " out of memory. Tried to allocate ";
+    EXPECT_EQ(std::string(e.what()).rfind(expected, 0), 0u) << where << ": " << e.what();
+  }
+  EXPECT_EQ(allocator.injected_out_of_memory_countdown(), 0u) << where;
+  allocator.inject_out_of_memory(0);
+  EXPECT_NO_THROW(allocator.check_invariants()) << where;
+  EXPECT_EQ(allocator.stats().num_ooms, ooms_before + 1) << where;
+  const int64_t bytes_after = allocated_bytes(runtime);
+  if (bytes_after != bytes_before) {
+    const memory::CategoryStats categories_after = allocator.category_stats();
+    std::ostringstream leaked;
+    for (size_t c = 0; c < memory::kMemoryCategoryCount; ++c) {
+      const int64_t d = categories_after.allocated_bytes[c].current -
+                        categories_before.allocated_bytes[c].current;  // incl. released gradients
+      if (d != 0)
+        leaked << " " << memory::category_name(static_cast<memory::MemoryCategory>(c)) << " " << d;
+    }
+    ADD_FAILURE() << where << ": allocated bytes " << bytes_before << " before the step, "
+                  << bytes_after << " after its out-of-memory error (by category:" << leaked.str()
+                  << ")";
+  }
+}
+
+struct Counts {
+  int64_t failed = 0;
+  double seconds = 0.0;
+};
+
+// Every k of one configuration (see the file comment). Returns how many allocations failed.
+Counts fail_every_allocation(const std::string& name, TrainOptions options) {
+  const auto start = std::chrono::steady_clock::now();
+  const memory::Device device = memory::parse_device(kDevice);
+  options.batch = kFailingBatch;
+  TrainOptions retry_options = options;
+  retry_options.batch = kRetryBatch;
+
+  // N of a first step and of a steady step, counted on a twin; N + 1 must not fail a step.
+  int64_t first_n = 0, steady_n = 0;
+  {
+    nn::Runtime runtime(device);
+    Trainer twin(runtime, options);
+    int64_t before = allocations_so_far(runtime);
+    (void)twin.step();
+    first_n = allocations_so_far(runtime) - before;
+    before = allocations_so_far(runtime);
+    runtime.allocator().inject_out_of_memory(static_cast<uint64_t>(first_n + 1));
+    (void)twin.step();
+    steady_n = allocations_so_far(runtime) - before;
+    EXPECT_EQ(runtime.allocator().injected_out_of_memory_countdown(),
+              static_cast<uint64_t>(first_n + 1 - steady_n))
+        << name << ": the steady step made " << steady_n << " allocations";
+  }
+  EXPECT_GT(first_n, 0);
+  EXPECT_GT(steady_n, 0);
+
+  int64_t failed = 0;
+  // The first step: a fresh trainer per k, on one runtime.
+  nn::Runtime runtime(device);
+  nn::Runtime fresh_runtime(device);
+  Trainer fresh(fresh_runtime, retry_options);
+  const StepOutcome fresh_first = outcome(fresh_runtime, fresh, fresh.step().loss);
+  for (int64_t k = 1; k <= first_n; k += kEveryKth) {
+    const std::string where =
+        name + ", first step, allocation " + std::to_string(k) + " of " + std::to_string(first_n);
+    Trainer trainer(runtime, options);
+    fail_step_at(runtime, trainer, k, first_n, where);
+    ++failed;
+    trainer.set_batch(kRetryBatch);
+    expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, where);
+    if (testing::Test::HasFailure()) return {failed, 0.0};
+  }
+
+  // Steady steps: one trainer for every k, a fresh run beside it step for step.
+  Trainer trainer(runtime, options);
+  trainer.set_batch(kRetryBatch);
+  expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, name + ", step 1");
+  for (int64_t k = 1; k <= steady_n; k += kEveryKth) {
+    const std::string where = name + ", step " + std::to_string(k + 1) + ", allocation " +
+                              std::to_string(k) + " of " + std::to_string(steady_n);
+    fail_step_at(runtime, trainer, k, steady_n, where);
+    ++failed;
+    trainer.set_batch(kRetryBatch);
+    const StepOutcome retried = outcome(runtime, trainer, trainer.step().loss);
+    expect_same(retried, outcome(fresh_runtime, fresh, fresh.step().loss), where);
+    if (testing::Test::HasFailure()) break;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "oom at every allocation: %-26s %4lld failed (first step %lld + steady step %lld "
+      "allocations%s) in %.2f s\n",
+      name.c_str(), static_cast<long long>(failed), static_cast<long long>(first_n),
+      static_cast<long long>(steady_n),
+      kEveryKth > 1 ? ", only every 7th k under the sanitizers" : "", seconds);
+  return {failed, seconds};
+}
+
+TEST(OomAtEveryAllocation, Gpt2Fp32) {
+  EXPECT_GT(fail_every_allocation("gpt2 fp32", tiny(ModelFamily::gpt2)).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaFp32) {
+  EXPECT_GT(fail_every_allocation("llama fp32", tiny(ModelFamily::llama)).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, Gpt2Fp32GradientsZeroedNotReleased) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.grads_to_none = false;
+  EXPECT_GT(fail_every_allocation("gpt2 fp32 zeroed grads", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, Gpt2FullRecompute) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.recompute = checkpoint::parse_recompute_spec("full");
+  EXPECT_GT(fail_every_allocation("gpt2 recompute full", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaSelectiveRecompute) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.recompute = checkpoint::parse_recompute_spec("selective");
+  EXPECT_GT(fail_every_allocation("llama recompute selective", o).failed, 0);
+}
+
+}  // namespace
+}  // namespace vramlab::train
