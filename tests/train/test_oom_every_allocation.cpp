@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_spec.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
@@ -45,23 +46,30 @@ const char* const kDevice = "sim:1GiB";
 
 TrainOptions tiny(ModelFamily family) {
   TrainOptions o;
-  o.model = family == ModelFamily::gpt2 ? gpt2_config("oom-gpt2", 2, 16, 2, 24, 8)
-                                        : llama_config("oom-llama", 2, 16, 2, 1, 24, 24, 8);
+  o.model = family == ModelFamily::gpt2 ? gpt2_config("oom-gpt2", 4, 16, 2, 24, 8)
+                                        : llama_config("oom-llama", 4, 16, 2, 1, 24, 24, 8);
   o.batch = kFailingBatch;
   o.seq = 7;  // odd, below max_seq
   o.seed = 20;
   return o;
 }
 
-// What a step leaves that a later step can see: the loss and the parameters' bytes.
+// What a step leaves that a later step can see: the loss, the parameters' bytes, the optimizer's
+// step count and the loss scaler's state.
 struct StepOutcome {
   double loss = 0.0;
   std::vector<unsigned char> parameters;  // (parameter bytes) as stored, any dtype
+  int64_t optimizer_steps = 0;
+  double loss_scale = 0.0;
+  int64_t growth_tracker = 0;
 };
 
 StepOutcome outcome(nn::Runtime& runtime, Trainer& trainer, double loss) {
   StepOutcome o;
   o.loss = loss;
+  o.optimizer_steps = trainer.optimizer().steps();
+  o.loss_scale = trainer.scaler().scale();
+  o.growth_tracker = trainer.scaler().growth_tracker();
   const memory::Tensor& values = trainer.model().parameters().values();
   o.parameters.resize(static_cast<size_t>(values.bytes()));
   runtime.copy_to_host(o.parameters.data(), values);
@@ -72,6 +80,9 @@ StepOutcome outcome(nn::Runtime& runtime, Trainer& trainer, double loss) {
 void expect_same(const StepOutcome& got, const StepOutcome& fresh, const std::string& where) {
   EXPECT_EQ(std::memcmp(&got.loss, &fresh.loss, sizeof(double)), 0)
       << where << ": loss " << got.loss << ", a fresh run's " << fresh.loss;
+  EXPECT_EQ(got.optimizer_steps, fresh.optimizer_steps) << where << ": optimizer steps";
+  EXPECT_EQ(got.loss_scale, fresh.loss_scale) << where << ": loss scale";
+  EXPECT_EQ(got.growth_tracker, fresh.growth_tracker) << where << ": the scaler's growth tracker";
   ASSERT_EQ(got.parameters.size(), fresh.parameters.size()) << where;
   size_t differing = 0, first = 0;
   for (size_t i = 0; i < got.parameters.size(); ++i) {
@@ -233,6 +244,26 @@ TEST(OomAtEveryAllocation, LlamaSelectiveRecompute) {
   TrainOptions o = tiny(ModelFamily::llama);
   o.recompute = checkpoint::parse_recompute_spec("selective");
   EXPECT_GT(fail_every_allocation("llama recompute selective", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, Gpt2MixedBf16) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.precision = amp::Precision::mixed_bf16;  // bf16 autocast with fp32 master weights
+  EXPECT_GT(fail_every_allocation("gpt2 mixed bf16", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaPureBf16) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.precision = amp::Precision::bf16;
+  o.stochastic_rounding = true;  // its rounding seed follows the optimizer's step count
+  EXPECT_GT(fail_every_allocation("llama pure bf16", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaMixedFp16WithGradScaler) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
+  o.max_grad_norm = 1.0f;
+  EXPECT_GT(fail_every_allocation("llama mixed fp16 scaler", o).failed, 0);
 }
 
 }  // namespace
