@@ -18,12 +18,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/amp/precision_policy.h"
 #include "common/checkpoint/recompute_spec.h"
+#include "common/dist/communicator.h"
+#include "common/dist/parallel_options.h"
+#include "common/dist/simulated_communicator.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
@@ -264,6 +269,195 @@ TEST(OomAtEveryAllocation, LlamaMixedFp16WithGradScaler) {
   o.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
   o.max_grad_norm = 1.0f;
   EXPECT_GT(fail_every_allocation("llama mixed fp16 scaler", o).failed, 0);
+}
+
+// ---- Data parallelism on simulated ranks ----
+//
+// A rank that runs out of memory leaves its peers in a collective: in PyTorch they hang in NCCL
+// until a timeout, and the job restarts. The simulated world instead reports the lost rank: each
+// peer's pending or next call throws PeerFailure naming it. So each k runs one world where rank r's
+// k-th allocation fails: rank r gets PyTorch's error, its peers a PeerFailure (or finish their
+// step, when the failure came after their last collective), and every rank's trainer cleans up
+// (invariants, bytes back to before the step, all freed with the trainer). Then the job restarts,
+// as torchrun would, on the same devices (runtimes) with the smaller batch, and its first step is
+// bitwise a fresh job's. Two phases, as above: the first step, and a step after one that
+// succeeded.
+
+int64_t ranks_allocations(std::vector<std::unique_ptr<nn::Runtime>>& runtimes, size_t r) {
+  return allocations_so_far(*runtimes[r]);
+}
+
+Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions options,
+                                      int64_t ranks) {
+  const auto start = std::chrono::steady_clock::now();
+  const memory::Device device = memory::parse_device(kDevice);
+  options.batch = kFailingBatch;
+  TrainOptions retry_options = options;
+  retry_options.batch = kRetryBatch;
+  const auto make_runtimes = [&] {
+    std::vector<std::unique_ptr<nn::Runtime>> runtimes;
+    for (int64_t r = 0; r < ranks; ++r) runtimes.push_back(std::make_unique<nn::Runtime>(device));
+    return runtimes;
+  };
+  const auto on_rank = [&](dist::Communicator& comm, TrainOptions o) {
+    o.parallel.data_parallel = &comm;
+    return o;
+  };
+
+  // N per rank: of a first step, and of a step after a successful one.
+  std::vector<int64_t> first_n(static_cast<size_t>(ranks)), steady_n(static_cast<size_t>(ranks));
+  {
+    std::vector<std::unique_ptr<nn::Runtime>> runtimes = make_runtimes();
+    dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
+      const auto r = static_cast<size_t>(comm.rank());
+      Trainer trainer(*runtimes[r], on_rank(comm, options));
+      int64_t before = ranks_allocations(runtimes, r);
+      (void)trainer.step();
+      first_n[r] = ranks_allocations(runtimes, r) - before;
+      trainer.set_batch(kRetryBatch);
+      (void)trainer.step();
+      trainer.set_batch(kFailingBatch);
+      before = ranks_allocations(runtimes, r);
+      (void)trainer.step();
+      steady_n[r] = ranks_allocations(runtimes, r) - before;
+    });
+  }
+  // A fresh job's first step at the retry batch, per rank.
+  std::vector<StepOutcome> fresh(static_cast<size_t>(ranks));
+  {
+    std::vector<std::unique_ptr<nn::Runtime>> runtimes = make_runtimes();
+    dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
+      const auto r = static_cast<size_t>(comm.rank());
+      Trainer trainer(*runtimes[r], on_rank(comm, retry_options));
+      fresh[r] = outcome(*runtimes[r], trainer, trainer.step().loss);
+    });
+  }
+
+  std::vector<std::unique_ptr<nn::Runtime>> runtimes = make_runtimes();  // the job's devices
+  int64_t failed = 0, peers_failed = 0, peers_finished = 0;
+  for (const bool after_a_step : {false, true}) {
+    for (int64_t failing_rank = 0; failing_rank < ranks; ++failing_rank) {
+      const auto f = static_cast<size_t>(failing_rank);
+      const int64_t n = after_a_step ? steady_n[f] : first_n[f];
+      for (int64_t k = 1; k <= n; k += kEveryKth) {
+        const std::string where = name + (after_a_step ? ", second step" : ", first step") +
+                                  ", rank " + std::to_string(failing_rank) + ", allocation " +
+                                  std::to_string(k) + " of " + std::to_string(n);
+        std::vector<int> peer_failed(static_cast<size_t>(ranks), 0);
+        try {
+          dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
+            const int64_t rank = comm.rank();
+            const auto r = static_cast<size_t>(rank);
+            nn::Runtime& runtime = *runtimes[r];
+            Trainer trainer(runtime, on_rank(comm, options));
+            if (after_a_step) {
+              trainer.set_batch(kRetryBatch);
+              (void)trainer.step();
+            }
+            if (rank != failing_rank) {
+              trainer.set_batch(kFailingBatch);
+              const auto category_bytes = [&](memory::MemoryCategory c) {
+                return runtime.allocator()
+                    .category_stats()
+                    .allocated_bytes[static_cast<size_t>(c)]
+                    .current;
+              };
+              const int64_t before =
+                  allocated_bytes(runtime) - category_bytes(memory::MemoryCategory::gradient);
+              const int64_t states_before = category_bytes(memory::MemoryCategory::optimizer_state);
+              const int64_t steps_before = trainer.optimizer().steps();
+              try {
+                (void)trainer.step();
+                return;  // the failure came after this rank's last collective
+              } catch (const dist::PeerFailure& e) {
+                peer_failed[r] = 1;
+                EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(failing_rank)),
+                          std::string::npos)
+                    << where << ", rank " << rank << ": " << e.what();
+              }
+              EXPECT_NO_THROW(runtime.allocator().check_invariants()) << where;
+              // A peer lost after this rank's optimizer step keeps the states that step made (the
+              // optimizer owns them; they go with the trainer, checked below): its shard is
+              // updated but not gathered, and only a restart recovers, as in PyTorch.
+              const int64_t states_made =
+                  trainer.optimizer().steps() > steps_before
+                      ? category_bytes(memory::MemoryCategory::optimizer_state) - states_before
+                      : 0;
+              EXPECT_EQ(allocated_bytes(runtime), before + states_made)
+                  << where << ": rank " << rank << " after its peer failed";
+              return;
+            }
+            fail_step_at(runtime, trainer, k, n, where);
+            throw std::runtime_error("the job stops: " + where);
+          });
+          ADD_FAILURE() << where << ": the job did not stop";
+        } catch (const std::runtime_error& e) {
+          EXPECT_EQ(std::string(e.what()), "the job stops: " + where);
+        }
+        ++failed;
+        for (int64_t r = 0; r < ranks; ++r) {
+          if (r == failing_rank) continue;
+          (peer_failed[static_cast<size_t>(r)] != 0 ? peers_failed : peers_finished) += 1;
+        }
+        // The trainers are gone: nothing they allocated may outlive them.
+        for (int64_t r = 0; r < ranks; ++r) {
+          nn::Runtime& runtime = *runtimes[static_cast<size_t>(r)];
+          EXPECT_NO_THROW(runtime.allocator().check_invariants()) << where;
+          EXPECT_EQ(allocated_bytes(runtime), 0)
+              << where << ": rank " << r << " after its trainer was destroyed";
+        }
+        // The restart, on the same devices, with the smaller batch.
+        std::vector<StepOutcome> retried(static_cast<size_t>(ranks));
+        dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
+          const auto r = static_cast<size_t>(comm.rank());
+          Trainer trainer(*runtimes[r], on_rank(comm, retry_options));
+          retried[r] = outcome(*runtimes[r], trainer, trainer.step().loss);
+        });
+        for (int64_t r = 0; r < ranks; ++r) {
+          expect_same(retried[static_cast<size_t>(r)], fresh[static_cast<size_t>(r)],
+                      where + ", restarted rank " + std::to_string(r));
+        }
+        if (testing::Test::HasFailure()) return {failed, 0.0};
+      }
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "oom at every allocation: %-26s %4lld failed (%lld ranks, first step %lld + second "
+      "step %lld allocations per rank%s; peers: %lld lost the rank, %lld had finished "
+      "their step) in %.2f s\n",
+      name.c_str(), static_cast<long long>(failed), static_cast<long long>(ranks),
+      static_cast<long long>(first_n[0]), static_cast<long long>(steady_n[0]),
+      kEveryKth > 1 ? ", only every 7th k under the sanitizers" : "",
+      static_cast<long long>(peers_failed), static_cast<long long>(peers_finished), seconds);
+  return {failed, seconds};
+}
+
+TEST(OomAtEveryAllocation, Gpt2DdpOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.parallel.zero = dist::ZeroStage::ddp;
+  EXPECT_GT(fail_every_allocation_on_ranks("gpt2 ddp", o, 2).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaZero1MixedBf16OnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.parallel.zero = dist::ZeroStage::optimizer_states;
+  o.precision = amp::Precision::mixed_bf16;  // the master weights are partitioned too
+  EXPECT_GT(fail_every_allocation_on_ranks("llama zero-1 mixed bf16", o, 2).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, Gpt2Zero2OnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.parallel.zero = dist::ZeroStage::gradients;
+  EXPECT_GT(fail_every_allocation_on_ranks("gpt2 zero-2", o, 2).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaZero3WithPrefetchOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.parallel.zero = dist::ZeroStage::parameters;
+  o.parallel.prefetch = true;
+  EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 prefetch", o, 2).failed, 0);
 }
 
 }  // namespace
