@@ -219,12 +219,14 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
 }
 
 StepResult Trainer::step() {
-  // What the step changes before its last allocation can fail: the batch drawn from the stream and
-  // the scaler's update (made before the optimizer step, whose first call allocates the states).
+  // What the step changes before its last allocation can fail: the batch drawn from the stream,
+  // the dropout masks' position, and the scaler's update (made before the optimizer step, whose
+  // first call allocates the states).
   // After a failure the gradient block holds a partial sum, and memory a retry needs: it is
   // released as the next zero-grad would release it (grads_to_none), or when the step made it.
   SyntheticTokenStream data_before = data_;
   const amp::GradScaler scaler_before = scaler_;
+  const uint64_t dropout_rng_offset_before = model_->dropout_rng_offset();
   const bool had_grads = !model_->parameters().grads().empty();
   try {
     return step_unguarded();
@@ -234,6 +236,7 @@ StepResult Trainer::step() {
     if (options_.grads_to_none || !had_grads) model_->parameters().zero_grad(/*set_to_none=*/true);
     data_ = std::move(data_before);
     scaler_ = scaler_before;
+    model_->set_dropout_rng_offset(dropout_rng_offset_before);
     throw;
   }
 }

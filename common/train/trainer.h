@@ -183,10 +183,10 @@ class Trainer {
   /// inf/NaN under a scaler) on the next batch, telling the observers about each phase.
   /// \throws memory::OutOfMemoryError (the step's activations, temporaries, gathered parameters
   /// and unit gradients are freed first). A step that throws is undone as far as later steps can
-  /// tell: the token stream and the loss scaler return to where the step found them, so the next
-  /// step (e.g. with a smaller batch, set_batch) trains on what a run without the failure would.
-  /// Its partial gradients are released under grads_to_none (and when the step allocated them),
-  /// else kept for the next zero-grad to clear.
+  /// tell: the token stream, the dropout stream and the loss scaler return to where the step
+  /// found them, so the next step (e.g. with a smaller batch, set_batch) trains on what a run
+  /// without the failure would. Its partial gradients are released under grads_to_none (and when
+  /// the step allocated them), else kept for the next zero-grad to clear.
   StepResult step();
 
   /// Changes B, the sequences per micro-batch of the next steps, as a training loop does after an

@@ -271,6 +271,37 @@ TEST(OomAtEveryAllocation, LlamaMixedFp16WithGradScaler) {
   EXPECT_GT(fail_every_allocation("llama mixed fp16 scaler", o).failed, 0);
 }
 
+TEST(OomAtEveryAllocation, Gpt2GradAccumulationWithDropoutAndCheckpoints) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.grad_accum = 2;
+  o.dropout.p = 0.1f;  // its masks replay in the recomputed layers
+  o.recompute = checkpoint::parse_recompute_spec("every:2");
+  EXPECT_GT(fail_every_allocation("gpt2 accum 2 dropout every:2", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, LlamaFlashAttentionWithInt8Activations) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.attention = AttentionKind::flash;
+  o.compress_activations = nn::ActivationCompression::int8_block;
+  EXPECT_GT(fail_every_allocation("llama flash int8 acts", o).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, EveryOtherOptimizer) {
+  for (const estimate::Optimizer kind :
+       {estimate::Optimizer::sgd_momentum, estimate::Optimizer::lion,
+        estimate::Optimizer::adam_mini, estimate::Optimizer::adafactor,
+        estimate::Optimizer::adamw_8bit}) {
+    TrainOptions o = tiny(ModelFamily::gpt2);
+    o.optimizer = kind;
+    o.eight_bit.min_8bit_size = 64;  // the tiny model's matrices are quantized, not kept in fp32
+    o.precision = amp::Precision::mixed_bf16;
+    EXPECT_GT(
+        fail_every_allocation("gpt2 mixed bf16 " + std::string(estimate::optimizer_name(kind)), o)
+            .failed,
+        0);
+  }
+}
+
 // ---- Data parallelism on simulated ranks ----
 //
 // A rank that runs out of memory leaves its peers in a collective: in PyTorch they hang in NCCL
@@ -287,8 +318,10 @@ int64_t ranks_allocations(std::vector<std::unique_ptr<nn::Runtime>>& runtimes, s
   return allocations_so_far(*runtimes[r]);
 }
 
-Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions options,
-                                      int64_t ranks) {
+enum class Group { data_parallel, tensor_parallel };
+
+Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions options, int64_t ranks,
+                                      Group group = Group::data_parallel) {
   const auto start = std::chrono::steady_clock::now();
   const memory::Device device = memory::parse_device(kDevice);
   options.batch = kFailingBatch;
@@ -300,7 +333,7 @@ Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions opti
     return runtimes;
   };
   const auto on_rank = [&](dist::Communicator& comm, TrainOptions o) {
-    o.parallel.data_parallel = &comm;
+    (group == Group::data_parallel ? o.parallel.data_parallel : o.parallel.tensor_parallel) = &comm;
     return o;
   };
 
@@ -458,6 +491,13 @@ TEST(OomAtEveryAllocation, LlamaZero3WithPrefetchOnTwoRanks) {
   o.parallel.zero = dist::ZeroStage::parameters;
   o.parallel.prefetch = true;
   EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 prefetch", o, 2).failed, 0);
+}
+
+TEST(OomAtEveryAllocation, Gpt2TensorParallelOnTwoRanks) {
+  EXPECT_GT(fail_every_allocation_on_ranks("gpt2 tp 2", tiny(ModelFamily::gpt2), 2,
+                                           Group::tensor_parallel)
+                .failed,
+            0);
 }
 
 }  // namespace
