@@ -6,11 +6,14 @@
 // 1 to the step's allocation count N, on the same trainer and runtime. Each time:
 //   - the step throws OutOfMemoryError with PyTorch's text;
 //   - the allocator's invariants hold and it counted the OOM;
-//   - allocated bytes are back where they were before the step (nothing leaked);
+//   - allocated bytes are back where they were before the step (nothing leaked), less the
+//     previous step's gradients under grads_to_none (the failed step's zero-grad released them);
 //   - the next step, with a smaller batch, succeeds, and its loss and parameters are bitwise a
 //     fresh run's after the same successful steps (the failed steps leave no trace).
 // Two phases per configuration: the first step (a fresh trainer per k on the same runtime: the
 // first step also allocates the optimizer states), then steady steps (one trainer for every k).
+// Data and tensor parallelism on simulated ranks follow (see the note above them): a lost rank
+// stops the job, so there each k restarts the job instead of retrying in it.
 // Under the sanitizers (VRAMLAB_SANITIZE) only every 7th k runs, and the output says so.
 #include <gtest/gtest.h>
 
