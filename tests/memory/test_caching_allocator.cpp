@@ -470,7 +470,8 @@ TEST(InjectedOutOfMemory, TheKthMallocFailsWithPyTorchsErrorWhetherCachedOrNot) 
     // As before a real OOM, every whole cached segment went back to the device: only segments
     // with a live block stay reserved.
     const std::vector<TraceEntry> trace = allocator->trace();
-    for (const auto& segment : allocator->snapshot()["segments"]) {
+    const nlohmann::json snapshot = allocator->snapshot();
+    for (const auto& segment : snapshot["segments"]) {
       EXPECT_GT(segment["allocated_size"].get<std::int64_t>(), 0)
           << "a cached segment of " << segment["total_size"] << " B survived the OOM";
     }
