@@ -254,7 +254,9 @@ void DataParallel::release_all() {
   const int64_t units = static_cast<int64_t>(store_.layout().units().size());
   for (int64_t u = 0; u < units; ++u) {
     release(u);
-    store_.unit_grads(u).reset();
+    // Only ZeRO-2/3 stores have unit gradient slots (begin_gradient's rule): under DDP and ZeRO-1
+    // the lookup threw std::out_of_range here and replaced the out-of-memory error.
+    if (stage_ >= ZeroStage::gradients) store_.unit_grads(u).reset();
   }
   gathered_bytes_ = 0;
   micro_batch_ = 0;

@@ -110,6 +110,22 @@
 // back, so a split and a merge touch neither the heap nor a vector. Cost in readability: `next`
 // has a second meaning while a Block is unused. Gain: 25 instructions per pair (584 with a
 // std::vector<Block*> of spares -> 559).
+//
+// Note [Injected out-of-memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// inject_out_of_memory(k) makes the k-th malloc fail as on a full device, so a test can fail every
+// allocation of a training step in turn. A countdown tested on every malloc would cost the cached
+// pair a load, a decrement and a branch even when no test uses it. Instead malloc's one cold test,
+// `bytes >= cold_request_bytes_`, which is the 1 EiB check while nothing is armed, covers it:
+// arming lowers the threshold to 1 so that every request takes the cold, out-of-line
+// check_cold_request, which counts down; firing or disarming raises it back. Disarmed, the pair
+// compares with a member instead of a constant, which is even shorter than loading the 2^60
+// immediate: 573 instructions per pair against 575 before (measured as Note [Measuring the cached
+// pair] says). The failing malloc then takes the path a real full device takes
+// (fail_as_full_device): alloc_block's segment requests are refused (refuse_device_memory_, tested
+// off the cached path), the cached blocks are released and the request retried, and
+// throw_out_of_memory raises the error. The backing is not asked for a refusal cause
+// (raise_refusal_cause): the device was full, by construction.
 #include "common/memory/caching_allocator.h"
 
 #include <algorithm>
@@ -196,8 +212,9 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
   const StackId stack_id =
       record_stacks_.load(std::memory_order_relaxed) ? capture_call_stack(1) : 0;
   AllocatorLock lock(mutex_);  // See Note [Lock skipped while single-threaded]
-  if (bytes >= kOneExaByte) [[unlikely]]
-    throw_more_than_exabyte(bytes);
+  // See Note [Injected out-of-memory]
+  if (bytes >= cold_request_bytes_) [[unlikely]]
+    check_cold_request(bytes, stream, category, name, stack_id);
   process_events();
   const std::size_t size = round_size(bytes, config_);
   AllocParams params{.stream = stream,
@@ -268,6 +285,8 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
 
 bool CachingAllocator::alloc_block(AllocParams& params, bool is_retry) {
   if (is_retry) ++stats_.num_alloc_retries;
+  if (refuse_device_memory_) [[unlikely]]
+    return false;  // See Note [Injected out-of-memory]
   const std::size_t size = params.alloc_size;
   if (memory_fraction_set_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
     return false;
@@ -755,9 +774,62 @@ void CachingAllocator::throw_more_than_exabyte(std::size_t bytes) {
                          std::move(details));
 }
 
+void CachingAllocator::check_cold_request(std::size_t bytes, StreamId stream,
+                                          MemoryCategory category, std::string_view name,
+                                          StackId stack_id) {
+  if (bytes >= kOneExaByte) throw_more_than_exabyte(bytes);
+  if (injected_oom_countdown_ == 0 || --injected_oom_countdown_ > 0) return;
+  cold_request_bytes_ = kOneExaByte;
+  process_events();
+  const std::size_t size = round_size(bytes, config_);
+  AllocParams params{.stream = stream,
+                     .orig_size = bytes,
+                     .size = size,
+                     .alloc_size = get_allocation_size(size),
+                     .pool = size <= kSmallSize ? &small_blocks_ : &large_blocks_,
+                     .category = category,
+                     .module_id = current_module_id(),
+                     .phase = current_phase(),
+                     .stack_id = stack_id,
+                     .name = name};
+  fail_as_full_device(params);
+}
+
+void CachingAllocator::fail_as_full_device(AllocParams& params) {
+  // malloc's path after get_free_block found nothing, with every segment request refused.
+  struct Refusal {
+    bool& refuse;
+    explicit Refusal(bool& flag) : refuse(flag) { refuse = true; }
+    ~Refusal() { refuse = false; }
+    Refusal(const Refusal&) = delete;
+    Refusal& operator=(const Refusal&) = delete;
+  } refusal(refuse_device_memory_);
+  if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
+    garbage_collect_cached_blocks();
+  }
+  if (alloc_block(params, false) ||
+      (release_available_cached_blocks(params) && alloc_block(params, false)) ||
+      (release_cached_blocks() && alloc_block(params, true))) {
+    throw std::logic_error("CachingAllocator: a refused device served a segment");
+  }
+  throw_out_of_memory(params);
+}
+
+void CachingAllocator::inject_out_of_memory(std::uint64_t k) {
+  AllocatorLock lock(mutex_);  // See Note [Lock skipped while single-threaded]
+  injected_oom_countdown_ = k;
+  cold_request_bytes_ = k == 0 ? kOneExaByte : 1;
+}
+
+std::uint64_t CachingAllocator::injected_out_of_memory_countdown() const {
+  AllocatorLock lock(mutex_);
+  return injected_oom_countdown_;
+}
+
 void CachingAllocator::throw_out_of_memory(const AllocParams& params) {
-  // A sim device refused by the host's RAM (not by its capacity) throws HostMemoryError here.
-  backing_->raise_refusal_cause(device_label_);
+  // A sim device refused by the host's RAM (not by its capacity) throws HostMemoryError here; an
+  // injected refusal is a full device (see Note [Injected out-of-memory]).
+  if (!refuse_device_memory_) backing_->raise_refusal_cause(device_label_);
   OutOfMemoryDetails details;
   details.requested_bytes = params.orig_size;
   details.rounded_bytes = params.size;

@@ -170,6 +170,19 @@ class CachingAllocator {
   /// \return true when block addresses are host memory the program may touch.
   bool host_accessible() const;
 
+  /// Fault injection (tests of out-of-memory recovery): the \p k-th malloc from now (1 = the next;
+  /// every request of at least one byte counts, whether the cache or the device would serve it)
+  /// fails as on a device with no free memory. That malloc takes the real path of a full device:
+  /// no cached block is used, every segment request is refused, the cache is released and the
+  /// allocation retried (num_alloc_retries), then throw_out_of_memory raises PyTorch's error
+  /// (num_ooms, an "oom" trace entry). Fires once; 0 disarms. Costs nothing on the cached path
+  /// while disarmed: see Note [Injected out-of-memory].
+  /// \param k the malloc to fail, counted from the next one; 0 disarms.
+  void inject_out_of_memory(std::uint64_t k);
+  /// \return the mallocs still to go before the injected failure (1: the next fails), 0 when none
+  /// is armed (never armed, disarmed, or fired).
+  std::uint64_t injected_out_of_memory_countdown() const;
+
   /// Checks the allocator's invariants in O(blocks): segments tile exactly, no two free neighbours
   /// are left unmerged, the pools hold exactly the free blocks, no live blocks overlap, every
   /// stat's current value equals the sum recomputed from the blocks, reserved ≥ active ≥ allocated
@@ -214,6 +227,11 @@ class CachingAllocator {
   void release_block(Block* block);
   void garbage_collect_cached_blocks();
   [[noreturn, gnu::cold, gnu::noinline]] void throw_more_than_exabyte(std::size_t bytes);
+  // malloc's checks of requests of at least cold_request_bytes_: see Note [Injected out-of-memory].
+  [[gnu::cold, gnu::noinline]] void check_cold_request(std::size_t bytes, StreamId stream,
+                                                       MemoryCategory category,
+                                                       std::string_view name, StackId stack_id);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_as_full_device(AllocParams& params);
   [[noreturn]] void throw_out_of_memory(const AllocParams& params);
 
   Block* new_block();
@@ -274,6 +292,10 @@ class CachingAllocator {
   std::vector<TraceEntry> trace_;
   std::size_t trace_next_ = 0;
   std::int64_t event_counter_ = 0;
+  // See Note [Injected out-of-memory]
+  std::size_t cold_request_bytes_ = kOneExaByte;
+  std::uint64_t injected_oom_countdown_ = 0;
+  bool refuse_device_memory_ = false;
 };
 
 }  // namespace vramlab::memory

@@ -102,6 +102,11 @@ class DecoderModel {
   void set_dropout(const DropoutSettings& settings);
   /// \return the settings set_dropout gave (p = 0 by default).
   [[nodiscard]] const DropoutSettings& dropout() const { return dropout_; }
+  /// The dropout stream's position: the first counter the next forward's masks draw (what
+  /// torch.get_rng_state saves for them). A trainer that undoes a failed step puts it back.
+  [[nodiscard]] uint64_t dropout_rng_offset() const { return rng_offset_; }
+  /// \param offset a position dropout_rng_offset() returned.
+  void set_dropout_rng_offset(uint64_t offset) { rng_offset_ = offset; }
   /// Chooses the attention kernel of the following steps' forwards (naive by default; flash:
   /// kernels/cpu/flash_attention.h). The loss and gradients agree within rounding; what is saved
   /// differs (SavedActivations::set_attention).

@@ -49,7 +49,7 @@ Lion::Lion(nn::Runtime& runtime, const kernels::cpu::LionHyperparameters& hp,
   require_hyperparameter(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
 }
 
-void Lion::step(nn::ParameterStore& params, float grad_multiplier) {
+void Lion::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   const std::vector<Update> updates = local_updates(params);
   if (m_.empty()) m_ = make_state(params.local_numel(), "lion.exp_avg");
@@ -72,7 +72,7 @@ AdamMini::AdamMini(nn::Runtime& runtime, const ModelConfig& model,
   require_adamw_hyperparameters(hp);
 }
 
-void AdamMini::step(nn::ParameterStore& params, float grad_multiplier) {
+void AdamMini::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   require_layout(layout_, params, "adam-mini");
   const memory::TensorView values = updated_values(params);
@@ -120,7 +120,7 @@ Adafactor::Adafactor(nn::Runtime& runtime, const ModelConfig& model,
   require_hyperparameter(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
 }
 
-void Adafactor::step(nn::ParameterStore& params, float grad_multiplier) {
+void Adafactor::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   require_layout(layout_, params, "adafactor");
   const memory::TensorView values = updated_values(params);
@@ -163,7 +163,7 @@ AdamW8bit::AdamW8bit(nn::Runtime& runtime, const ModelConfig& model,
   require_adamw_hyperparameters(hp);
 }
 
-void AdamW8bit::step(nn::ParameterStore& params, float grad_multiplier) {
+void AdamW8bit::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   require_layout(layout_, params, "adamw-8bit");
   const memory::TensorView values = updated_values(params);

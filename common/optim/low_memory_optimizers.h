@@ -28,11 +28,11 @@ class Lion final : public Optimizer {
   /// or non-finite, betas outside [0, 1), or weight decay < 0.
   Lion(nn::Runtime& runtime, const kernels::cpu::LionHyperparameters& hp,
        const amp::PrecisionPolicy& precision = {});
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return m and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   kernels::cpu::LionHyperparameters hp_;
   memory::Tensor m_;  // (numel) momentum
 };
@@ -47,11 +47,11 @@ class AdamMini final : public Optimizer {
            const kernels::cpu::AdamWHyperparameters& hp,
            const amp::PrecisionPolicy& precision = {});
   /// \throws std::logic_error when \p params is not laid out as the model's parameters.
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return m, v and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   std::vector<estimate::TensorStateLayout> layout_;
   kernels::cpu::AdamWHyperparameters hp_;
   memory::Tensor m_;  // (numel) first moment
@@ -68,11 +68,11 @@ class Adafactor final : public Optimizer {
             const kernels::cpu::AdafactorHyperparameters& hp,
             const amp::PrecisionPolicy& precision = {});
   /// \throws std::logic_error when \p params is not laid out as the model's parameters.
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return the factors and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   std::vector<estimate::TensorStateLayout> layout_;
   kernels::cpu::AdafactorHyperparameters hp_;
   memory::Tensor variance_;  // (Σ rows + cols, or numel) the factors, tensor after tensor
@@ -89,7 +89,6 @@ class AdamW8bit final : public Optimizer {
             const estimate::EightBitOptions& eight_bit = {},
             const amp::PrecisionPolicy& precision = {});
   /// \throws std::logic_error when \p params is not laid out as the model's parameters.
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return codes, absmax, fp32 states and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
   /// \return the layout it steps (which tensors are quantized, their blocks).
@@ -104,15 +103,16 @@ class AdamW8bit final : public Optimizer {
   [[nodiscard]] Dequantized dequantized_states() const;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   std::vector<estimate::TensorStateLayout> layout_;
   kernels::cpu::AdamWHyperparameters hp_;
   estimate::EightBitOptions eight_bit_;
-  memory::Tensor qm_;        // (Σ quantized numel) u8 codes of m, signed map
-  memory::Tensor qv_;        // (Σ quantized numel) u8 codes of v, unsigned map
-  memory::Tensor absmax_m_;  // (Σ absmax blocks) f32
-  memory::Tensor absmax_v_;  // (Σ absmax blocks) f32
-  memory::Tensor m32_;       // (Σ fp32 numel) f32 m of the tensors kept in 32 bits
-  memory::Tensor v32_;       // (Σ fp32 numel) f32 v
+  memory::Tensor qm_;              // (Σ quantized numel) u8 codes of m, signed map
+  memory::Tensor qv_;              // (Σ quantized numel) u8 codes of v, unsigned map
+  memory::Tensor absmax_m_;        // (Σ absmax blocks) f32
+  memory::Tensor absmax_v_;        // (Σ absmax blocks) f32
+  memory::Tensor m32_;             // (Σ fp32 numel) f32 m of the tensors kept in 32 bits
+  memory::Tensor v32_;             // (Σ fp32 numel) f32 v
   bool states_allocated_ = false;  // the six above exist (some may be empty: nothing of a kind)
 };
 

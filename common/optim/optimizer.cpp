@@ -30,6 +30,18 @@ void Optimizer::require_gradients(const nn::ParameterStore& params) {
     throw std::logic_error("optimizer step without gradients (run backward first)");
 }
 
+void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
+  // The master is made before the moments: when they do not fit, it goes too, so a failed first
+  // step leaves the optimizer as it found it (and its bytes free for a retry).
+  const bool had_master = !master_.empty();
+  try {
+    update(params, grad_multiplier);
+  } catch (...) {
+    if (!had_master) master_ = memory::Tensor();
+    throw;
+  }
+}
+
 memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {
   return runtime_.zeros({numel}, memory::MemoryCategory::optimizer_state, name,
                         precision_.optimizer_states);
@@ -96,7 +108,7 @@ AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
   require_adamw_hyperparameters(hp);
 }
 
-void AdamW::step(nn::ParameterStore& params, float grad_multiplier) {
+void AdamW::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   const std::vector<Update> updates = local_updates(params);
   if (m_.empty()) {
@@ -130,7 +142,7 @@ Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight
   require_hyperparameter(weight_decay >= 0, "weight decay", weight_decay);
 }
 
-void Sgd::step(nn::ParameterStore& params, float grad_multiplier) {
+void Sgd::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   const std::vector<Update> updates = local_updates(params);
   if (momentum_ > 0 && momentum_buffer_.empty())

@@ -36,8 +36,9 @@ class Optimizer {
   /// \param grad_multiplier each gradient is multiplied by it first (1/loss scale × clip
   /// coefficient; 1 for neither).
   /// \throws std::logic_error without gradients; memory::OutOfMemoryError when the first step
-  /// cannot allocate the states.
-  virtual void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) = 0;
+  /// cannot allocate the states (the step then leaves no state behind, the master copy included,
+  /// and counts no step).
+  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f);
   /// \return bytes of optimizer state currently held (moments and the master copy).
   [[nodiscard]] virtual int64_t state_bytes() const = 0;
   /// Counts calls to step(); AdamW's bias correction uses it as its 1-based step.
@@ -54,6 +55,8 @@ class Optimizer {
   /// \param runtime holds the states. \param precision their types and whether a master exists.
   Optimizer(nn::Runtime& runtime, const amp::PrecisionPolicy& precision)
       : runtime_(runtime), precision_(precision) {}
+  /// What step() does, for each optimizer: its first call allocates the states.
+  virtual void update(nn::ParameterStore& params, float grad_multiplier) = 0;
   /// Allocates a zeroed state tensor of numel elements in the policy's state type.
   memory::Tensor make_state(int64_t numel, const char* name);
   /// \throws vramlab::UsageError "WHAT VALUE is out of range" unless \p ok.
@@ -93,10 +96,10 @@ class Optimizer {
   static memory::TensorView working_copy(const nn::ParameterStore& params,
                                          const memory::Tensor& master);
 
-  nn::Runtime& runtime_;                ///< holds the states
-  amp::PrecisionPolicy precision_;      ///< state type, master or not
-  memory::Tensor master_;               ///< (numel) fp32 master copy, mixed precision only
-  int64_t steps_ = 0;                   ///< steps taken so far
+  nn::Runtime& runtime_;            ///< holds the states
+  amp::PrecisionPolicy precision_;  ///< state type, master or not
+  memory::Tensor master_;           ///< (numel) fp32 master copy, mixed precision only
+  int64_t steps_ = 0;               ///< steps taken so far
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.
@@ -108,11 +111,11 @@ class AdamW final : public Optimizer {
   /// epsilon ≤ 0, or weight decay < 0.
   AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
         const amp::PrecisionPolicy& precision = {});
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return m, v and the master once they exist (8 × numel in fp32), else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   kernels::cpu::AdamWHyperparameters hp_;
   memory::Tensor m_;  // (numel) first moment
   memory::Tensor v_;  // (numel) second moment
@@ -128,11 +131,11 @@ class Sgd final : public Optimizer {
   /// \param precision as AdamW's. \throws vramlab::UsageError naming a bad value.
   Sgd(nn::Runtime& runtime, float learning_rate, float momentum = 0.0f, float weight_decay = 0.0f,
       bool nesterov = false, const amp::PrecisionPolicy& precision = {});
-  void step(nn::ParameterStore& params, float grad_multiplier = 1.0f) override;
   /// \return the momentum buffer and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
+  void update(nn::ParameterStore& params, float grad_multiplier) override;
   float learning_rate_;
   float momentum_;
   float weight_decay_;

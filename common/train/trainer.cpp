@@ -219,13 +219,56 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
 }
 
 StepResult Trainer::step() {
+  // What the step changes before its last allocation can fail: the batch drawn from the stream,
+  // the dropout masks' position, and the scaler's update (made before the optimizer step, whose
+  // first call allocates the states).
+  // After a failure the gradient block holds a partial sum, and memory a retry needs: it is
+  // released as the next zero-grad would release it (grads_to_none), or when the step made it.
+  SyntheticTokenStream data_before = data_;
+  const amp::GradScaler scaler_before = scaler_;
+  const uint64_t dropout_rng_offset_before = model_->dropout_rng_offset();
+  const bool had_grads = !model_->parameters().grads().empty();
   try {
     return step_unguarded();
   } catch (...) {
     // An out-of-memory error skipped the phases' after(): nothing gathered may outlive the step.
     if (data_parallel_) data_parallel_->release_all();
+    if (options_.grads_to_none || !had_grads) model_->parameters().zero_grad(/*set_to_none=*/true);
+    data_ = std::move(data_before);
+    scaler_ = scaler_before;
+    model_->set_dropout_rng_offset(dropout_rng_offset_before);
     throw;
   }
+}
+
+void Trainer::set_batch(int64_t batch) {
+  if (!options_.micro_batch_sizes.empty())
+    throw UsageError("set_batch(" + std::to_string(batch) +
+                     "): the run has explicit micro-batch sizes, which set the batch");
+  TrainOptions options = options_;
+  options.batch = batch;
+  validate(options);
+  checkpoint::RecomputeSchedule schedule = recompute_schedule(options);
+  require_host_memory_for_step(runtime_.device(), options, schedule);
+  std::vector<int64_t> micro_batch_sizes = step_micro_batches(options);
+  const int64_t B = std::accumulate(micro_batch_sizes.begin(), micro_batch_sizes.end(), int64_t{0}),
+                T = options.seq, ranks = options.parallel.data_parallel_size();
+  std::vector<int32_t> host_inputs(static_cast<size_t>(ranks * B * T));   // (N·ΣB, T)
+  std::vector<int32_t> host_targets(static_cast<size_t>(ranks * B * T));  // (N·ΣB, T)
+  memory::Tensor inputs, targets;
+  {
+    const memory::PhaseScope setup(memory::TrainingPhase::setup);
+    inputs = runtime_.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
+    targets = runtime_.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
+  }
+  // Nothing below throws: the trainer changes batch whole or not at all.
+  inputs_ = std::move(inputs);    // (ΣB, T) int32
+  targets_ = std::move(targets);  // (ΣB, T) int32
+  host_inputs_ = std::move(host_inputs);
+  host_targets_ = std::move(host_targets);
+  options_ = std::move(options);
+  schedule_ = std::move(schedule);
+  micro_batch_sizes_ = std::move(micro_batch_sizes);
 }
 
 StepResult Trainer::step_unguarded() {

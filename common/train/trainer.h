@@ -182,8 +182,21 @@ class Trainer {
   /// and the optimizer step (phase optimizer, its states in module "optimizer"; skipped on an
   /// inf/NaN under a scaler) on the next batch, telling the observers about each phase.
   /// \throws memory::OutOfMemoryError (the step's activations, temporaries, gathered parameters
-  /// and unit gradients are freed first).
+  /// and unit gradients are freed first). A step that throws is undone as far as later steps can
+  /// tell: the token stream, the dropout stream and the loss scaler return to where the step
+  /// found them, so the next step (e.g. with a smaller batch, set_batch) trains on what a run
+  /// without the failure would. Its partial gradients are released under grads_to_none (and when
+  /// the step allocated them), else kept for the next zero-grad to clear.
   StepResult step();
+
+  /// Changes B, the sequences per micro-batch of the next steps, as a training loop does after an
+  /// out-of-memory error: the (ΣB, T) input and target buffers are reallocated (phase setup) and
+  /// the recompute schedule is made again for the new batch.
+  /// \param batch B ≥ 1.
+  /// \throws vramlab::UsageError naming \p batch when validate() refuses it, or when the run has
+  /// explicit micro-batch sizes (TrainOptions::micro_batch_sizes); memory::OutOfMemoryError when
+  /// the new buffers do not fit (the trainer then keeps its batch).
+  void set_batch(int64_t batch);
 
   /// Registers an observer of every later step's phases (see nn::StepObservers).
   /// \param observer told in registration order; must outlive its registration.

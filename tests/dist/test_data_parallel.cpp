@@ -293,6 +293,36 @@ TEST(DataParallel, AnOutOfMemoryErrorMidStepLeavesOnlyTheShards) {
   });
 }
 
+// The step's cleanup after an error (DataParallel::release_all) looked up ZeRO-2/3's unit gradient
+// slots at every stage: under DDP and ZeRO-1 it threw std::out_of_range, which replaced the
+// out-of-memory error. Every stage, the error on both ranks at once (no peer is lost) and at the
+// step's first allocation and a later one: each rank sees PyTorch's error.
+TEST(DataParallel, AnOutOfMemoryErrorReachesTheCallerAtEveryStage) {
+  for (const int stage : {0, 1, 2, 3}) {
+    for (const uint64_t k : {1u, 20u}) {
+      SCOPED_TRACE("zero " + std::to_string(stage) + ", allocation " + std::to_string(k));
+      const train::TrainOptions o =
+          options_for(odd_gpt2(), static_cast<ZeroStage>(stage), amp::Precision::fp32);
+      dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
+        nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+        train::TrainOptions mine = o;
+        mine.parallel.data_parallel = &comm;
+        train::Trainer trainer(runtime, mine);
+        runtime.allocator().inject_out_of_memory(k);
+        try {
+          (void)trainer.step();
+          ADD_FAILURE() << "the step did not fail";
+        } catch (const memory::OutOfMemoryError& e) {
+          EXPECT_NE(std::string(e.what()).find("out of memory. Tried to allocate"),
+                    std::string::npos)
+              << e.what();
+        }
+        EXPECT_NO_THROW(runtime.allocator().check_invariants());
+      });
+    }
+  }
+}
+
 TEST(DataParallel, Llama7bOnEightMetaRanksHoldsTheEstimatedBytes) {
   for (const int stage : {0, 1, 2, 3}) {
     SCOPED_TRACE("zero " + std::to_string(stage));

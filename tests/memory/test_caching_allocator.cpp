@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/memory/caching_allocator.h"
 #include "common/platform/errors.h"
@@ -414,6 +415,99 @@ TEST(OutOfMemory, FlushesTheCacheAndRetriesBeforeFailing) {
   stats = allocator->stats();
   EXPECT_EQ(stats.num_alloc_retries, 2);
   EXPECT_EQ(stats.num_ooms, 1);
+  allocator->check_invariants();
+}
+
+// inject_out_of_memory(k): the k-th malloc fails as on a full device, whether the cache could
+// serve it or it needs a segment; the cache is released first (as before a real OOM), and the error
+// is counted and traced like one.
+TEST(InjectedOutOfMemory, TheKthMallocFailsWithPyTorchsErrorWhetherCachedOrNot) {
+  std::mt19937_64 rng(20);
+  for (int trial = 0; trial < 40; ++trial) {
+    auto allocator = make_sim_allocator(kGiB);
+    allocator->record_history(RecordMode::all);
+    // A warm cache: a cached small and large block, and a live block of each pool.
+    std::uniform_int_distribution<std::size_t> small_size(1, kMiB), large_size(kMiB + 1, 30 * kMiB);
+    Block* live_small = allocator->malloc(small_size(rng));
+    Block* live_large = allocator->malloc(large_size(rng));
+    allocator->free(allocator->malloc(small_size(rng)));
+    allocator->free(allocator->malloc(large_size(rng)));
+    const DeviceStats before = allocator->stats();
+    const std::uint64_t k = 1 + rng() % 5;
+    allocator->inject_out_of_memory(k);
+    EXPECT_EQ(allocator->injected_out_of_memory_countdown(), k);
+    std::vector<Block*> served;  // the k - 1 mallocs before the failing one
+    std::size_t failing_bytes = 0;
+    for (std::uint64_t i = 1; i <= k; ++i) {
+      // Sizes the cache can serve and sizes it cannot, at random.
+      const std::size_t bytes = rng() % 2 == 0 ? small_size(rng) : large_size(rng);
+      if (i < k) {
+        served.push_back(allocator->malloc(bytes));
+        EXPECT_EQ(allocator->injected_out_of_memory_countdown(), k - i);
+        continue;
+      }
+      failing_bytes = bytes;
+      try {
+        allocator->malloc(bytes);
+        FAIL() << "malloc " << k << " of " << bytes << " B did not fail";
+      } catch (const OutOfMemoryError& error) {
+        const std::string text = error.what();
+        EXPECT_EQ(text.rfind("sim:test out of memory. Tried to allocate ", 0), 0u) << text;
+        EXPECT_NE(text.find(" is reserved by PyTorch but unallocated."), std::string::npos) << text;
+        EXPECT_EQ(error.details().requested_bytes, bytes);
+        EXPECT_EQ(error.details().segment_bytes,
+                  get_allocation_size(round_size(bytes, AllocatorConfig{})));
+      }
+    }
+    EXPECT_EQ(allocator->injected_out_of_memory_countdown(), 0u) << "it fires once";
+    allocator->check_invariants();
+    const DeviceStats after = allocator->stats();
+    EXPECT_EQ(after.num_ooms, before.num_ooms + 1);
+    EXPECT_EQ(after.num_alloc_retries, before.num_alloc_retries + 1);
+    EXPECT_EQ(after.allocation[kAggregate].current,
+              before.allocation[kAggregate].current + static_cast<std::int64_t>(k - 1))
+        << "the failed malloc allocated nothing";
+    // As before a real OOM, every whole cached segment went back to the device: only segments
+    // with a live block stay reserved.
+    const std::vector<TraceEntry> trace = allocator->trace();
+    const nlohmann::json snapshot = allocator->snapshot();
+    for (const auto& segment : snapshot["segments"]) {
+      EXPECT_GT(segment["allocated_size"].get<std::int64_t>(), 0)
+          << "a cached segment of " << segment["total_size"] << " B survived the OOM";
+    }
+    ASSERT_FALSE(trace.empty());
+    EXPECT_EQ(trace.back().action, TraceAction::oom);
+    EXPECT_EQ(trace.back().size, round_size(failing_bytes, AllocatorConfig{}));
+    // The next malloc is served as usual.
+    Block* next = allocator->malloc(failing_bytes);
+    ASSERT_NE(next, nullptr);
+    allocator->free(next);
+    for (Block* block : served) allocator->free(block);
+    allocator->free(live_small);
+    allocator->free(live_large);
+    allocator->check_invariants();
+  }
+}
+
+TEST(InjectedOutOfMemory, ZeroDisarmsAndZeroByteRequestsDoNotCount) {
+  auto allocator = make_sim_allocator(kGiB);
+  allocator->inject_out_of_memory(2);
+  EXPECT_EQ(allocator->malloc(0), nullptr);
+  Block* first = allocator->malloc(100);  // the first counted malloc
+  EXPECT_EQ(allocator->injected_out_of_memory_countdown(), 1u);
+  EXPECT_THROW(allocator->malloc(100), OutOfMemoryError);
+  allocator->inject_out_of_memory(1);
+  allocator->inject_out_of_memory(0);
+  EXPECT_EQ(allocator->injected_out_of_memory_countdown(), 0u);
+  Block* second = allocator->malloc(100);
+  EXPECT_NE(second, nullptr) << "disarmed";
+  // A request of 1 EiB or more fails with its own error, armed or not.
+  allocator->inject_out_of_memory(3);
+  EXPECT_THROW(allocator->malloc(kOneExaByte), OutOfMemoryError);
+  EXPECT_EQ(allocator->injected_out_of_memory_countdown(), 3u);
+  EXPECT_EQ(allocator->stats().num_ooms, 1);
+  allocator->free(first);
+  allocator->free(second);
   allocator->check_invariants();
 }
 

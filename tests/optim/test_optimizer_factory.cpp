@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "common/amp/precision_policy.h"
 #include "common/estimate/model_state_memory.h"
+#include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
+#include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
@@ -119,6 +122,51 @@ TEST(MakeOptimizer, BuildsEveryKindTheEstimatorNames) {
     } else {
       EXPECT_NE(make_optimizer(runtime, kind), nullptr) << name;
     }
+  }
+}
+
+// Mixed precision makes the fp32 master before the states: an out-of-memory error on any state
+// allocation of the first step must release the master too (it leaked before), count no step, and
+// leave the next step to start clean and succeed.
+TEST(Optimizer, AFirstStepThatRunsOutOfMemoryLeavesNoStateBehind) {
+  const ModelConfig model = gpt2_config("tiny", 2, 16, 2, 24, 8);
+  const amp::PrecisionPolicy precision = amp::precision_policy(amp::Precision::mixed_bf16);
+  for (const Kind kind : {Kind::sgd, Kind::sgd_momentum, Kind::adamw, Kind::adamw_8bit, Kind::lion,
+                          Kind::adam_mini, Kind::adafactor}) {
+    const std::string name(estimate::optimizer_name(kind));
+    nn::Runtime runtime(memory::parse_device("sim:256MiB"));
+    memory::CachingAllocator& allocator = runtime.allocator();
+    nn::ParameterStore params(runtime, model.parameters(), precision.parameters,
+                              precision.gradients);
+    params.ensure_grads();
+    const auto allocated = [&] {
+      return allocator.stats().allocated_bytes[memory::kAggregate].current;
+    };
+    const auto allocations = [&] {
+      return allocator.stats().allocation[memory::kAggregate].allocated;
+    };
+    int64_t n = 0;  // allocations of a first step
+    {
+      const std::unique_ptr<Optimizer> twin = make_optimizer(runtime, kind, {}, precision, &model);
+      const int64_t before = allocations();
+      twin->step(params);
+      n = allocations() - before;
+    }
+    ASSERT_GE(n, 1) << name << ": the master at least";
+    const std::unique_ptr<Optimizer> optimizer =
+        make_optimizer(runtime, kind, {}, precision, &model);
+    const int64_t bytes_before = allocated();
+    for (int64_t k = 1; k <= n; ++k) {
+      allocator.inject_out_of_memory(static_cast<uint64_t>(k));
+      EXPECT_THROW(optimizer->step(params), memory::OutOfMemoryError) << name << ", k " << k;
+      EXPECT_EQ(allocated(), bytes_before) << name << ": allocation " << k << " of " << n;
+      EXPECT_EQ(optimizer->state_bytes(), 0) << name << ": allocation " << k << " of " << n;
+      EXPECT_EQ(optimizer->steps(), 0) << name << ": allocation " << k << " of " << n;
+      allocator.check_invariants();
+    }
+    optimizer->step(params);
+    EXPECT_EQ(optimizer->steps(), 1) << name;
+    EXPECT_GT(optimizer->state_bytes(), 0) << name;
   }
 }
 
