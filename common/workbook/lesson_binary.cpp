@@ -2,7 +2,10 @@
 #include "common/workbook/lesson_binary.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 
 #include <cstdio>
 #include <exception>
@@ -67,7 +70,22 @@ void reject_out_of_range_integers(CLI::App& app) {
           // CLI11 would take an empty value as the option's default (or as 0), which the user
           // did not ask for: `--batch "$B"` with B unset.
           if (text.empty()) return "an empty value is not a number";
-          if (!is_integer) return "";
+          if (!is_integer) {
+            // A float option would turn 1e308 into inf, and the error would then name a value
+            // the user never typed. Every float option here (rates, probabilities, seconds) is
+            // far inside a float's range, so a larger magnitude is refused as typed.
+            char* end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            // inf and nan as typed are the option's own to judge; 1e999 overflows a double too.
+            const bool spelled_out = text.find_first_of("iInN") != std::string::npos;
+            const bool too_large =
+                std::isfinite(value)
+                    ? std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())
+                    : !spelled_out;
+            if (end == text.c_str() + text.size() && too_large)
+              return "'" + text + "' is outside the range of a 32-bit float (3.4e+38)";
+            return "";
+          }
           // strtoull, under CLI11, wraps -1 to 2^64 - 1: a seed the user never typed.
           if (is_unsigned && text.front() == '-')
             return "'" + text + "' is negative: this option takes a number >= 0";
