@@ -172,6 +172,9 @@ bool mpirun_usable() {
 int run(const Options& o, int argc, char** argv) {
   lesson04::Lesson lesson;
   lesson.settings = settings_of(o);
+  // Made before any work, and before mpirun starts the ranks: an --out-dir that cannot be a
+  // folder is named once, in one line, not by every rank and then by mpirun.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
   const bool under_mpirun = dist::launched_by_mpirun();
   if (!under_mpirun && !o.simulated) {
     if (mpirun_usable()) {
@@ -184,8 +187,6 @@ int run(const Options& o, int argc, char** argv) {
                       " ranks are simulated threads of one process, which sum in rank order.";
     }
   }
-  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
-  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
   std::unique_ptr<dist::Communicator> world;
   if (under_mpirun) {
     world = dist::MpiCommunicator::world();

@@ -21,8 +21,8 @@ Always, on stdout and stderr: no raw control character (bytes below 0x20 but the
 0x7f), no crash (a signal, or exit 1 with an internal error), no exit code but 0 and 2 unless
 the run ran out of (simulated) memory, which is a lesson, not bad input.
 
-usage: walk_bad_input.py [--jobs N] [--cpu-seconds S] [--wall-seconds S] [--lessons-only]
-                         VRAMLAB [LESSON_BINARY...]
+usage: walk_bad_input.py [--jobs N] [--cpu-seconds S] [--wall-seconds S] [--part K/N]
+                         [--lessons-only] VRAMLAB [LESSON_BINARY...]
   --lessons-only: walk the lesson binaries given, not VRAMLAB's subcommands.
 """
 import argparse
@@ -289,6 +289,9 @@ def main():
     parser.add_argument("--wall-seconds", type=float, default=20.0,
                         help="wall seconds a run may take before it counts as accepted (a run "
                              "that waits without using CPU; default 20)")
+    parser.add_argument("--part", default="1/1",
+                        help="K/N: only every N-th case, from the K-th (ctest runs the parts as "
+                             "separate tests, which its -j spreads over the cores)")
     parser.add_argument("--lessons-only", action="store_true",
                         help="walk the lesson binaries given, not vramlab's subcommands")
     parser.add_argument("vramlab")
@@ -296,6 +299,10 @@ def main():
     options = parser.parse_args()
     if options.jobs < 1 or options.cpu_seconds < 1 or not options.wall_seconds > 0:
         parser.error("--jobs, --cpu-seconds and --wall-seconds must be positive")
+    part = re.fullmatch(r"(\d+)/(\d+)", options.part)
+    if not part or not 1 <= int(part.group(1)) <= int(part.group(2)):
+        parser.error(f"--part {options.part!r}: expected K/N with 1 <= K <= N")
+    part_index, part_count = int(part.group(1)), int(part.group(2))
 
     vramlab = os.fsencode(os.path.abspath(options.vramlab))
     lessons = [os.fsencode(os.path.abspath(p)) for p in options.lessons]
@@ -329,6 +336,8 @@ def main():
                      + b" " + flag + b" " + printable(value)).decode(errors="backslashreplace")
             cases.append((label, argv, flag, value, arguments(argv, defaults, flag, value, bare, arity)))
 
+    # Interleaved, so every part walks every command and the parts take about as long.
+    cases = cases[part_index - 1 :: part_count]
     accepted, failures = [], []
     started = time.time()
     pending, running = list(reversed(cases)), []
@@ -350,8 +359,8 @@ def main():
                 failures.append(f"{run.label}: {'; '.join(problems)}\n    stderr: "
                                 f"{stderr[-400:]!r}")
     elapsed = time.time() - started
-    print(f"{len(cases)} runs (command, flag, value) over {len(commands)} commands in "
-          f"{elapsed:.0f} s, {options.jobs} at a time")
+    print(f"{len(cases)} runs (command, flag, value; part {options.part}) over {len(commands)} "
+          f"commands in {elapsed:.0f} s, {options.jobs} at a time")
     print(f"{len(accepted)} values accepted:")
     for line in accepted:
         print(f"  {line}")
