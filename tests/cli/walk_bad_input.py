@@ -14,9 +14,9 @@ The bound is CPU time (--cpu-seconds, 1 s; RLIMIT_CPU kills the run with SIGXCPU
 so a loaded machine cannot turn a slow rejection into an acceptance, and a run that sleeps is cut
 by a wall-time backstop (--wall-seconds). A run still alive at the bound has passed parsing: that
 is the contract the walk checks, every value validated before any work or progress output, and
-validating takes milliseconds, not a second of CPU. So accepted values cost at most the bound, and
-runs go --jobs at a time (2 by default; ctest runs one walk per command group, one job each, and
-spreads the groups over its -j2).
+validating takes milliseconds, not a second of CPU. So an accepted value costs at most the bound;
+runs go --jobs at a time (2 by default), and --part K/N deals every N-th case to one walk, which
+is how ctest runs it: four parts, one run at a time each, spread over its -j2 (tests/cli).
 Always, on stdout and stderr: no raw control character (bytes below 0x20 but the newline, and
 0x7f), no crash (a signal, or exit 1 with an internal error), no exit code but 0 and 2 unless
 the run ran out of (simulated) memory, which is a lesson, not bad input.
