@@ -201,4 +201,6 @@ function(vramlab_add_lesson_binary)
     target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::warnings)
   endforeach()
   set_target_properties(${A_NAME}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  # tests/cli's bad-input walk runs every lesson binary listed here.
+  set_property(GLOBAL APPEND PROPERTY VRAMLAB_LESSON_BINARIES ${A_NAME})
 endfunction()

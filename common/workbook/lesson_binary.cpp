@@ -2,7 +2,10 @@
 #include "common/workbook/lesson_binary.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 
 #include <cstdio>
 #include <exception>
@@ -28,6 +31,24 @@ fs::path lesson_output_dir(std::string_view lesson_id) {
   return build / "lesson-output" / std::string(lesson_id);
 }
 
+fs::path prepare_out_dir(const std::string& out_dir, std::string_view lesson_id) {
+  const fs::path folder =
+      fs::absolute(out_dir.empty() ? lesson_output_dir(lesson_id) : fs::path(out_dir));
+  std::error_code error;
+  fs::create_directories(folder, error);
+  // Another rank of the same run may have made it between the two calls: what counts is that it
+  // is a folder now.
+  if (!fs::is_directory(folder))
+    throw UsageError(
+        "--out-dir '" + memory::printable(out_dir.empty() ? folder.string() : out_dir) +
+        "' cannot be made a folder: " + (error ? error.message() : std::string("it is a file")));
+  return folder;
+}
+
+std::string out_dir_shown(const fs::path& folder) {
+  return memory::printable(folder.string());
+}
+
 std::string lesson_command(std::string_view lesson_id, bool mine, std::string_view flags) {
   return "vramlab run " + std::string(lesson_id) + (mine ? " --mine" : "") + " " +
          std::string(flags);
@@ -41,10 +62,33 @@ void reject_out_of_range_integers(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();
     const bool is_unsigned = type.rfind("UINT", 0) == 0;
-    if (!is_unsigned && type.rfind("INT", 0) != 0) continue;
+    const bool is_integer = is_unsigned || type.rfind("INT", 0) == 0;
+    if (!is_integer && type.rfind("FLOAT", 0) != 0) continue;
     // No description: the option's --help stays as it was.
     option->check(CLI::Validator(
-        [is_unsigned](std::string& text) -> std::string {
+        [is_unsigned, is_integer](std::string& text) -> std::string {
+          // CLI11 would take an empty value as the option's default (or as 0), which the user
+          // did not ask for: `--batch "$B"` with B unset.
+          if (text.empty()) return "an empty value is not a number";
+          if (!is_integer) {
+            // A float option would turn 1e308 into inf, and the error would then name a value
+            // the user never typed. Every float option here (rates, probabilities, seconds) is
+            // far inside a float's range, so a larger magnitude is refused as typed.
+            char* end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            // inf and nan as typed are the option's own to judge; 1e999 overflows a double too.
+            const bool spelled_out = text.find_first_of("iInN") != std::string::npos;
+            const bool too_large =
+                std::isfinite(value)
+                    ? std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())
+                    : !spelled_out;
+            if (end == text.c_str() + text.size() && too_large)
+              return "'" + text + "' is outside the range of a 32-bit float (3.4e+38)";
+            return "";
+          }
+          // strtoull, under CLI11, wraps -1 to 2^64 - 1: a seed the user never typed.
+          if (is_unsigned && text.front() == '-')
+            return "'" + text + "' is negative: this option takes a number >= 0";
           const char* first = text.data();
           const char* last = text.data() + text.size();
           std::from_chars_result parsed{};

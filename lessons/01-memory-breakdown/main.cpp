@@ -59,12 +59,8 @@ struct Options {
   uint64_t seed = 1;
   std::string attention = "naive";
   bool json = false;
-  std::string out_dir;  // "" = default_out_dir()
+  std::string out_dir;  // "" = workbook::lesson_output_dir("01")
 };
-
-fs::path default_out_dir() {
-  return workbook::lesson_output_dir("01");
-}
 
 // How to call vramlab from here, so that every suggested command works as printed: the vramlab
 // beside this binary, relative to the current directory when it is below it.
@@ -184,6 +180,8 @@ int run(const Options& o) {
   settings.seed = o.seed;
   settings.attention = parse_attention_kind(o.attention);
   settings.device = memory::parse_device(o.device);
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "01");
   const estimate::Estimate before = lesson01::estimate_step(settings);
   lesson01::StepMeasurement measurement;
   try {
@@ -195,20 +193,19 @@ int run(const Options& o) {
     return kExitFailure;
   }
   const lesson01::Breakdown breakdown = lesson01::analyse(settings, std::move(measurement));
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
-  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, out_dir);
+  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, out_dir.string());
   if (o.json) {
     nlohmann::json j = lesson01::to_json(breakdown);
     j["figures"] = {{"breakdown_svg", figures.breakdown_svg},
                     {"measured_vs_estimated_svg", figures.measured_vs_estimated_svg},
                     {"timeline_html", figures.timeline_html}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   const bool colour = report::use_colour(stdout);
   std::fputs(lesson01::render_text(breakdown, colour).c_str(), stdout);
-  std::printf("\nFigures in %s: %s, %s, %s (open the .html in a browser)\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s, %s (open the .html in a browser)\n",
+              workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.breakdown_svg).filename().c_str(),
               fs::path(figures.measured_vs_estimated_svg).filename().c_str(),
               fs::path(figures.timeline_html).filename().c_str());

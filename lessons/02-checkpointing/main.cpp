@@ -79,10 +79,6 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   return model;
 }
 
-fs::path default_out_dir() {
-  return workbook::lesson_output_dir("02");
-}
-
 std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("02", kRunsMine, flags);
 }
@@ -117,6 +113,8 @@ int run(const Options& o) {
   s.meta_seq = o.meta_seq;
   s.compression = !o.no_compression;
 
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "02");
   lesson02::Lesson lesson;
   try {
     lesson = lesson02::run_lesson(s, o.json ? nullptr : workbook::print_progress);
@@ -126,23 +124,21 @@ int run(const Options& o) {
                  lesson_command("--device sim:t4-16g   # the default device").c_str());
     return kExitFailure;
   }
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
-  const lesson02::FigurePaths figures = lesson02::write_figures(lesson, out_dir);
+  const lesson02::FigurePaths figures = lesson02::write_figures(lesson, out_dir.string());
   const std::vector<lesson02::ExerciseResult> exercises = lesson02::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson02::to_json(lesson);
     j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"memory_over_step_svg", figures.memory_over_step_svg},
                     {"tradeoff_svg", figures.tradeoff_svg}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson02::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
   std::fputs(
       ("\n" + workbook::render_exercise_results(exercises, lesson02::kExercisesHeading)).c_str(),
       stdout);
-  std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.memory_over_step_svg).filename().c_str(),
               fs::path(figures.tradeoff_svg).filename().c_str());
   std::printf("Next:\n  %s   # O(N) or O(sqrt N)? the same schedules on 64 layers\n",

@@ -81,10 +81,6 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   return model;
 }
 
-fs::path default_out_dir() {
-  return workbook::lesson_output_dir("03");
-}
-
 std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("03", kRunsMine, flags);
 }
@@ -124,6 +120,8 @@ int run(const Options& o) {
                      std::to_string(s.meta_model.max_seq) + "] for '" + o.meta_model + "'");
   s.meta_seq = o.meta_seq;
 
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "03");
   lesson03::Lesson lesson;
   try {
     lesson = lesson03::run_lesson(s, o.json ? nullptr : workbook::print_progress);
@@ -133,19 +131,17 @@ int run(const Options& o) {
                  lesson_command("--device sim:t4-16g   # the default device").c_str());
     return kExitFailure;
   }
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? default_out_dir() : fs::path(o.out_dir)).string();
-  const lesson03::FigurePaths figures = lesson03::write_figures(lesson, out_dir);
+  const lesson03::FigurePaths figures = lesson03::write_figures(lesson, out_dir.string());
   if (o.json) {
     nlohmann::json j = lesson03::to_json(lesson);
     j["figures"] = {{"loss_curves_svg", figures.loss_curves_svg},
                     {"loss_scale_svg", figures.loss_scale_svg},
                     {"gradient_exponents_svg", figures.exponents_svg}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson03::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.loss_curves_svg).filename().c_str(),
               fs::path(figures.loss_scale_svg).filename().c_str(),
               fs::path(figures.exponents_svg).filename().c_str());

@@ -172,6 +172,9 @@ bool mpirun_usable() {
 int run(const Options& o, int argc, char** argv) {
   lesson04::Lesson lesson;
   lesson.settings = settings_of(o);
+  // Made before any work, and before mpirun starts the ranks: an --out-dir that cannot be a
+  // folder is named once, in one line, not by every rank and then by mpirun.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
   const bool under_mpirun = dist::launched_by_mpirun();
   if (!under_mpirun && !o.simulated) {
     if (mpirun_usable()) {
@@ -206,10 +209,7 @@ int run(const Options& o, int argc, char** argv) {
   if (!speaks) return 0;
   if (lesson.settings.scale) lesson04::run_scale(lesson, progress);
 
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("04") : fs::path(o.out_dir))
-          .string();
-  const lesson04::FigurePaths figures = lesson04::write_figures(lesson, out_dir);
+  const lesson04::FigurePaths figures = lesson04::write_figures(lesson, out_dir.string());
   const std::vector<lesson04::ExerciseResult> exercises = lesson04::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson04::to_json(lesson);
@@ -217,14 +217,14 @@ int run(const Options& o, int argc, char** argv) {
     j["figures"] = {{"memory_svg", figures.memory_svg},
                     {"communication_svg", figures.communication_svg},
                     {"timeline_svg", figures.timeline_svg}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson04::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
   std::fputs(
       ("\n" + workbook::render_exercise_results(exercises, lesson04::kExercisesHeading)).c_str(),
       stdout);
-  std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.memory_svg).filename().c_str(),
               fs::path(figures.communication_svg).filename().c_str(),
               fs::path(figures.timeline_svg).filename().c_str());

@@ -122,6 +122,8 @@ int run(const Options& o) {
   s.tiling_seq = o.tiling_seq;
   s.tiles = {o.tile_query_rows, o.tile_key_rows};
 
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "06");
   lesson06::Lesson lesson;
   try {
     lesson = lesson06::run_lesson(s, o.json ? nullptr : workbook::print_progress);
@@ -131,19 +133,16 @@ int run(const Options& o) {
                  lesson_command("--device sim:a100-80g   # a larger simulated GPU").c_str());
     return kExitFailure;
   }
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("06") : fs::path(o.out_dir))
-          .string();
-  const lesson06::FigurePaths figures = lesson06::write_figures(lesson, out_dir);
+  const lesson06::FigurePaths figures = lesson06::write_figures(lesson, out_dir.string());
   if (o.json) {
     nlohmann::json j = lesson06::to_json(lesson);
     j["figures"] = {{"attention_memory_svg", figures.memory_svg},
                     {"flash_tiling_svg", figures.tiling_svg}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson06::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.memory_svg).filename().c_str(),
               fs::path(figures.tiling_svg).filename().c_str());
   std::printf(

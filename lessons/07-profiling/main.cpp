@@ -115,6 +115,8 @@ int run(const Options& o) {
   train::validate(s.run.train);
   if (s.scale) train::validate(s.scale_run.train);
 
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "07");
   lesson07::Lesson lesson;
   try {
     lesson = lesson07::run_lesson(s, o.json ? nullptr : workbook::print_progress);
@@ -124,10 +126,7 @@ int run(const Options& o) {
                  lesson_command("--device sim:a100-80g   # a larger simulated GPU").c_str());
     return kExitFailure;
   }
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("07") : fs::path(o.out_dir))
-          .string();
-  const lesson07::FigurePaths figures = lesson07::write_figures(lesson, out_dir);
+  const lesson07::FigurePaths figures = lesson07::write_figures(lesson, out_dir.string());
   const std::vector<lesson07::ExerciseResult> exercises = lesson07::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson07::to_json(lesson);
@@ -137,14 +136,14 @@ int run(const Options& o) {
                     {"trace_html", figures.trace_html},
                     {"baseline_profile", figures.baseline_dir},
                     {"recompute_profile", figures.recompute_dir}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson07::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
   std::fputs(
       ("\n" + workbook::render_exercise_results(exercises, lesson07::kExercisesHeading)).c_str(),
       stdout);
-  std::printf("\nFigures in %s: %s, %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.per_module_svg).filename().c_str(),
               fs::relative(figures.timeline_html, out_dir).c_str(),
               fs::path(figures.trace_html).filename().c_str());

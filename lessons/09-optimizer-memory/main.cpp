@@ -119,6 +119,8 @@ int run(const Options& o) {
     for (const std::string& name : o.scale_models)
       s.scale_models.push_back(model_config_by_name(name));
 
+  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
+  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "09");
   lesson09::Lesson lesson;
   try {
     lesson = lesson09::run_lesson(s, o.json ? nullptr : workbook::print_progress);
@@ -128,24 +130,21 @@ int run(const Options& o) {
                  lesson_command("--device sim:a100-80g   # a larger simulated GPU").c_str());
     return kExitFailure;
   }
-  const std::string out_dir =
-      fs::absolute(o.out_dir.empty() ? workbook::lesson_output_dir("09") : fs::path(o.out_dir))
-          .string();
-  const lesson09::FigurePaths figures = lesson09::write_figures(lesson, out_dir);
+  const lesson09::FigurePaths figures = lesson09::write_figures(lesson, out_dir.string());
   const std::vector<lesson09::ExerciseResult> exercises = lesson09::exercise_results(lesson);
   if (o.json) {
     nlohmann::json j = lesson09::to_json(lesson);
     j["exercises"] = workbook::exercise_results_json(exercises);
     j["figures"] = {{"bytes_per_param_svg", figures.bytes_svg},
                     {"loss_curves_svg", figures.losses_svg}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::fputs(lesson09::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
   std::fputs(
       ("\n" + workbook::render_exercise_results(exercises, lesson09::kExercisesHeading)).c_str(),
       stdout);
-  std::printf("\nFigures in %s: %s, %s\n", out_dir.c_str(),
+  std::printf("\nFigures in %s: %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
               fs::path(figures.bytes_svg).filename().c_str(),
               fs::path(figures.losses_svg).filename().c_str());
   std::printf("Next:\n  %s   # embeddings in 32 bits, as bitsandbytes' StableEmbedding\n",

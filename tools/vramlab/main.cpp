@@ -56,6 +56,21 @@ std::string lines_of(std::string_view message) {
   return out;
 }
 
+// CLI11 checks for a missing required argument before it checks for words it could not place, so
+// `vramlab alloc -x` (or a value such as -inf where the trace goes) would be told "trace is
+// required" without a word about the -x it typed. The first such word of the command run, and
+// whether that command passes such words on (`run` gives them to the lesson); "" when none.
+struct UnplacedWord {
+  std::string word;
+  bool passed_on = false;
+};
+
+UnplacedWord unplaced_word(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands())
+    if (!sub->remaining().empty()) return {sub->remaining().front(), sub->get_allow_extras()};
+  return {app.remaining().empty() ? "" : app.remaining().front(), false};
+}
+
 std::string command_names(const CLI::App& app) {
   std::string names;
   for (const CLI::App* sub : app.get_subcommands(kNamed))
@@ -115,6 +130,23 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     std::printf("%s\n", e.what());
     return 0;
+  } catch (const CLI::RequiredError& e) {
+    const UnplacedWord unplaced = unplaced_word(app);
+    const std::string word = vramlab::memory::printable(unplaced.word);
+    if (unplaced.word.empty())
+      std::fprintf(stderr, "vramlab: error: %s (usage: vramlab --help)\n",
+                   one_line(e.what()).c_str());
+    else if (unplaced.passed_on)
+      std::fprintf(stderr,
+                   "vramlab: error: %s: '%s' and what follows it go on to the lesson, after the "
+                   "lesson id (usage: vramlab --help)\n",
+                   one_line(e.what()).c_str(), word.c_str());
+    else
+      std::fprintf(stderr,
+                   "vramlab: error: unexpected argument '%s' (an option this command does not "
+                   "have; a value starting with '-' goes after --) (usage: vramlab --help)\n",
+                   word.c_str());
+    return vramlab::kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "vramlab: error: %s (usage: vramlab --help)\n",
                  one_line(e.what()).c_str());

@@ -18,6 +18,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
 #include "common/platform/gpu_probe.h"
 #include "common/report/table.h"
@@ -418,6 +419,8 @@ void add_run(CLI::App& app, int& exit_code) {
     if (lesson.binary.empty())
       throw UsageError("lesson " + lesson.id + " has no binary in its manifest");
     const std::string target = lesson.binary + (options->mine ? "_mine" : "");
+    // A build directory that is no build is bad input: said in one line, before the progress line.
+    require_configured_build(ctx);
     std::string errors;
     std::fprintf(stderr, "building %s ...\n", target.c_str());
     if (!build_targets(ctx, {target}, target, errors)) {
@@ -428,7 +431,7 @@ void add_run(CLI::App& app, int& exit_code) {
                      "vramlab: lesson %s's binary (%s) is not part of this checkout's build yet "
                      "(no target '%s' in %s).\n",
                      lesson.id.c_str(), lesson.binary.c_str(), target.c_str(),
-                     ctx.build_dir.string().c_str());
+                     memory::printable(ctx.build_dir.string()).c_str());
       } else {
         std::fprintf(stderr, "vramlab: building %s failed:\n%s", target.c_str(), errors.c_str());
       }

@@ -50,6 +50,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     const Context ctx = load_context(*options);
     const auto chosen =
         options->selector.empty() ? ctx.book.all_exercises() : ctx.book.select(options->selector);
+    // A build directory that is no build is bad input: said in one line, before any progress.
+    require_configured_build(ctx);
     std::vector<Finding> findings;
 
     std::vector<std::string> targets;
