@@ -63,6 +63,15 @@ void reject_out_of_range_integers(CLI::App& app) {
     const std::string type = option->get_type_name();
     const bool is_unsigned = type.rfind("UINT", 0) == 0;
     const bool is_integer = is_unsigned || type.rfind("INT", 0) == 0;
+    if (type.rfind("TEXT", 0) == 0 && option->get_expected_min() > 0) {
+      // `--out-dir "$DIR"` with DIR unset would otherwise mean the default folder, silently.
+      option->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "an empty value names nothing" : "";
+          },
+          ""));
+      continue;
+    }
     if (!is_integer && type.rfind("FLOAT", 0) != 0) continue;
     // No description: the option's --help stays as it was.
     option->check(CLI::Validator(
@@ -83,7 +92,7 @@ void reject_out_of_range_integers(CLI::App& app) {
                     ? std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())
                     : !spelled_out;
             if (end == text.c_str() + text.size() && too_large)
-              return "'" + text + "' is outside the range of a 32-bit float (3.4e+38)";
+              return "'" + text + "' is too large for this option (its magnitude is above 3.4e+38)";
             return "";
           }
           // strtoull, under CLI11, wraps -1 to 2^64 - 1: a seed the user never typed.
