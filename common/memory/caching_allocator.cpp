@@ -205,6 +205,24 @@ CachingAllocator::~CachingAllocator() {
 
 // ---- malloc ----
 
+inline CachingAllocator::AllocParams CachingAllocator::request_params(std::size_t bytes,
+                                                                      StreamId stream,
+                                                                      MemoryCategory category,
+                                                                      std::string_view name,
+                                                                      StackId stack_id) {
+  const std::size_t size = round_size(bytes, config_);
+  return AllocParams{.stream = stream,
+                     .orig_size = bytes,
+                     .size = size,
+                     .alloc_size = get_allocation_size(size),
+                     .pool = size <= kSmallSize ? &small_blocks_ : &large_blocks_,
+                     .category = category,
+                     .module_id = current_module_id(),
+                     .phase = current_phase(),
+                     .stack_id = stack_id,
+                     .name = name};
+}
+
 Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCategory category,
                                 std::string_view name) {
   if (bytes == 0) return nullptr;
@@ -216,17 +234,7 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
   if (bytes >= cold_request_bytes_) [[unlikely]]
     check_cold_request(bytes, stream, category, name, stack_id);
   process_events();
-  const std::size_t size = round_size(bytes, config_);
-  AllocParams params{.stream = stream,
-                     .orig_size = bytes,
-                     .size = size,
-                     .alloc_size = get_allocation_size(size),
-                     .pool = size <= kSmallSize ? &small_blocks_ : &large_blocks_,
-                     .category = category,
-                     .module_id = current_module_id(),
-                     .phase = current_phase(),
-                     .stack_id = stack_id,
-                     .name = name};
+  AllocParams params = request_params(bytes, stream, category, name, stack_id);
   bool block_found = get_free_block(params);
   if (!block_found) {
     if (memory_fraction_set_ && config_.garbage_collection_threshold > 0.0) {
@@ -781,17 +789,7 @@ void CachingAllocator::check_cold_request(std::size_t bytes, StreamId stream,
   if (injected_oom_countdown_ == 0 || --injected_oom_countdown_ > 0) return;
   cold_request_bytes_ = kOneExaByte;
   process_events();
-  const std::size_t size = round_size(bytes, config_);
-  AllocParams params{.stream = stream,
-                     .orig_size = bytes,
-                     .size = size,
-                     .alloc_size = get_allocation_size(size),
-                     .pool = size <= kSmallSize ? &small_blocks_ : &large_blocks_,
-                     .category = category,
-                     .module_id = current_module_id(),
-                     .phase = current_phase(),
-                     .stack_id = stack_id,
-                     .name = name};
+  AllocParams params = request_params(bytes, stream, category, name, stack_id);
   fail_as_full_device(params);
 }
 

@@ -208,6 +208,10 @@ class CachingAllocator {
 
   // The Notes named in comments ("See Note [Name]") are at the top of caching_allocator.cpp.
 
+  // A request's parameters, labelled with the current module and phase (malloc, and an injected
+  // failure: see Note [Injected out-of-memory]).
+  AllocParams request_params(std::size_t bytes, StreamId stream, MemoryCategory category,
+                             std::string_view name, StackId stack_id);
   // PyTorch's DeviceCachingAllocator members, in the order malloc and free call them.
   bool get_free_block(AllocParams& params);
   bool alloc_block(AllocParams& params, bool is_retry);

@@ -63,15 +63,6 @@ void reject_out_of_range_integers(CLI::App& app) {
     const std::string type = option->get_type_name();
     const bool is_unsigned = type.rfind("UINT", 0) == 0;
     const bool is_integer = is_unsigned || type.rfind("INT", 0) == 0;
-    if (type.rfind("TEXT", 0) == 0 && option->get_expected_min() > 0) {
-      // `--out-dir "$DIR"` with DIR unset would otherwise mean the default folder, silently.
-      option->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            return text.empty() ? "an empty value names nothing" : "";
-          },
-          ""));
-      continue;
-    }
     if (!is_integer && type.rfind("FLOAT", 0) != 0) continue;
     // No description: the option's --help stays as it was.
     option->check(CLI::Validator(

@@ -48,8 +48,8 @@ void print_progress(const std::string& line);
 /// to the type's limit, and the error (if any) would then name a value the user never typed. A
 /// negative number for a UINT option is out of range too (CLI11 would wrap -1 to 2^64 - 1), and
 /// an empty value for a number option (INT, UINT or FLOAT) is an error rather than the default, as
-/// is a FLOAT beyond a 32-bit float's range (CLI11 would store 1e308 in a float as inf), and an
-/// empty value for a text option that takes one (it would stand for the option's default).
+/// is a FLOAT beyond a 32-bit float's range (CLI11 would store 1e308 in a float as inf). An empty
+/// text value is left to each option (`--model ""` means no preset).
 /// run_lesson_main and `vramlab` call it before parsing, so an option added later is covered.
 /// \param app the options, complete (options added afterwards are not covered).
 void reject_out_of_range_integers(CLI::App& app);

@@ -179,15 +179,9 @@ TEST_F(BadInputCli, AnEmptyNumberAndANegativeUnsignedAreRefusedNotDefaulted) {
   for (const std::string value : {"-1", "-9223372036854775809"})
     expect_one_line_naming(vramlab::cli_test::run_vramlab({"train", "--seed", value}),
                            "'" + value + "' is negative");
-  for (const std::string& binary : lesson_binaries()) {
+  for (const std::string& binary : lesson_binaries())
     expect_one_line_naming(vramlab::cli_test::run_command({binary, "--seed", "-1"}),
                            "'-1' is negative");
-    // An empty folder name would otherwise stand for the default folder.
-    expect_one_line_naming(vramlab::cli_test::run_command({binary, "--out-dir", ""}),
-                           "--out-dir: an empty value names nothing");
-  }
-  expect_one_line_naming(vramlab::cli_test::run_vramlab({"train", "--profile", ""}),
-                         "--profile: an empty value names nothing");
 }
 
 }  // namespace
