@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/memory/alloc_config.h"
 #include "common/memory/allocator_lock.h"

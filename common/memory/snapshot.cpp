@@ -6,6 +6,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "common/memory/caching_allocator.h"
 
 namespace vramlab::memory {

@@ -9,7 +9,7 @@
 /// Times are microseconds since the recording began (fractional, so ns survive).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 

@@ -11,7 +11,7 @@
 /// moment of peak allocated memory: the number that says who owns the peak.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>

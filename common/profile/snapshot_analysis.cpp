@@ -9,6 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/errors.h"
 #include "common/report/snapshot_replay.h"
 

@@ -9,7 +9,7 @@
 /// memory_viz's Active Memory Timeline draws them.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace vramlab::report::detail {
 
 std::string script_safe_json(const nlohmann::json& value) {

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"
 #include "common/report/detail/memory_timeline_page.h"

@@ -15,7 +15,7 @@
 /// and PyTorch's (every frame a real one) are read too.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>

@@ -9,7 +9,7 @@
 /// null -> None. No memo entries are written (PyTorch's snapshots do not share objects either).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 #include <string_view>

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/errors.h"
 
 namespace vramlab::report {

@@ -9,7 +9,7 @@
 /// memory_viz's Active Memory Timeline draws them ("size" where no requested size is recorded).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <array>
 #include <cstddef>

@@ -7,6 +7,8 @@
 #include <map>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/errors.h"
 #include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"

@@ -13,7 +13,7 @@
 /// phases (flows, async and object events, samples) are counted in a note and not drawn.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 

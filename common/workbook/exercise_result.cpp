@@ -1,4 +1,6 @@
 // A lesson's exercises beside its run, in text and JSON (see exercise_result.h).
+#include <nlohmann/json.hpp>
+
 #include "common/workbook/exercise_result.h"
 
 namespace vramlab::workbook {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/errors.h"
 
 namespace vramlab::workbook {

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "common/memory/device.h"
 #include "common/memory/trace_replay.h"
 #include "common/profile/snapshot_analysis.h"

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/memory/caching_allocator.h"
 #include "common/platform/errors.h"
 #include "tests/memory/allocator_test_util.h"

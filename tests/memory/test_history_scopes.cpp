@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/errors.h"
 #include "tests/memory/allocator_test_util.h"
 

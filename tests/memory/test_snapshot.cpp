@@ -6,6 +6,8 @@
 
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/memory/allocator_test_util.h"
 
 namespace vramlab::memory {

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
 #include "common/workbook/manifest.h"

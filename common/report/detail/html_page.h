@@ -2,7 +2,7 @@
 // title and a JSON model into their compiled-in template.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 #include <string_view>
