@@ -3,7 +3,35 @@
 # Without nvcc everything else builds, and every CUDA kernel still runs through the SIMT emulator.
 set(VRAMLAB_HAVE_CUDA OFF)
 set(VRAMLAB_HAVE_NCCL OFF)
-if(NOT VRAMLAB_CUDA STREQUAL "OFF")
+# AUTO compiles the CUDA sources only where a GPU can run them: nvcc for three architectures is
+# a third of a cold build, and without a GPU the SIMT emulator runs every kernel from the same
+# source through g++. The probe is `vramlab doctor`'s (dlopen of the driver), run once per build
+# directory; ON (the ci preset) compiles them anyway, to check that they compile.
+if(VRAMLAB_CUDA STREQUAL "AUTO" AND NOT DEFINED CACHE{VRAMLAB_GPU_PROBE})
+  try_run(_vramlab_probe_ran _vramlab_probe_built ${CMAKE_BINARY_DIR}/gpu_probe
+          ${PROJECT_SOURCE_DIR}/cmake/gpu_probe_main.cpp
+          CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${PROJECT_SOURCE_DIR}"
+          CXX_STANDARD 20
+          LINK_LIBRARIES ${CMAKE_DL_LIBS}
+          RUN_OUTPUT_VARIABLE _vramlab_probe_output)
+  if(NOT _vramlab_probe_built OR NOT _vramlab_probe_ran EQUAL 0)
+    set(_vramlab_probe_output "probe failed;the configure-time GPU probe did not build or run")
+  endif()
+  set(VRAMLAB_GPU_PROBE "${_vramlab_probe_output}" CACHE INTERNAL "vramlab doctor's GPU probe at configure time")
+endif()
+set(_vramlab_compile_cuda ON)
+if(VRAMLAB_CUDA STREQUAL "OFF")
+  set(_vramlab_compile_cuda OFF)
+elseif(VRAMLAB_CUDA STREQUAL "AUTO")
+  list(GET VRAMLAB_GPU_PROBE 0 _vramlab_gpu_status)
+  if(NOT _vramlab_gpu_status STREQUAL "available")
+    list(GET VRAMLAB_GPU_PROBE 1 _vramlab_gpu_detail)
+    message(STATUS "vramlab: ${_vramlab_gpu_detail}; the CUDA sources run through the SIMT "
+                   "emulator only; -DVRAMLAB_CUDA=ON compiles them with nvcc too")
+    set(_vramlab_compile_cuda OFF)
+  endif()
+endif()
+if(_vramlab_compile_cuda)
   if(NOT CMAKE_CUDA_COMPILER)
     find_program(_vramlab_nvcc nvcc HINTS ENV CUDA_HOME PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
     if(_vramlab_nvcc)

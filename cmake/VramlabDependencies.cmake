@@ -1,6 +1,7 @@
 # Every dependency comes from the system through CMake's own find modules or the package's
 # config file: nothing is vendored and nothing is downloaded at configure time.
-# tools/setup.sh installs the Debian packages named in tools/debian-packages.txt.
+# tools/setup.sh installs the Debian packages named in tools/debian-packages.txt, tools/test.sh
+# those of tools/debian-packages-test.txt too.
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread

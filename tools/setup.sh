@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: install what is missing (Debian 12), build vramlab (Release) and run
-# the main demo. Idempotent: a second run installs nothing and rebuilds only what changed.
+# The README's first command: install what is missing (Debian 12), build the vramlab command and the
+# lesson binaries (Release; the target learner_binaries) and run the main demo. The test suite,
+# the benchmarks and the fuzz targets are tools/test.sh's; an exercise's tests are built when
+# `vramlab check` first asks for them. Idempotent: a second run installs nothing and rebuilds only
+# what changed (through ccache, which it installs, even in a new build directory).
 #
 #   tools/setup.sh              set up, build, run the demo
-#   tools/setup.sh --deps-only  only install the Debian packages
+#   tools/setup.sh --deps-only  only install the Debian packages (tools/debian-packages.txt)
 #   tools/setup.sh --with-peers also install the peers vramlab compares itself with: Debian's
 #                               PyTorch 1.13, and PyTorch 2.x from PyPI in venv-torch/ (a large
 #                               download) for what 1.13 lacks (scaled_dot_product_attention),
@@ -18,7 +21,7 @@ for arg in "$@"; do
   case "$arg" in
     --deps-only) deps_only=1 ;;
     --with-peers) with_peers=1 ;;
-    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vramlab: error: unknown option '$arg' (expected --deps-only, --with-peers or --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +44,7 @@ fi
 
 preset=$(vramlab_preset)
 cmake --preset "$preset"
-cmake --build --preset "$preset"
+cmake --build --preset "$preset" --target learner_binaries
 
 echo
 echo "vramlab: built. What this machine can run:"

@@ -22,7 +22,9 @@ Always, on stdout and stderr: no raw control character (bytes below 0x20 but the
 the run ran out of (simulated) memory, which is a lesson, not bad input.
 
 usage: walk_bad_input.py [--jobs N] [--cpu-seconds S] [--wall-seconds S] [--part K/N]
-                         [--lessons-only] VRAMLAB [LESSON_BINARY...]
+                         [--slice] [--lessons-only] VRAMLAB [LESSON_BINARY...]
+  --slice: three of the values per flag, one of each kind, turning from flag to flag (the README's
+  test command; CI walks them all).
   --lessons-only: walk the lesson binaries given, not VRAMLAB's subcommands.
 """
 import argparse
@@ -53,6 +55,22 @@ HOSTILE = [
 ]
 # A flag without a value gets only this one, as --flag=VALUE.
 FLAG_VALUE = b"\x1b[31myes"
+
+# --slice: the README's test command walks every flag with three values, one of each kind that
+# has broken a flag before (a control character echoed raw, a number read wrong, text where a
+# number goes or nothing at all), turning through each kind from flag to flag so that every
+# value of HOSTILE is still used across the commands. CI walks every flag with all of them.
+SLICE_KINDS = [
+    [b"\x1b[2J\x1b[31mred", b"two\nlines", b"tab\there\x07"],
+    [b"-1", b"0", b"-9223372036854775809", b"99999999999999999999", b"1e308", b"nan", b"-inf"],
+    [b"\xff\xfe\x80", b"", b"lots"],
+]
+assert sorted(v for kind in SLICE_KINDS for v in kind) == sorted(HOSTILE)
+
+
+def slice_values(index):
+    """The values --slice gives the index-th flag or positional of a command."""
+    return [kind[index % len(kind)] for kind in SLICE_KINDS]
 
 
 # Flags that exclude one of the base arguments below (estimate --params: no model).
@@ -295,6 +313,9 @@ def main():
     parser.add_argument("--part", default="1/1",
                         help="K/N: only every N-th case, from the K-th (ctest runs the parts as "
                              "separate tests, which its -j spreads over the cores)")
+    parser.add_argument("--slice", action="store_true",
+                        help="three values per flag, one of each kind, instead of all of them "
+                             "(the README's test command; CI walks them all)")
     parser.add_argument("--lessons-only", action="store_true",
                         help="walk the lesson binaries given, not vramlab's subcommands")
     parser.add_argument("vramlab")
@@ -339,9 +360,10 @@ def walk(options, vramlab, lessons, out_dir, empty_build, scratch):
     cases = []
     for argv, defaults in commands:
         valued, bare, positionals, arity = options_of(argv)
-        flags = [(flag, value) for flag in valued for value in HOSTILE]
+        takes_values = valued + positionals
+        flags = [(flag, value) for i, flag in enumerate(takes_values)
+                 for value in (slice_values(i) if options.slice else HOSTILE)]
         flags += [(flag, FLAG_VALUE) for flag in bare]
-        flags += [(name, value) for name in positionals for value in HOSTILE]
         for flag, value in flags:
             label = (b" ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv))
                      + b" " + flag + b" " + printable(value)).decode(errors="backslashreplace")
@@ -370,7 +392,8 @@ def walk(options, vramlab, lessons, out_dir, empty_build, scratch):
                 failures.append(f"{run.label}: {'; '.join(problems)}\n    stderr: "
                                 f"{stderr[-400:]!r}")
     elapsed = time.time() - started
-    print(f"{len(cases)} runs (command, flag, value; part {options.part}) over {len(commands)} "
+    print(f"{len(cases)} runs (command, flag, value; part {options.part}"
+          f"{', the slice' if options.slice else ''}) over {len(commands)} "
           f"commands in {elapsed:.0f} s, {options.jobs} at a time")
     print(f"{len(accepted)} values accepted:")
     for line in accepted:
