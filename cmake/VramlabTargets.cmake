@@ -22,22 +22,27 @@ else()
   set(VRAMLAB_TEST_TIMEOUT_SCALE 1)
 endif()
 
-# vramlab_add_test(NAME <name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s]): a GoogleTest
-# binary in build/tests/bin, its tests discovered one by one for ctest. TIMEOUT applies to each
-# test case (default 60 s, the floor above; give more when a case's normal time exceeds 6 s).
+# vramlab_add_test(NAME <name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s] [RUN_SERIAL]): a
+# GoogleTest binary in build/tests/bin, its tests discovered one by one for ctest. TIMEOUT applies
+# to each test case (default 60 s, the floor above; give more when a case's normal time exceeds
+# 6 s). RUN_SERIAL: nothing else runs beside its cases (they measure the machine's load).
 function(vramlab_add_test)
-  cmake_parse_arguments(A "" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 60)
   endif()
   math(EXPR A_TIMEOUT "${A_TIMEOUT} * ${VRAMLAB_TEST_TIMEOUT_SCALE}")
   add_executable(${A_NAME} ${A_SOURCES})
-  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main vramlab::warnings)
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main
+                        vramlab::passive_wait vramlab::warnings)
   target_include_directories(${A_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(${A_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
   set(_props TIMEOUT ${A_TIMEOUT})
   if(A_LABELS)
     list(APPEND _props LABELS "${A_LABELS}")
+  endif()
+  if(A_RUN_SERIAL)
+    list(APPEND _props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${A_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
 endfunction()

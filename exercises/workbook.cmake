@@ -175,7 +175,7 @@ endfunction()
 function(_vramlab_exercise_test target stem implementation others exclude)
   add_executable(${target} $<TARGET_OBJECTS:${stem}_tests>)
   target_link_libraries(${target} PRIVATE ${implementation} ${others} GTest::gtest
-                        GTest::gtest_main vramlab::warnings)
+                        GTest::gtest_main vramlab::passive_wait vramlab::warnings)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
   if(exclude)
     set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
@@ -198,7 +198,8 @@ function(vramlab_add_lesson_binary)
     endif()
     add_executable(${A_NAME}${variant} ${A_SOURCES})
     target_include_directories(${A_NAME}${variant} PRIVATE ${PROJECT_SOURCE_DIR})
-    target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::warnings)
+    target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::passive_wait
+                          vramlab::warnings)
   endforeach()
   set_target_properties(${A_NAME}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
   # tests/cli's bad-input walk runs every lesson binary listed here.

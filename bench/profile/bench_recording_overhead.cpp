@@ -34,6 +34,7 @@
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
+#include "common/platform/free_cores.h"
 #include "common/profile/profiler.h"
 #include "common/train/trainer.h"
 
@@ -99,7 +100,7 @@ void run_levels(benchmark::State& state, const std::string& model, int64_t B, in
     all.push_back(std::move(c));
   }
   const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
+  platform::choose_openmp_threads(1);
   // Warm-up: the first step creates the optimizer states and fills the allocator's cache, and
   // the first stacks are resolved (names are cached per address for the process).
   for (Contender& c : all) step(c, nullptr);
@@ -108,7 +109,7 @@ void run_levels(benchmark::State& state, const std::string& model, int64_t B, in
     for (size_t i = 0; i < all.size(); ++i) step(all[(round + i) % all.size()], &state);
     ++round;
   }
-  omp_set_num_threads(threads);
+  platform::choose_openmp_threads(threads);
   const auto fastest = [](const std::vector<double>& v) {
     return *std::min_element(v.begin(), v.end());
   };

@@ -10,6 +10,7 @@
 
 #include "common/dtype/bulk_convert.h"
 #include "common/platform/errors.h"
+#include "common/platform/free_cores.h"
 #include "kernels/cpu/quantize.h"
 
 namespace vramlab::nn {
@@ -172,11 +173,13 @@ class KernelSpan {
 };
 
 // Runs \p kernel, one of \p backend's do_ implementations, inside a KernelSpan named \p op when
-// an observer is installed. The caller evaluates the arguments, so the argument checks happen
-// before the span starts, and a call that fails them is not a kernel.
+// an observer is installed, on the cores other processes leave free (Note [Sharing the cores]).
+// The caller evaluates the arguments, so the argument checks happen before the span starts, and a
+// call that fails them is not a kernel.
 template <typename Kernel, typename... Args>
 decltype(auto) observed(const KernelBackend& backend, std::string_view op, Kernel kernel,
                         Args&&... args) {
+  platform::fit_threads_to_free_cores();
   KernelObserver* const observer = backend.observer();
   if (observer == nullptr) [[likely]]
     return (backend.*kernel)(std::forward<Args>(args)...);

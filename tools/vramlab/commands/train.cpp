@@ -45,6 +45,7 @@
 #include "common/nn/kernel_backend.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/platform/free_cores.h"
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
 #include "common/profile/snapshot_analysis.h"
@@ -171,7 +172,7 @@ void run_train(const TrainCommandOptions& o) {
   require_positive("--seq", o.seq);
   require_positive("--batch", o.batch);
   if (o.threads > 0) {
-    omp_set_num_threads(static_cast<int>(o.threads));
+    platform::choose_openmp_threads(static_cast<int>(o.threads));
   }
   const memory::Device device = memory::parse_device(o.device);
   train::TrainOptions options;
