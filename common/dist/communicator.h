@@ -216,6 +216,16 @@ class Communicator {
   bool move_data_ = true;
 };
 
+/// This rank in \p group, or 0 without a group (a layer whose tensor-parallel group is null runs
+/// whole).
+inline int64_t rank_in(const Communicator* group) {
+  return group != nullptr ? group->rank() : 0;
+}
+/// The ranks of \p group, or 1 without a group.
+inline int64_t size_of(const Communicator* group) {
+  return group != nullptr ? group->world_size() : 1;
+}
+
 /// A peer was lost or did not make the same call: the message names the rank and the collective.
 struct PeerFailure : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -14,11 +14,6 @@ namespace {
 constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
     {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
 
-void require_positive(int64_t value, const char* what) {
-  if (value <= 0)
-    throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value));
-}
-
 }  // namespace
 
 Recompute parse_recompute(std::string_view name) {

@@ -13,11 +13,6 @@ namespace vramlab::estimate {
 
 namespace {
 
-void require_positive(int64_t value, const char* what) {
-  if (value <= 0)
-    throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value));
-}
-
 void require_factor(double factor) {
   if (!(factor >= 0.0) || !std::isfinite(factor))
     throw UsageError("additional buffer factor must be finite and non-negative, got " +

@@ -96,11 +96,6 @@ std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& st
   return "K = " + per_param(states.optimizer_states(), params) + " (" + what + ")";
 }
 
-void require_positive(int64_t value, const char* what) {
-  if (value <= 0)
-    throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value));
-}
-
 }  // namespace
 
 Estimate estimate_memory(const EstimateInputs& in) {

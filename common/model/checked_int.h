@@ -1,6 +1,7 @@
 /// \file
 /// \brief Overflow-checked int64 arithmetic for sizes computed from user input (shapes, counts,
-/// bytes): an overflow is bad input, reported as a vramlab::UsageError naming what overflowed.
+/// bytes): an overflow, or a size that is not positive, is bad input, reported as a
+/// vramlab::UsageError naming the quantity.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,13 @@ inline int64_t checked_add(int64_t a, int64_t b, const char* what) {
     throw UsageError(std::string(what) + " overflows int64 (" + std::to_string(a) + " + " +
                      std::to_string(b) + ")");
   return sum;
+}
+
+/// Refuses a size or count from user input that is not positive.
+/// \throws vramlab::UsageError "<what> must be positive, got VALUE".
+inline void require_positive(int64_t value, const char* what) {
+  if (value <= 0)
+    throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value));
 }
 
 /// ⌈\p a / \p b⌉ for a ≥ 0 and b > 0 (no overflow possible).

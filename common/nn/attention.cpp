@@ -10,10 +10,6 @@ namespace vramlab::nn {
 
 namespace {
 
-int64_t tp_size(const dist::Communicator* tensor_parallel) {
-  return tensor_parallel != nullptr ? tensor_parallel->world_size() : 1;
-}
-
 // The fused weight holds this rank's q rows, then its k rows, then its v rows: (3C/t, C).
 std::vector<Linear> make_qkv(const ParameterStore& params, const ModelConfig& c,
                              const std::string& p, int64_t t) {
@@ -40,13 +36,13 @@ Attention::Attention(const ParameterStore& params, const ModelConfig& config, in
                      dist::Communicator* tensor_parallel)
     : layer_(layer),
       C_(config.hidden),
-      H_(config.heads / tp_size(tensor_parallel)),
-      Hkv_(config.kv_heads / tp_size(tensor_parallel)),
+      H_(config.heads / dist::size_of(tensor_parallel)),
+      Hkv_(config.kv_heads / dist::size_of(tensor_parallel)),
       D_(config.head_dim()),
       QC_(H_ * D_),
       rope_(config.family == ModelFamily::llama),
       rope_theta_(config.rope_theta),
-      qkv_(make_qkv(params, config, prefix(layer), tp_size(tensor_parallel))),
+      qkv_(make_qkv(params, config, prefix(layer), dist::size_of(tensor_parallel))),
       proj_(Linear::row_parallel(
           params, prefix(layer) + (config.family == ModelFamily::gpt2 ? "attn.proj" : "attn.o"),
           tensor_parallel)) {}

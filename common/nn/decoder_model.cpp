@@ -27,14 +27,6 @@ std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& 
   return blocks;
 }
 
-int64_t tp_rank(const dist::Communicator* tensor_parallel) {
-  return tensor_parallel != nullptr ? tensor_parallel->rank() : 0;
-}
-
-int64_t tp_size(const dist::Communicator* tensor_parallel) {
-  return tensor_parallel != nullptr ? tensor_parallel->world_size() : 1;
-}
-
 // This rank's parameter list; refuses a group that would copy through the meta device's null
 // storage.
 std::vector<ParameterSpec> rank_parameters(const Runtime& runtime, const ModelConfig& config,
@@ -44,7 +36,7 @@ std::vector<ParameterSpec> rank_parameters(const Runtime& runtime, const ModelCo
     throw UsageError(
         "the tensor-parallel group moves data, but the meta device has no storage: call "
         "set_move_data(false) on it");
-  return config.parameters(tp_rank(tensor_parallel), tp_size(tensor_parallel));
+  return config.parameters(dist::rank_in(tensor_parallel), dist::size_of(tensor_parallel));
 }
 
 bool gpt2(const ModelConfig& c) {
@@ -111,7 +103,7 @@ void DecoderModel::initialise(uint64_t seed) {
   // chunking; a tensor-parallel rank draws the samples of the elements its part holds, so its
   // weights are its slice of the one-rank model's.
   const std::vector<ParameterSpec> specs =
-      config_.parameters(tp_rank(tensor_parallel_), tp_size(tensor_parallel_));
+      config_.parameters(dist::rank_in(tensor_parallel_), dist::size_of(tensor_parallel_));
   int64_t whole_offset = 0;  // of the tensor in the whole model's store
   for (size_t p = 0; p < specs.size(); ++p) {
     const ParameterSpec& spec = specs[p];
@@ -153,7 +145,7 @@ void DecoderModel::initialise(uint64_t seed) {
 }
 
 int64_t DecoderModel::tensor_parallel_size() const {
-  return tp_size(tensor_parallel_);
+  return dist::size_of(tensor_parallel_);
 }
 
 void DecoderModel::set_attention(AttentionKind attention) {
@@ -163,9 +155,10 @@ void DecoderModel::set_attention(AttentionKind attention) {
 void DecoderModel::set_dropout(const DropoutSettings& settings) {
   if (!(settings.p >= 0.0f && settings.p < 1.0f))
     throw UsageError("dropout probability " + std::to_string(settings.p) + " outside [0, 1)");
-  if (settings.p > 0.0f && tp_size(tensor_parallel_) > 1)
+  if (settings.p > 0.0f && dist::size_of(tensor_parallel_) > 1)
     throw UsageError("dropout probability " + std::to_string(settings.p) +
-                     " with tensor parallelism over " + std::to_string(tp_size(tensor_parallel_)) +
+                     " with tensor parallelism over " +
+                     std::to_string(dist::size_of(tensor_parallel_)) +
                      " ranks: dropout is only supported without tensor parallelism");
   dropout_ = settings;
 }

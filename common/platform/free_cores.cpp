@@ -6,8 +6,8 @@
 // How: before a kernel, at most every 100 ms, count the runnable threads of other processes (the
 // machine's, from /proc/loadavg, less this process's own: an OpenMP thread of ours still on its
 // way to sleep is not another process) and use the cores they leave free, never fewer than one. A
-// look costs some tens of microseconds; between looks the check is a clock read. The smaller of the last
-// two counts decides, so a process that runs for an instant does not take a thread away. The
+// look costs some tens of microseconds; between looks the check is a clock read. The smaller of the
+// last two counts decides, so a process that runs for an instant does not take a thread away. The
 // kernels' results do not depend on their thread count (tests/kernels_cpu/test_determinism.cpp),
 // so a run on a busy machine gives the bits it gives on an idle one.
 #include "common/platform/free_cores.h"
@@ -62,8 +62,8 @@ long runnable_threads() noexcept {
   if (file == nullptr) return -1;
   double one, five, fifteen;
   long running = -1, total = 0;
-  const int fields = std::fscanf(file, "%lf %lf %lf %ld/%ld", &one, &five, &fifteen, &running,
-                                 &total);
+  const int fields =
+      std::fscanf(file, "%lf %lf %lf %ld/%ld", &one, &five, &fifteen, &running, &total);
   std::fclose(file);
   return fields == 5 ? running : -1;
 }
@@ -95,7 +95,7 @@ void fit_threads_to_free_cores() noexcept {
   if (now < look.next) [[likely]]
     return;
   look.next = now + kLookEvery;
-  if (spinning || omp_in_parallel()) return;
+  if (spinning || omp_get_level() > 0) return;  // inside a parallel region, even of one thread
   const int current = omp_get_max_threads();
   if (current != look.set_by_us) look.ceiling = current;  // chosen since: it becomes the most
   const long runnable = runnable_threads(), ours = runnable_threads_of_this_process();

@@ -6,12 +6,12 @@
 namespace vramlab::platform {
 
 /// Looks, at most every 100 ms, at how many threads of other processes are runnable
-/// (`/proc/loadavg` less this process's own), and sets the calling thread's OpenMP thread count to the cores they leave
-/// free: at least 1, at most the count that was set before (OMP_NUM_THREADS, `--threads`, or the
-/// program's own omp_set_num_threads(), which this never overrides upwards). Between looks it
-/// reads a clock, so every kernel call can make it. Does nothing inside a parallel region, nor
-/// when the user asked idle OpenMP threads to spin (OMP_WAIT_POLICY=ACTIVE): they would be
-/// counted as another process's.
+/// (`/proc/loadavg` less this process's own), and sets the calling thread's OpenMP thread count to
+/// the cores they leave free: at least 1, at most the count chosen for the program
+/// (OMP_NUM_THREADS, or choose_openmp_threads(), as `--threads` does). Between looks it reads a
+/// clock, so every kernel call can make it. Does nothing inside a parallel region, nor when the
+/// user asked idle OpenMP threads to spin (OMP_WAIT_POLICY=ACTIVE): they would be counted as
+/// another process's.
 void fit_threads_to_free_cores() noexcept;
 
 /// Sets the calling thread's OpenMP thread count to \p threads (at least 1) as the count chosen

@@ -33,8 +33,10 @@ void passive_openmp_waiting(int, char**, char** environment) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
 }
 
+using PreinitFunction = void (*)(int, char**, char**);
+
 }  // namespace
 
 // `used`: nothing names it; the dynamic loader calls it.
-[[gnu::section(".preinit_array"), gnu::used]] void (*const vramlab_passive_openmp_waiting)(
-    int, char**, char**) = &passive_openmp_waiting;
+[[gnu::section(".preinit_array"), gnu::used]] const PreinitFunction vramlab_passive_wait =
+    &passive_openmp_waiting;
