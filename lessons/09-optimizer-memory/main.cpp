@@ -5,8 +5,7 @@
 // moments drift from fp32's on the same gradients; Llama 2 7B and 70B on meta; the seeds' claims.
 //
 //   build/bin/lesson09_optimizer_memory                           every optimizer, about 20 s on
-//                                                                 2 busy cores with
-//                                                                 OMP_WAIT_POLICY=PASSIVE
+//                                                                 2 cores
 //   build/bin/lesson09_optimizer_memory --optimizers adamw,lion --steps 100
 //   build/bin/lesson09_optimizer_memory --json --out-dir /tmp/l09
 //   build/bin/vramlab run 09
