@@ -1,6 +1,7 @@
-// Linked into every executable of the project (the object library vramlab::passive_wait): OpenMP
-// threads that have nothing to do sleep at once instead of spinning, unless the user chose
-// otherwise (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+// Linked (the object library vramlab::passive_wait) into the vramlab command, the lesson binaries
+// and the test binaries: OpenMP threads that have nothing to do sleep at once instead of spinning,
+// unless the user chose otherwise (OMP_WAIT_POLICY or GOMP_SPINCOUNT set). The benchmarks keep
+// libgomp's default: they measure an idle machine.
 //
 // Note [Passive OpenMP waiting]
 // Why: libgomp's idle threads spin before they sleep (with OMP_WAIT_POLICY unset, up to 300,000
@@ -14,7 +15,7 @@
 // in main() is too late. The functions in an executable's .preinit_array run before the
 // constructors of every shared library (System V ABI, DT_PREINIT_ARRAY), so this one sets it for
 // libgomp to read. glibc then starts main() with the environment the process was given: getenv()
-// in main() does not see the variable and child processes do not inherit it, which is why every
+// in main() does not see the variable and child processes do not inherit it, which is why each
 // executable links this object rather than one parent setting it for its children.
 #include <cstdlib>
 #include <cstring>
