@@ -90,11 +90,11 @@ void choose_openmp_threads(int threads) noexcept {
 }
 
 void fit_threads_to_free_cores() noexcept {
-  static const bool spinning = spinning_chosen();
   const Clock::time_point now = Clock::now();
   if (now < look.next) [[likely]]
     return;
   look.next = now + kLookEvery;
+  static const bool spinning = spinning_chosen();  // read once, off the per-kernel path
   if (spinning || omp_get_level() > 0) return;  // inside a parallel region, even of one thread
   const int current = omp_get_max_threads();
   if (current != look.set_by_us) look.ceiling = current;  // chosen since: it becomes the most
