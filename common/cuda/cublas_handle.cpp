@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/cuda/cublas_library.h"
 #include "common/cuda/cuda_check.h"
 
 namespace vramlab::cuda_runtime {
@@ -11,16 +12,16 @@ void check_cublas(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
     throw CudaError(std::string(what) + " failed: cuBLAS status " +
                     std::to_string(static_cast<int>(status)) + " (" +
-                    cublasGetStatusString(status) + ")");
+                    cublas().status_string(status) + ")");
   }
 }
 
 CublasHandle::CublasHandle() {
-  check_cublas(cublasCreate(&handle_), "cublasCreate");
+  check_cublas(cublas().create(&handle_), "cublasCreate");
 }
 
 CublasHandle::~CublasHandle() {
-  cublasDestroy(handle_);
+  cublas().destroy(handle_);
 }
 
 cublasHandle_t default_cublas_handle() {

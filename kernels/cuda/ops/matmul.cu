@@ -23,6 +23,7 @@
 #include <limits>
 
 #include "common/cuda/cublas_handle.h"
+#include "common/cuda/cublas_library.h"
 #endif
 
 namespace vramlab::kernels::cuda {
@@ -106,12 +107,13 @@ void matmul_forward(A* out, const A* inp, const A* weight, const NoDeduce<A>* bi
   const char* op = "cuda::matmul_forward";
   const float one = 1.0f, zero = 0.0f;
   const int n = blas_size(op, "N", N), c = blas_size(op, "C", C), oc = blas_size(op, "OC", OC);
+  cublasHandle_t handle = cuda_runtime::default_cublas_handle();
+  const cuda_runtime::CublasLibrary& blas = cuda_runtime::cublas();
   // out (N, OC) row-major is outᵀ (OC, N) column-major = weight(C, OC)ᵀ · inp(C, N).
   if constexpr (std::is_same_v<A, float>) {
-    cuda_runtime::check_cublas(
-        cublasSgemm(cuda_runtime::default_cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, oc, n, c, &one,
-                    weight, c, inp, c, &zero, out, oc),
-        op);
+    cuda_runtime::check_cublas(blas.sgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, c, &one, weight,
+                                          c, inp, c, &zero, out, oc),
+                               op);
     if (bias != nullptr) bias_add_forward(out, bias, N, OC);
   } else {
     if (bias != nullptr) {
@@ -122,9 +124,9 @@ void matmul_forward(A* out, const A* inp, const A* weight, const NoDeduce<A>* bi
     }
     const float* beta = bias != nullptr ? &one : &zero;
     cuda_runtime::check_cublas(
-        cublasGemmEx(cuda_runtime::default_cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N, oc, n, c,
-                     &one, weight, blas_type<A>(), c, inp, blas_type<A>(), c, beta, out,
-                     blas_type<A>(), oc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        blas.gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, c, &one, weight, blas_type<A>(), c,
+                     inp, blas_type<A>(), c, beta, out, blas_type<A>(), oc, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT),
         op);
   }
 #endif
@@ -149,28 +151,29 @@ void matmul_backward(NoDeduce<A>* dinp, G* dweight, NoDeduce<G>* dbias, const A*
   const int n = blas_size(op, "N", N), c = blas_size(op, "C", C), oc = blas_size(op, "OC", OC);
   const float one = 1.0f;
   cublasHandle_t handle = cuda_runtime::default_cublas_handle();
+  const cuda_runtime::CublasLibrary& blas = cuda_runtime::cublas();
   if constexpr (std::is_same_v<A, float> && std::is_same_v<G, float>) {
     if (dinp != nullptr) {
       // dinp (N, C) += dout (N, OC) · weight (OC, C); column-major: dinpᵀ += weightᵀ · doutᵀ.
-      cuda_runtime::check_cublas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, c, n, oc, &one,
-                                             weight, c, dout, oc, &one, dinp, c),
+      cuda_runtime::check_cublas(blas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, c, n, oc, &one,
+                                            weight, c, dout, oc, &one, dinp, c),
                                  op);
     }
     // dweight (OC, C) += doutᵀ · inp; column-major: dweightᵀ (C, OC) += inpᵀ (C, N) · dout (N, OC).
-    cuda_runtime::check_cublas(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, c, oc, n, &one, inp, c,
-                                           dout, oc, &one, dweight, c),
+    cuda_runtime::check_cublas(blas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, c, oc, n, &one, inp, c,
+                                          dout, oc, &one, dweight, c),
                                op);
   } else {
     // The same two products with beta = 1: each gradient is read, added to in f32, rounded once.
     if (dinp != nullptr) {
       cuda_runtime::check_cublas(
-          cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, c, n, oc, &one, weight, blas_type<A>(), c,
+          blas.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, c, n, oc, &one, weight, blas_type<A>(), c,
                        dout, blas_type<A>(), oc, &one, dinp, blas_type<A>(), c, CUBLAS_COMPUTE_32F,
                        CUBLAS_GEMM_DEFAULT),
           op);
     }
     cuda_runtime::check_cublas(
-        cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_T, c, oc, n, &one, inp, blas_type<A>(), c, dout,
+        blas.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_T, c, oc, n, &one, inp, blas_type<A>(), c, dout,
                      blas_type<A>(), oc, &one, dweight, blas_type<G>(), c, CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT),
         op);
