@@ -42,7 +42,9 @@ namespace vramlab::nn {
 namespace {
 
 namespace cpu = kernels::cpu;
-using dnnl::memory;
+// dnnl::memory spelled as dnnl_memory: vramlab::memory is the allocator's namespace, and in a
+// unity build (Note [Unity builds]) a using-declaration here would hide it from the next file.
+using dnnl_memory = dnnl::memory;
 
 // f32 copy of a 16-bit array (n), exact.
 template <typename A>
@@ -145,27 +147,27 @@ ThreadResources& thread_resources() {
 // A cached primitive and the scratchpad its every execution is handed.
 struct CachedMatmul {
   dnnl::matmul primitive;
-  memory::desc scratchpad;
+  dnnl_memory::desc scratchpad;
 };
 
 template <typename T>
-memory::data_type data_type() {
+dnnl_memory::data_type data_type() {
   if constexpr (std::is_same_v<T, float>) {
-    return memory::data_type::f32;
+    return dnnl_memory::data_type::f32;
   } else if constexpr (std::is_same_v<T, bf16_t>) {
-    return memory::data_type::bf16;
+    return dnnl_memory::data_type::bf16;
   } else {
-    return memory::data_type::f16;
+    return dnnl_memory::data_type::f16;
   }
 }
 
 // A (rows, cols) matrix at `data` whose element (r, c) is at r·row_stride + c·col_stride.
 struct Matrix {
   const void* data;
-  memory::data_type type;
+  dnnl_memory::data_type type;
   int64_t rows, cols, row_stride, col_stride;
-  [[nodiscard]] memory::desc desc() const {
-    return memory::desc({rows, cols}, type, memory::dims{row_stride, col_stride});
+  [[nodiscard]] dnnl_memory::desc desc() const {
+    return dnnl_memory::desc({rows, cols}, type, dnnl_memory::dims{row_stride, col_stride});
   }
 };
 
@@ -202,7 +204,7 @@ const CachedMatmul& cached_matmul(const Matrix& src, const Matrix& weights, cons
     sum.append_sum(1.0f);
     attr.set_post_ops(sum);
   }
-  const memory::desc bias_desc = bias ? bias->desc() : memory::desc();
+  const dnnl_memory::desc bias_desc = bias ? bias->desc() : dnnl_memory::desc();
   const dnnl::matmul::desc op(src.desc(), weights.desc(), bias_desc, dst.desc());
   const dnnl::matmul::primitive_desc pd(op, attr, onednn().engine);
   return cache.emplace(key, CachedMatmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
@@ -216,15 +218,16 @@ void onednn_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
   ThreadResources& mine = thread_resources();
   const CachedMatmul& matmul = cached_matmul(src, weights, bias, dst, accumulate);
   const auto handle = [](const Matrix& m) { return const_cast<void*>(m.data); };
-  const memory src_memory(src.desc(), dnn.engine, handle(src));
-  const memory weights_memory(weights.desc(), dnn.engine, handle(weights));
-  const memory dst_memory(dst.desc(), dnn.engine, handle(dst));
-  std::unordered_map<int, memory> args{
+  const dnnl_memory src_memory(src.desc(), dnn.engine, handle(src));
+  const dnnl_memory weights_memory(weights.desc(), dnn.engine, handle(weights));
+  const dnnl_memory dst_memory(dst.desc(), dnn.engine, handle(dst));
+  std::unordered_map<int, dnnl_memory> args{
       {DNNL_ARG_SRC, src_memory}, {DNNL_ARG_WEIGHTS, weights_memory}, {DNNL_ARG_DST, dst_memory}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias->desc(), dnn.engine, handle(*bias)));
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl_memory(bias->desc(), dnn.engine, handle(*bias)));
   const size_t scratch_bytes = matmul.scratchpad.get_size();
   if (mine.scratchpad.size() < scratch_bytes) mine.scratchpad.resize(scratch_bytes);
-  args.emplace(DNNL_ARG_SCRATCHPAD, memory(matmul.scratchpad, dnn.engine, mine.scratchpad.data()));
+  args.emplace(DNNL_ARG_SCRATCHPAD,
+               dnnl_memory(matmul.scratchpad, dnn.engine, mine.scratchpad.data()));
   matmul.primitive.execute(mine.stream, args);
   mine.stream.wait();
 }
@@ -232,7 +235,7 @@ void onednn_matmul(const Matrix& src, const Matrix& weights, const Matrix* bias,
 template <typename A>
 void onednn_forward(A* out, const A* inp, const A* weight, const A* bias, int64_t N, int64_t C,
                     int64_t OC) {
-  const memory::data_type a = data_type<A>();
+  const dnnl_memory::data_type a = data_type<A>();
   const Matrix src{inp, a, N, C, C, 1};            // inp (N, C)
   const Matrix weights_t{weight, a, C, OC, 1, C};  // weightᵀ (C, OC)
   const Matrix bias_row{bias, a, 1, OC, OC, 1};    // bias (1, OC)
@@ -243,7 +246,7 @@ void onednn_forward(A* out, const A* inp, const A* weight, const A* bias, int64_
 template <typename A, typename G>
 void onednn_backward(A* dinp, G* dweight, G* dbias, const A* dout, const A* inp, const A* weight,
                      int64_t N, int64_t C, int64_t OC) {
-  const memory::data_type a = data_type<A>();
+  const dnnl_memory::data_type a = data_type<A>();
   if (dinp) {
     // dinp (N, C) += dout (N, OC) · weight (OC, C)
     onednn_matmul({dout, a, N, OC, OC, 1}, {weight, a, OC, C, C, 1}, nullptr, {dinp, a, N, C, C, 1},

@@ -21,12 +21,15 @@
 #include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"
 #include "common/report/detail/memory_timeline_page.h"
+#include "common/report/detail/snapshot_fields.h"
 #include "common/report/snapshot_replay.h"
 #include "common/report/xml_escape.h"
 
 namespace vramlab::report {
 namespace {
 
+using detail::optional_field;
+using detail::optional_unsigned;
 using nlohmann::json;
 
 struct Event {
@@ -90,19 +93,6 @@ struct Model {
     return it->second;
   }
 };
-
-const json* optional_field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-uint64_t optional_unsigned(const json& object, const char* key) {
-  const json* value = optional_field(object, key);
-  if (value == nullptr || !value->is_number_integer()) return 0;
-  if (!value->is_number_unsigned() && value->get<int64_t>() < 0) return 0;
-  return value->get<uint64_t>();
-}
 
 uint8_t category_index(const json& object) {
   const json* value = optional_field(object, "category");

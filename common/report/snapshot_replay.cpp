@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/platform/errors.h"
+#include "common/report/detail/snapshot_fields.h"
 
 namespace vramlab::report {
-namespace {
 
 using nlohmann::json;
+
+namespace detail {
 
 const json* optional_field(const json& object, const char* key) {
   if (!object.is_object()) return nullptr;
@@ -21,7 +23,6 @@ const json* optional_field(const json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-// A non-negative integer (a float only when it is a whole number that fits), else nullopt.
 bool to_unsigned(const json& value, std::uint64_t& out) {
   if (value.is_number_unsigned()) {
     out = value.get<std::uint64_t>();
@@ -44,6 +45,21 @@ bool to_unsigned(const json& value, std::uint64_t& out) {
   return false;
 }
 
+std::uint64_t optional_unsigned(const json& object, const char* key) {
+  const json* value = optional_field(object, key);
+  std::uint64_t out = 0;
+  if (value == nullptr || !to_unsigned(*value, out)) return 0;
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::optional_field;
+using detail::optional_unsigned;
+using detail::to_unsigned;
+
 std::uint64_t required_unsigned(const json& object, const char* key, const std::string& where) {
   const json* value = optional_field(object, key);
   std::uint64_t out = 0;
@@ -52,13 +68,6 @@ std::uint64_t required_unsigned(const json& object, const char* key, const std::
                      "' must be a non-negative integer, got " +
                      (value == nullptr ? std::string("nothing") : value->dump()));
   }
-  return out;
-}
-
-std::uint64_t optional_unsigned(const json& object, const char* key) {
-  const json* value = optional_field(object, key);
-  std::uint64_t out = 0;
-  if (value == nullptr || !to_unsigned(*value, out)) return 0;
   return out;
 }
 

@@ -17,10 +17,6 @@ std::string fixed(double v, int decimals = 2) {
   return report::format_fixed(v, decimals);
 }
 
-std::string gb(double bytes) {
-  return fixed(bytes / 1e9, 2) + " GB";
-}
-
 // Bytes per parameter a rank of one run holds: the whole model states, or one part.
 double per_param(const StrategyRun* run, const std::function<int64_t(const ModelStates&)>& part) {
   if (!run || run->ranks.empty() || run->parameter_count == 0) return NAN;

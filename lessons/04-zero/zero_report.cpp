@@ -27,10 +27,6 @@ std::string stage_text(ZeroStage s) {
   return std::string(dist::zero_stage_name(s));
 }
 
-std::string gb(double bytes) {
-  return report::format_fixed(bytes / 1e9, 2) + " GB";
-}
-
 std::string per_param(int64_t bytes, int64_t psi) {
   return report::format_fixed(
       static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(1, psi)), 2);
@@ -81,6 +77,10 @@ void say(void (*progress)(const std::string&), const std::string& line) {
 }
 
 }  // namespace
+
+std::string gb(double bytes) {
+  return report::format_fixed(bytes / 1e9, 2) + " GB";
+}
 
 ModelConfig figure1_model() {
   ModelFlags flags;

@@ -125,4 +125,7 @@ struct FigurePaths {
 /// \throws std::runtime_error when a file cannot be written.
 FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir);
 
+/// \p bytes in decimal gigabytes with two decimals ("1.42 GB"), as the papers count them.
+std::string gb(double bytes);
+
 }  // namespace vramlab::lesson04

@@ -15,10 +15,6 @@ constexpr char kSeed001[] = "001_2f40dc4e556be27d.txt";
 constexpr char kSeed002[] = "002_4aaeff05ca33da14.txt";
 constexpr char kSeed003[] = "003_10620cd92a735ae4.txt";
 
-std::string bytes(int64_t value) {
-  return report::format_bytes(static_cast<uint64_t>(std::max<int64_t>(value, 0)));
-}
-
 std::string fixed(double value, int decimals) {
   return report::format_fixed(value, decimals);
 }

@@ -21,10 +21,6 @@ using report::Align;
 using report::format_bytes;
 using report::format_count;
 
-std::string bytes(int64_t value) {
-  return format_bytes(static_cast<uint64_t>(std::max<int64_t>(value, 0)));
-}
-
 std::string signed_bytes(int64_t value) {
   std::string out(1, value < 0 ? '-' : '+');
   out += bytes(value < 0 ? -value : value);
@@ -111,6 +107,10 @@ json growth_json(const profile::Growth& g) {
 }
 
 }  // namespace
+
+std::string bytes(int64_t value) {
+  return format_bytes(static_cast<uint64_t>(std::max<int64_t>(value, 0)));
+}
 
 std::string short_function(const std::string& function) {
   std::string out;

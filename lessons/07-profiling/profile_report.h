@@ -119,4 +119,7 @@ struct FigurePaths {
 /// \throws std::runtime_error or vramlab::UsageError when a file cannot be written.
 FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir);
 
+/// \p value bytes in binary units ("1.50 GiB"); a negative value reads as 0.
+std::string bytes(int64_t value);
+
 }  // namespace vramlab::lesson07

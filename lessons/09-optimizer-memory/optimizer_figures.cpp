@@ -14,12 +14,6 @@ namespace {
 
 using estimate::Optimizer;
 
-std::string per_param(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", value);
-  return text;
-}
-
 report::StackedBar bar(const OptimizerRun& r) {
   const StateBytes& b = r.bytes;
   return {std::string(estimate::optimizer_name(r.optimizer)) + ", " +

@@ -22,11 +22,6 @@ using nlohmann::json;
 using report::Align;
 using report::wrap_note;
 
-// Bytes per parameter: two decimals, more for the few-per-million of Adam-mini's v or Adafactor.
-std::string per_param(double value) {
-  return report::format_fixed(value, value > 0.0 && value < 0.1 ? 4 : 2);
-}
-
 std::string name_of(Optimizer o) {
   return std::string(estimate::optimizer_name(o));
 }
@@ -109,6 +104,10 @@ void validate_settings(const LessonSettings& s) {
 }
 
 }  // namespace
+
+std::string per_param(double value) {
+  return report::format_fixed(value, value > 0.0 && value < 0.1 ? 4 : 2);
+}
 
 const OptimizerRun* find_training(const Lesson& lesson, Optimizer optimizer) {
   for (const OptimizerRun& r : lesson.training)
