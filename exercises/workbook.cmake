@@ -200,6 +200,7 @@ function(vramlab_add_lesson_binary)
     target_include_directories(${A_NAME}${variant} PRIVATE ${PROJECT_SOURCE_DIR})
     target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::passive_wait
                           vramlab::warnings)
+    vramlab_unity(${A_NAME}${variant})
   endforeach()
   set_target_properties(${A_NAME}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
   # tests/cli's bad-input walk runs every lesson binary listed here.
