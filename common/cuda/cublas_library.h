@@ -29,11 +29,11 @@ using CublasGemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cub
 /// The cuBLAS functions the runtime calls, with cuBLAS's own signatures (the _v2 entry points
 /// that <cublas_v2.h> maps cublasCreate, cublasSgemm, ... to).
 struct CublasLibrary {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  decltype(&cublasSgemm_v2) sgemm = nullptr;
-  CublasGemmExFn gemm_ex = nullptr;
-  decltype(&cublasGetStatusString) status_string = nullptr;
+  decltype(&cublasCreate_v2) create = nullptr;               ///< cublasCreate
+  decltype(&cublasDestroy_v2) destroy = nullptr;             ///< cublasDestroy
+  decltype(&cublasSgemm_v2) sgemm = nullptr;                 ///< cublasSgemm
+  CublasGemmExFn gemm_ex = nullptr;                          ///< cublasGemmEx
+  decltype(&cublasGetStatusString) status_string = nullptr;  ///< cublasGetStatusString
 };
 
 /// cuBLAS, loaded on the first call (thread-safe) from the toolkit this build linked against,
