@@ -525,7 +525,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
     out += "\nThe seeds' 7B on 8 GPUs: " + s.seed_model.name + ", Ψ = " + report::format_count(psi) + ", " +
            std::to_string(s.seed_ranks) + " simulated ranks on meta, B=1, T=4096\n";
     report::Table t({{"strategy"},
-                     {"seed 002 per GPU", Align::kRight},
+                     {"Guide per GPU", Align::kRight},
                      {"pure bf16", Align::kRight},
                      {"mixed-bf16", Align::kRight},
                      {"activations", Align::kRight},
@@ -547,10 +547,11 @@ std::string render_text(const Lesson& lesson, bool colour) {
     }
     out += t.render(colour);
     out += wrap_note(
-        "seed 002 counts 8 bytes per parameter (bf16 weights 2, gradients 2, Adam's m and v 4): "
-        "that is pure bf16 training, which the runtime measures to the byte in the first "
-        "column; it leaves out the fp32 master weights that mixed precision keeps (the standard "
-        "16 B/param, second column), the activations (the same under every stage: ZeRO does not "
+        "Guide per GPU is what the Memory Optimization Guide states: it counts 8 bytes per "
+        "parameter (bf16 weights 2, gradients 2, Adam's m and v 4), which is pure bf16 "
+        "training, measured to the byte in the pure bf16 column; it leaves out the fp32 master "
+        "weights that mixed precision keeps (the standard 16 B/param, the mixed-bf16 column), "
+        "the activations (the same under every stage: ZeRO does not "
         "shard them), ZeRO-3's gathered units, and the allocator's rounding (peak).");
   }
 
