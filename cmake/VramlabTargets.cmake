@@ -60,12 +60,15 @@ else()
   set(VRAMLAB_TEST_TIMEOUT_SCALE 1)
 endif()
 
-# vramlab_add_test(NAME <name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s] [RUN_SERIAL]): a
-# GoogleTest binary in build/tests/bin, its tests discovered one by one for ctest. TIMEOUT applies
-# to each test case (default 60 s, the floor above; give more when a case's normal time exceeds
-# 6 s). RUN_SERIAL: nothing else runs beside its cases (they measure the machine's load).
+# vramlab_add_test(NAME <name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s] [RUN_SERIAL]
+#                  [NO_UNITY]): a GoogleTest binary in build/tests/bin, its tests discovered one by
+# one for ctest. TIMEOUT applies to each test case (default 60 s, the floor above; give more when a
+# case's normal time exceeds 6 s). RUN_SERIAL: nothing else runs beside its cases (they measure the
+# machine's load). A binary's sources compile as a unity build (Note [Unity builds]): the
+# GoogleTest headers, parsed and emitted once per batch, are most of a small test file's compile
+# time, so a folder's test files of the same TIMEOUT and LABELS share one binary.
 function(vramlab_add_test)
-  cmake_parse_arguments(A "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "RUN_SERIAL;NO_UNITY" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 60)
   endif()
@@ -75,6 +78,9 @@ function(vramlab_add_test)
                         vramlab::passive_wait vramlab::warnings)
   target_include_directories(${A_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(${A_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
+  if(NOT A_NO_UNITY)
+    vramlab_unity(${A_NAME})
+  endif()
   set(_props TIMEOUT ${A_TIMEOUT})
   if(A_LABELS)
     list(APPEND _props LABELS "${A_LABELS}")

@@ -42,6 +42,13 @@ inline std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
+// \return the number of '\n' in \p text.
+inline int count_lines(const std::string& text) {
+  int lines = 0;
+  for (const char c : text) lines += c == '\n' ? 1 : 0;
+  return lines;
+}
+
 // `vramlab ARGS...` (the binary this test target was built against).
 inline CliResult run_vramlab(const std::vector<std::string>& args, double timeout_seconds = 60.0) {
   std::vector<std::string> argv = {VRAMLAB_CLI_PATH};

@@ -19,6 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using Result = vramlab::cli_test::CliResult;
+using vramlab::cli_test::count_lines;
 
 class AllocCli : public ::testing::Test {
  protected:
@@ -50,12 +51,6 @@ bool has_control_character(const std::string& text) {
     if ((byte < 0x20 && c != '\n') || byte == 0x7f) return true;
   }
   return false;
-}
-
-int count_lines(const std::string& text) {
-  int lines = 0;
-  for (const char c : text) lines += c == '\n' ? 1 : 0;
-  return lines;
 }
 
 TEST_F(AllocCli, ATraceWithANulOrAnEscapeIsExit2WithOneEscapedLine) {

@@ -20,17 +20,11 @@
 namespace {
 
 using Result = vramlab::cli_test::CliResult;
-
-Result vramlab(const std::string& args) {
-  return vramlab::cli_test::run_vramlab(vramlab::cli_test::split_words(args));
-}
+using vramlab::cli_test::count_lines;
 
 // Runs vramlab with \p args (plain words separated by spaces) under a 60 s limit.
-
-int count_lines(const std::string& text) {
-  int lines = 0;
-  for (const char c : text) lines += c == '\n' ? 1 : 0;
-  return lines;
+Result vramlab(const std::string& args) {
+  return vramlab::cli_test::run_vramlab(vramlab::cli_test::split_words(args));
 }
 
 const char* const kTiny =

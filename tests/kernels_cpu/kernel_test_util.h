@@ -27,6 +27,13 @@ std::vector<Real> random_vector(int64_t n, uint64_t seed, double low = -1.0, dou
   return values;
 }
 
+/// γ_K = K·u/(1 - K·u), u = 2^-24: a float dot product of length K (any order, with or without
+/// FMA) is within γ_K·Σ|a_i·b_i| of the exact value (Higham, Accuracy and Stability, §3.1).
+inline double gamma(int64_t K) {
+  const double u = std::ldexp(1.0, -24);
+  return static_cast<double>(K) * u / (1.0 - static_cast<double>(K) * u);
+}
+
 /// n token ids uniform in [0, V), from a fixed seed.
 inline std::vector<int32_t> random_tokens(int64_t n, int64_t V, uint64_t seed) {
   std::mt19937_64 generator(seed);

@@ -159,7 +159,7 @@ TEST(Dropout, RejectsAProbabilityOutsideZeroToOneAndANegativeSize) {
 
 // ---- attention dropout ---------------------------------------------------------------------
 
-struct Shape {
+struct AttentionShape {
   int64_t B, T, H, Hkv, D;
 };
 
@@ -167,7 +167,7 @@ struct AttentionInputs {
   std::vector<float> q, k, v, dout;
 };
 
-AttentionInputs attention_inputs(const Shape& s, uint64_t seed) {
+AttentionInputs attention_inputs(const AttentionShape& s, uint64_t seed) {
   return {random_vector(s.B * s.T * s.H * s.D, seed, -2.0, 2.0),
           random_vector(s.B * s.T * s.Hkv * s.D, seed + 1, -2.0, 2.0),
           random_vector(s.B * s.T * s.Hkv * s.D, seed + 2),
@@ -175,7 +175,7 @@ AttentionInputs attention_inputs(const Shape& s, uint64_t seed) {
 }
 
 TEST(AttentionDropout, PZeroIsBitwiseTheResultWithoutDropout) {
-  const Shape s{2, 9, 4, 2, 8};
+  const AttentionShape s{2, 9, 4, 2, 8};
   const auto in = attention_inputs(s, 40);
   const size_t scores = static_cast<size_t>(s.B * s.H * s.T * s.T);
   std::vector<float> out0(in.q.size()), pre0(scores), att0(scores), out1(out0), pre1(pre0),
@@ -202,7 +202,8 @@ TEST(AttentionDropout, PZeroIsBitwiseTheResultWithoutDropout) {
 // attention_forward without dropout, dropout_forward on the flat (B, H, T, T) att with the same
 // (seed, offset) (so the mask index is offset + the score's position), then dropped · v.
 TEST(AttentionDropout, ForwardEqualsSoftmaxThenElementwiseDropoutThenTimesV) {
-  for (const Shape s : {Shape{1, 1, 1, 1, 2}, Shape{2, 7, 4, 2, 6}, Shape{1, 33, 3, 1, 16}}) {
+  for (const AttentionShape s : {AttentionShape{1, 1, 1, 1, 2}, AttentionShape{2, 7, 4, 2, 6},
+                                 AttentionShape{1, 33, 3, 1, 16}}) {
     for (const float p : {0.1f, 0.5f, 0.9f}) {
       const uint64_t offset = 1000003;
       const auto in = attention_inputs(s, 50);
@@ -238,7 +239,8 @@ TEST(AttentionDropout, ForwardEqualsSoftmaxThenElementwiseDropoutThenTimesV) {
 }
 
 TEST(AttentionDropout, FastMatchesTheDoubleReferenceForwardAndBackward) {
-  for (const Shape s : {Shape{2, 7, 4, 2, 6}, Shape{1, 13, 3, 1, 16}, Shape{2, 65, 4, 4, 8}}) {
+  for (const AttentionShape s : {AttentionShape{2, 7, 4, 2, 6}, AttentionShape{1, 13, 3, 1, 16},
+                                 AttentionShape{2, 65, 4, 4, 8}}) {
     for (const float p : {0.2f, 0.9f}) {
       const AttentionDropout dropout{p, kSeed, 4242};
       const auto in = attention_inputs(s, 60);
@@ -314,7 +316,7 @@ TEST(AttentionDropout, ReferenceGradientsMatchCentralDifferences) {
 }
 
 TEST(AttentionDropout, SameOffsetReproducesTheOutputAndAnotherOffsetChangesIt) {
-  const Shape s{1, 16, 2, 2, 8};
+  const AttentionShape s{1, 16, 2, 2, 8};
   const auto in = attention_inputs(s, 80);
   const size_t scores = static_cast<size_t>(s.B * s.H * s.T * s.T);
   const auto run = [&](uint64_t offset) {

@@ -14,19 +14,15 @@ namespace vramlab::kernels::cpu {
 namespace {
 
 using test_util::all_close;
+using test_util::gamma;
 using test_util::gradient_matches;
 using test_util::random_vector;
 using test_util::to_double;
 using test_util::weighted_sum;
 using test_util::within_tolerance;
 
-// A float dot product of length K (any order, with or without FMA) is within γ_K·Σ|a_i·b_i| of the
-// exact value, γ_K = K·u/(1 - K·u), u = 2^-24 (Higham, Accuracy and Stability, §3.1). Adding the
-// bias and an old value to accumulate into costs two more roundings: γ_{K+2}.
-double gamma(int64_t K) {
-  const double u = std::ldexp(1.0, -24);
-  return static_cast<double>(K) * u / (1.0 - static_cast<double>(K) * u);
-}
+// A float dot product of length K is within γ_K·Σ|a_i·b_i| of the exact value (test_util::gamma).
+// Adding the bias and an old value to accumulate into costs two more roundings: γ_{K+2}.
 
 std::vector<double> absolute(const std::vector<float>& values) {
   std::vector<double> result(values.size());

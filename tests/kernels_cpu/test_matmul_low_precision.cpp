@@ -14,13 +14,9 @@
 namespace vramlab::kernels::cpu {
 namespace {
 
+using test_util::gamma;
 using test_util::random_vector;
 using test_util::within_tolerance;
-
-double gamma(int64_t K) {
-  const double u = std::ldexp(1.0, -24);
-  return static_cast<double>(K) * u / (1.0 - static_cast<double>(K) * u);
-}
 
 std::vector<bf16_t> round_to(const std::vector<float>& values, bf16_t) {
   std::vector<bf16_t> result(values.size());

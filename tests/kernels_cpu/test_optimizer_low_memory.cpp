@@ -170,12 +170,13 @@ TEST(AdamMini, OneBlockKeepsOneVWhoseUpdateIsTheMeanOfTheSquaredGradients) {
 // ---- Adafactor -----------------------------------------------------------------------------
 
 TEST(Adafactor, FastMatchesTheDoubleReferenceFactoredAndUnfactored) {
-  struct Shape {
+  struct FactoredShape {
     int64_t rows, cols;
     bool factored;
   };
-  for (const Shape s : {Shape{1, 1, false}, Shape{1, 4099, false}, Shape{1, 17, true},
-                        Shape{5, 3, true}, Shape{37, 129, true}, Shape{300, 70, true}}) {
+  for (const FactoredShape s :
+       {FactoredShape{1, 1, false}, FactoredShape{1, 4099, false}, FactoredShape{1, 17, true},
+        FactoredShape{5, 3, true}, FactoredShape{37, 129, true}, FactoredShape{300, 70, true}}) {
     const int64_t n = s.rows * s.cols;
     AdafactorHyperparameters hp;
     hp.weight_decay = 0.1f;

@@ -1,6 +1,6 @@
 // The caching allocator's rules, one behaviour per test (PyTorch's
 // c10/cuda/CUDACachingAllocator.cpp).
-//   build/tests/bin/test_caching_allocator
+//   build/tests/bin/test_memory --gtest_filter='RoundSize.*' (one of its suites)
 #include <gtest/gtest.h>
 
 #include <limits>

@@ -1,5 +1,5 @@
 // Device strings, presets, the configuration string and the device registry.
-//   build/tests/bin/test_device_and_config
+//   build/tests/bin/test_memory --gtest_filter='ParseDevice.*:AllocConf.*:MakeCachingAllocator.*'
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,12 +8,13 @@
 
 #include "common/memory/make_caching_allocator.h"
 #include "common/platform/errors.h"
+#include "tests/memory/allocator_test_util.h"
 
 namespace vramlab::memory {
 namespace {
 
-constexpr std::uint64_t kGiB = 1ULL << 30;
-constexpr std::uint64_t kMiB = 1ULL << 20;
+using testing::kGiB;
+using testing::kMiB;
 
 std::string usage_error_of(const std::function<void()>& action) {
   try {

@@ -1,6 +1,6 @@
 // Phase and module scopes, their listener, and C++ call stacks in the allocator's history: nesting,
 // per-thread state, interning of identical call sites, and what the resolved frames leave out.
-//   build/tests/bin/test_history_scopes
+//   build/tests/bin/test_memory --gtest_filter='TrainingPhase.*' (one of its suites)
 #include <gtest/gtest.h>
 
 #include <string>

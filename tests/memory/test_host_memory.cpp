@@ -3,7 +3,7 @@
 // numbers, and the allocator is left as it was; cached segments are released first; expandable
 // pages are undone; the budget is shared by every host backing of the process; meta never takes
 // from it, nor does a trace replay; VRAMLAB_HOST_MEMORY_LIMIT is parsed or refused.
-//   build/tests/bin/test_host_memory
+//   build/tests/bin/test_memory --gtest_filter='HostMemoryBudget.*' (one of its suites)
 #include <gtest/gtest.h>
 
 #include <cstdlib>

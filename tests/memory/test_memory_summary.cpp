@@ -1,6 +1,6 @@
 // memory_summary(): PyTorch's table, compared with tables derived by hand from the rules of
 // torch/cuda/memory.py (memory_summary and its _format_size/_format_count helpers).
-//   build/tests/bin/test_memory_summary
+//   build/tests/bin/test_memory --gtest_filter='MemorySummary.*:FormatSize.*'
 #include <gtest/gtest.h>
 
 #include "common/memory/memory_summary.h"

@@ -1,7 +1,7 @@
 // Snapshots and history: PyTorch's schema (torch.cuda.memory._snapshot()), block states, trace
 // actions and their order, the ring buffer, and vramlab's extension keys (category, module, phase,
 // tensor, time_ns, the label frame).
-//   build/tests/bin/test_snapshot
+//   build/tests/bin/test_memory --gtest_filter='Snapshot.*:History.*:ExpandableSnapshot.*'
 #include <gtest/gtest.h>
 
 #include <chrono>

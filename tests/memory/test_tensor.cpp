@@ -1,7 +1,7 @@
 // Tensor: the one owning handle for device memory. It takes one block of its device's caching
 // allocator (requested bytes, category and name as given), returns it when destroyed, reset or
 // overwritten by a move, and hands out typed views of itself.
-//   build/tests/bin/test_tensor
+//   build/tests/bin/test_memory --gtest_filter='Tensor.*'
 #include <gtest/gtest.h>
 
 #include <algorithm>

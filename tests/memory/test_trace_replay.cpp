@@ -1,5 +1,5 @@
 // The `vramlab alloc` trace format: every operation, and errors that name FILE:LINE.
-//   build/tests/bin/test_trace_replay
+//   build/tests/bin/test_memory --gtest_filter='TraceReplay.*'
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,11 +8,12 @@
 
 #include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
+#include "tests/memory/allocator_test_util.h"
 
 namespace vramlab::memory {
 namespace {
 
-constexpr std::size_t kMiB = 1ULL << 20;
+using testing::kMiB;
 
 std::unique_ptr<CachingAllocator> meta_allocator(const std::string& size) {
   return make_replay_allocator(parse_device("meta:" + size), AllocatorConfig{});

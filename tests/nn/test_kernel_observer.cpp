@@ -1,7 +1,7 @@
 // The kernel observer: a training step's kernel calls are heard, balanced, named after the
 // KernelBackend methods, counted as the model makes them; argument checks that fail are not
 // kernels; removing the observer silences it.
-//   build/tests/bin/test_kernel_observer
+//   build/tests/bin/test_nn --gtest_filter='KernelObserver.*'
 #include <gtest/gtest.h>
 
 #include <map>

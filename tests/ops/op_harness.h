@@ -43,6 +43,9 @@
 
 namespace vramlab::ops_test {
 
+/// Relative tolerance of the op table's elementwise ops (one or two roundings of a float result).
+inline constexpr double kElementwiseTolerance = 2e-6;
+
 /// Element type of a buffer.
 enum class Dtype {
   f32,  ///< float (the reference sees it widened to double)

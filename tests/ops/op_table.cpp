@@ -36,7 +36,6 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 
-constexpr double kElementwiseTolerance = 2e-6;
 constexpr double kRowTolerance = 1e-5;
 constexpr double kLongSumTolerance = 2e-5;
 

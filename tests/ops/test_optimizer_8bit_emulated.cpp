@@ -35,6 +35,7 @@
 #include "kernels/cpu/optimizer_8bit.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/simt/launch_options.h"
+#include "tests/ops/op_harness.h"
 
 namespace vramlab::ops_test {
 namespace {
@@ -43,7 +44,6 @@ namespace cpu = kernels::cpu;
 namespace cuda = kernels::cuda;
 using cuda::KernelVersion;
 
-constexpr double kElementwiseTolerance = 2e-6;  // the op table's
 constexpr double kRoundingsAllowed = 8.0;
 constexpr double kUnitRoundoff = 0x1p-24;
 
@@ -57,19 +57,19 @@ struct State {
 
 // A state several steps into training (random codes, absmax of varied magnitude per block) and a
 // gradient; with a NaN gradient in block 2 and an all-zero block 3 when there are enough blocks.
-struct Case {
+struct OptimizerCase {
   int64_t n, block, step;
   State state;
   std::vector<float> grad;  // (n)
 };
 
-Case make_case(int64_t n, int64_t block, int64_t step, uint64_t seed) {
+OptimizerCase make_case(int64_t n, int64_t block, int64_t step, uint64_t seed) {
   std::mt19937_64 generator(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_int_distribution<int> code(0, 255);
   std::uniform_real_distribution<double> exponent(-4.0, 0.0);
   const int64_t blocks = cpu::quantization_block_count(n, block);
-  Case c{n, block, step, {}, std::vector<float>(static_cast<size_t>(n))};
+  OptimizerCase c{n, block, step, {}, std::vector<float>(static_cast<size_t>(n))};
   c.state.param.resize(static_cast<size_t>(n));
   c.state.qm.resize(static_cast<size_t>(n));
   c.state.qv.resize(static_cast<size_t>(n));
@@ -104,7 +104,7 @@ cpu::AdamWHyperparameters hyperparameters() {
 
 constexpr float kMultiplier = 1.0f / 8.0f;
 
-State run_cpu(const Case& c) {
+State run_cpu(const OptimizerCase& c) {
   State s = c.state;
   std::vector<float> grad = c.grad;
   for (float& g : grad) g *= 8.0f;  // undone by kMultiplier (a power of two: exact)
@@ -114,7 +114,7 @@ State run_cpu(const Case& c) {
   return s;
 }
 
-State run_emulated(const Case& c, KernelVersion version) {
+State run_emulated(const OptimizerCase& c, KernelVersion version) {
   State s = c.state;
   std::vector<float> grad = c.grad;
   for (float& g : grad) g *= 8.0f;
@@ -124,7 +124,7 @@ State run_emulated(const Case& c, KernelVersion version) {
   return s;
 }
 
-State run_backend(const Case& c) {
+State run_backend(const OptimizerCase& c) {
   State s = c.state;
   std::vector<float> grad = c.grad;
   for (float& g : grad) g *= 8.0f;
@@ -175,7 +175,7 @@ State run_backend(const Case& c) {
 }
 
 // Codes equal, or adjacent at a near-tie (see the file comment). moment 0: m, 1: v.
-::testing::AssertionResult same_codes(const std::string& what, int moment, const Case& c,
+::testing::AssertionResult same_codes(const std::string& what, int moment, const OptimizerCase& c,
                                       const State& actual, const State& expected) {
   const bool is_m = moment == 0;
   const auto& map = cpu::dynamic_quantization_map(is_m);
@@ -215,7 +215,7 @@ State run_backend(const Case& c) {
   return ::testing::AssertionSuccess();
 }
 
-void expect_like_cpu(const std::string& what, const Case& c, const State& actual,
+void expect_like_cpu(const std::string& what, const OptimizerCase& c, const State& actual,
                      const State& expected) {
   EXPECT_TRUE(close(what + " param", actual.param, expected.param));
   EXPECT_TRUE(close(what + " absmax_m", actual.absmax_m, expected.absmax_m));
@@ -224,14 +224,14 @@ void expect_like_cpu(const std::string& what, const Case& c, const State& actual
   EXPECT_TRUE(same_codes(what, 1, c, actual, expected));
 }
 
-std::string case_name(const Case& c) {
+std::string optimizer_case_name(const OptimizerCase& c) {
   std::ostringstream name;
   name << "n" << c.n << " block" << c.block << " step" << c.step;
   return name.str();
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> all;
+std::vector<OptimizerCase> cases() {
+  std::vector<OptimizerCase> all;
   uint64_t seed = 31;
   // n = 1; a partial last block; block 1; bitsandbytes' 256 and 2048 (more than the 256 threads
   // of v2's thread block); blocks with a NaN and an all-zero block.
@@ -248,7 +248,7 @@ std::vector<Case> cases() {
 }
 
 TEST(Adamw8bitEmulated, V1AndV2AreBitwiseEqualUnderEverySchedule) {
-  for (const Case& c : cases()) {
+  for (const OptimizerCase& c : cases()) {
     const State reference = run_emulated(c, KernelVersion::v1);
     for (simt::Schedule schedule :
          {simt::Schedule::kInOrder, simt::Schedule::kReverse, simt::Schedule::kRandom}) {
@@ -257,8 +257,9 @@ TEST(Adamw8bitEmulated, V1AndV2AreBitwiseEqualUnderEverySchedule) {
       options.seed = 20261123;
       const simt::ScopedLaunchOptions scoped(options);
       for (KernelVersion version : {KernelVersion::v1, KernelVersion::v2}) {
-        EXPECT_TRUE(same_state(case_name(c) + " " + kernels::cuda::kernel_version_name(version) +
-                                   " " + simt::schedule_name(schedule),
+        EXPECT_TRUE(same_state(optimizer_case_name(c) + " " +
+                                   kernels::cuda::kernel_version_name(version) + " " +
+                                   simt::schedule_name(schedule),
                                run_emulated(c, version), reference));
       }
     }
@@ -266,20 +267,20 @@ TEST(Adamw8bitEmulated, V1AndV2AreBitwiseEqualUnderEverySchedule) {
 }
 
 TEST(Adamw8bitEmulated, MatchesTheCpuKernelUpToNearTies) {
-  for (const Case& c : cases()) {
+  for (const OptimizerCase& c : cases()) {
     const State expected = run_cpu(c);
     for (KernelVersion version : {KernelVersion::v1, KernelVersion::v2}) {
-      expect_like_cpu(case_name(c) + " " + kernels::cuda::kernel_version_name(version), c,
+      expect_like_cpu(optimizer_case_name(c) + " " + kernels::cuda::kernel_version_name(version), c,
                       run_emulated(c, version), expected);
     }
-    expect_like_cpu(case_name(c) + " emulated backend", c, run_backend(c), expected);
+    expect_like_cpu(optimizer_case_name(c) + " emulated backend", c, run_backend(c), expected);
   }
 }
 
 // A NaN gradient makes its block's absmax NaN and every code of the block the code of 0.0; an
 // all-zero block keeps absmax 0 (v) and the code of 0.0 (m and v).
 TEST(Adamw8bitEmulated, NanAndAllZeroBlocks) {
-  const Case c = make_case(1027, 256, 4, 77);
+  const OptimizerCase c = make_case(1027, 256, 4, 77);
   const uint8_t zero_m = cpu::nearest_code(cpu::dynamic_quantization_map(true), 0.0f);
   const uint8_t zero_v = cpu::nearest_code(cpu::dynamic_quantization_map(false), 0.0f);
   for (KernelVersion version : {KernelVersion::v1, KernelVersion::v2}) {

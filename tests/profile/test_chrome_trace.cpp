@@ -3,7 +3,7 @@
 // and reserved bytes as counters replayed from the snapshot (values worked out by hand), counter
 // times that never go back, and a refused recording without times. The format itself is checked
 // by the independent check_trace_events.py (ctest profile.chrome_trace_*).
-// Run: build/tests/bin/test_profile_chrome_trace
+// Run: build/tests/bin/test_profile --gtest_filter='ChromeTrace.*'
 #include "common/profile/chrome_trace.h"
 
 #include <gtest/gtest.h>

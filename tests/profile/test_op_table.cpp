@@ -3,7 +3,7 @@
 // nested spans, a recomputed op counted twice, a recursive op counted once in its totals, kernels
 // folded into their module when grouping by module, a 5 GiB allocation, the peak column; then the
 // text table (aligned, sorted, limited) and its JSON.
-// Run: build/tests/bin/test_profile_op_table
+// Run: build/tests/bin/test_profile --gtest_filter='OpTable.*:FormatOpTable.*:OpTableJson.*'
 #include "common/profile/op_table.h"
 
 #include <gtest/gtest.h>
@@ -161,17 +161,17 @@ TEST(FormatOpTable, AlignedSortedAndLimited) {
 
 TEST(OpTableJson, OneObjectPerRow) {
   const std::vector<OpRow> rows = op_table(hand_built_recording(), OpGrouping::op);
-  const nlohmann::json json = op_table_json(rows);
-  ASSERT_EQ(json.size(), rows.size());
+  const nlohmann::json table = op_table_json(rows);
+  ASSERT_EQ(table.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(json[i]["name"], rows[i].name);
-    EXPECT_EQ(json[i]["kind"], span_kind_name(rows[i].kind));
-    EXPECT_EQ(json[i]["calls"], rows[i].calls);
-    EXPECT_EQ(json[i]["self_ms"], rows[i].self_ms);
-    EXPECT_EQ(json[i]["total_ms"], rows[i].total_ms);
-    EXPECT_EQ(json[i]["self_bytes"], rows[i].self_bytes);
-    EXPECT_EQ(json[i]["total_bytes"], rows[i].total_bytes);
-    EXPECT_EQ(json[i]["peak_bytes"], rows[i].peak_bytes);
+    EXPECT_EQ(table[i]["name"], rows[i].name);
+    EXPECT_EQ(table[i]["kind"], span_kind_name(rows[i].kind));
+    EXPECT_EQ(table[i]["calls"], rows[i].calls);
+    EXPECT_EQ(table[i]["self_ms"], rows[i].self_ms);
+    EXPECT_EQ(table[i]["total_ms"], rows[i].total_ms);
+    EXPECT_EQ(table[i]["self_bytes"], rows[i].self_bytes);
+    EXPECT_EQ(table[i]["total_bytes"], rows[i].total_bytes);
+    EXPECT_EQ(table[i]["peak_bytes"], rows[i].peak_bytes);
   }
 }
 

@@ -1,7 +1,7 @@
 // Tests of write_profile (common/profile/profile_files.h): the six files of a recording, each
 // readable by what reads it (the pickle and the JSON snapshot decode to the recording's snapshot,
 // the trace and the tables are the recording's), and a directory that cannot be made is named.
-// Run: build/tests/bin/test_profile_files
+// Run: build/tests/bin/test_profile --gtest_filter='WriteProfile.*'
 #include "common/profile/profile_files.h"
 
 #include <gtest/gtest.h>

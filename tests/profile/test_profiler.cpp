@@ -1,6 +1,6 @@
 // The profiler: spans of phases, modules and kernels that nest, allocations that fall inside the
 // spans of their modules, one profiler per thread and per runtime, and what it restores.
-//   build/tests/bin/test_profiler
+//   build/tests/bin/test_profile --gtest_filter='Profiler.*:SpanKind.*'
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // the deepest module or kernel span of thread 0 containing its time), the peak column against
 // analyse_peak, calls against the spans, and the Chrome trace's spans and counters against the
 // recording. check_trace_events.py validates the same trace's format (profile.chrome_trace_*).
-// Run: build/tests/bin/test_profile_real_recording
+// Run: build/tests/bin/test_profile --gtest_filter='RealRecording.*'
 #include <gtest/gtest.h>
 
 #include <map>

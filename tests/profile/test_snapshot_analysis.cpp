@@ -3,7 +3,7 @@
 // frees of unknown addresses, several devices, PyTorch's own schema), random histories checked
 // against a brute-force replay written here, 70B-model sizes, a planted leak found by
 // compare_snapshots, and bad or mutated files that must give a UsageError naming the field.
-// Run: build/tests/bin/test_profile_snapshot_analysis
+// Run: build/tests/bin/test_profile --gtest_filter='AnalysePeak.*:CompareSnapshots.*'
 #include "common/profile/snapshot_analysis.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // out by hand), reconstruction of the state before the trace, error messages, and the page: self-
 // contained, data embedded and script-safe, JavaScript that parses (node --check) and whose data
 // functions replay to the snapshot's final segments (check_timeline_script.js), 0 and 100k events.
-// Run: build/tests/bin/test_report_memory_timeline_html
+// Run: build/tests/bin/test_report --gtest_filter='SummarizeMemoryTimeline.*' (one of its suites)
 #include "common/report/memory_timeline_html.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tests/report/example_snapshot.h"
+#include "tests/report/report_test_util.h"
 
 #ifndef VRAMLAB_REPORT_TEST_DIR
 #error "VRAMLAB_REPORT_TEST_DIR must name tests/report (set by CMake)"
@@ -23,6 +24,11 @@
 
 namespace vramlab::report {
 namespace {
+
+using testing::count_of;
+using testing::embedded_data;
+using testing::main_script;
+using testing::write_file;
 
 using nlohmann::json;
 constexpr uint64_t kMiB = 1 << 20;
@@ -188,29 +194,6 @@ TEST(SummarizeMemoryTimeline, MissingTracesMeanNoEvents) {
 
 // ---- The page ----
 
-std::string embedded_data(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"vramlab-data\">";
-  const size_t begin = page.find(open);
-  const size_t end = page.find("</script>", begin);
-  if (begin == std::string::npos || end == std::string::npos) return {};
-  return page.substr(begin + open.size(), end - begin - open.size());
-}
-
-std::string main_script(const std::string& page) {
-  const size_t data_end = page.find("</script>", page.find("id=\"vramlab-data\""));
-  const size_t begin = page.find("<script>", data_end);
-  const size_t end = page.find("</script>", begin);
-  if (begin == std::string::npos || end == std::string::npos) return {};
-  return page.substr(begin + 8, end - begin - 8);
-}
-
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
-}
-
 void expect_self_contained(const std::string& page) {
   EXPECT_EQ(page.find("http://"), std::string::npos);
   EXPECT_EQ(page.find("https://"), std::string::npos);
@@ -270,11 +253,6 @@ TEST(RenderMemoryTimelineHtml, SnapshotStringsCannotCloseTheScript) {
 
 bool node_available() {
   return std::system("node --version > /dev/null 2>&1") == 0;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
 }
 
 std::string string_or_empty(const json& object, const char* key) {

@@ -1,5 +1,5 @@
 // Tests of common/report/progress_bar.h with a fake clock and a temporary file as the "terminal".
-// Run: build/tests/bin/test_report_progress_bar
+// Run: build/tests/bin/test_report --gtest_filter='ProgressBar.*'
 #include "common/report/progress_bar.h"
 
 #include <gtest/gtest.h>
@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/report/report_test_util.h"
+
 namespace vramlab::report {
 namespace {
+
+using testing::count_of;
 
 // A temporary file that collects what the bar writes.
 class Capture {
@@ -36,13 +40,6 @@ class Capture {
  private:
   FILE* file_;
 };
-
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
-}
 
 struct FakeClock {
   double now_ms = 0;

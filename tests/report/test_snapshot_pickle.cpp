@@ -1,6 +1,6 @@
 // Tests of common/report/snapshot_pickle.h at the byte level: each JSON type's opcode and payload
 // as CPython's pickletools documents them. (check_pickle_roundtrip.py loads them in Python.)
-// Run: build/tests/bin/test_report_snapshot_pickle
+// Run: build/tests/bin/test_report --gtest_filter='EncodePickle.*:WriteSnapshotPickle.*'
 #include "common/report/snapshot_pickle.h"
 
 #include <gtest/gtest.h>
@@ -11,9 +11,12 @@
 #include <string>
 
 #include "tests/report/example_snapshot.h"
+#include "tests/report/report_test_util.h"
 
 namespace vramlab::report {
 namespace {
+
+using testing::bytes_of;
 
 using nlohmann::json;
 
@@ -24,12 +27,6 @@ std::string body(const json& value) {
   EXPECT_EQ(bytes.substr(0, 2), std::string("\x80\x02", 2));
   EXPECT_EQ(bytes.back(), '.');
   return bytes.substr(2, bytes.size() - 3);
-}
-
-std::string bytes_of(std::initializer_list<int> values) {
-  std::string out;
-  for (const int v : values) out += static_cast<char>(v);
-  return out;
 }
 
 TEST(EncodePickle, Constants) {

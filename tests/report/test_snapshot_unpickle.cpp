@@ -2,7 +2,7 @@
 // writes comes back equal, protocol 4/5 opcodes and the memo behave as CPython's unpickler does,
 // and hostile input (truncated, cyclic, exponentially shared, deeply nested, mutated) is a
 // UsageError with a byte offset, never a crash. (check_pickle_decode.py decodes Python's pickles.)
-// Run: build/tests/bin/test_report_snapshot_unpickle
+// Run: build/tests/bin/test_report --gtest_filter='DecodePickle.*:ReadSnapshotFile.*'
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,17 +19,14 @@
 #include "common/platform/errors.h"
 #include "common/report/snapshot_pickle.h"
 #include "tests/report/example_snapshot.h"
+#include "tests/report/report_test_util.h"
 
 namespace vramlab::report {
 namespace {
 
-using nlohmann::json;
+using testing::bytes_of;
 
-std::string bytes_of(std::initializer_list<int> values) {
-  std::string out;
-  for (const int v : values) out += static_cast<char>(v);
-  return out;
-}
+using nlohmann::json;
 
 // "\x80\x04" + body + "." : a protocol-4 pickle around hand-written opcodes.
 std::string proto4(const std::string& body) {

@@ -1,6 +1,6 @@
 // Tests of common/report/svg_plot.h: valid XML (parsed by python3), escaping, proportional
 // geometry, ticks, and errors for mismatched data.
-// Run: build/tests/bin/test_report_svg_plot
+// Run: build/tests/bin/test_report --gtest_filter='XmlEscape.*' (one of its suites)
 #include "common/report/svg_plot.h"
 
 #include <gtest/gtest.h>
@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/report/report_test_util.h"
 #include "tests/report/xml_check.h"
 
 namespace vramlab::report {
 namespace {
+
+using testing::count_of;
 
 using testing::check_xml_with_python;
 using testing::XmlCheck;
@@ -36,13 +39,6 @@ double rect_width_with_tooltip(const std::string& svg, const std::string& toolti
     if ((*it)[2].str().rfind(tooltip_prefix, 0) == 0) return std::stod((*it)[1].str());
   }
   return -1.0;
-}
-
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
 }
 
 TEST(XmlEscape, EscapesMarkupAndControlCharacters) {

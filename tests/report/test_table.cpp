@@ -1,5 +1,5 @@
 // Tests of common/report/table.h: alignment, rules, colour, display width of UTF-8 and ANSI text.
-// Run: build/tests/bin/test_report_table
+// Run: build/tests/bin/test_report --gtest_filter='DisplayWidth.*:Table.*'
 #include "common/report/table.h"
 
 #include <gtest/gtest.h>

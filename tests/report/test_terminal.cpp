@@ -1,5 +1,5 @@
 // Tests of common/report/terminal.h: byte/count formatting and the colour rules.
-// Run: build/tests/bin/test_report_terminal
+// Run: build/tests/bin/test_report --gtest_filter='FormatBytes.*' (one of its suites)
 #include "common/report/terminal.h"
 
 #include <gtest/gtest.h>

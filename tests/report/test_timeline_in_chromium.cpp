@@ -5,7 +5,8 @@
 // cards prove that its script ran to the end. A page with a deliberately broken script must be
 // caught, so the detection itself is tested. An injected script hovers an allocation with a real
 // MouseEvent and reports the call stack the page then shows.
-// Run: build/tests/bin/test_report_timeline_chromium (needs `chromium`, Debian package chromium)
+// Run: build/tests/bin/test_report_chromium --gtest_filter='TimelineInChromium.*'
+//   (needs `chromium`, Debian package chromium)
 #include <gtest/gtest.h>
 
 #include <set>

@@ -2,7 +2,7 @@
 // is named; its script parses (node --check) and lays out vramlab's and torch.profiler's traces,
 // in both JSON formats, exactly as a brute-force reading of the trace-event format does
 // (check_trace_script.js against tests/report/example_trace.h), then draws, hovers and zooms.
-// Run: build/tests/bin/test_report_trace_html
+// Run: build/tests/bin/test_report --gtest_filter='RenderTraceHtml.*'
 #include "common/report/trace_html.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include "common/profile/chrome_trace.h"
 #include "tests/report/example_snapshot.h"
 #include "tests/report/example_trace.h"
+#include "tests/report/report_test_util.h"
 
 #ifndef VRAMLAB_REPORT_TEST_DIR
 #error "VRAMLAB_REPORT_TEST_DIR must name tests/report (set by CMake)"
@@ -26,38 +27,15 @@
 namespace vramlab::report {
 namespace {
 
+using testing::count_of;
+using testing::embedded_data;
+using testing::main_script;
+using testing::write_file;
+
 using nlohmann::json;
 
-std::string embedded_data(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"vramlab-data\">";
-  const size_t begin = page.find(open);
-  const size_t end = page.find("</script>", begin);
-  if (begin == std::string::npos || end == std::string::npos) return {};
-  return page.substr(begin + open.size(), end - begin - open.size());
-}
-
-std::string main_script(const std::string& page) {
-  const size_t data_end = page.find("</script>", page.find("id=\"vramlab-data\""));
-  const size_t begin = page.find("<script>", data_end);
-  const size_t end = page.find("</script>", begin);
-  if (begin == std::string::npos || end == std::string::npos) return {};
-  return page.substr(begin + 8, end - begin - 8);
-}
-
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-}
-
-void check_script_with_node(const json& trace, const std::string& name,
-                            const json& expected = json()) {
+void check_trace_script_with_node(const json& trace, const std::string& name,
+                                  const json& expected = json()) {
   if (std::system("node --version > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "node is not on PATH: the page's JavaScript was not checked";
   const std::string page = render_trace_html(trace, name);
@@ -138,22 +116,23 @@ TEST(RenderTraceHtml, BadInputIsNamed) {
 TEST(RenderTraceHtml, ScriptLaysOutVramlabTraces) {
   for (const auto& [seed, steps, layers] :
        {std::tuple<uint64_t, size_t, size_t>{1, 1, 1}, {2, 2, 3}, {3, 3, 7}}) {
-    check_script_with_node(testing::make_vramlab_style_trace(seed, steps, layers),
-                           "vramlab_" + std::to_string(seed));
+    check_trace_script_with_node(testing::make_vramlab_style_trace(seed, steps, layers),
+                                 "vramlab_" + std::to_string(seed));
   }
 }
 
 TEST(RenderTraceHtml, ScriptLaysOutPyTorchTraces) {
-  check_script_with_node(testing::make_pytorch_style_trace(7, 1), "pytorch_1");
-  check_script_with_node(testing::make_pytorch_style_trace(8, 41), "pytorch_41");
+  check_trace_script_with_node(testing::make_pytorch_style_trace(7, 1), "pytorch_1");
+  check_trace_script_with_node(testing::make_pytorch_style_trace(8, 41), "pytorch_41");
 }
 
 TEST(RenderTraceHtml, ScriptReadsTheArrayFormat) {
-  check_script_with_node(testing::make_pytorch_style_trace(9, 10)["traceEvents"], "array_format");
+  check_trace_script_with_node(testing::make_pytorch_style_trace(9, 10)["traceEvents"],
+                               "array_format");
 }
 
 TEST(RenderTraceHtml, ScriptSurvivesAnEmptyTrace) {
-  check_script_with_node(json::array(), "empty");
+  check_trace_script_with_node(json::array(), "empty");
 }
 
 // Valid but unusual traces: quoted numbers, missing fields, E without B, B without E, an unknown
@@ -193,7 +172,7 @@ TEST(RenderTraceHtml, ScriptReadsOddButValidEvents) {
                              {"negative dur", 30, 0, 2}}},
                            {"[\"1\",2]", {{"7", 20, 2, 0}}}}},
                          {"counters", {{"[1,\"mem\",null]", {7.5}}}}};
-  check_script_with_node(trace, "odd", expected);
+  check_trace_script_with_node(trace, "odd", expected);
 }
 
 // What vramlab's own exporter writes (profile::chrome_trace of a recording) lays out as a
@@ -209,7 +188,7 @@ TEST(RenderTraceHtml, ScriptLaysOutTheProfilersChromeTrace) {
   const json layout = testing::expected_trace_layout(trace);
   ASSERT_GT(layout["span_count"].get<size_t>(), 100u);
   ASSERT_EQ(layout["counter_count"], 2) << "allocated (stacked by category) and reserved";
-  check_script_with_node(trace, "profiler");
+  check_trace_script_with_node(trace, "profiler");
 }
 
 TEST(RenderTraceHtml, LargeTraceStaysProportionate) {
@@ -228,7 +207,7 @@ TEST(RenderTraceHtml, LargeTraceStaysProportionate) {
   ASSERT_GE(event_count, 10'000u);
   // The page is the trace plus a fixed template (escaping adds at most a few bytes per event).
   EXPECT_LT(page.size(), trace_bytes + 100'000);
-  check_script_with_node(trace, "large");
+  check_trace_script_with_node(trace, "large");
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // MouseEvent, zooms with the wheel and by dragging, and resets, and reports what the page showed.
 // Every count is checked against a brute-force reading of the trace (tests/report/example_trace.h),
 // for synthetic traces and for what profile::chrome_trace writes of a recording.
-// Run: build/tests/bin/test_report_trace_chromium (needs `chromium`, Debian package chromium)
+// Run: build/tests/bin/test_report_chromium --gtest_filter='TraceInChromium.*'
+//   (needs `chromium`, Debian package chromium)
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,5 +1,5 @@
 // An out-of-memory error at every allocation of a training step (issue #20, part 3).
-//   build/tests/bin/test_oom_every_allocation
+//   build/tests/bin/test_train_backends_and_oom --gtest_filter='OomAtEveryAllocation.*'
 //
 // For each configuration the runtime supports, the allocator's fault injection
 // (CachingAllocator::inject_out_of_memory) fails the k-th allocation of a step, for every k from
