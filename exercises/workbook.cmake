@@ -191,16 +191,21 @@ function(vramlab_add_lesson_binary)
   if(NOT A_NAME OR NOT A_LESSON)
     message(FATAL_ERROR "vramlab_add_lesson_binary needs NAME and LESSON")
   endif()
+  # The lesson's own sources are the same in both binaries (only the exercises linked differ), so
+  # they compile once: `vramlab run NN --mine` then compiles only the learner's files and links.
+  add_library(${A_NAME}_objects OBJECT ${A_SOURCES})
+  target_include_directories(${A_NAME}_objects PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${A_NAME}_objects PRIVATE ${A_DEPS} vramlab::lesson${A_LESSON}_exercises
+                        vramlab::warnings)
+  vramlab_unity(${A_NAME}_objects)
   foreach(variant "" _mine)
-    set(_choice vramlab::lesson${A_LESSON}_exercises)
+    set(_choice vramlab::lesson${A_LESSON}_exercises vramlab::lesson_runs_reference)
     if(variant STREQUAL "_mine")
-      set(_choice vramlab::lesson${A_LESSON}_exercises_mine)
+      set(_choice vramlab::lesson${A_LESSON}_exercises_mine vramlab::lesson_runs_mine)
     endif()
-    add_executable(${A_NAME}${variant} ${A_SOURCES})
-    target_include_directories(${A_NAME}${variant} PRIVATE ${PROJECT_SOURCE_DIR})
+    add_executable(${A_NAME}${variant} $<TARGET_OBJECTS:${A_NAME}_objects>)
     target_link_libraries(${A_NAME}${variant} PRIVATE ${A_DEPS} ${_choice} vramlab::passive_wait
                           vramlab::warnings)
-    vramlab_unity(${A_NAME}${variant})
   endforeach()
   set_target_properties(${A_NAME}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
   # tests/cli's bad-input walk runs every lesson binary listed here.

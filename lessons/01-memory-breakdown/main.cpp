@@ -44,13 +44,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-// The binary of `vramlab run 01 --mine` (the learner's exercise code) defines this.
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   ModelFlags model;  // --model defaults to gpt2-tiny (set in main)
   std::optional<int64_t> batch, seq;
@@ -79,7 +72,8 @@ std::string vramlab_command() {
 
 // The command that runs this lesson again with \p flags, the way it was run (--mine or not).
 std::string lesson_command(const std::string& flags) {
-  return vramlab_command() + " run 01" + (kRunsMine ? " --mine" : "") + " " + flags;
+  return vramlab_command() + " run 01" + (workbook::lesson_runs_mine() ? " --mine" : "") + " " +
+         flags;
 }
 
 // The next exercise of lesson 01 from the learner's workbook state, as a command to run, or the

@@ -38,12 +38,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   ModelFlags model;  // empty: the lesson's small model (lesson_model())
   std::optional<int64_t> batch, seq;
@@ -82,7 +76,7 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
 }
 
 std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("03", kRunsMine, flags);
+  return workbook::lesson_command("03", workbook::lesson_runs_mine(), flags);
 }
 
 int run(const Options& o) {

@@ -50,12 +50,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   std::string model;  // empty: the lesson's small model
   int64_t batch = 8, seq = 64, steps = 8, ranks = 4, scale_ranks = 64;
@@ -88,7 +82,7 @@ ModelConfig lesson_model(const std::string& name, int64_t seq) {
 }
 
 std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("04", kRunsMine, flags);
+  return workbook::lesson_command("04", workbook::lesson_runs_mine(), flags);
 }
 
 dist::ZeroStage parse_strategy(const std::string& name) {

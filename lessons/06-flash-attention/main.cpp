@@ -36,12 +36,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   std::vector<int64_t> seqs = {512, 1024, 2048, 4096, 8192};
   int64_t batch = 1, heads = 8, head_dim = 64;
@@ -79,7 +73,7 @@ ModelConfig lesson_model(const std::string& name, int64_t seq) {
 }
 
 std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("06", kRunsMine, flags);
+  return workbook::lesson_command("06", workbook::lesson_runs_mine(), flags);
 }
 
 int run(const Options& o) {

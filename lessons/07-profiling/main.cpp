@@ -37,12 +37,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   std::string model = "gpt2-tiny";
   int64_t batch = 4, seq = 128, steps = 3;
@@ -64,7 +58,7 @@ ModelConfig build_model(const std::string& name, int64_t seq) {
 }
 
 std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("07", kRunsMine, flags);
+  return workbook::lesson_command("07", workbook::lesson_runs_mine(), flags);
 }
 
 int run(const Options& o) {

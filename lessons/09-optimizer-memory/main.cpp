@@ -35,12 +35,6 @@ namespace {
 using namespace vramlab;
 namespace fs = std::filesystem;
 
-#ifdef VRAMLAB_LESSON_RUNS_MINE
-constexpr bool kRunsMine = true;
-#else
-constexpr bool kRunsMine = false;
-#endif
-
 struct Options {
   std::string model;  // empty: the lesson's small model
   int64_t batch = 8, seq = 64, steps = 300;
@@ -76,7 +70,7 @@ ModelConfig lesson_model(const std::string& name, int64_t seq) {
 }
 
 std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("09", kRunsMine, flags);
+  return workbook::lesson_command("09", workbook::lesson_runs_mine(), flags);
 }
 
 void require_rate(const char* flag, float value) {
