@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -44,9 +45,7 @@ inline std::vector<std::string> split_words(const std::string& text) {
 
 // \return the number of '\n' in \p text.
 inline int count_lines(const std::string& text) {
-  int lines = 0;
-  for (const char c : text) lines += c == '\n' ? 1 : 0;
-  return lines;
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
 // `vramlab ARGS...` (the binary this test target was built against).

@@ -18,20 +18,14 @@
 namespace {
 
 using Result = vramlab::cli_test::CliResult;
+using vramlab::cli_test::count_lines;
 
+// Runs vramlab with \p args under a 60 s limit, with VRAMLAB_HOST_MEMORY_LIMIT=\p limit.
 Result vramlab(const std::string& args, const std::string& limit) {
   setenv("VRAMLAB_HOST_MEMORY_LIMIT", limit.c_str(), 1);  // the child inherits it
   Result r = vramlab::cli_test::run_vramlab(vramlab::cli_test::split_words(args));
   unsetenv("VRAMLAB_HOST_MEMORY_LIMIT");
   return r;
-}
-
-// Runs vramlab with \p args under a 60 s limit, with VRAMLAB_HOST_MEMORY_LIMIT=\p limit.
-
-int count_lines(const std::string& text) {
-  int lines = 0;
-  for (const char c : text) lines += c == '\n' ? 1 : 0;
-  return lines;
 }
 
 // gpt2-tiny (B=8, T=128, AdamW) holds 106.25 MiB of parameters and saved activations at the end

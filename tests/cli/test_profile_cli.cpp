@@ -21,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Result = vramlab::cli_test::CliResult;
+using vramlab::cli_test::count_lines;
 
 Result vramlab(const std::vector<std::string>& args) {
   return vramlab::cli_test::run_vramlab(args, 120.0);
@@ -43,10 +44,6 @@ json last_json_line(const std::string& out) {
   while (std::getline(lines, line))
     if (!line.empty() && line.front() == '{') last = line;
   return json::parse(last);
-}
-
-int count_lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
 class ProfileCli : public ::testing::Test {
