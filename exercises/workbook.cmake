@@ -157,6 +157,7 @@ function(vramlab_workbook_add_references_and_tests)
       target_include_directories(${_stem}_tests PRIVATE ${PROJECT_SOURCE_DIR})
       target_link_libraries(${_stem}_tests PRIVATE GTest::gtest vramlab::workbook ${WB_${i}_DEPS}
                             vramlab::warnings)
+      vramlab_test_code(${_stem}_tests)
       vramlab_add_test(NAME test_${_stem}_ref SOURCES $<TARGET_OBJECTS:${_stem}_tests>
                        DEPS ${_stem}_ref ${_others} LABELS workbook exercise TIMEOUT 120)
       _vramlab_exercise_test(test_${_stem}_mine ${_stem} ${_stem}_mine "${_others}" FALSE)
@@ -177,7 +178,9 @@ function(_vramlab_exercise_test target stem implementation others exclude)
   target_link_libraries(${target} PRIVATE ${implementation} ${others} GTest::gtest
                         GTest::gtest_main vramlab::passive_wait vramlab::warnings)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
-  if(exclude)
+  # The sanitizer suite never runs a learner's tests (`vramlab check` builds them when asked), and
+  # the Release build has already compile-checked the stubs.
+  if(exclude OR VRAMLAB_SANITIZE)
     set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
   endif()
 endfunction()
@@ -198,6 +201,7 @@ function(vramlab_add_lesson_binary)
   target_link_libraries(${A_NAME}_objects PRIVATE ${A_DEPS} vramlab::lesson${A_LESSON}_exercises
                         vramlab::warnings)
   vramlab_unity(${A_NAME}_objects)
+  vramlab_runs_little(${A_NAME}_objects)  # Note [Code that runs little: -Og]
   foreach(variant "" _mine)
     set(_choice vramlab::lesson${A_LESSON}_exercises vramlab::lesson_runs_reference)
     if(variant STREQUAL "_mine")
