@@ -17,6 +17,7 @@
 #include "common/checkpoint/recompute_spec.h"
 #include "common/platform/errors.h"
 #include "tests/checkpoint/chain_fixtures.h"
+#include "tests/sanitized_build.h"
 
 namespace vramlab::checkpoint {
 namespace {
@@ -25,6 +26,10 @@ using testing::brute_force_optimal;
 using testing::every_schedule;
 using testing::random_chain;
 using testing::Scored;
+
+// Chains up to this many layers are compared with every schedule (4 choices a layer, about 3.4^L
+// schedules): one layer fewer under the sanitizers, where the brute force is most of the time.
+constexpr int kBruteForceLayers = ::vramlab::testing::kSanitized ? 7 : 8;
 
 // Budgets worth trying on a chain: around the least peak, exactly at every distinct peak some
 // schedule has (and one below), random ones in between and one far above.
@@ -80,7 +85,7 @@ void expect_matches_brute_force(const ChainCosts& chain, const std::vector<Score
 TEST(OptimalSchedule, EqualsBruteForceWithTies) {
   std::mt19937 rng(2024);
   int compared = 0;
-  for (int layers = 1; layers <= 8; ++layers) {
+  for (int layers = 1; layers <= kBruteForceLayers; ++layers) {
     for (int trial = 0; trial < (layers <= 6 ? 40 : 12); ++trial) {
       const ChainCosts chain = random_chain(rng, layers, true);
       const std::vector<Scored> all = every_schedule(chain);
@@ -97,7 +102,7 @@ TEST(OptimalSchedule, EqualsBruteForceWithTies) {
 // Fractional costs: the least cost is exact (both sum the same doubles in the same order).
 TEST(OptimalSchedule, EqualsBruteForceWithFractionalCosts) {
   std::mt19937 rng(77);
-  for (int layers = 1; layers <= 8; ++layers) {
+  for (int layers = 1; layers <= kBruteForceLayers; ++layers) {
     for (int trial = 0; trial < 12; ++trial) {
       const ChainCosts chain = random_chain(rng, layers, false);
       const std::vector<Scored> all = every_schedule(chain);
@@ -111,7 +116,7 @@ TEST(OptimalSchedule, EqualsBruteForceWithFractionalCosts) {
 
 TEST(OptimalSchedule, LeastPeakEqualsBruteForce) {
   std::mt19937 rng(5);
-  for (int layers = 0; layers <= 8; ++layers) {
+  for (int layers = 0; layers <= kBruteForceLayers; ++layers) {
     for (int trial = 0; trial < 25; ++trial) {
       const ChainCosts chain = random_chain(rng, layers, true);
       int64_t least = -1;

@@ -17,6 +17,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/ops.h"
 #include "tests/ops/op_harness.h"
+#include "tests/sanitized_build.h"
 
 #if !defined(VRAMLAB_OPS_TABLE_FUNCTION)
 #define VRAMLAB_OPS_TABLE_FUNCTION emulated_op_table
@@ -30,11 +31,7 @@ namespace cuda = kernels::cuda;
 using kernels::cuda::KernelVersion;
 
 // Sanitized builds run the fibers several times slower: drop the largest shapes there.
-#if defined(VRAMLAB_SANITIZE)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using vramlab::testing::kSanitized;
 
 constexpr double kRowTolerance = 1e-5;
 constexpr double kLongSumTolerance = 2e-5;

@@ -17,6 +17,7 @@
 
 #include "tests/report/example_snapshot.h"
 #include "tests/report/report_test_util.h"
+#include "tests/sanitized_build.h"
 
 #ifndef VRAMLAB_REPORT_TEST_DIR
 #error "VRAMLAB_REPORT_TEST_DIR must name tests/report (set by CMake)"
@@ -374,6 +375,7 @@ TEST(RenderMemoryTimelineHtml, ScriptShowsPyTorchFramesAsTheStack) {
 // makes a page barely larger than the same snapshot without stacks, and far smaller than the
 // frames' own text.
 TEST(RenderMemoryTimelineHtml, TenThousandAllocationsWithStacksStaySmall) {
+  VRAMLAB_SKIP_UNDER_SANITIZERS("this file's smaller snapshots with stacks");
   testing::ExampleWorkload workload;
   workload.layer_count = 24;
   workload.step_count = 26;
@@ -422,6 +424,7 @@ TEST(RenderMemoryTimelineHtml, ZeroEvents) {
 }
 
 TEST(RenderMemoryTimelineHtml, HundredThousandEvents) {
+  VRAMLAB_SKIP_UNDER_SANITIZERS("this file's smaller snapshots");
   testing::ExampleWorkload workload;
   workload.layer_count = 48;
   workload.step_count = 45;

@@ -19,6 +19,7 @@
 #include "tests/report/example_snapshot.h"
 #include "tests/report/example_trace.h"
 #include "tests/report/report_test_util.h"
+#include "tests/sanitized_build.h"
 
 #ifndef VRAMLAB_REPORT_TEST_DIR
 #error "VRAMLAB_REPORT_TEST_DIR must name tests/report (set by CMake)"
@@ -192,6 +193,7 @@ TEST(RenderTraceHtml, ScriptLaysOutTheProfilersChromeTrace) {
 }
 
 TEST(RenderTraceHtml, LargeTraceStaysProportionate) {
+  VRAMLAB_SKIP_UNDER_SANITIZERS("this file's smaller traces");
   const json trace = testing::make_vramlab_style_trace(11, 40, 48);
   const size_t event_count = trace["traceEvents"].size();
   const auto start = std::chrono::steady_clock::now();

@@ -15,6 +15,7 @@
 #include "tests/report/browser_check.h"
 #include "tests/report/example_snapshot.h"
 #include "tests/report/example_trace.h"
+#include "tests/sanitized_build.h"
 
 namespace vramlab::report {
 namespace {
@@ -140,6 +141,7 @@ TEST(TraceInChromium, EmptyTraceRunsWithoutErrors) {
 }
 
 TEST(TraceInChromium, LargeTraceRunsWithoutErrors) {
+  VRAMLAB_SKIP_UNDER_SANITIZERS("this file's smaller traces");
   VRAMLAB_REQUIRE_CHROMIUM();
   expect_drawn_as_laid_out(testing::make_vramlab_style_trace(24, 40, 48), "large");
 }
