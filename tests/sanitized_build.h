@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace vramlab::testing {
+namespace vramlab::test_build {
 
 // The sanitizers check every memory access: the runtime runs several times slower under them.
 #if defined(VRAMLAB_SANITIZE)
@@ -13,14 +13,14 @@ inline constexpr bool kSanitized = true;
 inline constexpr bool kSanitized = false;
 #endif
 
-}  // namespace vramlab::testing
+}  // namespace vramlab::test_build
 
 // Skips a test under the sanitizers when its point is a long run's numbers or a large input's
 // size, not memory safety: the Release suite runs it, and the sanitizer suite runs the same code
 // through the smaller cases that `why` names. GoogleTest reports the skip and its reason, and ctest
 // lists the test as not run.
 #define VRAMLAB_SKIP_UNDER_SANITIZERS(why)                                                       \
-  if (::vramlab::testing::kSanitized)                                                            \
+  if (::vramlab::test_build::kSanitized)                                                         \
   GTEST_SKIP() << "skipped under the sanitizers (the Release suite runs it; the same code runs " \
                   "here through "                                                                \
                << why << ")"

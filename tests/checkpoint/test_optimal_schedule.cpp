@@ -29,7 +29,7 @@ using testing::Scored;
 
 // Chains up to this many layers are compared with every schedule (4 choices a layer, about 3.4^L
 // schedules): one layer fewer under the sanitizers, where the brute force is most of the time.
-constexpr int kBruteForceLayers = ::vramlab::testing::kSanitized ? 7 : 8;
+constexpr int kBruteForceLayers = test_build::kSanitized ? 7 : 8;
 
 // Budgets worth trying on a chain: around the least peak, exactly at every distinct peak some
 // schedule has (and one below), random ones in between and one far above.

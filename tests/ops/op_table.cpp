@@ -31,7 +31,7 @@ namespace cuda = kernels::cuda;
 using kernels::cuda::KernelVersion;
 
 // Sanitized builds run the fibers several times slower: drop the largest shapes there.
-using vramlab::testing::kSanitized;
+using vramlab::test_build::kSanitized;
 
 constexpr double kRowTolerance = 1e-5;
 constexpr double kLongSumTolerance = 2e-5;

@@ -38,15 +38,12 @@
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/train/trainer.h"
+#include "tests/sanitized_build.h"
 
 namespace vramlab::train {
 namespace {
 
-#if defined(VRAMLAB_SANITIZE)
-constexpr int64_t kEveryKth = 7;  // the output says so
-#else
-constexpr int64_t kEveryKth = 1;
-#endif
+constexpr int64_t kEveryKth = test_build::kSanitized ? 7 : 1;  // the output says so
 
 constexpr int64_t kFailingBatch = 3;  // B of the steps that fail
 constexpr int64_t kRetryBatch = 2;    // B of the retries (and of the fresh run)
