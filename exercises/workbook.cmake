@@ -4,8 +4,8 @@
 #   ex_01_1_ref                  the reference (solutions/)                static library
 #   ex_01_1_wrong_<name>         each known-wrong variant (solutions/…/wrong/)
 #   test_ex_01_1_ref             the exercise's tests on the reference: in `all` and in ctest
-#   test_ex_01_1_mine            the same tests on the learner's code: in `all` (stubs are compile-
-#                                checked) but not in ctest; `vramlab check` and `verify` run it
+#   test_ex_01_1_mine            the same tests on the learner's code: not in `all` nor in ctest;
+#                                `vramlab check` builds and runs it, `verify` (CI) checks every stub
 #   test_ex_01_1_wrong_<name>    the tests on each wrong variant: not in `all`; `verify` builds them
 # and per lesson 01 the interface libraries a lesson binary links:
 #   vramlab::lesson01_exercises       per exercise the learner's code if VRAMLAB_USE_MINE names it
@@ -94,7 +94,9 @@ function(_vramlab_exercise_library target source)
                         PRIVATE vramlab::warnings)
 endfunction()
 
-# vramlab_workbook_add_learner_libraries(): ex_*_mine for every exercise (exercises/CMakeLists.txt).
+# vramlab_workbook_add_learner_libraries(): ex_*_mine for every exercise (exercises/CMakeLists.txt),
+# outside `all`: what links them (test_ex_*_mine, the _mine lesson binaries, a lesson binary under
+# VRAMLAB_USE_MINE) builds them.
 function(vramlab_workbook_add_learner_libraries)
   vramlab_workbook_lesson_dirs(_dirs)
   foreach(dir ${_dirs})
@@ -105,6 +107,7 @@ function(vramlab_workbook_add_learner_libraries)
     math(EXPR _last "${WB_EXERCISE_COUNT} - 1")
     foreach(i RANGE ${_last})
       _vramlab_exercise_library(${WB_${i}_STEM}_mine ${WB_${i}_STUB} ${WB_${i}_DEPS})
+      set_target_properties(${WB_${i}_STEM}_mine PROPERTIES EXCLUDE_FROM_ALL TRUE)
     endforeach()
   endforeach()
 endfunction()
@@ -160,29 +163,27 @@ function(vramlab_workbook_add_references_and_tests)
       vramlab_test_code(${_stem}_tests)
       vramlab_add_test(NAME test_${_stem}_ref SOURCES $<TARGET_OBJECTS:${_stem}_tests>
                        DEPS ${_stem}_ref ${_others} LABELS workbook exercise TIMEOUT 120)
-      _vramlab_exercise_test(test_${_stem}_mine ${_stem} ${_stem}_mine "${_others}" FALSE)
+      # Built on demand: `vramlab check` for the learner, `vramlab verify` for CI (which also
+      # catches a stub that stops compiling); the test command does not spend its minutes here.
+      _vramlab_exercise_test(test_${_stem}_mine ${_stem} ${_stem}_mine "${_others}")
       foreach(name file IN ZIP_LISTS WB_${i}_WRONG_NAMES WB_${i}_WRONG_FILES)
         _vramlab_exercise_library(${_stem}_wrong_${name} ${file} ${WB_${i}_DEPS})
         set_target_properties(${_stem}_wrong_${name} PROPERTIES EXCLUDE_FROM_ALL TRUE)
         _vramlab_exercise_test(test_${_stem}_wrong_${name} ${_stem} ${_stem}_wrong_${name}
-                               "${_others}" TRUE)
+                               "${_others}")
       endforeach()
     endforeach()
   endforeach()
 endfunction()
 
-# _vramlab_exercise_test(<target> <stem> <implementation> <others> <exclude from all>): a test
-# binary outside ctest.
-function(_vramlab_exercise_test target stem implementation others exclude)
+# _vramlab_exercise_test(<target> <stem> <implementation> <others>): a test binary outside ctest
+# and outside `all`, built by `vramlab check` and `vramlab verify`.
+function(_vramlab_exercise_test target stem implementation others)
   add_executable(${target} $<TARGET_OBJECTS:${stem}_tests>)
   target_link_libraries(${target} PRIVATE ${implementation} ${others} GTest::gtest
                         GTest::gtest_main vramlab::passive_wait vramlab::warnings)
-  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin)
-  # The sanitizer suite never runs a learner's tests (`vramlab check` builds them when asked), and
-  # the Release build has already compile-checked the stubs.
-  if(exclude OR VRAMLAB_SANITIZE)
-    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
-  endif()
+  set_target_properties(${target} PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/bin EXCLUDE_FROM_ALL TRUE)
 endfunction()
 
 # vramlab_add_lesson_binary(NAME <target> LESSON <NN> SOURCES ... [DEPS ...]): a lesson binary in

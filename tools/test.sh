@@ -17,7 +17,7 @@ fi
 preset=$(vramlab_preset)
 cmake --preset "$preset"
 cmake --build --preset "$preset"
-ctest --preset "$preset" "$@"
+ctest --preset "$preset" -j "$(vramlab_test_jobs)" "$@"
 if [[ $# -eq 0 && "${VRAMLAB_SKIP_FUZZ:-}" != "1" ]]; then
   bash "$VRAMLAB_ROOT/tools/fuzz.sh"
 fi
