@@ -5,13 +5,12 @@
 /// after the optimizer step).
 ///
 /// Per stage (N data-parallel ranks, ParameterStore's padded units; Ψ' = the padded count):
-/// | stage | holds                                   | communication per step (elements)        |
-/// |-------|-----------------------------------------|------------------------------------------|
-/// | DDP   | everything                              | all-reduce of the gradients: 2Ψ(N−1)/N   |
-/// | ZeRO-1| states of its shard                     | reduce-scatter Ψ' + all-gather Ψ':
-/// 2Ψ'(N−1)/N | | ZeRO-2| states and gradients of its shard       | the same, the reduce-scatter
-/// per unit as the backward goes | | ZeRO-3| states, gradients, parameters of its shard | two
-/// all-gathers + one reduce-scatter: 3Ψ'(N−1)/N |
+/// | stage  | holds                          | communication per step (elements)                |
+/// |--------|--------------------------------|--------------------------------------------------|
+/// | DDP    | everything                     | all-reduce of the gradients: 2Ψ(N−1)/N           |
+/// | ZeRO-1 | states of its shard            | reduce-scatter Ψ' + all-gather Ψ': 2Ψ'(N−1)/N    |
+/// | ZeRO-2 | states, gradients of its shard | as ZeRO-1, reduce-scattered per unit in backward |
+/// | ZeRO-3 | states, gradients, parameters  | 2 all-gathers + 1 reduce-scatter: 3Ψ'(N−1)/N     |
 ///
 /// **ZeRO-3's schedule** (what lesson 04's exercise 3 predicts): a unit is gathered before the
 /// first phase of a pass that uses it and released after the last phase of that pass that uses

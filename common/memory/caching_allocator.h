@@ -206,7 +206,7 @@ class CachingAllocator {
     bool completed;
   };
 
-  // The Notes named in comments ("See Note [Name]") are at the top of caching_allocator.cpp.
+  // The Notes named in comments ("See Note [Name]") are at the end of caching_allocator.cpp.
 
   // A request's parameters, labelled with the current module and phase (malloc, and an injected
   // failure: see Note [Injected out-of-memory]).
