@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-PAGE_DIRS = ["docs/pages", "lessons", "exercises", "common", "kernels"]
+PAGE_DIRS = ["docs/pages", "docs/design", "lessons", "exercises", "common", "kernels"]
 EXCLUDED_PARTS = {"tests", "examples", "detail"}  # Doxyfile.in EXCLUDE_PATTERNS
 DOXYGEN_COMMAND = re.compile(
     r"(?<![\w\\])[\\@](snippet\w*|ref|page|subpage|mainpage|section|subsection|subsubsection|"
