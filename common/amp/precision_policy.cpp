@@ -11,13 +11,6 @@ namespace vramlab::amp {
 
 namespace {
 
-constexpr std::pair<std::string_view, Precision> kNames[] = {
-    {"fp32", Precision::fp32},
-    {"bf16", Precision::bf16},
-    {"mixed-fp16", Precision::mixed_fp16},
-    {"mixed-bf16", Precision::mixed_bf16},
-};
-
 // Why each op computes where it does: fp32 accumulation is what keeps a 16-bit dot product of
 // thousands of terms accurate (Micikevicius et al. 2018, §3.3), and reductions (mean, variance,
 // softmax's sum, the loss) lose the most when their partial sums are rounded.
@@ -43,25 +36,6 @@ constexpr OpPrecision kOps[] = {
 };
 
 }  // namespace
-
-Precision parse_precision(std::string_view name) {
-  for (const auto& [text, value] : kNames)
-    if (text == name) return value;
-  std::string names;
-  for (const auto& [text, value] : kNames) names += (names.empty() ? "" : ", ") + std::string(text);
-  throw UsageError("unknown precision '" + std::string(name) + "' (expected one of: " + names +
-                   ")");
-}
-
-std::string_view precision_name(Precision precision) {
-  for (const auto& [text, value] : kNames)
-    if (value == precision) return text;
-  throw std::logic_error("precision_name: invalid Precision");
-}
-
-bool is_mixed(Precision precision) {
-  return precision == Precision::mixed_fp16 || precision == Precision::mixed_bf16;
-}
 
 PrecisionPolicy precision_policy(Precision precision, bool fp32_gradients,
                                  bool stochastic_rounding) {

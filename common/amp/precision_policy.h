@@ -24,29 +24,16 @@
 #include <string_view>
 
 #include "common/dtype/dtype.h"
+#include "common/plan/techniques.h"
 
 namespace vramlab::amp {
 
-/// Training precision (`--precision`).
-enum class Precision {
-  fp32,        ///< everything in fp32.
-  bf16,        ///< pure bf16: parameters, gradients and optimizer states in bf16, no master copy.
-  mixed_fp16,  ///< fp16 parameters and gradients, fp32 master weights and optimizer states.
-  mixed_bf16,  ///< bf16 parameters and gradients, fp32 master weights and optimizer states.
-};
-
-/// Every precision, in the order lessons list them.
-inline constexpr Precision kAllPrecisions[] = {Precision::fp32, Precision::bf16,
-                                               Precision::mixed_bf16, Precision::mixed_fp16};
-
-/// Parses "fp32", "bf16", "mixed-fp16", "mixed-bf16".
-/// \param name the text. \return the precision.
-/// \throws vramlab::UsageError "unknown precision 'NAME' (expected one of: ...)".
-Precision parse_precision(std::string_view name);
-/// \param precision a precision. \return its name as parse_precision accepts it.
-std::string_view precision_name(Precision precision);
-/// \param precision a precision. \return true for mixed_fp16 and mixed_bf16.
-bool is_mixed(Precision precision);
+/// The precisions and their names live in the plan's vocabulary (common/plan/techniques.h).
+using plan::is_mixed;
+using plan::kAllPrecisions;
+using plan::parse_precision;
+using plan::Precision;
+using plan::precision_name;
 
 /// The storage type of every kind of tensor under one precision (the file comment's table).
 struct PrecisionPolicy {

@@ -9,21 +9,14 @@
 #include <string_view>
 
 #include "common/dist/communicator.h"
+#include "common/plan/techniques.h"
 
 namespace vramlab::dist {
 
-/// ZeRO's stages (Rajbhandari et al. 2020), stage 0 being plain data parallelism (DDP).
-enum class ZeroStage : int64_t {
-  ddp = 0,               ///< replicated model states, gradients all-reduced
-  optimizer_states = 1,  ///< P_os: optimizer states (master weights included) sharded
-  gradients = 2,         ///< P_os+g: gradients reduce-scattered as the backward goes, sharded
-  parameters = 3,        ///< P_os+g+p: parameters sharded too, gathered per unit around use
-};
-
-/// \param stage 0 to 3. \return the stage. \throws vramlab::UsageError naming the value.
-ZeroStage zero_stage_from_int(int64_t stage);
-/// \return "ddp", "zero1", "zero2" or "zero3".
-std::string_view zero_stage_name(ZeroStage stage);
+/// ZeRO's stages and their names, from the plan's vocabulary (common/plan/techniques.h).
+using plan::zero_stage_from_int;
+using plan::zero_stage_name;
+using plan::ZeroStage;
 
 /// The parallel layout of one rank.
 struct ParallelOptions {

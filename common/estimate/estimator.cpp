@@ -3,16 +3,15 @@
 #include "common/estimate/estimator.h"
 
 #include <algorithm>
-
-#include "common/estimate/optimizer_state_layout.h"
-
 #include <cctype>
 #include <cstdio>
 #include <string>
 
+#include "common/amp/precision_policy.h"
 #include "common/checkpoint/activation_peak.h"
 #include "common/checkpoint/recompute_schedule.h"
 #include "common/dist/shard_layout.h"
+#include "common/estimate/optimizer_state_counts.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
@@ -131,12 +130,11 @@ Estimate estimate_memory(const EstimateInputs& in) {
     if (m.learned_position_embeddings && out.seq > m.max_seq)
       throw UsageError("sequence length " + std::to_string(out.seq) + " exceeds model '" + m.name +
                        "' position table (" + std::to_string(m.max_seq) + ")");
-    EightBitOptions eight_bit;
+    plan::EightBitOptions eight_bit;
     eight_bit.block_size = in.quantization_block_size;
     eight_bit.min_8bit_size = in.min_8bit_size;
     eight_bit.fp32_embeddings = in.fp32_embeddings;
-    const OptimizerStateCounts counts =
-        optimizer_state_counts(optimizer_state_layout(m, eight_bit));
+    const OptimizerStateCounts counts = optimizer_state_counts(m, eight_bit);
     options.adam_mini_v_blocks = counts.adam_mini_v;
     options.adafactor_state_elements = counts.adafactor;
     options.eight_bit_absmax_blocks = counts.eight_bit_absmax;

@@ -2,50 +2,15 @@
 #include "common/estimate/model_state_memory.h"
 
 #include <string>
-#include <utility>
 
-#include "common/estimate/optimizer_state_layout.h"
+#include "common/estimate/optimizer_state_counts.h"
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::estimate {
 
-namespace {
-
-constexpr std::pair<std::string_view, Optimizer> kOptimizers[] = {
-    {"sgd", Optimizer::sgd},
-    {"sgd-momentum", Optimizer::sgd_momentum},
-    {"adamw", Optimizer::adamw},
-    {"adamw-8bit", Optimizer::adamw_8bit},
-    {"lion", Optimizer::lion},
-    {"adam-mini", Optimizer::adam_mini},
-    {"adafactor", Optimizer::adafactor},
-};
-
-template <typename Table>
-std::string names_of(const Table& table) {
-  std::string names;
-  for (const auto& [name, value] : table) names += (names.empty() ? "" : ", ") + std::string(name);
-  return names;
-}
-
-}  // namespace
-
 int64_t activation_element_bytes(Precision precision) {
   return precision == Precision::fp32 ? 4 : 2;
-}
-
-Optimizer parse_optimizer(std::string_view name) {
-  for (const auto& [text, value] : kOptimizers)
-    if (text == name) return value;
-  throw UsageError("unknown optimizer '" + std::string(name) +
-                   "' (expected one of: " + names_of(kOptimizers) + ")");
-}
-
-std::string_view optimizer_name(Optimizer optimizer) {
-  for (const auto& [text, value] : kOptimizers)
-    if (value == optimizer) return text;
-  throw std::logic_error("optimizer_name: invalid Optimizer");
 }
 
 ModelStateBytes model_state_bytes(int64_t parameter_count, const ModelStateOptions& options) {
@@ -112,7 +77,7 @@ ModelStateBytes model_state_bytes(int64_t parameter_count, const ModelStateOptio
 }
 
 int64_t adam_mini_v_blocks(const ModelConfig& model) {
-  return optimizer_state_counts(optimizer_state_layout(model)).adam_mini_v;
+  return optimizer_state_counts(model).adam_mini_v;
 }
 
 }  // namespace vramlab::estimate

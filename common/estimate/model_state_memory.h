@@ -25,45 +25,29 @@
 /// | adam-mini    | eΨ (m) + e × number of v blocks (Zhang et al. 2024; 0 without shapes)     |
 /// | adafactor    | e × (rows + cols per matrix + numel per vector) (needs shapes)            |
 ///
-/// The per-tensor layouts come from common/estimate/optimizer_state_layout.h, which the runtime
-/// optimizers allocate from.
+/// The per-tensor counts come from common/estimate/optimizer_state_counts.h.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
-#include "common/amp/precision_policy.h"
 #include "common/model/model_config.h"
+#include "common/plan/techniques.h"
 
 namespace vramlab::estimate {
 
-/// Training precision: the runtime's (common/amp/precision_policy.h), one type for both.
-using amp::Precision;
-using amp::is_mixed;
-using amp::parse_precision;
-using amp::precision_name;
-
-/// The optimizer whose states are counted.
-enum class Optimizer {
-  sgd,           ///< plain SGD: no state.
-  sgd_momentum,  ///< SGD with momentum: one state.
-  adamw,         ///< AdamW: two states (m, v).
-  adamw_8bit,    ///< bitsandbytes block-wise 8-bit AdamW: two 8-bit states + fp32 absmax per block.
-  lion,          ///< Lion: one state (momentum).
-  adam_mini,     ///< Adam-mini: full m, one v per parameter block.
-  adafactor,     ///< Adafactor (torch.optim.Adafactor): factored second moment, no m.
-};
+/// The precisions and optimizers, from the plan's vocabulary (common/plan/techniques.h).
+using plan::is_mixed;
+using plan::Optimizer;
+using plan::optimizer_name;
+using plan::parse_optimizer;
+using plan::parse_precision;
+using plan::Precision;
+using plan::precision_name;
 
 /// Bytes of one activation element: 4 for fp32, 2 otherwise (the paper's 16-bit activations).
 /// \param precision a precision. \return 4 or 2.
 int64_t activation_element_bytes(Precision precision);
-
-/// Parses "sgd", "sgd-momentum", "adamw", "adamw-8bit", "lion", "adam-mini", "adafactor".
-/// \param name the text. \return the optimizer.
-/// \throws vramlab::UsageError "unknown optimizer 'NAME' (expected one of: ...)".
-Optimizer parse_optimizer(std::string_view name);
-/// \param optimizer an optimizer. \return its name as parse_optimizer accepts it.
-std::string_view optimizer_name(Optimizer optimizer);
 
 /// How the model states of Ψ parameters are stored.
 struct ModelStateOptions {

@@ -1,4 +1,4 @@
-// Names and parsers of ModelFamily, NormKind, MlpKind and AttentionKind.
+// Names and parsers of ModelFamily, NormKind and MlpKind.
 #include "common/model/model_kinds.h"
 
 #include <string>
@@ -25,7 +25,6 @@ Enum parse(std::string_view text, const char* what, const std::string_view (&nam
 constexpr std::string_view kFamilyNames[] = {"gpt2", "llama"};
 constexpr std::string_view kNormNames[] = {"layernorm", "rmsnorm"};
 constexpr std::string_view kMlpNames[] = {"gelu", "swiglu"};
-constexpr std::string_view kAttentionNames[] = {"naive", "flash"};
 
 template <typename Enum, size_t N>
 std::string_view name_of(Enum value, const char* what, const std::string_view (&names)[N]) {
@@ -49,10 +48,6 @@ std::string_view mlp_kind_name(MlpKind mlp) {
   return name_of(mlp, "mlp", kMlpNames);
 }
 
-std::string_view attention_kind_name(AttentionKind attention) {
-  return name_of(attention, "attention", kAttentionNames);
-}
-
 ModelFamily parse_model_family(std::string_view text) {
   return parse<ModelFamily>(text, "family", kFamilyNames);
 }
@@ -63,10 +58,6 @@ NormKind parse_norm_kind(std::string_view text) {
 
 MlpKind parse_mlp_kind(std::string_view text) {
   return parse<MlpKind>(text, "mlp", kMlpNames);
-}
-
-AttentionKind parse_attention_kind(std::string_view text) {
-  return parse<AttentionKind>(text, "attention", kAttentionNames);
 }
 
 }  // namespace vramlab

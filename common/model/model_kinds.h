@@ -1,14 +1,15 @@
 /// \file
 /// \brief The architectural choices of a decoder-only transformer as enums: the family (which
 /// parameter names and attention layout), the normalisation and the MLP, with their printed names
-/// and parsers; and the attention kernel (naive or flash), which changes what is saved, not the
-/// maths.
+/// and parsers. The attention kernel, a training choice, is the plan's (common/plan/techniques.h).
 ///
 /// The names are the spellings the workbook's JSON and text outputs have always used, so
 /// printing an enum gives the same bytes as the string fields it replaced.
 #pragma once
 
 #include <string_view>
+
+#include "common/plan/techniques.h"
 
 namespace vramlab {
 
@@ -31,13 +32,11 @@ enum class MlpKind {
   swiglu,  ///< gate and up (F, C), SiLU(gate) · up, down (C, F).
 };
 
-/// How the attention core computes causal softmax(q·kᵀ/√D)·v, a runtime choice rather than an
-/// architectural one (the weights and the outputs are the same), like PyTorch's
-/// scaled_dot_product_attention backends.
-enum class AttentionKind {
-  naive,  ///< materialises the (B, H, T, T) probabilities and saves them for backward.
-  flash,  ///< FlashAttention (Dao et al. 2022): tiles, saves only the (B, H, T) log-sum-exp.
-};
+/// The attention kernel (naive or flash), from the plan's vocabulary (common/plan/techniques.h):
+/// a runtime choice that changes what is saved, not the weights or the maths.
+using plan::attention_kind_name;
+using plan::AttentionKind;
+using plan::parse_attention_kind;
 
 /// \param family a family. \return "gpt2" or "llama".
 std::string_view model_family_name(ModelFamily family);
@@ -45,9 +44,6 @@ std::string_view model_family_name(ModelFamily family);
 std::string_view norm_kind_name(NormKind norm);
 /// \param mlp an MLP kind. \return "gelu" or "swiglu".
 std::string_view mlp_kind_name(MlpKind mlp);
-
-/// \param attention an attention kind. \return "naive" or "flash".
-std::string_view attention_kind_name(AttentionKind attention);
 
 /// \param text "gpt2" or "llama". \return the family.
 /// \throws vramlab::UsageError "unknown family 'TEXT' (expected gpt2 or llama)".
@@ -58,8 +54,5 @@ NormKind parse_norm_kind(std::string_view text);
 /// \param text "gelu" or "swiglu". \return the MLP kind.
 /// \throws vramlab::UsageError "unknown mlp 'TEXT' (expected gelu or swiglu)".
 MlpKind parse_mlp_kind(std::string_view text);
-/// \param text "naive" or "flash". \return the attention kind.
-/// \throws vramlab::UsageError "unknown attention 'TEXT' (expected naive or flash)".
-AttentionKind parse_attention_kind(std::string_view text);
 
 }  // namespace vramlab

@@ -15,7 +15,7 @@ namespace vramlab::optim {
 namespace {
 
 // The store must be the model's: the layout's offsets index into it.
-void require_layout(const std::vector<estimate::TensorStateLayout>& layout,
+void require_layout(const std::vector<optim::TensorStateLayout>& layout,
                     const nn::ParameterStore& params, const char* optimizer) {
   const auto& views = params.views();
   bool same = views.size() == layout.size();
@@ -68,7 +68,7 @@ int64_t Lion::state_bytes() const {
 AdamMini::AdamMini(nn::Runtime& runtime, const ModelConfig& model,
                    const kernels::cpu::AdamWHyperparameters& hp,
                    const amp::PrecisionPolicy& precision)
-    : Optimizer(runtime, precision), layout_(estimate::optimizer_state_layout(model)), hp_(hp) {
+    : Optimizer(runtime, precision), layout_(optim::optimizer_state_layout(model)), hp_(hp) {
   require_adamw_hyperparameters(hp);
 }
 
@@ -79,8 +79,7 @@ void AdamMini::update(nn::ParameterStore& params, float grad_multiplier) {
   if (m_.empty()) {
     // Both or neither (see AdamW::step).
     memory::Tensor m = make_state(params.numel(), "adam_mini.exp_avg");
-    memory::Tensor v =
-        make_state(estimate::optimizer_state_counts(layout_).adam_mini_v, "adam_mini.v");
+    memory::Tensor v = make_state(state_totals(layout_).adam_mini_v, "adam_mini.v");
     m_ = std::move(m);
     v_ = std::move(v);
   }
@@ -89,8 +88,8 @@ void AdamMini::update(nn::ParameterStore& params, float grad_multiplier) {
   const memory::TensorView working = working_copy(params, master_);
   const nn::ParameterRounding round = rounding();
   int64_t v_offset = 0;  // v of the next block, in layout order
-  for (const estimate::TensorStateLayout& t : layout_) {
-    for (const estimate::BlockRun& run : t.adam_mini_runs) {
+  for (const optim::TensorStateLayout& t : layout_) {
+    for (const optim::BlockRun& run : t.adam_mini_runs) {
       const int64_t at = t.offset + run.offset;
       const int64_t n = run.block_size * run.count;
       runtime_.kernels().adam_mini_update(
@@ -111,7 +110,7 @@ int64_t AdamMini::state_bytes() const {
 Adafactor::Adafactor(nn::Runtime& runtime, const ModelConfig& model,
                      const kernels::cpu::AdafactorHyperparameters& hp,
                      const amp::PrecisionPolicy& precision)
-    : Optimizer(runtime, precision), layout_(estimate::optimizer_state_layout(model)), hp_(hp) {
+    : Optimizer(runtime, precision), layout_(optim::optimizer_state_layout(model)), hp_(hp) {
   require_hyperparameter(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
                          hp.learning_rate);
   require_hyperparameter(hp.beta2_decay < 0, "beta2 decay", hp.beta2_decay);
@@ -125,14 +124,13 @@ void Adafactor::update(nn::ParameterStore& params, float grad_multiplier) {
   require_layout(layout_, params, "adafactor");
   const memory::TensorView values = updated_values(params);
   if (variance_.empty())
-    variance_ =
-        make_state(estimate::optimizer_state_counts(layout_).adafactor, "adafactor.variance");
+    variance_ = make_state(state_totals(layout_).adafactor, "adafactor.variance");
   ++steps_;
   const memory::TensorView grads = params.grads().view();
   const memory::TensorView working = working_copy(params, master_);
   const nn::ParameterRounding round = rounding();
   int64_t at_state = 0;  // the next tensor's factors
-  for (const estimate::TensorStateLayout& t : layout_) {
+  for (const optim::TensorStateLayout& t : layout_) {
     const int64_t row_elements = t.adafactor_factored ? t.rows : t.cols;
     const memory::TensorView row_var = slice(variance_.view(), at_state, row_elements);
     const memory::TensorView col_var = t.adafactor_factored
@@ -154,10 +152,9 @@ int64_t Adafactor::state_bytes() const {
 
 AdamW8bit::AdamW8bit(nn::Runtime& runtime, const ModelConfig& model,
                      const kernels::cpu::AdamWHyperparameters& hp,
-                     const estimate::EightBitOptions& eight_bit,
-                     const amp::PrecisionPolicy& precision)
+                     const plan::EightBitOptions& eight_bit, const amp::PrecisionPolicy& precision)
     : Optimizer(runtime, precision),
-      layout_(estimate::optimizer_state_layout(model, eight_bit)),
+      layout_(optim::optimizer_state_layout(model, eight_bit)),
       hp_(hp),
       eight_bit_(eight_bit) {
   require_adamw_hyperparameters(hp);
@@ -168,7 +165,7 @@ void AdamW8bit::update(nn::ParameterStore& params, float grad_multiplier) {
   require_layout(layout_, params, "adamw-8bit");
   const memory::TensorView values = updated_values(params);
   if (!states_allocated_) {
-    const estimate::OptimizerStateCounts counts = estimate::optimizer_state_counts(layout_);
+    const StateTotals counts = state_totals(layout_);
     // All six or none: an out-of-memory error on any of them frees the others, so a retry (or
     // the next step) starts clean rather than with half the states.
     using memory::MemoryCategory;
@@ -197,7 +194,7 @@ void AdamW8bit::update(nn::ParameterStore& params, float grad_multiplier) {
   int64_t at_q = 0;      // next quantized element
   int64_t at_block = 0;  // next absmax
   int64_t at_fp32 = 0;   // next fp32 element
-  for (const estimate::TensorStateLayout& t : layout_) {
+  for (const optim::TensorStateLayout& t : layout_) {
     const memory::TensorView param = slice(values, t.offset, t.numel);
     const memory::TensorView grad = slice(grads, t.offset, t.numel);
     const memory::TensorView work = slice_or_none(working, t.offset, t.numel);
@@ -239,7 +236,7 @@ AdamW8bit::Dequantized AdamW8bit::dequantized_states() const {
   out.v.resize(static_cast<size_t>(n));
   int64_t at_q = 0;
   int64_t at_block = 0;
-  for (const estimate::TensorStateLayout& t : layout_) {
+  for (const optim::TensorStateLayout& t : layout_) {
     if (!t.eight_bit_quantized) continue;
     kernels::cpu::dequantize_blockwise(out.m.data() + at_q, qm.data() + at_q, am.data() + at_block,
                                        t.numel, eight_bit_.block_size,

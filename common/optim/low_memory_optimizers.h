@@ -4,20 +4,20 @@
 /// 8-bit AdamW (two 1-byte moments with an fp32 absmax per block).
 ///
 /// Lion runs one kernel over the whole store, as AdamW does. The others reduce over blocks or
-/// whole tensors, so they step tensor by tensor over the layout of
-/// common/estimate/optimizer_state_layout.h, the same layout `vramlab estimate` counts: a run's
-/// state_bytes() equals the estimator's optimizer-moment bytes exactly. Each optimizer keeps every
-/// state of one kind in one block (one allocation), sliced per tensor, so the allocator sees a
-/// handful of tensors rather than hundreds. Under mixed precision they step the fp32 master copy
+/// whole tensors, so they step tensor by tensor over the layout of common/optim/state_layout.h.
+/// `vramlab estimate` counts the same states from the papers' rules on its own, and the tests
+/// check that a run's state_bytes() equals its optimizer-moment bytes exactly. Each optimizer keeps
+/// every state of one kind in one block (one allocation), sliced per tensor, so the allocator sees
+/// a handful of tensors rather than hundreds. Under mixed precision they step the fp32 master copy
 /// and write the 16-bit working copy back, as AdamW does (common/optim/optimizer.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/model/model_config.h"
 #include "common/optim/optimizer.h"
+#include "common/optim/state_layout.h"
 
 namespace vramlab::optim {
 
@@ -38,7 +38,7 @@ class Lion final : public Optimizer {
 };
 
 /// Adam-mini (Zhang et al. 2024): AdamW's m per parameter, one v per block of the paper's
-/// partition (estimate::optimizer_state_layout).
+/// partition (optim::optimizer_state_layout).
 class AdamMini final : public Optimizer {
  public:
   /// \p model gives the tensors and heads the partition follows; the store stepped must be its.
@@ -52,7 +52,7 @@ class AdamMini final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
-  std::vector<estimate::TensorStateLayout> layout_;
+  std::vector<optim::TensorStateLayout> layout_;
   kernels::cpu::AdamWHyperparameters hp_;
   memory::Tensor m_;  // (numel) first moment
   memory::Tensor v_;  // (Σ blocks) one second moment per block, in layout order
@@ -73,7 +73,7 @@ class Adafactor final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
-  std::vector<estimate::TensorStateLayout> layout_;
+  std::vector<optim::TensorStateLayout> layout_;
   kernels::cpu::AdafactorHyperparameters hp_;
   memory::Tensor variance_;  // (Σ rows + cols, or numel) the factors, tensor after tensor
 };
@@ -86,13 +86,13 @@ class AdamW8bit final : public Optimizer {
   /// \throws vramlab::UsageError as AdamW's constructor, or a block size < 1.
   AdamW8bit(nn::Runtime& runtime, const ModelConfig& model,
             const kernels::cpu::AdamWHyperparameters& hp,
-            const estimate::EightBitOptions& eight_bit = {},
+            const plan::EightBitOptions& eight_bit = {},
             const amp::PrecisionPolicy& precision = {});
   /// \throws std::logic_error when \p params is not laid out as the model's parameters.
   /// \return codes, absmax, fp32 states and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
   /// \return the layout it steps (which tensors are quantized, their blocks).
-  [[nodiscard]] const std::vector<estimate::TensorStateLayout>& layout() const { return layout_; }
+  [[nodiscard]] const std::vector<optim::TensorStateLayout>& layout() const { return layout_; }
   /// The dequantised m and v of every quantized element, in layout order, copied to the host (for
   /// the lesson's quantisation-error measurement; empty before the first step or on meta).
   struct Dequantized {
@@ -104,9 +104,9 @@ class AdamW8bit final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
-  std::vector<estimate::TensorStateLayout> layout_;
+  std::vector<optim::TensorStateLayout> layout_;
   kernels::cpu::AdamWHyperparameters hp_;
-  estimate::EightBitOptions eight_bit_;
+  plan::EightBitOptions eight_bit_;
   memory::Tensor qm_;              // (Σ quantized numel) u8 codes of m, signed map
   memory::Tensor qv_;              // (Σ quantized numel) u8 codes of v, unsigned map
   memory::Tensor absmax_m_;        // (Σ absmax blocks) f32

@@ -9,41 +9,41 @@
 
 namespace vramlab::optim {
 
-bool needs_model(estimate::Optimizer kind) {
-  return kind == estimate::Optimizer::adam_mini || kind == estimate::Optimizer::adafactor ||
-         kind == estimate::Optimizer::adamw_8bit;
+bool needs_model(plan::Optimizer kind) {
+  return kind == plan::Optimizer::adam_mini || kind == plan::Optimizer::adafactor ||
+         kind == plan::Optimizer::adamw_8bit;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
+std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer kind,
                                           const OptimizerSettings& settings,
                                           const amp::PrecisionPolicy& precision,
                                           const ModelConfig* model) {
   if (needs_model(kind) && model == nullptr)
-    throw std::invalid_argument("make_optimizer: '" + std::string(estimate::optimizer_name(kind)) +
+    throw std::invalid_argument("make_optimizer: '" + std::string(plan::optimizer_name(kind)) +
                                 "' needs the model's shapes");
   kernels::cpu::AdamWHyperparameters adamw;
   adamw.learning_rate = settings.learning_rate;
   adamw.weight_decay = settings.weight_decay;
   switch (kind) {
-    case estimate::Optimizer::sgd:
+    case plan::Optimizer::sgd:
       return std::make_unique<Sgd>(runtime, settings.learning_rate, 0.0f, settings.weight_decay,
                                    false, precision);
-    case estimate::Optimizer::sgd_momentum:
+    case plan::Optimizer::sgd_momentum:
       return std::make_unique<Sgd>(runtime, settings.learning_rate, settings.momentum,
                                    settings.weight_decay, false, precision);
-    case estimate::Optimizer::adamw:
+    case plan::Optimizer::adamw:
       return std::make_unique<AdamW>(runtime, adamw, precision);
-    case estimate::Optimizer::adamw_8bit:
+    case plan::Optimizer::adamw_8bit:
       return std::make_unique<AdamW8bit>(runtime, *model, adamw, settings.eight_bit, precision);
-    case estimate::Optimizer::adam_mini:
+    case plan::Optimizer::adam_mini:
       return std::make_unique<AdamMini>(runtime, *model, adamw, precision);
-    case estimate::Optimizer::lion: {
+    case plan::Optimizer::lion: {
       kernels::cpu::LionHyperparameters hp;
       hp.learning_rate = settings.learning_rate;
       hp.weight_decay = settings.weight_decay;
       return std::make_unique<Lion>(runtime, hp, precision);
     }
-    case estimate::Optimizer::adafactor: {
+    case plan::Optimizer::adafactor: {
       kernels::cpu::AdafactorHyperparameters hp;
       hp.learning_rate = settings.learning_rate;
       hp.weight_decay = settings.weight_decay;

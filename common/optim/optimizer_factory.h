@@ -1,6 +1,6 @@
 /// \file
-/// \brief The optimizer registry: the one place that turns an optimizer kind (the estimator's
-/// estimate::Optimizer, so `vramlab train --optimizer`, `vramlab estimate --optimizer` and the
+/// \brief The optimizer registry: the one place that turns an optimizer kind (plan::Optimizer, the
+/// plan's vocabulary, so `vramlab train --optimizer`, `vramlab estimate --optimizer` and the
 /// lessons name the same thing) into a runtime optimizer.
 ///
 /// Every kind the estimator knows is implemented: SGD, SGD with momentum, AdamW
@@ -10,11 +10,10 @@
 
 #include <memory>
 
-#include "common/estimate/model_state_memory.h"
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/optim/optimizer.h"
+#include "common/plan/techniques.h"
 
 namespace vramlab::optim {
 
@@ -24,12 +23,12 @@ struct OptimizerSettings {
   float learning_rate = 1e-3f;  ///< step size (> 0).
   float weight_decay = 0.0f;    ///< decoupled (AdamW) or L2 (SGD) weight decay (≥ 0).
   float momentum = 0.9f;        ///< SGD with momentum's momentum in [0, 1) (plain SGD: unused).
-  estimate::EightBitOptions eight_bit;  ///< 8-bit AdamW's block size, minimum size, embeddings.
+  plan::EightBitOptions eight_bit;  ///< 8-bit AdamW's block size, minimum size, embeddings.
 };
 
 /// \param kind an optimizer. \return true when it needs the model's shapes (Adam-mini,
 /// Adafactor, 8-bit AdamW step tensor by tensor).
-bool needs_model(estimate::Optimizer kind);
+bool needs_model(plan::Optimizer kind);
 
 /// Builds the runtime optimizer of \p kind: Sgd with momentum 0 for `sgd`, Sgd with
 /// settings.momentum for `sgd_momentum`, AdamW, Lion, AdamMini, Adafactor or AdamW8bit, with
@@ -44,7 +43,7 @@ bool needs_model(estimate::Optimizer kind);
 /// \return the optimizer.
 /// \throws vramlab::UsageError naming a bad hyper-parameter; std::invalid_argument without a
 /// model when one is needed.
-std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, estimate::Optimizer kind,
+std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer kind,
                                           const OptimizerSettings& settings = {},
                                           const amp::PrecisionPolicy& precision = {},
                                           const ModelConfig* model = nullptr);

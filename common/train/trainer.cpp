@@ -82,7 +82,7 @@ void validate(const TrainOptions& options) {
     throw UsageError("--zero " + std::to_string(static_cast<int64_t>(parallel.zero)) +
                      " needs data-parallel ranks (run under mpirun or with --simulate-ranks N)");
   if (parallel.zero != dist::ZeroStage::ddp && optim::needs_model(options.optimizer))
-    throw UsageError("--optimizer " + std::string(estimate::optimizer_name(options.optimizer)) +
+    throw UsageError("--optimizer " + std::string(plan::optimizer_name(options.optimizer)) +
                      " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
                      "or sgd, sgd-momentum, adamw or lion");
   if (parallel.tensor_parallel_size() > 1)

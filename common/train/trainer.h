@@ -44,10 +44,10 @@ struct TrainOptions {
   int64_t seq = 128;            ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
   float learning_rate = 1e-3f;  ///< optimizer step size (> 0).
   /// The optimizer (common/optim/optimizer_factory.h; sgd_momentum with momentum 0.9).
-  estimate::Optimizer optimizer = estimate::Optimizer::adamw;
+  plan::Optimizer optimizer = plan::Optimizer::adamw;
   /// 8-bit AdamW's block size, minimum tensor size and fp32 embeddings (`--block-size`,
   /// `--min-8bit-size`, `--fp32-embeddings`).
-  estimate::EightBitOptions eight_bit;
+  plan::EightBitOptions eight_bit;
   float weight_decay = 0.0f;  ///< decoupled (AdamW) or L2 (SGD) weight decay.
   uint64_t seed = 1;          ///< initial weights and the token stream.
   int64_t branching = 4;      ///< successors per token of the synthetic chain.

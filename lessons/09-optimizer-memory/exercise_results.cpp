@@ -137,7 +137,7 @@ ExerciseResult moment_bytes(const Lesson& lesson) {
   return attempt("09.4", [&](ExerciseResult& r) {
     const ModelConfig& model = lesson.settings.train.model;
     const std::vector<ParameterSpec> tensors = model.parameters();
-    const estimate::EightBitOptions& eb = lesson.settings.train.eight_bit;
+    const plan::EightBitOptions& eb = lesson.settings.train.eight_bit;
     const int64_t eight = adamw_8bit_moment_bytes(tensors, eb.block_size, eb.min_8bit_size).total;
     const int64_t factored = adafactor_moment_bytes(tensors, 4);
     r.agrees = true;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/estimate/estimator.h"
+#include "common/estimate/optimizer_state_counts.h"
 #include "common/memory/expandable_segments_scope.h"
 #include "common/memory/history.h"
 #include "common/nn/runtime.h"
@@ -30,9 +31,9 @@ using estimate::Optimizer;
 // 8-bit storage loses.
 class EightBitShadow {
  public:
-  EightBitShadow(const std::vector<estimate::TensorStateLayout>& layout, int64_t block_size)
+  EightBitShadow(const std::vector<optim::TensorStateLayout>& layout, int64_t block_size)
       : layout_(layout), block_size_(block_size) {
-    for (const estimate::TensorStateLayout& t : layout_)
+    for (const optim::TensorStateLayout& t : layout_)
       if (t.eight_bit_quantized) quantized_ += t.numel;
     m_.assign(static_cast<size_t>(quantized_), 0.0);
     v_.assign(static_cast<size_t>(quantized_), 0.0);
@@ -83,7 +84,7 @@ class EightBitShadow {
   std::vector<float> quantized_part(const std::vector<float>& flat) const {
     std::vector<float> out;  // (Σ quantized numel)
     out.reserve(static_cast<size_t>(quantized_));
-    for (const estimate::TensorStateLayout& t : layout_)
+    for (const optim::TensorStateLayout& t : layout_)
       if (t.eight_bit_quantized)
         out.insert(out.end(), flat.begin() + t.offset, flat.begin() + t.offset + t.numel);
     return out;
@@ -96,7 +97,7 @@ class EightBitShadow {
     std::vector<uint8_t> codes;        // (numel) of one tensor
     std::vector<float> absmax;         // (⌈numel / B⌉) of one tensor
     int64_t at = 0;
-    for (const estimate::TensorStateLayout& t : layout_) {
+    for (const optim::TensorStateLayout& t : layout_) {
       if (!t.eight_bit_quantized) continue;
       codes.resize(static_cast<size_t>(t.numel));
       absmax.resize(
@@ -121,7 +122,7 @@ class EightBitShadow {
     return u;
   }
 
-  std::vector<estimate::TensorStateLayout> layout_;
+  std::vector<optim::TensorStateLayout> layout_;
   int64_t block_size_;
   kernels::cpu::AdamWHyperparameters hp_;  // the factory's: torch.optim.AdamW's betas and ε
   int64_t quantized_ = 0;
@@ -199,7 +200,7 @@ double StateBytes::model_state_bytes_per_param() const {
 
 estimate::ModelStateBytes estimated_model_states(const ModelConfig& model, amp::Precision precision,
                                                  Optimizer optimizer,
-                                                 const estimate::EightBitOptions& eight_bit) {
+                                                 const plan::EightBitOptions& eight_bit) {
   estimate::EstimateInputs in;
   in.model = model;
   in.seq = 1;
@@ -238,8 +239,8 @@ OptimizerRun run_optimizer(const RunSettings& settings, Optimizer optimizer, flo
   const bool computes = settings.device.kind != memory::DeviceKind::meta;
   const bool shadowed =
       optimizer == Optimizer::adamw_8bit && settings.quantization_every > 0 && computes;
-  std::vector<estimate::TensorStateLayout> layout;
-  if (shadowed) layout = estimate::optimizer_state_layout(settings.model, settings.eight_bit);
+  std::vector<optim::TensorStateLayout> layout;
+  if (shadowed) layout = optim::optimizer_state_layout(settings.model, settings.eight_bit);
   EightBitShadow shadow(layout, settings.eight_bit.block_size);
   train::GradientSnapshot gradients;
   if (shadowed) trainer.add_observer(gradients);
@@ -269,8 +270,8 @@ OptimizerRun run_optimizer(const RunSettings& settings, Optimizer optimizer, flo
   b.estimate =
       estimated_model_states(settings.model, settings.precision, optimizer, settings.eight_bit);
   if (optimizer == Optimizer::adamw_8bit) {
-    const estimate::OptimizerStateCounts counts = estimate::optimizer_state_counts(
-        estimate::optimizer_state_layout(settings.model, settings.eight_bit));
+    const estimate::OptimizerStateCounts counts =
+        estimate::optimizer_state_counts(settings.model, settings.eight_bit);
     b.estimate_absmax_bytes = 2 * 4 * counts.eight_bit_absmax;
   }
   return run;

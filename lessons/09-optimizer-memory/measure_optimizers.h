@@ -17,9 +17,9 @@
 
 #include "common/amp/precision_policy.h"
 #include "common/estimate/model_state_memory.h"
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/plan/techniques.h"
 
 namespace vramlab::lesson09 {
 
@@ -57,7 +57,7 @@ struct RunSettings {
   uint64_t seed = 1;                                ///< weights and tokens: the same for every run.
   int64_t steps = 300;                              ///< optimizer steps (≥ 1).
   amp::Precision precision = amp::Precision::fp32;  ///< the training precision.
-  estimate::EightBitOptions eight_bit;              ///< 8-bit AdamW's block size and exceptions.
+  plan::EightBitOptions eight_bit;                  ///< 8-bit AdamW's block size and exceptions.
   /// 8-bit AdamW only: compare its moments with the fp32 shadow every this many steps (and at the
   /// last step); 0 never (no shadow is kept).
   int64_t quantization_every = 0;
@@ -132,7 +132,7 @@ OptimizerRun run_optimizer(const RunSettings& settings, estimate::Optimizer opti
 /// \throws vramlab::UsageError for an invalid model.
 estimate::ModelStateBytes estimated_model_states(const ModelConfig& model, amp::Precision precision,
                                                  estimate::Optimizer optimizer,
-                                                 const estimate::EightBitOptions& eight_bit);
+                                                 const plan::EightBitOptions& eight_bit);
 
 /// \param losses per step. \return the mean of the last tenth of them (at least one): the loss a
 /// run ends at, less noisy than its last step.

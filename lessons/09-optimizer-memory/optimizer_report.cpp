@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/platform/errors.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"

@@ -163,24 +163,5 @@ TEST(GradScaler, RefusesBadOptionsByName) {
   EXPECT_THROW(GradScaler{o}, UsageError);
 }
 
-TEST(LossScaleSpec, ParsesTheThreeKindsAndRefusesTheRest) {
-  EXPECT_EQ(parse_loss_scale("dynamic").kind, LossScaleKind::dynamic);
-  EXPECT_EQ(parse_loss_scale("none").kind, LossScaleKind::none);
-  const LossScaleSpec s = parse_loss_scale("static:128.5");
-  EXPECT_EQ(s.kind, LossScaleKind::fixed);
-  EXPECT_EQ(s.value, 128.5);
-  EXPECT_EQ(loss_scale_name(parse_loss_scale("static:1024")), "static:1024");
-  for (const char* bad : {"", "Dynamic", "static:", "static:0", "static:-4", "static:inf",
-                          "static:nan", "static:12x", "1024"}) {
-    try {
-      (void)parse_loss_scale(bad);
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
-          << e.what();
-    }
-  }
-}
-
 }  // namespace
 }  // namespace vramlab::amp

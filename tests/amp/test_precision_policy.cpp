@@ -39,16 +39,6 @@ TEST(PrecisionPolicy, Fp32GradientsNeedMixedPrecision) {
   EXPECT_THROW((void)precision_policy(Precision::bf16, true), UsageError);
 }
 
-TEST(PrecisionPolicy, NamesRoundTripAndUnknownOnesAreRefusedByName) {
-  for (const Precision p : kAllPrecisions) EXPECT_EQ(parse_precision(precision_name(p)), p);
-  try {
-    (void)parse_precision("fp16");
-    FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("'fp16'"), std::string::npos);
-  }
-}
-
 TEST(PrecisionPolicy, TheOpTableKeepsReductionsInFp32) {
   bool softmax = false, norms = false, loss = false;
   for (const OpPrecision& row : op_precision_table()) {

@@ -58,7 +58,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 // The moments each optimizer keeps, from the parameter shapes alone (the papers' rules), for
 // fp32 states of e bytes. Adam-mini's partition is the estimator's (its own test covers it).
 int64_t moments_from_shapes(const ModelConfig& model, Optimizer o, int64_t e,
-                            const estimate::EightBitOptions& eight_bit) {
+                            const plan::EightBitOptions& eight_bit) {
   const int64_t psi = model.parameter_count();
   int64_t bytes = 0;
   switch (o) {
@@ -98,7 +98,7 @@ RunSettings short_run(const ModelConfig& model, const memory::Device& device) {
 }
 
 void expect_bytes_of_shapes(const OptimizerRun& r, const ModelConfig& model,
-                            const estimate::EightBitOptions& eight_bit, const std::string& where) {
+                            const plan::EightBitOptions& eight_bit, const std::string& where) {
   const StateBytes& b = r.bytes;
   EXPECT_TRUE(b.equals_estimate()) << where;
   EXPECT_EQ(b.state_bytes, b.allocator_requested) << where;
@@ -129,9 +129,9 @@ TEST(Lesson09, EveryOptimizersMeasuredStateBytesEqualTheEstimatorAndTheShapesOnS
   for (const ModelConfig& model : small_models()) {
     for (const amp::Precision p :
          {amp::Precision::fp32, amp::Precision::bf16, amp::Precision::mixed_bf16}) {
-      for (const estimate::EightBitOptions eight_bit :
-           {estimate::EightBitOptions{}, estimate::EightBitOptions{100, 1000, false},
-            estimate::EightBitOptions{33, 0, true}}) {
+      for (const plan::EightBitOptions eight_bit :
+           {plan::EightBitOptions{}, plan::EightBitOptions{100, 1000, false},
+            plan::EightBitOptions{33, 0, true}}) {
         RunSettings s = short_run(model, kSim);
         s.precision = p;
         s.eight_bit = eight_bit;

@@ -1,15 +1,17 @@
-// The low-memory optimizers in the runtime (lesson 09): the state layout they share with the
-// estimator, the bytes a run really keeps against `vramlab estimate` (exactly, for every optimizer,
-// precision and model family, up to 70B on meta), that each one trains, and what they refuse.
+// The low-memory optimizers in the runtime (lesson 09): the state layout they allocate from, its
+// totals against the estimator's own per-tensor count, the bytes a run really keeps against
+// `vramlab estimate` (exactly, for every optimizer, precision and model family, up to 70B on meta),
+// that each one trains, and what they refuse.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/estimate/estimator.h"
-#include "common/estimate/optimizer_state_layout.h"
+#include "common/estimate/optimizer_state_counts.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
@@ -19,6 +21,7 @@
 #include "common/nn/runtime.h"
 #include "common/optim/low_memory_optimizers.h"
 #include "common/optim/optimizer_factory.h"
+#include "common/optim/state_layout.h"
 #include "common/platform/errors.h"
 #include "common/train/trainer.h"
 
@@ -73,7 +76,7 @@ std::string describe(const train::TrainOptions& o) {
 
 TEST(OptimizerStateLayout, RunsCoverEveryTensorInOrder) {
   for (const ModelConfig& model : models()) {
-    const auto layout = estimate::optimizer_state_layout(model);
+    const auto layout = optim::optimizer_state_layout(model);
     const auto specs = model.parameters();
     ASSERT_EQ(layout.size(), specs.size());
     int64_t offset = 0;
@@ -101,7 +104,7 @@ TEST(OptimizerStateLayout, RunsCoverEveryTensorInOrder) {
 TEST(OptimizerStateLayout, AdamMiniSplitsQueriesAndKeysByHeadUnderGroupedQueryAttention) {
   const ModelConfig llama = models()[1];  // 8 query heads, 2 key/value heads, head_dim 16
   const int64_t hd = llama.head_dim(), C = llama.hidden;
-  for (const auto& t : estimate::optimizer_state_layout(llama)) {
+  for (const auto& t : optim::optimizer_state_layout(llama)) {
     if (t.name.ends_with(".attn.q.weight")) {
       ASSERT_EQ(t.adam_mini_runs.size(), 1u);
       EXPECT_EQ(t.adam_mini_runs[0].count, 8);
@@ -116,24 +119,73 @@ TEST(OptimizerStateLayout, AdamMiniSplitsQueriesAndKeysByHeadUnderGroupedQueryAt
 
 TEST(OptimizerStateLayout, EightBitKeepsSmallTensorsAndOptionallyEmbeddingsInFp32) {
   const ModelConfig gpt2 = models()[0];
-  estimate::EightBitOptions options;
+  plan::EightBitOptions options;
   options.block_size = 100;
-  for (const auto& t : estimate::optimizer_state_layout(gpt2, options)) {
+  for (const auto& t : optim::optimizer_state_layout(gpt2, options)) {
     EXPECT_EQ(t.eight_bit_quantized, t.numel >= 4096) << t.name;
     EXPECT_EQ(t.absmax_blocks, t.eight_bit_quantized ? (t.numel + 99) / 100 : 0) << t.name;
   }
   options.fp32_embeddings = true;
-  for (const auto& t : estimate::optimizer_state_layout(gpt2, options)) {
+  for (const auto& t : optim::optimizer_state_layout(gpt2, options)) {
     if (t.name == "wte" || t.name == "wpe") {
       EXPECT_FALSE(t.eight_bit_quantized) << t.name;
     }
   }
   options.min_8bit_size = 0;
   options.fp32_embeddings = false;
-  for (const auto& t : estimate::optimizer_state_layout(gpt2, options))
+  for (const auto& t : optim::optimizer_state_layout(gpt2, options))
     EXPECT_TRUE(t.eight_bit_quantized) << t.name;
   options.block_size = 0;
-  EXPECT_THROW((void)estimate::optimizer_state_layout(gpt2, options), UsageError);
+  EXPECT_THROW((void)optim::optimizer_state_layout(gpt2, options), UsageError);
+}
+
+// The runtime's layout and the estimator's count are written apart (common/optim/state_layout.cpp
+// and common/estimate/optimizer_state_counts.cpp); every total must agree for every built-in model
+// (up to 70B) and for random shapes: odd widths, grouped-query attention, tensors either side of
+// the 8-bit minimum size, blocks of 1 element to more than a tensor.
+TEST(OptimizerStateLayout, TotalsEqualTheEstimatorsCountForBuiltInAndRandomModels) {
+  std::vector<ModelConfig> all;
+  for (const std::string_view name : model_config_names())
+    all.push_back(model_config_by_name(name));
+  std::mt19937_64 rng(4093);
+  auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int i = 0; i < 40; ++i) {
+    const int64_t kv_heads = pick(1, 3), heads = kv_heads * pick(1, 4), head_dim = pick(1, 9);
+    const int64_t hidden = heads * head_dim, vocab = pick(2, 3001), seq = pick(1, 97);
+    all.push_back(i % 2 == 0 ? gpt2_config("gpt2-random-" + std::to_string(i), pick(1, 3), hidden,
+                                           heads, vocab, seq)
+                             : llama_config("llama-random-" + std::to_string(i), pick(1, 3), hidden,
+                                            heads, kv_heads, pick(1, 700), vocab, seq));
+  }
+  for (const ModelConfig& model : all) {
+    const std::vector<int64_t> numels = [&model] {
+      std::vector<int64_t> out;
+      for (const ParameterSpec& p : model.parameters()) out.push_back(p.numel());
+      return out;
+    }();
+    for (int trial = 0; trial < 4; ++trial) {
+      plan::EightBitOptions eight_bit;
+      eight_bit.block_size = trial == 0 ? 256 : trial == 1 ? 1 : pick(2, 70000);
+      // The minimum at a tensor's exact size: that tensor is quantized, one element fewer is not.
+      eight_bit.min_8bit_size = trial == 0 ? 4096 : numels[pick(0, int64_t(numels.size()) - 1)];
+      eight_bit.fp32_embeddings = trial % 2 == 1;
+      const StateTotals runtime = state_totals(optimizer_state_layout(model, eight_bit));
+      const estimate::OptimizerStateCounts estimated =
+          estimate::optimizer_state_counts(model, eight_bit);
+      const std::string where = model.name + " B=" + std::to_string(eight_bit.block_size) +
+                                " min=" + std::to_string(eight_bit.min_8bit_size) +
+                                (eight_bit.fp32_embeddings ? " fp32-embeddings" : "");
+      EXPECT_EQ(runtime.adam_mini_v, estimated.adam_mini_v) << where;
+      EXPECT_EQ(runtime.adafactor, estimated.adafactor) << where;
+      EXPECT_EQ(runtime.eight_bit_quantized, estimated.eight_bit_quantized) << where;
+      EXPECT_EQ(runtime.eight_bit_absmax, estimated.eight_bit_absmax) << where;
+      EXPECT_EQ(runtime.eight_bit_fp32, estimated.eight_bit_fp32) << where;
+      EXPECT_EQ(estimated.eight_bit_quantized + estimated.eight_bit_fp32, model.parameter_count())
+          << where;
+    }
+  }
 }
 
 // The optimizer's own count, the allocator's optimizer_state category and the estimator agree:

@@ -204,9 +204,9 @@ TEST(Training, OutOfMemoryOnASmallSimDeviceLeavesTheAllocatorConsistent) {
 TEST(Training, EstimateOfAStepCountsThe8BitLayoutTheOptimizerKeeps) {
   for (TrainOptions o : {small_gpt2(3), small_llama(4)}) {
     o.optimizer = estimate::Optimizer::adamw_8bit;
-    for (const estimate::EightBitOptions eight_bit :
-         {estimate::EightBitOptions{}, estimate::EightBitOptions{64, 100, false},
-          estimate::EightBitOptions{17, 0, true}}) {
+    for (const plan::EightBitOptions eight_bit :
+         {plan::EightBitOptions{}, plan::EightBitOptions{64, 100, false},
+          plan::EightBitOptions{17, 0, true}}) {
       o.eight_bit = eight_bit;
       nn::Runtime runtime(memory::parse_device("sim:1GiB"));
       Trainer trainer(runtime, o);

@@ -1,6 +1,6 @@
 // Tests of exercise 09.3 (Adam-mini's partition and one step of its v). They run against your
 // code (`vramlab check 09.3`) and against the reference (ctest: test_ex_09_3_ref).
-// Expectations: the runtime's layout (estimate::optimizer_state_layout, what `vramlab train
+// Expectations: the runtime's layout (optim::optimizer_state_layout, what `vramlab train
 // --optimizer adam-mini` allocates) block by block for every tensor of the built-in models (GPT-2
 // 124M to Llama 2 70B and Llama 3 8B, with grouped-query attention) and of 60 seeded random
 // models with odd sizes; the v count also from a closed form per family derived here, and against
@@ -17,8 +17,8 @@
 
 #include "common/dtype/convert.h"
 #include "common/estimate/model_state_memory.h"
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/model/model_config.h"
+#include "common/optim/state_layout.h"
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -68,9 +68,9 @@ std::vector<ModelConfig> random_models(std::mt19937_64& rng, int count) {
   return models;
 }
 
-std::vector<VBlockRun> runtime_runs(const estimate::TensorStateLayout& t) {
+std::vector<VBlockRun> runtime_runs(const optim::TensorStateLayout& t) {
   std::vector<VBlockRun> runs;
-  for (const estimate::BlockRun& r : t.adam_mini_runs)
+  for (const optim::BlockRun& r : t.adam_mini_runs)
     runs.push_back({r.offset, r.block_size, r.count});
   return runs;
 }
@@ -131,7 +131,7 @@ struct BlockChecks {
 TEST(AdamMiniPartition, BlocksOfEveryTensorEqualTheRuntimesLayoutForRealModels) {
   BlockChecks checks;
   for (const ModelConfig& model : builtin_models())
-    for (const estimate::TensorStateLayout& t : estimate::optimizer_state_layout(model)) {
+    for (const optim::TensorStateLayout& t : optim::optimizer_state_layout(model)) {
       ParameterSpec tensor;
       tensor.name = t.name;
       tensor.shape = t.shape;
@@ -146,7 +146,7 @@ TEST(AdamMiniPartition, BlocksEqualTheRuntimesLayoutForRandomModelsWithOddSizesA
   BlockChecks checks;
   for (const ModelConfig& model : random_models(rng, 60)) {
     const std::vector<ParameterSpec> tensors = model.parameters();
-    const std::vector<estimate::TensorStateLayout> layout = estimate::optimizer_state_layout(model);
+    const std::vector<optim::TensorStateLayout> layout = optim::optimizer_state_layout(model);
     ASSERT_EQ(tensors.size(), layout.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
       const std::string where = model.name + " (C=" + std::to_string(model.hidden) +
@@ -175,7 +175,7 @@ int64_t v_count_from_the_shapes(const ModelConfig& m) {
 
 TEST(AdamMiniPartition, VCountEqualsTheEstimatorsAndAThousandthOfTheParametersAtScale) {
   std::mt19937_64 rng(932);
-  Comparison layout("Adam-mini v values (the runtime layout's count)", Unit::kNumber);
+  Comparison layout("Adam-mini v values (the estimator's count)", Unit::kNumber);
   Comparison shapes("Adam-mini v values (from the shapes, per family)", Unit::kNumber);
   std::vector<ModelConfig> models = builtin_models();
   for (ModelConfig& m : random_models(rng, 40)) models.push_back(std::move(m));
@@ -210,7 +210,7 @@ TEST(AdamMiniPartition, OneStepOfVEqualsTheRuntimeKernelWithinTheF32SumBound) {
   for (ModelConfig& m : random_models(rng, 6)) models.push_back(std::move(m));
   for (const float beta2 : {0.95f, 0.999f})
     for (const ModelConfig& model : models)
-      for (const estimate::TensorStateLayout& t : estimate::optimizer_state_layout(model)) {
+      for (const optim::TensorStateLayout& t : optim::optimizer_state_layout(model)) {
         const std::vector<VBlockRun> runs = runtime_runs(t);
         // Gradients whose scale changes from row to row, as real ones do.
         std::vector<float> grad(static_cast<size_t>(t.numel));

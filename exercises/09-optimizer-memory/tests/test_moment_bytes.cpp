@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/estimate/estimator.h"
-#include "common/estimate/optimizer_state_layout.h"
 #include "common/model/model_config.h"
+#include "common/optim/state_layout.h"
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -86,11 +86,11 @@ struct EightBitChecks {
               static_cast<double>(estimator_moment_bytes(model, estimate::Optimizer::adamw_8bit,
                                                          block_size, min_8bit_size)),
               static_cast<double>(got.total), static_cast<double>(model.parameter_count()));
-    estimate::EightBitOptions options;
+    plan::EightBitOptions options;
     options.block_size = block_size;
     options.min_8bit_size = min_8bit_size;
-    const estimate::OptimizerStateCounts counts =
-        estimate::optimizer_state_counts(estimate::optimizer_state_layout(model, options));
+    const optim::StateTotals counts =
+        optim::state_totals(optim::optimizer_state_layout(model, options));
     codes.add(where, 2.0 * static_cast<double>(counts.eight_bit_quantized),
               static_cast<double>(got.code_bytes));
     absmax.add(where, 8.0 * static_cast<double>(counts.eight_bit_absmax),

@@ -6,7 +6,7 @@
 ///
 /// The one API shared by the stub (exercises/09-optimizer-memory/adam_mini_partition.cpp) and the
 /// reference (solutions/09-optimizer-memory/adam_mini_partition.cpp). The runtime's layout is
-/// estimate::optimizer_state_layout (common/estimate/optimizer_state_layout.h) and its kernel
+/// optim::optimizer_state_layout (common/optim/state_layout.h) and its kernel
 /// kernels::cpu::adam_mini_update; the tests compare with both.
 ///
 /// **The partition** of one tensor of ModelConfig::parameters() (row-major, so a row is a run of

@@ -1,5 +1,5 @@
-// The optimizers' state layout over a model's tensors (see optimizer_state_layout.h).
-#include "common/estimate/optimizer_state_layout.h"
+// The optimizers' state layout over a model's tensors (see state_layout.h).
+#include "common/optim/state_layout.h"
 
 #include <string>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
 
-namespace vramlab::estimate {
+namespace vramlab::optim {
 
 namespace {
 
@@ -42,14 +42,9 @@ std::vector<BlockRun> adam_mini_runs(const ModelConfig& model, const ParameterSp
 }  // namespace
 
 std::vector<TensorStateLayout> optimizer_state_layout(const ModelConfig& model,
-                                                      const EightBitOptions& eight_bit) {
+                                                      const plan::EightBitOptions& eight_bit) {
   model.validate();
-  if (eight_bit.block_size < 1)
-    throw UsageError("8-bit quantization block size must be positive, got " +
-                     std::to_string(eight_bit.block_size));
-  if (eight_bit.min_8bit_size < 0)
-    throw UsageError("8-bit minimum tensor size must be non-negative, got " +
-                     std::to_string(eight_bit.min_8bit_size));
+  eight_bit.validate();
   std::vector<TensorStateLayout> layout;
   int64_t offset = 0;
   for (const ParameterSpec& p : model.parameters()) {
@@ -71,8 +66,8 @@ std::vector<TensorStateLayout> optimizer_state_layout(const ModelConfig& model,
   return layout;
 }
 
-OptimizerStateCounts optimizer_state_counts(const std::vector<TensorStateLayout>& layout) {
-  OptimizerStateCounts c;
+StateTotals state_totals(const std::vector<TensorStateLayout>& layout) {
+  StateTotals c;
   for (const TensorStateLayout& t : layout) {
     for (const BlockRun& run : t.adam_mini_runs)
       c.adam_mini_v = checked_add(c.adam_mini_v, run.count, "Adam-mini v blocks");
@@ -89,4 +84,4 @@ OptimizerStateCounts optimizer_state_counts(const std::vector<TensorStateLayout>
   return c;
 }
 
-}  // namespace vramlab::estimate
+}  // namespace vramlab::optim

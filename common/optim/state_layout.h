@@ -1,7 +1,8 @@
 /// \file
-/// \brief Where each optimizer keeps its state over a model's parameter tensors: the one
-/// description the runtime optimizers (common/optim) allocate from and the estimator counts from,
-/// so a run's measured state bytes and `vramlab estimate` cannot disagree.
+/// \brief Where each optimizer keeps its state over a model's parameter tensors: what the runtime
+/// optimizers of this folder allocate from. The estimator counts the same states on its own, from
+/// the papers' rules (common/estimate/optimizer_state_counts.h), so the tests that compare a run's
+/// measured state bytes with `vramlab estimate` compare two derivations, not one.
 ///
 /// Three optimizers need the tensors' shapes, not just Ψ:
 /// - **8-bit AdamW** quantizes each tensor on its own (bitsandbytes: blocks never span tensors),
@@ -22,15 +23,9 @@
 #include <vector>
 
 #include "common/model/model_config.h"
+#include "common/plan/techniques.h"
 
-namespace vramlab::estimate {
-
-/// The settings of 8-bit AdamW that change its layout.
-struct EightBitOptions {
-  int64_t block_size = 256;      ///< B: bitsandbytes' optimizers since PR #1365 (2048 before).
-  int64_t min_8bit_size = 4096;  ///< smaller tensors keep fp32 states (bitsandbytes' default).
-  bool fp32_embeddings = false;  ///< the embedding tables keep fp32 states (stable embedding).
-};
+namespace vramlab::optim {
 
 /// `count` Adam-mini blocks of `block_size` consecutive elements, starting `offset` elements into
 /// their tensor.
@@ -59,10 +54,10 @@ struct TensorStateLayout {
 /// \return one entry per tensor. \throws vramlab::UsageError for an invalid model or
 /// block_size < 1 or min_8bit_size < 0.
 std::vector<TensorStateLayout> optimizer_state_layout(const ModelConfig& model,
-                                                      const EightBitOptions& eight_bit = {});
+                                                      const plan::EightBitOptions& eight_bit = {});
 
-/// Element counts of a layout, what the estimator multiplies by bytes.
-struct OptimizerStateCounts {
+/// What the optimizers allocate over a layout: the sizes of their state buffers.
+struct StateTotals {
   int64_t adam_mini_v = 0;          ///< Adam-mini v entries (blocks).
   int64_t adafactor = 0;            ///< Adafactor second-moment entries (rows + cols, or numel).
   int64_t eight_bit_quantized = 0;  ///< elements with 1-byte states (per moment).
@@ -72,6 +67,6 @@ struct OptimizerStateCounts {
 
 /// \param layout from optimizer_state_layout. \return its totals (64-bit, overflow-checked).
 /// \throws vramlab::UsageError on overflow.
-OptimizerStateCounts optimizer_state_counts(const std::vector<TensorStateLayout>& layout);
+StateTotals state_totals(const std::vector<TensorStateLayout>& layout);
 
-}  // namespace vramlab::estimate
+}  // namespace vramlab::optim
