@@ -1,2 +1,0 @@
-// emulator_cost.cu compiled for the CPU: the SIMT emulator runs every CUDA thread as a fiber.
-#include "kernels/cuda/examples/emulator_cost.cu"

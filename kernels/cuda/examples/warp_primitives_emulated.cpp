@@ -1,2 +1,0 @@
-// warp_primitives.cu compiled for the CPU: the SIMT emulator runs every CUDA thread as a fiber.
-#include "kernels/cuda/examples/warp_primitives.cu"

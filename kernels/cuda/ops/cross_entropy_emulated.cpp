@@ -1,2 +1,0 @@
-// cross_entropy.cu compiled for the CPU: the SIMT emulator runs every CUDA thread as a fiber.
-#include "kernels/cuda/ops/cross_entropy.cu"

@@ -1,2 +1,0 @@
-// optimizer.cu compiled for the CPU: the SIMT emulator runs every CUDA thread as a fiber.
-#include "kernels/cuda/ops/optimizer.cu"
