@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 
 namespace {
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       options.model = model;
       options.batch = a.batch;
       options.seq = a.seq;
-      options.recompute = checkpoint::parse_recompute_spec(spec);
+      options.recompute = recompute::parse_recompute_spec(spec);
       options.dropout.p = 0.1f;
       c.runtime = std::make_unique<nn::Runtime>(memory::parse_device("cpu"));
       c.trainer = std::make_unique<train::Trainer>(*c.runtime, options);

@@ -8,14 +8,14 @@
 #include <string>
 
 #include "common/amp/precision_policy.h"
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/recompute_schedule.h"
 #include "common/dist/shard_layout.h"
 #include "common/estimate/optimizer_state_counts.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/recompute_schedule.h"
 
 namespace vramlab::estimate {
 
@@ -243,17 +243,17 @@ Estimate estimate_memory(const EstimateInputs& in) {
     const ModelConfig& m = *in.model;
     const int64_t e = activation_element_bytes(in.precision);
     const DType runtime_dtype = amp::precision_policy(in.precision).activations;
-    const checkpoint::ChainCosts runtime_chain =
+    const recompute::ChainCosts runtime_chain =
         runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
-    out.runtime_schedule = checkpoint::make_schedule(in.recompute, runtime_chain);
+    out.runtime_schedule = recompute::make_schedule(in.recompute, runtime_chain);
     out.runtime_schedule_peak_bytes =
-        checkpoint::activation_peak_bytes(runtime_chain, out.runtime_schedule);
+        recompute::activation_peak_bytes(runtime_chain, out.runtime_schedule);
     out.recomputed_forward_fraction =
         recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule, in.attention);
     out.runtime_bytes_after_forward =
         runtime_bytes_after_forward(m, in.micro_batch, out.seq, out.runtime_schedule,
                                     in.compress_activations, runtime_dtype, in.attention);
-    using Kind = checkpoint::RecomputeSpec::Kind;
+    using Kind = recompute::RecomputeSpec::Kind;
     const Kind kind = in.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;
     auto per_layer = [&](Recompute recompute) {
@@ -276,21 +276,21 @@ Estimate estimate_memory(const EstimateInputs& in) {
     if (!table_row) {
       // The paper's bytes per layer (kept without recompute, under selective, and the layer input
       // a full recompute keeps) through the same peak model as the runtime's schedule.
-      checkpoint::ChainCosts paper_chain = runtime_chain;
-      for (checkpoint::LayerCosts& layer : paper_chain.layers) {
+      recompute::ChainCosts paper_chain = runtime_chain;
+      for (recompute::LayerCosts& layer : paper_chain.layers) {
         layer.saved_bytes = per_layer(flash ? Recompute::selective : Recompute::none);
         layer.selective_bytes = per_layer(Recompute::selective);
         layer.output_bytes = per_layer(Recompute::full);
       }
       paper_chain.before_bytes = 0;  // the paper counts the layers only
       paper_chain.head_bytes = 0;
-      out.activations.bytes = checkpoint::activation_peak_bytes(paper_chain, out.runtime_schedule);
+      out.activations.bytes = recompute::activation_peak_bytes(paper_chain, out.runtime_schedule);
     }
     out.activations.source =
         (table_row ? korthikanti_formula(row, e)
                    : "Korthikanti et al. per-layer bytes (none, selective, full rows) under the " +
-                         checkpoint::to_string(in.recompute) + " schedule " +
-                         checkpoint::schedule_pattern(out.runtime_schedule) +
+                         recompute::to_string(in.recompute) + " schedule " +
+                         recompute::schedule_pattern(out.runtime_schedule) +
                          ", at its peak (a segment's re-run forward included)") +
         " (s=" + std::to_string(out.seq) + ", b=" + std::to_string(in.micro_batch) +
         ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +

@@ -27,9 +27,9 @@
 #include <optional>
 
 #include <string>
-#include "common/checkpoint/activation_compression.h"
-#include "common/checkpoint/recompute_schedule.h"
-#include "common/checkpoint/recompute_spec.h"
+#include "common/recompute/activation_compression.h"
+#include "common/recompute/recompute_schedule.h"
+#include "common/recompute/recompute_spec.h"
 
 #include "common/estimate/activation_memory.h"
 #include "common/estimate/model_state_memory.h"
@@ -56,11 +56,11 @@ struct EstimateInputs {
   bool sequence_parallel = false;               ///< Korthikanti et al. sequence parallelism.
   /// Activation recomputation, as `vramlab train --recompute` takes it. Korthikanti et al.'s
   /// Table 2 has rows for none, selective and full; every:K, sqrt and budget schedules apply its
-  /// per-layer bytes through the planner's peak model (checkpoint::activation_peak_bytes).
-  checkpoint::RecomputeSpec recompute;
+  /// per-layer bytes through the planner's peak model (recompute::activation_peak_bytes).
+  recompute::RecomputeSpec recompute;
   /// The runtime's activation compression (`--compress-activations`): changes only the runtime
   /// column's bytes after forward (the paper's formulas have no such term).
-  checkpoint::ActivationCompression compress_activations = checkpoint::ActivationCompression::none;
+  recompute::ActivationCompression compress_activations = recompute::ActivationCompression::none;
   /// The attention kernel (`--attention`): flash saves no (B, H, T, T) tensor, so the paper's
   /// column uses its selective row (the s² term gone) and the runtime column saves lse instead of
   /// att.
@@ -94,7 +94,7 @@ struct Estimate {
   /// The schedule inputs.recompute makes for the runtime's chain (runtime_chain_costs), and the
   /// most bytes of saved activations the runtime holds under it (what `vramlab train` measures as
   /// activation_peak_bytes; f32 for fp32 training, 2-byte otherwise); 0 without a model.
-  checkpoint::RecomputeSchedule runtime_schedule;
+  recompute::RecomputeSchedule runtime_schedule;
   int64_t runtime_schedule_peak_bytes = 0;   ///< see runtime_schedule
   double recomputed_forward_fraction = 0.0;  ///< of the runtime's forward FLOPs (see above)
   /// What the runtime's store holds when the forward ends under the schedule and the compression

@@ -1,16 +1,16 @@
 // The runtime's chain of blocks for the recompute planner (see recompute_costs.h).
 #include "common/estimate/recompute_costs.h"
 
-#include "common/checkpoint/recompute_cost.h"
 #include "common/estimate/forward_flops.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/checked_int.h"
 #include "common/model/saved_tensor_names.h"
+#include "common/recompute/recompute_cost.h"
 
 namespace vramlab::estimate {
 
-checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
-                                           DType dtype, AttentionKind attention) {
+recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
+                                          DType dtype, AttentionKind attention) {
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   const char* what = "activation bytes";
   const int64_t F = runtime_activation_bytes_per_layer(model, B, T, dtype, attention);
@@ -21,41 +21,40 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
                                                     element, what);
   const int64_t hidden = checked_mul(checked_mul(checked_mul(B, T, what), model.hidden, what),
                                      element, what);  // one (B, T, C) tensor
-  checkpoint::ChainCosts costs;
+  recompute::ChainCosts costs;
   costs.layers.assign(
       static_cast<size_t>(model.layers),
-      checkpoint::LayerCosts{F, F - probabilities, hidden, block_forward_flops(model, B, T),
-                             flash ? 0.0 : attention_scores_flops(model, B, T)});
+      recompute::LayerCosts{F, F - probabilities, hidden, block_forward_flops(model, B, T),
+                            flash ? 0.0 : attention_scores_flops(model, B, T)});
   costs.before_bytes = hidden;  // the embedding output
   costs.head_bytes = runtime_activation_bytes_outside_layers(model, B, T, dtype) - hidden;
   return costs;
 }
 
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
-                                    const checkpoint::RecomputeSchedule& schedule,
-                                    checkpoint::ActivationCompression compression, DType dtype,
+                                    const recompute::RecomputeSchedule& schedule,
+                                    recompute::ActivationCompression compression, DType dtype,
                                     AttentionKind attention) {
   const char* what = "activation bytes";
   const auto specs = runtime_saved_activations_per_layer(model, B, T, attention);
   int64_t total = runtime_activation_bytes_outside_layers(model, B, T, dtype);
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for (size_t l = 0; l < schedule.layers.size(); ++l) {
-    const checkpoint::LayerPlan& plan = schedule.layers[l];
-    const bool segment_last =
-        l + 1 == schedule.layers.size() ||
-        schedule.layers[l + 1].recompute != checkpoint::LayerRecompute::full ||
-        schedule.layers[l + 1].segment_start;
+    const recompute::LayerPlan& plan = schedule.layers[l];
+    const bool segment_last = l + 1 == schedule.layers.size() ||
+                              schedule.layers[l + 1].recompute != recompute::LayerRecompute::full ||
+                              schedule.layers[l + 1].segment_start;
     for (const SavedActivationSpec& spec : specs) {
       const bool kept =
-          plan.recompute == checkpoint::LayerRecompute::none ||
-          (plan.recompute == checkpoint::LayerRecompute::selective && spec.name != saved::att) ||
-          (plan.recompute == checkpoint::LayerRecompute::full && segment_last &&
+          plan.recompute == recompute::LayerRecompute::none ||
+          (plan.recompute == recompute::LayerRecompute::selective && spec.name != saved::att) ||
+          (plan.recompute == recompute::LayerRecompute::full && segment_last &&
            spec.name == saved::residual3);
       if (!kept) continue;
       const int64_t bytes = spec.always_f32 ? checked_mul(spec.numel(), 4, what)
-                            : compression == checkpoint::ActivationCompression::none
+                            : compression == recompute::ActivationCompression::none
                                 ? checked_mul(spec.numel(), element, what)
-                                : checkpoint::compressed_bytes(spec.numel(), compression);
+                                : recompute::compressed_bytes(spec.numel(), compression);
       total = checked_add(total, bytes, what);
     }
   }
@@ -63,10 +62,10 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
 }
 
 double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,
-                                   const checkpoint::RecomputeSchedule& schedule,
+                                   const recompute::RecomputeSchedule& schedule,
                                    AttentionKind attention) {
-  return checkpoint::recompute_cost(runtime_chain_costs(model, B, T, DType::f32, attention),
-                                    schedule) /
+  return recompute::recompute_cost(runtime_chain_costs(model, B, T, DType::f32, attention),
+                                   schedule) /
          model_forward_flops(model, B, T);
 }
 

@@ -3,17 +3,17 @@
 /// saved-activation store holds under each policy and the FLOPs a recompute re-runs.
 ///
 /// The bytes come from the runtime layout (runtime_activations.h) in requested bytes, the unit of
-/// nn::SavedActivations::peak_bytes(), so checkpoint::activation_peak_bytes() of these costs is
+/// nn::SavedActivations::peak_bytes(), so recompute::activation_peak_bytes() of these costs is
 /// the peak the runtime measures for the same schedule, byte for byte.
 #pragma once
 
 #include <cstdint>
 
-#include "common/checkpoint/activation_compression.h"
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_schedule.h"
 #include "common/dtype/dtype.h"
 #include "common/model/model_config.h"
+#include "common/recompute/activation_compression.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_schedule.h"
 
 namespace vramlab::estimate {
 
@@ -25,9 +25,9 @@ namespace vramlab::estimate {
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param dtype the activations' type.
 /// \param attention naive or flash.
 /// \return the chain. \throws vramlab::UsageError for bad sizes or an overflow.
-checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
-                                           DType dtype = DType::f32,
-                                           AttentionKind attention = AttentionKind::naive);
+recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
+                                          DType dtype = DType::f32,
+                                          AttentionKind attention = AttentionKind::naive);
 
 /// Bytes the runtime's store holds when the forward ends: what each block keeps under \p
 /// schedule (everything; all but the probabilities; a segment's last output), compressed as \p
@@ -37,8 +37,8 @@ checkpoint::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, 
 /// \param compression how kept block tensors are stored. \param dtype the activations' type
 /// (statistics and losses stay f32). \param attention naive or flash. \return bytes.
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
-                                    const checkpoint::RecomputeSchedule& schedule,
-                                    checkpoint::ActivationCompression compression,
+                                    const recompute::RecomputeSchedule& schedule,
+                                    recompute::ActivationCompression compression,
                                     DType dtype = DType::f32,
                                     AttentionKind attention = AttentionKind::naive);
 
@@ -47,7 +47,7 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
 /// \param attention naive or flash. \return a fraction in [0, 1).
 double recomputed_forward_fraction(const ModelConfig& model, int64_t B, int64_t T,
-                                   const checkpoint::RecomputeSchedule& schedule,
+                                   const recompute::RecomputeSchedule& schedule,
                                    AttentionKind attention = AttentionKind::naive);
 
 }  // namespace vramlab::estimate

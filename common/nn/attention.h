@@ -9,8 +9,8 @@
 ///   Llama: q (B, T, C) and k (B, T, kvC) after RoPE, v (B, T, kvC), att, atty.
 /// Under flash attention (SavedActivations::attention()), att is replaced by lse (B, H, T) f32,
 /// and the backward's (B, H, T, T) score gradient by a (B, H, T) f32 temporary, delta.
-/// The output projection is written into a tensor saved under the caller's name (the Block's
-/// residual2), so the Block can add its residual in place.
+/// The output projection is written into a tensor saved under the caller's name (the
+/// TransformerLayer's residual2), so the TransformerLayer can add its residual in place.
 ///
 /// Under tensor parallelism over t ranks (Megatron, Shoeybi et al. 2019 §3) the layer runs this
 /// rank's H/t query heads and kv_heads/t key/value heads: every saved tensor above has C/t (kvC/t)

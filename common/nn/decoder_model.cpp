@@ -19,9 +19,9 @@ namespace vramlab::nn {
 
 namespace {
 
-std::vector<Block> make_blocks(const ParameterStore& params, const ModelConfig& c,
-                               dist::Communicator* tensor_parallel) {
-  std::vector<Block> blocks;
+std::vector<TransformerLayer> make_blocks(const ParameterStore& params, const ModelConfig& c,
+                                          dist::Communicator* tensor_parallel) {
+  std::vector<TransformerLayer> blocks;
   blocks.reserve(static_cast<size_t>(c.layers));
   for (int64_t l = 0; l < c.layers; ++l) blocks.emplace_back(params, c, l, tensor_parallel);
   return blocks;
@@ -163,17 +163,17 @@ void DecoderModel::set_dropout(const DropoutSettings& settings) {
   dropout_ = settings;
 }
 
-BlockDropout DecoderModel::block_dropout(uint64_t offset, int64_t B, int64_t T) const {
+LayerDropout DecoderModel::block_dropout(uint64_t offset, int64_t B, int64_t T) const {
   if (dropout_.p == 0.0f) return {};
-  return BlockDropout::at(dropout_, offset, B, T, config_.heads, config_.hidden);
+  return LayerDropout::at(dropout_, offset, B, T, config_.heads, config_.hidden);
 }
 
-BlockDropout DecoderModel::draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B,
+LayerDropout DecoderModel::draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B,
                                               int64_t T) {
   if (dropout_.p == 0.0f) return {};
   saved.set_rng_offset(layer, rng_offset_);
-  const BlockDropout dropout = block_dropout(rng_offset_, B, T);
-  rng_offset_ += BlockDropout::draws(B, T, config_.heads, config_.hidden);
+  const LayerDropout dropout = block_dropout(rng_offset_, B, T);
+  rng_offset_ += LayerDropout::draws(B, T, config_.heads, config_.hidden);
   return dropout;
 }
 
@@ -211,7 +211,7 @@ void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int
   }
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
-    const BlockDropout dropout = dropout_.preserve_rng_state
+    const LayerDropout dropout = dropout_.preserve_rng_state
                                      ? block_dropout(saved.rng_offset(l), B, T)
                                      : draw_block_dropout(saved, l, B, T);
     blocks_[static_cast<size_t>(l)].forward(runtime_, saved, layer_input(saved, l), B, T, dropout);

@@ -23,7 +23,6 @@
 #include "common/amp/precision_policy.h"
 
 #include "common/model/model_config.h"
-#include "common/nn/block.h"
 #include "common/nn/dropout.h"
 #include "common/nn/embedding.h"
 #include "common/nn/linear.h"
@@ -32,6 +31,7 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
+#include "common/nn/transformer_layer.h"
 
 namespace vramlab::dist {
 class Communicator;
@@ -137,9 +137,9 @@ class DecoderModel {
   // After a block's forward: frees what its policy does not keep.
   static void drop_by_policy(SavedActivations& saved, int64_t layer);
   // The masks of block `layer`'s forward starting at `offset`.
-  [[nodiscard]] BlockDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
+  [[nodiscard]] LayerDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
   // Draws fresh counters for one block's forward and records where they start.
-  BlockDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
+  LayerDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
   // Re-runs the forward of the checkpointed segment [first, last], saving everything, before the
   // backward of its last layer.
   void recompute_segment(SavedActivations& saved, int64_t first, int64_t last, int64_t B,
@@ -158,7 +158,7 @@ class DecoderModel {
   amp::PrecisionPolicy precision_;
   ParameterStore params_;
   Embedding embedding_;
-  std::vector<Block> blocks_;
+  std::vector<TransformerLayer> blocks_;
   Norm final_norm_;
   Linear lm_head_;
   StepObservers observers_;

@@ -26,7 +26,7 @@ struct DropoutSettings {
 };
 
 /// Where the three dropout sites of one block start in the stream.
-struct BlockDropout {
+struct LayerDropout {
   float p = 0.0f;                        ///< 0: none
   uint64_t seed = 0;                     ///< the masks' stream
   uint64_t attention_offset = 0;         ///< the (B, H, T, T) probabilities
@@ -35,7 +35,7 @@ struct BlockDropout {
 
   /// The sites of a block whose counters start at \p offset, for batch B, sequence T, H heads and
   /// hidden C.
-  static BlockDropout at(const DropoutSettings& settings, uint64_t offset, int64_t B, int64_t T,
+  static LayerDropout at(const DropoutSettings& settings, uint64_t offset, int64_t B, int64_t T,
                          int64_t H, int64_t C) {
     const auto scores = static_cast<uint64_t>(B * H * T * T);
     const auto outputs = static_cast<uint64_t>(B * T * C);

@@ -1,8 +1,8 @@
 /// \file
 /// \brief The feed-forward sub-layers: Mlp (GPT-2: fc → GELU → proj, saves fch and fch_gelu
 /// (B, T, F)) and SwigluMlp (Llama: down(silu(gate) · up), saves gate, up and swiglu (B, T, F)).
-/// Like Attention, the output (B, T, C) is saved under the caller's name (the Block's residual3).
-/// Under tensor parallelism over t ranks each rank holds F/t units (fc, gate and up
+/// Like Attention, the output (B, T, C) is saved under the caller's name (the TransformerLayer's
+/// residual3). Under tensor parallelism over t ranks each rank holds F/t units (fc, gate and up
 /// column-parallel, proj and down row-parallel), so the (B, T, F) tensors become (B, T, F/t); the
 /// output is all-reduced to the whole (B, T, C) (Megatron, Shoeybi et al. 2019 §3).
 #pragma once

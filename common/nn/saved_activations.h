@@ -27,27 +27,27 @@
 #include <string_view>
 #include <vector>
 
-#include "common/checkpoint/activation_compression.h"
-#include "common/checkpoint/recompute_schedule.h"
 #include "common/dtype/dtype.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_kinds.h"
 #include "common/nn/runtime.h"
+#include "common/recompute/activation_compression.h"
+#include "common/recompute/recompute_schedule.h"
 
 namespace vramlab::nn {
 
 /// How kept activations are stored between a layer's forward and its backward.
-using ActivationCompression = checkpoint::ActivationCompression;
-using checkpoint::compressed_bytes;
-using checkpoint::compression_name;
-using checkpoint::kInt8ActivationBlock;
-using checkpoint::parse_compression;
+using ActivationCompression = recompute::ActivationCompression;
+using recompute::compressed_bytes;
+using recompute::compression_name;
+using recompute::kInt8ActivationBlock;
+using recompute::parse_compression;
 
 /// What a layer recomputes in backward instead of keeping (none, full, selective).
-using Recompute = checkpoint::LayerRecompute;
+using Recompute = recompute::LayerRecompute;
 /// The activation policy of one layer: what it recomputes and, for full recompute, whether it
 /// starts a checkpointed segment.
-using LayerPolicy = checkpoint::LayerPlan;
+using LayerPolicy = recompute::LayerPlan;
 
 /// One entry of SavedActivations::list().
 struct SavedActivationInfo {

@@ -102,7 +102,7 @@ AttentionKind parse_attention_kind(std::string_view text);
 enum class ActivationCompression : unsigned char {
   none,        ///< fp32 as computed
   int8,        ///< int8 with one absmax scale per tensor (scale = max|x| / 127)
-  int8_block,  ///< int8 with one absmax scale per block (checkpoint::kInt8ActivationBlock)
+  int8_block,  ///< int8 with one absmax scale per block (recompute::kInt8ActivationBlock)
 };
 
 /// \return "none", "int8" or "int8-block". \param compression the mode.

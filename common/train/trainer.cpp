@@ -8,7 +8,6 @@
 #include <numeric>
 #include <string>
 
-#include "common/checkpoint/activation_peak.h"
 #include "common/estimate/estimator.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/history.h"
@@ -16,6 +15,7 @@
 #include "common/memory/oom_error.h"
 #include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
 
 namespace vramlab::train {
 
@@ -41,7 +41,7 @@ void validate_without_groups(const TrainOptions& options) {
 // bytes are a lower bound). A device holds at most its capacity, so a run that overflows the
 // device first is left to the device's own out-of-memory error.
 void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options,
-                                  const checkpoint::RecomputeSchedule& schedule) {
+                                  const recompute::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
   const auto held_after_forward = static_cast<uint64_t>(
       step_host_bytes(options, schedule, options.parallel.data_parallel_size(),
@@ -113,11 +113,11 @@ amp::LossScaleSpec effective_loss_scale(const TrainOptions& options) {
              : amp::LossScaleSpec{amp::LossScaleKind::none, 1.0};
 }
 
-checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
+recompute::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
   validate_without_groups(options);
   const int64_t micro = max_micro_batch(options);
   const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
-  return checkpoint::make_schedule(
+  return recompute::make_schedule(
       options.recompute,
       estimate::runtime_chain_costs(options.model, micro, options.seq, act, options.attention));
 }
@@ -128,14 +128,14 @@ estimate::Estimate estimate_step(const TrainOptions& options) {
                        options.parallel.tensor_parallel_size());
 }
 
-int64_t step_host_bytes(const TrainOptions& options, const checkpoint::RecomputeSchedule& schedule,
+int64_t step_host_bytes(const TrainOptions& options, const recompute::RecomputeSchedule& schedule,
                         int64_t data_parallel, int64_t tensor_parallel) {
   const estimate::Estimate e = estimate_step(options, data_parallel, tensor_parallel);
   const int64_t micro = max_micro_batch(options);
   const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
   const int64_t activation_peak =
       options.compress_activations == nn::ActivationCompression::none
-          ? checkpoint::activation_peak_bytes(
+          ? recompute::activation_peak_bytes(
                 estimate::runtime_chain_costs(options.model, micro, options.seq, act,
                                               options.attention),
                 schedule)
@@ -248,7 +248,7 @@ void Trainer::set_batch(int64_t batch) {
   TrainOptions options = options_;
   options.batch = batch;
   validate(options);
-  checkpoint::RecomputeSchedule schedule = recompute_schedule(options);
+  recompute::RecomputeSchedule schedule = recompute_schedule(options);
   require_host_memory_for_step(runtime_.device(), options, schedule);
   std::vector<int64_t> micro_batch_sizes = step_micro_batches(options);
   const int64_t B = std::accumulate(micro_batch_sizes.begin(), micro_batch_sizes.end(), int64_t{0}),

@@ -18,8 +18,6 @@
 
 #include "common/amp/grad_scaler.h"
 #include "common/amp/precision_policy.h"
-#include "common/checkpoint/recompute_schedule.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dist/communicator.h"
 #include "common/dist/data_parallel.h"
 #include "common/dist/parallel_options.h"
@@ -33,6 +31,8 @@
 #include "common/nn/step_observer.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/optimizer_factory.h"
+#include "common/recompute/recompute_schedule.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/synthetic_tokens.h"
 
 namespace vramlab::train {
@@ -54,7 +54,7 @@ struct TrainOptions {
   bool grads_to_none = true;  ///< release gradients between steps (else zero them).
   /// Gradient checkpointing (`--recompute`): which blocks keep, recompute in part or recompute in
   /// full their activations; `budget:BYTES` plans the cheapest schedule under that peak.
-  checkpoint::RecomputeSpec recompute;
+  recompute::RecomputeSpec recompute;
   /// Dropout (`--dropout`, GPT-2's attn_pdrop = resid_pdrop): p in [0, 1); the masks' seed is
   /// derived from `seed`, and a re-run forward replays its masks unless preserve_rng_state is off.
   nn::DropoutSettings dropout;
@@ -146,7 +146,7 @@ void validate(const TrainOptions& options);
 
 /// The recompute schedule \p options ask for, made for their model, batch and sequence.
 /// \throws vramlab::UsageError as validate(), or for a budget no schedule fits.
-checkpoint::RecomputeSchedule recompute_schedule(const TrainOptions& options);
+recompute::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 
 /// The analytic estimate of one step of \p options: `vramlab estimate` for their precision,
 /// optimizer, ZeRO stage and data- and tensor-parallel degrees (one rank's bytes), the largest
@@ -165,7 +165,7 @@ estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_paral
 /// \param options the run. \param schedule recompute_schedule(options).
 /// \param data_parallel N. \param tensor_parallel t. \return the bytes.
 /// \throws vramlab::UsageError as estimate_step().
-int64_t step_host_bytes(const TrainOptions& options, const checkpoint::RecomputeSchedule& schedule,
+int64_t step_host_bytes(const TrainOptions& options, const recompute::RecomputeSchedule& schedule,
                         int64_t data_parallel, int64_t tensor_parallel);
 
 /// A model, an optimizer, a token stream and the step loop.
@@ -222,7 +222,7 @@ class Trainer {
   /// Entropies for the report: the loss floor the model can reach.
   [[nodiscard]] const SyntheticTokenStream& data() const { return data_; }
   /// The per-layer plan every step runs with (from TrainOptions::recompute).
-  [[nodiscard]] const checkpoint::RecomputeSchedule& schedule() const { return schedule_; }
+  [[nodiscard]] const recompute::RecomputeSchedule& schedule() const { return schedule_; }
   /// As given to the constructor (validated).
   [[nodiscard]] const TrainOptions& options() const { return options_; }
   /// The loss scaler (disabled for `--loss-scale none`).
@@ -242,7 +242,7 @@ class Trainer {
   std::vector<int32_t> host_inputs_;   // (N·ΣB, T) the global batch, N data-parallel ranks
   std::vector<int32_t> host_targets_;  // (N·ΣB, T)
   int64_t steps_done_ = 0;
-  checkpoint::RecomputeSchedule schedule_;
+  recompute::RecomputeSchedule schedule_;
   std::vector<int64_t> micro_batch_sizes_;  // (K) sequences per micro-batch
   amp::GradScaler scaler_;
 };

@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/optimal_schedule.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/optimal_schedule.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
@@ -36,15 +36,15 @@ void tell(void (*progress)(const std::string&), const std::string& line) {
   if (progress != nullptr) progress(line);
 }
 
-int64_t planned_peak(const checkpoint::ChainCosts& chain, std::string_view spec) {
-  return checkpoint::activation_peak_bytes(
-      chain, checkpoint::make_schedule(checkpoint::parse_recompute_spec(spec), chain));
+int64_t planned_peak(const recompute::ChainCosts& chain, std::string_view spec) {
+  return recompute::activation_peak_bytes(
+      chain, recompute::make_schedule(recompute::parse_recompute_spec(spec), chain));
 }
 
 // Half-way between the sqrt and none peaks, rounded down to the largest binary unit (GiB, MiB,
 // KiB) that keeps it at or above sqrt's: a budget that forces a real choice (none does not fit,
 // sqrt is more than needed) with a name one can read ("budget:68MiB").
-int64_t half_way_budget(const checkpoint::ChainCosts& chain) {
+int64_t half_way_budget(const recompute::ChainCosts& chain) {
   const int64_t low = planned_peak(chain, "sqrt");
   const int64_t high = planned_peak(chain, "none");
   const int64_t mid = low + (high - low) / 2;
@@ -57,10 +57,10 @@ int64_t half_way_budget(const checkpoint::ChainCosts& chain) {
 
 // The --recompute text of a budget, as the runtime names the schedule ("budget:68MiB").
 std::string budget_spec(int64_t budget_bytes) {
-  checkpoint::RecomputeSpec spec;
-  spec.kind = checkpoint::RecomputeSpec::Kind::budget;
+  recompute::RecomputeSpec spec;
+  spec.kind = recompute::RecomputeSpec::Kind::budget;
   spec.budget_bytes = budget_bytes;
-  return checkpoint::to_string(spec);
+  return recompute::to_string(spec);
 }
 
 std::string model_line(const ModelConfig& m) {
@@ -91,9 +91,9 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   check.seq = run.seq;
   check.dropout.p = run.dropout;
   train::validate(check);
-  const checkpoint::ChainCosts chain =
+  const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);
-  lesson.least_activation_peak_bytes = checkpoint::least_activation_peak_bytes(chain);
+  lesson.least_activation_peak_bytes = recompute::least_activation_peak_bytes(chain);
   if (settings.budget_bytes) {
     lesson.budget_bytes = *settings.budget_bytes;
     lesson.budget_note = "given with --budget";
@@ -115,12 +115,12 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     RunSettings warm_up = run;
     warm_up.steps = 1;
     warm_up.record_timeline = false;
-    (void)run_policy(warm_up, checkpoint::parse_recompute_spec("none"));
+    (void)run_policy(warm_up, recompute::parse_recompute_spec("none"));
   }
   for (const std::string& text : specs) {
     tell(progress, "schedule " + text);
     PolicyRow row;
-    row.run = run_policy(run, checkpoint::parse_recompute_spec(text));
+    row.run = run_policy(run, recompute::parse_recompute_spec(text));
     row.step_seconds = median_of(row.run.step_seconds);
     if (computes) {
       const PolicyRun& none = lesson.policies.empty() ? row.run : lesson.policies.front().run;
@@ -138,7 +138,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     quick.record_timeline = false;
     for (const std::string& text : specs) {
       tell(progress, "largest batch on " + device.name() + ": " + text);
-      const checkpoint::RecomputeSpec spec = checkpoint::parse_recompute_spec(text);
+      const recompute::RecomputeSpec spec = recompute::parse_recompute_spec(text);
       MaxBatchRow row;
       row.name = text;
       row.batch = max_batch(quick, spec, search_on, settings.max_batch_limit);
@@ -164,13 +164,13 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     big.dropout = 0.0f;
     big.steps = 1;
     big.record_timeline = false;
-    const checkpoint::ChainCosts big_chain =
+    const recompute::ChainCosts big_chain =
         estimate::runtime_chain_costs(big.model, big.batch, big.seq, DType::f32, big.attention);
     std::vector<std::string> big_specs = settings.schedules;
     big_specs.push_back(budget_spec(half_way_budget(big_chain)));
     for (const std::string& text : big_specs) {
       tell(progress, "at scale on meta: " + text);
-      lesson.meta.push_back(run_policy(big, checkpoint::parse_recompute_spec(text)));
+      lesson.meta.push_back(run_policy(big, recompute::parse_recompute_spec(text)));
     }
   }
 
@@ -194,7 +194,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
           std::string(nn::compression_name(mode)) + (schedule == "none" ? "" : " + " + schedule);
       tell(progress, "activation compression: " + name);
       const PolicyRun compressed =
-          run_policy(quick, checkpoint::parse_recompute_spec(schedule), mode);
+          run_policy(quick, recompute::parse_recompute_spec(schedule), mode);
       CompressionRow row;
       row.name = name;
       row.schedule = schedule;
@@ -230,10 +230,10 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   for (int i = 0; i <= kBudgets; ++i) {
     const int64_t budget =
         low + static_cast<int64_t>(static_cast<double>(high - low) * i / kBudgets);
-    const checkpoint::RecomputeSchedule s = checkpoint::optimal_schedule(chain, budget);
-    if (!seen.insert(checkpoint::schedule_pattern(s)).second) continue;
+    const recompute::RecomputeSchedule s = recompute::optimal_schedule(chain, budget);
+    if (!seen.insert(recompute::schedule_pattern(s)).second) continue;
     lesson.sweep.push_back(
-        {"budget:" + std::to_string(budget), checkpoint::activation_peak_bytes(chain, s),
+        {"budget:" + std::to_string(budget), recompute::activation_peak_bytes(chain, s),
          estimate::recomputed_forward_fraction(run.model, run.batch, run.seq, s, run.attention)});
   }
   return lesson;
@@ -371,7 +371,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
       "\n  layers: one character per block, '.' keeps everything, 's' recomputes its attention\n"
       "  probabilities, 'F' starts a checkpointed segment (only its input is kept), 'f'\n"
       "  continues it. activation peak: the saved-activation store's most bytes at once\n"
-      "  (requested bytes); planner: checkpoint::activation_peak_bytes() of the same\n"
+      "  (requested bytes); planner: recompute::activation_peak_bytes() of the same\n"
       "  schedule, \"same\" when equal to the byte. total peak: the caching allocator's\n"
       "  allocated peak (everything: weights, gradients, AdamW states, temporaries). step:\n"
       "  median wall time. grads = none: step 1's gradients and the parameters after the\n"

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/svg_plot.h"
 #include "lessons/02-checkpointing/measure_schedules.h"
 

@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "common/checkpoint/activation_peak.h"
 #include "common/estimate/recompute_costs.h"
+#include "common/recompute/activation_peak.h"
 #include "common/report/terminal.h"
 #include "lessons/02-checkpointing/api/optimal_plan.h"
 #include "lessons/02-checkpointing/api/sqrt_segments.h"
@@ -28,7 +28,7 @@ const PolicyRow* row_named(const Lesson& lesson, const std::string& name) {
   return nullptr;
 }
 
-ExerciseResult sqrt_segments(const Lesson& lesson, const checkpoint::ChainCosts& chain) {
+ExerciseResult sqrt_segments(const Lesson& lesson, const recompute::ChainCosts& chain) {
   ExerciseResult r{"02.1", false, false, ""};
   const PolicyRow* sqrt = row_named(lesson, "sqrt");
   if (sqrt == nullptr) return {"02.1", false, false, "no sqrt row in this run"};
@@ -36,7 +36,7 @@ ExerciseResult sqrt_segments(const Lesson& lesson, const checkpoint::ChainCosts&
   for (size_t l = 0; l < sqrt->run.pattern.size(); ++l)
     if (sqrt->run.pattern[l] == 'F') runtime_starts.push_back(static_cast<int64_t>(l));
   // The exercise's chain is one layer repeated: the lesson's models have identical blocks.
-  const checkpoint::LayerCosts& layer = chain.layers.front();
+  const recompute::LayerCosts& layer = chain.layers.front();
   const ChainShape shape{static_cast<int64_t>(chain.layers.size()), layer.saved_bytes,
                          layer.output_bytes, chain.before_bytes, chain.head_bytes};
   try {
@@ -54,19 +54,19 @@ ExerciseResult sqrt_segments(const Lesson& lesson, const checkpoint::ChainCosts&
   return r;
 }
 
-ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& chain) {
+ExerciseResult optimal_plan(const Lesson& lesson, const recompute::ChainCosts& chain) {
   ExerciseResult r{"02.2", false, false, ""};
   CheckpointChain exercise_chain;
-  for (const checkpoint::LayerCosts& l : chain.layers)
+  for (const recompute::LayerCosts& l : chain.layers)
     exercise_chain.layers.push_back({l.saved_bytes, l.output_bytes, l.forward_cost});
   exercise_chain.before_bytes = chain.before_bytes;
   exercise_chain.head_bytes = chain.head_bytes;
   try {
     const CheckpointPlan plan = optimal_checkpoint_plan(exercise_chain, lesson.budget_bytes);
     r.ran = true;
-    const checkpoint::RecomputeSchedule schedule{"02.2", plan.layers};
-    checkpoint::validate_schedule(schedule, chain.layers.size());
-    const int64_t modelled = checkpoint::activation_peak_bytes(chain, schedule);
+    const recompute::RecomputeSchedule schedule{"02.2", plan.layers};
+    recompute::validate_schedule(schedule, chain.layers.size());
+    const int64_t modelled = recompute::activation_peak_bytes(chain, schedule);
     const RunSettings& run = lesson.settings.run;
     const double fraction = estimate::recomputed_forward_fraction(run.model, run.batch, run.seq,
                                                                   schedule, run.attention);
@@ -74,7 +74,7 @@ ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& 
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", 100.0 * fraction);
     r.text = "optimal_checkpoint_plan(budget " + report::format_bytes_or_zero(lesson.budget_bytes) +
-             ") = " + checkpoint::schedule_pattern(schedule) + "\n     peak " +
+             ") = " + recompute::schedule_pattern(schedule) + "\n     peak " +
              report::format_bytes_or_zero(plan.peak_bytes) +
              " (the runtime's model of that plan: " + report::format_bytes_or_zero(modelled) +
              "), " + share + " of the forward recomputed (no selective)";
@@ -88,7 +88,7 @@ ExerciseResult optimal_plan(const Lesson& lesson, const checkpoint::ChainCosts& 
 
 std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
   const RunSettings& run = lesson.settings.run;
-  const checkpoint::ChainCosts chain =
+  const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);
   return {sqrt_segments(lesson, chain), optimal_plan(lesson, chain)};
 }

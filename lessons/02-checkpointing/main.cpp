@@ -20,13 +20,13 @@
 #include <string>
 #include <system_error>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/terminal.h"
 #include "common/workbook/lesson_binary.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
@@ -89,7 +89,7 @@ int run(const Options& o) {
   s.run.steps = o.steps;
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (!o.budget.empty()) {
-    const checkpoint::RecomputeSpec spec = checkpoint::parse_recompute_spec("budget:" + o.budget);
+    const recompute::RecomputeSpec spec = recompute::parse_recompute_spec("budget:" + o.budget);
     s.budget_bytes = spec.budget_bytes;
   }
   if (o.max_batch_device != "none") {

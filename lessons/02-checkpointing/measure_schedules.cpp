@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/recompute_schedule.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/caching_allocator.h"
 #include "common/memory/history.h"
@@ -16,6 +14,8 @@
 #include "common/nn/runtime.h"
 #include "common/nn/step_observer.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/recompute_schedule.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::lesson02 {
@@ -110,8 +110,7 @@ class StepRecorder final : public nn::StepObserver {
   int64_t bytes_ = 0;  // the store's bytes as replayed so far
 };
 
-train::TrainOptions train_options(const RunSettings& settings,
-                                  const checkpoint::RecomputeSpec& spec,
+train::TrainOptions train_options(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                                   nn::ActivationCompression compression) {
   train::TrainOptions options;
   options.model = settings.model;
@@ -128,13 +127,13 @@ train::TrainOptions train_options(const RunSettings& settings,
 
 }  // namespace
 
-PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+PolicyRun run_policy(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                      nn::ActivationCompression compression) {
   if (settings.steps < 1)
     throw UsageError("--steps must be >= 1, got " + std::to_string(settings.steps));
   const train::TrainOptions options = train_options(settings, spec, compression);
   PolicyRun run;
-  run.name = checkpoint::to_string(spec);
+  run.name = recompute::to_string(spec);
   run.compression = std::string(nn::compression_name(compression));
 
   nn::Runtime runtime(settings.device);
@@ -142,8 +141,8 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
   const bool computes = settings.device.kind != memory::DeviceKind::meta;
   StepRecorder recorder(computes, settings.record_timeline, run);
   trainer.add_observer(recorder);
-  run.pattern = checkpoint::schedule_pattern(trainer.schedule());
-  run.predicted_activation_peak_bytes = checkpoint::activation_peak_bytes(
+  run.pattern = recompute::schedule_pattern(trainer.schedule());
+  run.predicted_activation_peak_bytes = recompute::activation_peak_bytes(
       estimate::runtime_chain_costs(settings.model, settings.batch, settings.seq, DType::f32,
                                     settings.attention),
       trainer.schedule());
@@ -177,14 +176,14 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
   return run;
 }
 
-bool step_fits(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+bool step_fits(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                const memory::Device& device, int64_t batch) {
   RunSettings at = settings;
   at.batch = batch;
   at.device = device;
   const train::TrainOptions options = train_options(at, spec, nn::ActivationCompression::none);
   // A budget that no schedule meets at this batch is a batch that does not fit that budget.
-  if (spec.kind == checkpoint::RecomputeSpec::Kind::budget) {
+  if (spec.kind == recompute::RecomputeSpec::Kind::budget) {
     try {
       (void)train::recompute_schedule(options);
     } catch (const UsageError&) {
@@ -201,7 +200,7 @@ bool step_fits(const RunSettings& settings, const checkpoint::RecomputeSpec& spe
   return true;
 }
 
-int64_t max_batch(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+int64_t max_batch(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                   const memory::Device& device, int64_t limit) {
   if (limit < 1) throw UsageError("the batch limit must be >= 1, got " + std::to_string(limit));
   if (!step_fits(settings, spec, device, 1)) return 0;

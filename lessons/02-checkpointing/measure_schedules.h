@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/nn/saved_activations.h"
+#include "common/recompute/recompute_spec.h"
 
 namespace vramlab::lesson02 {
 
@@ -52,11 +52,11 @@ struct ParameterRange {
 /// One schedule's run.
 struct PolicyRun {
   std::string name;                  ///< the --recompute text, e.g. "every:2", "budget:40MiB".
-  std::string pattern;               ///< checkpoint::schedule_pattern(), e.g. "F.F.F.".
+  std::string pattern;               ///< recompute::schedule_pattern(), e.g. "F.F.F.".
   std::string compression = "none";  ///< nn::compression_name() of the run.
   /// The store's peak in step 1 (SavedActivations::peak_bytes(): requested bytes).
   int64_t activation_peak_bytes = 0;
-  /// checkpoint::activation_peak_bytes() of the schedule on the runtime's chain costs: the
+  /// recompute::activation_peak_bytes() of the schedule on the runtime's chain costs: the
   /// planner's prediction of activation_peak_bytes (it does not model compression).
   int64_t predicted_activation_peak_bytes = 0;
   /// What the store held when step 1's forward ended (after the drops and the compression).
@@ -82,7 +82,7 @@ struct PolicyRun {
 /// \return the measurements.
 /// \throws vramlab::UsageError for bad settings or a budget no schedule fits;
 /// memory::OutOfMemoryError when the device is too small.
-PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+PolicyRun run_policy(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                      nn::ActivationCompression compression = nn::ActivationCompression::none);
 
 /// Whether one training step with batch \p batch fits \p device: a real step on a fresh Runtime
@@ -91,7 +91,7 @@ PolicyRun run_policy(const RunSettings& settings, const checkpoint::RecomputeSpe
 /// \param device where to try. \param batch B ≥ 1.
 /// \return true when the step ran; false on memory::OutOfMemoryError, or for a `budget` spec
 /// that no schedule meets at this batch.
-bool step_fits(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+bool step_fits(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                const memory::Device& device, int64_t batch);
 
 /// The largest batch whose first step fits \p device, by doubling then bisecting over real
@@ -99,7 +99,7 @@ bool step_fits(const RunSettings& settings, const checkpoint::RecomputeSpec& spe
 /// \param settings the model. \param spec the schedule. \param device where to try.
 /// \param limit the largest batch tried.
 /// \return the batch, 0 when not even B = 1 fits, \p limit when the limit fits.
-int64_t max_batch(const RunSettings& settings, const checkpoint::RecomputeSpec& spec,
+int64_t max_batch(const RunSettings& settings, const recompute::RecomputeSpec& spec,
                   const memory::Device& device, int64_t limit);
 
 /// ‖a − b‖ / ‖b‖ over one range of two gradient vectors (0 when both are zero).

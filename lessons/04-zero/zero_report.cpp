@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dtype/dtype.h"
 #include "common/model/model_flags.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
@@ -133,7 +133,7 @@ void run_scale(Lesson& lesson, void (*progress)(const std::string&)) {
   say(progress, "at scale on meta: " + s.big_model.name + " on " + std::to_string(s.big_ranks) +
                     " ranks, zero3");
   RunSettings big = scale_settings(s, s.big_model, amp::Precision::mixed_bf16, s.big_seq);
-  big.recompute = checkpoint::parse_recompute_spec("full");
+  big.recompute = recompute::parse_recompute_spec("full");
   lesson.big.push_back(run_simulated(big, ZeroStage::parameters, s.big_ranks));
 }
 

@@ -24,12 +24,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/amp/precision_policy.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dist/communicator.h"
 #include "common/dist/parallel_options.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
+#include "common/recompute/recompute_spec.h"
 
 namespace vramlab::lesson04 {
 
@@ -50,7 +50,7 @@ struct RunSettings {
   float learning_rate = 3e-3f;                            ///< AdamW's.
   bool prefetch = false;  ///< ZeRO-3: gather the next unit with the current one.
   /// Which blocks recompute their activations (the 70B fit question keeps only block inputs).
-  checkpoint::RecomputeSpec recompute;
+  recompute::RecomputeSpec recompute;
   /// Rank 0 records the allocator's trace of the last step (the ZeRO-3 timeline figure).
   bool timeline = false;
 };

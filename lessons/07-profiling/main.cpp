@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/terminal.h"
 #include "common/train/trainer.h"
 #include "common/workbook/lesson_binary.h"
@@ -76,7 +76,7 @@ int run(const Options& o) {
     throw UsageError("--scale-batch must be >= 1, got " + std::to_string(o.scale_batch));
   if (o.scale_seq < 1)
     throw UsageError("--scale-seq must be >= 1, got " + std::to_string(o.scale_seq));
-  checkpoint::parse_recompute_spec(o.recompute);  // names a bad --recompute before any run
+  recompute::parse_recompute_spec(o.recompute);  // names a bad --recompute before any run
 
   lesson07::LessonSettings s;
   s.run.train.model = build_model(o.model, o.seq);

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <map>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/memory_category.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 
@@ -160,7 +160,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
       settings.run.train.model.name + " on " + settings.run.device.name());
   lesson.baseline = profile_run(settings.run, "baseline");
   RunSettings checkpointed = settings.run;
-  checkpointed.train.recompute = checkpoint::parse_recompute_spec(settings.recompute);
+  checkpointed.train.recompute = recompute::parse_recompute_spec(settings.recompute);
   say("recording the same steps with --recompute " + settings.recompute);
   lesson.recompute = profile_run(checkpointed, "--recompute " + settings.recompute);
   if (settings.overhead) {

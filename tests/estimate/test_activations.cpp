@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/activation_memory.h"
 #include "common/estimate/estimator.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/model/model_config.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "tests/estimate/expect_close.h"
 
 namespace vramlab::estimate {
@@ -105,7 +105,7 @@ TEST(Korthikanti, EstimatorSelectsTheRowAndMultipliesByLayers) {
     in.precision = Precision::mixed_fp16;
     for (const auto& c : cases) {
       in.sequence_parallel = c.sp;
-      in.recompute = checkpoint::parse_recompute_spec(recompute_name(c.recompute));
+      in.recompute = recompute::parse_recompute_spec(recompute_name(c.recompute));
       const Estimate e = estimate_memory(in);
       const double expected =
           static_cast<double>(m.layers) * table2(c.row, kSeq, static_cast<double>(m.micro_batch),
@@ -293,7 +293,7 @@ TEST(Korthikanti, FlashAttentionUsesTheSelectiveRow) {
   in.micro_batch = 1;
   in.seq = 4096;
   EstimateInputs selective = in;
-  selective.recompute = checkpoint::parse_recompute_spec("selective");
+  selective.recompute = recompute::parse_recompute_spec("selective");
   in.attention = AttentionKind::flash;
   const Estimate flash = estimate_memory(in);
   const Estimate paper_selective = estimate_memory(selective);
@@ -305,7 +305,7 @@ TEST(Korthikanti, FlashAttentionUsesTheSelectiveRow) {
             runtime_activation_bytes_per_layer(*in.model, 1, 4096, bf16, AttentionKind::flash));
   EXPECT_EQ(flash.runtime_schedule_peak_bytes,
             runtime_activation_bytes_total(*in.model, 1, 4096, bf16, AttentionKind::flash));
-  in.recompute = checkpoint::parse_recompute_spec("selective");
+  in.recompute = recompute::parse_recompute_spec("selective");
   EXPECT_EQ(estimate_memory(in).runtime_schedule_peak_bytes, flash.runtime_schedule_peak_bytes)
       << "selective recompute has nothing to drop under flash attention";
   EXPECT_EQ(estimate_memory(in).recomputed_forward_fraction, 0.0);

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/svg_plot.h"
 #include "common/report/terminal.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
@@ -90,18 +90,18 @@ TEST(Lesson02, EveryScheduleOfTheTableIsRunInOrderWithNoneFirstAndTheBudgetLast)
 
 TEST(Lesson02, TheMeasuredActivationPeakIsThePlannersPredictionForEverySchedule) {
   const Lesson& lesson = odd_lesson();
-  const checkpoint::ChainCosts chain =
+  const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(lesson.settings.run.model, 3, 37);
   for (const PolicyRow& row : lesson.policies) {
     // The prediction is recomputed here from the spec, not read back from the run.
-    const checkpoint::RecomputeSchedule schedule =
-        checkpoint::make_schedule(checkpoint::parse_recompute_spec(row.run.name), chain);
-    EXPECT_EQ(row.run.activation_peak_bytes, checkpoint::activation_peak_bytes(chain, schedule))
+    const recompute::RecomputeSchedule schedule =
+        recompute::make_schedule(recompute::parse_recompute_spec(row.run.name), chain);
+    EXPECT_EQ(row.run.activation_peak_bytes, recompute::activation_peak_bytes(chain, schedule))
         << row.run.name;
     EXPECT_EQ(row.run.predicted_activation_peak_bytes, row.run.activation_peak_bytes)
         << row.run.name;
     EXPECT_EQ(row.run.timeline_peak_bytes, row.run.activation_peak_bytes) << row.run.name;
-    EXPECT_EQ(row.run.pattern, checkpoint::schedule_pattern(schedule)) << row.run.name;
+    EXPECT_EQ(row.run.pattern, recompute::schedule_pattern(schedule)) << row.run.name;
   }
   // The schedules differ: a check that compares a constant with itself would pass all of them.
   EXPECT_LT(row_named(lesson, "full").run.activation_peak_bytes,
@@ -114,13 +114,13 @@ TEST(Lesson02, TheMeasuredActivationPeakIsThePlannersPredictionForEverySchedule)
 // highest value and what it keeps, and each segment's recompute.
 TEST(Lesson02, TheMeasuredTimelineIsThePlannersTimeline) {
   const Lesson& lesson = odd_lesson();
-  const checkpoint::ChainCosts chain =
+  const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(lesson.settings.run.model, 3, 37);
   for (const PolicyRow& row : lesson.policies) {
-    const std::vector<checkpoint::ActivationEvent> events = checkpoint::activation_timeline(
-        chain, checkpoint::make_schedule(checkpoint::parse_recompute_spec(row.run.name), chain));
+    const std::vector<recompute::ActivationEvent> events = recompute::activation_timeline(
+        chain, recompute::make_schedule(recompute::parse_recompute_spec(row.run.name), chain));
     std::map<std::string, int64_t> predicted;
-    for (const checkpoint::ActivationEvent& e : events) predicted[e.label] = e.bytes;
+    for (const recompute::ActivationEvent& e : events) predicted[e.label] = e.bytes;
     std::map<std::string, PhaseSample> measured;
     for (const PhaseSample& s : row.run.timeline) measured[s.label] = s;
     for (int64_t l = 0; l < 7; ++l) {
@@ -133,7 +133,7 @@ TEST(Lesson02, TheMeasuredTimelineIsThePlannersTimeline) {
     }
     EXPECT_EQ(measured["loss"].end_bytes, predicted.at("forward head")) << row.run.name;
     int64_t recomputes = 0;
-    for (const checkpoint::ActivationEvent& e : events) {
+    for (const recompute::ActivationEvent& e : events) {
       if (!e.label.starts_with("recompute segment ")) continue;
       ++recomputes;
       // "recompute segment a-b" or "recompute segment a": the re-run ends with layer b.
@@ -163,7 +163,7 @@ TEST(Lesson02, RecomputingChangesNoBitOfTheGradientsOrTheTrainedParameters) {
   // int8 compression does change them: the comparison can say no.
   RunSettings one_step = lesson.settings.run;
   one_step.steps = 1;
-  const PolicyRun int8 = run_policy(one_step, checkpoint::parse_recompute_spec("full"),
+  const PolicyRun int8 = run_policy(one_step, recompute::parse_recompute_spec("full"),
                                     nn::ActivationCompression::int8_block);
   EXPECT_FALSE(bitwise_equal(int8.gradients, none.gradients));
   EXPECT_LT(int8.activation_peak_bytes, row_named(lesson, "full").run.activation_peak_bytes);
@@ -206,7 +206,7 @@ TEST(Lesson02, TheLargestBatchRunsOnTheDeviceAndOneMoreDoesNot) {
     ASSERT_GE(row.batch, 1) << row.name;
     ASSERT_LT(row.batch, lesson.settings.max_batch_limit) << row.name;
     ASSERT_TRUE(row.meta_twin_batch.has_value());
-    const checkpoint::RecomputeSpec spec = checkpoint::parse_recompute_spec(row.name);
+    const recompute::RecomputeSpec spec = recompute::parse_recompute_spec(row.name);
     EXPECT_TRUE(step_fits(quick, spec, lesson.settings.max_batch_device, row.batch)) << row.name;
     EXPECT_FALSE(step_fits(quick, spec, lesson.settings.max_batch_device, row.batch + 1))
         << row.name;
@@ -231,7 +231,7 @@ TEST(Lesson02, MaxBatchIsTheBatchBeforeTheFirstThatDoesNotFit) {
     s.seq = std::uniform_int_distribution<int64_t>(5, 64)(rng);
     s.record_timeline = false;
     const std::string spec_text = specs[static_cast<size_t>(trial) % specs.size()];
-    const checkpoint::RecomputeSpec spec = checkpoint::parse_recompute_spec(spec_text);
+    const recompute::RecomputeSpec spec = recompute::parse_recompute_spec(spec_text);
     const memory::Device device = memory::parse_device(
         "meta:" + std::to_string(std::uniform_int_distribution<int>(6, 20)(rng)) + "MiB");
     int64_t scan = 0;
@@ -243,11 +243,11 @@ TEST(Lesson02, MaxBatchIsTheBatchBeforeTheFirstThatDoesNotFit) {
   s.model = odd_model();
   s.seq = 8;
   EXPECT_EQ(
-      max_batch(s, checkpoint::parse_recompute_spec("full"), memory::parse_device("meta:64MiB"), 3),
+      max_batch(s, recompute::parse_recompute_spec("full"), memory::parse_device("meta:64MiB"), 3),
       3);
-  EXPECT_EQ(max_batch(s, checkpoint::parse_recompute_spec("none"),
-                      memory::parse_device("meta:64KiB"), 50),
-            0);
+  EXPECT_EQ(
+      max_batch(s, recompute::parse_recompute_spec("none"), memory::parse_device("meta:64KiB"), 50),
+      0);
 }
 
 TEST(Lesson02, RelativeErrorAndBitwiseEquality) {

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/runtime_activations.h"
 #include "common/memory/call_stack.h"
 #include "common/memory/device.h"
@@ -18,6 +17,7 @@
 #include "common/model/model_config.h"
 #include "common/model/saved_tensor_names.h"
 #include "common/nn/runtime.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::memory {
@@ -37,7 +37,7 @@ train::TrainOptions options_for(const ModelConfig& model, std::string_view recom
   options.batch = kBatch;
   options.seq = kSeq;
   options.seed = 7;
-  options.recompute = checkpoint::parse_recompute_spec(recompute);
+  options.recompute = recompute::parse_recompute_spec(recompute);
   return options;
 }
 
@@ -217,7 +217,7 @@ TEST(RecordedStep, AttentionProbabilitiesComeFromAttentionForward) {
         EXPECT_EQ(frame.line, 0) << frame.file;
       }
     }
-    EXPECT_TRUE(names_function(frames, "vramlab::nn::Block::forward")) << listing;
+    EXPECT_TRUE(names_function(frames, "vramlab::nn::TransformerLayer::forward")) << listing;
     EXPECT_TRUE(names_function(frames, "vramlab::train::Trainer::step")) << listing;
     for (const char* machinery :
          {"CachingAllocator::", "capture_call_stack",

@@ -105,7 +105,7 @@ TEST(Compression, TheStoreHoldsTheCompressedLayoutAfterForwardUnderEveryPlan) {
       std::vector<LayerPolicy> plan(3, LayerPolicy{recompute, recompute == Recompute::full});
       const Outcome o = run(config, B, T, compression, plan, "meta");
       EXPECT_EQ(o.bytes_after_forward, expected_after_forward(config, B, T, compression, recompute))
-          << compression_name(compression) << " with " << checkpoint::to_string(recompute);
+          << compression_name(compression) << " with " << recompute::to_string(recompute);
     }
   }
 }

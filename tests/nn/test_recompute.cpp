@@ -13,10 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/optimal_schedule.h"
-#include "common/checkpoint/recompute_cost.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dtype/counter_rng.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/estimate/runtime_activations.h"
@@ -27,6 +23,10 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/optimal_schedule.h"
+#include "common/recompute/recompute_cost.h"
+#include "common/recompute/recompute_spec.h"
 
 namespace vramlab::nn {
 namespace {
@@ -244,10 +244,10 @@ TEST(Recompute, ASegmentsForwardIsReRunJustBeforeTheBackwardOfItsLastLayer) {
 namespace vramlab::nn {
 namespace {
 
-checkpoint::RecomputeSchedule schedule_for(const ModelConfig& config, int64_t B, int64_t T,
-                                           const std::string& spec) {
-  return checkpoint::make_schedule(checkpoint::parse_recompute_spec(spec),
-                                   estimate::runtime_chain_costs(config, B, T));
+recompute::RecomputeSchedule schedule_for(const ModelConfig& config, int64_t B, int64_t T,
+                                          const std::string& spec) {
+  return recompute::make_schedule(recompute::parse_recompute_spec(spec),
+                                  estimate::runtime_chain_costs(config, B, T));
 }
 
 // Every schedule `--recompute` can name, made by the planner for a 9-layer model, with dropout:
@@ -269,10 +269,10 @@ TEST(Recompute, EveryNamedScheduleWithDropoutGivesBitwiseTheGradientsOfKeepingEv
                                           "budget:" + std::to_string((none_peak + sqrt_peak) / 2),
                                           "budget:" + std::to_string(sqrt_peak)};
   for (const std::string& spec : specs) {
-    const checkpoint::RecomputeSchedule schedule = schedule_for(config, B, T, spec);
+    const recompute::RecomputeSchedule schedule = schedule_for(config, B, T, spec);
     expect_bitwise_equal(reference,
                          run_step(config, B, T, schedule.layers, "cpu", nullptr, dropout),
-                         spec + " (" + checkpoint::schedule_pattern(schedule) + ")");
+                         spec + " (" + recompute::schedule_pattern(schedule) + ")");
   }
 }
 
@@ -282,7 +282,7 @@ TEST(Recompute, TheBudgetScheduleFitsItsBudgetAndRecomputesNoMoreThanAnyHandSche
   for (const ModelConfig& config : {gpt2_config("budget-gpt2", 12, 64, 4, 97, 64),
                                     llama_config("budget-llama", 10, 64, 4, 2, 96, 97, 64)}) {
     const int64_t B = 2, T = 48;
-    const checkpoint::ChainCosts costs = estimate::runtime_chain_costs(config, B, T);
+    const recompute::ChainCosts costs = estimate::runtime_chain_costs(config, B, T);
     std::vector<std::string> hand = {"none", "full", "sqrt", "selective"};
     for (int64_t k = 2; k <= config.layers; ++k) hand.push_back("every:" + std::to_string(k));
     struct Measured {
@@ -294,20 +294,20 @@ TEST(Recompute, TheBudgetScheduleFitsItsBudgetAndRecomputesNoMoreThanAnyHandSche
     for (const std::string& spec : hand) {
       const auto schedule = schedule_for(config, B, T, spec);
       hand_measured.push_back({spec, run_step(config, B, T, schedule.layers, "meta").peak_bytes,
-                               checkpoint::recompute_cost(costs, schedule)});
+                               recompute::recompute_cost(costs, schedule)});
     }
-    const int64_t least = checkpoint::least_activation_peak_bytes(costs);
+    const int64_t least = recompute::least_activation_peak_bytes(costs);
     const int64_t most = hand_measured.front().peak;  // none
     for (int i = 0; i <= 8; ++i) {
       const int64_t budget = least + (most - least) * i / 8;
       const auto schedule = schedule_for(config, B, T, "budget:" + std::to_string(budget));
       const int64_t measured = run_step(config, B, T, schedule.layers, "meta").peak_bytes;
-      const double cost = checkpoint::recompute_cost(costs, schedule);
+      const double cost = recompute::recompute_cost(costs, schedule);
       EXPECT_LE(measured, budget) << config.name << " " << schedule.name;
       for (const Measured& h : hand_measured) {
         if (h.peak > budget) continue;
         EXPECT_LE(cost, h.cost) << config.name << " budget " << budget << ": "
-                                << checkpoint::schedule_pattern(schedule) << " costs more than "
+                                << recompute::schedule_pattern(schedule) << " costs more than "
                                 << h.spec << ", which fits too";
       }
     }
@@ -366,15 +366,15 @@ TEST(FlashAttentionModel, EveryPlanGivesBitwiseTheGradientsAndThePlannersPeak) {
   const int64_t B = 2, T = 11;
   const StepOutcome reference = run_step(config, B, T, std::vector<LayerPolicy>(5), "cpu", nullptr,
                                          {}, nullptr, AttentionKind::flash);
-  const checkpoint::ChainCosts costs =
+  const recompute::ChainCosts costs =
       estimate::runtime_chain_costs(config, B, T, DType::f32, AttentionKind::flash);
   for (const auto& [name, plan] : plans_for_five_layers()) {
     const StepOutcome run =
         run_step(config, B, T, plan, "cpu", nullptr, {}, nullptr, AttentionKind::flash);
     expect_bitwise_equal(reference, run, name);
-    checkpoint::RecomputeSchedule schedule;
+    recompute::RecomputeSchedule schedule;
     schedule.layers = plan;
-    EXPECT_EQ(run.peak_bytes, checkpoint::activation_peak_bytes(costs, schedule)) << name;
+    EXPECT_EQ(run.peak_bytes, recompute::activation_peak_bytes(costs, schedule)) << name;
   }
   EXPECT_EQ(run_step(config, B, T, {kSelective, kSelective, kSelective, kSelective, kSelective},
                      "cpu", nullptr, {}, nullptr, AttentionKind::flash)

@@ -62,14 +62,14 @@ nlohmann::json cpp_frames(const std::string& phase, const std::string& module,
                                      : "vramlab::nn::Mlp::forward(vramlab::Tensor const&, "
                                        "vramlab::nn::ForwardContext&)"));
     frames.push_back(frame(src + "nn/block.cpp", 30,
-                           "vramlab::nn::Block::forward(vramlab::Tensor const&, "
+                           "vramlab::nn::TransformerLayer::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
     frames.push_back(frame(src + "nn/gpt.cpp", 112,
                            "vramlab::nn::Gpt::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
   } else if (phase == "backward") {
     frames.push_back(frame(src + "nn/block.cpp", 77,
-                           "vramlab::nn::Block::backward(vramlab::Tensor const&, "
+                           "vramlab::nn::TransformerLayer::backward(vramlab::Tensor const&, "
                            "vramlab::nn::BackwardContext&)"));
     frames.push_back(
         frame(src + "nn/gpt.cpp", 160, "vramlab::nn::Gpt::backward(vramlab::Tensor const&)"));

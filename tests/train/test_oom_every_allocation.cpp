@@ -28,7 +28,6 @@
 #include <vector>
 
 #include "common/amp/precision_policy.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dist/communicator.h"
 #include "common/dist/parallel_options.h"
 #include "common/dist/simulated_communicator.h"
@@ -37,6 +36,7 @@
 #include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 #include "tests/sanitized_build.h"
 
@@ -241,13 +241,13 @@ TEST(OomAtEveryAllocation, Gpt2Fp32GradientsZeroedNotReleased) {
 
 TEST(OomAtEveryAllocation, Gpt2FullRecompute) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.recompute = checkpoint::parse_recompute_spec("full");
+  o.recompute = recompute::parse_recompute_spec("full");
   EXPECT_GT(fail_every_allocation("gpt2 recompute full", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaSelectiveRecompute) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.recompute = checkpoint::parse_recompute_spec("selective");
+  o.recompute = recompute::parse_recompute_spec("selective");
   EXPECT_GT(fail_every_allocation("llama recompute selective", o).failed, 0);
 }
 
@@ -275,7 +275,7 @@ TEST(OomAtEveryAllocation, Gpt2GradAccumulationWithDropoutAndCheckpoints) {
   TrainOptions o = tiny(ModelFamily::gpt2);
   o.grad_accum = 2;
   o.dropout.p = 0.1f;  // its masks replay in the recomputed layers
-  o.recompute = checkpoint::parse_recompute_spec("every:2");
+  o.recompute = recompute::parse_recompute_spec("every:2");
   EXPECT_GT(fail_every_allocation("gpt2 accum 2 dropout every:2", o).failed, 0);
 }
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::train {
@@ -111,7 +111,7 @@ TEST(Training, FlashAttentionGivesTheLossCurveOfNaiveAttention) {
     cases.push_back({o, 1e-6});
     TrainOptions dropout = o;
     dropout.dropout = {0.1f, 21, true};
-    dropout.recompute = checkpoint::parse_recompute_spec("full");
+    dropout.recompute = recompute::parse_recompute_spec("full");
     cases.push_back({dropout, 1e-6});
     TrainOptions bf16 = o;
     bf16.precision = amp::Precision::mixed_bf16;

@@ -3,7 +3,7 @@
 // Expectations: an exhaustive search over every plan of small random chains, with the test's own
 // event-by-event timeline of the step for each plan's peak; and the runtime itself, which runs
 // your plans for real models on the meta device: its measured peak must be the one you report and
-// fit the budget; and, on chains too long to search, the runtime's own planner (common/checkpoint).
+// fit the budget; and, on chains too long to search, the runtime's own planner (common/recompute).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,10 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/optimal_schedule.h"
-#include "common/checkpoint/recompute_cost.h"
 #include "common/memory/device.h"
 #include "common/memory/tensor_view.h"
 #include "common/model/model_config.h"
@@ -28,6 +24,10 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/optimal_schedule.h"
+#include "common/recompute/recompute_cost.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "lessons/02-checkpointing/api/optimal_plan.h"
@@ -404,28 +404,28 @@ TEST(OptimalPlan, NinetySixLayersOfSeventyBSizesNoWorseThanAnyHandPlan) {
   VRAMLAB_EXPECT_PASSES(no_worse);
 }
 
-// The same chain for the runtime's planner (common/checkpoint), with selective recompute made
+// The same chain for the runtime's planner (common/recompute), with selective recompute made
 // useless (it would keep all of F and cost more than recomputing the whole layer), so that both
 // choose among the same plans.
-checkpoint::ChainCosts planner_chain(const CheckpointChain& c) {
-  checkpoint::ChainCosts costs;
+recompute::ChainCosts planner_chain(const CheckpointChain& c) {
+  recompute::ChainCosts costs;
   for (const LayerCost& layer : c.layers)
-    costs.layers.push_back(checkpoint::LayerCosts{layer.saved_bytes, layer.saved_bytes,
-                                                  layer.output_bytes, layer.forward_cost,
-                                                  layer.forward_cost + 1.0});
+    costs.layers.push_back(recompute::LayerCosts{layer.saved_bytes, layer.saved_bytes,
+                                                 layer.output_bytes, layer.forward_cost,
+                                                 layer.forward_cost + 1.0});
   costs.before_bytes = c.before_bytes;
   costs.head_bytes = c.head_bytes;
   return costs;
 }
 
-checkpoint::RecomputeSchedule planner_schedule(const std::vector<LayerPolicy>& plan) {
-  checkpoint::RecomputeSchedule schedule;
+recompute::RecomputeSchedule planner_schedule(const std::vector<LayerPolicy>& plan) {
+  recompute::RecomputeSchedule schedule;
   schedule.name = "yours";
   for (const LayerPolicy& p : plan)
     schedule.layers.push_back(
         p.recompute == Recompute::full
-            ? checkpoint::LayerPlan{checkpoint::LayerRecompute::full, p.segment_start}
-            : checkpoint::LayerPlan{checkpoint::LayerRecompute::none, false});
+            ? recompute::LayerPlan{recompute::LayerRecompute::full, p.segment_start}
+            : recompute::LayerPlan{recompute::LayerRecompute::none, false});
   return schedule;
 }
 
@@ -438,8 +438,8 @@ TEST(OptimalPlan, CostsWhatTheRuntimesPlannerFindsOnLongerRandomChains) {
   Comparison over("bytes over the budget (runtime's peak model)", Unit::kBytes);
   for (int trial = 0; trial < 120; ++trial) {
     const CheckpointChain chain = random_chain(rng, 40, trial % 2 == 0);
-    const checkpoint::ChainCosts costs = planner_chain(chain);
-    const int64_t smallest = checkpoint::least_activation_peak_bytes(costs);
+    const recompute::ChainCosts costs = planner_chain(chain);
+    const int64_t smallest = recompute::least_activation_peak_bytes(costs);
     const int64_t everything = evaluate(chain, std::vector<LayerPolicy>(chain.layers.size())).peak;
     for (int64_t budget :
          {smallest, std::uniform_int_distribution<int64_t>(smallest, everything)(rng),
@@ -452,10 +452,10 @@ TEST(OptimalPlan, CostsWhatTheRuntimesPlannerFindsOnLongerRandomChains) {
                       << "): " << problem;
         continue;
       }
-      const checkpoint::RecomputeSchedule best = checkpoint::optimal_schedule(costs, budget);
-      cost.add(where, checkpoint::recompute_cost(costs, best), got.recompute_cost);
+      const recompute::RecomputeSchedule best = recompute::optimal_schedule(costs, budget);
+      cost.add(where, recompute::recompute_cost(costs, best), got.recompute_cost);
       const int64_t model_peak =
-          checkpoint::activation_peak_bytes(costs, planner_schedule(got.layers));
+          recompute::activation_peak_bytes(costs, planner_schedule(got.layers));
       peak.add(where + " plan " + describe(got.layers), static_cast<double>(model_peak),
                static_cast<double>(got.peak_bytes));
       over.add(where + " plan " + describe(got.layers), 0.0,

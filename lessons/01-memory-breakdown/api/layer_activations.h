@@ -4,12 +4,12 @@
 ///
 /// The one API shared by the stub (exercises/01-memory-breakdown/layer_activations.cpp) and the
 /// reference (solutions/01-memory-breakdown/layer_activations.cpp). "Saved for backward" means
-/// what the runtime's GPT-2 block (llm.c's tensors, common/nn/block.h) keeps from its forward pass
-/// until its backward pass, every tensor in \p dtype except the LayerNorms' per-token statistics,
-/// which stay f32 in every precision (lesson 03): what each backward needs and nothing more,
-/// which is also what PyTorch's eager autograd keeps for the same block. Finding those tensors and
-/// their shapes (read the block, the attention and the MLP) is the exercise; `vramlab hint 01.2`
-/// guides you.
+/// what the runtime's GPT-2 block (llm.c's tensors, common/nn/transformer_layer.h) keeps from its
+/// forward pass until its backward pass, every tensor in \p dtype except the LayerNorms' per-token
+/// statistics, which stay f32 in every precision (lesson 03): what each backward needs and nothing
+/// more, which is also what PyTorch's eager autograd keeps for the same block. Finding those
+/// tensors and their shapes (read the block, the attention and the MLP) is the exercise; `vramlab
+/// hint 01.2` guides you.
 #pragma once
 
 #include <cstdint>

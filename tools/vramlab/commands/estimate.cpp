@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_schedule.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_schedule.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "tools/vramlab/commands.h"
@@ -124,8 +124,8 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
   in.data_parallel = o.dp;
   in.tensor_parallel = o.tp;
   in.sequence_parallel = o.sp;
-  in.recompute = checkpoint::parse_recompute_spec(o.recompute);
-  in.compress_activations = checkpoint::parse_compression(o.compress);
+  in.recompute = recompute::parse_recompute_spec(o.recompute);
+  in.compress_activations = recompute::parse_compression(o.compress);
   in.attention = parse_attention_kind(o.attention);
   if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
   if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
@@ -182,7 +182,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   inputs["dp"] = in.data_parallel;
   inputs["tp"] = in.tensor_parallel;
   inputs["sp"] = in.sequence_parallel;
-  inputs["recompute"] = checkpoint::to_string(in.recompute);
+  inputs["recompute"] = recompute::to_string(in.recompute);
   inputs["attention"] = attention_kind_name(in.attention);
   inputs["offload"] = in.offload_optimizer && in.offload_parameters ? "both"
                       : in.offload_optimizer                        ? "optimizer"
@@ -221,9 +221,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
     r["activations_runtime_layout_per_layer_bytes"] = e.runtime_activation_bytes_per_layer;
     r["runtime_recompute"] = {
         {"schedule", e.runtime_schedule.name},
-        {"pattern", checkpoint::schedule_pattern(e.runtime_schedule)},
+        {"pattern", recompute::schedule_pattern(e.runtime_schedule)},
         {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
-        {"compress_activations", checkpoint::compression_name(in.compress_activations)},
+        {"compress_activations", recompute::compression_name(in.compress_activations)},
         {"bytes_after_forward", e.runtime_bytes_after_forward},
         {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
   } else {
@@ -257,7 +257,7 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
               std::string(estimate::optimizer_name(in.optimizer)).c_str(),
               static_cast<long long>(in.zero_stage), static_cast<long long>(in.data_parallel),
               static_cast<long long>(in.tensor_parallel), in.sequence_parallel ? " + SP" : "",
-              checkpoint::to_string(in.recompute).c_str());
+              recompute::to_string(in.recompute).c_str());
   if (in.attention == AttentionKind::flash) std::printf(", flash attention");
   if (in.model)
     std::printf(", micro-batch %lld × seq %lld, grad-accum %lld",
@@ -287,12 +287,12 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
          format_bytes_decimal(static_cast<uint64_t>(e.runtime_activation_bytes)), "",
          e.runtime_activation_source + " (not in the total)"},
         report::RowStyle::kDim);
-  if (e.has_activations && in.recompute.kind != checkpoint::RecomputeSpec::Kind::none) {
+  if (e.has_activations && in.recompute.kind != recompute::RecomputeSpec::Kind::none) {
     char source[160];
     std::snprintf(source, sizeof source,
                   "its peak under %s (%s), %.1f%% of the forward re-run (not in the total)",
                   e.runtime_schedule.name.c_str(),
-                  checkpoint::schedule_pattern(e.runtime_schedule).c_str(),
+                  recompute::schedule_pattern(e.runtime_schedule).c_str(),
                   100.0 * e.recomputed_forward_fraction);
     table.add_row(
         {"  runtime, recompute", format_bytes(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)),

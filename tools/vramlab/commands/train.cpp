@@ -28,8 +28,6 @@
 
 #include "common/amp/loss_scale_spec.h"
 #include "common/amp/precision_policy.h"
-#include "common/checkpoint/recompute_schedule.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/dist/communicator.h"
 #include "common/dist/mpi_communicator.h"
 #include "common/dist/parallel_options.h"
@@ -49,6 +47,8 @@
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
 #include "common/profile/snapshot_analysis.h"
+#include "common/recompute/recompute_schedule.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/report/progress_bar.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
@@ -189,7 +189,7 @@ void run_train(const TrainCommandOptions& o) {
   options.eight_bit.block_size = o.block_size;
   options.eight_bit.min_8bit_size = o.min_8bit_size;
   options.eight_bit.fp32_embeddings = o.fp32_embeddings;
-  options.recompute = checkpoint::parse_recompute_spec(o.recompute);
+  options.recompute = recompute::parse_recompute_spec(o.recompute);
   if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", o.dropout);
@@ -217,7 +217,7 @@ void run_train(const TrainCommandOptions& o) {
 
 RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& options,
                        const memory::Device& device, bool speak) {
-  const checkpoint::RecomputeSchedule schedule = train::recompute_schedule(options);
+  const recompute::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
@@ -254,12 +254,12 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                 kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
-    if (options.recompute.kind != checkpoint::RecomputeSpec::Kind::none || options.dropout.p > 0 ||
+    if (options.recompute.kind != recompute::RecomputeSpec::Kind::none || options.dropout.p > 0 ||
         options.compress_activations != nn::ActivationCompression::none)
       std::printf(
           "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
           "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
-          schedule.name.c_str(), checkpoint::schedule_pattern(schedule).c_str(),
+          schedule.name.c_str(), recompute::schedule_pattern(schedule).c_str(),
           100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
                                                         options.attention),
           options.compress_activations == nn::ActivationCompression::none
@@ -386,7 +386,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         {"reserved_peak_bytes", mem.reserved_peak_bytes},
         {"recompute",
          {{"schedule", schedule.name},
-          {"pattern", checkpoint::schedule_pattern(schedule)},
+          {"pattern", recompute::schedule_pattern(schedule)},
           {"recomputed_forward_fraction",
            estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
                                                  options.attention)}}},

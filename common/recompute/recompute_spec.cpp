@@ -1,5 +1,5 @@
 // The `--recompute` forms and the hand schedules they make.
-#include "common/checkpoint/recompute_spec.h"
+#include "common/recompute/recompute_spec.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/checkpoint/optimal_schedule.h"
 #include "common/memory/device.h"
 #include "common/platform/errors.h"
+#include "common/recompute/optimal_schedule.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 namespace {
 
@@ -152,4 +152,4 @@ RecomputeSchedule make_schedule(const RecomputeSpec& spec, const ChainCosts& cos
   throw InternalError("RecomputeSpec kind " + std::to_string(static_cast<int>(spec.kind)));
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/recompute_cost.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/platform/errors.h"
-#include "tests/checkpoint/chain_fixtures.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/recompute_cost.h"
+#include "common/recompute/recompute_spec.h"
+#include "tests/recompute/chain_fixtures.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 namespace {
 
 using testing::schedule_of;
@@ -321,4 +321,4 @@ TEST(ActivationPeak, SeventyBLikeChainIn64Bits) {
 }
 
 }  // namespace
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

@@ -1,5 +1,5 @@
 // The checks the planner's sums rely on.
-#include "common/checkpoint/chain_costs.h"
+#include "common/recompute/chain_costs.h"
 
 #include <cmath>
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include "common/platform/errors.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 namespace {
 
@@ -57,4 +57,4 @@ void validate_chain_costs(const ChainCosts& costs) {
   }
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

@@ -8,13 +8,13 @@
 //   build/bench/bin/bench_optimal_schedule
 #include <benchmark/benchmark.h>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/optimal_schedule.h"
-#include "common/checkpoint/recompute_spec.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/optimal_schedule.h"
+#include "common/recompute/recompute_spec.h"
 
 namespace {
 
-using namespace vramlab::checkpoint;
+using namespace vramlab::recompute;
 
 ChainCosts gpt3_chain() {
   const int64_t s = 2048, h = 12288, a = 96;

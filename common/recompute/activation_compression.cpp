@@ -1,7 +1,7 @@
 // Activation compression modes and their bytes (see activation_compression.h).
-#include "common/checkpoint/activation_compression.h"
+#include "common/recompute/activation_compression.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 int64_t compressed_bytes(int64_t numel, ActivationCompression compression) {
   switch (compression) {
@@ -15,4 +15,4 @@ int64_t compressed_bytes(int64_t numel, ActivationCompression compression) {
   return 4 * numel;
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

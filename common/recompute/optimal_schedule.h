@@ -35,9 +35,9 @@
 /// per boundary and segments of at most G layers that fit (G ≤ L). W depends on the chain: 96
 /// identical GPT-3-sized layers plan in 1–55 ms at eleven budgets (build/bench/bin/
 /// bench_optimal_schedule); 80 layers whose costs form an arithmetic progression (many exact ties,
-/// each tie a staircase in (P, M)) took up to 0.4 s (Release build, one core). Costs are doubles summed from layer 0 up as recompute_cost() does
-/// and compared exactly: integer costs (FLOPs) tie exactly; fractional costs equal only up to
-/// rounding are decided by the rounding.
+/// each tie a staircase in (P, M)) took up to 0.4 s (Release build, one core). Costs are doubles
+/// summed from layer 0 up as recompute_cost() does and compared exactly: integer costs (FLOPs) tie
+/// exactly; fractional costs equal only up to rounding are decided by the rounding.
 ///
 /// Sources: segments with only their boundaries kept are Chen et al. 2016, "Training Deep Nets
 /// with Sublinear Memory Cost" §4 (whose √L segments the `sqrt` schedule uses; its planner
@@ -50,10 +50,10 @@
 
 #include <cstdint>
 
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_schedule.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// The schedule of least recompute_cost() whose activation_peak_bytes() is at most the budget
 /// (ties as in the file comment). Named "budget:" and the budget, e.g. "budget:20GiB".
@@ -73,4 +73,4 @@ RecomputeSchedule optimal_schedule(const ChainCosts& costs, int64_t budget_bytes
 /// \throws vramlab::InternalError for an invalid chain.
 int64_t least_activation_peak_bytes(const ChainCosts& costs);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

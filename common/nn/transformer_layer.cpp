@@ -1,5 +1,5 @@
 // One transformer block, forward and backward (see block.h).
-#include "common/nn/block.h"
+#include "common/nn/transformer_layer.h"
 
 #include "common/model/saved_tensor_names.h"
 
@@ -21,8 +21,8 @@ std::variant<Mlp, SwigluMlp> make_mlp(const ParameterStore& params, const ModelC
 
 }  // namespace
 
-Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t layer,
-             dist::Communicator* tensor_parallel)
+TransformerLayer::TransformerLayer(const ParameterStore& params, const ModelConfig& config,
+                                   int64_t layer, dist::Communicator* tensor_parallel)
     : layer_(layer),
       module_name_("blocks." + std::to_string(layer)),
       C_(config.hidden),
@@ -39,16 +39,17 @@ Block::Block(const ParameterStore& params, const ModelConfig& config, int64_t la
       mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer,
                     tensor_parallel)) {}
 
-const char* Block::norm1_name() const {
+const char* TransformerLayer::norm1_name() const {
   return norm1_.is_layernorm() ? "ln1" : "norm1";
 }
 
-const char* Block::norm2_name() const {
+const char* TransformerLayer::norm2_name() const {
   return norm2_.is_layernorm() ? "ln2" : "norm2";
 }
 
-const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                             int64_t B, int64_t T, const BlockDropout& dropout) const {
+const Tensor& TransformerLayer::forward(Runtime& runtime, SavedActivations& saved,
+                                        const TensorView& x, int64_t B, int64_t T,
+                                        const LayerDropout& dropout) const {
   const memory::ModuleScope module(module_name_);
   const KernelBackend& kernels = runtime.kernels();
   const Tensor& ln1 = [&]() -> const Tensor& {
@@ -85,9 +86,9 @@ const Tensor& Block::forward(Runtime& runtime, SavedActivations& saved, const Te
   return residual3;
 }
 
-void Block::backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
-                     const TensorView& dresidual, int64_t B, int64_t T,
-                     const BlockDropout& dropout) const {
+void TransformerLayer::backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
+                                const TensorView& dresidual, int64_t B, int64_t T,
+                                const LayerDropout& dropout) const {
   const memory::ModuleScope module(module_name_);
   // The gradient reaching a branch's output: the stream's, through the branch's dropout mask.
   auto branch_gradient = [&](Tensor& scratch, uint64_t offset) -> TensorView {

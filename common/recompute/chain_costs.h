@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// One layer of the chain.
 struct LayerCosts {
@@ -41,4 +41,4 @@ struct ChainCosts {
 /// large to describe in bytes).
 void validate_chain_costs(const ChainCosts& costs);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

@@ -1,11 +1,11 @@
 // The schedule's own rules: the segment rule, counting, the one-line pattern.
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/recompute_schedule.h"
 
 #include <string>
 
 #include "common/platform/errors.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 std::string to_string(LayerRecompute recompute) {
   switch (recompute) {
@@ -69,4 +69,4 @@ std::string schedule_pattern(const RecomputeSchedule& schedule) {
   return pattern;
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

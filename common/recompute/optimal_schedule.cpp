@@ -1,5 +1,5 @@
 // The exact planner (the recurrence and its order key are in optimal_schedule.h).
-#include "common/checkpoint/optimal_schedule.h"
+#include "common/recompute/optimal_schedule.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,13 +10,13 @@
 #include <tuple>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/recompute_cost.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/memory/oom_error.h"
 #include "common/platform/errors.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/recompute_cost.h"
+#include "common/recompute/recompute_spec.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 namespace {
 
@@ -414,4 +414,4 @@ RecomputeSchedule optimal_schedule(const ChainCosts& costs, int64_t budget_bytes
   return schedule;
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

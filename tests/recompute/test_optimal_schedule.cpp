@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/optimal_schedule.h"
-#include "common/checkpoint/recompute_cost.h"
-#include "common/checkpoint/recompute_spec.h"
 #include "common/platform/errors.h"
-#include "tests/checkpoint/chain_fixtures.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/optimal_schedule.h"
+#include "common/recompute/recompute_cost.h"
+#include "common/recompute/recompute_spec.h"
+#include "tests/recompute/chain_fixtures.h"
 #include "tests/sanitized_build.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 namespace {
 
 using testing::brute_force_optimal;
@@ -229,4 +229,4 @@ TEST(OptimalSchedule, NinetySixLayersGetAPlanThatFitsAtEveryBudget) {
 }
 
 }  // namespace
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

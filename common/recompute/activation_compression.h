@@ -10,7 +10,7 @@
 
 #include "common/plan/techniques.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// The modes and their names, from the plan's vocabulary (common/plan/techniques.h).
 using plan::ActivationCompression;
@@ -25,4 +25,4 @@ inline constexpr int64_t kInt8ActivationBlock = 256;
 /// \param numel elements (≥ 0). \param compression the mode (none: 4 · numel).
 int64_t compressed_bytes(int64_t numel, ActivationCompression compression);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

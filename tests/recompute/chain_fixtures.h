@@ -8,12 +8,12 @@
 #include <tuple>
 #include <vector>
 
-#include "common/checkpoint/activation_peak.h"
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_cost.h"
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/activation_peak.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_cost.h"
+#include "common/recompute/recompute_schedule.h"
 
-namespace vramlab::checkpoint::testing {
+namespace vramlab::recompute::testing {
 
 // A schedule from its pattern ('.' none, 's' selective, 'F' full starting a segment, 'f' full
 // continuing one), written independently of the library's reading of patterns.
@@ -105,4 +105,4 @@ inline const Scored* brute_force_optimal(const std::vector<Scored>& all, int64_t
   return best;
 }
 
-}  // namespace vramlab::checkpoint::testing
+}  // namespace vramlab::recompute::testing

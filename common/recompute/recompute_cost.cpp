@@ -1,7 +1,7 @@
 // The recompute cost of a schedule.
-#include "common/checkpoint/recompute_cost.h"
+#include "common/recompute/recompute_cost.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 double recompute_cost(const ChainCosts& costs, const RecomputeSchedule& schedule) {
   validate_schedule(schedule, costs.layers.size());
@@ -21,4 +21,4 @@ double recompute_cost(const ChainCosts& costs, const RecomputeSchedule& schedule
   return cost;
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

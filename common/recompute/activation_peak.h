@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_schedule.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// One change of the saved-activation store.
 struct ActivationEvent {
@@ -58,4 +58,4 @@ std::vector<ActivationEvent> activation_timeline(const ChainCosts& costs,
 /// \throws vramlab::InternalError for an invalid chain or schedule.
 int64_t activation_peak_bytes(const ChainCosts& costs, const RecomputeSchedule& schedule);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

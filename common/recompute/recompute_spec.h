@@ -25,10 +25,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_schedule.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// A parsed `--recompute` value (file comment).
 struct RecomputeSpec {
@@ -62,4 +62,4 @@ std::string to_string(const RecomputeSpec& spec);
 /// refuse (K < 1, a budget ≤ 0).
 RecomputeSchedule make_schedule(const RecomputeSpec& spec, const ChainCosts& costs);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

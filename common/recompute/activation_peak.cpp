@@ -1,11 +1,11 @@
 // One walk over a step's saved-activation store (the file comment of activation_peak.h), shared
 // by the labelled timeline and the peak so the two cannot disagree.
-#include "common/checkpoint/activation_peak.h"
+#include "common/recompute/activation_peak.h"
 
 #include <algorithm>
 #include <string>
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 namespace {
 
@@ -125,4 +125,4 @@ int64_t activation_peak_bytes(const ChainCosts& costs, const RecomputeSchedule& 
   return peak;
 }
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

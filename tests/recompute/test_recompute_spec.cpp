@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/recompute_spec.h"
 #include "common/platform/errors.h"
-#include "tests/checkpoint/chain_fixtures.h"
+#include "common/recompute/recompute_spec.h"
+#include "tests/recompute/chain_fixtures.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 namespace {
 
 using Kind = RecomputeSpec::Kind;
@@ -179,4 +179,4 @@ TEST(HandSchedules, SqrtIsSegmentsOfCeilRootL) {
 }
 
 }  // namespace
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// What backward does about one layer's saved activations.
 enum class LayerRecompute {
@@ -61,4 +61,4 @@ size_t full_layer_count(const RecomputeSchedule& schedule);
 /// \param schedule a schedule. \return the string, as long as the schedule.
 std::string schedule_pattern(const RecomputeSchedule& schedule);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute

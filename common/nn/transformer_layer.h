@@ -1,8 +1,8 @@
 /// \file
-/// \brief Block: one pre-norm transformer block, x → x + attn(norm1(x)) → + mlp(norm2(·)), with
-/// explicit backward. Saves, in order (GPT-2 names; Llama uses norm1/norm2 and its attention and
-/// MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, att, atty, residual2, ln2, ln2_mean,
-/// ln2_rstd, fch, fch_gelu, residual3 — runtime_saved_activations_per_layer()'s list.
+/// \brief TransformerLayer: one pre-norm transformer block, x → x + attn(norm1(x)) → +
+/// mlp(norm2(·)), with explicit backward. Saves, in order (GPT-2 names; Llama uses norm1/norm2 and
+/// its attention and MLP tensors): ln1, ln1_mean, ln1_rstd, qkv, att, atty, residual2, ln2,
+/// ln2_mean, ln2_rstd, fch, fch_gelu, residual3 — runtime_saved_activations_per_layer()'s list.
 ///
 /// Under Megatron tensor parallelism (Shoeybi et al. 2019, Figure 3) the attention and the MLP
 /// each begin with column-parallel linears and end with a row-parallel one: the forward
@@ -31,18 +31,18 @@ class Communicator;
 namespace vramlab::nn {
 
 /// One transformer block.
-class Block {
+class TransformerLayer {
  public:
   /// Binds the layer's weights in \p params; no memory is allocated.
   /// \param params holds this rank's part (ModelConfig::parameters(rank, t)).
   /// \param config the whole model's shapes. \param layer the block index.
   /// \param tensor_parallel the t ranks sharing the layer (must outlive it); null: t = 1.
-  Block(const ParameterStore& params, const ModelConfig& config, int64_t layer,
-        dist::Communicator* tensor_parallel = nullptr);
+  TransformerLayer(const ParameterStore& params, const ModelConfig& config, int64_t layer,
+                   dist::Communicator* tensor_parallel = nullptr);
   /// \p x (B, T, C) is the block input; \p dropout where its masks start (p = 0: none).
   /// Returns the saved output residual3 (B, T, C).
   const Tensor& forward(Runtime& runtime, SavedActivations& saved, const TensorView& x, int64_t B,
-                        int64_t T, const BlockDropout& dropout = {}) const;
+                        int64_t T, const LayerDropout& dropout = {}) const;
   /// Backward through the block, in place on the residual-stream gradient, then releases the
   /// layer's saved tensors.
   /// \p x (B, T, C) is forward's input; \p dresidual (B, T, C) holds ∂loss/∂output on entry and
@@ -50,7 +50,7 @@ class Block {
   /// \p dropout must be the one the forward that saved the tensors used.
   void backward(Runtime& runtime, SavedActivations& saved, const TensorView& x,
                 const TensorView& dresidual, int64_t B, int64_t T,
-                const BlockDropout& dropout = {}) const;
+                const LayerDropout& dropout = {}) const;
 
  private:
   // The norms' module names, as in the parameter names: "ln1"/"ln2" (GPT-2), "norm1"/"norm2".

@@ -2,10 +2,10 @@
 /// \brief What a recompute schedule costs: the forward work backward repeats.
 #pragma once
 
-#include "common/checkpoint/chain_costs.h"
-#include "common/checkpoint/recompute_schedule.h"
+#include "common/recompute/chain_costs.h"
+#include "common/recompute/recompute_schedule.h"
 
-namespace vramlab::checkpoint {
+namespace vramlab::recompute {
 
 /// Σ forward_cost over the `full` layers + Σ selective_cost over the `selective` layers, summed
 /// from layer 0 up (the planner adds in the same order, so equal schedules give equal doubles).
@@ -14,4 +14,4 @@ namespace vramlab::checkpoint {
 /// \throws vramlab::InternalError when the schedule does not fit the chain (validate_schedule).
 double recompute_cost(const ChainCosts& costs, const RecomputeSchedule& schedule);
 
-}  // namespace vramlab::checkpoint
+}  // namespace vramlab::recompute
