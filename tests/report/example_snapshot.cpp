@@ -61,14 +61,14 @@ nlohmann::json cpp_frames(const std::string& phase, const std::string& module,
                                        "const&, vramlab::nn::ForwardContext&)"
                                      : "vramlab::nn::Mlp::forward(vramlab::Tensor const&, "
                                        "vramlab::nn::ForwardContext&)"));
-    frames.push_back(frame(src + "nn/block.cpp", 30,
+    frames.push_back(frame(src + "nn/transformer_layer.cpp", 30,
                            "vramlab::nn::TransformerLayer::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
     frames.push_back(frame(src + "nn/gpt.cpp", 112,
                            "vramlab::nn::Gpt::forward(vramlab::Tensor const&, "
                            "vramlab::nn::ForwardContext&)"));
   } else if (phase == "backward") {
-    frames.push_back(frame(src + "nn/block.cpp", 77,
+    frames.push_back(frame(src + "nn/transformer_layer.cpp", 77,
                            "vramlab::nn::TransformerLayer::backward(vramlab::Tensor const&, "
                            "vramlab::nn::BackwardContext&)"));
     frames.push_back(
