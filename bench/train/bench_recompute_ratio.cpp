@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
       options.model = model;
       options.batch = a.batch;
       options.seq = a.seq;
-      options.recompute = recompute::parse_recompute_spec(spec);
-      options.dropout.p = 0.1f;
+      options.plan.recompute = recompute::parse_recompute_spec(spec);
+      options.plan.dropout.p = 0.1f;
       c.runtime = std::make_unique<nn::Runtime>(memory::parse_device("cpu"));
       c.trainer = std::make_unique<train::Trainer>(*c.runtime, options);
       // Warm-up: the first step creates the optimizer states and fills the allocator's cache.

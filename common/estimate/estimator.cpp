@@ -64,7 +64,7 @@ std::string stage_formula(int64_t stage, const std::string& p, const std::string
 std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& states,
                              int64_t params) {
   std::string what;
-  switch (in.optimizer) {
+  switch (in.plan.optimizer.name) {
     case Optimizer::sgd:
       what = "SGD keeps no state";
       break;
@@ -76,7 +76,7 @@ std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& st
       break;
     case Optimizer::adamw_8bit:
       what = "8-bit block-wise AdamW (Dettmers et al. 2022; bitsandbytes B=" +
-             std::to_string(in.quantization_block_size) +
+             std::to_string(in.plan.optimizer.eight_bit.block_size) +
              ") 2 + 8/B = " + per_param(states.optimizer_moments, params);
       break;
     case Optimizer::lion:
@@ -97,44 +97,36 @@ std::string optimizer_source(const EstimateInputs& in, const ModelStateBytes& st
 
 }  // namespace
 
+plan::Plan default_estimate_plan() {
+  plan::Plan plan;
+  plan.amp.precision = plan::Precision::mixed_bf16;
+  return plan;
+}
+
 Estimate estimate_memory(const EstimateInputs& in) {
+  const plan::Plan& plan = in.plan;
+  const plan::ParallelPlan& parallel = plan.parallel;
   require_positive(in.micro_batch, "micro-batch");
-  require_positive(in.grad_accum, "gradient-accumulation steps");
   if (in.seq < 0)
     throw UsageError("sequence length must be positive, got " + std::to_string(in.seq));
-  if (in.zero_stage < 0 || in.zero_stage > 3)
-    throw UsageError("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(in.zero_stage));
-  if (in.data_parallel < 1)
-    throw UsageError("data-parallel degree must be at least 1, got " +
-                     std::to_string(in.data_parallel));
-  if (in.tensor_parallel < 1)
-    throw UsageError("tensor-parallel degree must be at least 1, got " +
-                     std::to_string(in.tensor_parallel));
-  if (in.offload_parameters && in.zero_stage != 3)
-    throw UsageError(
-        "offloading parameters needs ZeRO stage 3 (as DeepSpeed's offload_param), got stage " +
-        std::to_string(in.zero_stage));
+  plan::validate(plan);
 
   Estimate out;
   ModelStateOptions options;
-  options.precision = in.precision;
-  options.optimizer = in.optimizer;
-  options.quantization_block_size = in.quantization_block_size;
-  options.fp32_gradients = in.fp32_gradients;
+  options.precision = plan.amp.precision;
+  options.optimizer = plan.optimizer.name;
+  options.quantization_block_size = plan.optimizer.eight_bit.block_size;
+  options.fp32_gradients = plan.amp.fp32_grads;
   if (in.model) {
     const ModelConfig& m = *in.model;
     m.validate();
     out.parameter_count = m.parameter_count();
-    m.validate_tensor_parallel(in.tensor_parallel);
+    m.validate_tensor_parallel(parallel.tensor_parallel);
     out.seq = in.seq == 0 ? m.max_seq : in.seq;
     if (m.learned_position_embeddings && out.seq > m.max_seq)
       throw UsageError("sequence length " + std::to_string(out.seq) + " exceeds model '" + m.name +
                        "' position table (" + std::to_string(m.max_seq) + ")");
-    plan::EightBitOptions eight_bit;
-    eight_bit.block_size = in.quantization_block_size;
-    eight_bit.min_8bit_size = in.min_8bit_size;
-    eight_bit.fp32_embeddings = in.fp32_embeddings;
-    const OptimizerStateCounts counts = optimizer_state_counts(m, eight_bit);
+    const OptimizerStateCounts counts = optimizer_state_counts(m, plan.optimizer.eight_bit);
     options.adam_mini_v_blocks = counts.adam_mini_v;
     options.adafactor_state_elements = counts.adafactor;
     options.eight_bit_absmax_blocks = counts.eight_bit_absmax;
@@ -143,29 +135,29 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.parameter_count = in.parameter_count;
     require_positive(in.parameter_count, "parameter count");
   }
-  if (in.sequence_parallel && in.model && out.seq % in.tensor_parallel != 0)
+  if (parallel.sequence_parallel && in.model && out.seq % parallel.tensor_parallel != 0)
     throw UsageError("sequence parallelism needs the tensor-parallel degree (" +
-                     std::to_string(in.tensor_parallel) + ") to divide the sequence length (" +
-                     std::to_string(out.seq) + ")");
+                     std::to_string(parallel.tensor_parallel) +
+                     ") to divide the sequence length (" + std::to_string(out.seq) + ")");
 
   // Model states of one tensor-parallel rank's share, then ZeRO partitioning over Nd. With shapes
   // the share is exact (Megatron's split, the replicated tensors whole); with Ψ alone, Ψ/t.
   const int64_t psi = out.parameter_count;
   out.unpartitioned = model_state_bytes(psi, options);
-  const int64_t rank_params = in.model ? in.model->rank_parameter_count(in.tensor_parallel)
-                                       : ceil_div(psi, in.tensor_parallel);
+  const int64_t rank_params = in.model ? in.model->rank_parameter_count(parallel.tensor_parallel)
+                                       : ceil_div(psi, parallel.tensor_parallel);
   ModelStateOptions rank_options = options;
-  rank_options.adam_mini_v_blocks = ceil_div(options.adam_mini_v_blocks, in.tensor_parallel);
+  rank_options.adam_mini_v_blocks = ceil_div(options.adam_mini_v_blocks, parallel.tensor_parallel);
   rank_options.adafactor_state_elements =
-      ceil_div(options.adafactor_state_elements, in.tensor_parallel);
+      ceil_div(options.adafactor_state_elements, parallel.tensor_parallel);
   if (options.eight_bit_absmax_blocks >= 0)
     rank_options.eight_bit_absmax_blocks =
-        ceil_div(options.eight_bit_absmax_blocks, in.tensor_parallel);
+        ceil_div(options.eight_bit_absmax_blocks, parallel.tensor_parallel);
   rank_options.eight_bit_fp32_elements =
-      std::min(rank_params, ceil_div(options.eight_bit_fp32_elements, in.tensor_parallel));
+      std::min(rank_params, ceil_div(options.eight_bit_fp32_elements, parallel.tensor_parallel));
   const ModelStateBytes rank = model_state_bytes(rank_params, rank_options);
-  const int64_t nd = in.data_parallel;
-  const int64_t stage = in.zero_stage;
+  const int64_t nd = parallel.data_parallel;
+  const auto stage = static_cast<int64_t>(parallel.zero);
   out.parameters.bytes = stage >= 3 ? ceil_div(rank.parameters, nd) : rank.parameters;
   out.gradients.bytes = stage >= 2 ? ceil_div(rank.gradients, nd) : rank.gradients;
   out.optimizer_states.bytes =
@@ -176,13 +168,14 @@ Estimate estimate_memory(const EstimateInputs& in) {
   // shapes the units are the model's (embedding, each block, head); without, one unit of Ψ.
   // The padding is fewer than Nd elements per unit, invisible in the paper's figures, but this
   // is what every rank's allocator holds, to the byte.
-  const bool elementwise = in.optimizer == Optimizer::sgd ||
-                           in.optimizer == Optimizer::sgd_momentum ||
-                           in.optimizer == Optimizer::adamw || in.optimizer == Optimizer::lion;
+  const bool elementwise =
+      plan.optimizer.name == Optimizer::sgd || plan.optimizer.name == Optimizer::sgd_momentum ||
+      plan.optimizer.name == Optimizer::adamw || plan.optimizer.name == Optimizer::lion;
   if (stage >= 1 && elementwise) {
     // Every tensor-parallel rank's part has the same shapes: rank 0's units are everyone's.
     const int64_t padded =
-        in.model ? dist::ShardLayout(in.model->parameters(0, in.tensor_parallel), nd).padded_numel()
+        in.model ? dist::ShardLayout(in.model->parameters(0, parallel.tensor_parallel), nd)
+                       .padded_numel()
                  : checked_mul(ceil_div(rank_params, nd), nd, "padded parameter count");
     const int64_t shard = padded / nd;
     // Per element, exact for the elementwise optimizers: e.g. 2 + 2 + (4 + 8) for mixed AdamW.
@@ -202,7 +195,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
       static_cast<double>(rank.parameters + rank.gradients) / static_cast<double>(rank_params);
   const std::string head = stage_label(stage) + ", " + stage_formula(stage, p, g, k, pg) + ": ";
   const std::string psi_note =
-      in.tensor_parallel == 1 ? ""
+      parallel.tensor_parallel == 1 ? ""
       : in.model ? " (Ψ is one tensor-parallel rank's " + std::to_string(rank_params) +
                        " parameters: split linears /t, norms, embeddings, head and row-parallel "
                        "biases whole)"
@@ -214,20 +207,21 @@ Estimate estimate_memory(const EstimateInputs& in) {
 
   // Host offload.
   std::string host;
-  if (in.offload_optimizer) {
+  if (plan.offload.optimizer) {
     out.cpu_offload_bytes = out.optimizer_states.bytes;
     out.optimizer_states.source += "; offloaded to the host (ZeRO-Offload)";
     out.optimizer_states.bytes = 0;
     out.master_weight_bytes = 0;
     host = "optimizer states";
   }
-  if (in.offload_parameters) {
+  if (plan.offload.parameters) {
     out.cpu_offload_bytes = checked_add(out.cpu_offload_bytes, out.parameters.bytes, "host bytes");
     int64_t gathered = 0;
     if (in.model) {
-      const int64_t layer_params = in.model->rank_largest_layer_parameter_count(in.tensor_parallel);
-      gathered =
-          checked_mul(layer_params, in.precision == Precision::fp32 ? 4 : 2, "parameter bytes");
+      const int64_t layer_params =
+          in.model->rank_largest_layer_parameter_count(parallel.tensor_parallel);
+      gathered = checked_mul(layer_params, plan.amp.precision == Precision::fp32 ? 4 : 2,
+                             "parameter bytes");
     }
     out.parameters.bytes = gathered;
     out.parameters.source +=
@@ -241,34 +235,34 @@ Estimate estimate_memory(const EstimateInputs& in) {
   // Activations.
   if (in.model) {
     const ModelConfig& m = *in.model;
-    const int64_t e = activation_element_bytes(in.precision);
-    const DType runtime_dtype = amp::precision_policy(in.precision).activations;
+    const int64_t e = activation_element_bytes(plan.amp.precision);
+    const DType runtime_dtype = amp::precision_policy(plan.amp.precision).activations;
     const recompute::ChainCosts runtime_chain =
-        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
-    out.runtime_schedule = recompute::make_schedule(in.recompute, runtime_chain);
+        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
+    out.runtime_schedule = recompute::make_schedule(plan.recompute, runtime_chain);
     out.runtime_schedule_peak_bytes =
         recompute::activation_peak_bytes(runtime_chain, out.runtime_schedule);
-    out.recomputed_forward_fraction =
-        recomputed_forward_fraction(m, in.micro_batch, out.seq, out.runtime_schedule, in.attention);
+    out.recomputed_forward_fraction = recomputed_forward_fraction(
+        m, in.micro_batch, out.seq, out.runtime_schedule, plan.attention);
     out.runtime_bytes_after_forward =
         runtime_bytes_after_forward(m, in.micro_batch, out.seq, out.runtime_schedule,
-                                    in.compress_activations, runtime_dtype, in.attention);
+                                    plan.activations.compression, runtime_dtype, plan.attention);
     using Kind = recompute::RecomputeSpec::Kind;
-    const Kind kind = in.recompute.kind;
+    const Kind kind = plan.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;
     auto per_layer = [&](Recompute recompute) {
       return korthikanti_activation_bytes_per_layer(
-          select_activation_row(in.tensor_parallel, in.sequence_parallel, recompute),
-          {out.seq, in.micro_batch, m.hidden, m.heads, in.tensor_parallel, e});
+          select_activation_row(parallel.tensor_parallel, parallel.sequence_parallel, recompute),
+          {out.seq, in.micro_batch, m.hidden, m.heads, parallel.tensor_parallel, e});
     };
     // FlashAttention keeps no s×s tensor: Korthikanti et al.'s 5as/h term is gone, which is their
     // selective row (the same bytes with or without selective recompute).
-    const bool flash = in.attention == AttentionKind::flash;
+    const bool flash = plan.attention == AttentionKind::flash;
     const Recompute paper_recompute = kind == Kind::full                 ? Recompute::full
                                       : kind == Kind::selective || flash ? Recompute::selective
                                                                          : Recompute::none;
-    const ActivationRow row =
-        select_activation_row(in.tensor_parallel, in.sequence_parallel, paper_recompute);
+    const ActivationRow row = select_activation_row(parallel.tensor_parallel,
+                                                    parallel.sequence_parallel, paper_recompute);
     out.has_activations = true;
     out.activation_bytes_per_layer = per_layer(paper_recompute);
     out.activations.bytes =
@@ -289,12 +283,12 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.activations.source =
         (table_row ? korthikanti_formula(row, e)
                    : "Korthikanti et al. per-layer bytes (none, selective, full rows) under the " +
-                         recompute::to_string(in.recompute) + " schedule " +
+                         recompute::to_string(plan.recompute) + " schedule " +
                          recompute::schedule_pattern(out.runtime_schedule) +
                          ", at its peak (a segment's re-run forward included)") +
         " (s=" + std::to_string(out.seq) + ", b=" + std::to_string(in.micro_batch) +
         ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
-        ", t=" + std::to_string(in.tensor_parallel) + ", L=" + std::to_string(m.layers) + ")";
+        ", t=" + std::to_string(parallel.tensor_parallel) + ", L=" + std::to_string(m.layers) + ")";
     if (flash && kind != Kind::full)
       out.activations.source +=
           "; FlashAttention saves no s×s tensor, so the paper's selective row applies";
@@ -302,10 +296,10 @@ Estimate estimate_memory(const EstimateInputs& in) {
       out.activations.source +=
           "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "
           "is an approximation (see the runtime-layout column)";
-    out.runtime_activation_bytes_per_layer =
-        runtime_activation_bytes_per_layer(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
+    out.runtime_activation_bytes_per_layer = runtime_activation_bytes_per_layer(
+        m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
     out.runtime_activation_bytes =
-        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype, in.attention);
+        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
     out.runtime_activation_source =
         "vramlab runtime layout: L × " + std::string(model_family_name(m.family)) +
         " Block saved tensors + embedding, final norm, probs, losses; " +

@@ -16,57 +16,49 @@
 /// et al. 2022 Table 2 × L (see activation_memory.h). Gradient accumulation does not change
 /// per-device bytes: activations belong to one micro-batch and gradients accumulate in place.
 ///
-/// Offload: `offload_optimizer` moves the (partitioned) optimizer states, master weights
+/// Offload: `plan.offload.optimizer` moves the (partitioned) optimizer states, master weights
 /// included, to host memory; gradients stay on the GPU (DeepSpeed also streams the gradient
-/// partition to the host, so this is an upper bound on its GPU bytes). `offload_parameters`
+/// partition to the host, so this is an upper bound on its GPU bytes). `plan.offload.parameters`
 /// needs ZeRO stage 3 (as DeepSpeed's offload_param does): the partition goes to the host and the
 /// GPU keeps one gathered layer (the largest block, in the working precision).
 #pragma once
 
 #include <cstdint>
 #include <optional>
-
 #include <string>
-#include "common/recompute/activation_compression.h"
-#include "common/recompute/recompute_schedule.h"
-#include "common/recompute/recompute_spec.h"
 
 #include "common/estimate/activation_memory.h"
 #include "common/estimate/model_state_memory.h"
 #include "common/model/model_config.h"
+#include "common/plan/plan.h"
+#include "common/recompute/activation_compression.h"
+#include "common/recompute/recompute_schedule.h"
+#include "common/recompute/recompute_spec.h"
 
 namespace vramlab::estimate {
 
-/// What to estimate.
+/// The plan `vramlab estimate` starts from: mixed-bf16 (the precision the papers' tables count),
+/// everything else the plan's defaults.
+plan::Plan default_estimate_plan();
+
+/// What to estimate: a model (or a parameter count), a micro-batch and a sequence length, and the
+/// plan that trains them (common/plan/plan.h), named as the trainer names it. The plan's
+/// learning rate, clipping, loss scale, stochastic rounding and dropout change no byte; its
+/// grad_accum is echoed (activations belong to one micro-batch, gradients accumulate in place).
+///
+/// The plan's parallel layout: Nd = plan.parallel.data_parallel, t = tensor_parallel, ZeRO stage,
+/// sequence parallelism; its activation storage changes only the runtime column's bytes after
+/// forward (the paper's formulas have no such term); flash attention saves no (B, H, T, T)
+/// tensor, so the paper's column uses its selective row (the s² term gone) and the runtime
+/// column saves lse instead of att. Every recompute spec applies: Korthikanti et al.'s Table 2
+/// has rows for none, selective and full; every:K, sqrt and budget schedules apply its per-layer
+/// bytes through the planner's peak model (recompute::activation_peak_bytes).
 struct EstimateInputs {
   std::optional<ModelConfig> model;  ///< shapes; without them only model states are estimated.
   int64_t parameter_count = 0;       ///< Ψ when \ref model is empty (ignored otherwise).
   int64_t micro_batch = 1;           ///< b, sequences per micro-batch per device.
   int64_t seq = 0;                   ///< s; 0 means the model's max_seq.
-  int64_t grad_accum = 1;            ///< gradient-accumulation steps (echoed; no memory effect).
-  Precision precision = Precision::mixed_bf16;  ///< training precision.
-  Optimizer optimizer = Optimizer::adamw;       ///< optimizer.
-  int64_t quantization_block_size = 256;        ///< B of adamw-8bit.
-  int64_t min_8bit_size = 4096;  ///< adamw-8bit: smaller tensors keep fp32 states (with shapes).
-  bool fp32_embeddings = false;  ///< adamw-8bit: the embedding tables keep fp32 states.
-  bool fp32_gradients = false;                  ///< mixed precision with fp32 gradients.
-  int64_t zero_stage = 0;                       ///< ZeRO stage 0–3.
-  int64_t data_parallel = 1;                    ///< Nd.
-  int64_t tensor_parallel = 1;                  ///< t.
-  bool sequence_parallel = false;               ///< Korthikanti et al. sequence parallelism.
-  /// Activation recomputation, as `vramlab train --recompute` takes it. Korthikanti et al.'s
-  /// Table 2 has rows for none, selective and full; every:K, sqrt and budget schedules apply its
-  /// per-layer bytes through the planner's peak model (recompute::activation_peak_bytes).
-  recompute::RecomputeSpec recompute;
-  /// The runtime's activation compression (`--compress-activations`): changes only the runtime
-  /// column's bytes after forward (the paper's formulas have no such term).
-  recompute::ActivationCompression compress_activations = recompute::ActivationCompression::none;
-  /// The attention kernel (`--attention`): flash saves no (B, H, T, T) tensor, so the paper's
-  /// column uses its selective row (the s² term gone) and the runtime column saves lse instead of
-  /// att.
-  AttentionKind attention = AttentionKind::naive;
-  bool offload_optimizer = false;   ///< optimizer states to the host.
-  bool offload_parameters = false;  ///< parameters to the host (ZeRO-3 only).
+  plan::Plan plan = default_estimate_plan();  ///< how the model is trained.
 };
 
 /// One component's bytes on one device and where its formula comes from.

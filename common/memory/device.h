@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/platform/byte_size.h"
+
 namespace vramlab::memory {
 
 /// The kind of a device.
@@ -80,12 +82,8 @@ struct DevicePreset {
 /// \return the simulated-GPU presets, smallest first.
 const std::vector<DevicePreset>& device_presets();
 
-/// Parses a size such as "2GiB", "512MiB", "1.5GB", "4096B" into bytes (decimal units KB/MB/GB/TB
-/// are powers of 1000, binary units KiB/MiB/GiB/TiB powers of 1024).
-/// \param text the size; the number may have a fraction, the unit is required.
-/// \return the size in bytes, rounded down.
-/// \throws vramlab::UsageError naming \p text when it is not a positive size with a unit.
-std::uint64_t parse_size_bytes(std::string_view text);
+/// Sizes such as "2GiB" (common/platform/byte_size.h), as `--device sim:SIZE` takes them.
+using platform::parse_size_bytes;
 
 /// Parses a device string (see the file comment for the grammar).
 /// \param text e.g. "sim:a100-80g", "sim:2GiB", "meta", "cuda:1".

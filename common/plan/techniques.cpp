@@ -7,20 +7,24 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/platform/enum_names.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::plan {
 
 namespace {
 
+using platform::ChoiceList;
+using platform::EnumName;
+
 // One table per enum: the single place a spelling lives.
-constexpr std::pair<std::string_view, Precision> kPrecisions[] = {
+constexpr EnumName<Precision> kPrecisions[] = {
     {"fp32", Precision::fp32},
     {"bf16", Precision::bf16},
     {"mixed-fp16", Precision::mixed_fp16},
     {"mixed-bf16", Precision::mixed_bf16},
 };
-constexpr std::pair<std::string_view, Optimizer> kOptimizers[] = {
+constexpr EnumName<Optimizer> kOptimizers[] = {
     {"sgd", Optimizer::sgd},
     {"sgd-momentum", Optimizer::sgd_momentum},
     {"adamw", Optimizer::adamw},
@@ -29,61 +33,46 @@ constexpr std::pair<std::string_view, Optimizer> kOptimizers[] = {
     {"adam-mini", Optimizer::adam_mini},
     {"adafactor", Optimizer::adafactor},
 };
-constexpr std::pair<std::string_view, AttentionKind> kAttention[] = {
+constexpr EnumName<AttentionKind> kAttention[] = {
     {"naive", AttentionKind::naive},
     {"flash", AttentionKind::flash},
 };
-constexpr std::pair<std::string_view, ActivationCompression> kCompression[] = {
+constexpr EnumName<ActivationCompression> kCompression[] = {
     {"none", ActivationCompression::none},
     {"int8", ActivationCompression::int8},
     {"int8-block", ActivationCompression::int8_block},
 };
-constexpr std::pair<std::string_view, ZeroStage> kZeroStages[] = {
+constexpr EnumName<ZeroStage> kZeroStages[] = {
     {"ddp", ZeroStage::ddp},
     {"zero1", ZeroStage::optimizer_states},
     {"zero2", ZeroStage::gradients},
     {"zero3", ZeroStage::parameters},
 };
 
-// "a, b, c" (a list) or "a, b or c" (a sentence): the two ways the messages have always read.
-enum class ListStyle { commas, sentence };
-
-template <typename Enum, size_t N>
-std::string choices(const std::pair<std::string_view, Enum> (&table)[N], ListStyle style) {
-  std::string text;
-  for (size_t i = 0; i < N; ++i) {
-    if (i > 0) text += style == ListStyle::sentence && i + 1 == N ? " or " : ", ";
-    text += table[i].first;
-  }
-  return text;
-}
-
-template <typename Enum, size_t N>
-Enum parse(std::string_view text, const std::pair<std::string_view, Enum> (&table)[N],
-           const char* what, ListStyle style) {
-  for (const auto& [name, value] : table)
-    if (name == text) return value;
-  throw UsageError(std::string("unknown ") + what + " '" + std::string(text) + "' (expected " +
-                   (style == ListStyle::commas ? "one of: " : "") + choices(table, style) + ")");
-}
-
-template <typename Enum, size_t N>
-std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&table)[N],
-                         const char* what) {
-  for (const auto& [name, v] : table)
-    if (v == value) return name;
-  throw std::logic_error(std::string("invalid ") + what + " value " +
-                         std::to_string(static_cast<int64_t>(value)));
-}
-
 }  // namespace
 
 Precision parse_precision(std::string_view name) {
-  return parse(name, kPrecisions, "precision", ListStyle::commas);
+  return platform::parse_enum(name, kPrecisions, "precision", ChoiceList::one_of);
 }
 
 std::string_view precision_name(Precision precision) {
-  return name_of(precision, kPrecisions, "precision");
+  return platform::enum_name(precision, kPrecisions, "precision");
+}
+
+std::vector<std::string> precision_names() {
+  return platform::enum_names(kPrecisions);
+}
+
+std::vector<std::string> optimizer_names() {
+  return platform::enum_names(kOptimizers);
+}
+
+std::vector<std::string> attention_kind_names() {
+  return platform::enum_names(kAttention);
+}
+
+std::vector<std::string> compression_names() {
+  return platform::enum_names(kCompression);
 }
 
 bool is_mixed(Precision precision) {
@@ -134,27 +123,27 @@ void EightBitOptions::validate() const {
 }
 
 Optimizer parse_optimizer(std::string_view name) {
-  return parse(name, kOptimizers, "optimizer", ListStyle::commas);
+  return platform::parse_enum(name, kOptimizers, "optimizer", ChoiceList::one_of);
 }
 
 std::string_view optimizer_name(Optimizer optimizer) {
-  return name_of(optimizer, kOptimizers, "optimizer");
+  return platform::enum_name(optimizer, kOptimizers, "optimizer");
 }
 
 std::string_view attention_kind_name(AttentionKind attention) {
-  return name_of(attention, kAttention, "attention");
+  return platform::enum_name(attention, kAttention, "attention");
 }
 
 AttentionKind parse_attention_kind(std::string_view text) {
-  return parse(text, kAttention, "attention", ListStyle::sentence);
+  return platform::parse_enum(text, kAttention, "attention", ChoiceList::sentence);
 }
 
 std::string_view compression_name(ActivationCompression compression) {
-  return name_of(compression, kCompression, "activation compression");
+  return platform::enum_name(compression, kCompression, "activation compression");
 }
 
 ActivationCompression parse_compression(std::string_view text) {
-  return parse(text, kCompression, "activation compression", ListStyle::sentence);
+  return platform::parse_enum(text, kCompression, "activation compression", ChoiceList::sentence);
 }
 
 ZeroStage zero_stage_from_int(int64_t stage) {
@@ -165,7 +154,11 @@ ZeroStage zero_stage_from_int(int64_t stage) {
 }
 
 std::string_view zero_stage_name(ZeroStage stage) {
-  return name_of(stage, kZeroStages, "ZeRO stage");
+  return platform::enum_name(stage, kZeroStages, "ZeRO stage");
+}
+
+ZeroStage parse_zero_stage_name(std::string_view text) {
+  return platform::parse_enum(text, kZeroStages, "ZeRO stage", ChoiceList::one_of);
 }
 
 }  // namespace vramlab::plan

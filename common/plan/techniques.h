@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vramlab::plan {
 
@@ -33,6 +34,8 @@ inline constexpr Precision kAllPrecisions[] = {Precision::fp32, Precision::bf16,
 Precision parse_precision(std::string_view name);
 /// \param precision a precision. \return its name as parse_precision accepts it.
 std::string_view precision_name(Precision precision);
+/// \return every name parse_precision accepts, in listing order.
+std::vector<std::string> precision_names();
 /// \param precision a precision. \return true for mixed_fp16 and mixed_bf16.
 bool is_mixed(Precision precision);
 
@@ -47,6 +50,8 @@ enum class LossScaleKind {
 struct LossScaleSpec {
   LossScaleKind kind = LossScaleKind::none;  ///< which kind
   double value = 1.0;                        ///< the scale of `static:S`
+
+  bool operator==(const LossScaleSpec&) const = default;  ///< field by field
 };
 
 /// Parses "dynamic", "static:S" (S a finite number > 0, e.g. 1024 or 2^10 written as 1024) or
@@ -71,6 +76,8 @@ enum class Optimizer {
 Optimizer parse_optimizer(std::string_view name);
 /// \param optimizer an optimizer. \return its name as parse_optimizer accepts it.
 std::string_view optimizer_name(Optimizer optimizer);
+/// \return every name parse_optimizer accepts, in listing order.
+std::vector<std::string> optimizer_names();
 
 /// The settings of 8-bit AdamW that decide which tensors are quantized and in how many blocks
 /// (`--block-size`, `--min-8bit-size`, `--fp32-embeddings`), bitsandbytes' defaults.
@@ -81,6 +88,8 @@ struct EightBitOptions {
 
   /// \throws vramlab::UsageError naming the value: block_size < 1 or min_8bit_size < 0.
   void validate() const;
+
+  bool operator==(const EightBitOptions&) const = default;  ///< field by field
 };
 
 /// How the attention core computes causal softmax(q·kᵀ/√D)·v (`--attention`), a runtime choice
@@ -96,6 +105,8 @@ std::string_view attention_kind_name(AttentionKind attention);
 /// \param text "naive" or "flash". \return the kind.
 /// \throws vramlab::UsageError "unknown attention 'TEXT' (expected naive or flash)".
 AttentionKind parse_attention_kind(std::string_view text);
+/// \return every name parse_attention_kind accepts.
+std::vector<std::string> attention_kind_names();
 
 /// How kept activations are stored between a layer's forward and its backward
 /// (`--compress-activations`).
@@ -110,6 +121,8 @@ std::string_view compression_name(ActivationCompression compression);
 /// \param text "none", "int8" or "int8-block". \return the mode.
 /// \throws vramlab::UsageError naming \p text and the choices.
 ActivationCompression parse_compression(std::string_view text);
+/// \return every name parse_compression accepts.
+std::vector<std::string> compression_names();
 
 /// ZeRO's stages (Rajbhandari et al. 2020), stage 0 being plain data parallelism (DDP) (`--zero`).
 enum class ZeroStage : int64_t {
@@ -123,5 +136,8 @@ enum class ZeroStage : int64_t {
 ZeroStage zero_stage_from_int(int64_t stage);
 /// \return "ddp", "zero1", "zero2" or "zero3".
 std::string_view zero_stage_name(ZeroStage stage);
+/// \param text "ddp", "zero1", "zero2" or "zero3". \return the stage.
+/// \throws vramlab::UsageError naming \p text and the choices.
+ZeroStage parse_zero_stage_name(std::string_view text);
 
 }  // namespace vramlab::plan

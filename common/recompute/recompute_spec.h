@@ -1,6 +1,5 @@
 /// \file
-/// \brief The `--recompute` values: how a schedule is asked for on the command line, and the
-/// schedule each one makes for a chain.
+/// \brief The schedule each `--recompute` value (common/plan/recompute_spec.h) makes for a chain.
 ///
 /// The forms:
 ///   - `none`: nothing recomputed.
@@ -21,37 +20,16 @@
 ///     e.g. budget:20GiB.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
-
+#include "common/plan/recompute_spec.h"
 #include "common/recompute/chain_costs.h"
 #include "common/recompute/recompute_schedule.h"
 
 namespace vramlab::recompute {
 
-/// A parsed `--recompute` value (file comment).
-struct RecomputeSpec {
-  /// Which form.
-  enum class Kind { none, full, every, sqrt, selective, budget };
-  Kind kind = Kind::none;    ///< The form.
-  int64_t every = 0;         ///< K of `every:K` (≥ 1); 0 for the other forms.
-  int64_t budget_bytes = 0;  ///< BYTES of `budget:BYTES` (> 0); 0 for the other forms.
-
-  /// \param other the spec to compare with. \return true when all fields are equal.
-  bool operator==(const RecomputeSpec& other) const = default;
-};
-
-/// \param text one of the forms of the file comment, e.g. "every:4" or "budget:20GiB".
-/// \return the spec.
-/// \throws vramlab::UsageError naming \p text and listing the forms when it is none of them, K
-/// is not an integer ≥ 1, or BYTES is not a positive size.
-RecomputeSpec parse_recompute_spec(std::string_view text);
-
-/// The spec as parse_recompute_spec() reads it back: "every:4", "budget:20GiB" (the largest
-/// binary unit that divides the budget exactly, else plain bytes).
-/// \param spec a spec. \return the text.
-std::string to_string(const RecomputeSpec& spec);
+/// The spec and its text, from the plan's vocabulary.
+using plan::parse_recompute_spec;
+using plan::RecomputeSpec;
+using plan::to_string;
 
 /// The schedule a spec makes for a chain, named to_string(spec): the hand schedules of the file
 /// comment, or optimal_schedule() for `budget`.

@@ -31,7 +31,8 @@ int64_t max_micro_batch(const TrainOptions& options) {
 // command line sizes simulated ranks first): everything but the groups.
 void validate_without_groups(const TrainOptions& options) {
   TrainOptions without_groups = options;
-  without_groups.parallel = {};
+  without_groups.groups = {};
+  without_groups.plan.parallel = {};
   validate(without_groups);
 }
 
@@ -43,9 +44,9 @@ void validate_without_groups(const TrainOptions& options) {
 void require_host_memory_for_step(const memory::Device& device, const TrainOptions& options,
                                   const recompute::RecomputeSchedule& schedule) {
   if (device.kind != memory::DeviceKind::sim && device.kind != memory::DeviceKind::cpu) return;
-  const auto held_after_forward = static_cast<uint64_t>(
-      step_host_bytes(options, schedule, options.parallel.data_parallel_size(),
-                      options.parallel.tensor_parallel_size()));
+  const auto held_after_forward =
+      static_cast<uint64_t>(step_host_bytes(options, schedule, options.groups.data_parallel_size(),
+                                            options.groups.tensor_parallel_size()));
   const uint64_t capacity = device.spec.capacity_bytes;  // 0 on cpu: none
   const uint64_t planned =
       capacity == 0 ? held_after_forward : std::min(held_after_forward, capacity);
@@ -62,6 +63,17 @@ void require_host_memory_for_step(const memory::Device& device, const TrainOptio
 
 }  // namespace
 
+void TrainOptions::set_groups(dist::Communicator* data_parallel,
+                              dist::Communicator* tensor_parallel) {
+  groups = {data_parallel, tensor_parallel};
+  plan.parallel.data_parallel = groups.data_parallel_size();
+  plan.parallel.tensor_parallel = groups.tensor_parallel_size();
+}
+
+uint64_t dropout_seed(const TrainOptions& options) {
+  return options.dropout_seed.value_or(options.seed + 0x9E3779B97F4A7C15ull);
+}
+
 void validate(const TrainOptions& options) {
   options.model.validate();
   if (options.batch < 1)
@@ -70,78 +82,79 @@ void validate(const TrainOptions& options) {
     throw UsageError("--seq " + std::to_string(options.seq) + " outside [1, " +
                      std::to_string(options.model.max_seq) + "] for model '" + options.model.name +
                      "'");
-  if (!(options.dropout.p >= 0.0f && options.dropout.p < 1.0f))
-    throw UsageError("--dropout " + std::to_string(options.dropout.p) + " outside [0, 1)");
-  (void)step_micro_batches(options);
-  (void)amp::precision_policy(options.precision, options.fp32_grads, options.stochastic_rounding);
-  if (!(std::isfinite(options.max_grad_norm) && options.max_grad_norm >= 0.0f))
-    throw UsageError("--clip-grad-norm " + std::to_string(options.max_grad_norm) +
-                     " must be a finite number >= 0 (0 turns clipping off)");
-  const dist::ParallelOptions& parallel = options.parallel;
-  if (parallel.zero != dist::ZeroStage::ddp && parallel.data_parallel == nullptr)
-    throw UsageError("--zero " + std::to_string(static_cast<int64_t>(parallel.zero)) +
+  const plan::Plan& plan = options.plan;
+  plan::validate(plan);
+  (void)amp::precision_policy(plan.amp.precision, plan.amp.fp32_grads,
+                              plan.amp.stochastic_rounding);
+  if (plan.parallel.sequence_parallel)
+    throw UsageError(
+        "sequence parallelism is the estimator's only (vramlab estimate --sp): the "
+        "runtime's tensor parallelism keeps the norms' activations whole");
+  if (plan.offload.optimizer || plan.offload.parameters)
+    throw UsageError("offload is the estimator's only so far (vramlab estimate --offload)");
+  const dist::ParallelGroups& groups = options.groups;
+  if (plan.parallel.data_parallel != groups.data_parallel_size())
+    throw UsageError("the plan's data_parallel " + std::to_string(plan.parallel.data_parallel) +
+                     " needs as many data-parallel ranks, got " +
+                     std::to_string(groups.data_parallel_size()));
+  if (plan.parallel.tensor_parallel != groups.tensor_parallel_size())
+    throw UsageError("the plan's tensor_parallel " + std::to_string(plan.parallel.tensor_parallel) +
+                     " needs as many tensor-parallel ranks, got " +
+                     std::to_string(groups.tensor_parallel_size()));
+  if (plan.parallel.zero != plan::ZeroStage::ddp && groups.data_parallel == nullptr)
+    throw UsageError("--zero " + std::to_string(static_cast<int64_t>(plan.parallel.zero)) +
                      " needs data-parallel ranks (run under mpirun or with --simulate-ranks N)");
-  if (parallel.zero != dist::ZeroStage::ddp && optim::needs_model(options.optimizer))
-    throw UsageError("--optimizer " + std::string(plan::optimizer_name(options.optimizer)) +
+  if (plan.parallel.zero != plan::ZeroStage::ddp && optim::needs_model(plan.optimizer.name))
+    throw UsageError("--optimizer " + std::string(plan::optimizer_name(plan.optimizer.name)) +
                      " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
                      "or sgd, sgd-momentum, adamw or lion");
-  if (parallel.tensor_parallel_size() > 1)
-    options.model.validate_tensor_parallel(parallel.tensor_parallel_size());
-  if (parallel.prefetch && parallel.zero != dist::ZeroStage::parameters)
-    throw UsageError("--prefetch gathers ZeRO-3's next unit early: it needs --zero 3");
+  if (groups.tensor_parallel_size() > 1)
+    options.model.validate_tensor_parallel(groups.tensor_parallel_size());
 }
 
 std::vector<int64_t> step_micro_batches(const TrainOptions& options) {
-  if (options.micro_batch_sizes.empty()) {
-    // A micro-batch list of K entries is made below: a K past any real run is bad input, not an
-    // allocation that fails (std::length_error) after the model is built.
-    constexpr int64_t kMaxGradAccum = int64_t{1} << 24;
-    if (options.grad_accum < 1 || options.grad_accum > kMaxGradAccum)
-      throw UsageError("--grad-accum must be in [1, 2^24], got " +
-                       std::to_string(options.grad_accum));
-    return std::vector<int64_t>(static_cast<size_t>(options.grad_accum), options.batch);
-  }
-  for (const int64_t b : options.micro_batch_sizes)
-    if (b < 1) throw UsageError("a micro-batch must hold >= 1 sequence, got " + std::to_string(b));
-  return options.micro_batch_sizes;
+  plan::validate(options.plan);
+  const plan::BatchPlan& batch = options.plan.batch;
+  if (batch.micro_batch_sizes.empty())
+    return std::vector<int64_t>(static_cast<size_t>(batch.grad_accum), options.batch);
+  return batch.micro_batch_sizes;
 }
 
 amp::LossScaleSpec effective_loss_scale(const TrainOptions& options) {
-  if (options.loss_scale) return *options.loss_scale;
-  return options.precision == amp::Precision::mixed_fp16
-             ? amp::LossScaleSpec{amp::LossScaleKind::dynamic, 65536.0}
-             : amp::LossScaleSpec{amp::LossScaleKind::none, 1.0};
+  return plan::effective_loss_scale(options.plan.amp);
 }
 
 recompute::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
   validate_without_groups(options);
   const int64_t micro = max_micro_batch(options);
-  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
+  const DType act =
+      amp::precision_policy(options.plan.amp.precision, options.plan.amp.fp32_grads).activations;
   return recompute::make_schedule(
-      options.recompute,
-      estimate::runtime_chain_costs(options.model, micro, options.seq, act, options.attention));
+      options.plan.recompute, estimate::runtime_chain_costs(options.model, micro, options.seq, act,
+                                                            options.plan.attention));
 }
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
   validate(options);
-  return estimate_step(options, options.parallel.data_parallel_size(),
-                       options.parallel.tensor_parallel_size());
+  return estimate_step(options, options.groups.data_parallel_size(),
+                       options.groups.tensor_parallel_size());
 }
 
 int64_t step_host_bytes(const TrainOptions& options, const recompute::RecomputeSchedule& schedule,
                         int64_t data_parallel, int64_t tensor_parallel) {
   const estimate::Estimate e = estimate_step(options, data_parallel, tensor_parallel);
   const int64_t micro = max_micro_batch(options);
-  const DType act = amp::precision_policy(options.precision, options.fp32_grads).activations;
+  const DType act =
+      amp::precision_policy(options.plan.amp.precision, options.plan.amp.fp32_grads).activations;
   const int64_t activation_peak =
-      options.compress_activations == nn::ActivationCompression::none
+      options.plan.activations.compression == nn::ActivationCompression::none
           ? recompute::activation_peak_bytes(
                 estimate::runtime_chain_costs(options.model, micro, options.seq, act,
-                                              options.attention),
+                                              options.plan.attention),
                 schedule)
           : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
-                                                  options.compress_activations, act,
-                                                  options.attention);
+                                                  options.plan.activations.compression, act,
+                                                  options.plan.attention);
   // A tensor-parallel rank saves less than 1/t of them (norm inputs and the residual stay
   // whole): dividing all of them by t keeps this a lower bound.
   return e.parameters.bytes + activation_peak / tensor_parallel;
@@ -155,16 +168,9 @@ estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_paral
   in.model = options.model;
   in.micro_batch = max_micro_batch(options);
   in.seq = options.seq;
-  in.precision = options.precision;
-  in.fp32_gradients = options.fp32_grads;
-  in.optimizer = options.optimizer;
-  in.quantization_block_size = options.eight_bit.block_size;
-  in.min_8bit_size = options.eight_bit.min_8bit_size;
-  in.fp32_embeddings = options.eight_bit.fp32_embeddings;
-  in.attention = options.attention;
-  in.zero_stage = static_cast<int64_t>(options.parallel.zero);
-  in.data_parallel = data_parallel;
-  in.tensor_parallel = tensor_parallel;
+  in.plan = options.plan;
+  in.plan.parallel.data_parallel = data_parallel;
+  in.plan.parallel.tensor_parallel = tensor_parallel;
   return estimate::estimate_memory(in);
 }
 
@@ -178,23 +184,28 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   const bool cuda_kernels = runtime.kernel_kind() == nn::KernelKind::cuda ||
                             runtime.kernel_kind() == nn::KernelKind::cuda_emulated;
   // The CUDA flash kernels keep a row's accumulators in registers (as FlashAttention does).
-  if (options_.attention == AttentionKind::flash && cuda_kernels && options_.model.head_dim() > 256)
+  if (options_.plan.attention == AttentionKind::flash && cuda_kernels &&
+      options_.model.head_dim() > 256)
     throw UsageError("--attention flash with the CUDA kernels needs a head dimension <= 256, got " +
                      std::to_string(options_.model.head_dim()) + " (hidden " +
                      std::to_string(options_.model.hidden) + " / " +
                      std::to_string(options_.model.heads) + " heads)");
   micro_batch_sizes_ = step_micro_batches(options_);
   const amp::PrecisionPolicy precision =
-      amp::precision_policy(options_.precision, options_.fp32_grads, options_.stochastic_rounding);
+      amp::precision_policy(options_.plan.amp.precision, options_.plan.amp.fp32_grads,
+                            options_.plan.amp.stochastic_rounding);
   schedule_ = recompute_schedule(options_);
   require_host_memory_for_step(runtime.device(), options_, schedule_);
   optim::OptimizerSettings optimizer_settings;
-  optimizer_settings.learning_rate = options_.learning_rate;
-  optimizer_settings.weight_decay = options_.weight_decay;
-  optimizer_settings.eight_bit = options_.eight_bit;
-  optimizer_ = optim::make_optimizer(runtime, options_.optimizer, optimizer_settings, precision,
-                                     &options_.model);
-  const dist::ParallelOptions& parallel = options_.parallel;
+  optimizer_settings.learning_rate = options_.plan.optimizer.learning_rate;
+  optimizer_settings.weight_decay = options_.plan.optimizer.weight_decay;
+  optimizer_settings.eight_bit = options_.plan.optimizer.eight_bit;
+  optimizer_ = optim::make_optimizer(runtime, options_.plan.optimizer.name, optimizer_settings,
+                                     precision, &options_.model);
+  dist::ParallelOptions parallel;
+  static_cast<dist::ParallelGroups&>(parallel) = options_.groups;
+  parallel.zero = options_.plan.parallel.zero;
+  parallel.prefetch = options_.plan.parallel.prefetch;
   const int64_t ranks = parallel.data_parallel_size();
   // The phase tells the parameters and the batch apart from the step's tensors in a snapshot.
   const memory::PhaseScope setup(memory::TrainingPhase::setup);
@@ -207,8 +218,9 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
-  model_->set_dropout(options_.dropout);
-  model_->set_attention(options_.attention);
+  model_->set_dropout(
+      {options_.plan.dropout.p, dropout_seed(options_), options_.plan.dropout.preserve_rng_state});
+  model_->set_attention(options_.plan.attention);
   const int64_t B = std::accumulate(micro_batch_sizes_.begin(), micro_batch_sizes_.end(),
                                     int64_t{0}),
                 T = options_.seq;
@@ -242,7 +254,7 @@ StepResult Trainer::step() {
 }
 
 void Trainer::set_batch(int64_t batch) {
-  if (!options_.micro_batch_sizes.empty())
+  if (!options_.plan.batch.micro_batch_sizes.empty())
     throw UsageError("set_batch(" + std::to_string(batch) +
                      "): the run has explicit micro-batch sizes, which set the batch");
   TrainOptions options = options_;
@@ -252,7 +264,7 @@ void Trainer::set_batch(int64_t batch) {
   require_host_memory_for_step(runtime_.device(), options, schedule);
   std::vector<int64_t> micro_batch_sizes = step_micro_batches(options);
   const int64_t B = std::accumulate(micro_batch_sizes.begin(), micro_batch_sizes.end(), int64_t{0}),
-                T = options.seq, ranks = options.parallel.data_parallel_size();
+                T = options.seq, ranks = options.groups.data_parallel_size();
   std::vector<int32_t> host_inputs(static_cast<size_t>(ranks * B * T));   // (N·ΣB, T)
   std::vector<int32_t> host_targets(static_cast<size_t>(ranks * B * T));  // (N·ΣB, T)
   memory::Tensor inputs, targets;
@@ -274,7 +286,7 @@ void Trainer::set_batch(int64_t batch) {
 StepResult Trainer::step_unguarded() {
   const auto start = std::chrono::steady_clock::now();
   const int64_t B = inputs_.shape()[0], T = options_.seq;  // B: sequences of all micro-batches
-  const dist::ParallelOptions& parallel = options_.parallel;
+  const dist::ParallelGroups& parallel = options_.groups;
   const int64_t ranks = parallel.data_parallel_size();
   const int64_t rank = parallel.data_parallel ? parallel.data_parallel->rank() : 0;
   dist::CommunicationStats before;
@@ -310,7 +322,7 @@ StepResult Trainer::step_unguarded() {
     // Local to the micro-batch: unwinding from an out-of-memory error frees whatever was saved.
     nn::SavedActivations saved(runtime_, options_.model.layers);
     saved.set_plan(schedule_.layers);
-    saved.set_compression(options_.compress_activations);
+    saved.set_compression(options_.plan.activations.compression);
     const memory::TensorView tokens = inputs_.view(first_row * T, {b, T});    // (b, T)
     const memory::TensorView targets = targets_.view(first_row * T, {b, T});  // (b, T)
     const double micro_loss = model_->forward(saved, tokens, targets, b, T);
@@ -332,7 +344,7 @@ StepResult Trainer::step_unguarded() {
     // unscale and the clip are the optimizer's gradient multiplier).
     float multiplier = 1.0f;
     result.grad_norm = std::numeric_limits<double>::quiet_NaN();
-    if (scaler_.enabled() || options_.max_grad_norm > 0.0f) {
+    if (scaler_.enabled() || options_.plan.optimizer.max_grad_norm > 0.0f) {
       const nn::KernelBackend::GradientCheck check =
           data_parallel_ ? data_parallel_->check_gradients(scaler_.inverse_scale())
                          : runtime_.kernels().check_gradients(model_->parameters().grads().view(),
@@ -340,9 +352,10 @@ StepResult Trainer::step_unguarded() {
       result.found_inf = check.found_inf;
       result.grad_norm = std::sqrt(check.sum_of_squares);
       multiplier = scaler_.inverse_scale();
-      if (options_.max_grad_norm > 0.0f && !check.found_inf) {
+      if (options_.plan.optimizer.max_grad_norm > 0.0f && !check.found_inf) {
         // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), at most 1.
-        const double coefficient = options_.max_grad_norm / (result.grad_norm + 1e-6);
+        const double coefficient =
+            options_.plan.optimizer.max_grad_norm / (result.grad_norm + 1e-6);
         if (coefficient < 1.0) multiplier = static_cast<float>(multiplier * coefficient);
       }
     }

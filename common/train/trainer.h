@@ -31,71 +31,54 @@
 #include "common/nn/step_observer.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/optimizer_factory.h"
+#include "common/plan/plan.h"
 #include "common/recompute/recompute_schedule.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/train/synthetic_tokens.h"
 
 namespace vramlab::train {
 
-/// What to train and how.
+/// The communicators of a rank's parallel groups (common/dist/parallel_options.h); their sizes
+/// must be the plan's (plan::ParallelPlan).
+using dist::ParallelGroups;
+
+/// What to train and how: a model, a plan, a micro-batch and a sequence length, and what makes a
+/// run repeatable (the seeds, the token stream).
 struct TrainOptions {
-  ModelConfig model;            ///< the model (validated by the trainer).
-  int64_t batch = 8;            ///< B, sequences per micro-batch (≥ 1).
-  int64_t seq = 128;            ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
-  float learning_rate = 1e-3f;  ///< optimizer step size (> 0).
-  /// The optimizer (common/optim/optimizer_factory.h; sgd_momentum with momentum 0.9).
-  plan::Optimizer optimizer = plan::Optimizer::adamw;
-  /// 8-bit AdamW's block size, minimum tensor size and fp32 embeddings (`--block-size`,
-  /// `--min-8bit-size`, `--fp32-embeddings`).
-  plan::EightBitOptions eight_bit;
-  float weight_decay = 0.0f;  ///< decoupled (AdamW) or L2 (SGD) weight decay.
+  ModelConfig model;  ///< the model (validated by the trainer).
+  /// How: precision, recompute, activation storage, attention, optimizer, micro-batches, the
+  /// parallel layout, dropout (common/plan/plan.h). Offload and sequence parallelism are the
+  /// estimator's only, so the trainer refuses a plan that asks for them.
+  plan::Plan plan;
+  int64_t batch = 8;          ///< B, sequences per micro-batch (≥ 1).
+  int64_t seq = 128;          ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
   uint64_t seed = 1;          ///< initial weights and the token stream.
+  /// The dropout masks' stream; unset: seed + 0x9E3779B97F4A7C15 (a stream apart from the
+  /// weights', what `vramlab train` uses).
+  std::optional<uint64_t> dropout_seed;
   int64_t branching = 4;      ///< successors per token of the synthetic chain.
   bool grads_to_none = true;  ///< release gradients between steps (else zero them).
-  /// Gradient checkpointing (`--recompute`): which blocks keep, recompute in part or recompute in
-  /// full their activations; `budget:BYTES` plans the cheapest schedule under that peak.
-  recompute::RecomputeSpec recompute;
-  /// Dropout (`--dropout`, GPT-2's attn_pdrop = resid_pdrop): p in [0, 1); the masks' seed is
-  /// derived from `seed`, and a re-run forward replays its masks unless preserve_rng_state is off.
-  nn::DropoutSettings dropout;
-  /// `--attention`: naive (saves the (B, H, T, T) probabilities) or flash (saves the (B, H, T)
-  /// log-sum-exp; kernels/cpu/flash_attention.h).
-  AttentionKind attention = AttentionKind::naive;
-  /// Activation compression (`--compress-activations`): what the blocks keep is held as int8
-  /// with an absmax scale per tensor or per block between forward and backward.
-  nn::ActivationCompression compress_activations = nn::ActivationCompression::none;
-  /// `--precision`: the storage types of parameters, gradients, activations and optimizer states
-  /// (common/amp/precision_policy.h).
-  amp::Precision precision = amp::Precision::fp32;
-  /// `--fp32-grads`: fp32 gradients under mixed precision (Hugging Face's 18 B/param).
-  bool fp32_grads = false;
-  /// `--stochastic-rounding`: pure bf16's optimizer rounds the parameters it updates
-  /// stochastically instead of to nearest (kernels/cpu/optimizer.h's ParameterRounding).
-  bool stochastic_rounding = false;
-  /// `--grad-accum K`: K micro-batches of B sequences per optimizer step (an effective batch of
-  /// K·B, as Hugging Face's gradient_accumulation_steps and `vramlab estimate --grad-accum`).
-  int64_t grad_accum = 1;
-  /// Micro-batches of different sizes, one entry per micro-batch (each ≥ 1); when not empty it
-  /// replaces batch × grad_accum (micro_batches.h: each token then weighs 1/Σ tokens).
-  std::vector<int64_t> micro_batch_sizes;
-  /// `--loss-scale`: unset means dynamic for mixed-fp16 and none otherwise.
-  std::optional<amp::LossScaleSpec> loss_scale;
-  /// `--clip-grad-norm`: the largest global gradient norm (torch.nn.utils.clip_grad_norm_), after
-  /// the unscale; 0 turns clipping off.
-  float max_grad_norm = 0.0f;
-  /// Data parallelism (`--zero`, under `mpirun` or `--simulate-ranks`) and tensor parallelism
-  /// (`--tp`): the groups and the ZeRO stage (common/dist/parallel_options.h). Each data-parallel
-  /// rank trains on its own `batch` sequences of every micro-batch (rank r takes rows
-  /// [r·ΣB, (r+1)·ΣB) of the global batch), so N ranks train on what one process would with N
-  /// times the batch.
-  dist::ParallelOptions parallel;
+  /// The rank's data- and tensor-parallel groups (under `mpirun` or `--simulate-ranks`; made by
+  /// dist::launch_ranks); null for one rank. Each data-parallel rank trains on its own `batch`
+  /// sequences of every micro-batch (rank r takes rows [r·ΣB, (r+1)·ΣB) of the global batch), so
+  /// N ranks train on what one process would with N times the batch.
+  ParallelGroups groups;
+
+  /// Sets the groups and the plan's degrees to their sizes together.
+  /// \param data_parallel the data-parallel group, or null. \param tensor_parallel the
+  /// tensor-parallel group, or null.
+  void set_groups(dist::Communicator* data_parallel, dist::Communicator* tensor_parallel = nullptr);
 };
+
+/// The seed of the dropout masks of \p options (TrainOptions::dropout_seed).
+uint64_t dropout_seed(const TrainOptions& options);
 
 /// The sizes of the micro-batches of one step of \p options: micro_batch_sizes, or grad_accum
 /// copies of batch. \throws vramlab::UsageError naming a size or K < 1.
 std::vector<int64_t> step_micro_batches(const TrainOptions& options);
 
-/// The loss scaling \p options run with: their loss_scale, or the default for their precision.
+/// The loss scaling \p options run with: their plan's loss_scale, or the default for their
+/// precision (plan::effective_loss_scale).
 amp::LossScaleSpec effective_loss_scale(const TrainOptions& options);
 
 /// One step's measurements.

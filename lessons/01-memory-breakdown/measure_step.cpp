@@ -42,9 +42,9 @@ train::TrainOptions train_options(const StepSettings& settings) {
   options.model = settings.model;
   options.batch = settings.batch;
   options.seq = settings.seq;
-  options.optimizer = estimate::parse_optimizer(settings.optimizer);
+  options.plan.optimizer.name = estimate::parse_optimizer(settings.optimizer);
   options.seed = settings.seed;
-  options.attention = settings.attention;
+  options.plan.attention = settings.attention;
   return options;
 }
 

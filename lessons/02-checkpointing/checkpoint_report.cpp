@@ -89,7 +89,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   check.model = run.model;
   check.batch = run.batch;
   check.seq = run.seq;
-  check.dropout.p = run.dropout;
+  check.plan.dropout.p = run.dropout;
   train::validate(check);
   const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);

@@ -117,11 +117,11 @@ train::TrainOptions train_options(const RunSettings& settings, const recompute::
   options.batch = settings.batch;
   options.seq = settings.seq;
   options.seed = settings.seed;
-  options.recompute = spec;
-  options.dropout.p = settings.dropout;
-  options.dropout.seed = settings.seed;
-  options.compress_activations = compression;
-  options.attention = settings.attention;
+  options.plan.recompute = spec;
+  options.plan.dropout.p = settings.dropout;
+  options.dropout_seed = settings.seed;
+  options.plan.activations.compression = compression;
+  options.plan.attention = settings.attention;
   return options;
 }
 

@@ -31,8 +31,8 @@ train::TrainOptions train_options(const RunSettings& settings) {
   options.batch = settings.batch;
   options.seq = settings.seq;
   options.seed = settings.seed;
-  options.learning_rate = settings.learning_rate;
-  options.attention = settings.attention;
+  options.plan.optimizer.learning_rate = settings.learning_rate;
+  options.plan.attention = settings.attention;
   return options;
 }
 
@@ -40,9 +40,9 @@ train::TrainOptions train_options(const RunSettings& settings) {
 
 ModeRun run_mode(const RunSettings& settings, const ModeSpec& spec) {
   train::TrainOptions options = train_options(settings);
-  options.precision = spec.precision;
-  options.loss_scale = spec.loss_scale;
-  options.stochastic_rounding = spec.stochastic_rounding;
+  options.plan.amp.precision = spec.precision;
+  options.plan.amp.loss_scale = spec.loss_scale;
+  options.plan.amp.stochastic_rounding = spec.stochastic_rounding;
   ModeRun run;
   run.spec = spec;
   run.loss_scale_name = amp::loss_scale_name(train::effective_loss_scale(options));
@@ -98,7 +98,7 @@ AccumulationRow run_accumulation(const RunSettings& settings, const std::vector<
                                  std::vector<float>* gradients_out) {
   train::TrainOptions options = train_options(settings);
   options.batch = sizes.empty() ? settings.batch : sizes.front();
-  options.micro_batch_sizes = sizes;
+  options.plan.batch.micro_batch_sizes = sizes;
   AccumulationRow row;
   row.micro_batches = sizes;
 

@@ -114,7 +114,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     options.model = run.model;
     options.batch = run.batch;
     options.seq = run.seq;
-    options.learning_rate = run.learning_rate;
+    options.plan.optimizer.learning_rate = run.learning_rate;
     train::validate(options);
     if (run.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(run.steps));
   }

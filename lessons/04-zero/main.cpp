@@ -121,7 +121,7 @@ lesson04::LessonSettings settings_of(const Options& o) {
   check.model = s.train.model;
   check.batch = s.train.batch;
   check.seq = s.train.seq;
-  check.precision = s.train.precision;
+  check.plan.amp.precision = s.train.precision;
   train::validate(check);
   s.scale = !o.no_scale;
   s.figure1_model = lesson04::figure1_model();

@@ -165,10 +165,10 @@ ModelStates estimated_model_states(const ModelConfig& model, amp::Precision prec
   estimate::EstimateInputs in;
   in.model = model;
   in.seq = 1;
-  in.precision = precision;
-  in.optimizer = estimate::Optimizer::adamw;
-  in.zero_stage = static_cast<int64_t>(stage);
-  in.data_parallel = world_size;
+  in.plan.amp.precision = precision;
+  in.plan.optimizer.name = estimate::Optimizer::adamw;
+  in.plan.parallel.zero = stage;
+  in.plan.parallel.data_parallel = world_size;
   const estimate::Estimate e = estimate::estimate_memory(in);
   return {e.parameters.bytes, e.gradients.bytes, e.optimizer_states.bytes};
 }
@@ -182,16 +182,16 @@ RankRun run_rank(dist::Communicator& comm, const RunSettings& settings, dist::Ze
   options.batch = settings.batch;
   options.seq = settings.seq;
   options.seed = settings.seed;
-  options.learning_rate = settings.learning_rate;
-  options.optimizer = estimate::Optimizer::adamw;
-  options.precision = settings.precision;
-  options.recompute = settings.recompute;
+  options.plan.optimizer.learning_rate = settings.learning_rate;
+  options.plan.optimizer.name = estimate::Optimizer::adamw;
+  options.plan.amp.precision = settings.precision;
+  options.plan.recompute = settings.recompute;
   // Zeroed, not released: after each step the allocator holds the gradients too, so the model
   // states read there are all three.
   options.grads_to_none = false;
-  options.parallel.data_parallel = &comm;
-  options.parallel.zero = stage;
-  options.parallel.prefetch = settings.prefetch;
+  options.set_groups(&comm);
+  options.plan.parallel.zero = stage;
+  options.plan.parallel.prefetch = settings.prefetch;
 
   RankRun run;
   run.rank = comm.rank();

@@ -89,7 +89,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
     options.model = settings.train.model;
     options.batch = settings.train.batch;
     options.seq = settings.train.seq;
-    options.learning_rate = settings.train.learning_rate;
+    options.plan.optimizer.learning_rate = settings.train.learning_rate;
     train::validate(options);
     if (settings.train.steps < 1)
       throw UsageError("--steps must be >= 1, got " + std::to_string(settings.train.steps));

@@ -192,8 +192,8 @@ TrainingRun run_training(const TrainSettings& settings, AttentionKind attention)
   options.batch = settings.batch;
   options.seq = settings.seq;
   options.seed = settings.seed;
-  options.learning_rate = settings.learning_rate;
-  options.attention = attention;
+  options.plan.optimizer.learning_rate = settings.learning_rate;
+  options.plan.attention = attention;
   TrainingRun run;
   run.attention = attention;
 

@@ -160,7 +160,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
       settings.run.train.model.name + " on " + settings.run.device.name());
   lesson.baseline = profile_run(settings.run, "baseline");
   RunSettings checkpointed = settings.run;
-  checkpointed.train.recompute = recompute::parse_recompute_spec(settings.recompute);
+  checkpointed.train.plan.recompute = recompute::parse_recompute_spec(settings.recompute);
   say("recording the same steps with --recompute " + settings.recompute);
   lesson.recompute = profile_run(checkpointed, "--recompute " + settings.recompute);
   if (settings.overhead) {

@@ -204,11 +204,11 @@ estimate::ModelStateBytes estimated_model_states(const ModelConfig& model, amp::
   estimate::EstimateInputs in;
   in.model = model;
   in.seq = 1;
-  in.precision = precision;
-  in.optimizer = optimizer;
-  in.quantization_block_size = eight_bit.block_size;
-  in.min_8bit_size = eight_bit.min_8bit_size;
-  in.fp32_embeddings = eight_bit.fp32_embeddings;
+  in.plan.amp.precision = precision;
+  in.plan.optimizer.name = optimizer;
+  in.plan.optimizer.eight_bit.block_size = eight_bit.block_size;
+  in.plan.optimizer.eight_bit.min_8bit_size = eight_bit.min_8bit_size;
+  in.plan.optimizer.eight_bit.fp32_embeddings = eight_bit.fp32_embeddings;
   return estimate::estimate_memory(in).unpartitioned;
 }
 
@@ -220,10 +220,10 @@ OptimizerRun run_optimizer(const RunSettings& settings, Optimizer optimizer, flo
   options.batch = settings.batch;
   options.seq = settings.seq;
   options.seed = settings.seed;
-  options.learning_rate = learning_rate;
-  options.optimizer = optimizer;
-  options.eight_bit = settings.eight_bit;
-  options.precision = settings.precision;
+  options.plan.optimizer.learning_rate = learning_rate;
+  options.plan.optimizer.name = optimizer;
+  options.plan.optimizer.eight_bit = settings.eight_bit;
+  options.plan.amp.precision = settings.precision;
   // Zeroed, not released: the snapshot after the step then holds the gradients too.
   options.grads_to_none = false;
   OptimizerRun run;

@@ -98,7 +98,7 @@ void validate_settings(const LessonSettings& s) {
   options.model = s.train.model;
   options.batch = s.train.batch;
   options.seq = s.train.seq;
-  options.precision = s.train.precision;
+  options.plan.amp.precision = s.train.precision;
   train::validate(options);
 }
 

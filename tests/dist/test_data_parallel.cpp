@@ -38,9 +38,9 @@ train::TrainOptions options_for(const ModelConfig& model, ZeroStage zero,
   o.model = model;
   o.batch = 2;
   o.seq = 12;
-  o.precision = precision;
-  o.learning_rate = 3e-3f;
-  o.parallel.zero = zero;
+  o.plan.amp.precision = precision;
+  o.plan.optimizer.learning_rate = 3e-3f;
+  o.plan.parallel.zero = zero;
   return o;
 }
 
@@ -60,8 +60,8 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
     if (d.kind == memory::DeviceKind::meta) comm.set_move_data(false);
     nn::Runtime runtime(d);
     train::TrainOptions o = base;
-    o.parallel.data_parallel = &comm;
-    o.parallel.prefetch = prefetch;
+    o.set_groups(&comm);
+    o.plan.parallel.prefetch = prefetch;
     train::Trainer trainer(runtime, o);
     RankRun& run = runs[static_cast<size_t>(comm.rank())];
     for (int s = 0; s < steps; ++s) {
@@ -80,10 +80,10 @@ estimate::Estimate estimate_for(const train::TrainOptions& o, int64_t N) {
   in.model = o.model;
   in.micro_batch = o.batch;
   in.seq = o.seq;
-  in.precision = o.precision;
-  in.optimizer = o.optimizer;
-  in.zero_stage = static_cast<int64_t>(o.parallel.zero);
-  in.data_parallel = N;
+  in.plan.amp.precision = o.plan.amp.precision;
+  in.plan.optimizer.name = o.plan.optimizer.name;
+  in.plan.parallel.zero = o.plan.parallel.zero;
+  in.plan.parallel.data_parallel = N;
   return estimate::estimate_memory(in);
 }
 
@@ -221,15 +221,15 @@ TEST(DataParallel, PrefetchHoldsTwoBlocksAtOnce) {
 TEST(DataParallel, RefusesWhatCannotBeSharded) {
   train::TrainOptions o = options_for(odd_gpt2(), ZeroStage::gradients, amp::Precision::fp32);
   EXPECT_THROW(train::validate(o), UsageError);  // no data-parallel group
-  o.parallel.zero = ZeroStage::ddp;
-  o.parallel.prefetch = true;
+  o.plan.parallel.zero = ZeroStage::ddp;
+  o.plan.parallel.prefetch = true;
   EXPECT_THROW(train::validate(o), UsageError);
   try {
     dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
       train::TrainOptions bad =
           options_for(odd_gpt2(), ZeroStage::optimizer_states, amp::Precision::fp32);
-      bad.optimizer = estimate::Optimizer::adam_mini;
-      bad.parallel.data_parallel = &comm;
+      bad.plan.optimizer.name = estimate::Optimizer::adam_mini;
+      bad.set_groups(&comm);
       train::validate(bad);
     });
     FAIL() << "adam-mini under ZeRO-1 was accepted";
@@ -253,7 +253,7 @@ TEST(DataParallel, EveryStageFromOnePartitionsTheFp32MasterWeightsAlike) {
       SCOPED_TRACE("zero " + std::to_string(stage) + ", N " + std::to_string(N));
       train::TrainOptions o =
           options_for(model, static_cast<ZeroStage>(stage), amp::Precision::mixed_bf16);
-      o.optimizer = estimate::Optimizer::sgd;
+      o.plan.optimizer.name = estimate::Optimizer::sgd;
       const std::vector<RankRun> runs = run_ranks(o, N, 1);
       const estimate::Estimate e = estimate_for(o, N);
       for (int64_t r = 0; r < N; ++r) {
@@ -280,7 +280,7 @@ TEST(DataParallel, AnOutOfMemoryErrorMidStepLeavesOnlyTheShards) {
   dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
     nn::Runtime runtime(memory::parse_device("sim:8MiB"));
     train::TrainOptions mine = o;
-    mine.parallel.data_parallel = &comm;
+    mine.set_groups(&comm);
     train::Trainer trainer(runtime, mine);
     const train::ModelStateMeasured before = trainer.model_state();
     EXPECT_THROW(trainer.step(), memory::OutOfMemoryError);
@@ -306,7 +306,7 @@ TEST(DataParallel, AnOutOfMemoryErrorReachesTheCallerAtEveryStage) {
       dist::run_simulated_ranks(2, true, [&](dist::Communicator& comm) {
         nn::Runtime runtime(memory::parse_device("sim:1GiB"));
         train::TrainOptions mine = o;
-        mine.parallel.data_parallel = &comm;
+        mine.set_groups(&comm);
         train::Trainer trainer(runtime, mine);
         runtime.allocator().inject_out_of_memory(k);
         try {

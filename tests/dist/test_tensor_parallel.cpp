@@ -376,8 +376,8 @@ TEST(TensorParallel, ParameterBytesPerRankEqualTheEstimators) {
     for (int64_t t : {2, 4}) {
       estimate::EstimateInputs in;
       in.model = config;
-      in.tensor_parallel = t;
-      in.precision = amp::Precision::fp32;
+      in.plan.parallel.tensor_parallel = t;
+      in.plan.amp.precision = amp::Precision::fp32;
       const estimate::Estimate e = estimate::estimate_memory(in);
       for (const RankOutcome& rank : run_ranks(config, t, o)) {
         EXPECT_EQ(static_cast<int64_t>(rank.values.size()), config.rank_parameter_count(t));

@@ -101,11 +101,11 @@ TEST(Korthikanti, EstimatorSelectsTheRowAndMultipliesByLayers) {
                                 m.billions >= 1000 ? 1000 : 1))
         << m.name;
     in.micro_batch = m.micro_batch;
-    in.tensor_parallel = kTp;
-    in.precision = Precision::mixed_fp16;
+    in.plan.parallel.tensor_parallel = kTp;
+    in.plan.amp.precision = Precision::mixed_fp16;
     for (const auto& c : cases) {
-      in.sequence_parallel = c.sp;
-      in.recompute = recompute::parse_recompute_spec(recompute_name(c.recompute));
+      in.plan.parallel.sequence_parallel = c.sp;
+      in.plan.recompute = recompute::parse_recompute_spec(recompute_name(c.recompute));
       const Estimate e = estimate_memory(in);
       const double expected =
           static_cast<double>(m.layers) * table2(c.row, kSeq, static_cast<double>(m.micro_batch),
@@ -190,14 +190,14 @@ TEST(Korthikanti, BadShapesAndOverflowAreUsageErrors) {
   }
   EstimateInputs in;
   in.model = model_config_by_name("gpt2-124m");
-  in.tensor_parallel = 5;
+  in.plan.parallel.tensor_parallel = 5;
   EXPECT_THROW((void)estimate_memory(in), UsageError);  // 5 does not divide 12 heads
-  in.tensor_parallel = 4;
-  in.sequence_parallel = true;
+  in.plan.parallel.tensor_parallel = 4;
+  in.plan.parallel.sequence_parallel = true;
   in.seq = 1022;
   EXPECT_THROW((void)estimate_memory(in), UsageError);  // SP needs t | s
   in.seq = 2048;
-  in.sequence_parallel = false;
+  in.plan.parallel.sequence_parallel = false;
   EXPECT_THROW((void)estimate_memory(in), UsageError);  // beyond the 1024-row position table
 }
 
@@ -244,7 +244,7 @@ TEST(RuntimeLayout, EstimatorReportsTheRuntimeColumn) {
   EstimateInputs in;
   in.model = model_config_by_name("gpt2-tiny");
   in.micro_batch = 8;
-  in.precision = Precision::fp32;
+  in.plan.amp.precision = Precision::fp32;
   const Estimate e = estimate_memory(in);
   EXPECT_EQ(e.runtime_activation_bytes_per_layer,
             runtime_activation_bytes_per_layer(*in.model, 8, 128, DType::f32));
@@ -293,8 +293,8 @@ TEST(Korthikanti, FlashAttentionUsesTheSelectiveRow) {
   in.micro_batch = 1;
   in.seq = 4096;
   EstimateInputs selective = in;
-  selective.recompute = recompute::parse_recompute_spec("selective");
-  in.attention = AttentionKind::flash;
+  selective.plan.recompute = recompute::parse_recompute_spec("selective");
+  in.plan.attention = AttentionKind::flash;
   const Estimate flash = estimate_memory(in);
   const Estimate paper_selective = estimate_memory(selective);
   EXPECT_EQ(flash.activation_bytes_per_layer, paper_selective.activation_bytes_per_layer);
@@ -305,7 +305,7 @@ TEST(Korthikanti, FlashAttentionUsesTheSelectiveRow) {
             runtime_activation_bytes_per_layer(*in.model, 1, 4096, bf16, AttentionKind::flash));
   EXPECT_EQ(flash.runtime_schedule_peak_bytes,
             runtime_activation_bytes_total(*in.model, 1, 4096, bf16, AttentionKind::flash));
-  in.recompute = recompute::parse_recompute_spec("selective");
+  in.plan.recompute = recompute::parse_recompute_spec("selective");
   EXPECT_EQ(estimate_memory(in).runtime_schedule_peak_bytes, flash.runtime_schedule_peak_bytes)
       << "selective recompute has nothing to drop under flash attention";
   EXPECT_EQ(estimate_memory(in).recomputed_forward_fraction, 0.0);

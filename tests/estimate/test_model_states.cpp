@@ -21,10 +21,10 @@ using testing::near_relative;
 EstimateInputs zero_figure1_inputs(int64_t stage) {
   EstimateInputs in;
   in.parameter_count = 7'500'000'000;
-  in.precision = Precision::mixed_fp16;
-  in.optimizer = Optimizer::adamw;
-  in.zero_stage = stage;
-  in.data_parallel = 64;
+  in.plan.amp.precision = Precision::mixed_fp16;
+  in.plan.optimizer.name = Optimizer::adamw;
+  in.plan.parallel.zero = plan::zero_stage_from_int(stage);
+  in.plan.parallel.data_parallel = 64;
   return in;
 }
 
@@ -79,12 +79,12 @@ TEST(ZeroModelStates, MasterWeightsArePartitionedAtStageOneAsAtStagesTwoAndThree
           } else {
             in.parameter_count = 1'000'003;
           }
-          in.precision = precision;
-          in.optimizer = optimizer;
-          in.data_parallel = nd;
+          in.plan.amp.precision = precision;
+          in.plan.optimizer.name = optimizer;
+          in.plan.parallel.data_parallel = nd;
           std::vector<Estimate> by_stage;
           for (int64_t stage = 0; stage <= 3; ++stage) {
-            in.zero_stage = stage;
+            in.plan.parallel.zero = plan::zero_stage_from_int(stage);
             by_stage.push_back(estimate_memory(in));
           }
           const int64_t psi = by_stage[0].parameter_count;
@@ -130,17 +130,17 @@ TEST(ZeroModelStates, ReductionsApproachFourEightAndNd) {
   for (int64_t nd : {1, 4, 16, 64, 1024, 4096}) {  // divisors of Ψ: no rounding
     EstimateInputs in = zero_figure1_inputs(0);
     in.parameter_count = 1'000'000'000'000;
-    in.data_parallel = nd;
+    in.plan.parallel.data_parallel = nd;
     const double base = static_cast<double>(estimate_memory(in).total_bytes);
     const double n = static_cast<double>(nd);
     const double expected[] = {1.0, 16.0 / (4.0 + 12.0 / n), 16.0 / (2.0 + 14.0 / n), n};
     for (int64_t stage = 1; stage <= 3; ++stage) {
-      in.zero_stage = stage;
+      in.plan.parallel.zero = plan::zero_stage_from_int(stage);
       EXPECT_TRUE(near_relative(base / static_cast<double>(estimate_memory(in).total_bytes),
                                 expected[stage], 1e-9))
           << "stage " << stage << " Nd " << nd;
     }
-    in.zero_stage = 0;
+    in.plan.parallel.zero = plan::ZeroStage::ddp;
   }
 }
 
@@ -220,8 +220,8 @@ TEST(BytesPerParameter, AdamMiniHalvesAdamWAndLionKeepsOneState) {
   EXPECT_EQ(blocks, 2 * V + L * (2 * H + 2 * C + 2 * F + C + 2) + 1);
   EstimateInputs in;
   in.model = llama;
-  in.precision = Precision::fp32;
-  in.optimizer = Optimizer::adam_mini;
+  in.plan.amp.precision = Precision::fp32;
+  in.plan.optimizer.name = Optimizer::adam_mini;
   const Estimate e = estimate_memory(in);
   EXPECT_EQ(e.optimizer_states.bytes, 4 * (llama.parameter_count() + blocks));
 }
@@ -234,9 +234,9 @@ TEST(BytesPerParameter, EightBitAdamPerTensorWithShapes) {
   for (const int64_t B : {256, 2048}) {
     EstimateInputs in;
     in.model = gpt2;
-    in.precision = Precision::fp32;
-    in.optimizer = Optimizer::adamw_8bit;
-    in.quantization_block_size = B;
+    in.plan.amp.precision = Precision::fp32;
+    in.plan.optimizer.name = Optimizer::adamw_8bit;
+    in.plan.optimizer.eight_bit.block_size = B;
     const auto blocks = [B](int64_t n) { return (n + B - 1) / B; };
     // Quantized (≥ 4096 elements): wte, wpe, and per layer qkv (3C, C), proj (C, C), fc (4C, C),
     // mlp proj (C, 4C), and the 3C and 4C biases (2304 and 3072 elements are below 4096: fp32).
@@ -248,7 +248,7 @@ TEST(BytesPerParameter, EightBitAdamPerTensorWithShapes) {
     EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 2 * quantized + 8 * absmax + 8 * fp32)
         << "B = " << B;
     // Stable embedding: wte and wpe keep fp32 states too.
-    in.fp32_embeddings = true;
+    in.plan.optimizer.eight_bit.fp32_embeddings = true;
     const int64_t emb = V * C + T * C;
     EXPECT_EQ(
         estimate_memory(in).optimizer_states.bytes,
@@ -265,17 +265,17 @@ TEST(BytesPerParameter, AdafactorFactorsEveryMatrix) {
   const int64_t entries = 2 * (V + C) + L * (4 * 2 * C + 2 * (F + C) + (C + F) + 2 * C) + C;
   EstimateInputs in;
   in.model = llama;
-  in.precision = Precision::fp32;
-  in.optimizer = Optimizer::adafactor;
+  in.plan.amp.precision = Precision::fp32;
+  in.plan.optimizer.name = Optimizer::adafactor;
   EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 4 * entries);
-  in.precision = Precision::mixed_bf16;  // fp32 factors plus the fp32 master
+  in.plan.amp.precision = Precision::mixed_bf16;  // fp32 factors plus the fp32 master
   EXPECT_EQ(estimate_memory(in).optimizer_states.bytes, 4 * entries + 4 * llama.parameter_count());
   // About 0.002 bytes per parameter, against AdamW's 8.
   EXPECT_LT(static_cast<double>(4 * entries) / llama.parameter_count(), 0.0025);
   // Without shapes it cannot be counted: a usage error pointing at --model.
   EstimateInputs bare;
   bare.parameter_count = 7'000'000'000;
-  bare.optimizer = Optimizer::adafactor;
+  bare.plan.optimizer.name = Optimizer::adafactor;
   try {
     (void)estimate_memory(bare);
     FAIL();
@@ -299,8 +299,8 @@ TEST(BytesPerParameter, PureBf16KeepsStatesInBf16WithoutMaster) {
 TEST(Estimator, TensorParallelCountsEachRanksExactShare) {
   EstimateInputs in;
   in.model = model_config_by_name("llama2-70b");
-  in.tensor_parallel = 8;
-  in.precision = Precision::mixed_bf16;
+  in.plan.parallel.tensor_parallel = 8;
+  in.plan.amp.precision = Precision::mixed_bf16;
   const Estimate e = estimate_memory(in);
   const int64_t C = 8192, V = 32000, kvC = 1024, F = 28672, L = 80;
   const int64_t per_rank = 2 * V * C + C + L * (2 * C + (2 * C * C + 2 * kvC * C + 3 * C * F) / 8);
@@ -311,12 +311,12 @@ TEST(Estimator, TensorParallelCountsEachRanksExactShare) {
   // Without shapes, Ψ/t.
   EstimateInputs bare;
   bare.parameter_count = 68'976'648'192;
-  bare.tensor_parallel = 8;
-  bare.precision = Precision::mixed_bf16;
+  bare.plan.parallel.tensor_parallel = 8;
+  bare.plan.amp.precision = Precision::mixed_bf16;
   EXPECT_EQ(estimate_memory(bare).parameters.bytes, 2 * ((68'976'648'192 + 7) / 8));
   // A degree that splits a key/value head is refused, naming it.
   in.model = model_config_by_name("llama2-70b");
-  in.tensor_parallel = 16;
+  in.plan.parallel.tensor_parallel = 16;
   try {
     (void)estimate_memory(in);
     ADD_FAILURE() << "expected UsageError";
@@ -329,7 +329,7 @@ TEST(Estimator, TensorParallelCountsEachRanksExactShare) {
 
 TEST(Estimator, OffloadMovesPartitionsToTheHost) {
   EstimateInputs in = zero_figure1_inputs(2);
-  in.offload_optimizer = true;
+  in.plan.offload.optimizer = true;
   const Estimate e = estimate_memory(in);
   EXPECT_EQ(e.optimizer_states.bytes, 0);
   EXPECT_EQ(e.cpu_offload_bytes, 1'406'250'000);  // 12Ψ/64
@@ -337,8 +337,8 @@ TEST(Estimator, OffloadMovesPartitionsToTheHost) {
 
   EstimateInputs params = zero_figure1_inputs(3);
   params.model = model_config_by_name("gpt2-1.5b");
-  params.offload_optimizer = true;
-  params.offload_parameters = true;
+  params.plan.offload.optimizer = true;
+  params.plan.offload.parameters = true;
   const Estimate p = estimate_memory(params);
   const int64_t psi = params.model->parameter_count();
   const int64_t C = 1600;
@@ -346,7 +346,7 @@ TEST(Estimator, OffloadMovesPartitionsToTheHost) {
   EXPECT_EQ(p.cpu_offload_bytes, (12 * psi + 63) / 64 + (2 * psi + 63) / 64);
 
   EstimateInputs below = zero_figure1_inputs(2);
-  below.offload_parameters = true;
+  below.plan.offload.parameters = true;
   try {
     (void)estimate_memory(below);
     FAIL() << "parameter offload below stage 3 should be refused";
@@ -365,14 +365,19 @@ std::string usage_message(const EstimateInputs& in) {
 }
 
 TEST(Estimator, BadInputsNameTheValue) {
-  EstimateInputs in = zero_figure1_inputs(4);
-  EXPECT_NE(usage_message(in).find("got 4"), std::string::npos) << usage_message(in);
-  in = zero_figure1_inputs(-1);
-  EXPECT_NE(usage_message(in).find("got -1"), std::string::npos);
-  in = zero_figure1_inputs(1);
-  in.data_parallel = 0;
-  EXPECT_NE(usage_message(in).find("data-parallel degree must be at least 1, got 0"),
-            std::string::npos);
+  // A stage is a plan::ZeroStage: an integer outside 0-3 is refused where it becomes one.
+  for (const int64_t stage : {4, -1}) {
+    try {
+      (void)plan::zero_stage_from_int(stage);
+      ADD_FAILURE() << "stage " << stage << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(stage)), std::string::npos) << e.what();
+    }
+  }
+  EstimateInputs in = zero_figure1_inputs(1);
+  in.plan.parallel.data_parallel = 0;
+  EXPECT_NE(usage_message(in).find("--dp must be >= 1, got 0"), std::string::npos)
+      << usage_message(in);
   in = zero_figure1_inputs(1);
   in.parameter_count = -5;
   EXPECT_NE(usage_message(in).find("-5"), std::string::npos);
@@ -383,8 +388,8 @@ TEST(Estimator, BadInputsNameTheValue) {
   in.parameter_count = INT64_MAX / 3;
   EXPECT_NE(usage_message(in).find("overflows"), std::string::npos) << usage_message(in);
   in = zero_figure1_inputs(0);
-  in.precision = Precision::fp32;
-  in.fp32_gradients = true;
+  in.plan.amp.precision = Precision::fp32;
+  in.plan.amp.fp32_grads = true;
   EXPECT_NE(usage_message(in).find("'fp32'"), std::string::npos);
 }
 

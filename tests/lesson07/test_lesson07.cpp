@@ -148,7 +148,7 @@ TEST(Lesson07, RecomputeGrowsTheOpTotalsAndDropsThePeak) {
   for (const ModelConfig& m : {odd_gpt2(3, 36, 3, 97), odd_gpt2(4, 24, 2, 53)}) {
     RunSettings base = settings_for(m, 4, 31, 2);
     RunSettings full = base;
-    full.train.recompute = recompute::parse_recompute_spec("full");
+    full.train.plan.recompute = recompute::parse_recompute_spec("full");
     const ProfiledRun b = profile_run(base, "baseline");
     const ProfiledRun r = profile_run(full, "full");
     const std::string at = "L=" + std::to_string(m.layers);

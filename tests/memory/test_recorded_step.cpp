@@ -37,7 +37,7 @@ train::TrainOptions options_for(const ModelConfig& model, std::string_view recom
   options.batch = kBatch;
   options.seq = kSeq;
   options.seed = 7;
-  options.recompute = recompute::parse_recompute_spec(recompute);
+  options.plan.recompute = recompute::parse_recompute_spec(recompute);
   return options;
 }
 

@@ -49,29 +49,29 @@ train::TrainOptions train_options(const ModelConfig& model, Optimizer optimizer,
   o.model = model;
   o.batch = 2;
   o.seq = 8;
-  o.optimizer = optimizer;
-  o.precision = precision;
-  o.learning_rate = 1e-3f;
+  o.plan.optimizer.name = optimizer;
+  o.plan.amp.precision = precision;
+  o.plan.optimizer.learning_rate = 1e-3f;
   return o;
 }
 
 int64_t estimated_state_bytes(const train::TrainOptions& o) {
   estimate::EstimateInputs in;
   in.model = o.model;
-  in.precision = o.precision;
-  in.optimizer = o.optimizer;
-  in.quantization_block_size = o.eight_bit.block_size;
-  in.min_8bit_size = o.eight_bit.min_8bit_size;
-  in.fp32_embeddings = o.eight_bit.fp32_embeddings;
+  in.plan.amp.precision = o.plan.amp.precision;
+  in.plan.optimizer.name = o.plan.optimizer.name;
+  in.plan.optimizer.eight_bit.block_size = o.plan.optimizer.eight_bit.block_size;
+  in.plan.optimizer.eight_bit.min_8bit_size = o.plan.optimizer.eight_bit.min_8bit_size;
+  in.plan.optimizer.eight_bit.fp32_embeddings = o.plan.optimizer.eight_bit.fp32_embeddings;
   return estimate::estimate_memory(in).optimizer_states.bytes;
 }
 
 std::string describe(const train::TrainOptions& o) {
-  return o.model.name + " " + std::string(estimate::precision_name(o.precision)) + " " +
-         std::string(estimate::optimizer_name(o.optimizer)) +
-         " B=" + std::to_string(o.eight_bit.block_size) +
-         " min=" + std::to_string(o.eight_bit.min_8bit_size) +
-         (o.eight_bit.fp32_embeddings ? " fp32-embeddings" : "");
+  return o.model.name + " " + std::string(estimate::precision_name(o.plan.amp.precision)) + " " +
+         std::string(estimate::optimizer_name(o.plan.optimizer.name)) +
+         " B=" + std::to_string(o.plan.optimizer.eight_bit.block_size) +
+         " min=" + std::to_string(o.plan.optimizer.eight_bit.min_8bit_size) +
+         (o.plan.optimizer.eight_bit.fp32_embeddings ? " fp32-embeddings" : "");
 }
 
 TEST(OptimizerStateLayout, RunsCoverEveryTensorInOrder) {
@@ -196,7 +196,7 @@ TEST(LowMemoryOptimizers, StateBytesEqualTheEstimatorForEveryOptimizerAndPrecisi
     for (const Precision precision : {Precision::fp32, Precision::bf16, Precision::mixed_bf16}) {
       for (const Optimizer optimizer : kAll) {
         train::TrainOptions o = train_options(model, optimizer, precision);
-        if (optimizer == Optimizer::adamw_8bit) o.eight_bit.block_size = 100;
+        if (optimizer == Optimizer::adamw_8bit) o.plan.optimizer.eight_bit.block_size = 100;
         const std::string where = describe(o);
         nn::Runtime runtime(memory::parse_device("cpu"));
         train::Trainer trainer(runtime, o);
@@ -222,7 +222,7 @@ TEST(LowMemoryOptimizers, EightBitOptionsChangeTheBytesAsTheEstimatorSays) {
     for (const int64_t min_size : {0, 4096}) {
       for (const bool embeddings : {false, true}) {
         train::TrainOptions o = train_options(gpt2, Optimizer::adamw_8bit, Precision::fp32);
-        o.eight_bit = {block, min_size, embeddings};
+        o.plan.optimizer.eight_bit = {block, min_size, embeddings};
         nn::Runtime runtime(memory::parse_device("cpu"));
         train::Trainer trainer(runtime, o);
         (void)trainer.step();
@@ -265,12 +265,13 @@ TEST(LowMemoryOptimizers, EveryOptimizerTrains) {
     train::TrainOptions o = train_options(model, optimizer, Precision::fp32);
     o.batch = 8;
     o.seq = 16;
-    o.learning_rate = optimizer == Optimizer::lion           ? 1e-3f
-                      : optimizer == Optimizer::sgd_momentum ? 0.3f
-                      : optimizer == Optimizer::adafactor    ? 1e-2f
-                                                             : 3e-3f;
-    o.eight_bit.min_8bit_size = 0;  // quantize every tensor, the 8-bit path under test
-    o.eight_bit.block_size = 64;
+    o.plan.optimizer.learning_rate = optimizer == Optimizer::lion           ? 1e-3f
+                                     : optimizer == Optimizer::sgd_momentum ? 0.3f
+                                     : optimizer == Optimizer::adafactor    ? 1e-2f
+                                                                            : 3e-3f;
+    o.plan.optimizer.eight_bit.min_8bit_size =
+        0;  // quantize every tensor, the 8-bit path under test
+    o.plan.optimizer.eight_bit.block_size = 64;
     nn::Runtime runtime(memory::parse_device("cpu"));
     train::Trainer trainer(runtime, o);
     const double first = trainer.step().loss;

@@ -141,8 +141,8 @@ Run train(const ModelConfig& config, KernelKind kernels, const std::string& opti
   o.batch = 2;
   o.seq = 13;
   o.seed = 5;
-  o.optimizer = estimate::parse_optimizer(optimizer);
-  o.learning_rate = learning_rate;
+  o.plan.optimizer.name = estimate::parse_optimizer(optimizer);
+  o.plan.optimizer.learning_rate = learning_rate;
   nn::Runtime runtime(memory::parse_device("sim:t4-16g"), kernels);
   EXPECT_EQ(runtime.kernel_kind(), kernels);
   Trainer trainer(runtime, o);

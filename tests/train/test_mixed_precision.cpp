@@ -74,7 +74,7 @@ TEST(GradientAccumulation, KMicroBatchesGiveTheGradientOfOneBatchKTimesLarger) {
   const OneStep full = first_step(gpt2_options(8));
   for (const int64_t k : {2, 4, 8}) {
     TrainOptions o = gpt2_options(8 / k);
-    o.grad_accum = k;
+    o.plan.batch.grad_accum = k;
     const OneStep accumulated = first_step(o);
     ASSERT_EQ(accumulated.grads.size(), full.grads.size());
     size_t where = 0;
@@ -89,8 +89,8 @@ TEST(GradientAccumulation, KMicroBatchesGiveTheGradientOfOneBatchKTimesLarger) {
 TEST(GradientAccumulation, UnequalMicroBatchesAreWeightedByTheirTokens) {
   const OneStep full = first_step(gpt2_options(10));
   TrainOptions o = gpt2_options(1);
-  o.micro_batch_sizes = micro_batch_sizes(10, 4);
-  ASSERT_EQ(o.micro_batch_sizes, (std::vector<int64_t>{3, 3, 2, 2}));
+  o.plan.batch.micro_batch_sizes = micro_batch_sizes(10, 4);
+  ASSERT_EQ(o.plan.batch.micro_batch_sizes, (std::vector<int64_t>{3, 3, 2, 2}));
   const OneStep accumulated = first_step(o);
   size_t where = 0;
   const double diff = max_relative_difference(accumulated.grads, full.grads, &where);
@@ -104,7 +104,7 @@ TEST(GradientAccumulation, UnequalMicroBatchesAreWeightedByTheirTokens) {
 TEST(GradientAccumulation, ThePeakIsThatOfTheLargestMicroBatch) {
   TrainOptions one = gpt2_options(3);
   TrainOptions split = gpt2_options(1);
-  split.micro_batch_sizes = {1, 3, 2};
+  split.plan.batch.micro_batch_sizes = {1, 3, 2};
   EXPECT_EQ(first_step(split).activation_peak_bytes, first_step(one).activation_peak_bytes);
 }
 
@@ -117,10 +117,10 @@ TEST(MicroBatches, SplitEvenlyLargestFirstAndRefuseEmptyOnes) {
   EXPECT_THROW((void)micro_batch_sizes(4, 5), UsageError);
   EXPECT_THROW((void)micro_batch_sizes(4, 0), UsageError);
   TrainOptions o = gpt2_options(2);
-  o.grad_accum = 0;
+  o.plan.batch.grad_accum = 0;
   EXPECT_THROW(validate(o), UsageError);
-  o.grad_accum = 1;
-  o.micro_batch_sizes = {2, 0};
+  o.plan.batch.grad_accum = 1;
+  o.plan.batch.micro_batch_sizes = {2, 0};
   EXPECT_THROW(validate(o), UsageError);
 }
 
@@ -138,8 +138,8 @@ TEST(PrecisionBytes, MeasuredBytesPerCategoryEqualTheEstimatorsInEveryMode) {
         o.model = model;
         o.batch = 4;
         o.seq = 64;
-        o.precision = p;
-        o.fp32_grads = fp32_grads;
+        o.plan.amp.precision = p;
+        o.plan.amp.fp32_grads = fp32_grads;
         nn::Runtime runtime(memory::parse_device("meta"));
         Trainer trainer(runtime, o);
         const StepResult r = trainer.step();
@@ -173,7 +173,7 @@ TEST(PrecisionOutOfMemory, TheOptimizerStepFailsCleanlyTwiceUnderLossScaling) {
   o.model = gpt2_config("wide", 1, 512, 8, 16384, 16);
   o.batch = 1;
   o.seq = 8;
-  o.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
+  o.plan.amp.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
   nn::Runtime runtime(memory::parse_device("sim:64MiB"));
   Trainer trainer(runtime, o);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -200,9 +200,9 @@ double final_loss(amp::Precision precision, bool stochastic_rounding) {
   o.model = gpt2_config("custom", 2, 64, 4, 128, 32);
   o.batch = 8;
   o.seq = 32;
-  o.learning_rate = 3e-3f;
-  o.precision = precision;
-  o.stochastic_rounding = stochastic_rounding;
+  o.plan.optimizer.learning_rate = 3e-3f;
+  o.plan.amp.precision = precision;
+  o.plan.amp.stochastic_rounding = stochastic_rounding;
   nn::Runtime runtime(memory::parse_device("cpu"));
   Trainer trainer(runtime, o);
   double tail = 0;

@@ -241,48 +241,48 @@ TEST(OomAtEveryAllocation, Gpt2Fp32GradientsZeroedNotReleased) {
 
 TEST(OomAtEveryAllocation, Gpt2FullRecompute) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.recompute = recompute::parse_recompute_spec("full");
+  o.plan.recompute = recompute::parse_recompute_spec("full");
   EXPECT_GT(fail_every_allocation("gpt2 recompute full", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaSelectiveRecompute) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.recompute = recompute::parse_recompute_spec("selective");
+  o.plan.recompute = recompute::parse_recompute_spec("selective");
   EXPECT_GT(fail_every_allocation("llama recompute selective", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, Gpt2MixedBf16) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.precision = amp::Precision::mixed_bf16;  // bf16 autocast with fp32 master weights
+  o.plan.amp.precision = amp::Precision::mixed_bf16;  // bf16 autocast with fp32 master weights
   EXPECT_GT(fail_every_allocation("gpt2 mixed bf16", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaPureBf16) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.precision = amp::Precision::bf16;
-  o.stochastic_rounding = true;  // its rounding seed follows the optimizer's step count
+  o.plan.amp.precision = amp::Precision::bf16;
+  o.plan.amp.stochastic_rounding = true;  // its rounding seed follows the optimizer's step count
   EXPECT_GT(fail_every_allocation("llama pure bf16", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaMixedFp16WithGradScaler) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
-  o.max_grad_norm = 1.0f;
+  o.plan.amp.precision = amp::Precision::mixed_fp16;  // dynamic loss scaling by default
+  o.plan.optimizer.max_grad_norm = 1.0f;
   EXPECT_GT(fail_every_allocation("llama mixed fp16 scaler", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, Gpt2GradAccumulationWithDropoutAndCheckpoints) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.grad_accum = 2;
-  o.dropout.p = 0.1f;  // its masks replay in the recomputed layers
-  o.recompute = recompute::parse_recompute_spec("every:2");
+  o.plan.batch.grad_accum = 2;
+  o.plan.dropout.p = 0.1f;  // its masks replay in the recomputed layers
+  o.plan.recompute = recompute::parse_recompute_spec("every:2");
   EXPECT_GT(fail_every_allocation("gpt2 accum 2 dropout every:2", o).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaFlashAttentionWithInt8Activations) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.attention = AttentionKind::flash;
-  o.compress_activations = nn::ActivationCompression::int8_block;
+  o.plan.attention = AttentionKind::flash;
+  o.plan.activations.compression = nn::ActivationCompression::int8_block;
   EXPECT_GT(fail_every_allocation("llama flash int8 acts", o).failed, 0);
 }
 
@@ -292,9 +292,10 @@ TEST(OomAtEveryAllocation, EveryOtherOptimizer) {
         estimate::Optimizer::adam_mini, estimate::Optimizer::adafactor,
         estimate::Optimizer::adamw_8bit}) {
     TrainOptions o = tiny(ModelFamily::gpt2);
-    o.optimizer = kind;
-    o.eight_bit.min_8bit_size = 64;  // the tiny model's matrices are quantized, not kept in fp32
-    o.precision = amp::Precision::mixed_bf16;
+    o.plan.optimizer.name = kind;
+    o.plan.optimizer.eight_bit.min_8bit_size =
+        64;  // the tiny model's matrices are quantized, not kept in fp32
+    o.plan.amp.precision = amp::Precision::mixed_bf16;
     EXPECT_GT(
         fail_every_allocation("gpt2 mixed bf16 " + std::string(estimate::optimizer_name(kind)), o)
             .failed,
@@ -333,7 +334,10 @@ Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions opti
     return runtimes;
   };
   const auto on_rank = [&](dist::Communicator& comm, TrainOptions o) {
-    (group == Group::data_parallel ? o.parallel.data_parallel : o.parallel.tensor_parallel) = &comm;
+    if (group == Group::data_parallel)
+      o.set_groups(&comm, nullptr);
+    else
+      o.set_groups(nullptr, &comm);
     return o;
   };
 
@@ -469,27 +473,27 @@ Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions opti
 
 TEST(OomAtEveryAllocation, Gpt2DdpOnTwoRanks) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.parallel.zero = dist::ZeroStage::ddp;
+  o.plan.parallel.zero = dist::ZeroStage::ddp;
   EXPECT_GT(fail_every_allocation_on_ranks("gpt2 ddp", o, 2).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaZero1MixedBf16OnTwoRanks) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.parallel.zero = dist::ZeroStage::optimizer_states;
-  o.precision = amp::Precision::mixed_bf16;  // the master weights are partitioned too
+  o.plan.parallel.zero = dist::ZeroStage::optimizer_states;
+  o.plan.amp.precision = amp::Precision::mixed_bf16;  // the master weights are partitioned too
   EXPECT_GT(fail_every_allocation_on_ranks("llama zero-1 mixed bf16", o, 2).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, Gpt2Zero2OnTwoRanks) {
   TrainOptions o = tiny(ModelFamily::gpt2);
-  o.parallel.zero = dist::ZeroStage::gradients;
+  o.plan.parallel.zero = dist::ZeroStage::gradients;
   EXPECT_GT(fail_every_allocation_on_ranks("gpt2 zero-2", o, 2).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, LlamaZero3WithPrefetchOnTwoRanks) {
   TrainOptions o = tiny(ModelFamily::llama);
-  o.parallel.zero = dist::ZeroStage::parameters;
-  o.parallel.prefetch = true;
+  o.plan.parallel.zero = dist::ZeroStage::parameters;
+  o.plan.parallel.prefetch = true;
   EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 prefetch", o, 2).failed, 0);
 }
 

@@ -174,8 +174,8 @@ TEST(StepObservers, APassiveObserverChangesNoLossBit) {
     for (const estimate::Optimizer kind :
          {estimate::Optimizer::adamw, estimate::Optimizer::sgd_momentum}) {
       TrainOptions o = options_for(model, 7);
-      o.optimizer = kind;
-      o.learning_rate = 1e-2f;
+      o.plan.optimizer.name = kind;
+      o.plan.optimizer.learning_rate = 1e-2f;
       nn::Runtime plain_runtime(memory::parse_device("cpu"));
       nn::Runtime observed_runtime(memory::parse_device("cpu"));
       Trainer plain(plain_runtime, o);
@@ -219,8 +219,8 @@ class UpdateReader final : public nn::StepObserver {
 
 TEST(StepObservers, SeeTheOptimizerStepOfPlainSgd) {
   TrainOptions o = options_for(models(2)[0], 11);
-  o.optimizer = estimate::Optimizer::sgd;
-  o.learning_rate = 0.25f;
+  o.plan.optimizer.name = estimate::Optimizer::sgd;
+  o.plan.optimizer.learning_rate = 0.25f;
   nn::Runtime runtime(memory::parse_device("cpu"));
   Trainer trainer(runtime, o);
   UpdateReader reader;

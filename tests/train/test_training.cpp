@@ -53,7 +53,7 @@ TEST(Training, LossFallsFarBelowUnigramEntropyButNotBelowTheEntropyRate) {
   o.model = gpt2_config("learn", 1, 32, 2, 32, 32);
   o.batch = 16;
   o.seq = 32;
-  o.learning_rate = 1e-2f;
+  o.plan.optimizer.learning_rate = 1e-2f;
   o.seed = 4;
   nn::Runtime runtime(memory::parse_device("cpu"));
   Trainer trainer(runtime, o);
@@ -107,19 +107,20 @@ TEST(Training, FlashAttentionGivesTheLossCurveOfNaiveAttention) {
   std::vector<Case> cases;
   for (TrainOptions o : {small_gpt2(9), small_llama(9)}) {
     o.seq = 16;
-    o.learning_rate = 3e-3f;
+    o.plan.optimizer.learning_rate = 3e-3f;
     cases.push_back({o, 1e-6});
     TrainOptions dropout = o;
-    dropout.dropout = {0.1f, 21, true};
-    dropout.recompute = recompute::parse_recompute_spec("full");
+    dropout.plan.dropout = {0.1f, true};
+    dropout.dropout_seed = 21;
+    dropout.plan.recompute = recompute::parse_recompute_spec("full");
     cases.push_back({dropout, 1e-6});
     TrainOptions bf16 = o;
-    bf16.precision = amp::Precision::mixed_bf16;
+    bf16.plan.amp.precision = amp::Precision::mixed_bf16;
     cases.push_back({bf16, 1e-3});
   }
   for (const Case& c : cases) {
     TrainOptions flash = c.options;
-    flash.attention = AttentionKind::flash;
+    flash.plan.attention = AttentionKind::flash;
     const auto a = losses("sim:a100-40g", c.options, 30), b = losses("sim:a100-40g", flash, 30);
     double worst = 0.0;
     size_t at = 0;
@@ -131,10 +132,10 @@ TEST(Training, FlashAttentionGivesTheLossCurveOfNaiveAttention) {
       }
     }
     EXPECT_LE(worst, c.tolerance) << c.options.model.name << " "
-                                  << amp::precision_name(c.options.precision) << " dropout "
-                                  << c.options.dropout.p << ": max relative |Δloss| " << worst
-                                  << " at step " << at + 1 << " (" << 100 * worst / c.tolerance
-                                  << "% of tolerance)";
+                                  << amp::precision_name(c.options.plan.amp.precision)
+                                  << " dropout " << c.options.plan.dropout.p
+                                  << ": max relative |Δloss| " << worst << " at step " << at + 1
+                                  << " (" << 100 * worst / c.tolerance << "% of tolerance)";
     EXPECT_LT(b.back(), b.front() - 0.5) << "flash attention trains";
   }
 }
@@ -203,11 +204,11 @@ TEST(Training, OutOfMemoryOnASmallSimDeviceLeavesTheAllocatorConsistent) {
 // estimate of the step must count the layout the trainer's optimizer allocates.
 TEST(Training, EstimateOfAStepCountsThe8BitLayoutTheOptimizerKeeps) {
   for (TrainOptions o : {small_gpt2(3), small_llama(4)}) {
-    o.optimizer = estimate::Optimizer::adamw_8bit;
+    o.plan.optimizer.name = estimate::Optimizer::adamw_8bit;
     for (const plan::EightBitOptions eight_bit :
          {plan::EightBitOptions{}, plan::EightBitOptions{64, 100, false},
           plan::EightBitOptions{17, 0, true}}) {
-      o.eight_bit = eight_bit;
+      o.plan.optimizer.eight_bit = eight_bit;
       nn::Runtime runtime(memory::parse_device("sim:1GiB"));
       Trainer trainer(runtime, o);
       (void)trainer.step();

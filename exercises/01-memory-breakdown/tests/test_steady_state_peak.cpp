@@ -102,7 +102,8 @@ Run train_on_meta(const train::TrainOptions& options) {
 std::string describe(const train::TrainOptions& o) {
   return o.model.name + " L=" + std::to_string(o.model.layers) +
          " C=" + std::to_string(o.model.hidden) + " B=" + std::to_string(o.batch) +
-         " T=" + std::to_string(o.seq) + " " + std::string(estimate::optimizer_name(o.optimizer));
+         " T=" + std::to_string(o.seq) + " " +
+         std::string(estimate::optimizer_name(o.plan.optimizer.name));
 }
 
 train::TrainOptions options(ModelConfig model, int64_t batch, int64_t seq, Optimizer optimizer) {
@@ -110,7 +111,7 @@ train::TrainOptions options(ModelConfig model, int64_t batch, int64_t seq, Optim
   o.model = std::move(model);
   o.batch = batch;
   o.seq = seq;
-  o.optimizer = optimizer;
+  o.plan.optimizer.name = optimizer;
   return o;
 }
 

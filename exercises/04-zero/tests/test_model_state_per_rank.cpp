@@ -116,10 +116,10 @@ RankModelStateBytes estimator_bytes(const ModelConfig& model, amp::Precision pre
                                     ZeroStage stage, int64_t n) {
   estimate::EstimateInputs in;
   in.model = model;
-  in.precision = precision;
-  in.optimizer = estimate::Optimizer::adamw;
-  in.zero_stage = static_cast<int64_t>(stage);
-  in.data_parallel = n;
+  in.plan.amp.precision = precision;
+  in.plan.optimizer.name = estimate::Optimizer::adamw;
+  in.plan.parallel.zero = stage;
+  in.plan.parallel.data_parallel = n;
   const estimate::Estimate e = estimate::estimate_memory(in);
   return {e.parameters.bytes, e.gradients.bytes, e.optimizer_states.bytes};
 }
@@ -187,10 +187,10 @@ TEST(ModelStatePerRank, EqualsWhatEveryRanksAllocatorHoldsAfterOneStepOnSimulate
             options.model = model;
             options.batch = 1;
             options.seq = 16;
-            options.precision = precision;
+            options.plan.amp.precision = precision;
             options.grads_to_none = false;
-            options.parallel.data_parallel = &comm;
-            options.parallel.zero = stage;
+            options.set_groups(&comm);
+            options.plan.parallel.zero = stage;
             train::Trainer trainer(runtime, options);
             (void)trainer.step();
             const train::ModelStateMeasured m = trainer.model_state();

@@ -209,10 +209,10 @@ TEST(Zero3Schedule, PeakEqualsWhatTheRuntimesZero3HoldsInOneStepOnSimulatedRanks
             options.model = model;
             options.batch = 1;
             options.seq = 16;
-            options.precision = precision;
-            options.parallel.data_parallel = &comm;
-            options.parallel.zero = dist::ZeroStage::parameters;
-            options.parallel.prefetch = prefetch;
+            options.plan.amp.precision = precision;
+            options.set_groups(&comm);
+            options.plan.parallel.zero = dist::ZeroStage::parameters;
+            options.plan.parallel.prefetch = prefetch;
             train::Trainer trainer(runtime, options);
             (void)trainer.step();
             measured[static_cast<size_t>(comm.rank())] =

@@ -57,10 +57,10 @@ int64_t estimator_moment_bytes(const ModelConfig& model, estimate::Optimizer opt
                                estimate::Precision precision = estimate::Precision::mixed_bf16) {
   estimate::EstimateInputs in;
   in.model = model;
-  in.optimizer = optimizer;
-  in.precision = precision;
-  in.quantization_block_size = block_size;
-  in.min_8bit_size = min_8bit_size;
+  in.plan.optimizer.name = optimizer;
+  in.plan.amp.precision = precision;
+  in.plan.optimizer.eight_bit.block_size = block_size;
+  in.plan.optimizer.eight_bit.min_8bit_size = min_8bit_size;
   return estimate::estimate_memory(in).unpartitioned.optimizer_moments;
 }
 

@@ -18,7 +18,10 @@
 #include "common/estimate/estimator.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/errors.h"
+#include "common/platform/flag_checks.h"
 #include "common/recompute/recompute_schedule.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/report/table.h"
@@ -35,16 +38,8 @@ struct EstimateOptions {
   ModelFlags model;
   std::string params;
   std::optional<int64_t> seq;
-  int64_t batch = 1, grad_accum = 1, zero = 0, dp = 1, tp = 1, block_size = 256;
-  int64_t min_8bit_size = 4096;
-  bool fp32_embeddings = false;
-  std::string precision = "mixed-bf16";
-  std::string optimizer = "adamw";
-  std::string recompute = "none";
-  std::string compress = "none";
-  std::string attention = "naive";
-  std::string offload = "none";
-  bool sp = false, fp32_grads = false, json = false, list_models = false;
+  int64_t batch = 1;
+  bool json = false, list_models = false;
 };
 
 // The named models --model takes, with their shapes: what to pick before estimating or training.
@@ -104,34 +99,14 @@ std::optional<ModelConfig> model_from(const EstimateOptions& o) {
   return o.model.build(o.seq);
 }
 
-estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
+estimate::EstimateInputs inputs_from(const EstimateOptions& o, const plan::PlanFlags& flags) {
   estimate::EstimateInputs in;
   in.model = model_from(o);
   if (!o.params.empty()) in.parameter_count = estimate::parse_parameter_count(o.params);
   in.micro_batch = o.batch;
   // The training sequence; 0 = the model's context (which explicit shapes take from --seq).
   in.seq = o.seq.value_or(0);
-  in.grad_accum = o.grad_accum;
-  in.precision = estimate::parse_precision(o.precision);
-  in.optimizer = estimate::parse_optimizer(o.optimizer);
-  in.quantization_block_size = o.block_size;
-  if (o.min_8bit_size < 0)
-    throw UsageError("--min-8bit-size must be >= 0, got " + std::to_string(o.min_8bit_size));
-  in.min_8bit_size = o.min_8bit_size;
-  in.fp32_embeddings = o.fp32_embeddings;
-  in.fp32_gradients = o.fp32_grads;
-  in.zero_stage = o.zero;
-  in.data_parallel = o.dp;
-  in.tensor_parallel = o.tp;
-  in.sequence_parallel = o.sp;
-  in.recompute = recompute::parse_recompute_spec(o.recompute);
-  in.compress_activations = recompute::parse_compression(o.compress);
-  in.attention = parse_attention_kind(o.attention);
-  if (o.offload == "optimizer" || o.offload == "both") in.offload_optimizer = true;
-  if (o.offload == "params" || o.offload == "both") in.offload_parameters = true;
-  if (o.offload != "none" && !in.offload_optimizer && !in.offload_parameters)
-    throw UsageError("unknown offload '" + o.offload +
-                     "' (expected one of: none, optimizer, params, both)");
+  in.plan = flags.plan();
   return in;
 }
 
@@ -139,8 +114,9 @@ estimate::EstimateInputs inputs_from(const EstimateOptions& o) {
 // still right), only probably not what was meant.
 std::vector<std::string> notes_for(const estimate::EstimateInputs& in) {
   std::vector<std::string> notes;
-  if (in.zero_stage > 0 && in.data_parallel == 1)
-    notes.push_back("ZeRO stage " + std::to_string(in.zero_stage) +
+  const auto stage = static_cast<int64_t>(in.plan.parallel.zero);
+  if (stage > 0 && in.plan.parallel.data_parallel == 1)
+    notes.push_back("ZeRO stage " + std::to_string(stage) +
                     " with --dp 1 partitions nothing: it splits model states across the " +
                     "data-parallel ranks, and there is one; give --dp N (N > 1) to see it shrink");
   return notes;
@@ -169,29 +145,30 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
     inputs["params"] = in.parameter_count;
   }
   inputs["micro_batch"] = in.micro_batch;
-  inputs["grad_accum"] = in.grad_accum;
-  inputs["precision"] = estimate::precision_name(in.precision);
-  inputs["optimizer"] = estimate::optimizer_name(in.optimizer);
-  if (in.optimizer == estimate::Optimizer::adamw_8bit) {
-    inputs["quantization_block_size"] = in.quantization_block_size;
-    inputs["min_8bit_size"] = in.min_8bit_size;
-    inputs["fp32_embeddings"] = in.fp32_embeddings;
+  inputs["grad_accum"] = in.plan.batch.grad_accum;
+  inputs["precision"] = estimate::precision_name(in.plan.amp.precision);
+  inputs["optimizer"] = estimate::optimizer_name(in.plan.optimizer.name);
+  if (in.plan.optimizer.name == estimate::Optimizer::adamw_8bit) {
+    inputs["quantization_block_size"] = in.plan.optimizer.eight_bit.block_size;
+    inputs["min_8bit_size"] = in.plan.optimizer.eight_bit.min_8bit_size;
+    inputs["fp32_embeddings"] = in.plan.optimizer.eight_bit.fp32_embeddings;
   }
-  inputs["fp32_gradients"] = in.fp32_gradients;
-  inputs["zero_stage"] = in.zero_stage;
-  inputs["dp"] = in.data_parallel;
-  inputs["tp"] = in.tensor_parallel;
-  inputs["sp"] = in.sequence_parallel;
-  inputs["recompute"] = recompute::to_string(in.recompute);
-  inputs["attention"] = attention_kind_name(in.attention);
-  inputs["offload"] = in.offload_optimizer && in.offload_parameters ? "both"
-                      : in.offload_optimizer                        ? "optimizer"
-                      : in.offload_parameters                       ? "params"
-                                                                    : "none";
+  inputs["fp32_gradients"] = in.plan.amp.fp32_grads;
+  inputs["zero_stage"] = static_cast<int64_t>(in.plan.parallel.zero);
+  inputs["dp"] = in.plan.parallel.data_parallel;
+  inputs["tp"] = in.plan.parallel.tensor_parallel;
+  inputs["sp"] = in.plan.parallel.sequence_parallel;
+  inputs["recompute"] = recompute::to_string(in.plan.recompute);
+  inputs["attention"] = attention_kind_name(in.plan.attention);
+  inputs["offload"] = in.plan.offload.optimizer && in.plan.offload.parameters ? "both"
+                      : in.plan.offload.optimizer                             ? "optimizer"
+                      : in.plan.offload.parameters                            ? "params"
+                                                                              : "none";
   json r;
   r["inputs"] = inputs;
+  r["plan"] = plan::to_json(in.plan);  // what `vramlab train --plan` and `estimate --plan` read
   r["parameter_count"] = e.parameter_count;
-  r["global_batch"] = in.micro_batch * in.grad_accum * in.data_parallel;
+  r["global_batch"] = in.micro_batch * in.plan.batch.grad_accum * in.plan.parallel.data_parallel;
   r["per_device_bytes"] = {{"parameters", e.parameters.bytes},
                            {"gradients", e.gradients.bytes},
                            {"optimizer_states", e.optimizer_states.bytes},
@@ -199,7 +176,8 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
                            {"total", e.total_bytes}};
   r["master_weight_bytes"] = e.master_weight_bytes;
   // Whether ZeRO splits anything here: a stage above 0 over more than one data-parallel rank.
-  r["zero_partitions"] = in.zero_stage > 0 && in.data_parallel > 1;
+  r["zero_partitions"] =
+      in.plan.parallel.zero != plan::ZeroStage::ddp && in.plan.parallel.data_parallel > 1;
   r["notes"] = notes_for(in);
   r["cpu_offload_bytes"] = e.cpu_offload_bytes;
   r["sources"] = {{"parameters", e.parameters.source},
@@ -223,7 +201,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
         {"schedule", e.runtime_schedule.name},
         {"pattern", recompute::schedule_pattern(e.runtime_schedule)},
         {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
-        {"compress_activations", recompute::compression_name(in.compress_activations)},
+        {"compress_activations", recompute::compression_name(in.plan.activations.compression)},
         {"bytes_after_forward", e.runtime_bytes_after_forward},
         {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
   } else {
@@ -253,16 +231,18 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
                : report::format_count(e.parameter_count) + " parameters (model states only)";
   std::printf("%s\n", report::style::bold("vramlab estimate: " + what, colour).c_str());
   std::printf("  %s, %s, ZeRO stage %lld, Nd=%lld, t=%lld%s, recompute %s",
-              std::string(estimate::precision_name(in.precision)).c_str(),
-              std::string(estimate::optimizer_name(in.optimizer)).c_str(),
-              static_cast<long long>(in.zero_stage), static_cast<long long>(in.data_parallel),
-              static_cast<long long>(in.tensor_parallel), in.sequence_parallel ? " + SP" : "",
-              recompute::to_string(in.recompute).c_str());
-  if (in.attention == AttentionKind::flash) std::printf(", flash attention");
+              std::string(estimate::precision_name(in.plan.amp.precision)).c_str(),
+              std::string(estimate::optimizer_name(in.plan.optimizer.name)).c_str(),
+              static_cast<long long>(in.plan.parallel.zero),
+              static_cast<long long>(in.plan.parallel.data_parallel),
+              static_cast<long long>(in.plan.parallel.tensor_parallel),
+              in.plan.parallel.sequence_parallel ? " + SP" : "",
+              recompute::to_string(in.plan.recompute).c_str());
+  if (in.plan.attention == AttentionKind::flash) std::printf(", flash attention");
   if (in.model)
     std::printf(", micro-batch %lld × seq %lld, grad-accum %lld",
                 static_cast<long long>(in.micro_batch), static_cast<long long>(e.seq),
-                static_cast<long long>(in.grad_accum));
+                static_cast<long long>(in.plan.batch.grad_accum));
   std::printf("\n\n");
 
   using report::Align;
@@ -287,7 +267,7 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
          format_bytes_decimal(static_cast<uint64_t>(e.runtime_activation_bytes)), "",
          e.runtime_activation_source + " (not in the total)"},
         report::RowStyle::kDim);
-  if (e.has_activations && in.recompute.kind != recompute::RecomputeSpec::Kind::none) {
+  if (e.has_activations && in.plan.recompute.kind != recompute::RecomputeSpec::Kind::none) {
     char source[160];
     std::snprintf(source, sizeof source,
                   "its peak under %s (%s), %.1f%% of the forward re-run (not in the total)",
@@ -340,45 +320,20 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seq", o->seq,
                   "Sequence length s (default: the model's context; explicit shapes without "
                   "--max-seq take it as their context)");
-  cmd->add_option("--batch", o->batch, "Micro-batch b per device (default 1)");
-  cmd->add_option("--grad-accum", o->grad_accum, "Gradient-accumulation steps (default 1)");
-  cmd->add_option("--precision", o->precision,
-                  "fp32 | bf16 (pure) | mixed-fp16 | mixed-bf16 (default; fp32 master weights)");
-  cmd->add_option("--optimizer", o->optimizer,
-                  "sgd | sgd-momentum | adamw (default) | adamw-8bit | lion | adam-mini | "
-                  "adafactor (needs --model)");
-  cmd->add_option("--block-size", o->block_size,
-                  "adamw-8bit quantization block size (default 256)");
-  cmd->add_option("--min-8bit-size", o->min_8bit_size,
-                  "adamw-8bit: tensors with fewer elements keep fp32 states (default 4096; "
-                  "needs --model)");
-  cmd->add_flag("--fp32-embeddings", o->fp32_embeddings,
-                "adamw-8bit: the embedding tables keep fp32 states (needs --model)");
-  cmd->add_flag("--fp32-grads", o->fp32_grads, "Mixed precision with fp32 gradients (18 B/param)");
-  cmd->add_option("--zero", o->zero, "ZeRO stage 0-3 (default 0)");
-  cmd->add_option("--dp", o->dp, "Data-parallel degree Nd (default 1)");
-  cmd->add_option("--tp", o->tp, "Tensor-parallel degree t (default 1)");
-  cmd->add_flag("--sp", o->sp, "Sequence parallelism (Korthikanti et al.)");
-  cmd->add_option("--recompute", o->recompute,
-                  "none (default) | full | every:K | sqrt | selective | budget:BYTES, as vramlab "
-                  "train takes it");
-  cmd->add_option("--compress-activations", o->compress,
-                  "none (default) | int8 | int8-block: the runtime's kept activations as int8, as "
-                  "vramlab train takes it (runtime_recompute.bytes_after_forward)");
-  cmd->add_option("--attention", o->attention,
-                  "naive (default: the (B, H, T, T) probabilities saved) | flash (only the "
-                  "(B, H, T) log-sum-exp saved), as vramlab train takes it");
-  cmd->add_option("--offload", o->offload, "none (default) | optimizer | params | both");
+  cmd->add_option("--batch", o->batch, "Micro-batch b per device (default 1)")
+      ->check(platform::integer_in(1));
+  auto flags = std::make_shared<plan::PlanFlags>(*cmd, estimate::default_estimate_plan(),
+                                                 plan::estimate_plan_flags());
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,
                 "List the named models --model takes, with their shapes and parameter counts");
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, flags, &exit_code] {
     if (o->list_models) {
       print_models(o->json);
       exit_code = 0;
       return;
     }
-    const estimate::EstimateInputs in = inputs_from(*o);
+    const estimate::EstimateInputs in = inputs_from(*o, *flags);
     const estimate::Estimate e = estimate::estimate_memory(in);
     if (o->json)
       std::printf("%s\n", to_json(in, e).dump(2).c_str());

@@ -42,7 +42,10 @@
 #include "common/model/model_flags.h"
 #include "common/nn/kernel_backend.h"
 #include "common/nn/runtime.h"
+#include "common/plan/plan.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/errors.h"
+#include "common/platform/flag_checks.h"
 #include "common/platform/free_cores.h"
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
@@ -64,31 +67,14 @@ using nlohmann::json;
 
 struct TrainCommandOptions {
   ModelFlags model;
+  std::shared_ptr<plan::PlanFlags> plan;  // the technique flags and --plan FILE
   std::optional<int64_t> seq, batch;
   int64_t steps = 20;
-  double lr = 1e-3;
-  std::string optimizer = "adamw";
-  int64_t block_size = 256;
-  int64_t min_8bit_size = 4096;
-  bool fp32_embeddings = false;
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
   int64_t threads = 0;
   uint64_t seed = 1;
-  std::string recompute = "none";
-  std::string compress = "none";
-  double dropout = 0.0;
-  std::string attention = "naive";
-  std::string precision = "fp32";
-  bool fp32_grads = false;
-  bool stochastic_rounding = false;
-  int64_t grad_accum = 1;
-  std::string loss_scale;  // empty: the precision's default
-  double clip_grad_norm = 0.0;
-  int64_t zero = 0;
   int64_t simulate_ranks = 0;  // 0: one process, or the ranks mpirun started
-  int64_t tp = 1;              // tensor-parallel degree: consecutive ranks form a TP group
-  bool prefetch = false;
   bool json = false;
   std::string profile_dir;  // empty: no profile
   bool profile_given = false;
@@ -109,12 +95,12 @@ struct RankOutcome {
 // Where a rank's profile goes: DIR itself for one process, DIR/rankR when there are ranks (each
 // writes its own files; under mpirun every process does).
 std::string profile_directory(const TrainCommandOptions& o, const train::TrainOptions& options) {
-  if (!options.parallel.data_parallel && !options.parallel.tensor_parallel) return o.profile_dir;
-  const int64_t rank = options.parallel.tensor_parallel
-                           ? options.parallel.data_parallel->rank() *
-                                     options.parallel.tensor_parallel->world_size() +
-                                 options.parallel.tensor_parallel->rank()
-                           : options.parallel.data_parallel->rank();
+  if (!options.groups.data_parallel && !options.groups.tensor_parallel) return o.profile_dir;
+  const int64_t rank =
+      options.groups.tensor_parallel
+          ? options.groups.data_parallel->rank() * options.groups.tensor_parallel->world_size() +
+                options.groups.tensor_parallel->rank()
+          : options.groups.data_parallel->rank();
   return (std::filesystem::path(o.profile_dir) / ("rank" + std::to_string(rank))).string();
 }
 
@@ -149,11 +135,6 @@ std::string peak_summary(const profile::PeakReport& peak) {
   return line;
 }
 
-void require_positive(const char* flag, const std::optional<int64_t>& value) {
-  if (value && *value < 1)
-    throw UsageError(std::string(flag) + " must be >= 1, got " + std::to_string(*value));
-}
-
 json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& bytes) {
   json j = json::object();
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
@@ -165,52 +146,16 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
                const memory::Device& device);
 
 void run_train(const TrainCommandOptions& o) {
-  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
-  if (!std::isfinite(o.lr) || o.lr <= 0)
-    throw UsageError("--lr must be a positive number, got " + std::to_string(o.lr));
-  if (o.threads < 0) throw UsageError("--threads must be >= 1, got " + std::to_string(o.threads));
-  require_positive("--seq", o.seq);
-  require_positive("--batch", o.batch);
   if (o.threads > 0) {
     platform::choose_openmp_threads(static_cast<int>(o.threads));
   }
   const memory::Device device = memory::parse_device(o.device);
   train::TrainOptions options;
+  options.plan = o.plan->plan();
   options.model = o.model.build(o.seq);
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
-  options.learning_rate = static_cast<float>(o.lr);
   options.seed = o.seed;
-  options.optimizer = estimate::parse_optimizer(o.optimizer);
-  if (o.block_size < 1)
-    throw UsageError("--block-size must be >= 1, got " + std::to_string(o.block_size));
-  if (o.min_8bit_size < 0)
-    throw UsageError("--min-8bit-size must be >= 0, got " + std::to_string(o.min_8bit_size));
-  options.eight_bit.block_size = o.block_size;
-  options.eight_bit.min_8bit_size = o.min_8bit_size;
-  options.eight_bit.fp32_embeddings = o.fp32_embeddings;
-  options.recompute = recompute::parse_recompute_spec(o.recompute);
-  if (!std::isfinite(o.dropout) || o.dropout < 0 || o.dropout >= 1) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", o.dropout);
-    throw UsageError(std::string("--dropout must be in [0, 1), got ") + value);
-  }
-  options.dropout.p = static_cast<float>(o.dropout);
-  options.compress_activations = nn::parse_compression(o.compress);
-  options.attention = parse_attention_kind(o.attention);
-  options.dropout.seed = o.seed + 0x9E3779B97F4A7C15ull;  // a stream apart from the weights'
-  options.precision = amp::parse_precision(o.precision);
-  options.fp32_grads = o.fp32_grads;
-  options.stochastic_rounding = o.stochastic_rounding;
-  options.grad_accum = o.grad_accum;
-  if (!o.loss_scale.empty()) options.loss_scale = amp::parse_loss_scale(o.loss_scale);
-  options.max_grad_norm = static_cast<float>(o.clip_grad_norm);
-  if (o.zero < 0 || o.zero > 3)
-    throw UsageError("--zero " + std::to_string(o.zero) + " is not a ZeRO stage (expected 0-3)");
-  options.parallel.zero = dist::zero_stage_from_int(o.zero);
-  options.parallel.prefetch = o.prefetch;
-  if (o.simulate_ranks < 0 || o.simulate_ranks > 4096)
-    throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) + " outside [1, 4096]");
   check_profile_options(o);
   run_ranks(o, options, device);
 }
@@ -232,51 +177,54 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   }
   train::Trainer trainer(runtime, options);
   RankOutcome outcome;
-  outcome.rank = options.parallel.data_parallel ? options.parallel.data_parallel->rank() : 0;
+  outcome.rank = options.groups.data_parallel ? options.groups.data_parallel->rank() : 0;
 
   const bool colour = report::use_colour(stdout);
   using namespace report::style;
   const ModelConfig& m = options.model;
-  const int64_t ranks = options.parallel.data_parallel_size();
+  const int64_t ranks = options.groups.data_parallel_size();
   if (!o.json && speak) {
-    if (options.parallel.data_parallel)
+    if (options.groups.data_parallel)
       std::printf(
           "%s data parallel over %lld %s ranks%s: each trains on B=%lld of a global "
           "batch of %lld\n",
-          std::string(dist::zero_stage_name(options.parallel.zero)).c_str(),
+          std::string(dist::zero_stage_name(options.plan.parallel.zero)).c_str(),
           static_cast<long long>(ranks),
-          std::string(options.parallel.data_parallel->backend()).c_str(),
-          options.parallel.prefetch ? " with prefetch" : "", static_cast<long long>(options.batch),
-          static_cast<long long>(options.batch * ranks));
+          std::string(options.groups.data_parallel->backend()).c_str(),
+          options.plan.parallel.prefetch ? " with prefetch" : "",
+          static_cast<long long>(options.batch), static_cast<long long>(options.batch * ranks));
     std::printf("%s %s (%s) on %s, %s kernels: %s parameters, B=%lld T=%lld, %lld threads\n",
                 bold("vramlab train", colour).c_str(), m.name.c_str(),
                 std::string(model_family_name(m.family)).c_str(), device.name().c_str(),
                 kernels_name.c_str(), report::format_count(m.parameter_count()).c_str(),
                 static_cast<long long>(options.batch), static_cast<long long>(options.seq),
                 static_cast<long long>(omp_get_max_threads()));
-    if (options.recompute.kind != recompute::RecomputeSpec::Kind::none || options.dropout.p > 0 ||
-        options.compress_activations != nn::ActivationCompression::none)
+    if (options.plan.recompute.kind != recompute::RecomputeSpec::Kind::none ||
+        options.plan.dropout.p > 0 ||
+        options.plan.activations.compression != nn::ActivationCompression::none)
       std::printf(
           "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
           "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
           schedule.name.c_str(), recompute::schedule_pattern(schedule).c_str(),
           100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
-                                                        options.attention),
-          options.compress_activations == nn::ActivationCompression::none
+                                                        options.plan.attention),
+          options.plan.activations.compression == nn::ActivationCompression::none
               ? "fp32"
-              : std::string(nn::compression_name(options.compress_activations)).c_str(),
-          static_cast<double>(options.dropout.p));
-    std::printf(
-        "precision %s%s%s, %s attention, %lld micro-batch%s per step, loss scale %s%s\n",
-        std::string(amp::precision_name(options.precision)).c_str(),
-        options.fp32_grads ? " with fp32 gradients" : "",
-        options.stochastic_rounding ? " with stochastic rounding" : "",
-        std::string(attention_kind_name(options.attention)).c_str(),
-        static_cast<long long>(options.grad_accum), options.grad_accum == 1 ? "" : "es",
-        amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
-        options.max_grad_norm > 0
-            ? (", gradients clipped to norm " + std::to_string(options.max_grad_norm)).c_str()
-            : "");
+              : std::string(nn::compression_name(options.plan.activations.compression)).c_str(),
+          static_cast<double>(options.plan.dropout.p));
+    std::printf("precision %s%s%s, %s attention, %lld micro-batch%s per step, loss scale %s%s\n",
+                std::string(amp::precision_name(options.plan.amp.precision)).c_str(),
+                options.plan.amp.fp32_grads ? " with fp32 gradients" : "",
+                options.plan.amp.stochastic_rounding ? " with stochastic rounding" : "",
+                std::string(attention_kind_name(options.plan.attention)).c_str(),
+                static_cast<long long>(options.plan.batch.grad_accum),
+                options.plan.batch.grad_accum == 1 ? "" : "es",
+                amp::loss_scale_name(train::effective_loss_scale(options)).c_str(),
+                options.plan.optimizer.max_grad_norm > 0
+                    ? (", gradients clipped to norm " +
+                       std::to_string(options.plan.optimizer.max_grad_norm))
+                          .c_str()
+                    : "");
     std::printf(
         "data: Markov chain over %lld tokens, unigram entropy %.3f nats, entropy rate %.3f nats\n",
         static_cast<long long>(m.vocab), trainer.data().unigram_entropy_nats(),
@@ -370,7 +318,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         {"model", m.name},
         {"device", device.name()},
         {"kernels", kernels_name},
-        {"optimizer", estimate::optimizer_name(options.optimizer)},
+        {"optimizer", estimate::optimizer_name(options.plan.optimizer.name)},
         {"optimizer_state_bytes", trainer.optimizer().state_bytes()},
         {"parameters", m.parameter_count()},
         {"batch", options.batch},
@@ -389,23 +337,24 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
           {"pattern", recompute::schedule_pattern(schedule)},
           {"recomputed_forward_fraction",
            estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,
-                                                 options.attention)}}},
-        {"compress_activations", nn::compression_name(options.compress_activations)},
+                                                 options.plan.attention)}}},
+        {"compress_activations", nn::compression_name(options.plan.activations.compression)},
         {"activation_peak_bytes", activation_peak},
         {"activation_bytes_after_forward", bytes_after_forward},
-        {"dropout", options.dropout.p},
-        {"attention", attention_kind_name(options.attention)},
-        {"precision", amp::precision_name(options.precision)},
-        {"fp32_grads", options.fp32_grads},
-        {"stochastic_rounding", options.stochastic_rounding},
-        {"grad_accum", options.grad_accum},
+        {"dropout", options.plan.dropout.p},
+        {"attention", attention_kind_name(options.plan.attention)},
+        {"precision", amp::precision_name(options.plan.amp.precision)},
+        {"fp32_grads", options.plan.amp.fp32_grads},
+        {"stochastic_rounding", options.plan.amp.stochastic_rounding},
+        {"grad_accum", options.plan.batch.grad_accum},
         {"loss_scale", amp::loss_scale_name(train::effective_loss_scale(options))},
         {"final_loss_scale", trainer.scaler().scale()},
         {"skipped_steps", skipped_steps},
         {"model_state_bytes",
          {{"parameters", outcome.state.parameters},
           {"gradients", outcome.state.gradients},
-          {"optimizer_states", outcome.state.optimizer_states}}}};
+          {"optimizer_states", outcome.state.optimizer_states}}},
+        {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
     outcome.summary = std::move(summary);
     return outcome;
@@ -426,7 +375,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                  report::format_bytes(static_cast<uint64_t>(mem.reserved_peak_bytes))});
   std::printf("peak memory per category (caching allocator, rounded blocks):\n%s",
               table.render(colour, 2).c_str());
-  if (options.parallel.tensor_parallel_size() == 1)
+  if (options.groups.tensor_parallel_size() == 1)
     std::printf(
         "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
         "--recompute %s predicts them)\n",
@@ -451,7 +400,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     const std::string directory = std::filesystem::path(files->snapshot_pickle).parent_path();
     std::printf(
         "profile%s: %s\n  %s\n",
-        options.parallel.data_parallel ? " of rank 0 (every rank wrote its own beside it)" : "",
+        options.groups.data_parallel ? " of rank 0 (every rank wrote its own beside it)" : "",
         memory::printable(directory).c_str(), memory::printable(profile_line).c_str());
     std::printf(
         "  snapshot.pickle: pytorch.org/memory_viz or python -m torch.cuda._memory_viz; "
@@ -481,11 +430,11 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
                           {"bytes_sent", r.bytes_sent},
                           {"tensor_parallel_bytes_sent", r.tp_bytes_sent}});
     json summary = outcomes[0].summary;
-    summary["parallel"] = {{"strategy", dist::zero_stage_name(options.parallel.zero)},
+    summary["parallel"] = {{"strategy", dist::zero_stage_name(options.plan.parallel.zero)},
                            {"world_size", N * T},
                            {"data_parallel", N},
                            {"tensor_parallel", T},
-                           {"prefetch", options.parallel.prefetch},
+                           {"prefetch", options.plan.parallel.prefetch},
                            {"estimate_model_state_bytes",
                             {{"parameters", e.parameters.bytes},
                              {"gradients", e.gradients.bytes},
@@ -512,7 +461,7 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
   std::printf(
       "model states per rank (requested bytes) beside vramlab estimate --zero %lld --dp "
       "%lld --tp %lld:\n%s",
-      static_cast<long long>(options.parallel.zero), static_cast<long long>(N),
+      static_cast<long long>(options.plan.parallel.zero), static_cast<long long>(N),
       static_cast<long long>(T), table.render(report::use_colour(stdout), 2).c_str());
 }
 
@@ -527,37 +476,51 @@ struct Groups {
 Groups split_groups(dist::Communicator& world, int64_t tp, train::TrainOptions& options) {
   Groups groups;
   if (tp == 1) {
-    options.parallel.data_parallel = &world;
+    options.set_groups(&world);
     return groups;
   }
   groups.tensor_parallel = world.split(world.rank() / tp, world.rank());
   groups.data_parallel = world.split(world.rank() % tp, world.rank());
-  options.parallel.tensor_parallel = groups.tensor_parallel.get();
-  options.parallel.data_parallel = groups.data_parallel.get();
+  options.set_groups(groups.data_parallel.get(), groups.tensor_parallel.get());
   return groups;
 }
 
-void require_tensor_parallel(int64_t tp, int64_t world_size) {
+// The plan's tensor-parallel degree must divide the world, and a data-parallel degree the plan
+// states (a plan file's; flags leave it 1, the ranks then decide it) must fill it.
+void require_plan_ranks(const plan::ParallelPlan& parallel, int64_t world_size) {
+  const int64_t tp = parallel.tensor_parallel;
   if (tp < 1 || world_size % tp != 0)
     throw UsageError("--tp " + std::to_string(tp) + " must be >= 1 and divide the " +
                      std::to_string(world_size) + " ranks");
+  if (parallel.data_parallel > 1 && parallel.data_parallel * tp != world_size)
+    throw UsageError("the plan's data_parallel " + std::to_string(parallel.data_parallel) +
+                     " x tensor_parallel " + std::to_string(tp) + " needs " +
+                     std::to_string(parallel.data_parallel * tp) + " ranks, got " +
+                     std::to_string(world_size));
 }
 
 // One process, N simulated ranks (threads), or the ranks mpirun started.
 void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
                const memory::Device& device) {
+  const plan::ParallelPlan& parallel = options.plan.parallel;
+  const int64_t tp = parallel.tensor_parallel;
   const bool mpi = dist::launched_by_mpirun();
   if (mpi && o.simulate_ranks > 0)
     throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) +
                      " runs ranks as threads of one process; under mpirun the ranks are mpirun's");
   if (!mpi && o.simulate_ranks == 0) {
-    if (options.parallel.zero != dist::ZeroStage::ddp)
-      throw UsageError("--zero " + std::to_string(o.zero) +
+    if (parallel.zero != dist::ZeroStage::ddp)
+      throw UsageError("--zero " + std::to_string(static_cast<int64_t>(parallel.zero)) +
                        " needs data-parallel ranks: run under mpirun -np N, or add "
                        "--simulate-ranks N");
-    if (o.tp != 1)
-      throw UsageError("--tp " + std::to_string(o.tp) +
-                       " needs ranks: run under mpirun -np N, or add --simulate-ranks N");
+    if (tp != 1 || parallel.data_parallel != 1) {
+      const std::string n = std::to_string(tp * parallel.data_parallel);
+      throw UsageError(
+          std::string(tp != 1
+                          ? "--tp " + std::to_string(tp)
+                          : "the plan's data_parallel " + std::to_string(parallel.data_parallel)) +
+          " needs ranks: run under mpirun -np " + n + ", or add --simulate-ranks " + n);
+    }
     RankOutcome one = train_rank(o, options, device, true);
     if (o.json) std::printf("%s\n", one.summary.dump().c_str());
     return;
@@ -565,10 +528,10 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
   if (mpi) {
     // Throws a UsageError naming the missing library in a build without MPI.
     const std::unique_ptr<dist::MpiCommunicator> world = dist::MpiCommunicator::world();
-    require_tensor_parallel(o.tp, world->world_size());
+    require_plan_ranks(parallel, world->world_size());
     if (device.kind == memory::DeviceKind::meta) world->set_move_data(false);
     train::TrainOptions mine_options = options;
-    const Groups groups = split_groups(*world, o.tp, mine_options);
+    const Groups groups = split_groups(*world, tp, mine_options);
     RankOutcome mine = train_rank(o, mine_options, device, world->rank() == 0);
     // Rank 0 learns every rank's numbers: (N, 6) i64.
     std::vector<int64_t> local = {
@@ -590,15 +553,15 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
       outcomes[r].tp_bytes_sent = all[6 * r + 5];
     }
     outcomes[0].summary = std::move(mine.summary);
-    report_ranks(o, options, outcomes, o.tp);
+    report_ranks(o, options, outcomes, tp);
     return;
   }
-  require_tensor_parallel(o.tp, o.simulate_ranks);
+  require_plan_ranks(parallel, o.simulate_ranks);
   if (device.kind == memory::DeviceKind::sim || device.kind == memory::DeviceKind::cpu) {
     // Every rank checks the host's budget for its own share only; simulated ranks share this
     // process's RAM, so their shares together must fit.
     const uint64_t per_rank = static_cast<uint64_t>(train::step_host_bytes(
-        options, train::recompute_schedule(options), o.simulate_ranks / o.tp, o.tp));
+        options, train::recompute_schedule(options), o.simulate_ranks / tp, tp));
     memory::require_host_memory(device.name(), per_rank * static_cast<uint64_t>(o.simulate_ranks),
                                 "the parameters and saved activations of " +
                                     std::to_string(o.simulate_ranks) +
@@ -609,11 +572,11 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
       o.simulate_ranks, device.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
         if (device.kind == memory::DeviceKind::meta) comm.set_move_data(false);
         train::TrainOptions mine = options;
-        const Groups groups = split_groups(comm, o.tp, mine);
+        const Groups groups = split_groups(comm, tp, mine);
         outcomes[static_cast<size_t>(comm.rank())] = train_rank(o, mine, device, comm.rank() == 0);
         outcomes[static_cast<size_t>(comm.rank())].rank = comm.rank();
       });
-  report_ranks(o, options, outcomes, o.tp);
+  report_ranks(o, options, outcomes, tp);
 }
 
 }  // namespace
@@ -625,19 +588,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "Train a transformer on synthetic learnable tokens (the named models and their shapes: "
       "vramlab estimate --list-models)");
   add_model_options(*cmd, opts->model);
-  cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))");
-  cmd->add_option("--batch", opts->batch, "Sequences per micro-batch B (default 8)");
-  cmd->add_option("--steps", opts->steps, "Training steps (default 20)");
-  cmd->add_option("--lr", opts->lr, "Learning rate (default 1e-3)");
-  cmd->add_option("--optimizer", opts->optimizer,
-                  "adamw (default) | sgd-momentum (momentum 0.9) | sgd | adamw-8bit | lion | "
-                  "adam-mini | adafactor (lesson 09)");
-  cmd->add_option("--block-size", opts->block_size,
-                  "adamw-8bit: elements per quantization block (default 256, bitsandbytes')");
-  cmd->add_option("--min-8bit-size", opts->min_8bit_size,
-                  "adamw-8bit: tensors with fewer elements keep fp32 states (default 4096)");
-  cmd->add_flag("--fp32-embeddings", opts->fp32_embeddings,
-                "adamw-8bit: the embedding tables keep fp32 states (stable embedding)");
+  cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))")
+      ->check(platform::integer_in(1));
+  cmd->add_option("--batch", opts->batch, "Sequences per micro-batch B (default 8)")
+      ->check(platform::integer_in(1));
+  cmd->add_option("--steps", opts->steps, "Training steps (default 20)")
+      ->check(platform::integer_in(1));
   cmd->add_option("--device", opts->device,
                   "cpu | sim[:preset|:size] | meta | cuda[:N] (default cpu)");
   cmd->add_option("--kernels", opts->kernels,
@@ -646,54 +602,15 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "cuda (the CUDA kernels on a GPU; the only choice and the default on a cuda "
                   "device), meta (nothing runs: the only choice and the default on meta).");
   cmd->add_option("--threads", opts->threads,
-                  "Threads of the runtime's OpenMP pool (default: all cores)");
+                  "Threads of the runtime's OpenMP pool (default: all cores)")
+      ->check(platform::integer_in(1));
   cmd->add_option("--seed", opts->seed,
                   "Seed of the weights, the token stream and the dropout masks (default 1)");
-  cmd->add_option("--recompute", opts->recompute,
-                  "Gradient checkpointing: none | full (every block) | every:K (blocks 0, K, 2K, "
-                  "...) | sqrt (segments of ceil(sqrt(L)) blocks) | selective (attention "
-                  "probabilities only) | budget:BYTES (the least recompute whose activation peak "
-                  "fits, e.g. budget:64MiB) (default none)");
-  cmd->add_option("--compress-activations", opts->compress,
-                  "Keep what the blocks save as none (fp32) | int8 (one absmax scale per tensor) "
-                  "| int8-block (one per 256 elements) between forward and backward (default "
-                  "none)");
-  cmd->add_option("--dropout", opts->dropout,
-                  "Dropout probability of the attention probabilities and of both residual "
-                  "branches, in [0, 1) (default 0)");
-  cmd->add_option("--attention", opts->attention,
-                  "naive (materialises and saves the (B, H, T, T) probabilities, as PyTorch's "
-                  "eager attention) | flash (FlashAttention: tiles, saves only the (B, H, T) "
-                  "log-sum-exp) (default naive)");
-  cmd->add_option("--precision", opts->precision,
-                  "fp32 (default), bf16 (pure: no fp32 copy anywhere), mixed-bf16 or mixed-fp16 "
-                  "(16-bit weights and activations, fp32 master weights and optimizer states)");
-  cmd->add_flag("--fp32-grads", opts->fp32_grads,
-                "Keep fp32 gradients under mixed precision (4 instead of 2 B/param)");
-  cmd->add_flag("--stochastic-rounding", opts->stochastic_rounding,
-                "Pure bf16: the optimizer rounds updated parameters stochastically, so updates "
-                "below half an ulp survive on average (default: nearest, as PyTorch)");
-  cmd->add_option("--grad-accum", opts->grad_accum,
-                  "Split each step's --batch sequences into K micro-batches, one optimizer step "
-                  "(default 1)");
-  cmd->add_option("--loss-scale", opts->loss_scale,
-                  "dynamic (GradScaler: 2^16, x0.5 on inf/NaN, x2 after 2000 clean steps), "
-                  "static:S or none (default: dynamic for mixed-fp16, none otherwise)");
-  cmd->add_option("--clip-grad-norm", opts->clip_grad_norm,
-                  "Clip the global gradient norm to this value after the unscale (default 0: "
-                  "off)");
-  cmd->add_option("--zero", opts->zero,
-                  "Data parallelism's ZeRO stage: 0 DDP (default), 1 optimizer states, 2 + "
-                  "gradients, 3 + parameters sharded over the ranks (under mpirun -np N, or "
-                  "with --simulate-ranks N)");
   cmd->add_option("--simulate-ranks", opts->simulate_ranks,
-                  "Run N data-parallel ranks as threads of this process, each with its own "
-                  "device (meta: a 64-rank run sized on a laptop)");
-  cmd->add_option("--tp", opts->tp,
-                  "Tensor-parallel degree T (Megatron): groups of T consecutive ranks split "
-                  "every block's linears; the N/T groups are data-parallel (default 1)");
-  cmd->add_flag("--prefetch", opts->prefetch,
-                "ZeRO-3: gather the next block's parameters together with the current one's");
+                  "Run N ranks as threads of this process, each with its own device (meta: a "
+                  "64-rank run sized on a laptop); N/--tp of them are data-parallel")
+      ->check(platform::integer_in(1, 4096));
+  opts->plan = std::make_shared<plan::PlanFlags>(*cmd, plan::Plan{}, plan::train_plan_flags());
   cmd->add_flag("--json", opts->json, "One JSON object per step and a final summary object");
   cmd->add_option("--profile", opts->profile_dir,
                   "Record the run (every allocation with its module, phase and C++ stack; a span "

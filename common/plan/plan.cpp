@@ -1,0 +1,296 @@
+// The plan's checks and its JSON form (see plan.h).
+#include "common/plan/plan.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include "common/platform/errors.h"
+
+namespace vramlab::plan {
+
+namespace {
+
+using nlohmann::json;
+
+// A float as the shortest decimal that reads back as the same float ("0.001", not the double
+// 0.0010000000474974513): JSON numbers are doubles, and a plan is read by people too.
+double shortest(float value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  double wide = value;
+  if (error == std::errc()) std::from_chars(text, end, wide);
+  return wide;
+}
+
+std::string number_text(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// One JSON object being read: every key it takes, each read at most once, and at the end
+// anything left over is a key the plan does not have.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object())
+      throw UsageError(path_ + " must be a JSON object, got " + std::string(j_.type_name()));
+  }
+  ~ObjectReader() = default;
+  ObjectReader(const ObjectReader&) = delete;
+  ObjectReader& operator=(const ObjectReader&) = delete;
+
+  // Calls read(value, path) when the key is present.
+  void field(std::string_view key,
+             const std::function<void(const json&, const std::string&)>& read) {
+    seen_.emplace(key);
+    const auto it = j_.find(std::string(key));
+    if (it != j_.end()) read(*it, path_ + "." + std::string(key));
+  }
+  void boolean(std::string_view key, bool& value) {
+    field(key, [&](const json& v, const std::string& path) {
+      if (!v.is_boolean()) throw bad_type(path, "true or false", v);
+      value = v.get<bool>();
+    });
+  }
+  void integer(std::string_view key, int64_t& value) {
+    field(key, [&](const json& v, const std::string& path) { value = as_integer(v, path); });
+  }
+  void real(std::string_view key, float& value) {
+    field(key, [&](const json& v, const std::string& path) {
+      if (!v.is_number()) throw bad_type(path, "a number", v);
+      const double wide = v.get<double>();
+      // A finite double beyond float's range would become inf; the checks then name it.
+      value = static_cast<float>(wide);
+      if (std::isfinite(wide) && !std::isfinite(value))
+        throw UsageError(path + " " + number_text(wide) + " is beyond a float's range");
+    });
+  }
+  template <typename T>
+  void text(std::string_view key, T& value, T (*parse)(std::string_view)) {
+    field(key, [&](const json& v, const std::string& path) {
+      if (!v.is_string()) throw bad_type(path, "a string", v);
+      try {
+        value = parse(v.get<std::string>());
+      } catch (const UsageError& error) {
+        throw UsageError(path + ": " + error.what());
+      }
+    });
+  }
+  // Every key of the object must have been asked for.
+  void finish() const {
+    for (const auto& [key, value] : j_.items())
+      if (!seen_.contains(key))
+        throw UsageError("unknown key " + json(key).dump() + " in " + path_ +
+                         " (expected one of: " + expected() + ")");
+  }
+
+  static UsageError bad_type(const std::string& path, const char* expected, const json& v) {
+    return UsageError(path + " must be " + expected + ", got " + v.dump());
+  }
+  static int64_t as_integer(const json& v, const std::string& path) {
+    if (!v.is_number_integer()) throw bad_type(path, "an integer", v);
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      throw UsageError(path + " " + v.dump() + " is beyond a 64-bit integer");
+    return v.get<int64_t>();
+  }
+
+ private:
+  std::string expected() const {
+    std::string list;
+    for (const std::string& key : seen_) list += (list.empty() ? "" : ", ") + key;
+    return list;
+  }
+
+  const json& j_;
+  std::string path_;
+  std::set<std::string, std::less<>> seen_;
+};
+
+json loss_scale_json(const std::optional<LossScaleSpec>& spec) {
+  return spec ? json(loss_scale_name(*spec)) : json(nullptr);
+}
+
+}  // namespace
+
+void validate(const Plan& plan) {
+  const OptimizerPlan& o = plan.optimizer;
+  if (!(std::isfinite(o.learning_rate) && o.learning_rate > 0))
+    throw UsageError("--lr must be a positive number, got " + number_text(o.learning_rate));
+  if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0))
+    throw UsageError("weight decay must be a finite number >= 0, got " +
+                     number_text(o.weight_decay));
+  if (!(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0))
+    throw UsageError("--clip-grad-norm " + number_text(o.max_grad_norm) +
+                     " must be a finite number >= 0 (0 turns clipping off)");
+  o.eight_bit.validate();
+  if (!(plan.dropout.p >= 0.0f && plan.dropout.p < 1.0f))
+    throw UsageError("--dropout must be in [0, 1), got " + number_text(plan.dropout.p));
+  // A micro-batch list of K entries is made from grad_accum: a K past any real run is bad input,
+  // not an allocation that fails (std::length_error) after the model is built.
+  constexpr int64_t kMaxGradAccum = int64_t{1} << 24;
+  if (plan.batch.grad_accum < 1 || plan.batch.grad_accum > kMaxGradAccum)
+    throw UsageError("--grad-accum must be in [1, 2^24], got " +
+                     std::to_string(plan.batch.grad_accum));
+  for (const int64_t b : plan.batch.micro_batch_sizes)
+    if (b < 1) throw UsageError("a micro-batch must hold >= 1 sequence, got " + std::to_string(b));
+  const ParallelPlan& p = plan.parallel;
+  if (p.data_parallel < 1)
+    throw UsageError("--dp must be >= 1, got " + std::to_string(p.data_parallel));
+  if (p.tensor_parallel < 1)
+    throw UsageError("--tp must be >= 1, got " + std::to_string(p.tensor_parallel));
+  if (p.prefetch && p.zero != ZeroStage::parameters)
+    throw UsageError("--prefetch gathers ZeRO-3's next unit early: it needs --zero 3");
+  if (plan.offload.parameters && p.zero != ZeroStage::parameters)
+    throw UsageError("parameter offload needs ZeRO stage 3 (--zero 3), got stage " +
+                     std::to_string(static_cast<int64_t>(p.zero)));
+}
+
+LossScaleSpec effective_loss_scale(const AmpPlan& amp) {
+  if (amp.loss_scale) return *amp.loss_scale;
+  return amp.precision == Precision::mixed_fp16 ? LossScaleSpec{LossScaleKind::dynamic, 65536.0}
+                                                : LossScaleSpec{LossScaleKind::none, 1.0};
+}
+
+json to_json(const Plan& plan) {
+  const OptimizerPlan& o = plan.optimizer;
+  const ParallelPlan& p = plan.parallel;
+  return {
+      {"amp",
+       {{"precision", precision_name(plan.amp.precision)},
+        {"fp32_grads", plan.amp.fp32_grads},
+        {"stochastic_rounding", plan.amp.stochastic_rounding},
+        {"loss_scale", loss_scale_json(plan.amp.loss_scale)}}},
+      {"recompute", to_string(plan.recompute)},
+      {"activations", {{"compression", compression_name(plan.activations.compression)}}},
+      {"attention", attention_kind_name(plan.attention)},
+      {"optimizer",
+       {{"name", optimizer_name(o.name)},
+        {"learning_rate", shortest(o.learning_rate)},
+        {"weight_decay", shortest(o.weight_decay)},
+        {"max_grad_norm", shortest(o.max_grad_norm)},
+        {"eight_bit",
+         {{"block_size", o.eight_bit.block_size},
+          {"min_8bit_size", o.eight_bit.min_8bit_size},
+          {"fp32_embeddings", o.eight_bit.fp32_embeddings}}}}},
+      {"batch",
+       {{"grad_accum", plan.batch.grad_accum},
+        {"micro_batch_sizes", plan.batch.micro_batch_sizes}}},
+      {"parallel",
+       {{"data_parallel", p.data_parallel},
+        {"zero", zero_stage_name(p.zero)},
+        {"tensor_parallel", p.tensor_parallel},
+        {"sequence_parallel", p.sequence_parallel},
+        {"prefetch", p.prefetch}}},
+      {"offload", {{"optimizer", plan.offload.optimizer}, {"parameters", plan.offload.parameters}}},
+      {"dropout",
+       {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
+  };
+}
+
+Plan plan_from_json(const json& j, const Plan& defaults) {
+  Plan plan = defaults;
+  ObjectReader top(j, "plan");
+  top.field("amp", [&](const json& v, const std::string& path) {
+    ObjectReader amp(v, path);
+    amp.text("precision", plan.amp.precision, parse_precision);
+    amp.boolean("fp32_grads", plan.amp.fp32_grads);
+    amp.boolean("stochastic_rounding", plan.amp.stochastic_rounding);
+    amp.field("loss_scale", [&](const json& s, const std::string& at) {
+      if (s.is_null()) {
+        plan.amp.loss_scale.reset();
+        return;
+      }
+      if (!s.is_string()) throw ObjectReader::bad_type(at, "a string or null", s);
+      try {
+        plan.amp.loss_scale = parse_loss_scale(s.get<std::string>());
+      } catch (const UsageError& error) {
+        throw UsageError(at + ": " + error.what());
+      }
+    });
+    amp.finish();
+  });
+  top.text("recompute", plan.recompute, parse_recompute_spec);
+  top.field("activations", [&](const json& v, const std::string& path) {
+    ObjectReader activations(v, path);
+    activations.text("compression", plan.activations.compression, parse_compression);
+    activations.finish();
+  });
+  top.text("attention", plan.attention, parse_attention_kind);
+  top.field("optimizer", [&](const json& v, const std::string& path) {
+    ObjectReader o(v, path);
+    o.text("name", plan.optimizer.name, parse_optimizer);
+    o.real("learning_rate", plan.optimizer.learning_rate);
+    o.real("weight_decay", plan.optimizer.weight_decay);
+    o.real("max_grad_norm", plan.optimizer.max_grad_norm);
+    o.field("eight_bit", [&](const json& e, const std::string& at) {
+      ObjectReader eight(e, at);
+      eight.integer("block_size", plan.optimizer.eight_bit.block_size);
+      eight.integer("min_8bit_size", plan.optimizer.eight_bit.min_8bit_size);
+      eight.boolean("fp32_embeddings", plan.optimizer.eight_bit.fp32_embeddings);
+      eight.finish();
+    });
+    o.finish();
+  });
+  top.field("batch", [&](const json& v, const std::string& path) {
+    ObjectReader batch(v, path);
+    batch.integer("grad_accum", plan.batch.grad_accum);
+    batch.field("micro_batch_sizes", [&](const json& list, const std::string& at) {
+      if (!list.is_array()) throw ObjectReader::bad_type(at, "an array of integers", list);
+      plan.batch.micro_batch_sizes.clear();
+      for (size_t i = 0; i < list.size(); ++i)
+        plan.batch.micro_batch_sizes.push_back(
+            ObjectReader::as_integer(list[i], at + "[" + std::to_string(i) + "]"));
+    });
+    batch.finish();
+  });
+  top.field("parallel", [&](const json& v, const std::string& path) {
+    ObjectReader p(v, path);
+    p.integer("data_parallel", plan.parallel.data_parallel);
+    p.text("zero", plan.parallel.zero, parse_zero_stage_name);
+    p.integer("tensor_parallel", plan.parallel.tensor_parallel);
+    p.boolean("sequence_parallel", plan.parallel.sequence_parallel);
+    p.boolean("prefetch", plan.parallel.prefetch);
+    p.finish();
+  });
+  top.field("offload", [&](const json& v, const std::string& path) {
+    ObjectReader offload(v, path);
+    offload.boolean("optimizer", plan.offload.optimizer);
+    offload.boolean("parameters", plan.offload.parameters);
+    offload.finish();
+  });
+  top.field("dropout", [&](const json& v, const std::string& path) {
+    ObjectReader dropout(v, path);
+    dropout.real("p", plan.dropout.p);
+    dropout.boolean("preserve_rng_state", plan.dropout.preserve_rng_state);
+    dropout.finish();
+  });
+  top.finish();
+  validate(plan);
+  return plan;
+}
+
+Plan read_plan_file(const std::string& path, const Plan& defaults) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--plan '" + path + "': cannot open the file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& error) {
+    throw UsageError("--plan '" + path + "' is not JSON: " + error.what());
+  }
+  const bool wrapped = j.is_object() && j.contains("plan");
+  try {
+    return plan_from_json(wrapped ? j["plan"] : j, defaults);
+  } catch (const UsageError& error) {
+    throw UsageError("--plan '" + path + "': " + error.what());
+  }
+}
+
+}  // namespace vramlab::plan

@@ -1,0 +1,153 @@
+/// \file
+/// \brief Plan: one value for *how* a model is trained — precision and loss scaling, the
+/// recompute schedule, where saved activations live, the attention kernel, the optimizer, the
+/// micro-batches, the parallel layout, offload and dropout.
+///
+/// The trainer runs a {model, Plan, micro-batch B, sequence T} (train::TrainOptions); the
+/// estimator estimates the same value (estimate::EstimateInputs); `vramlab train --json` prints
+/// the plan it ran, and `--plan FILE` reads one back (PlanFlags, plan_flags.h), so a plan printed
+/// by one command is run or estimated by another. The fields are named as their flags are:
+/// `amp.precision` is `--precision`, `optimizer.max_grad_norm` is `--clip-grad-norm`.
+///
+/// In JSON a plan is an object with the struct's nesting and field names, and every enum by the
+/// name its flag takes:
+///
+///     {"amp": {"precision": "mixed-bf16", "fp32_grads": false, "stochastic_rounding": false,
+///              "loss_scale": null},
+///      "recompute": "every:2", "activations": {"compression": "none"}, "attention": "flash",
+///      "optimizer": {"name": "adamw", "learning_rate": 0.001, ...}, "batch": {...},
+///      "parallel": {...}, "offload": {...}, "dropout": {...}}
+///
+/// Reading one, a key that is missing keeps the value the reader started from (a command's
+/// defaults), and a key it does not know is an error naming it: a typo is not a silent default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/plan/recompute_spec.h"
+#include "common/plan/techniques.h"
+
+namespace vramlab::plan {
+
+/// Storage precision and loss scaling (torch.autocast and GradScaler).
+struct AmpPlan {
+  Precision precision = Precision::fp32;  ///< `--precision`
+  bool fp32_grads = false;                ///< `--fp32-grads`: fp32 gradients under mixed precision
+  /// `--stochastic-rounding`: pure bf16's optimizer rounds updated parameters stochastically.
+  bool stochastic_rounding = false;
+  /// `--loss-scale`; unset means the precision's default (dynamic for mixed-fp16, none otherwise;
+  /// effective_loss_scale()).
+  std::optional<LossScaleSpec> loss_scale;
+
+  bool operator==(const AmpPlan&) const = default;  ///< field by field
+};
+
+/// Where and how the activations a layer keeps for its backward are held.
+struct ActivationPlan {
+  /// `--compress-activations`: int8 with an absmax scale per tensor or per block.
+  ActivationCompression compression = ActivationCompression::none;
+
+  bool operator==(const ActivationPlan&) const = default;  ///< field by field
+};
+
+/// The optimizer and its hyperparameters.
+struct OptimizerPlan {
+  Optimizer name = Optimizer::adamw;  ///< `--optimizer`
+  float learning_rate = 1e-3f;        ///< `--lr` (> 0)
+  float weight_decay = 0.0f;          ///< decoupled (AdamW) or L2 (SGD) weight decay (≥ 0)
+  /// `--clip-grad-norm`: the largest global gradient norm after the unscale
+  /// (torch.nn.utils.clip_grad_norm_); 0 turns clipping off.
+  float max_grad_norm = 0.0f;
+  EightBitOptions eight_bit;  ///< `--block-size`, `--min-8bit-size`, `--fp32-embeddings`
+
+  bool operator==(const OptimizerPlan&) const = default;  ///< field by field
+};
+
+/// How one optimizer step's sequences are split into forward/backward passes.
+struct BatchPlan {
+  /// `--grad-accum K`: K micro-batches of B sequences per optimizer step.
+  int64_t grad_accum = 1;
+  /// Micro-batches of different sizes, one entry per micro-batch (each ≥ 1); when not empty it
+  /// replaces B × grad_accum (each token then weighs 1/Σ tokens).
+  std::vector<int64_t> micro_batch_sizes;
+
+  bool operator==(const BatchPlan&) const = default;  ///< field by field
+};
+
+/// How the run is spread over ranks: N data-parallel groups of t tensor-parallel ranks.
+struct ParallelPlan {
+  int64_t data_parallel = 1;        ///< N (`--dp`; `vramlab train` counts its ranks)
+  ZeroStage zero = ZeroStage::ddp;  ///< `--zero`: what the data-parallel ranks shard
+  int64_t tensor_parallel = 1;      ///< t (`--tp`, Megatron)
+  bool sequence_parallel = false;   ///< `--sp` (Korthikanti et al.; estimator only)
+  /// `--prefetch`: ZeRO-3 gathers the next unit's parameters with the current one's.
+  bool prefetch = false;
+
+  bool operator==(const ParallelPlan&) const = default;  ///< field by field
+};
+
+/// What lives in host memory instead of on the device (`--offload`; estimator only today).
+struct OffloadPlan {
+  bool optimizer = false;   ///< the (partitioned) optimizer states, master weights included
+  bool parameters = false;  ///< the parameter partition (ZeRO stage 3 only)
+
+  bool operator==(const OffloadPlan&) const = default;  ///< field by field
+};
+
+/// Dropout of the attention probabilities and of both residual branches (GPT-2's attn_pdrop =
+/// resid_pdrop). The masks' seed is the run's, not the plan's.
+struct DropoutPlan {
+  float p = 0.0f;  ///< `--dropout`, in [0, 1); 0 runs no dropout at all
+  /// A re-run (checkpointed) forward replays the masks its first forward drew.
+  bool preserve_rng_state = true;
+
+  bool operator==(const DropoutPlan&) const = default;  ///< field by field
+};
+
+/// How a model is trained (file comment).
+struct Plan {
+  AmpPlan amp;                                     ///< precision and loss scaling
+  RecomputeSpec recompute;                         ///< `--recompute`
+  ActivationPlan activations;                      ///< saved-activation storage
+  AttentionKind attention = AttentionKind::naive;  ///< `--attention`
+  OptimizerPlan optimizer;                         ///< the optimizer
+  BatchPlan batch;                                 ///< micro-batches
+  ParallelPlan parallel;                           ///< ranks
+  OffloadPlan offload;                             ///< host-resident state
+  DropoutPlan dropout;                             ///< dropout
+
+  bool operator==(const Plan&) const = default;  ///< field by field
+};
+
+/// Checks what a plan says on its own (without a model or ranks).
+/// \throws vramlab::UsageError naming the flag and the value: a learning rate that is not a
+/// finite number > 0, a weight decay or clipping norm that is not finite and ≥ 0, a dropout
+/// outside [0, 1), 8-bit options validate() refuses, K outside [1, 2^24], a micro-batch < 1, a
+/// parallel degree < 1, `--prefetch` or parameter offload below ZeRO stage 3.
+void validate(const Plan& plan);
+
+/// The loss scaling \p amp runs with: its loss_scale, or the default for its precision
+/// (dynamic from 2^16 for mixed-fp16, none otherwise).
+LossScaleSpec effective_loss_scale(const AmpPlan& amp);
+
+/// \param plan a plan. \return it as JSON (file comment), every field present.
+nlohmann::json to_json(const Plan& plan);
+
+/// Reads a plan from JSON over \p defaults (file comment).
+/// \param j an object. \param defaults what a missing key keeps.
+/// \return the plan, validated. \throws vramlab::UsageError naming the key (e.g.
+/// "plan.optimizer.name") and the value for an unknown key, a wrong type or a bad value.
+Plan plan_from_json(const nlohmann::json& j, const Plan& defaults = {});
+
+/// Reads the plan of a file: a plan object, or any object with a "plan" key (what
+/// `vramlab train --json` and `vramlab estimate --json` print).
+/// \param path the file. \param defaults what a missing key keeps. \return the plan.
+/// \throws vramlab::UsageError naming \p path when it cannot be read or is not such JSON.
+Plan read_plan_file(const std::string& path, const Plan& defaults = {});
+
+}  // namespace vramlab::plan

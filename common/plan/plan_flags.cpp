@@ -1,0 +1,327 @@
+// The technique flags (see plan_flags.h).
+#include "common/plan/plan_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "common/platform/errors.h"
+#include "common/platform/flag_checks.h"
+
+namespace vramlab::plan {
+
+namespace {
+
+using platform::integer_in;
+using platform::parsed_by;
+
+std::string join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
+OffloadPlan parse_offload(std::string_view text) {
+  if (text == "none") return {};
+  if (text == "optimizer") return {true, false};
+  if (text == "params") return {false, true};
+  if (text == "both") return {true, true};
+  throw UsageError("unknown offload '" + std::string(text) +
+                   "' (expected one of: none, optimizer, params, both)");
+}
+
+std::string offload_name(const OffloadPlan& offload) {
+  if (offload.optimizer && offload.parameters) return "both";
+  if (offload.optimizer) return "optimizer";
+  if (offload.parameters) return "params";
+  return "none";
+}
+
+std::string number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+}  // namespace
+
+// What CLI11 parses each flag into, before plan() applies the given ones.
+struct PlanFlags::Values {
+  std::string plan_file;
+  std::string precision, loss_scale, recompute, compression, attention, optimizer, offload;
+  bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
+  bool sequence_parallel = false, prefetch = false;
+  double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
+  int64_t block_size = 0, min_8bit_size = 0, grad_accum = 0, zero = 0, dp = 0, tp = 0;
+};
+
+PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<PlanFlag>& flags)
+    : defaults_(defaults), values_(std::make_unique<Values>()) {
+  Values& v = *values_;
+  const Plan& d = defaults;
+  const std::string group = "Plan (how to train; --plan FILE, then these)";
+  for (const PlanFlag flag : flags) {
+    CLI::Option* option = nullptr;
+    switch (flag) {
+      case PlanFlag::plan_file:
+        option = app.add_option("--plan", v.plan_file,
+                                "Start from the plan in FILE (JSON: a plan, or what vramlab "
+                                "train --json printed); the flags below change it");
+        break;
+      case PlanFlag::precision:
+        v.precision = precision_name(d.amp.precision);
+        option = app.add_option("--precision", v.precision,
+                                "fp32, bf16 (pure: no fp32 copy anywhere), mixed-bf16 or "
+                                "mixed-fp16 (16-bit weights and activations, fp32 master "
+                                "weights and optimizer states)")
+                     ->check(parsed_by(parse_precision, "{" + join(precision_names()) + "}"));
+        break;
+      case PlanFlag::fp32_grads:
+        option = app.add_flag("--fp32-grads", v.fp32_grads,
+                              "Keep fp32 gradients under mixed precision (4 instead of 2 B/param)");
+        break;
+      case PlanFlag::stochastic_rounding:
+        option = app.add_flag("--stochastic-rounding", v.stochastic_rounding,
+                              "Pure bf16: the optimizer rounds updated parameters stochastically, "
+                              "so updates below half an ulp survive on average (default: nearest, "
+                              "as PyTorch)");
+        break;
+      case PlanFlag::loss_scale:
+        option = app.add_option("--loss-scale", v.loss_scale,
+                                "dynamic (GradScaler: 2^16, x0.5 on inf/NaN, x2 after 2000 clean "
+                                "steps), static:S or none (default: dynamic for mixed-fp16, none "
+                                "otherwise)")
+                     ->check(parsed_by(parse_loss_scale, "{dynamic,static:S,none}"));
+        break;
+      case PlanFlag::recompute:
+        v.recompute = to_string(d.recompute);
+        option = app.add_option("--recompute", v.recompute,
+                                "Gradient checkpointing: none | full (every layer) | every:K "
+                                "(layers 0, K, 2K, ...) | sqrt (spans of ceil(sqrt(L)) layers) | "
+                                "selective (attention probabilities only) | budget:BYTES (the "
+                                "least recompute whose activation peak fits, e.g. budget:64MiB)")
+                     ->check(parsed_by(parse_recompute_spec, "SCHEDULE"));
+        break;
+      case PlanFlag::compress_activations:
+        v.compression = compression_name(d.activations.compression);
+        option = app.add_option("--compress-activations", v.compression,
+                                "Keep what the layers save as none (as computed) | int8 (one "
+                                "absmax scale per tensor) | int8-block (one per 256 elements) "
+                                "between forward and backward")
+                     ->check(parsed_by(parse_compression, "{" + join(compression_names()) + "}"));
+        break;
+      case PlanFlag::attention:
+        v.attention = attention_kind_name(d.attention);
+        option =
+            app.add_option("--attention", v.attention,
+                           "naive (materialises and saves the (B, H, T, T) probabilities, as "
+                           "PyTorch's eager attention) | flash (FlashAttention: tiles, saves "
+                           "only the (B, H, T) log-sum-exp)")
+                ->check(parsed_by(parse_attention_kind, "{" + join(attention_kind_names()) + "}"));
+        break;
+      case PlanFlag::optimizer:
+        v.optimizer = optimizer_name(d.optimizer.name);
+        option = app.add_option("--optimizer", v.optimizer,
+                                "sgd | sgd-momentum (momentum 0.9) | adamw | adamw-8bit | lion | "
+                                "adam-mini | adafactor (lesson 09)")
+                     ->check(parsed_by(parse_optimizer, "{" + join(optimizer_names()) + "}"));
+        break;
+      case PlanFlag::learning_rate:
+        v.learning_rate = d.optimizer.learning_rate;
+        // Float flags are checked by validate() on the value as stored (a number beyond a
+        // float's range is refused as typed by the command's own check first).
+        option = app.add_option("--lr", v.learning_rate, "Learning rate (> 0)");
+        break;
+      case PlanFlag::block_size:
+        v.block_size = d.optimizer.eight_bit.block_size;
+        option = app.add_option("--block-size", v.block_size,
+                                "adamw-8bit: elements per quantization block (bitsandbytes' 256)")
+                     ->check(integer_in(1));
+        break;
+      case PlanFlag::min_8bit_size:
+        v.min_8bit_size = d.optimizer.eight_bit.min_8bit_size;
+        option = app.add_option("--min-8bit-size", v.min_8bit_size,
+                                "adamw-8bit: tensors with fewer elements keep fp32 states "
+                                "(bitsandbytes' 4096; needs a model's shapes)")
+                     ->check(integer_in(0));
+        break;
+      case PlanFlag::fp32_embeddings:
+        option = app.add_flag("--fp32-embeddings", v.fp32_embeddings,
+                              "adamw-8bit: the embedding tables keep fp32 states (stable "
+                              "embedding)");
+        break;
+      case PlanFlag::clip_grad_norm:
+        v.clip_grad_norm = d.optimizer.max_grad_norm;
+        option = app.add_option("--clip-grad-norm", v.clip_grad_norm,
+                                "Clip the global gradient norm to this value after the unscale "
+                                "(0: off)");
+        break;
+      case PlanFlag::grad_accum:
+        v.grad_accum = d.batch.grad_accum;
+        option = app.add_option("--grad-accum", v.grad_accum,
+                                "K micro-batches of --batch sequences per optimizer step")
+                     ->check(integer_in(1, int64_t{1} << 24));
+        break;
+      case PlanFlag::zero:
+        v.zero = static_cast<int64_t>(d.parallel.zero);
+        option = app.add_option("--zero", v.zero,
+                                "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 + "
+                                "parameters sharded over the data-parallel ranks")
+                     ->check(integer_in(0, 3));
+        break;
+      case PlanFlag::data_parallel:
+        v.dp = d.parallel.data_parallel;
+        option = app.add_option("--dp", v.dp, "Data-parallel degree Nd")->check(integer_in(1));
+        break;
+      case PlanFlag::tensor_parallel:
+        v.tp = d.parallel.tensor_parallel;
+        option = app.add_option("--tp", v.tp,
+                                "Tensor-parallel degree t (Megatron): groups of t consecutive "
+                                "ranks split every layer's linears")
+                     ->check(integer_in(1));
+        break;
+      case PlanFlag::sequence_parallel:
+        option =
+            app.add_flag("--sp", v.sequence_parallel, "Sequence parallelism (Korthikanti et al.)");
+        break;
+      case PlanFlag::prefetch:
+        option = app.add_flag("--prefetch", v.prefetch,
+                              "ZeRO-3: gather the next layer's parameters together with the "
+                              "current one's");
+        break;
+      case PlanFlag::offload:
+        v.offload = offload_name(d.offload);
+        option = app.add_option("--offload", v.offload,
+                                "What lives in host memory: none | optimizer (states and master "
+                                "weights) | params (ZeRO-3) | both")
+                     ->check(parsed_by(parse_offload, "{none,optimizer,params,both}"));
+        break;
+      case PlanFlag::dropout:
+        v.dropout = d.dropout.p;
+        option = app.add_option("--dropout", v.dropout,
+                                "Dropout probability of the attention probabilities and of both "
+                                "residual branches, in [0, 1)");
+        break;
+    }
+    if (option == nullptr) throw std::logic_error("a PlanFlag without a flag");
+    if (flag != PlanFlag::plan_file && option->get_items_expected_min() > 0)
+      option->capture_default_str();
+    option->group(group);
+    options_.emplace_back(flag, option);
+  }
+}
+
+namespace {
+
+std::vector<PlanFlag> all_except(std::initializer_list<PlanFlag> except) {
+  std::vector<PlanFlag> flags;
+  for (const PlanFlag flag : kAllPlanFlags)
+    if (std::find(except.begin(), except.end(), flag) == except.end()) flags.push_back(flag);
+  return flags;
+}
+
+}  // namespace
+
+std::vector<PlanFlag> train_plan_flags() {
+  return all_except({PlanFlag::data_parallel, PlanFlag::sequence_parallel, PlanFlag::offload});
+}
+
+std::vector<PlanFlag> estimate_plan_flags() {
+  return all_except({PlanFlag::stochastic_rounding, PlanFlag::loss_scale, PlanFlag::learning_rate,
+                     PlanFlag::clip_grad_norm, PlanFlag::prefetch, PlanFlag::dropout});
+}
+
+PlanFlags::~PlanFlags() = default;
+
+bool PlanFlags::given(PlanFlag flag) const {
+  const auto it = std::find_if(options_.begin(), options_.end(),
+                               [flag](const auto& entry) { return entry.first == flag; });
+  return it != options_.end() && it->second->count() > 0;
+}
+
+Plan PlanFlags::plan() const {
+  const Values& v = *values_;
+  Plan p = given(PlanFlag::plan_file) ? read_plan_file(v.plan_file, defaults_) : defaults_;
+  for (const auto& [flag, option] : options_) {
+    if (option->count() == 0) continue;
+    switch (flag) {
+      case PlanFlag::plan_file:
+        break;
+      case PlanFlag::precision:
+        p.amp.precision = parse_precision(v.precision);
+        break;
+      case PlanFlag::fp32_grads:
+        p.amp.fp32_grads = v.fp32_grads;
+        break;
+      case PlanFlag::stochastic_rounding:
+        p.amp.stochastic_rounding = v.stochastic_rounding;
+        break;
+      case PlanFlag::loss_scale:
+        p.amp.loss_scale = parse_loss_scale(v.loss_scale);
+        break;
+      case PlanFlag::recompute:
+        p.recompute = parse_recompute_spec(v.recompute);
+        break;
+      case PlanFlag::compress_activations:
+        p.activations.compression = parse_compression(v.compression);
+        break;
+      case PlanFlag::attention:
+        p.attention = parse_attention_kind(v.attention);
+        break;
+      case PlanFlag::optimizer:
+        p.optimizer.name = parse_optimizer(v.optimizer);
+        break;
+      case PlanFlag::learning_rate:
+        p.optimizer.learning_rate = static_cast<float>(v.learning_rate);
+        break;
+      case PlanFlag::block_size:
+        p.optimizer.eight_bit.block_size = v.block_size;
+        break;
+      case PlanFlag::min_8bit_size:
+        p.optimizer.eight_bit.min_8bit_size = v.min_8bit_size;
+        break;
+      case PlanFlag::fp32_embeddings:
+        p.optimizer.eight_bit.fp32_embeddings = v.fp32_embeddings;
+        break;
+      case PlanFlag::clip_grad_norm:
+        p.optimizer.max_grad_norm = static_cast<float>(v.clip_grad_norm);
+        break;
+      case PlanFlag::grad_accum:
+        p.batch.grad_accum = v.grad_accum;
+        break;
+      case PlanFlag::zero:
+        p.parallel.zero = zero_stage_from_int(v.zero);
+        break;
+      case PlanFlag::data_parallel:
+        p.parallel.data_parallel = v.dp;
+        break;
+      case PlanFlag::tensor_parallel:
+        p.parallel.tensor_parallel = v.tp;
+        break;
+      case PlanFlag::sequence_parallel:
+        p.parallel.sequence_parallel = v.sequence_parallel;
+        break;
+      case PlanFlag::prefetch:
+        p.parallel.prefetch = v.prefetch;
+        break;
+      case PlanFlag::offload:
+        p.offload = parse_offload(v.offload);
+        break;
+      case PlanFlag::dropout:
+        // A double the float cannot hold would become inf or 0 and pass or fail for the wrong
+        // reason: the range is checked on the value as typed.
+        if (!(v.dropout >= 0 && v.dropout < 1))
+          throw UsageError("--dropout must be in [0, 1), got " + number(v.dropout));
+        p.dropout.p = static_cast<float>(v.dropout);
+        break;
+    }
+  }
+  validate(p);
+  return p;
+}
+
+}  // namespace vramlab::plan
