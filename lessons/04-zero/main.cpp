@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dist/launch_ranks.h"
 #include "common/dist/mpi_communicator.h"
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
@@ -131,38 +132,6 @@ lesson04::LessonSettings settings_of(const Options& o) {
   return s;
 }
 
-// Re-runs this binary as every rank of `mpirun -np N`, with what OpenMPI needs to start as root
-// and to put 4 ranks on 2 cores; one OpenMP thread per rank, as the ranks share the cores.
-// Returns only when the exec failed.
-void exec_under_mpirun(int argc, char** argv, int64_t ranks) {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  if (error) return;
-  std::vector<std::string> args = {build_info::kMpiexec};
-  if (geteuid() == 0) args.push_back("--allow-run-as-root");
-  args.insert(args.end(), {"--oversubscribe", "-np", std::to_string(ranks), "-x",
-                           "OMP_NUM_THREADS=1", "-x", "OMP_WAIT_POLICY=PASSIVE"});
-  // The ranks' stdout is mpirun's pseudo-terminal, whatever this one is: colour is decided here.
-  if (!report::use_colour(stdout)) {
-    ::setenv("NO_COLOR", "1", 1);
-    args.insert(args.end(), {"-x", "NO_COLOR"});
-  }
-  args.push_back(self.string());
-  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  std::vector<char*> raw;
-  for (std::string& a : args) raw.push_back(a.data());
-  raw.push_back(nullptr);
-  ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::execv(build_info::kMpiexec, raw.data());
-}
-
-bool mpirun_usable() {
-  return build_info::kHaveMpi && build_info::kMpiexec[0] != '\0' &&
-         ::access(build_info::kMpiexec, X_OK) == 0;
-}
-
 int run(const Options& o, int argc, char** argv) {
   lesson04::Lesson lesson;
   lesson.settings = settings_of(o);
@@ -171,8 +140,8 @@ int run(const Options& o, int argc, char** argv) {
   const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
   const bool under_mpirun = dist::launched_by_mpirun();
   if (!under_mpirun && !o.simulated) {
-    if (mpirun_usable()) {
-      exec_under_mpirun(argc, argv, o.ranks);
+    if (dist::mpirun_usable()) {
+      dist::exec_under_mpirun(argc, argv, o.ranks, report::use_colour(stdout));
       lesson.launch = std::string("could not start ") + build_info::kMpiexec + " (" +
                       std::strerror(errno) + "): the ranks are simulated threads instead.";
     } else {
@@ -181,19 +150,17 @@ int run(const Options& o, int argc, char** argv) {
                       " ranks are simulated threads of one process, which sum in rank order.";
     }
   }
-  std::unique_ptr<dist::Communicator> world;
   if (under_mpirun) {
-    world = dist::MpiCommunicator::world();
-    lesson.launch = "Started by mpirun: " + std::to_string(world->world_size()) +
+    lesson.launch = "Started by mpirun: " + std::to_string(dist::launched_world_size({})) +
                     " processes, one rank each (OpenMPI), sharing this machine's cores.";
   } else if (o.simulated) {
     lesson.launch = "--simulated: the " + std::to_string(o.ranks) +
                     " ranks are threads of one process (dist::SimulatedCommunicator).";
   }
-  const bool speaks = !world || world->rank() == 0;
+  const bool speaks = dist::launched_rank() == 0;
   void (*progress)(const std::string&) = speaks && !o.json ? workbook::print_progress : nullptr;
   try {
-    lesson.training = lesson04::run_training(lesson.settings, world.get(), progress);
+    lesson.training = lesson04::run_training(lesson.settings, under_mpirun, progress);
   } catch (const memory::OutOfMemoryError& e) {
     std::fprintf(stderr, "%s\n\nlesson 04: a rank does not fit %s. Try:\n  %s\n", e.what(),
                  lesson.settings.train.device.name().c_str(),

@@ -95,20 +95,21 @@ ModelConfig figure1_model() {
   return m;
 }
 
-std::vector<StrategyRun> run_training(const LessonSettings& settings, dist::Communicator* comm,
+std::vector<StrategyRun> run_training(const LessonSettings& settings, bool under_mpirun,
                                       void (*progress)(const std::string&)) {
   std::vector<StrategyRun> runs;
   RunSettings train = settings.train;
+  const dist::LaunchSpec spec{under_mpirun ? 0 : settings.ranks, 1,
+                              train.device.kind == memory::DeviceKind::meta};
+  const int64_t n = dist::launched_world_size(spec);
   for (const ZeroStage stage : settings.stages) {
     train.timeline = stage == ZeroStage::parameters;
-    const int64_t n = comm ? comm->world_size() : settings.ranks;
     std::string line = "training " + std::to_string(train.steps) + " steps on " + std::to_string(n);
-    line += comm ? " " : " simulated";
-    if (comm) line += comm->backend();
+    line += under_mpirun ? " mpi" : " simulated";
     line += " ranks: ";
     line += stage_text(stage);
     say(progress, line);
-    runs.push_back(comm ? run_on(*comm, train, stage) : run_simulated(train, stage, n));
+    runs.push_back(run_strategy(train, stage, spec));
   }
   return runs;
 }

@@ -52,12 +52,12 @@ struct Lesson {
 /// 7.46e9; the paper's Figure 1 rounds Ψ to 7.5B).
 ModelConfig figure1_model();
 
-/// Trains every stage of settings.stages on the small model: as this process's rank of \p comm
-/// when not null (under mpirun; rank 0 ends with every rank's numbers), else on settings.ranks
-/// simulated ranks. \param settings the lesson. \param comm the world, or null.
+/// Trains every stage of settings.stages on the small model: as this process's rank of the world
+/// `mpirun` started when \p under_mpirun (rank 0 ends with every rank's numbers), else on
+/// settings.ranks simulated ranks. \param settings the lesson. \param under_mpirun see above.
 /// \param progress told one line per run (may be null). \return one run per stage.
 /// \throws as run_rank.
-std::vector<StrategyRun> run_training(const LessonSettings& settings, dist::Communicator* comm,
+std::vector<StrategyRun> run_training(const LessonSettings& settings, bool under_mpirun,
                                       void (*progress)(const std::string&));
 
 /// Runs the meta runs of settings.scale into \p lesson (simulated ranks in this process).

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "common/dist/launch_ranks.h"
 #include "common/dist/shard_layout.h"
-#include "common/dist/simulated_communicator.h"
 #include "common/estimate/estimator.h"
 #include "common/memory/history.h"
 #include "common/nn/runtime.h"
@@ -236,42 +236,25 @@ RankRun run_rank(dist::Communicator& comm, const RunSettings& settings, dist::Ze
   return run;
 }
 
-StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage, int64_t world_size) {
-  StrategyRun run = strategy_header(settings, stage, world_size, "simulated");
-  run.ranks.resize(static_cast<size_t>(world_size));
-  const bool moves = settings.device.kind != memory::DeviceKind::meta;
-  dist::run_simulated_ranks(world_size, moves, [&](dist::Communicator& comm) {
-    comm.set_move_data(moves);
-    // Each thread writes its own element: no lock needed.
-    run.ranks[static_cast<size_t>(comm.rank())] =
-        comm.rank() == 0 ? run_rank(comm, settings, stage, &run.timeline, &run.spans)
-                         : run_rank(comm, settings, stage);
+StrategyRun run_strategy(const RunSettings& settings, dist::ZeroStage stage,
+                         const dist::LaunchSpec& spec) {
+  StrategyRun run = strategy_header(settings, stage, dist::launched_world_size(spec),
+                                    spec.simulate_ranks > 0 ? "simulated" : "mpi");
+  dist::launch_ranks(spec, [&](const dist::LaunchedRank& rank) {
+    const RankRun mine = rank.speaks()
+                             ? run_rank(*rank.world, settings, stage, &run.timeline, &run.spans)
+                             : run_rank(*rank.world, settings, stage);
+    const std::vector<std::string> all = dist::gather_to_rank0(rank, rank_to_json(mine).dump());
+    // Rank 0 of this process writes run.ranks; the others (threads or processes) only send.
+    if (!rank.speaks()) return;
+    for (const std::string& text : all) run.ranks.push_back(rank_from_json(json::parse(text)));
   });
   return run;
 }
 
-StrategyRun run_on(dist::Communicator& comm, const RunSettings& settings, dist::ZeroStage stage) {
-  StrategyRun run =
-      strategy_header(settings, stage, comm.world_size(), std::string(comm.backend()));
-  RankRun mine = run_rank(comm, settings, stage, &run.timeline, &run.spans);
-  if (comm.rank() != 0) {
-    const std::string text = rank_to_json(mine).dump();
-    std::vector<int64_t> size = {static_cast<int64_t>(text.size())};  // (1)
-    comm.send(memory::TensorView(size.data(), DType::i64, {1}), 0, dist::Traffic::other);
-    std::string copy = text;  // (size) u8: send takes a mutable view
-    comm.send(memory::TensorView(copy.data(), DType::u8, {size[0]}), 0, dist::Traffic::other);
-    run.ranks.push_back(std::move(mine));
-    return run;
-  }
-  run.ranks.push_back(std::move(mine));
-  for (int64_t peer = 1; peer < comm.world_size(); ++peer) {
-    std::vector<int64_t> size(1);  // (1)
-    comm.recv(memory::TensorView(size.data(), DType::i64, {1}), peer, dist::Traffic::other);
-    std::string text(static_cast<size_t>(size[0]), '\0');  // (size) u8
-    comm.recv(memory::TensorView(text.data(), DType::u8, {size[0]}), peer, dist::Traffic::other);
-    run.ranks.push_back(rank_from_json(json::parse(text)));
-  }
-  return run;
+StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage, int64_t world_size) {
+  return run_strategy(settings, stage,
+                      {world_size, 1, settings.device.kind == memory::DeviceKind::meta});
 }
 
 json rank_to_json(const RankRun& r) {

@@ -4,7 +4,7 @@
 /// rank held and sent.
 ///
 /// The same rank body runs under `mpirun` (one process per rank, dist::MpiCommunicator) and as
-/// threads of one process (dist::run_simulated_ranks): on `sim` both train for real, on `meta`
+/// threads of one process (dist::launch_ranks): on `sim` both train for real, on `meta`
 /// the simulated ranks only allocate and count, which sizes a 64-rank 7.5B run in seconds.
 ///
 /// What a rank reports, all read from the runtime rather than computed here: the requested
@@ -25,6 +25,7 @@
 
 #include "common/amp/precision_policy.h"
 #include "common/dist/communicator.h"
+#include "common/dist/launch_ranks.h"
 #include "common/dist/parallel_options.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
@@ -153,17 +154,18 @@ RankRun run_rank(dist::Communicator& comm, const RunSettings& settings, dist::Ze
                  std::vector<TimelinePoint>* timeline = nullptr,
                  std::vector<PhaseSpan>* spans = nullptr);
 
-/// Runs \p stage on \p world_size simulated ranks (threads; on `meta` the communicator only
-/// counts). \return every rank's measurements. \throws as run_rank.
+/// Runs \p stage on the ranks of \p spec (dist::launch_ranks: threads of this process, or this
+/// process's rank under `mpirun`) and collects every rank's measurements on rank 0 (the JSON of
+/// each, dist::gather_to_rank0, after the last step).
+/// \return on rank 0 every rank's measurements; elsewhere none. \throws as run_rank.
+StrategyRun run_strategy(const RunSettings& settings, dist::ZeroStage stage,
+                         const dist::LaunchSpec& spec);
+
+/// run_strategy on \p world_size simulated ranks (threads; on `meta` the communicators only
+/// count). \return every rank's measurements. \throws as run_rank.
 StrategyRun run_simulated(const RunSettings& settings, dist::ZeroStage stage, int64_t world_size);
 
-/// Runs \p stage as this process's rank of \p comm (under `mpirun`) and collects every rank's
-/// measurements on rank 0 (send/recv of their JSON, traffic class other, after the last step).
-/// \return on rank 0 every rank's measurements; on the others only their own.
-/// \throws as run_rank.
-StrategyRun run_on(dist::Communicator& comm, const RunSettings& settings, dist::ZeroStage stage);
-
-/// \param r a rank's measurements. \return them as JSON (what run_on sends to rank 0).
+/// \param r a rank's measurements. \return them as JSON (what run_strategy sends to rank 0).
 nlohmann::json rank_to_json(const RankRun& r);
 /// \param j from rank_to_json. \return the measurements. \throws nlohmann::json's errors.
 RankRun rank_from_json(const nlohmann::json& j);

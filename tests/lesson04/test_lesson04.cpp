@@ -292,7 +292,7 @@ TEST(Lesson04, ClaimsTableHasEveryClaimOfTheIssueWhenTheLessonRunsAtScale) {
   lesson.settings.figure1_ranks = 8;  // a smaller world keeps the test quick
   lesson.settings.seed_model = model_config_by_name("llama2-7b");
   lesson.settings.big_model = model_config_by_name("llama2-70b");
-  lesson.training = run_training(lesson.settings, nullptr, nullptr);
+  lesson.training = run_training(lesson.settings, false, nullptr);
   run_scale(lesson, nullptr);
   std::set<int> ids;
   for (const ClaimRow& c : claims(lesson)) {
@@ -324,7 +324,7 @@ TEST(Lesson04, SmallModelFiguresHaveNoOverlappingText) {
   Lesson lesson;
   lesson.settings.train = settings_for(odd_gpt2(2, 36, 3, 97), amp::Precision::mixed_bf16, 2);
   lesson.settings.ranks = 3;
-  lesson.training = run_training(lesson.settings, nullptr, nullptr);
+  lesson.training = run_training(lesson.settings, false, nullptr);
   const Figures figures = make_figures(lesson);
   for (const report::SvgFigure* f : {&figures.memory, &figures.communication, &figures.timeline}) {
     const std::vector<std::string> problems = report::text_layout_problems(*f);

@@ -29,9 +29,9 @@
 #include "common/amp/loss_scale_spec.h"
 #include "common/amp/precision_policy.h"
 #include "common/dist/communicator.h"
+#include "common/dist/launch_ranks.h"
 #include "common/dist/mpi_communicator.h"
 #include "common/dist/parallel_options.h"
-#include "common/dist/simulated_communicator.h"
 #include "common/estimate/model_state_memory.h"
 #include "common/estimate/recompute_costs.h"
 #include "common/memory/device.h"
@@ -142,7 +142,7 @@ json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& byte
   return j;
 }
 
-void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
+void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
 void run_train(const TrainCommandOptions& o) {
@@ -465,33 +465,10 @@ void report_ranks(const TrainCommandOptions& o, const train::TrainOptions& optio
       static_cast<long long>(T), table.render(report::use_colour(stdout), 2).c_str());
 }
 
-// The rank's groups in a world of W = N·T ranks: consecutive ranks form a tensor-parallel group
-// (Megatron puts TP inside a node, where the links are fastest), ranks T apart a data-parallel
-// one. Both are split from the world on every rank. \return the groups, kept alive by the caller.
-struct Groups {
-  std::unique_ptr<dist::Communicator> tensor_parallel;  // null for T = 1
-  std::unique_ptr<dist::Communicator> data_parallel;    // null for T = 1: the world is it
-};
-
-Groups split_groups(dist::Communicator& world, int64_t tp, train::TrainOptions& options) {
-  Groups groups;
-  if (tp == 1) {
-    options.set_groups(&world);
-    return groups;
-  }
-  groups.tensor_parallel = world.split(world.rank() / tp, world.rank());
-  groups.data_parallel = world.split(world.rank() % tp, world.rank());
-  options.set_groups(groups.data_parallel.get(), groups.tensor_parallel.get());
-  return groups;
-}
-
-// The plan's tensor-parallel degree must divide the world, and a data-parallel degree the plan
-// states (a plan file's; flags leave it 1, the ranks then decide it) must fill it.
+// The plan's data-parallel degree, when it states one (a plan file's; flags leave it 1 and the
+// ranks decide it), must fill the world with its tensor-parallel groups.
 void require_plan_ranks(const plan::ParallelPlan& parallel, int64_t world_size) {
   const int64_t tp = parallel.tensor_parallel;
-  if (tp < 1 || world_size % tp != 0)
-    throw UsageError("--tp " + std::to_string(tp) + " must be >= 1 and divide the " +
-                     std::to_string(world_size) + " ranks");
   if (parallel.data_parallel > 1 && parallel.data_parallel * tp != world_size)
     throw UsageError("the plan's data_parallel " + std::to_string(parallel.data_parallel) +
                      " x tensor_parallel " + std::to_string(tp) + " needs " +
@@ -499,8 +476,9 @@ void require_plan_ranks(const plan::ParallelPlan& parallel, int64_t world_size) 
                      std::to_string(world_size));
 }
 
-// One process, N simulated ranks (threads), or the ranks mpirun started.
-void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
+// One process, N simulated ranks (threads), or the ranks mpirun started (dist::launch_ranks);
+// rank 0 reports every rank's numbers.
+void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device) {
   const plan::ParallelPlan& parallel = options.plan.parallel;
   const int64_t tp = parallel.tensor_parallel;
@@ -508,6 +486,8 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
   if (mpi && o.simulate_ranks > 0)
     throw UsageError("--simulate-ranks " + std::to_string(o.simulate_ranks) +
                      " runs ranks as threads of one process; under mpirun the ranks are mpirun's");
+  const dist::LaunchSpec spec{o.simulate_ranks, tp, device.kind == memory::DeviceKind::meta};
+  const int64_t world_size = dist::launched_world_size(spec);
   if (!mpi && o.simulate_ranks == 0) {
     if (parallel.zero != dist::ZeroStage::ddp)
       throw UsageError("--zero " + std::to_string(static_cast<int64_t>(parallel.zero)) +
@@ -516,35 +496,36 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
     if (tp != 1 || parallel.data_parallel != 1) {
       const std::string n = std::to_string(tp * parallel.data_parallel);
       throw UsageError(
-          std::string(tp != 1
-                          ? "--tp " + std::to_string(tp)
-                          : "the plan's data_parallel " + std::to_string(parallel.data_parallel)) +
+          (tp != 1 ? "--tp " + std::to_string(tp)
+                   : "the plan's data_parallel " + std::to_string(parallel.data_parallel)) +
           " needs ranks: run under mpirun -np " + n + ", or add --simulate-ranks " + n);
     }
     RankOutcome one = train_rank(o, options, device, true);
     if (o.json) std::printf("%s\n", one.summary.dump().c_str());
     return;
   }
-  if (mpi) {
-    // Throws a UsageError naming the missing library in a build without MPI.
-    const std::unique_ptr<dist::MpiCommunicator> world = dist::MpiCommunicator::world();
-    require_plan_ranks(parallel, world->world_size());
-    if (device.kind == memory::DeviceKind::meta) world->set_move_data(false);
-    train::TrainOptions mine_options = options;
-    const Groups groups = split_groups(*world, tp, mine_options);
-    RankOutcome mine = train_rank(o, mine_options, device, world->rank() == 0);
-    // Rank 0 learns every rank's numbers: (N, 6) i64.
-    std::vector<int64_t> local = {
-        mine.state.parameters, mine.state.gradients, mine.state.optimizer_states,
-        mine.peak_bytes,       mine.bytes_sent,      mine.tp_bytes_sent};
-    std::vector<int64_t> all(local.size() * static_cast<size_t>(world->world_size()));
-    world->set_move_data(true);
-    world->all_gather(
-        memory::TensorView(local.data(), DType::i64, {6}),
-        memory::TensorView(all.data(), DType::i64, {static_cast<int64_t>(all.size())}),
-        dist::Traffic::other);
-    if (world->rank() != 0) return;
-    std::vector<RankOutcome> outcomes(static_cast<size_t>(world->world_size()));
+  require_plan_ranks(parallel, world_size);
+  if (o.simulate_ranks > 0 &&
+      (device.kind == memory::DeviceKind::sim || device.kind == memory::DeviceKind::cpu)) {
+    // Every rank checks the host's budget for its own share only; simulated ranks share this
+    // process's RAM, so their shares together must fit.
+    const uint64_t per_rank = static_cast<uint64_t>(
+        train::step_host_bytes(options, train::recompute_schedule(options), world_size / tp, tp));
+    memory::require_host_memory(device.name(), per_rank * static_cast<uint64_t>(world_size),
+                                "the parameters and saved activations of " +
+                                    std::to_string(world_size) +
+                                    " simulated ranks, all in this process");
+  }
+  dist::launch_ranks(spec, [&](const dist::LaunchedRank& rank) {
+    train::TrainOptions mine = options;
+    mine.set_groups(rank.groups.data_parallel, rank.groups.tensor_parallel);
+    RankOutcome outcome = train_rank(o, mine, device, rank.speaks());
+    // Rank 0 learns every rank's numbers: (W, 6) i64.
+    const std::vector<int64_t> all = dist::all_gather_values(
+        rank, {outcome.state.parameters, outcome.state.gradients, outcome.state.optimizer_states,
+               outcome.peak_bytes, outcome.bytes_sent, outcome.tp_bytes_sent});
+    if (!rank.speaks()) return;
+    std::vector<RankOutcome> outcomes(static_cast<size_t>(rank.world_size));
     for (size_t r = 0; r < outcomes.size(); ++r) {
       outcomes[r].rank = static_cast<int64_t>(r);
       outcomes[r].state = {all[6 * r], all[6 * r + 1], all[6 * r + 2]};
@@ -552,31 +533,9 @@ void run_ranks(const TrainCommandOptions& o, train::TrainOptions options,
       outcomes[r].bytes_sent = all[6 * r + 4];
       outcomes[r].tp_bytes_sent = all[6 * r + 5];
     }
-    outcomes[0].summary = std::move(mine.summary);
+    outcomes[0].summary = std::move(outcome.summary);
     report_ranks(o, options, outcomes, tp);
-    return;
-  }
-  require_plan_ranks(parallel, o.simulate_ranks);
-  if (device.kind == memory::DeviceKind::sim || device.kind == memory::DeviceKind::cpu) {
-    // Every rank checks the host's budget for its own share only; simulated ranks share this
-    // process's RAM, so their shares together must fit.
-    const uint64_t per_rank = static_cast<uint64_t>(train::step_host_bytes(
-        options, train::recompute_schedule(options), o.simulate_ranks / tp, tp));
-    memory::require_host_memory(device.name(), per_rank * static_cast<uint64_t>(o.simulate_ranks),
-                                "the parameters and saved activations of " +
-                                    std::to_string(o.simulate_ranks) +
-                                    " simulated ranks, all in this process");
-  }
-  std::vector<RankOutcome> outcomes(static_cast<size_t>(o.simulate_ranks));
-  dist::run_simulated_ranks(
-      o.simulate_ranks, device.kind != memory::DeviceKind::meta, [&](dist::Communicator& comm) {
-        if (device.kind == memory::DeviceKind::meta) comm.set_move_data(false);
-        train::TrainOptions mine = options;
-        const Groups groups = split_groups(comm, tp, mine);
-        outcomes[static_cast<size_t>(comm.rank())] = train_rank(o, mine, device, comm.rank() == 0);
-        outcomes[static_cast<size_t>(comm.rank())].rank = comm.rank();
-      });
-  report_ranks(o, options, outcomes, tp);
+  });
 }
 
 }  // namespace
