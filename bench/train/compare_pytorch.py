@@ -4,12 +4,16 @@
     /usr/bin/python3 bench/train/compare_pytorch.py --vramlab build/bin/vramlab [--rounds 5 --steps 6]
     /usr/bin/python3 bench/train/compare_pytorch.py --precision mixed-bf16   # lesson 03
     /usr/bin/python3 bench/train/compare_pytorch.py --precision bf16
+    /usr/bin/python3 bench/train/compare_pytorch.py --baseline /old/build/bin/vramlab   # a refactor
 
 --precision fp32 (default) compares both sides in fp32. --precision mixed-bf16 runs three sides
 per round: vramlab in fp32, vramlab in mixed-bf16 (bf16 weights and activations, fp32 master and
 AdamW states), and PyTorch's CPU autocast in bf16 (torch.autocast("cpu", dtype=torch.bfloat16)
 around the forward, fp32 parameters); --precision bf16 compares vramlab's pure bf16 with PyTorch's
 model.to(torch.bfloat16). It prints our 16-bit step over our fp32 step and over PyTorch's.
+
+--baseline PATH adds a third side to every fp32 round: another vramlab binary (the same code
+before a change), so "the step is no slower" is one ratio measured under the same load.
 
 The model is gpt2-tiny (4 layers, width 256, 4 heads, T=128, B=8, vocab 4096, tied embeddings,
 learned positions, LayerNorm, tanh-GELU MLP, materialized causal attention), trained with AdamW in
@@ -119,6 +123,7 @@ def main():
     parser.add_argument("--precision", default="fp32", choices=["fp32", "mixed-bf16", "bf16"],
                         help="fp32 (default); mixed-bf16 vs PyTorch's CPU autocast; bf16 vs "
                              "model.to(torch.bfloat16)")
+    parser.add_argument("--baseline", help="another vramlab binary run in every fp32 round")
     args = parser.parse_args()
     try:
         import torch
@@ -136,14 +141,17 @@ def main():
     if args.precision != "fp32":
         compare_low_precision(torch, args)
         return
-    vramlab_times, torch_times = [], []
+    vramlab_times, torch_times, baseline_times = [], [], []
     for r in range(args.rounds):
         v = run_vramlab(args.vramlab, args.steps, r + 1)
         t = run_torch(torch, args.steps, r + 1)
+        b = run_vramlab(args.baseline, args.steps, r + 1) if args.baseline else []
         vramlab_times += v
         torch_times += t
+        baseline_times += b
         print(f"round {r + 1}: vramlab median {statistics.median(v):.3f} s, "
-              f"pytorch median {statistics.median(t):.3f} s")
+              f"pytorch median {statistics.median(t):.3f} s" +
+              (f", baseline median {statistics.median(b):.3f} s" if b else ""))
     flops = model_flops_per_step()
     floor_s = flops / (sgemm_gflops * 1e9)
     v_med, t_med = statistics.median(vramlab_times), statistics.median(torch_times)
@@ -151,6 +159,10 @@ def main():
     print(f"vramlab median step {v_med:.3f} s  MFU {floor_s / v_med:.1%}  ({v_med / floor_s:.2f}x the floor)")
     print(f"pytorch median step {t_med:.3f} s  MFU {floor_s / t_med:.1%}  ({t_med / floor_s:.2f}x the floor)")
     print(f"ratio vramlab / pytorch = {v_med / t_med:.3f}  (target <= 0.5)")
+    if baseline_times:
+        b_med = statistics.median(baseline_times)
+        print(f"ratio vramlab / baseline {args.baseline} = {v_med / b_med:.3f}  "
+              f"(a change that leaves the step alone: about 1)")
     print(json.dumps({"vramlab_median_step_s": v_med, "pytorch_median_step_s": t_med,
                       "ratio": v_med / t_med, "flops_per_step": flops, "sgemm_gflops": sgemm_gflops,
                       "vramlab_vs_floor": v_med / floor_s, "pytorch_vs_floor": t_med / floor_s}))

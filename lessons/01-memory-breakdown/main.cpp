@@ -29,6 +29,7 @@
 #include "common/memory/oom_error.h"
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
@@ -48,9 +49,7 @@ struct Options {
   ModelFlags model;  // --model defaults to gpt2-tiny (set in main)
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
-  std::string optimizer = "adamw";
   uint64_t seed = 1;
-  std::string attention = "naive";
   bool json = false;
   std::string out_dir;  // "" = workbook::lesson_output_dir("01")
 };
@@ -165,14 +164,14 @@ void explain_out_of_memory(const memory::OutOfMemoryError& error,
   std::fputs(advice.c_str(), stderr);
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   lesson01::StepSettings settings;
   settings.model = o.model.build(o.seq);
   settings.batch = o.batch.value_or(8);
   settings.seq = o.seq.value_or(std::min<int64_t>(128, settings.model.max_seq));
-  settings.optimizer = o.optimizer;
+  settings.optimizer = std::string(plan::optimizer_name(plan.optimizer.name));
   settings.seed = o.seed;
-  settings.attention = parse_attention_kind(o.attention);
+  settings.attention = plan.attention;
   settings.device = memory::parse_device(o.device);
   // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
   const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "01");
@@ -223,17 +222,13 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "cpu | sim[:preset|:size] | meta (default sim:t4-16g; presets t4-16g, "
                  "rtx4090-24g, a100-40g, a100-80g, h100-80g, h200-141g)");
-  app.add_option("--optimizer", o.optimizer,
-                 "adamw | sgd-momentum (momentum 0.9) | sgd (no state) | adamw-8bit | lion | "
-                 "adam-mini | adafactor (lesson 09) (default adamw)");
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
-  app.add_option("--attention", o.attention,
-                 "naive (saves the (B, H, T, T) probabilities) | flash (saves the (B, H, T) "
-                 "log-sum-exp; lesson 06) (default naive)");
+  const plan::PlanFlags plan_flags(app, plan::Plan{},
+                                   {plan::PlanFlag::optimizer, plan::PlanFlag::attention});
   app.add_flag("--json", o.json, "One JSON object instead of the tables");
   app.add_option("--out-dir", o.out_dir,
                  "Where breakdown.svg, measured_vs_estimated.svg and timeline.html go "
                  "(default: lesson-output/01 in the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson01_memory_breakdown",
-                                   [&o] { return run(o); });
+                                   [&] { return run(o, plan_flags.plan()); });
 }

@@ -24,6 +24,7 @@
 #include "common/memory/oom_error.h"
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
@@ -46,9 +47,7 @@ struct Options {
   int64_t meta_seq = 4096;
   std::string budget;  // "" = half-way between sqrt and none
   int64_t steps = 3;
-  float dropout = 0.1f;
   uint64_t seed = 1;
-  std::string attention = "naive";
   bool no_scale = false;
   bool no_compression = false;
   bool json = false;
@@ -77,15 +76,15 @@ std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("02", workbook::lesson_runs_mine(), flags);
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   lesson02::LessonSettings s;
   s.run.model = lesson_model(o.model, o.seq);
   s.run.batch = o.batch.value_or(8);
   s.run.seq = o.seq.value_or(std::min<int64_t>(128, s.run.model.max_seq));
   s.run.device = memory::parse_device(o.device);
-  s.run.dropout = o.dropout;
+  s.run.dropout = plan.dropout.p;
   s.run.seed = o.seed;
-  s.run.attention = parse_attention_kind(o.attention);
+  s.run.attention = plan.attention;
   s.run.steps = o.steps;
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (!o.budget.empty()) {
@@ -175,12 +174,11 @@ int main(int argc, char** argv) {
                  "X of the budget:X row, bytes or a size such as 40MiB (default: half-way "
                  "between the sqrt and none activation peaks)");
   app.add_option("--steps", o.steps, "Training steps per schedule (default 3)");
-  app.add_option("--dropout", o.dropout, "Dropout p in [0, 1) (default 0.1)");
   app.add_option("--seed", o.seed, "Seed of the weights, tokens and masks (default 1)");
-  app.add_option("--attention", o.attention,
-                 "naive (saves the (B, H, T, T) probabilities) | flash (saves only the (B, H, T) "
-                 "log-sum-exp, so selective recompute has nothing left to do; lesson 06) "
-                 "(default naive)");
+  plan::Plan defaults;
+  defaults.dropout.p = 0.1f;  // the masks are part of what a re-run forward must replay
+  const plan::PlanFlags plan_flags(app, defaults,
+                                   {plan::PlanFlag::dropout, plan::PlanFlag::attention});
   app.add_option("--meta-model", o.meta_model,
                  "The model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 4096; B = 1)");
@@ -191,5 +189,5 @@ int main(int argc, char** argv) {
                  "Where memory_over_step.svg and tradeoff.svg go (default: lesson-output/02 in "
                  "the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson02_checkpointing",
-                                   [&o] { return run(o); });
+                                   [&] { return run(o, plan_flags.plan()); });
 }

@@ -27,6 +27,7 @@
 #include "common/memory/oom_error.h"
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
@@ -43,9 +44,7 @@ struct Options {
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
   int64_t steps = 200;
-  float learning_rate = 3e-3f;
   uint64_t seed = 1;
-  std::string attention = "naive";
   std::string overflow_scale = "static:262144";
   std::string underflow_scale = "static:0.000244140625";
   std::string meta_model = "llama2-7b";
@@ -79,19 +78,17 @@ std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("03", workbook::lesson_runs_mine(), flags);
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   lesson03::LessonSettings s;
   s.run.model = lesson_model(o.model, o.seq);
   s.run.batch = o.batch.value_or(8);
   s.run.seq = o.seq.value_or(std::min<int64_t>(32, s.run.model.max_seq));
   s.run.device = memory::parse_device(o.device);
   s.run.seed = o.seed;
-  s.run.attention = parse_attention_kind(o.attention);
+  s.run.attention = plan.attention;
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   s.run.steps = o.steps;
-  if (!(o.learning_rate > 0.0f) || !std::isfinite(o.learning_rate))
-    throw UsageError("--lr must be a finite number > 0, got " + std::to_string(o.learning_rate));
-  s.run.learning_rate = o.learning_rate;
+  s.run.learning_rate = plan.optimizer.learning_rate;
   if (o.overflow_scale != "none") {
     const amp::LossScaleSpec spec = amp::parse_loss_scale(o.overflow_scale);
     if (spec.kind != amp::LossScaleKind::fixed)
@@ -167,7 +164,6 @@ int main(int argc, char** argv) {
                  "Where the modes train: cpu | sim[:preset|:size] | meta | cuda[:N] (default "
                  "sim:t4-16g)");
   app.add_option("--steps", o.steps, "Training steps per mode (default 200)");
-  app.add_option("--lr", o.learning_rate, "AdamW's learning rate (default 0.003)");
   app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
   app.add_option("--overflow-scale", o.overflow_scale,
                  "The static loss scale of the overflow row, static:S or none (default "
@@ -175,9 +171,10 @@ int main(int argc, char** argv) {
   app.add_option("--underflow-scale", o.underflow_scale,
                  "The static loss scale below 1 of the underflow row, static:S or none (default "
                  "static:0.000244140625, 2^-12: gradients 4096 times smaller, which fp16 flushes)");
-  app.add_option("--attention", o.attention,
-                 "naive (saves the (B, H, T, T) probabilities) | flash (saves the (B, H, T) "
-                 "log-sum-exp; lesson 06) (default naive)");
+  plan::Plan defaults;
+  defaults.optimizer.learning_rate = 3e-3f;  // 200 steps of a tiny model: a large step
+  const plan::PlanFlags plan_flags(app, defaults,
+                                   {plan::PlanFlag::learning_rate, plan::PlanFlag::attention});
   app.add_option("--meta-model", o.meta_model,
                  "The model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 512; B = 1)");
@@ -188,5 +185,5 @@ int main(int argc, char** argv) {
                  "Where loss_curves.svg, loss_scale.svg and gradient_exponents.svg go (default: "
                  "lesson-output/03 in the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson03_mixed_precision",
-                                   [&o] { return run(o); });
+                                   [&] { return run(o, plan_flags.plan()); });
 }

@@ -37,6 +37,7 @@
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
@@ -55,9 +56,7 @@ struct Options {
   std::string model;  // empty: the lesson's small model
   int64_t batch = 8, seq = 64, steps = 8, ranks = 4, scale_ranks = 64;
   std::string device = "sim";
-  std::string precision = "mixed-bf16";
   uint64_t seed = 1;
-  float lr = 3e-3f;
   std::vector<std::string> strategies;  // empty: all four
   bool prefetch = false, simulated = false, no_scale = false, json = false;
   std::string out_dir;
@@ -93,7 +92,7 @@ dist::ZeroStage parse_strategy(const std::string& name) {
 }
 
 // Everything the command line says, checked before any rank starts.
-lesson04::LessonSettings settings_of(const Options& o) {
+lesson04::LessonSettings settings_of(const Options& o, const plan::Plan& plan) {
   if (o.batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(o.batch));
   if (o.seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(o.seq));
   if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
@@ -101,8 +100,6 @@ lesson04::LessonSettings settings_of(const Options& o) {
     throw UsageError("--ranks must be in [1, 64], got " + std::to_string(o.ranks));
   if (o.scale_ranks < 1 || o.scale_ranks > 1024)
     throw UsageError("--scale-ranks must be in [1, 1024], got " + std::to_string(o.scale_ranks));
-  if (!(o.lr > 0.0f) || !std::isfinite(o.lr))
-    throw UsageError("--lr must be a finite number > 0, got " + std::to_string(o.lr));
   lesson04::LessonSettings s;
   s.train.model = lesson_model(o.model, o.seq);
   s.train.batch = o.batch;
@@ -110,8 +107,8 @@ lesson04::LessonSettings settings_of(const Options& o) {
   s.train.device = memory::parse_device(o.device);
   s.train.seed = o.seed;
   s.train.steps = o.steps;
-  s.train.precision = amp::parse_precision(o.precision);
-  s.train.learning_rate = o.lr;
+  s.train.precision = plan.amp.precision;
+  s.train.learning_rate = plan.optimizer.learning_rate;
   s.train.prefetch = o.prefetch;
   s.ranks = o.ranks;
   if (!o.strategies.empty()) {
@@ -132,9 +129,9 @@ lesson04::LessonSettings settings_of(const Options& o) {
   return s;
 }
 
-int run(const Options& o, int argc, char** argv) {
+int run(const Options& o, const plan::Plan& plan, int argc, char** argv) {
   lesson04::Lesson lesson;
-  lesson.settings = settings_of(o);
+  lesson.settings = settings_of(o, plan);
   // Made before any work, and before mpirun starts the ranks: an --out-dir that cannot be a
   // folder is named once, in one line, not by every rank and then by mpirun.
   const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
@@ -223,10 +220,13 @@ int main(int argc, char** argv) {
                "ZeRO-3 gathers the next block with the current one (FSDP's prefetch)");
   app.add_option("--device", o.device,
                  "Every rank's device: cpu | sim[:preset|:size] | meta (default sim)");
-  app.add_option("--precision", o.precision,
-                 "fp32 | bf16 | mixed-bf16 | mixed-fp16 (default mixed-bf16: ZeRO's 2 + 2 + 12)");
   app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
-  app.add_option("--lr", o.lr, "AdamW's learning rate (default 0.003)");
+  plan::Plan defaults;
+  defaults.amp.precision = plan::Precision::mixed_bf16;  // ZeRO's 2 + 2 + 12 bytes per parameter
+  defaults.optimizer.learning_rate = 3e-3f;
+  // --prefetch stays the lesson's own: it changes only the ZeRO-3 run of the strategies it trains.
+  const plan::PlanFlags plan_flags(app, defaults,
+                                   {plan::PlanFlag::precision, plan::PlanFlag::learning_rate});
   app.add_option("--scale-ranks", o.scale_ranks,
                  "Simulated ranks of the ZeRO paper's 7.5B on meta (default 64, its Figure 1)");
   app.add_flag("--no-scale", o.no_scale, "Skip the large models on meta");
@@ -235,5 +235,5 @@ int main(int argc, char** argv) {
                  "Where zero_memory_per_rank.svg, zero_communication.svg and zero3_timeline.svg "
                  "go (default: lesson-output/04 in the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson04_zero",
-                                   [&] { return run(o, argc, argv); });
+                                   [&] { return run(o, plan_flags.plan(), argc, argv); });
 }

@@ -25,6 +25,7 @@
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
@@ -45,7 +46,6 @@ struct Options {
   uint64_t seed = 1;
   std::string train_model;  // empty: the lesson's small model
   int64_t train_batch = 4, train_seq = 128, steps = 20;
-  float learning_rate = 3e-3f;
   std::string scale_model = "llama2-7b";
   std::vector<int64_t> scale_seqs = {4096, 8192, 32768};
   int64_t tiling_seq = 256, tile_query_rows = 64, tile_key_rows = 64;
@@ -76,7 +76,7 @@ std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("06", workbook::lesson_runs_mine(), flags);
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   lesson06::LessonSettings s;
   s.seqs = o.seqs;
   std::sort(s.seqs.begin(), s.seqs.end());
@@ -94,15 +94,13 @@ int run(const Options& o) {
     if (o.train_seq < 1)
       throw UsageError("--train-seq must be >= 1, got " + std::to_string(o.train_seq));
     if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
-    if (!(o.learning_rate > 0.0f) || !std::isfinite(o.learning_rate))
-      throw UsageError("--lr must be a finite number > 0, got " + std::to_string(o.learning_rate));
     s.train.model = lesson_model(o.train_model, o.train_seq);
     s.train.batch = o.train_batch;
     s.train.seq = o.train_seq;
     s.train.device = s.device;
     s.train.seed = o.seed;
     s.train.steps = o.steps;
-    s.train.learning_rate = o.learning_rate;
+    s.train.learning_rate = plan.optimizer.learning_rate;
   }
   s.scale = !o.no_scale;
   s.scale_model = model_config_by_name(o.scale_model);
@@ -180,7 +178,9 @@ int main(int argc, char** argv) {
   app.add_option("--train-batch", o.train_batch, "Its B (default 4)");
   app.add_option("--train-seq", o.train_seq, "Its T (default 128)");
   app.add_option("--steps", o.steps, "Its training steps per kernel (default 20)");
-  app.add_option("--lr", o.learning_rate, "Its AdamW learning rate (default 0.003)");
+  plan::Plan defaults;
+  defaults.optimizer.learning_rate = 3e-3f;  // the training comparison's AdamW
+  const plan::PlanFlags plan_flags(app, defaults, {plan::PlanFlag::learning_rate});
   app.add_option("--scale-model", o.scale_model,
                  "Model of the at-scale table on meta (default llama2-7b)");
   app.add_option("--scale-seqs", o.scale_seqs, "Its T (default 4096,8192,32768; B = 1)")
@@ -195,5 +195,5 @@ int main(int argc, char** argv) {
                  "Where attention_memory.svg and flash_tiling.svg go (default: lesson-output/06 "
                  "in the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson06_flash_attention",
-                                   [&o] { return run(o); });
+                                   [&] { return run(o, plan_flags.plan()); });
 }

@@ -23,6 +23,7 @@
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
@@ -42,7 +43,6 @@ struct Options {
   int64_t batch = 4, seq = 128, steps = 3;
   std::string device = "sim";
   uint64_t seed = 1;
-  std::string recompute = "full";
   int64_t leak_after = 2, leak_steps = 3, top = 10;
   bool no_stacks = false, no_overhead = false;
   std::string scale_model = "llama2-7b";
@@ -61,7 +61,7 @@ std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("07", workbook::lesson_runs_mine(), flags);
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   if (o.batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(o.batch));
   if (o.seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(o.seq));
   if (o.steps < 2)
@@ -76,7 +76,6 @@ int run(const Options& o) {
     throw UsageError("--scale-batch must be >= 1, got " + std::to_string(o.scale_batch));
   if (o.scale_seq < 1)
     throw UsageError("--scale-seq must be >= 1, got " + std::to_string(o.scale_seq));
-  recompute::parse_recompute_spec(o.recompute);  // names a bad --recompute before any run
 
   lesson07::LessonSettings s;
   s.run.train.model = build_model(o.model, o.seq);
@@ -86,7 +85,7 @@ int run(const Options& o) {
   s.run.device = memory::parse_device(o.device);
   s.run.steps = o.steps;
   s.run.cpp_stacks = !o.no_stacks;
-  s.recompute = o.recompute;
+  s.recompute = plan::to_string(plan.recompute);
   s.leak_after = o.leak_after;
   s.leak_steps = o.leak_steps;
   s.top = o.top;
@@ -172,9 +171,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "Where the training runs: cpu | sim[:preset|:size] | meta (default sim)");
   app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
-  app.add_option("--recompute", o.recompute,
-                 "The second configuration's checkpointing: full | every:K | sqrt | selective | "
-                 "budget:BYTES (default full)");
+  plan::Plan defaults;
+  defaults.recompute = plan::parse_recompute_spec("full");  // the second configuration's
+  const plan::PlanFlags plan_flags(app, defaults, {plan::PlanFlag::recompute});
   app.add_option("--leak-after", o.leak_after, "First snapshot after this step (default 2)");
   app.add_option("--leak-steps", o.leak_steps, "Steps between the two snapshots (default 3)");
   app.add_option("--top", o.top, "Rows of the allocation and per-op tables (default 10)");
@@ -188,5 +187,6 @@ int main(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir,
                  "Where the figures and profiles go (default: lesson-output/07 in the build "
                  "directory)");
-  return workbook::run_lesson_main(app, argc, argv, "lesson07_profiling", [&o] { return run(o); });
+  return workbook::run_lesson_main(app, argc, argv, "lesson07_profiling",
+                                   [&] { return run(o, plan_flags.plan()); });
 }

@@ -23,6 +23,7 @@
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
+#include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
@@ -39,12 +40,10 @@ struct Options {
   std::string model;  // empty: the lesson's small model
   int64_t batch = 8, seq = 64, steps = 300;
   std::string device = "sim";
-  std::string precision = "fp32";
   uint64_t seed = 1;
   std::vector<std::string> optimizers;  // empty: all
   lesson09::LearningRates rates;
-  int64_t block_size = 256, min_8bit_size = 4096, quantization_every = 50;
-  bool fp32_embeddings = false;
+  int64_t quantization_every = 50;
   std::vector<std::string> scale_models = {"llama2-7b", "llama2-70b"};
   bool no_scale = false, json = false;
   std::string out_dir;
@@ -79,7 +78,7 @@ void require_rate(const char* flag, float value) {
                      std::to_string(value));
 }
 
-int run(const Options& o) {
+int run(const Options& o, const plan::Plan& plan) {
   lesson09::LessonSettings s;
   if (o.batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(o.batch));
   if (o.seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(o.seq));
@@ -87,7 +86,6 @@ int run(const Options& o) {
   if (o.quantization_every < 0)
     throw UsageError("--quantization-every must be >= 0, got " +
                      std::to_string(o.quantization_every));
-  require_rate("--lr", o.rates.adamw);
   require_rate("--lion-lr", o.rates.lion);
   require_rate("--adafactor-lr", o.rates.adafactor);
   require_rate("--sgd-lr", o.rates.sgd);
@@ -98,10 +96,11 @@ int run(const Options& o) {
   s.train.device = memory::parse_device(o.device);
   s.train.seed = o.seed;
   s.train.steps = o.steps;
-  s.train.precision = amp::parse_precision(o.precision);
-  s.train.eight_bit = {o.block_size, o.min_8bit_size, o.fp32_embeddings};
+  s.train.precision = plan.amp.precision;
+  s.train.eight_bit = plan.optimizer.eight_bit;
   s.train.quantization_every = o.quantization_every;
   s.rates = o.rates;
+  s.rates.adamw = plan.optimizer.learning_rate;
   if (!o.optimizers.empty()) {
     s.optimizers.clear();
     for (const std::string& name : o.optimizers)
@@ -167,28 +166,24 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps, "Training steps per optimizer (default 300)");
   app.add_option("--device", o.device,
                  "Where the training runs: cpu | sim[:preset|:size] | meta (default sim)");
-  app.add_option("--precision", o.precision,
-                 "Training precision: fp32 | bf16 | mixed-bf16 | mixed-fp16 (default fp32; "
-                 "mixed-bf16's bytes are measured beside it)");
   app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
   app.add_option("--optimizers", o.optimizers,
                  "Which optimizers (default all: sgd,sgd-momentum,adamw,adamw-8bit,lion,"
                  "adam-mini,adafactor)")
       ->delimiter(',');
-  app.add_option("--lr", o.rates.adamw,
-                 "AdamW's learning rate, also 8-bit AdamW's and Adam-mini's (default 0.003)");
+  plan::Plan defaults;
+  // AdamW's rate, also 8-bit AdamW's and Adam-mini's; the others have their own flags below.
+  defaults.optimizer.learning_rate = o.rates.adamw;
+  const plan::PlanFlags plan_flags(
+      app, defaults,
+      {plan::PlanFlag::precision, plan::PlanFlag::learning_rate, plan::PlanFlag::block_size,
+       plan::PlanFlag::min_8bit_size, plan::PlanFlag::fp32_embeddings});
   app.add_option("--lion-lr", o.rates.lion, "Lion's (default 0.001, 3x smaller)");
   app.add_option("--adafactor-lr", o.rates.adafactor,
                  "Adafactor's relative step ρ (default 0.01, torch.optim.Adafactor's)");
   app.add_option("--sgd-lr", o.rates.sgd, "Plain SGD's (default 1)");
   app.add_option("--sgd-momentum-lr", o.rates.sgd_momentum,
                  "SGD with momentum 0.9's (default 0.1)");
-  app.add_option("--block-size", o.block_size,
-                 "8-bit AdamW's quantisation block B (default 256, bitsandbytes')");
-  app.add_option("--min-8bit-size", o.min_8bit_size,
-                 "Tensors with fewer elements keep fp32 states (default 4096, bitsandbytes')");
-  app.add_flag("--fp32-embeddings", o.fp32_embeddings,
-               "The embedding tables keep fp32 states (bitsandbytes' StableEmbedding)");
   app.add_option("--quantization-every", o.quantization_every,
                  "Compare 8-bit AdamW's moments with fp32's every N steps (default 50; 0: never)");
   app.add_option("--scale-models", o.scale_models,
@@ -200,5 +195,5 @@ int main(int argc, char** argv) {
                  "Where optimizer_bytes_per_param.svg and optimizer_loss_curves.svg go (default: "
                  "lesson-output/09 in the build directory)");
   return workbook::run_lesson_main(app, argc, argv, "lesson09_optimizer_memory",
-                                   [&o] { return run(o); });
+                                   [&] { return run(o, plan_flags.plan()); });
 }
