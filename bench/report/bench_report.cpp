@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report/memory_timeline_html.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/report/example_snapshot.h"
 
 namespace {
@@ -27,7 +27,7 @@ void BM_EncodePickle100kEvents(benchmark::State& state) {
   const nlohmann::json& snapshot = hundred_thousand_event_snapshot();
   size_t bytes = 0;
   for (auto _ : state) {
-    const std::string pickle = vramlab::report::encode_pickle(snapshot);
+    const std::string pickle = vramlab::snapshot::encode_pickle(snapshot);
     bytes = pickle.size();
     benchmark::DoNotOptimize(pickle.data());
   }

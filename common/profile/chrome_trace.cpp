@@ -10,7 +10,7 @@
 #include "common/memory/memory_category.h"
 #include "common/platform/errors.h"
 #include "common/profile/detail/recording_trace.h"
-#include "common/report/snapshot_replay.h"
+#include "common/snapshot/snapshot_replay.h"
 
 namespace vramlab::profile {
 namespace {
@@ -23,7 +23,7 @@ double microseconds(std::int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 
-std::size_t category_of(const report::ReplayBlock& block) {
+std::size_t category_of(const snapshot::ReplayBlock& block) {
   const json& description = *block.description;
   if (description.is_object()) {
     const auto it = description.find("category");
@@ -99,10 +99,10 @@ json chrome_trace(const Recording& recording) {
   // Counters: the state before the first event at time 0, then one sample per event that changed
   // it. Times never go back (a counter track must not), and nothing precedes the recording.
   const std::size_t device = detail::recording_trace_device(recording.snapshot);
-  const report::SnapshotTrace trace(
-      recording.snapshot, report::SnapshotTraceOptions{
+  const snapshot::SnapshotTrace trace(
+      recording.snapshot, snapshot::SnapshotTraceOptions{
                               .device = device, .segments_of_device_only = true, .strict = false});
-  report::ReplayState state = report::ReplayState::initial(trace);
+  snapshot::ReplayState state = snapshot::ReplayState::initial(trace);
   require_signed(state.allocated_bytes, 0);
   CategoryBytes by_category{};
   for (const auto& [address, block] : state.blocks)
@@ -111,7 +111,7 @@ json chrome_trace(const Recording& recording) {
   events.push_back(allocated_sample(last_ts, by_category));
   events.push_back(reserved_sample(last_ts, state.reserved_bytes));
   for (std::size_t i = 0; i < trace.events().size(); ++i) {
-    const report::ReplayState::Change change = state.apply(trace, i);
+    const snapshot::ReplayState::Change change = state.apply(trace, i);
     if (!change.added && !change.removed && !change.reserved) continue;
     require_signed(state.allocated_bytes, i);
     const json& entry = *trace.events()[i].entry;

@@ -10,12 +10,16 @@
 
 #include "common/platform/errors.h"
 #include "common/profile/detail/recording_trace.h"
-#include "common/profile/snapshot_analysis.h"
-#include "common/report/snapshot_replay.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/snapshot/snapshot_analysis.h"
+#include "common/snapshot/snapshot_replay.h"
 
 namespace vramlab::profile {
+
+using snapshot::Allocation;
+using snapshot::analyse_peak;
+using snapshot::PeakReport;
 namespace {
 
 using nlohmann::json;
@@ -190,8 +194,8 @@ std::vector<OpRow> op_table(const Recording& recording, OpGrouping grouping) {
 
   // Bytes: each alloc entry goes to the innermost row span of thread 0 open at its time.
   const std::size_t device = detail::recording_trace_device(recording.snapshot);
-  const report::SnapshotTrace trace(
-      recording.snapshot, report::SnapshotTraceOptions{
+  const snapshot::SnapshotTrace trace(
+      recording.snapshot, snapshot::SnapshotTraceOptions{
                               .device = device, .segments_of_device_only = true, .strict = false});
   struct AllocAt {
     std::int64_t time_ns;
@@ -199,8 +203,8 @@ std::vector<OpRow> op_table(const Recording& recording, OpGrouping grouping) {
   };
   std::vector<AllocAt> allocs;
   for (std::size_t i = 0; i < trace.events().size(); ++i) {
-    const report::SnapshotEvent& event = trace.events()[i];
-    if (event.action != report::SnapshotAction::alloc) continue;
+    const snapshot::SnapshotEvent& event = trace.events()[i];
+    if (event.action != snapshot::SnapshotAction::alloc) continue;
     const auto time = event.entry->find("time_ns");
     if (time == event.entry->end() || !time->is_number_integer()) {
       throw UsageError("recording's snapshot field 'device_traces[" + std::to_string(device) +

@@ -10,7 +10,7 @@
 #include "common/profile/chrome_trace.h"
 #include "common/profile/op_table.h"
 #include "common/report/memory_timeline_html.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 
 namespace vramlab::profile {
 namespace {
@@ -49,7 +49,7 @@ ProfileFiles write_profile(const Recording& recording, const std::string& direct
   files.timeline_html = (dir / "timeline.html").string();
 
   try {
-    report::write_snapshot_pickle(recording.snapshot, files.snapshot_pickle);
+    snapshot::write_snapshot_pickle(recording.snapshot, files.snapshot_pickle);
   } catch (const std::runtime_error& e) {
     throw UsageError(e.what());
   }

@@ -21,16 +21,24 @@
 #include "common/report/category_colours.h"
 #include "common/report/detail/html_page.h"
 #include "common/report/detail/memory_timeline_page.h"
-#include "common/report/detail/snapshot_fields.h"
-#include "common/report/snapshot_replay.h"
 #include "common/report/xml_escape.h"
+#include "common/snapshot/detail/snapshot_fields.h"
+#include "common/snapshot/snapshot_replay.h"
 
 namespace vramlab::report {
+
+using snapshot::kSnapshotActionNames;
+using snapshot::ReplayBlock;
+using snapshot::ReplayState;
+using snapshot::SnapshotAction;
+using snapshot::SnapshotEvent;
+using snapshot::SnapshotTrace;
+using snapshot::SnapshotTraceOptions;
 namespace {
 
-using detail::optional_field;
-using detail::optional_unsigned;
 using nlohmann::json;
+using snapshot::detail::optional_field;
+using snapshot::detail::optional_unsigned;
 
 struct Event {
   SnapshotAction action;
@@ -63,8 +71,8 @@ struct Frame {
   auto operator<=>(const Frame&) const = default;
 };
 
-// The replay (common/report/snapshot_replay.h) plus the interned strings and per-event columns the
-// page draws from.
+// The replay (common/snapshot/snapshot_replay.h) plus the interned strings and per-event columns
+// the page draws from.
 struct Model {
   explicit Model(const json& snapshot) : trace(snapshot, SnapshotTraceOptions{}) {}
 

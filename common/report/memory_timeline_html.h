@@ -51,7 +51,7 @@ struct MemoryTimelineSummary {
   std::map<std::string, uint64_t> peak_allocated_bytes_by_category;
 };
 
-/// Replays \p snapshot (device 0's trace, with common/report/snapshot_replay.h) and computes its
+/// Replays \p snapshot (device 0's trace, with common/snapshot/snapshot_replay.h) and computes its
 /// MemoryTimelineSummary. A missing "device_traces" counts as no events.
 /// \throws vramlab::UsageError (a std::invalid_argument) naming the field if "segments", a
 ///         segment's "blocks", or "device_traces" has the wrong JSON type, or an entry lacks a

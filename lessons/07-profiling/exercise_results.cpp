@@ -38,7 +38,7 @@ ExerciseResult top_at_peak_result(const Lesson& lesson) {
     // sizes is the exercise's rule, not analyse_peak's).
     std::vector<Owner> want, got;
     for (size_t i = 0; i < run.peak.live_at_peak.size() && i < k; ++i) {
-      const profile::Allocation& a = run.peak.live_at_peak[i];
+      const snapshot::Allocation& a = run.peak.live_at_peak[i];
       want.emplace_back(a.bytes, a.module, a.phase, a.tensor, a.alloc_event);
     }
     for (const PeakAllocation& a : mine.top)

@@ -1,6 +1,6 @@
 /// \file
 /// \brief Lesson 07's exercises beside the runtime: the learner's top-k at the peak (07.1) on this
-/// run's snapshot against profile::analyse_peak. Compiled into the lesson binary only, which links
+/// run's snapshot against snapshot::analyse_peak. Compiled into the lesson binary only, which links
 /// the references or, as `vramlab run 07 --mine`, the learner's code.
 #pragma once
 

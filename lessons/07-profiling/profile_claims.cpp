@@ -85,7 +85,7 @@ std::vector<ClaimRow> claims(const Lesson& lesson) {
     const ModelConfig& model = lesson.settings.run.train.model;
     const bool attention = top->name.find("attn") != std::string::npos ||
                            top->name.find("attention") != std::string::npos;
-    const profile::Allocation* largest =
+    const snapshot::Allocation* largest =
         b.peak.live_at_peak.empty() ? nullptr : &b.peak.live_at_peak.front();
     rows.push_back(
         {95, "aten::bmm in attention is the largest allocator", kSeed003,

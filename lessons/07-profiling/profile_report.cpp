@@ -61,7 +61,7 @@ json frames_json(const std::vector<memory::StackFrame>& frames) {
   return out;
 }
 
-json allocation_json(const profile::Allocation& a) {
+json allocation_json(const snapshot::Allocation& a) {
   return {{"name", a.tensor},
           {"bytes", a.bytes},
           {"module", a.module},
@@ -71,9 +71,9 @@ json allocation_json(const profile::Allocation& a) {
           {"frames", frames_json(a.frames)}};
 }
 
-json groups_json(const std::vector<profile::ByteGroup>& groups) {
+json groups_json(const std::vector<snapshot::ByteGroup>& groups) {
   json out = json::array();
-  for (const profile::ByteGroup& g : groups)
+  for (const snapshot::ByteGroup& g : groups)
     out.push_back({{"key", g.key}, {"bytes", g.bytes}, {"count", g.count}});
   return out;
 }
@@ -95,7 +95,7 @@ json run_summary_json(const ProfiledRun& run) {
           {"losses", run.losses}};
 }
 
-json growth_json(const profile::Growth& g) {
+json growth_json(const snapshot::Growth& g) {
   return {{"module", g.module},
           {"name", g.tensor},
           {"category", g.category},
@@ -131,9 +131,9 @@ std::string short_function(const std::string& function) {
   return out.empty() ? function : out;
 }
 
-std::vector<ModuleBytes> module_bytes(const profile::PeakReport& peak) {
+std::vector<ModuleBytes> module_bytes(const snapshot::PeakReport& peak) {
   std::map<std::string, ModuleBytes> by_module;
-  for (const profile::Allocation& a : peak.live_at_peak) {
+  for (const snapshot::Allocation& a : peak.live_at_peak) {
     ModuleBytes& m = by_module[or_none(a.module)];
     m.module = or_none(a.module);
     m.category_bytes.resize(memory::kMemoryCategoryCount, 0);
@@ -195,7 +195,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
 
 json to_json(const Lesson& lesson) {
   const ProfiledRun& b = lesson.baseline;
-  const profile::PeakReport& p = b.peak;
+  const snapshot::PeakReport& p = b.peak;
   json j;
   const ModelConfig& model = lesson.settings.run.train.model;
   j["model"] = {{"name", model.name}, {"parameter_count", model.parameter_count()}};
@@ -215,7 +215,7 @@ json to_json(const Lesson& lesson) {
     top.push_back(allocation_json(p.live_at_peak[i]));
   j["top_at_peak"] = top;
   json per_module = json::object();
-  for (const profile::ByteGroup& g : p.by_module) per_module[g.key] = g.bytes;
+  for (const snapshot::ByteGroup& g : p.by_module) per_module[g.key] = g.bytes;
   j["per_module_bytes"] = per_module;
   j["by_phase"] = groups_json(p.by_phase);
   j["by_category"] = groups_json(p.by_category);
@@ -291,7 +291,7 @@ json to_json(const Lesson& lesson) {
 std::string render_text(const Lesson& lesson, bool colour) {
   namespace st = report::style;
   const ProfiledRun& b = lesson.baseline;
-  const profile::PeakReport& p = b.peak;
+  const snapshot::PeakReport& p = b.peak;
   const LessonSettings& s = lesson.settings;
   const size_t top = static_cast<size_t>(s.top);
   std::string out;
@@ -320,7 +320,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                 static_cast<long long>(p.peak_event), format_count(b.allocator_peak_bytes).c_str(),
                 p.peak_bytes == b.allocator_peak_bytes ? "equal" : "DIFFERENT");
   out += line;
-  const profile::Allocation& owner = p.peak_owner;
+  const snapshot::Allocation& owner = p.peak_owner;
   std::snprintf(line, sizeof line,
                 "  the allocation that reached it: %s, %s, module %s, phase %s, category %s\n",
                 or_none(owner.tensor).c_str(), bytes(owner.bytes).c_str(),
@@ -334,7 +334,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"bytes", Align::kRight},
                      {"share", Align::kRight},
                      {"allocations", Align::kRight}});
-    for (const profile::ByteGroup& g : *groups)
+    for (const snapshot::ByteGroup& g : *groups)
       t.add_row({g.key, bytes(g.bytes), report::format_percent(ratio(g.bytes, p.peak_bytes)),
                  format_count(g.count)});
     out += "\n" + t.render(colour, 2);
@@ -344,7 +344,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"bytes", Align::kRight},
                      {"allocations", Align::kRight}});
     for (size_t i = 0; i < p.by_stack.size() && i < 6; ++i) {
-      const profile::ByteGroup& g = p.by_stack[i];
+      const snapshot::ByteGroup& g = p.by_stack[i];
       std::string key;
       // The key joins full names; shorten each for the terminal.
       size_t from = 0;
@@ -393,7 +393,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"category"},
                      {"allocated from"}});
     for (size_t i = 0; i < p.live_at_peak.size() && i < top; ++i) {
-      const profile::Allocation& a = p.live_at_peak[i];
+      const snapshot::Allocation& a = p.live_at_peak[i];
       t.add_row({or_none(a.tensor), bytes(a.bytes), or_none(a.module), or_none(a.phase),
                  or_none(a.category), stack_text(a.frames, 2)});
     }
@@ -447,7 +447,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
                      {"bytes A", Align::kRight},
                      {"bytes B", Align::kRight}});
     for (size_t i = 0; i < leak.growth.size() && i < 5; ++i) {
-      const profile::Growth& g = leak.growth[i];
+      const snapshot::Growth& g = leak.growth[i];
       t.add_row({or_none(g.tensor), or_none(g.module), or_none(g.category),
                  format_count(g.count_before), format_count(g.count_after), bytes(g.bytes_before),
                  bytes(g.bytes_after)});

@@ -88,7 +88,7 @@ struct ModuleBytes {
 
 /// \param peak a peak report. \return its live allocations grouped by module (largest first),
 /// each split by category.
-std::vector<ModuleBytes> module_bytes(const profile::PeakReport& peak);
+std::vector<ModuleBytes> module_bytes(const snapshot::PeakReport& peak);
 
 /// \param lesson the runs. \return the JSON object of `--json` (keys in profile_report.cpp).
 nlohmann::json to_json(const Lesson& lesson);

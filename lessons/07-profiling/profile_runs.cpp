@@ -98,7 +98,7 @@ ProfiledRun profile_run(const RunSettings& settings, const std::string& label) {
     run.active_bytes_now = stat(named, "active_bytes.all.current");
     run.num_alloc_retries = stat(named, "num_alloc_retries");
   }
-  run.peak = profile::analyse_peak(run.recording.snapshot);
+  run.peak = snapshot::analyse_peak(run.recording.snapshot);
   run.by_op = profile::op_table(run.recording, profile::OpGrouping::op);
   run.by_module = profile::op_table(run.recording, profile::OpGrouping::module);
   run.trace_events = static_cast<int64_t>(run.recording.snapshot.at("device_traces").at(0).size());
@@ -163,12 +163,12 @@ LeakHunt hunt_leak(const RunSettings& settings, int64_t k, int64_t n, bool plant
   trainer.remove_observer(leak);
   profiler.stop();
   hunt.leaked_copies = leak.kept();
-  hunt.growth = profile::compare_snapshots(before, after);
+  hunt.growth = snapshot::compare_snapshots(before, after);
   if (!hunt.growth.empty() && hunt.growth.front().bytes_after > hunt.growth.front().bytes_before)
     hunt.owner = hunt.growth.front();
   hunt.bytes_per_step = (hunt.owner.bytes_after - hunt.owner.bytes_before) / n;
   // The owner's frames, from one of its live allocations in the second snapshot.
-  for (const profile::Allocation& a : profile::live_allocations(after)) {
+  for (const snapshot::Allocation& a : snapshot::live_allocations(after)) {
     if (a.tensor != hunt.owner.tensor || a.module != hunt.owner.module) continue;
     for (const memory::StackFrame& f : a.frames) hunt.owner_frames.push_back(f.function);
     break;

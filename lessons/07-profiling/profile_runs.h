@@ -19,7 +19,7 @@
 #include "common/nn/step_observer.h"
 #include "common/profile/op_table.h"
 #include "common/profile/recording.h"
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::lesson07 {
@@ -54,7 +54,7 @@ struct RunSettings {
 struct ProfiledRun {
   std::string label;             ///< "baseline" or "--recompute full".
   profile::Recording recording;  ///< the snapshot (with its trace) and the spans.
-  profile::PeakReport peak;      ///< analyse_peak() of the snapshot.
+  snapshot::PeakReport peak;     ///< analyse_peak() of the snapshot.
   /// The allocator's requested_bytes.all.peak over the same stretch: counted by the allocator at
   /// every malloc and free, not from the trace; equals peak.peak_bytes.
   int64_t allocator_peak_bytes = 0;
@@ -104,9 +104,9 @@ int64_t recorded_allocations(const ProfiledRun& run);
 struct LeakHunt {
   int64_t first_step = 0;               ///< k
   int64_t second_step = 0;              ///< k + n
-  std::vector<profile::Growth> growth;  ///< compare_snapshots(after step k, after step k + n)
+  std::vector<snapshot::Growth> growth;  ///< compare_snapshots(after step k, after step k + n)
   /// The largest grower, or an empty Growth when nothing grew.
-  profile::Growth owner;
+  snapshot::Growth owner;
   int64_t bytes_per_step = 0;  ///< (owner.bytes_after − owner.bytes_before) / n
   int64_t leaked_copies = 0;   ///< what the observer kept, for the check
   /// The owner's stack, innermost C++ frames' functions (from the second snapshot's live block).

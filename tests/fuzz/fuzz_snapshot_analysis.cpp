@@ -1,5 +1,5 @@
-// libFuzzer target: the snapshot analysis of `vramlab profile` (profile::analyse_peak,
-// live_allocations and compare_snapshots, common/profile/snapshot_analysis.h) on a snapshot given
+// libFuzzer target: the snapshot analysis of `vramlab profile` (snapshot::analyse_peak,
+// live_allocations and compare_snapshots, common/snapshot/snapshot_analysis.h) on a snapshot given
 // as a pickle (first byte 0x80) or JSON, as read_snapshot_file() reads it. Contract: each returns
 // its report or a UsageError naming the field; the live set at the peak adds up to the peak; a
 // snapshot compared with itself shows no growth.
@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/profile/snapshot_analysis.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_analysis.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/fuzz/fuzz_contract.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   nlohmann::json snapshot;
   if (size > 0 && data[0] == 0x80) {
     try {
-      snapshot = report::decode_pickle(std::string_view(reinterpret_cast<const char*>(data), size));
+      snapshot =
+          snapshot::decode_pickle(std::string_view(reinterpret_cast<const char*>(data), size));
     } catch (const UsageError&) {
       return 0;  // fuzz_snapshot_pickle holds decode_pickle to its contract
     }
@@ -29,17 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (snapshot.is_discarded()) return 0;
   }
   fuzz::expect_parsed_or_usage_error([&] {
-    const profile::PeakReport peak = profile::analyse_peak(snapshot);
+    const snapshot::PeakReport peak = snapshot::analyse_peak(snapshot);
     std::int64_t live_bytes = 0;
-    for (const profile::Allocation& allocation : peak.live_at_peak) live_bytes += allocation.bytes;
+    for (const snapshot::Allocation& allocation : peak.live_at_peak) live_bytes += allocation.bytes;
     if (live_bytes != peak.peak_bytes)
       fuzz::contract_broken("analyse_peak", "live at peak " + std::to_string(live_bytes) +
                                                 " B, peak " + std::to_string(peak.peak_bytes) +
                                                 " B");
   });
   fuzz::expect_parsed_or_usage_error([&] {
-    (void)profile::live_allocations(snapshot);
-    const auto growth = profile::compare_snapshots(snapshot, snapshot);
+    (void)snapshot::live_allocations(snapshot);
+    const auto growth = snapshot::compare_snapshots(snapshot, snapshot);
     if (!growth.empty())
       fuzz::contract_broken("compare_snapshots",
                             "a snapshot grew against itself: " + growth.front().module + " " +

@@ -16,8 +16,8 @@
 
 #include "common/memory/device.h"
 #include "common/memory/trace_replay.h"
-#include "common/profile/snapshot_analysis.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_analysis.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/fuzz/fuzz_contract.h"
 
 namespace {
@@ -56,9 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     allocator->check_invariants();
     const nlohmann::json snapshot = allocator->snapshot();
     try {
-      const nlohmann::json imported = report::decode_pickle(report::encode_pickle(snapshot));
-      (void)profile::analyse_peak(imported);
-      if (!profile::compare_snapshots(imported, imported).empty())
+      const nlohmann::json imported = snapshot::decode_pickle(snapshot::encode_pickle(snapshot));
+      (void)snapshot::analyse_peak(imported);
+      if (!snapshot::compare_snapshots(imported, imported).empty())
         fuzz::contract_broken("compare_snapshots", "vramlab's snapshot grew against itself");
     } catch (const UsageError& error) {
       fuzz::contract_broken("vramlab cannot read back its own snapshot", error.what());

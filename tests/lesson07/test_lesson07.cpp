@@ -50,9 +50,9 @@ RunSettings settings_for(const ModelConfig& model, int64_t batch, int64_t seq, i
   return s;
 }
 
-int64_t sum_bytes(const std::vector<profile::ByteGroup>& groups) {
+int64_t sum_bytes(const std::vector<snapshot::ByteGroup>& groups) {
   int64_t total = 0;
-  for (const profile::ByteGroup& g : groups) total += g.bytes;
+  for (const snapshot::ByteGroup& g : groups) total += g.bytes;
   return total;
 }
 
@@ -77,7 +77,7 @@ TEST(Lesson07, PeakEqualsTheAllocatorsRequestedPeakAndIsFullyOwned) {
     EXPECT_EQ(run.peak.peak_bytes, run.allocator_peak_bytes) << at;
     EXPECT_GT(run.peak.peak_bytes, 0) << at;
     int64_t live = 0;
-    for (const profile::Allocation& a : run.peak.live_at_peak) live += a.bytes;
+    for (const snapshot::Allocation& a : run.peak.live_at_peak) live += a.bytes;
     EXPECT_EQ(live, run.peak.peak_bytes) << at;
     EXPECT_EQ(sum_bytes(run.peak.by_module), run.peak.peak_bytes) << at;
     EXPECT_EQ(sum_bytes(run.peak.by_phase), run.peak.peak_bytes) << at;
@@ -100,12 +100,12 @@ TEST(Lesson07, PeakEqualsTheAllocatorsRequestedPeakAndIsFullyOwned) {
     // The recording began before the model: the parameters (one flat fp32 buffer) are live at
     // the peak with their name, Ψ·4 bytes.
     int64_t parameter_bytes = 0;
-    for (const profile::Allocation& a : run.peak.live_at_peak)
+    for (const snapshot::Allocation& a : run.peak.live_at_peak)
       if (a.category == "parameter") parameter_bytes += a.bytes;
     EXPECT_EQ(parameter_bytes, c.model.parameter_count() * 4) << at;
     // Claim #92's numbers: active.all.current counts the blocks the snapshot shows live.
     EXPECT_EQ(run.active_blocks_now,
-              static_cast<int64_t>(profile::live_allocations(run.recording.snapshot).size()))
+              static_cast<int64_t>(snapshot::live_allocations(run.recording.snapshot).size()))
         << at;
     EXPECT_EQ(static_cast<int64_t>(run.losses.size()), c.steps);
   }
@@ -138,7 +138,7 @@ TEST(Lesson07, CleanLoopShowsNoGrowthBetweenSnapshots) {
   const LeakHunt hunt = hunt_leak(settings_for(c.model, c.batch, c.seq, 1), 2, 3, false);
   EXPECT_FALSE(hunt.found);
   EXPECT_EQ(hunt.leaked_copies, 0);
-  for (const profile::Growth& g : hunt.growth)
+  for (const snapshot::Growth& g : hunt.growth)
     EXPECT_LE(g.bytes_after, g.bytes_before) << g.tensor << " in " << g.module << " grew";
 }
 

@@ -13,7 +13,7 @@
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/nn/step_observer.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "common/train/trainer.h"
 
 namespace {
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     trainer.add_observer(observer);
     trainer.step();
     trainer.remove_observer(observer);
-    report::write_snapshot_pickle(observer.snapshot, argv[1]);
+    snapshot::write_snapshot_pickle(observer.snapshot, argv[1]);
     return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "record_step_snapshot: %s\n", error.what());

@@ -15,7 +15,7 @@
 #include "common/platform/errors.h"
 #include "common/profile/chrome_trace.h"
 #include "common/profile/op_table.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/profile/recording_fixture.h"
 
 namespace vramlab::profile {
@@ -52,8 +52,8 @@ TEST_F(WriteProfile, WritesSixFilesThatReadBackAsTheRecording) {
     EXPECT_GT(std::filesystem::file_size(path), 0u) << path;
   }
   EXPECT_EQ(std::filesystem::path(files.snapshot_pickle).filename(), "snapshot.pickle");
-  EXPECT_EQ(report::read_snapshot_file(files.snapshot_pickle), recording.snapshot);
-  EXPECT_EQ(report::read_snapshot_file(files.snapshot_json), recording.snapshot);
+  EXPECT_EQ(snapshot::read_snapshot_file(files.snapshot_pickle), recording.snapshot);
+  EXPECT_EQ(snapshot::read_snapshot_file(files.snapshot_json), recording.snapshot);
   EXPECT_EQ(json::parse(read_text(files.trace_json)), chrome_trace(recording));
 
   const json ops = json::parse(read_text(files.ops_json));
@@ -83,7 +83,7 @@ TEST_F(WriteProfile, ReplacesTheFilesOfAnEarlierRun) {
   std::filesystem::create_directories(root_);
   std::ofstream(root_ / "snapshot.json") << std::string(100000, 'x');
   const ProfileFiles files = write_profile(recording, directory, "again");
-  EXPECT_EQ(report::read_snapshot_file(files.snapshot_json), recording.snapshot);
+  EXPECT_EQ(snapshot::read_snapshot_file(files.snapshot_json), recording.snapshot);
 }
 
 TEST_F(WriteProfile, NamesADirectoryItCannotCreate) {

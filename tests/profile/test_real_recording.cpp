@@ -11,10 +11,14 @@
 
 #include "common/profile/chrome_trace.h"
 #include "common/profile/op_table.h"
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "tests/profile/real_recording.h"
 
 namespace vramlab::profile {
+
+using snapshot::Allocation;
+using snapshot::analyse_peak;
+using snapshot::live_allocations;
 namespace {
 
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// report_decode_pickle: decodes every FILE.pickle given with vramlab::report::read_snapshot_file
+// report_decode_pickle: decodes every FILE.pickle given with vramlab::snapshot::read_snapshot_file
 // and writes the JSON beside it as FILE.decoded.json, for check_pickle_decode.py (which compares it
 // with what Python pickled). Run: report_decode_pickle FILE.pickle...
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string path = argv[i];
-      const nlohmann::json value = vramlab::report::read_snapshot_file(path);
+      const nlohmann::json value = vramlab::snapshot::read_snapshot_file(path);
       std::ofstream(path.substr(0, path.size() - std::string(".pickle").size()) + ".decoded.json",
                     std::ios::binary)
           << value.dump();

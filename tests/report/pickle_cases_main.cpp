@@ -1,5 +1,5 @@
 // report_pickle_cases: writes pairs <name>.json + <name>.pickle (the same value, JSON as text and
-// pickled by vramlab::report::encode_pickle) for check_pickle_roundtrip.py, and a realistic
+// pickled by vramlab::snapshot::encode_pickle) for check_pickle_roundtrip.py, and a realistic
 // training snapshot (training_snapshot.pickle) for check_torch_memory_viz.py.
 // Run: report_pickle_cases OUTPUT_DIR
 #include <cmath>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/report/example_snapshot.h"
 
 namespace {
@@ -30,7 +30,7 @@ std::string numbered(std::string_view prefix, uint64_t number) {
 void write_case(const std::string& directory, const std::string& name, const json& value) {
   std::ofstream text(directory + "/" + name + ".json", std::ios::binary);
   text << value.dump();
-  vramlab::report::write_snapshot_pickle(value, directory + "/" + name + ".pickle");
+  vramlab::snapshot::write_snapshot_pickle(value, directory + "/" + name + ".pickle");
 }
 
 // A random JSON value (seeded): nested objects/arrays, ints of every width, floats, unicode.
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     const json snapshot = vramlab::report::testing::make_example_snapshot(workload);
     write_case(directory, "training_snapshot", snapshot);
     // Special floats have no JSON form: the checker expects exactly this list.
-    vramlab::report::write_snapshot_pickle(
+    vramlab::snapshot::write_snapshot_pickle(
         json::array({std::numeric_limits<double>::infinity(),
                      -std::numeric_limits<double>::infinity(),
                      std::numeric_limits<double>::quiet_NaN(), -0.0,

@@ -22,7 +22,7 @@
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -276,13 +276,13 @@ TEST(LeakFinder, ARealRunFindsThePlantedTensorsAndNothingElse) {
   growth.add("bytes per step", (1.0 + 333.0 + 70001.0) / 3.0, grown[0].bytes_per_step);
   // The runtime's compare_snapshots (`vramlab profile --compare`) sees the same growth in total.
   std::int64_t runtime_bytes = 0, runtime_count = 0;
-  for (const profile::Growth& g : profile::compare_snapshots(before, after)) {
+  for (const snapshot::Growth& g : snapshot::compare_snapshots(before, after)) {
     runtime_bytes += g.bytes_after - g.bytes_before;
     runtime_count += g.count_after - g.count_before;
   }
-  growth.add("blocks grown, by profile::compare_snapshots", static_cast<double>(runtime_count),
+  growth.add("blocks grown, by snapshot::compare_snapshots", static_cast<double>(runtime_count),
              static_cast<double>(grown[0].count_after - grown[0].count_before));
-  growth.add("bytes grown, by profile::compare_snapshots", static_cast<double>(runtime_bytes),
+  growth.add("bytes grown, by snapshot::compare_snapshots", static_cast<double>(runtime_bytes),
              static_cast<double>(grown[0].bytes_after - grown[0].bytes_before));
   VRAMLAB_EXPECT_PASSES(growth);
 }

@@ -5,7 +5,7 @@
 // module allocated it and which module scope was open when it happened, because it opened them:
 // random ones (nested module scopes, phases, pending frees, reused addresses, allocations live
 // before the trace) and hand-made ones (an activation freed by the loss's backward, a module
-// running twice, a free outside every module); and the runtime's profile::analyse_peak, whose
+// running twice, a free outside every module); and the runtime's snapshot::analyse_peak, whose
 // by_module groups what was live at the peak by allocating module; and a real training step
 // recorded by profile::Profiler, whose totals must equal the allocator's own counters of requested
 // bytes. Every value is exact.
@@ -25,7 +25,7 @@
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
 #include "common/profile/profiler.h"
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -200,9 +200,9 @@ TEST(ModuleMemory, LiveAtThePeakPerModuleIsTheRuntimesByModule) {
       std::map<std::string, std::int64_t> got;
       for (const ModuleMemory& r : memory_per_module(recording))
         if (r.live_at_peak_bytes != 0) got[shown(r.module)] = r.live_at_peak_bytes;
-      const profile::PeakReport runtime = profile::analyse_peak(recording.snapshot);
+      const snapshot::PeakReport runtime = snapshot::analyse_peak(recording.snapshot);
       std::map<std::string, std::int64_t> want;
-      for (const profile::ByteGroup& g : runtime.by_module) want[g.key] = g.bytes;
+      for (const snapshot::ByteGroup& g : runtime.by_module) want[g.key] = g.bytes;
       for (const auto& [module, bytes] : want)
         live.add(std::to_string(events) + " events, module " + module, static_cast<double>(bytes),
                  static_cast<double>(got.count(module) != 0 ? got[module] : 0));
@@ -261,7 +261,7 @@ TEST(ModuleMemory, ARealProfiledStepAddsUpToTheAllocatorsCounters) {
                    delta(before.requested_bytes, after.requested_bytes, &memory::Stat::current)),
                static_cast<double>(scope_net));
     totals.add("live at the peak = analyse_peak's peak",
-               static_cast<double>(profile::analyse_peak(recording.snapshot).peak_bytes),
+               static_cast<double>(snapshot::analyse_peak(recording.snapshot).peak_bytes),
                static_cast<double>(live));
     VRAMLAB_EXPECT_PASSES(totals);
     EXPECT_GT(modules, 2) << name << ": the step ran in modules (blocks, attention, MLP)";
@@ -271,7 +271,7 @@ TEST(ModuleMemory, ARealProfiledStepAddsUpToTheAllocatorsCounters) {
       if (r.live_at_peak_bytes != 0) got[shown(r.module)] = r.live_at_peak_bytes;
     Comparison by_module(std::string(name) + ": live at the peak per module, against by_module",
                          Unit::kBytes);
-    for (const profile::ByteGroup& g : profile::analyse_peak(recording.snapshot).by_module)
+    for (const snapshot::ByteGroup& g : snapshot::analyse_peak(recording.snapshot).by_module)
       by_module.add(g.key, static_cast<double>(g.bytes),
                     static_cast<double>(got.count(g.key) != 0 ? got[g.key] : 0));
     VRAMLAB_EXPECT_PASSES(by_module);

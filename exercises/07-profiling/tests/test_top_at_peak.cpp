@@ -6,7 +6,7 @@
 // equal sizes, allocations live before the trace, segment/oom/snapshot entries) and hand-made
 // edge cases (empty trace, peak before the first entry, tensors past 4 GiB at 70B scale); (b) a
 // real training step on `sim`, whose peak must equal the allocator's own peak of requested bytes;
-// (c) the runtime's profile::analyse_peak (what `vramlab profile` prints) on both. Every value is
+// (c) the runtime's snapshot::analyse_peak (what `vramlab profile` prints) on both. Every value is
 // exact.
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "common/train/trainer.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
@@ -277,22 +277,22 @@ TEST(TopAtPeak, ARealTrainingStepPeaksAtTheAllocatorsPeakOfRequestedBytes) {
   }
 }
 
-// What the runtime's analysis (profile::analyse_peak) says of the same snapshot: the peak, its
+// What the runtime's analysis (snapshot::analyse_peak) says of the same snapshot: the peak, its
 // entry, and every allocation live there, in the exercise's order.
 void expect_agrees_with_analyse_peak(const std::string& where, const nlohmann::json& snapshot,
                                      Comparison& peak, Comparison& event, std::int64_t& lists,
                                      std::int64_t& wrong_lists, std::string& first_wrong) {
-  const profile::PeakReport runtime = profile::analyse_peak(snapshot);
+  const snapshot::PeakReport runtime = snapshot::analyse_peak(snapshot);
   const TopAtPeak got = top_at_peak(snapshot, SIZE_MAX);
   peak.add(where, static_cast<double>(runtime.peak_bytes), static_cast<double>(got.peak_bytes));
   event.add(where, static_cast<double>(runtime.peak_event), static_cast<double>(got.peak_event));
-  std::vector<profile::Allocation> live = runtime.live_at_peak;
+  std::vector<snapshot::Allocation> live = runtime.live_at_peak;
   std::sort(live.begin(), live.end(),
-            [](const profile::Allocation& a, const profile::Allocation& b) {
+            [](const snapshot::Allocation& a, const snapshot::Allocation& b) {
               return a.bytes != b.bytes ? a.bytes > b.bytes : a.address < b.address;
             });
   std::vector<std::string> want;
-  for (const profile::Allocation& a : live)
+  for (const snapshot::Allocation& a : live)
     want.push_back(text(a.address, a.bytes, a.module, a.phase, a.tensor, a.alloc_event));
   const std::vector<std::string> have = actual_top(got);
   ++lists;
@@ -303,8 +303,8 @@ void expect_agrees_with_analyse_peak(const std::string& where, const nlohmann::j
 
 TEST(TopAtPeak, AgreesWithTheRuntimesAnalysisOnRandomHistoriesAndARealStep) {
   std::mt19937_64 rng(707);
-  Comparison peak("peak live requested bytes, against profile::analyse_peak", Unit::kBytes);
-  Comparison event("index of the peak's entry, against profile::analyse_peak");
+  Comparison peak("peak live requested bytes, against snapshot::analyse_peak", Unit::kBytes);
+  Comparison event("index of the peak's entry, against snapshot::analyse_peak");
   std::int64_t lists = 0, wrong_lists = 0;
   std::string first_wrong;
   for (const int before_trace : {0, 8})

@@ -3,8 +3,8 @@
 /// between them, largest growth first, with the growth per training step.
 ///
 /// The one API shared by the stub (exercises/07-profiling/leak_finder.cpp) and the reference
-/// (solutions/07-profiling/leak_finder.cpp). The runtime's answer is profile::compare_snapshots
-/// (common/profile/snapshot_analysis.h), which `vramlab profile --compare A B` prints.
+/// (solutions/07-profiling/leak_finder.cpp). The runtime's answer is snapshot::compare_snapshots
+/// (common/snapshot/snapshot_analysis.h), which `vramlab profile --compare A B` prints.
 ///
 /// **Input**: two snapshots in torch.cuda.memory._snapshot()'s schema with vramlab's extension
 /// keys (lessons/07-profiling/api/top_at_peak.h), taken \p steps_between training steps apart.
@@ -17,7 +17,7 @@
 ///
 /// **Owner**: the (module, phase, tensor) of a block, each "" when the key is missing. Addresses
 /// and the order of segments and blocks mean nothing: a tensor allocated again after a step
-/// usually lands elsewhere. (profile::compare_snapshots groups by module, tensor, category and
+/// usually lands elsewhere. (snapshot::compare_snapshots groups by module, tensor, category and
 /// stack, and counts active_pending_free blocks too: on snapshots without a pending free, its
 /// total growth is this one's.)
 #pragma once

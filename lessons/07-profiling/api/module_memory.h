@@ -4,8 +4,8 @@
 /// happened to be running when it was freed.
 ///
 /// The one API shared by the stub (exercises/07-profiling/module_memory.cpp) and the reference
-/// (solutions/07-profiling/module_memory.cpp). The runtime's answers are profile::analyse_peak's
-/// by_module and profile::op_table (common/profile/snapshot_analysis.h, op_table.h).
+/// (solutions/07-profiling/module_memory.cpp). The runtime's answers are snapshot::analyse_peak's
+/// by_module and profile::op_table (common/snapshot/snapshot_analysis.h, op_table.h).
 ///
 /// memory_viz charges a block to the stack that allocated it, whoever frees it: an activation
 /// made by blocks.3.attn in the forward pass and freed by the loss's backward is blocks.3.attn's.

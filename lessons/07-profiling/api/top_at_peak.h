@@ -5,7 +5,7 @@
 ///
 /// The one API shared by the stub (exercises/07-profiling/top_at_peak.cpp) and the reference
 /// (solutions/07-profiling/top_at_peak.cpp). The runtime's own answer is
-/// profile::analyse_peak (common/profile/snapshot_analysis.h).
+/// snapshot::analyse_peak (common/snapshot/snapshot_analysis.h).
 ///
 /// **Input**: a snapshot in torch.cuda.memory._snapshot()'s schema (one device: its
 /// "device_traces"[0] and every block of its "segments"), with vramlab's extension keys

@@ -24,8 +24,8 @@
 #include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
 #include "common/report/memory_timeline_html.h"
-#include "common/report/snapshot_pickle.h"
 #include "common/report/terminal.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tools/vramlab/commands.h"
 
 namespace vramlab::cli {
@@ -46,7 +46,7 @@ struct AllocOptions {
 void export_snapshot(const json& snapshot, const std::string& path, const std::string& title) {
   auto ends_with = [&](const char* suffix) { return path.ends_with(suffix); };
   if (ends_with(".pickle") || ends_with(".pkl")) {
-    report::write_snapshot_pickle(snapshot, path);
+    snapshot::write_snapshot_pickle(snapshot, path);
     return;
   }
   std::string text;

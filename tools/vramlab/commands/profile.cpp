@@ -23,10 +23,10 @@
 
 #include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
-#include "common/profile/snapshot_analysis.h"
-#include "common/report/snapshot_pickle.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/snapshot/snapshot_analysis.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tools/vramlab/commands.h"
 #include "tools/vramlab/commands/function_names.h"
 
@@ -34,9 +34,9 @@ namespace vramlab::cli {
 namespace {
 
 using nlohmann::json;
-using profile::Allocation;
-using profile::ByteGroup;
-using profile::Growth;
+using snapshot::Allocation;
+using snapshot::ByteGroup;
+using snapshot::Growth;
 
 // More rows than any terminal shows; beyond it a number is more likely a typo.
 constexpr int64_t kMaxTop = 1'000'000;
@@ -167,9 +167,9 @@ auto in_file(const std::string& path, Analysis analysis) {
 }
 
 void run_summary(const ProfileOptions& o) {
-  const json snapshot = report::read_snapshot_file(o.snapshot);
-  const profile::PeakReport peak = in_file(
-      o.snapshot, [&] { return profile::analyse_peak(snapshot, static_cast<size_t>(o.device)); });
+  const json snapshot = snapshot::read_snapshot_file(o.snapshot);
+  const snapshot::PeakReport peak = in_file(
+      o.snapshot, [&] { return snapshot::analyse_peak(snapshot, static_cast<size_t>(o.device)); });
   int64_t live_bytes = 0;
   for (const Allocation& allocation : peak.live_at_peak) live_bytes += allocation.bytes;
   const size_t top = static_cast<size_t>(o.top);
@@ -258,17 +258,17 @@ std::vector<Growth> leaks_first(std::vector<Growth> changed) {
 }
 
 void run_compare(const ProfileOptions& o) {
-  const json before = report::read_snapshot_file(o.compare[0]);
-  const json after = report::read_snapshot_file(o.compare[1]);
+  const json before = snapshot::read_snapshot_file(o.compare[0]);
+  const json after = snapshot::read_snapshot_file(o.compare[1]);
   const auto live_bytes = [](const std::string& path, const json& snapshot) {
     int64_t bytes = 0;
-    for (const Allocation& a : in_file(path, [&] { return profile::live_allocations(snapshot); }))
+    for (const Allocation& a : in_file(path, [&] { return snapshot::live_allocations(snapshot); }))
       bytes += a.bytes;
     return bytes;
   };
   const int64_t bytes_before = live_bytes(o.compare[0], before);
   const int64_t bytes_after = live_bytes(o.compare[1], after);
-  const std::vector<Growth> changed = leaks_first(profile::compare_snapshots(before, after));
+  const std::vector<Growth> changed = leaks_first(snapshot::compare_snapshots(before, after));
   int64_t leak_count = 0;
   for (const Growth& g : changed) leak_count += g.count_after > g.count_before ? 1 : 0;
 

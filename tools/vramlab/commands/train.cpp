@@ -49,12 +49,12 @@
 #include "common/platform/free_cores.h"
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
-#include "common/profile/snapshot_analysis.h"
 #include "common/recompute/recompute_schedule.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/report/progress_bar.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/snapshot/snapshot_analysis.h"
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
 #include "tools/vramlab/commands/function_names.h"
@@ -123,9 +123,9 @@ void check_profile_options(const TrainCommandOptions& o) {
 
 // One line on the peak: how big, who reached it (module, phase, tensor) and where it was
 // allocated.
-std::string peak_summary(const profile::PeakReport& peak) {
+std::string peak_summary(const snapshot::PeakReport& peak) {
   std::string line = "peak " + report::format_bytes(static_cast<uint64_t>(peak.peak_bytes));
-  const profile::Allocation& owner = peak.peak_owner;
+  const snapshot::Allocation& owner = peak.peak_owner;
   if (peak.peak_event < 0) return line + " before the first recorded event";
   line += " reached by " + (owner.tensor.empty() ? std::string("an allocation") : owner.tensor) +
           " (" + report::format_bytes(static_cast<uint64_t>(owner.bytes)) + ", module " +
@@ -290,7 +290,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         recording, directory,
         "vramlab train: " + m.name + " on " + device.name() +
             (per_rank ? ", " + std::filesystem::path(directory).filename().string() : ""));
-    const profile::PeakReport peak = profile::analyse_peak(recording.snapshot);
+    const snapshot::PeakReport peak = snapshot::analyse_peak(recording.snapshot);
     profile_line = peak_summary(peak);
     profile_json = {{"directory", directory},
                     {"files",

@@ -1,7 +1,7 @@
 // Snapshot replay: parses one device's trace, undoes it from the final segments to the state before
 // its first event, and applies it forwards. Every number is checked, so any JSON either replays or
 // gives a UsageError naming the field (these files come from users and from fuzzing).
-#include "common/report/snapshot_replay.h"
+#include "common/snapshot/snapshot_replay.h"
 
 #include <cmath>
 #include <string>
@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/platform/errors.h"
-#include "common/report/detail/snapshot_fields.h"
+#include "common/snapshot/detail/snapshot_fields.h"
 
-namespace vramlab::report {
+namespace vramlab::snapshot {
 
 using nlohmann::json;
 
@@ -324,4 +324,4 @@ ReplayState::Change ReplayState::apply(const SnapshotTrace& trace, std::size_t i
   return change;
 }
 
-}  // namespace vramlab::report
+}  // namespace vramlab::snapshot

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vramlab::report {
+namespace vramlab::snapshot {
 
 /// A trace entry's "action" (the TraceEntry actions of c10/cuda/CUDACachingAllocator.h).
 enum class SnapshotAction : std::uint8_t {
@@ -149,4 +149,4 @@ struct ReplayState {
   Change apply(const SnapshotTrace& trace, std::size_t index);
 };
 
-}  // namespace vramlab::report
+}  // namespace vramlab::snapshot

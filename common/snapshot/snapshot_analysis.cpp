@@ -1,6 +1,6 @@
 // Snapshot analysis: the peak, what was live there and who owns it, and what grew between two
-// snapshots, on top of the one snapshot replay (common/report/snapshot_replay.h).
-#include "common/profile/snapshot_analysis.h"
+// snapshots, on top of the one snapshot replay (common/snapshot/snapshot_replay.h).
+#include "common/snapshot/snapshot_analysis.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,16 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "common/platform/errors.h"
-#include "common/report/snapshot_replay.h"
+#include "common/snapshot/snapshot_replay.h"
 
-namespace vramlab::profile {
+namespace vramlab::snapshot {
 namespace {
 
 using nlohmann::json;
-using report::ReplayBlock;
-using report::ReplayState;
-using report::SnapshotTrace;
-using report::SnapshotTraceOptions;
+using snapshot::ReplayBlock;
+using snapshot::ReplayState;
+using snapshot::SnapshotTrace;
+using snapshot::SnapshotTraceOptions;
 
 std::string string_field(const json& object, const char* key) {
   if (!object.is_object()) return {};
@@ -197,7 +197,7 @@ std::vector<Allocation> live_allocations(const json& snapshot) {
   const json& segments = snapshot["segments"];
   if (segments.is_array()) {
     for (std::size_t s = 0; s < segments.size(); ++s)
-      devices.insert(report::segment_device(segments[s], "segments[" + std::to_string(s) + "]"));
+      devices.insert(snapshot::segment_device(segments[s], "segments[" + std::to_string(s) + "]"));
   }
   std::vector<Allocation> live;
   std::uint64_t total = 0;
@@ -259,4 +259,4 @@ std::vector<Growth> compare_snapshots(const json& before, const json& after) {
   return changed;
 }
 
-}  // namespace vramlab::profile
+}  // namespace vramlab::snapshot

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace vramlab::report::detail {
+namespace vramlab::snapshot::detail {
 
 /// The field \p key of \p object, or nullptr when \p object is not an object or lacks it.
 const nlohmann::json* optional_field(const nlohmann::json& object, const char* key);
@@ -20,4 +20,4 @@ std::uint64_t optional_unsigned(const nlohmann::json& object, const char* key);
 /// \returns false, leaving \p out alone, when \p value is not such a number.
 bool to_unsigned(const nlohmann::json& value, std::uint64_t& out);
 
-}  // namespace vramlab::report::detail
+}  // namespace vramlab::snapshot::detail

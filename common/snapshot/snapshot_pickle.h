@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace vramlab::report {
+namespace vramlab::snapshot {
 
 /// Encodes \p value as a protocol-2 pickle.
 /// Strings with invalid UTF-8 have each bad byte replaced by U+FFFD so Python can load them.
@@ -50,4 +50,4 @@ nlohmann::json decode_pickle(std::string_view bytes);
 /// \throws vramlab::UsageError naming \p path when it cannot be read or decoded.
 nlohmann::json read_snapshot_file(const std::string& path);
 
-}  // namespace vramlab::report
+}  // namespace vramlab::snapshot

@@ -1,6 +1,6 @@
-// Tests of decode_pickle and read_snapshot_file (common/report/snapshot_pickle.h): what the encoder
-// writes comes back equal, protocol 4/5 opcodes and the memo behave as CPython's unpickler does,
-// and hostile input (truncated, cyclic, exponentially shared, deeply nested, mutated) is a
+// Tests of decode_pickle and read_snapshot_file (common/snapshot/snapshot_pickle.h): what the
+// encoder writes comes back equal, protocol 4/5 opcodes and the memo behave as CPython's unpickler
+// does, and hostile input (truncated, cyclic, exponentially shared, deeply nested, mutated) is a
 // UsageError with a byte offset, never a crash. (check_pickle_decode.py decodes Python's pickles.)
 // Run: build/tests/bin/test_report --gtest_filter='DecodePickle.*:ReadSnapshotFile.*'
 #include <gtest/gtest.h>
@@ -17,11 +17,15 @@
 #include <string>
 
 #include "common/platform/errors.h"
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "tests/report/example_snapshot.h"
 #include "tests/report/report_test_util.h"
 
 namespace vramlab::report {
+
+using snapshot::decode_pickle;
+using snapshot::encode_pickle;
+using snapshot::read_snapshot_file;
 namespace {
 
 using testing::bytes_of;

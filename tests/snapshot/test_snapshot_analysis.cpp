@@ -1,10 +1,10 @@
-// Tests of common/profile/snapshot_analysis.h: hand-built snapshots whose answers are worked out in
-// the comments (peak at an alloc, peak before the first event, allocations live before recording,
-// frees of unknown addresses, several devices, PyTorch's own schema), random histories checked
-// against a brute-force replay written here, 70B-model sizes, a planted leak found by
+// Tests of common/snapshot/snapshot_analysis.h: hand-built snapshots whose answers are worked out
+// in the comments (peak at an alloc, peak before the first event, allocations live before
+// recording, frees of unknown addresses, several devices, PyTorch's own schema), random histories
+// checked against a brute-force replay written here, 70B-model sizes, a planted leak found by
 // compare_snapshots, and bad or mutated files that must give a UsageError naming the field.
 // Run: build/tests/bin/test_profile --gtest_filter='AnalysePeak.*:CompareSnapshots.*'
-#include "common/profile/snapshot_analysis.h"
+#include "common/snapshot/snapshot_analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +20,14 @@
 #include "tests/profile/snapshot_builder.h"
 
 namespace vramlab::profile {
+
+using snapshot::Allocation;
+using snapshot::analyse_peak;
+using snapshot::ByteGroup;
+using snapshot::compare_snapshots;
+using snapshot::Growth;
+using snapshot::live_allocations;
+using snapshot::PeakReport;
 namespace {
 
 using nlohmann::json;

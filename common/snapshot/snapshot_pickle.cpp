@@ -1,7 +1,7 @@
 // A protocol-2 pickle writer for JSON values (PyTorch memory snapshots), and a reader of plain-data
 // pickles of protocols 2 to 5 (what torch.cuda.memory._dump_snapshot() writes).
 // Opcodes and their encodings are those documented in CPython's Lib/pickletools.py.
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 
 #include <algorithm>
 #include <bit>
@@ -24,7 +24,7 @@
 
 #include "common/platform/errors.h"
 
-namespace vramlab::report {
+namespace vramlab::snapshot {
 namespace {
 
 namespace opcode {
@@ -636,4 +636,4 @@ nlohmann::json read_snapshot_file(const std::string& path) {
   }
 }
 
-}  // namespace vramlab::report
+}  // namespace vramlab::snapshot

@@ -1,7 +1,7 @@
-// Tests of common/report/snapshot_pickle.h at the byte level: each JSON type's opcode and payload
+// Tests of common/snapshot/snapshot_pickle.h at the byte level: each JSON type's opcode and payload
 // as CPython's pickletools documents them. (check_pickle_roundtrip.py loads them in Python.)
 // Run: build/tests/bin/test_report --gtest_filter='EncodePickle.*:WriteSnapshotPickle.*'
-#include "common/report/snapshot_pickle.h"
+#include "common/snapshot/snapshot_pickle.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +14,9 @@
 #include "tests/report/report_test_util.h"
 
 namespace vramlab::report {
+
+using snapshot::encode_pickle;
+using snapshot::write_snapshot_pickle;
 namespace {
 
 using testing::bytes_of;

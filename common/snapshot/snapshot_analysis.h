@@ -17,7 +17,7 @@
 
 #include "common/memory/call_stack.h"
 
-namespace vramlab::profile {
+namespace vramlab::snapshot {
 
 /// One allocation, as the snapshot tells it.
 struct Allocation {
@@ -93,4 +93,4 @@ struct Growth {
 /// \throws vramlab::UsageError as analyse_peak().
 std::vector<Growth> compare_snapshots(const nlohmann::json& before, const nlohmann::json& after);
 
-}  // namespace vramlab::profile
+}  // namespace vramlab::snapshot
