@@ -74,9 +74,10 @@ bool mpirun_usable();
 /// Replaces this process with `mpirun -np N` running this binary with \p argv, with what
 /// OpenMPI needs to start as root and to put more ranks than cores on the machine, and one
 /// OpenMP thread per rank (the ranks share the cores).
-/// \param argc \param argv this process's arguments. \param ranks N. \param colour whether the
-/// ranks may print colour (their stdout is mpirun's pseudo-terminal, whatever this one is).
 /// Returns only when the exec failed (errno says why).
+/// \param argc this process's argument count. \param argv its arguments. \param ranks N.
+/// \param colour whether the ranks may print colour (their stdout is mpirun's pseudo-terminal,
+/// whatever this one is).
 void exec_under_mpirun(int argc, char** argv, int64_t ranks, bool colour);
 
 }  // namespace vramlab::dist
