@@ -9,8 +9,9 @@
 
 namespace vramlab::nn {
 
-/// The CPU kernels; "device" memory is host memory, so memory movement is memcpy/memset.
-class CpuKernelBackend final : public KernelBackend {
+/// The CPU kernels; "device" memory is host memory, so memory movement is memcpy/memset. Not final:
+/// the meta backend is this one with its kind changed (Note [Meta kernels] in kernel_backend.cpp).
+class CpuKernelBackend : public KernelBackend {
  public:
   [[nodiscard]] KernelKind kind() const override { return KernelKind::cpu; }
 

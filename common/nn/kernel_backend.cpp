@@ -172,19 +172,33 @@ class KernelSpan {
   std::string_view op_;
 };
 
+// Note [Meta kernels]
+// A meta buffer has an address and no memory, so on meta no kernel may run: every op returns after
+// its checks, with a value-initialised result (sum() is 0, check_gradients() finds nothing). The
+// skip is here, where every op passes, rather than in a backend of empty overrides that each new
+// op would have to extend; the meta backend is the CPU one with its kind changed, so it is complete
+// by construction, and no CPU kernel is reached from it.
+template <typename Kernel, typename... Args>
+decltype(auto) run_kernel(const KernelBackend& backend, Kernel kernel, Args&&... args) {
+  using Result = decltype((backend.*kernel)(std::forward<Args>(args)...));
+  if (backend.kind() == KernelKind::meta) return Result();
+  return (backend.*kernel)(std::forward<Args>(args)...);
+}
+
 // Runs \p kernel, one of \p backend's do_ implementations, inside a KernelSpan named \p op when
 // an observer is installed, on the cores other processes leave free (Note [Sharing the cores]).
 // The caller evaluates the arguments, so the argument checks happen before the span starts, and a
-// call that fails them is not a kernel.
+// call that fails them is not a kernel. On meta the span is still recorded: a profile of a meta
+// run shows which kernels a step calls.
 template <typename Kernel, typename... Args>
 decltype(auto) observed(const KernelBackend& backend, std::string_view op, Kernel kernel,
                         Args&&... args) {
   platform::fit_threads_to_free_cores();
   KernelObserver* const observer = backend.observer();
   if (observer == nullptr) [[likely]]
-    return (backend.*kernel)(std::forward<Args>(args)...);
+    return run_kernel(backend, kernel, std::forward<Args>(args)...);
   const KernelSpan span(*observer, op);
-  return (backend.*kernel)(std::forward<Args>(args)...);
+  return run_kernel(backend, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace
