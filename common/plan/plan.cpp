@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -66,10 +67,11 @@ class ObjectReader {
     field(key, [&](const json& v, const std::string& path) {
       if (!v.is_number()) throw bad_type(path, "a number", v);
       const double wide = v.get<double>();
-      // A finite double beyond float's range would become inf; the checks then name it.
-      value = static_cast<float>(wide);
-      if (std::isfinite(wide) && !std::isfinite(value))
+      // Converting a double beyond float's range is undefined, and inf would be named instead
+      // of the value written.
+      if (std::fabs(wide) > static_cast<double>(std::numeric_limits<float>::max()))
         throw UsageError(path + " " + number_text(wide) + " is beyond a float's range");
+      value = static_cast<float>(wide);
     });
   }
   template <typename T>

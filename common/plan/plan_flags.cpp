@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -47,6 +48,14 @@ std::string number(double value) {
   return text.str();
 }
 
+// A flag's double as the plan's float; beyond a float's range the conversion is undefined, so the
+// value is refused as typed (the commands' own check usually names it first).
+float to_float(double value, const char* flag) {
+  if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max())
+    throw UsageError(std::string(flag) + " " + number(value) + " is beyond a float's range");
+  return static_cast<float>(value);
+}
+
 }  // namespace
 
 // What CLI11 parses each flag into, before plan() applies the given ones.
@@ -70,7 +79,8 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
       case PlanFlag::plan_file:
         option = app.add_option("--plan", v.plan_file,
                                 "Start from the plan in FILE (JSON: a plan, or what vramlab "
-                                "train --json printed); the flags below change it");
+                                "train --json printed); the flags below change it")
+                     ->type_name("FILE");
         break;
       case PlanFlag::precision:
         v.precision = precision_name(d.amp.precision);
@@ -95,7 +105,8 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "dynamic (GradScaler: 2^16, x0.5 on inf/NaN, x2 after 2000 clean "
                                 "steps), static:S or none (default: dynamic for mixed-fp16, none "
                                 "otherwise)")
-                     ->check(parsed_by(parse_loss_scale, "{dynamic,static:S,none}"));
+                     ->check(parsed_by(parse_loss_scale, ""))
+                     ->type_name("SCALE");
         break;
       case PlanFlag::recompute:
         v.recompute = to_string(d.recompute);
@@ -104,7 +115,8 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "(layers 0, K, 2K, ...) | sqrt (spans of ceil(sqrt(L)) layers) | "
                                 "selective (attention probabilities only) | budget:BYTES (the "
                                 "least recompute whose activation peak fits, e.g. budget:64MiB)")
-                     ->check(parsed_by(parse_recompute_spec, "SCHEDULE"));
+                     ->check(parsed_by(parse_recompute_spec, ""))
+                     ->type_name("SCHEDULE");
         break;
       case PlanFlag::compress_activations:
         v.compression = compression_name(d.activations.compression);
@@ -276,7 +288,7 @@ Plan PlanFlags::plan() const {
         p.optimizer.name = parse_optimizer(v.optimizer);
         break;
       case PlanFlag::learning_rate:
-        p.optimizer.learning_rate = static_cast<float>(v.learning_rate);
+        p.optimizer.learning_rate = to_float(v.learning_rate, "--lr");
         break;
       case PlanFlag::block_size:
         p.optimizer.eight_bit.block_size = v.block_size;
@@ -288,7 +300,7 @@ Plan PlanFlags::plan() const {
         p.optimizer.eight_bit.fp32_embeddings = v.fp32_embeddings;
         break;
       case PlanFlag::clip_grad_norm:
-        p.optimizer.max_grad_norm = static_cast<float>(v.clip_grad_norm);
+        p.optimizer.max_grad_norm = to_float(v.clip_grad_norm, "--clip-grad-norm");
         break;
       case PlanFlag::grad_accum:
         p.batch.grad_accum = v.grad_accum;
@@ -316,7 +328,7 @@ Plan PlanFlags::plan() const {
         // reason: the range is checked on the value as typed.
         if (!(v.dropout >= 0 && v.dropout < 1))
           throw UsageError("--dropout must be in [0, 1), got " + number(v.dropout));
-        p.dropout.p = static_cast<float>(v.dropout);
+        p.dropout.p = to_float(v.dropout, "--dropout");
         break;
     }
   }

@@ -35,8 +35,8 @@ inline CLI::Validator integer_in(int64_t lo, int64_t hi = std::numeric_limits<in
         if (!read || (value >= lo && value <= hi)) return "";
         return "must be " + bounds + ", got " + text;
       },
-      open ? "INT >= " + std::to_string(lo)
-           : "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      // No description: the help shows the flag's text and default, which say the range.
+      "");
 }
 
 /// A value \p parse accepts; its UsageError is the message. \p choices is shown in `--help`.
