@@ -126,14 +126,43 @@ function(vramlab_add_test)
     vramlab_unity(${A_NAME})
   endif()
   vramlab_test_code(${A_NAME})
-  set(_props TIMEOUT ${A_TIMEOUT})
-  if(A_LABELS)
-    list(APPEND _props LABELS "${A_LABELS}")
+  set(_serial)
+  if(A_RUN_SERIAL)
+    set(_serial RUN_SERIAL)
   endif()
+  vramlab_discover_tests(${A_NAME} TIMEOUT ${A_TIMEOUT} LABELS ${A_LABELS} ${_serial})
+endfunction()
+
+# vramlab_discover_tests(<target> TIMEOUT s [LABELS ...] [RESOURCE_LOCK ...] [RUN_SERIAL]): the
+# GoogleTest binary's cases as ctest tests, with these properties.
+#
+# Note [Test properties after discovery]
+# gtest_discover_tests (CMake 3.25) writes its PROPERTIES into the generated script one word at a
+# time, so a list value is split: LABELS "lesson04;cli" became LABELS lesson04 and a property named
+# cli whose value was the next word, which swallowed RESOURCE_LOCK and let two mpirun jobs race.
+# The list-valued properties are therefore set by a second script that ctest includes after the
+# discovered tests (TEST_INCLUDE_FILES runs in order), on the list of names the first one defines.
+function(vramlab_discover_tests target)
+  cmake_parse_arguments(A "RUN_SERIAL" "TIMEOUT" "LABELS;RESOURCE_LOCK" ${ARGN})
+  set(_props TIMEOUT ${A_TIMEOUT})
   if(A_RUN_SERIAL)
     list(APPEND _props RUN_SERIAL TRUE)
   endif()
-  gtest_discover_tests(${A_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 TEST_LIST ${target}_TESTS PROPERTIES ${_props})
+  set(_lists)
+  foreach(_property LABELS RESOURCE_LOCK)
+    if(A_${_property})
+      string(APPEND _lists " ${_property} \"${A_${_property}}\"")
+    endif()
+  endforeach()
+  if(_lists)
+    set(_script "${CMAKE_CURRENT_BINARY_DIR}/${target}_properties.cmake")
+    file(WRITE "${_script}"
+         "if(DEFINED ${target}_TESTS)\n"
+         "  set_tests_properties(\${${target}_TESTS} PROPERTIES${_lists})\n"
+         "endif()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${_script}")
+  endif()
 endfunction()
 
 # vramlab_add_benchmark(NAME <name> SOURCES ... [DEPS ...]): a Google Benchmark binary in
