@@ -142,7 +142,8 @@ void lion_update(benchmark::State& state, KernelVersion version) {
   const vramlab::kernels::cpu::LionHyperparameters hp;
   for (auto _ : state) {
     cuda::lion_update<float, float, float>(param.data(), grad.data(), m.data(), nullptr,
-                                           vramlab::DType::bf16, kFlat, hp, 1.0f, version);
+                                           vramlab::DType::bf16, kFlat, hp,
+                                           {.grad_multiplier = 1.0f}, version);
   }
   set_counters(state, 5 * kFlat * 4, kFlat);
 }
@@ -154,9 +155,9 @@ void adam_mini_update(benchmark::State& state, KernelVersion version) {
   const vramlab::kernels::cpu::AdamWHyperparameters hp;
   int64_t step = 1;
   for (auto _ : state) {
-    cuda::adam_mini_update<float, float, float>(param.data(), grad.data(), m.data(), v.data(),
-                                                nullptr, vramlab::DType::bf16, kChannels, kBlocks,
-                                                hp, step++, 1.0f, version);
+    cuda::adam_mini_update<float, float, float>(
+        param.data(), grad.data(), m.data(), v.data(), nullptr, vramlab::DType::bf16, kChannels,
+        kBlocks, hp, {.step = step++, .grad_multiplier = 1.0f}, version);
   }
   set_counters(state, 5 * kElements * 4, kElements);
 }
@@ -171,7 +172,7 @@ void adafactor_update(benchmark::State& state, KernelVersion version) {
   for (auto _ : state) {
     cuda::adafactor_update<float, float, float>(
         param.data(), grad.data(), row_var.data(), col_var.data(), nullptr, vramlab::DType::bf16,
-        kRowsOfMatrix, kCols, true, hp, step++, 1.0f, version);
+        kRowsOfMatrix, kCols, true, hp, {.step = step++, .grad_multiplier = 1.0f}, version);
   }
   // What must move once: param read and written, grad read (the kernels read grad four times).
   set_counters(state, 3 * kFlat * 4, kFlat);
@@ -189,9 +190,10 @@ void adamw_8bit_update(benchmark::State& state, KernelVersion version) {
   const vramlab::kernels::cpu::AdamWHyperparameters hp;
   int64_t step = 1;
   for (auto _ : state) {
-    cuda::adamw_8bit_update<float, float>(
-        param.data(), grad.data(), qm.data(), qv.data(), absmax_m.data(), absmax_v.data(), nullptr,
-        vramlab::DType::bf16, kFlat, kBlock, hp, step++, 1.0f, version);
+    cuda::adamw_8bit_update<float, float>(param.data(), grad.data(), qm.data(), qv.data(),
+                                          absmax_m.data(), absmax_v.data(), nullptr,
+                                          vramlab::DType::bf16, kFlat, kBlock, hp,
+                                          {.step = step++, .grad_multiplier = 1.0f}, version);
   }
   // What must move once: param read and written, grad read (f32), qm and qv read and written.
   set_counters(state, 3 * kFlat * 4 + 4 * kFlat, kFlat);

@@ -679,10 +679,12 @@ void BM_SgdMomentum(benchmark::State& state, bool reference) {
   auto param = random_buffer(kParameters, 1), buffer = random_buffer(kParameters, 2);
   const auto grad = random_buffer(kParameters, 3);
   for (auto _ : state) {
-    reference ? cpu::sgd_update_reference<float>(param.data(), grad.data(), buffer.data(),
-                                                 kParameters, 0.01f, 0.9f, 0.0f, false)
-              : cpu::sgd_update(param.data(), grad.data(), buffer.data(), kParameters, 0.01f, 0.9f,
-                                0.0f, false);
+    reference
+        ? cpu::sgd_update_reference<float>(param.data(), grad.data(), buffer.data(), kParameters,
+                                           0.01f, 0.9f, 0.0f, false)
+        : cpu::sgd_update(
+              param.data(), grad.data(), buffer.data(), kParameters,
+              {.learning_rate = 0.01f, .momentum = 0.9f, .weight_decay = 0.0f, .nesterov = false});
     benchmark::DoNotOptimize(param.data());
   }
   report_bytes(state, 20.0 * static_cast<double>(kParameters));

@@ -60,9 +60,9 @@ struct Problem {
   }
   void run_fp32() { adamw_update(param32.data(), grad.data(), m.data(), v.data(), n, hp, step); }
   void run_8bit() {
-    adamw_8bit_update<float, float, vramlab::bf16_t>(param8.data(), grad.data(), qm.data(),
-                                                     qv.data(), absmax_m.data(), absmax_v.data(),
-                                                     nullptr, n, kBlock, hp, step, 1.0f);
+    adamw_8bit_update<float, float, vramlab::bf16_t>(
+        param8.data(), grad.data(), qm.data(), qv.data(), absmax_m.data(), absmax_v.data(), nullptr,
+        n, kBlock, hp, {.step = step, .grad_multiplier = 1.0f});
   }
 };
 

@@ -365,52 +365,46 @@ void with_optimizer_types(const OptimizerTypes& types, const char* op, F&& f) {
 
 void CpuKernelBackend::do_adamw_update(const OptimizerTypes& types, void* param, const void* grad,
                                        void* m, void* v, void* working, int64_t n,
-                                       const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                       float grad_multiplier,
-                                       const ParameterRounding& rounding) const {
-  with_optimizer_types(
-      types, "adamw_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
-        cpu::adamw_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m), as<S>(v),
-                                       as<W>(working), n, hp, step, grad_multiplier, rounding);
-      });
+                                       const kernels::cpu::AdamWHyperparameters& hp,
+                                       const UpdateStep& at) const {
+  with_optimizer_types(types, "adamw_update",
+                       [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
+                         cpu::adamw_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m),
+                                                        as<S>(v), as<W>(working), n, hp, at);
+                       });
 }
 
 void CpuKernelBackend::do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
                                      void* momentum_buffer, void* working, int64_t n,
-                                     float learning_rate, float momentum, float weight_decay,
-                                     bool nesterov, float grad_multiplier,
-                                     const ParameterRounding& rounding) const {
+                                     const kernels::cpu::SgdHyperparameters& hp,
+                                     const UpdateStep& at) const {
   with_optimizer_types(
       types, "sgd_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
         cpu::sgd_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(momentum_buffer),
-                                     as<W>(working), n, learning_rate, momentum, weight_decay,
-                                     nesterov, grad_multiplier, rounding);
+                                     as<W>(working), n, hp, at);
       });
 }
 
 void CpuKernelBackend::do_lion_update(const OptimizerTypes& types, void* param, const void* grad,
                                       void* m, void* working, int64_t n,
                                       const kernels::cpu::LionHyperparameters& hp,
-                                      float grad_multiplier,
-                                      const ParameterRounding& rounding) const {
-  with_optimizer_types(
-      types, "lion_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
-        cpu::lion_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m), as<W>(working), n, hp,
-                                      grad_multiplier, rounding);
-      });
+                                      const UpdateStep& at) const {
+  with_optimizer_types(types, "lion_update",
+                       [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
+                         cpu::lion_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m),
+                                                       as<W>(working), n, hp, at);
+                       });
 }
 
 void CpuKernelBackend::do_adam_mini_update(const OptimizerTypes& types, void* param,
                                            const void* grad, void* m, void* v, void* working,
                                            int64_t block_size, int64_t count,
                                            const kernels::cpu::AdamWHyperparameters& hp,
-                                           int64_t step, float grad_multiplier,
-                                           const ParameterRounding& rounding) const {
+                                           const UpdateStep& at) const {
   with_optimizer_types(
       types, "adam_mini_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
         cpu::adam_mini_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(m), as<S>(v),
-                                           as<W>(working), block_size, count, hp, step,
-                                           grad_multiplier, rounding);
+                                           as<W>(working), block_size, count, hp, at);
       });
 }
 
@@ -418,13 +412,12 @@ void CpuKernelBackend::do_adafactor_update(const OptimizerTypes& types, void* pa
                                            const void* grad, void* row_var, void* col_var,
                                            void* working, int64_t rows, int64_t cols, bool factored,
                                            const kernels::cpu::AdafactorHyperparameters& hp,
-                                           int64_t step, float grad_multiplier,
-                                           const ParameterRounding& rounding) const {
+                                           const UpdateStep& at) const {
   with_optimizer_types(
       types, "adafactor_update", [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
         cpu::adafactor_update<P, Gr, S, W>(as<P>(param), as<Gr>(grad), as<S>(row_var),
                                            as<S>(col_var), as<W>(working), rows, cols, factored, hp,
-                                           step, grad_multiplier, rounding);
+                                           at);
       });
 }
 
@@ -433,14 +426,13 @@ void CpuKernelBackend::do_adamw_8bit_update(const OptimizerTypes& types, void* p
                                             float* absmax_m, float* absmax_v, void* working,
                                             int64_t n, int64_t block,
                                             const kernels::cpu::AdamWHyperparameters& hp,
-                                            int64_t step, float grad_multiplier,
-                                            const ParameterRounding& rounding) const {
+                                            const UpdateStep& at) const {
   with_optimizer_types(types, "adamw_8bit_update",
                        [&]<typename P, typename Gr, typename S, typename W>(P, Gr, S, W) {
                          if constexpr (std::is_same_v<S, float>)
-                           cpu::adamw_8bit_update<P, Gr, W>(
-                               as<P>(param), as<Gr>(grad), qm, qv, absmax_m, absmax_v,
-                               as<W>(working), n, block, hp, step, grad_multiplier, rounding);
+                           cpu::adamw_8bit_update<P, Gr, W>(as<P>(param), as<Gr>(grad), qm, qv,
+                                                            absmax_m, absmax_v, as<W>(working), n,
+                                                            block, hp, at);
                        });
 }
 

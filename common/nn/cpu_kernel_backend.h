@@ -22,29 +22,26 @@ class CpuKernelBackend : public KernelBackend {
                                                  float multiplier) const override;
   void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
                        void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
-                       int64_t step, float grad_multiplier,
-                       const ParameterRounding& rounding) const override;
+                       const UpdateStep& at) const override;
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
-                     void* momentum_buffer, void* working, int64_t n, float learning_rate,
-                     float momentum, float weight_decay, bool nesterov, float grad_multiplier,
-                     const ParameterRounding& rounding) const override;
+                     void* momentum_buffer, void* working, int64_t n,
+                     const kernels::cpu::SgdHyperparameters& hp,
+                     const UpdateStep& at) const override;
   void do_lion_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                       void* working, int64_t n, const kernels::cpu::LionHyperparameters& hp,
-                      float grad_multiplier, const ParameterRounding& rounding) const override;
+                      const UpdateStep& at) const override;
   void do_adam_mini_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                            void* v, void* working, int64_t block_size, int64_t count,
-                           const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                           float grad_multiplier, const ParameterRounding& rounding) const override;
+                           const kernels::cpu::AdamWHyperparameters& hp,
+                           const UpdateStep& at) const override;
   void do_adafactor_update(const OptimizerTypes& types, void* param, const void* grad,
                            void* row_var, void* col_var, void* working, int64_t rows, int64_t cols,
                            bool factored, const kernels::cpu::AdafactorHyperparameters& hp,
-                           int64_t step, float grad_multiplier,
-                           const ParameterRounding& rounding) const override;
+                           const UpdateStep& at) const override;
   void do_adamw_8bit_update(const OptimizerTypes& types, void* param, const void* grad, uint8_t* qm,
                             uint8_t* qv, float* absmax_m, float* absmax_v, void* working, int64_t n,
                             int64_t block, const kernels::cpu::AdamWHyperparameters& hp,
-                            int64_t step, float grad_multiplier,
-                            const ParameterRounding& rounding) const override;
+                            const UpdateStep& at) const override;
   // Each entry point dispatches on its storage types to the kernels/cpu instantiation for
   // (A, G) (with_op_types in the .cpp); the f32 instantiations are the f32 kernels themselves.
   void do_linear_forward(OpTypes types, void* out, const void* inp, const void* weight,

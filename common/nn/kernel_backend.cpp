@@ -564,81 +564,77 @@ OptimizerTypes optimizer_types(const Arguments& a, const TensorView& param, cons
 void KernelBackend::adamw_update(const TensorView& param, const TensorView& grad,
                                  const TensorView& m, const TensorView& v,
                                  const TensorView& working,
-                                 const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                 float grad_multiplier, const ParameterRounding& rounding) const {
+                                 const kernels::cpu::AdamWHyperparameters& hp,
+                                 const UpdateStep& at) const {
   const Arguments a("adamw_update");
   const int64_t n = param.numel();
-  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, at.rounding);
   a.require(v.dtype() == types.state, "exp_avg_sq is " + std::string(dtype_name(v.dtype())) +
                                           " but exp_avg is " +
                                           std::string(dtype_name(types.state)));
   observed(*this, "adamw_update", &KernelBackend::do_adamw_update, types,
            a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
-           a.storage(v, "exp_avg_sq", n), a.storage_or_none(working, "working", n), n, hp, step,
-           grad_multiplier, rounding);
+           a.storage(v, "exp_avg_sq", n), a.storage_or_none(working, "working", n), n, hp, at);
 }
 
 void KernelBackend::sgd_update(const TensorView& param, const TensorView& grad,
                                const TensorView& momentum_buffer, const TensorView& working,
-                               float learning_rate, float momentum, float weight_decay,
-                               bool nesterov, float grad_multiplier,
-                               const ParameterRounding& rounding) const {
+                               const kernels::cpu::SgdHyperparameters& hp,
+                               const UpdateStep& at) const {
   const Arguments a("sgd_update");
   const int64_t n = param.numel();
-  const OptimizerTypes types = optimizer_types(a, param, grad, momentum_buffer, working, rounding);
+  const OptimizerTypes types =
+      optimizer_types(a, param, grad, momentum_buffer, working, at.rounding);
   observed(*this, "sgd_update", &KernelBackend::do_sgd_update, types, a.storage(param, "param", n),
            a.storage(grad, "grad", n), a.storage_or_none(momentum_buffer, "momentum_buffer", n),
-           a.storage_or_none(working, "working", n), n, learning_rate, momentum, weight_decay,
-           nesterov, grad_multiplier, rounding);
+           a.storage_or_none(working, "working", n), n, hp, at);
 }
 
 void KernelBackend::lion_update(const TensorView& param, const TensorView& grad,
                                 const TensorView& m, const TensorView& working,
-                                const kernels::cpu::LionHyperparameters& hp, float grad_multiplier,
-                                const ParameterRounding& rounding) const {
+                                const kernels::cpu::LionHyperparameters& hp,
+                                const UpdateStep& at) const {
   const Arguments a("lion_update");
   const int64_t n = param.numel();
-  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, at.rounding);
   observed(*this, "lion_update", &KernelBackend::do_lion_update, types,
            a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
-           a.storage_or_none(working, "working", n), n, hp, grad_multiplier, rounding);
+           a.storage_or_none(working, "working", n), n, hp, at);
 }
 
 void KernelBackend::adam_mini_update(const TensorView& param, const TensorView& grad,
                                      const TensorView& m, const TensorView& v,
                                      const TensorView& working, int64_t block_size,
-                                     const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                     float grad_multiplier,
-                                     const ParameterRounding& rounding) const {
+                                     const kernels::cpu::AdamWHyperparameters& hp,
+                                     const UpdateStep& at) const {
   const Arguments a("adam_mini_update");
   const int64_t n = param.numel();
   a.require(block_size >= 1 && n % block_size == 0, "block size " + std::to_string(block_size) +
                                                         " must divide the " + std::to_string(n) +
                                                         " elements");
   const int64_t count = n / block_size;
-  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, rounding);
+  const OptimizerTypes types = optimizer_types(a, param, grad, m, working, at.rounding);
   a.require(v.dtype() == types.state, "v is " + std::string(dtype_name(v.dtype())) + " but m is " +
                                           std::string(dtype_name(types.state)));
   observed(*this, "adam_mini_update", &KernelBackend::do_adam_mini_update, types,
            a.storage(param, "param", n), a.storage(grad, "grad", n), a.storage(m, "exp_avg", n),
            a.storage(v, "v", count), a.storage_or_none(working, "working", n), block_size, count,
-           hp, step, grad_multiplier, rounding);
+           hp, at);
 }
 
 void KernelBackend::adafactor_update(const TensorView& param, const TensorView& grad,
                                      const TensorView& row_var, const TensorView& col_var,
                                      const TensorView& working, int64_t rows, int64_t cols,
                                      bool factored,
-                                     const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
-                                     float grad_multiplier,
-                                     const ParameterRounding& rounding) const {
+                                     const kernels::cpu::AdafactorHyperparameters& hp,
+                                     const UpdateStep& at) const {
   const Arguments a("adafactor_update");
   const int64_t n = param.numel();
   a.require(rows >= 1 && cols >= 1 && rows * cols == n && (factored || rows == 1),
             "shape " + std::to_string(rows) + " x " + std::to_string(cols) +
                 (factored ? " (factored)" : " (unfactored, rows must be 1)") + " does not hold " +
                 std::to_string(n) + " elements");
-  const OptimizerTypes types = optimizer_types(a, param, grad, row_var, working, rounding);
+  const OptimizerTypes types = optimizer_types(a, param, grad, row_var, working, at.rounding);
   a.require(factored != col_var.none(),
             factored ? "a factored step needs col_var" : "an unfactored step has no col_var");
   a.require(col_var.none() || col_var.dtype() == types.state,
@@ -648,27 +644,26 @@ void KernelBackend::adafactor_update(const TensorView& param, const TensorView& 
            a.storage(param, "param", n), a.storage(grad, "grad", n),
            a.storage(row_var, "row_var", factored ? rows : cols),
            a.storage_or_none(col_var, "col_var", cols), a.storage_or_none(working, "working", n),
-           rows, cols, factored, hp, step, grad_multiplier, rounding);
+           rows, cols, factored, hp, at);
 }
 
 void KernelBackend::adamw_8bit_update(const TensorView& param, const TensorView& grad,
                                       const TensorView& qm, const TensorView& qv,
                                       const TensorView& absmax_m, const TensorView& absmax_v,
                                       const TensorView& working, int64_t block,
-                                      const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                      float grad_multiplier,
-                                      const ParameterRounding& rounding) const {
+                                      const kernels::cpu::AdamWHyperparameters& hp,
+                                      const UpdateStep& at) const {
   const Arguments a("adamw_8bit_update");
   const int64_t n = param.numel();
   a.require(block >= 1, "block size " + std::to_string(block) + " must be positive");
   const int64_t blocks = kernels::cpu::quantization_block_count(n, block);
-  const OptimizerTypes types = optimizer_types(a, param, grad, absmax_m, working, rounding);
+  const OptimizerTypes types = optimizer_types(a, param, grad, absmax_m, working, at.rounding);
   a.require(types.state == DType::f32, "absmax must be f32");
   observed(*this, "adamw_8bit_update", &KernelBackend::do_adamw_8bit_update, types,
            a.storage(param, "param", n), a.storage(grad, "grad", n), a.u8(qm, "qm", n),
            a.u8(qv, "qv", n), a.f32(absmax_m, "absmax_m", blocks),
            a.f32(absmax_v, "absmax_v", blocks), a.storage_or_none(working, "working", n), n, block,
-           hp, step, grad_multiplier, rounding);
+           hp, at);
 }
 
 }  // namespace vramlab::nn

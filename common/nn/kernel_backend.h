@@ -49,6 +49,7 @@ using memory::TensorView;
 using kernels::cpu::AttentionDropout;
 /// How an optimizer step rounds a 16-bit parameter it updates in place (pure bf16).
 using kernels::cpu::ParameterRounding;
+using kernels::cpu::UpdateStep;
 
 /// The storage types of one op's void pointers (see the file comment): a ∈ {f32, bf16, f16} for
 /// activations and weights, g ∈ {f32, a} for parameter gradients (g = a for ops without any).
@@ -303,54 +304,49 @@ class KernelBackend {
 
   // ---- optimizers ----------------------------------------------------------------------------
 
-  /// One AdamW step in place with g = grad_multiplier · grad (the loss scaler's 1/scale times the
-  /// clipping coefficient; 1 for neither). \p param is what the optimizer updates: f32 (fp32
+  /// One AdamW step in place with g = at.grad_multiplier · grad (the loss scaler's 1/scale times
+  /// the clipping coefficient; 1 for neither). \p param is what the optimizer updates: f32 (fp32
   /// training, or the fp32 master copy of mixed precision) or bf16 (pure bf16); \p m and \p v
   /// are f32 or bf16 (the same type); \p grad is f32, bf16 or f16; \p working is none or the
   /// bf16/f16 working copy of a master, overwritten with round(param) after the update. All (n);
-  /// \p step is 1-based. Updates are computed in f32 from widened values and each stored value is
-  /// rounded once; \p rounding says how a bf16 \p param is (nearest-even by default; stochastic
-  /// rounding is refused for an f32 param, which is exact).
+  /// \p at.step is 1-based. Updates are computed in f32 from widened values and each stored value
+  /// is rounded once; \p at.rounding says how a bf16 \p param is (nearest-even by default;
+  /// stochastic rounding is refused for an f32 param, which is exact).
   void adamw_update(const TensorView& param, const TensorView& grad, const TensorView& m,
                     const TensorView& v, const TensorView& working,
-                    const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                    float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
-  /// One SGD step in place (torch.optim.SGD) with g = grad_multiplier · grad; types as
+                    const kernels::cpu::AdamWHyperparameters& hp, const UpdateStep& at) const;
+  /// One SGD step in place (torch.optim.SGD) with g = at.grad_multiplier · grad; types as
   /// adamw_update, \p momentum_buffer like m (or none when momentum is 0).
   void sgd_update(const TensorView& param, const TensorView& grad,
-                  const TensorView& momentum_buffer, const TensorView& working, float learning_rate,
-                  float momentum, float weight_decay, bool nesterov, float grad_multiplier = 1.0f,
-                  const ParameterRounding& rounding = {}) const;
+                  const TensorView& momentum_buffer, const TensorView& working,
+                  const kernels::cpu::SgdHyperparameters& hp, const UpdateStep& at) const;
 
-  /// One Lion step in place (kernels/cpu/optimizer.h) with g = grad_multiplier · grad; types as
+  /// One Lion step in place (kernels/cpu/optimizer.h) with g = at.grad_multiplier · grad; types as
   /// adamw_update, \p m like its m.
   void lion_update(const TensorView& param, const TensorView& grad, const TensorView& m,
                    const TensorView& working, const kernels::cpu::LionHyperparameters& hp,
-                   float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+                   const UpdateStep& at) const;
   /// One Adam-mini step in place over param.numel() / block_size blocks of \p block_size
   /// consecutive elements (one tensor, or one run of equal blocks inside it); types as
   /// adamw_update, \p m (n) and \p v (one per block) in the state type.
   void adam_mini_update(const TensorView& param, const TensorView& grad, const TensorView& m,
                         const TensorView& v, const TensorView& working, int64_t block_size,
-                        const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                        float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+                        const kernels::cpu::AdamWHyperparameters& hp, const UpdateStep& at) const;
   /// One Adafactor step on ONE parameter tensor of rows × cols elements; factored (a matrix):
   /// \p row_var (rows) and \p col_var (cols); unfactored (rows = 1): \p row_var (cols) and no
   /// \p col_var. Types as adamw_update, the variances in the state type.
   void adafactor_update(const TensorView& param, const TensorView& grad, const TensorView& row_var,
                         const TensorView& col_var, const TensorView& working, int64_t rows,
                         int64_t cols, bool factored,
-                        const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
-                        float grad_multiplier = 1.0f, const ParameterRounding& rounding = {}) const;
+                        const kernels::cpu::AdafactorHyperparameters& hp,
+                        const UpdateStep& at) const;
   /// One 8-bit AdamW step on ONE parameter tensor (kernels/cpu/optimizer_8bit.h): \p qm, \p qv
   /// (n) u8 codes, \p absmax_m, \p absmax_v (ceil(n / block)) f32; param, grad and working as
   /// adamw_update's.
   void adamw_8bit_update(const TensorView& param, const TensorView& grad, const TensorView& qm,
                          const TensorView& qv, const TensorView& absmax_m,
                          const TensorView& absmax_v, const TensorView& working, int64_t block,
-                         const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                         float grad_multiplier = 1.0f,
-                         const ParameterRounding& rounding = {}) const;
+                         const kernels::cpu::AdamWHyperparameters& hp, const UpdateStep& at) const;
 
  private:
   mutable KernelObserver* observer_ = nullptr;
@@ -445,34 +441,31 @@ class KernelBackend {
   // param, m, v, grad, working: their types in `types` (working may be nullptr).
   virtual void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                                void* v, void* working, int64_t n,
-                               const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                               float grad_multiplier, const ParameterRounding& rounding) const = 0;
+                               const kernels::cpu::AdamWHyperparameters& hp,
+                               const UpdateStep& at) const = 0;
   virtual void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
-                             void* momentum_buffer, void* working, int64_t n, float learning_rate,
-                             float momentum, float weight_decay, bool nesterov,
-                             float grad_multiplier, const ParameterRounding& rounding) const = 0;
+                             void* momentum_buffer, void* working, int64_t n,
+                             const kernels::cpu::SgdHyperparameters& hp,
+                             const UpdateStep& at) const = 0;
   virtual void do_lion_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                               void* working, int64_t n, const kernels::cpu::LionHyperparameters& hp,
-                              float grad_multiplier, const ParameterRounding& rounding) const = 0;
+                              const UpdateStep& at) const = 0;
   virtual void do_adam_mini_update(const OptimizerTypes& types, void* param, const void* grad,
                                    void* m, void* v, void* working, int64_t block_size,
                                    int64_t count, const kernels::cpu::AdamWHyperparameters& hp,
-                                   int64_t step, float grad_multiplier,
-                                   const ParameterRounding& rounding) const = 0;
+                                   const UpdateStep& at) const = 0;
   // col_var is nullptr when unfactored.
   virtual void do_adafactor_update(const OptimizerTypes& types, void* param, const void* grad,
                                    void* row_var, void* col_var, void* working, int64_t rows,
                                    int64_t cols, bool factored,
-                                   const kernels::cpu::AdafactorHyperparameters& hp, int64_t step,
-                                   float grad_multiplier,
-                                   const ParameterRounding& rounding) const = 0;
+                                   const kernels::cpu::AdafactorHyperparameters& hp,
+                                   const UpdateStep& at) const = 0;
   // types.state is f32 (the absmax); qm and qv are u8.
   virtual void do_adamw_8bit_update(const OptimizerTypes& types, void* param, const void* grad,
                                     uint8_t* qm, uint8_t* qv, float* absmax_m, float* absmax_v,
                                     void* working, int64_t n, int64_t block,
-                                    const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                                    float grad_multiplier,
-                                    const ParameterRounding& rounding) const = 0;
+                                    const kernels::cpu::AdamWHyperparameters& hp,
+                                    const UpdateStep& at) const = 0;
 };
 
 }  // namespace vramlab::nn

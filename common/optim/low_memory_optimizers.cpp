@@ -56,7 +56,7 @@ void Lion::update(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   for (const Update& u : updates)
     runtime_.kernels().lion_update(u.values, u.grads, state_slice(m_, u), u.working_copy, hp_,
-                                   grad_multiplier, rounding(u.first_element));
+                                   update_step(grad_multiplier, u.first_element));
 }
 
 int64_t Lion::state_bytes() const {
@@ -86,7 +86,7 @@ void AdamMini::update(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   const memory::TensorView grads = params.grads().view();
   const memory::TensorView working = working_copy(params, master_);
-  const nn::ParameterRounding round = rounding();
+  const nn::UpdateStep this_step = update_step(grad_multiplier);
   int64_t v_offset = 0;  // v of the next block, in layout order
   for (const optim::TensorStateLayout& t : layout_) {
     for (const optim::BlockRun& run : t.adam_mini_runs) {
@@ -95,7 +95,7 @@ void AdamMini::update(nn::ParameterStore& params, float grad_multiplier) {
       runtime_.kernels().adam_mini_update(
           slice(values, at, n), slice(grads, at, n), slice(m_.view(), at, n),
           slice(v_.view(), v_offset, run.count), slice_or_none(working, at, n), run.block_size, hp_,
-          steps_, grad_multiplier, round);
+          this_step);
       v_offset += run.count;
     }
   }
@@ -128,7 +128,7 @@ void Adafactor::update(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   const memory::TensorView grads = params.grads().view();
   const memory::TensorView working = working_copy(params, master_);
-  const nn::ParameterRounding round = rounding();
+  const nn::UpdateStep this_step = update_step(grad_multiplier);
   int64_t at_state = 0;  // the next tensor's factors
   for (const optim::TensorStateLayout& t : layout_) {
     const int64_t row_elements = t.adafactor_factored ? t.rows : t.cols;
@@ -139,7 +139,7 @@ void Adafactor::update(nn::ParameterStore& params, float grad_multiplier) {
     runtime_.kernels().adafactor_update(slice(values, t.offset, t.numel),
                                         slice(grads, t.offset, t.numel), row_var, col_var,
                                         slice_or_none(working, t.offset, t.numel), t.rows, t.cols,
-                                        t.adafactor_factored, hp_, steps_, grad_multiplier, round);
+                                        t.adafactor_factored, hp_, this_step);
     at_state += t.adafactor_factored ? t.rows + t.cols : t.numel;
   }
 }
@@ -190,7 +190,7 @@ void AdamW8bit::update(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   const memory::TensorView grads = params.grads().view();
   const memory::TensorView working = working_copy(params, master_);
-  const nn::ParameterRounding round = rounding();
+  const nn::UpdateStep this_step = update_step(grad_multiplier);
   int64_t at_q = 0;      // next quantized element
   int64_t at_block = 0;  // next absmax
   int64_t at_fp32 = 0;   // next fp32 element
@@ -199,17 +199,16 @@ void AdamW8bit::update(nn::ParameterStore& params, float grad_multiplier) {
     const memory::TensorView grad = slice(grads, t.offset, t.numel);
     const memory::TensorView work = slice_or_none(working, t.offset, t.numel);
     if (t.eight_bit_quantized) {
-      runtime_.kernels().adamw_8bit_update(
-          param, grad, slice(qm_.view(), at_q, t.numel), slice(qv_.view(), at_q, t.numel),
-          slice(absmax_m_.view(), at_block, t.absmax_blocks),
-          slice(absmax_v_.view(), at_block, t.absmax_blocks), work, eight_bit_.block_size, hp_,
-          steps_, grad_multiplier, round);
+      runtime_.kernels().adamw_8bit_update(param, grad, slice(qm_.view(), at_q, t.numel),
+                                           slice(qv_.view(), at_q, t.numel),
+                                           slice(absmax_m_.view(), at_block, t.absmax_blocks),
+                                           slice(absmax_v_.view(), at_block, t.absmax_blocks), work,
+                                           eight_bit_.block_size, hp_, this_step);
       at_q += t.numel;
       at_block += t.absmax_blocks;
     } else {
       runtime_.kernels().adamw_update(param, grad, slice(m32_.view(), at_fp32, t.numel),
-                                      slice(v32_.view(), at_fp32, t.numel), work, hp_, steps_,
-                                      grad_multiplier, round);
+                                      slice(v32_.view(), at_fp32, t.numel), work, hp_, this_step);
       at_fp32 += t.numel;
     }
   }

@@ -97,6 +97,10 @@ nn::ParameterRounding Optimizer::rounding(int64_t first_element) const {
   return r;
 }
 
+nn::UpdateStep Optimizer::update_step(float grad_multiplier, int64_t first_element) const {
+  return {.step = steps_, .grad_multiplier = grad_multiplier, .rounding = rounding(first_element)};
+}
+
 memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
                                            const memory::Tensor& master) {
   return master.empty() ? memory::TensorView() : params.values().view();
@@ -121,38 +125,34 @@ void AdamW::update(nn::ParameterStore& params, float grad_multiplier) {
   ++steps_;
   for (const Update& u : updates)
     runtime_.kernels().adamw_update(u.values, u.grads, state_slice(m_, u), state_slice(v_, u),
-                                    u.working_copy, hp_, steps_, grad_multiplier,
-                                    rounding(u.first_element));
+                                    u.working_copy, hp_,
+                                    update_step(grad_multiplier, u.first_element));
 }
 
 int64_t AdamW::state_bytes() const {
   return m_.bytes() + v_.bytes() + master_.bytes();
 }
 
-Sgd::Sgd(nn::Runtime& runtime, float learning_rate, float momentum, float weight_decay,
-         bool nesterov, const amp::PrecisionPolicy& precision)
-    : Optimizer(runtime, precision),
-      learning_rate_(learning_rate),
-      momentum_(momentum),
-      weight_decay_(weight_decay),
-      nesterov_(nesterov) {
-  require_hyperparameter(std::isfinite(learning_rate) && learning_rate > 0, "learning rate",
-                         learning_rate);
-  require_hyperparameter(momentum >= 0 && momentum < 1, "momentum", momentum);
-  require_hyperparameter(weight_decay >= 0, "weight decay", weight_decay);
+Sgd::Sgd(nn::Runtime& runtime, const kernels::cpu::SgdHyperparameters& hp,
+         const amp::PrecisionPolicy& precision)
+    : Optimizer(runtime, precision), hp_(hp) {
+  require_hyperparameter(std::isfinite(hp.learning_rate) && hp.learning_rate > 0, "learning rate",
+                         hp.learning_rate);
+  require_hyperparameter(hp.momentum >= 0 && hp.momentum < 1, "momentum", hp.momentum);
+  require_hyperparameter(hp.weight_decay >= 0, "weight decay", hp.weight_decay);
 }
 
 void Sgd::update(nn::ParameterStore& params, float grad_multiplier) {
   require_gradients(params);
   const std::vector<Update> updates = local_updates(params);
-  if (momentum_ > 0 && momentum_buffer_.empty())
+  if (hp_.momentum > 0 && momentum_buffer_.empty())
     momentum_buffer_ = make_state(params.local_numel(), "sgd.momentum");
   ++steps_;
   for (const Update& u : updates)
     runtime_.kernels().sgd_update(
-        u.values, u.grads, momentum_ > 0 ? state_slice(momentum_buffer_, u) : memory::TensorView(),
-        u.working_copy, learning_rate_, momentum_, weight_decay_, nesterov_, grad_multiplier,
-        rounding(u.first_element));
+        u.values, u.grads,
+        hp_.momentum > 0 ? state_slice(momentum_buffer_, u) : memory::TensorView(), u.working_copy,
+        hp_, update_step(grad_multiplier, u.first_element));
 }
 
 int64_t Sgd::state_bytes() const {

@@ -92,6 +92,9 @@ class Optimizer {
   /// draws element i's bits from its index within the call, so each ZeRO range gets a stream of
   /// its own (the whole store, at 0, keeps rounding()'s).
   [[nodiscard]] nn::ParameterRounding rounding(int64_t first_element) const;
+  /// \return what this step's update kernels take besides their hyper-parameters: steps_,
+  /// \p grad_multiplier and rounding(first_element).
+  [[nodiscard]] nn::UpdateStep update_step(float grad_multiplier, int64_t first_element = 0) const;
   /// \return the 16-bit parameters the kernel writes back (mixed precision), else none.
   static memory::TensorView working_copy(const nn::ParameterStore& params,
                                          const memory::Tensor& master);
@@ -125,21 +128,18 @@ class AdamW final : public Optimizer {
 /// without.
 class Sgd final : public Optimizer {
  public:
-  /// \param runtime holds the state; must outlive the optimizer. \param learning_rate > 0.
-  /// \param momentum in [0, 1). \param weight_decay ≥ 0, an L2 term added to the gradient.
-  /// \param nesterov has no effect with momentum 0.
-  /// \param precision as AdamW's. \throws vramlab::UsageError naming a bad value.
-  Sgd(nn::Runtime& runtime, float learning_rate, float momentum = 0.0f, float weight_decay = 0.0f,
-      bool nesterov = false, const amp::PrecisionPolicy& precision = {});
+  /// \param runtime holds the state; must outlive the optimizer. \param hp learning rate > 0 and
+  /// finite, momentum in [0, 1), weight decay ≥ 0 (an L2 term added to the gradient); nesterov
+  /// has no effect with momentum 0. \param precision as AdamW's.
+  /// \throws vramlab::UsageError naming a bad value.
+  Sgd(nn::Runtime& runtime, const kernels::cpu::SgdHyperparameters& hp,
+      const amp::PrecisionPolicy& precision = {});
   /// \return the momentum buffer and the master once they exist, else 0.
   [[nodiscard]] int64_t state_bytes() const override;
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
-  float learning_rate_;
-  float momentum_;
-  float weight_decay_;
-  bool nesterov_;
+  kernels::cpu::SgdHyperparameters hp_;
   memory::Tensor momentum_buffer_;  // (numel), only with momentum > 0
 };
 

@@ -26,11 +26,14 @@ std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer 
   adamw.weight_decay = settings.weight_decay;
   switch (kind) {
     case plan::Optimizer::sgd:
-      return std::make_unique<Sgd>(runtime, settings.learning_rate, 0.0f, settings.weight_decay,
-                                   false, precision);
     case plan::Optimizer::sgd_momentum:
-      return std::make_unique<Sgd>(runtime, settings.learning_rate, settings.momentum,
-                                   settings.weight_decay, false, precision);
+      return std::make_unique<Sgd>(
+          runtime,
+          kernels::cpu::SgdHyperparameters{
+              .learning_rate = settings.learning_rate,
+              .momentum = kind == plan::Optimizer::sgd_momentum ? settings.momentum : 0.0f,
+              .weight_decay = settings.weight_decay},
+          precision);
     case plan::Optimizer::adamw:
       return std::make_unique<AdamW>(runtime, adamw, precision);
     case plan::Optimizer::adamw_8bit:

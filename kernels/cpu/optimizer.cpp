@@ -83,8 +83,8 @@ void sgd_loop(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t 
 
 template <typename P, typename Gr, typename S, typename W>
 void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
-                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  const ParameterRounding& rounding) {
+                  const AdamWHyperparameters& hp, const UpdateStep& at) {
+  const auto& [step, grad_multiplier, rounding] = at;
   check_adamw("adamw_update", n, step);
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
@@ -102,8 +102,10 @@ void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
 
 template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov,
-                float grad_multiplier, const ParameterRounding& rounding) {
+                const SgdHyperparameters& hp, const UpdateStep& at) {
+  const auto& [learning_rate, momentum, weight_decay, nesterov] = hp;
+  const float grad_multiplier = at.grad_multiplier;
+  const ParameterRounding& rounding = at.rounding;
   check_sgd("sgd_update", n, momentum_buffer != nullptr, momentum);
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
@@ -347,21 +349,20 @@ void adafactor_loop(P* param, const Gr* grad, S* row_var, S* col_var, W* working
 
 template <typename P, typename Gr, typename S, typename W>
 void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
-                 const LionHyperparameters& hp, float grad_multiplier,
-                 const ParameterRounding& rounding) {
+                 const LionHyperparameters& hp, const UpdateStep& at) {
   require_non_negative("lion_update", "n", n);
-  VRAMLAB_DISPATCH_SCALED_WORKING(lion_loop, grad_multiplier != 1.0f, working != nullptr, param,
-                                  grad, m, working, n, hp, grad_multiplier, rounding);
+  VRAMLAB_DISPATCH_SCALED_WORKING(lion_loop, at.grad_multiplier != 1.0f, working != nullptr, param,
+                                  grad, m, working, n, hp, at.grad_multiplier, at.rounding);
 }
 
 template <typename P, typename Gr, typename S, typename W>
 void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t block_size,
-                      int64_t count, const AdamWHyperparameters& hp, int64_t step,
-                      float grad_multiplier, const ParameterRounding& rounding) {
+                      int64_t count, const AdamWHyperparameters& hp, const UpdateStep& at) {
+  const auto& [step, grad_multiplier, rounding] = at;
   check_adam_mini("adam_mini_update", block_size, count, step);
   if (block_size == 1) {
     // One v per element: the mean of one g² is g², and Adam-mini is AdamW, bit for bit.
-    adamw_update(param, grad, m, v, working, count, hp, step, grad_multiplier, rounding);
+    adamw_update(param, grad, m, v, working, count, hp, at);
   } else if (working != nullptr) {
     adam_mini_loop<true>(param, grad, m, v, working, block_size, count, hp, step, grad_multiplier,
                          rounding);
@@ -373,8 +374,9 @@ void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t 
 
 template <typename P, typename Gr, typename S, typename W>
 void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* working, int64_t rows,
-                      int64_t cols, bool factored, const AdafactorHyperparameters& hp, int64_t step,
-                      float grad_multiplier, const ParameterRounding& rounding) {
+                      int64_t cols, bool factored, const AdafactorHyperparameters& hp,
+                      const UpdateStep& at) {
+  const auto& [step, grad_multiplier, rounding] = at;
   check_adafactor("adafactor_update", rows, cols, factored, step);
   require(
       rows <= std::numeric_limits<int64_t>::max() / cols, "adafactor_update",
@@ -390,30 +392,25 @@ void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* worki
 
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n,
                   const AdamWHyperparameters& hp, int64_t step) {
-  adamw_update<float, float, float, bf16_t>(param, grad, m, v, nullptr, n, hp, step, 1.0f);
+  adamw_update<float, float, float, bf16_t>(param, grad, m, v, nullptr, n, hp, {.step = step});
 }
 
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov) {
-  sgd_update<float, float, float, bf16_t>(param, grad, momentum_buffer, nullptr, n, learning_rate,
-                                          momentum, weight_decay, nesterov, 1.0f);
+                const SgdHyperparameters& hp) {
+  sgd_update<float, float, float, bf16_t>(param, grad, momentum_buffer, nullptr, n, hp, {});
 }
 
 #define VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, W)                                                 \
   template void adamw_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t,                      \
-                                          const AdamWHyperparameters&, int64_t, float,             \
-                                          const ParameterRounding&);                               \
-  template void sgd_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t, float, float, float, bool, \
-                                        float, const ParameterRounding&);                          \
+                                          const AdamWHyperparameters&, const UpdateStep&);         \
+  template void sgd_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t, const SgdHyperparameters&, \
+                                        const UpdateStep&);                                        \
   template void lion_update<P, Gr, S, W>(P*, const Gr*, S*, W*, int64_t,                           \
-                                         const LionHyperparameters&, float,                        \
-                                         const ParameterRounding&);                                \
+                                         const LionHyperparameters&, const UpdateStep&);           \
   template void adam_mini_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t, int64_t,         \
-                                              const AdamWHyperparameters&, int64_t, float,         \
-                                              const ParameterRounding&);                           \
+                                              const AdamWHyperparameters&, const UpdateStep&);     \
   template void adafactor_update<P, Gr, S, W>(P*, const Gr*, S*, S*, W*, int64_t, int64_t, bool,   \
-                                              const AdafactorHyperparameters&, int64_t, float,     \
-                                              const ParameterRounding&);
+                                              const AdafactorHyperparameters&, const UpdateStep&);
 #define VRAMLAB_INSTANTIATE_WORKING(P, Gr, S)     \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, bf16_t) \
   VRAMLAB_INSTANTIATE_OPTIMIZER(P, Gr, S, f16_t)

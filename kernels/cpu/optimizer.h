@@ -35,6 +35,23 @@ struct ParameterRounding {
   uint64_t seed = 0;        ///< the random bits of element i: stochastic_bits(seed, i)
 };
 
+/// What changes from one optimizer step to the next, as every update kernel takes it beside its
+/// hyper-parameters. One struct, so that a new per-step argument is a field here rather than a
+/// parameter in each kernel, backend and optimizer signature.
+struct UpdateStep {
+  int64_t step = 1;  ///< 1 for the first step (bias corrections; SGD and Lion have none)
+  float grad_multiplier = 1.0f;  ///< g = grad_multiplier · grad (1/scale times a clip coefficient)
+  ParameterRounding rounding{};  ///< how a 16-bit param is rounded (an f32 param is exact)
+};
+
+/// Hyper-parameters of one SGD step (torch.optim.SGD, dampening 0).
+struct SgdHyperparameters {
+  float learning_rate = 1e-3f;  ///< step size (torch.optim.SGD's default)
+  float momentum = 0.0f;        ///< in [0, 1); 0: no momentum buffer
+  float weight_decay = 0.0f;    ///< an L2 penalty added to the gradient (not decoupled)
+  bool nesterov = false;        ///< Nesterov momentum
+};
+
 /// One AdamW step: param ← param·(1 - lr·wd) - lr·m̂/(√v̂ + eps), m̂ = m/(1-β1^step),
 /// v̂ = v/(1-β2^step), after m ← β1·m + (1-β1)·g and v ← β2·v + (1-β2)·g². param, m (first
 /// moment) and v (second moment) are (n) and updated; grad (n); \p step is 1 for the first step
@@ -44,33 +61,30 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
 
 /// One SGD step: g ← grad + wd·param; buf ← momentum·buf + g; param -= lr·(nesterov ? g +
 /// momentum·buf : buf). With momentum = 0 the buffer is not touched (it may be nullptr).
-/// param, grad, momentum_buffer (n); the buffer starts at zero. \p momentum in [0, 1);
-/// \p weight_decay is an L2 penalty added to the gradient (not AdamW's decoupled decay).
+/// param, grad, momentum_buffer (n); the buffer starts at zero.
 /// \throws vramlab::InternalError when n < 0, or momentum != 0 without a buffer.
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov);
+                const SgdHyperparameters& hp);
 
-/// adamw_update on mixed storage (kernels/cpu/storage.h), with g = grad_multiplier · grad (the
+/// adamw_update on mixed storage (kernels/cpu/storage.h), with g = at.grad_multiplier · grad (the
 /// loss scaler's 1/scale folded in, times a clipping coefficient). Every value is widened, the
 /// update computed in f32 as the f32 kernel does, and each stored value (param, m, v) rounded once;
 /// \p working, when not nullptr, is overwritten with round_W(the f32 updated param) (the
 /// bf16/f16 working copy of an f32 master). All (n).
 /// \tparam P param: float or bf16_t. \tparam Gr grad: float, bf16_t or f16_t.
 /// \tparam S m and v: float or bf16_t. \tparam W working: bf16_t or f16_t.
-/// \p rounding applies to a 16-bit param (P = bf16_t); a float param is always exact.
-/// \throws vramlab::InternalError when n < 0 or step < 1.
+/// \p at.rounding applies to a 16-bit param (P = bf16_t); a float param is always exact.
+/// \throws vramlab::InternalError when n < 0 or at.step < 1.
 template <typename P, typename Gr, typename S, typename W>
 void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
-                  const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  const ParameterRounding& rounding = {});
-/// sgd_update on mixed storage, with g = grad_multiplier · grad; types and \p working as
+                  const AdamWHyperparameters& hp, const UpdateStep& at);
+/// sgd_update on mixed storage, with g = at.grad_multiplier · grad; types and \p working as
 /// adamw_update's (momentum_buffer in S).
 /// \tparam P param. \tparam Gr grad. \tparam S momentum buffer. \tparam W working copy.
 /// \throws vramlab::InternalError when n < 0, or momentum != 0 without a buffer.
 template <typename P, typename Gr, typename S, typename W>
 void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov,
-                float grad_multiplier, const ParameterRounding& rounding = {});
+                const SgdHyperparameters& hp, const UpdateStep& at);
 /// Hyper-parameters of one Lion step (Chen et al. 2023, "Symbolic Discovery of Optimization
 /// Algorithms", Algorithm 2; the defaults of the paper's reference implementation). Its learning
 /// rate is usually 3–10x smaller than AdamW's and its weight decay 3–10x larger.
@@ -81,18 +95,17 @@ struct LionHyperparameters {
   float weight_decay = 0.0f;    ///< decoupled: param *= 1 - lr·weight_decay
 };
 
-/// One Lion step with g = grad_multiplier · grad: c = β1·m + (1-β1)·g; param ← param·(1 - lr·wd)
+/// One Lion step with g = at.grad_multiplier · grad: c = β1·m + (1-β1)·g; param ← param·(1 - lr·wd)
 /// - lr·sign(c) (sign(0) = 0, sign(NaN) = NaN); then m ← β2·m + (1-β2)·g. One state, the
 /// momentum m. param P, grad Gr, m S, working W, all (n); types, \p working and \p rounding as
 /// adamw_update's. \throws vramlab::InternalError when n < 0.
 template <typename P, typename Gr, typename S, typename W>
 void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
-                 const LionHyperparameters& hp, float grad_multiplier,
-                 const ParameterRounding& rounding = {});
+                 const LionHyperparameters& hp, const UpdateStep& at);
 
 /// One Adam-mini step over \p count blocks of \p block_size consecutive elements (Zhang et al.
 /// 2024, "Adam-mini: Use Fewer Learning Rates To Gain More", Algorithm 1), with g =
-/// grad_multiplier · grad: m ← β1·m + (1-β1)·g per element; per block b, v[b] ← β2·v[b] +
+/// at.grad_multiplier · grad: m ← β1·m + (1-β1)·g per element; per block b, v[b] ← β2·v[b] +
 /// (1-β2)·mean(g² over block b), the mean summed in double (each g² exact, a fixed order) and
 /// rounded once to f32; then param ← param·(1 - lr·wd) - lr·m̂/(√v̂[b] + eps) with AdamW's bias
 /// corrections, in adamw_update's f32 arithmetic. With block_size 1 (one v per element) this is
@@ -102,8 +115,7 @@ void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
 /// or step < 1.
 template <typename P, typename Gr, typename S, typename W>
 void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t block_size,
-                      int64_t count, const AdamWHyperparameters& hp, int64_t step,
-                      float grad_multiplier, const ParameterRounding& rounding = {});
+                      int64_t count, const AdamWHyperparameters& hp, const UpdateStep& at);
 
 /// Hyper-parameters of one Adafactor step, torch.optim.Adafactor's names and defaults (PyTorch
 /// 2.5+): no first moment, a relative step size.
@@ -117,7 +129,7 @@ struct AdafactorHyperparameters {
 };
 
 /// One Adafactor step on ONE parameter tensor (torch.optim.Adafactor's algorithm), with g =
-/// grad_multiplier · grad. Factored (\p factored true, a matrix of rows × cols): row_var (rows)
+/// at.grad_multiplier · grad. Factored (\p factored true, a matrix of rows × cols): row_var (rows)
 /// and col_var (cols) are lerped (torch.lerp, weight 1 - β2_t) towards the row and column means
 /// of g², and V̂ = row_var ⊗ col_var / max(mean(row_var), ε1). Unfactored (a vector, rows = 1):
 /// \p row_var is the full (cols) variance, lerped towards g², and \p col_var is unused (may be
@@ -131,8 +143,8 @@ struct AdafactorHyperparameters {
 /// unfactored.
 template <typename P, typename Gr, typename S, typename W>
 void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* working, int64_t rows,
-                      int64_t cols, bool factored, const AdafactorHyperparameters& hp, int64_t step,
-                      float grad_multiplier, const ParameterRounding& rounding = {});
+                      int64_t cols, bool factored, const AdafactorHyperparameters& hp,
+                      const UpdateStep& at);
 
 /// Reference of adamw_update. \tparam Real float or double.
 template <typename Real>

@@ -516,8 +516,11 @@ void check_8bit(const char* op, int64_t n, int64_t block, int64_t step) {
 template <typename P, typename Gr, typename W>
 void adamw_8bit_update(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                        float* absmax_v, W* working, int64_t n, int64_t block,
-                       const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                       const ParameterRounding& rounding) {
+                       const AdamWHyperparameters& hp, const UpdateStep& at) {
+  // Plain names, not a structured binding: the block lambda below captures them.
+  const int64_t step = at.step;
+  const float grad_multiplier = at.grad_multiplier;
+  const ParameterRounding& rounding = at.rounding;
   check_8bit("adamw_8bit_update", n, block, step);
   const detail::AdamWArithmetic adamw(hp, step);
   const NearestCodeTable& code_m = nearest_code_table(true);
@@ -572,7 +575,7 @@ void adamw_8bit_update_reference(float* param, const float* grad, uint8_t* qm, u
 #define VRAMLAB_INSTANTIATE_8BIT(P, Gr, W)                                                         \
   template void adamw_8bit_update<P, Gr, W>(P*, const Gr*, uint8_t*, uint8_t*, float*, float*, W*, \
                                             int64_t, int64_t, const AdamWHyperparameters&,         \
-                                            int64_t, float, const ParameterRounding&);
+                                            const UpdateStep&);
 #define VRAMLAB_INSTANTIATE_8BIT_WORKING(P, Gr) \
   VRAMLAB_INSTANTIATE_8BIT(P, Gr, bf16_t)       \
   VRAMLAB_INSTANTIATE_8BIT(P, Gr, f16_t)

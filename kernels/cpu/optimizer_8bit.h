@@ -92,8 +92,7 @@ void dequantize_blockwise(float* x, const uint8_t* q, const float* absmax, int64
 template <typename P, typename Gr, typename W>
 void adamw_8bit_update(P* param, const Gr* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                        float* absmax_v, W* working, int64_t n, int64_t block,
-                       const AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                       const ParameterRounding& rounding = {});
+                       const AdamWHyperparameters& hp, const UpdateStep& at);
 
 /// Reference of quantize_blockwise: one block after the other, a linear scan for the nearest code.
 void quantize_blockwise_reference(uint8_t* q, float* absmax, const float* x, int64_t n,

@@ -307,41 +307,38 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
 /// g = nesterov ? g + μ·buf : buf; param −= lr·g. param, grad (n); momentum_buffer (n), or nullptr
 /// when momentum == 0. \throws vramlab::UsageError when n < 0 or momentum != 0 without a buffer.
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov);
+                const cpu::SgdHyperparameters& hp);
 
 /// One AdamW step in place over mixed storage types (the optimizer of mixed precision): the update
-/// is the float adamw_update's arithmetic on widened values with g = grad_multiplier · grad, and
+/// is the float adamw_update's arithmetic on widened values with g = at.grad_multiplier · grad, and
 /// each stored value (param, m, v) is rounded once. \p param P (float: fp32 or the master copy;
 /// bf16_t: pure bf16), \p grad R (float, bf16_t, f16_t), \p m and \p v S (float or bf16_t), all
 /// (n); \p working (n) is nullptr or the 16-bit working copy, of type \p working_type (bf16 or
 /// f16), overwritten with round(param) after the update. \p version v1: a thread per element; v2:
 /// four elements per thread with one vector load per buffer when every buffer is aligned to four
-/// of its elements. \p rounding: how a bf16 \p param is rounded (stochastic rounding always
+/// of its elements. \p at.rounding: how a bf16 \p param is rounded (stochastic rounding always
 /// takes the v1 path). \throws vramlab::UsageError when n < 0, step < 1 or working_type is not
 /// bf16 or f16 with a working copy.
 template <class P, class R, class S>
 void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type, int64_t n,
-                  const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  KernelVersion version = KernelVersion::v2,
-                  const cpu::ParameterRounding& rounding = {});
+                  const cpu::AdamWHyperparameters& hp, const cpu::UpdateStep& at,
+                  KernelVersion version = KernelVersion::v2);
 /// One SGD step in place over mixed storage types: sgd_update's arithmetic on widened values with
 /// g = grad_multiplier · grad; types and \p working as the mixed adamw_update, \p momentum_buffer S
 /// (n) or nullptr when momentum == 0; \p rounding as adamw_update's. \throws
 /// vramlab::UsageError when n < 0, momentum != 0 without a buffer, or a bad working_type.
 template <class P, class R, class S>
 void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* working,
-                DType working_type, int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, float grad_multiplier,
-                const cpu::ParameterRounding& rounding = {});
+                DType working_type, int64_t n, const cpu::SgdHyperparameters& hp,
+                const cpu::UpdateStep& at);
 
 /// One Lion step in place (cpu::lion_update's arithmetic); types, \p working and \p rounding as
 /// the mixed adamw_update; m S (n). \p version v1: a thread per element; v2: four elements per
 /// thread. \throws vramlab::UsageError when n < 0 or a bad working_type.
 template <class P, class R, class S>
 void lion_update(P* param, const R* grad, S* m, void* working, DType working_type, int64_t n,
-                 const cpu::LionHyperparameters& hp, float grad_multiplier,
-                 KernelVersion version = KernelVersion::v2,
-                 const cpu::ParameterRounding& rounding = {});
+                 const cpu::LionHyperparameters& hp, const cpu::UpdateStep& at,
+                 KernelVersion version = KernelVersion::v2);
 /// One Adam-mini step in place over \p count blocks of \p block_size elements
 /// (cpu::adam_mini_update's arithmetic; the block mean of g² summed in double in an order that
 /// depends only on block_size, so the bits never depend on the schedule; block_size 1 is
@@ -352,9 +349,7 @@ void lion_update(P* param, const R* grad, S* m, void* working, DType working_typ
 template <class P, class R, class S>
 void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type,
                       int64_t block_size, int64_t count, const cpu::AdamWHyperparameters& hp,
-                      int64_t step, float grad_multiplier,
-                      KernelVersion version = KernelVersion::v2,
-                      const cpu::ParameterRounding& rounding = {});
+                      const cpu::UpdateStep& at, KernelVersion version = KernelVersion::v2);
 /// One Adafactor step on one tensor (cpu::adafactor_update's arithmetic; row and column means
 /// and the RMS values reduced in a fixed order); row_var S (rows, or cols when unfactored),
 /// col_var S (cols) or nullptr when unfactored. \p version v1: a thread per row / column / element
@@ -363,9 +358,8 @@ void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType 
 template <class P, class R, class S>
 void adafactor_update(P* param, const R* grad, S* row_var, NoDeduce<S>* col_var, void* working,
                       DType working_type, int64_t rows, int64_t cols, bool factored,
-                      const cpu::AdafactorHyperparameters& hp, int64_t step, float grad_multiplier,
-                      KernelVersion version = KernelVersion::v2,
-                      const cpu::ParameterRounding& rounding = {});
+                      const cpu::AdafactorHyperparameters& hp, const cpu::UpdateStep& at,
+                      KernelVersion version = KernelVersion::v2);
 /// One 8-bit AdamW step on one tensor (cpu::adamw_8bit_update's arithmetic and codes; the maps
 /// live in constant memory): qm, qv (n) u8; absmax_m, absmax_v (ceil(n / block)) f32. \p version
 /// v1: a thread per quantization block; v2: a thread block per quantization block, the absmax by a
@@ -374,9 +368,8 @@ void adafactor_update(P* param, const R* grad, S* row_var, NoDeduce<S>* col_var,
 template <class P, class R>
 void adamw_8bit_update(P* param, const R* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                        float* absmax_v, void* working, DType working_type, int64_t n, int64_t block,
-                       const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                       KernelVersion version = KernelVersion::v2,
-                       const cpu::ParameterRounding& rounding = {});
+                       const cpu::AdamWHyperparameters& hp, const cpu::UpdateStep& at,
+                       KernelVersion version = KernelVersion::v2);
 
 // ---- casts and the loss scaler's check (cast.cu, check_gradients.cu) ----------------------
 

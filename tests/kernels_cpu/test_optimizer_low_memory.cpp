@@ -47,7 +47,7 @@ TEST(Lion, FastMatchesTheFloatReferenceBitwiseAndTheDoubleReferenceOverSeveralSt
       const auto grad = random_vector(n, 100 + static_cast<uint64_t>(step));
       const auto grad64 = to_double(grad);
       lion_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), nullptr, n, hp,
-                                               1.0f);
+                                               {.grad_multiplier = 1.0f});
       lion_update_reference<float>(param32.data(), grad.data(), m32.data(), n, hp);
       lion_update_reference<double>(param64.data(), grad64.data(), m64.data(), n, hp);
     }
@@ -69,14 +69,14 @@ TEST(Lion, SignOfZeroIsZeroAndTheStepIsLearningRateTimesSign) {
   hp.beta2 = 0.75f;
   std::vector<float> param = {1.0f, 1.0f, 1.0f}, grad = {3.0f, -2.0f, 0.0f}, m(3, 0.0f);
   lion_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), nullptr, 3, hp,
-                                           1.0f);
+                                           {.grad_multiplier = 1.0f});
   EXPECT_EQ(param, (std::vector<float>{0.75f, 1.25f, 1.0f}));
   // m ← β2·m + (1-β2)·g = g/4.
   EXPECT_EQ(m, (std::vector<float>{0.75f, -0.5f, 0.0f}));
   // c = β1·m + (1-β1)·g cancels to exactly 0 when m = -g (β1 = 1/2): no step.
   std::vector<float> m_cancel = {-3.0f}, p = {2.0f}, g = {3.0f};
   lion_update<float, float, float, bf16_t>(p.data(), g.data(), m_cancel.data(), nullptr, 1, hp,
-                                           1.0f);
+                                           {.grad_multiplier = 1.0f});
   EXPECT_EQ(p[0], 2.0f) << "sign(0) must be 0";
 }
 
@@ -89,7 +89,7 @@ TEST(Lion, WeightDecayIsDecoupledAndBetaEdgesSelectGradientOrMomentum) {
   hp.beta2 = 0.0f;
   std::vector<float> param = {4.0f, -4.0f}, grad = {-0.5f, 0.5f}, m = {10.0f, -10.0f};
   lion_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), nullptr, 2, hp,
-                                           1.0f);
+                                           {.grad_multiplier = 1.0f});
   EXPECT_EQ(param, (std::vector<float>{4.0f * 0.75f + 0.125f, -4.0f * 0.75f - 0.125f}));
   EXPECT_EQ(m, grad);
   // β1 = 1: the direction is sign(m) whatever the gradient; β2 = 1 keeps m.
@@ -99,7 +99,7 @@ TEST(Lion, WeightDecayIsDecoupledAndBetaEdgesSelectGradientOrMomentum) {
   m = {10.0f, -10.0f};
   param = {0.0f, 0.0f};
   lion_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), nullptr, 2, hp,
-                                           1.0f);
+                                           {.grad_multiplier = 1.0f});
   EXPECT_EQ(param, (std::vector<float>{-0.125f, 0.125f}));
   EXPECT_EQ(m, (std::vector<float>{10.0f, -10.0f}));
 }
@@ -119,7 +119,8 @@ TEST(AdamMini, FastMatchesTheDoubleReferenceOverSeveralSteps) {
         const auto grad = random_vector(n, 200 + static_cast<uint64_t>(step));
         const auto grad64 = to_double(grad);
         adam_mini_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), v.data(),
-                                                      nullptr, block_size, count, hp, step, 1.0f);
+                                                      nullptr, block_size, count, hp,
+                                                      {.step = step, .grad_multiplier = 1.0f});
         adam_mini_update_reference<double>(param64.data(), grad64.data(), m64.data(), v64.data(),
                                            block_size, count, hp, step);
       }
@@ -142,9 +143,10 @@ TEST(AdamMini, BlockSizeOneIsAdamWBitForBit) {
   for (int64_t step = 1; step <= 3; step++) {
     const auto grad = random_vector(n, 300 + static_cast<uint64_t>(step));
     adam_mini_update<float, float, float, bf16_t>(p1.data(), grad.data(), m1.data(), v1.data(),
-                                                  nullptr, 1, n, hp, step, 0.5f);
+                                                  nullptr, 1, n, hp,
+                                                  {.step = step, .grad_multiplier = 0.5f});
     adamw_update<float, float, float, bf16_t>(p2.data(), grad.data(), m2.data(), v2.data(), nullptr,
-                                              n, hp, step, 0.5f);
+                                              n, hp, {.step = step, .grad_multiplier = 0.5f});
   }
   EXPECT_TRUE(bitwise_equal("param", p1, p2));
   EXPECT_TRUE(bitwise_equal("m", m1, m2));
@@ -161,7 +163,8 @@ TEST(AdamMini, OneBlockKeepsOneVWhoseUpdateIsTheMeanOfTheSquaredGradients) {
   for (int64_t i = n - 1; i >= 0; i--) mean += static_cast<long double>(grad[i]) * grad[i];
   mean /= n;
   adam_mini_update<float, float, float, bf16_t>(param.data(), grad.data(), m.data(), v.data(),
-                                                nullptr, n, 1, hp, 1, 1.0f);
+                                                nullptr, n, 1, hp,
+                                                {.step = 1, .grad_multiplier = 1.0f});
   // v = 0.5·0.25 + 0.5·mean: the mean rounded once to f32, then a product and a sum.
   const double expected = 0.125 + 0.5 * static_cast<double>(mean);
   EXPECT_NEAR(v[0], expected, 3 * kFloatEpsilon * expected);
@@ -186,9 +189,9 @@ TEST(Adafactor, FastMatchesTheDoubleReferenceFactoredAndUnfactored) {
     for (int64_t step = 1; step <= 4; step++) {
       const auto grad = random_vector(n, 400 + static_cast<uint64_t>(step));
       const auto grad64 = to_double(grad);
-      adafactor_update<float, float, float, bf16_t>(param.data(), grad.data(), row.data(),
-                                                    s.factored ? col.data() : nullptr, nullptr,
-                                                    s.rows, s.cols, s.factored, hp, step, 1.0f);
+      adafactor_update<float, float, float, bf16_t>(
+          param.data(), grad.data(), row.data(), s.factored ? col.data() : nullptr, nullptr, s.rows,
+          s.cols, s.factored, hp, {.step = step, .grad_multiplier = 1.0f});
       adafactor_update_reference<double>(param64.data(), grad64.data(), row64.data(),
                                          s.factored ? col64.data() : nullptr, s.rows, s.cols,
                                          s.factored, hp, step);
@@ -248,8 +251,8 @@ TEST(AdamW8bit, FastMatchesTheReferenceBitwiseOverSeveralSteps) {
       for (int64_t step = 1; step <= 4; step++) {
         const auto grad = random_vector(n, 500 + static_cast<uint64_t>(step));
         adamw_8bit_update<float, float, bf16_t>(param.data(), grad.data(), qm.data(), qv.data(),
-                                                am.data(), av.data(), nullptr, n, block, hp, step,
-                                                1.0f);
+                                                am.data(), av.data(), nullptr, n, block, hp,
+                                                {.step = step, .grad_multiplier = 1.0f});
         adamw_8bit_update_reference(param_ref.data(), grad.data(), qm_ref.data(), qv_ref.data(),
                                     am_ref.data(), av_ref.data(), n, block, hp, step);
       }
@@ -328,7 +331,8 @@ void check_one_combination() {
     auto p = param;
     auto m = stored<S>(random_vector(n, 23));
     auto p64 = widened(p), m64 = widened(m);
-    lion_update(p.data(), grad.data(), m.data(), working.data(), n, hp, kMultiplier);
+    lion_update(p.data(), grad.data(), m.data(), working.data(), n, hp,
+                {.grad_multiplier = kMultiplier});
     lion_update_reference<double>(p64.data(), g64.data(), m64.data(), n, hp);
     check_param("lion", p, p64, 1e-30);
     EXPECT_TRUE(all_close(name + " lion m", widened(m), m64, storage_rtol<S>(), storage_rtol<S>()));
@@ -341,8 +345,8 @@ void check_one_combination() {
     auto m = stored<S>(random_vector(n, 24, -0.1, 0.1));
     auto v = stored<S>(random_vector(rows, 25, 0.5, 1.0));
     auto p64 = widened(p), m64 = widened(m), v64 = widened(v);
-    adam_mini_update(p.data(), grad.data(), m.data(), v.data(), working.data(), cols, rows, hp, 3,
-                     kMultiplier);
+    adam_mini_update(p.data(), grad.data(), m.data(), v.data(), working.data(), cols, rows, hp,
+                     {.step = 3, .grad_multiplier = kMultiplier});
     adam_mini_update_reference<double>(p64.data(), g64.data(), m64.data(), v64.data(), cols, rows,
                                        hp, 3);
     check_param("adam-mini", p, p64, 1e-30);
@@ -359,7 +363,7 @@ void check_one_combination() {
     auto col = stored<S>(random_vector(cols, 27, 0.5, 1.0));
     auto p64 = widened(p), row64 = widened(row), col64 = widened(col);
     adafactor_update(p.data(), grad.data(), row.data(), col.data(), working.data(), rows, cols,
-                     true, hp, 2, kMultiplier);
+                     true, hp, {.step = 2, .grad_multiplier = kMultiplier});
     adafactor_update_reference<double>(p64.data(), g64.data(), row64.data(), col64.data(), rows,
                                        cols, true, hp, 2);
     check_param("adafactor", p, p64, 0.033 * 1.5 * storage_rtol<S>());
@@ -383,9 +387,9 @@ void check_one_combination() {
     auto p = param, p_adamw = param;
     std::vector<W> working_adamw(static_cast<size_t>(n));
     adamw_8bit_update(p.data(), grad.data(), qm.data(), qv.data(), am.data(), av.data(),
-                      working.data(), n, block, hp, 2, kMultiplier);
+                      working.data(), n, block, hp, {.step = 2, .grad_multiplier = kMultiplier});
     adamw_update(p_adamw.data(), grad.data(), m_f32.data(), v_f32.data(), working_adamw.data(), n,
-                 hp, 2, kMultiplier);
+                 hp, {.step = 2, .grad_multiplier = kMultiplier});
     EXPECT_EQ(0, std::memcmp(p.data(), p_adamw.data(), sizeof(P) * p.size()))
         << name << ": 8-bit param differs from adamw_update on the dequantised states";
     EXPECT_EQ(0, std::memcmp(working.data(), working_adamw.data(), sizeof(W) * working.size()))
@@ -422,19 +426,19 @@ std::vector<std::vector<bf16_t>> run_all_bf16(const ParameterRounding& rounding,
       r.seed += static_cast<uint64_t>(step);
       if (kernel == 0) {
         lion_update<bf16_t, bf16_t, float, bf16_t>(p.data(), grad.data(), m.data(), nullptr, n, {},
-                                                   kMultiplier, r);
+                                                   {.grad_multiplier = kMultiplier, .rounding = r});
       } else if (kernel == 1) {
-        adam_mini_update<bf16_t, bf16_t, float, bf16_t>(p.data(), grad.data(), m.data(), v.data(),
-                                                        nullptr, cols, rows, {}, step, kMultiplier,
-                                                        r);
+        adam_mini_update<bf16_t, bf16_t, float, bf16_t>(
+            p.data(), grad.data(), m.data(), v.data(), nullptr, cols, rows, {},
+            {.step = step, .grad_multiplier = kMultiplier, .rounding = r});
       } else if (kernel == 2) {
-        adafactor_update<bf16_t, bf16_t, float, bf16_t>(p.data(), grad.data(), v.data(), col.data(),
-                                                        nullptr, rows, cols, true, {}, step,
-                                                        kMultiplier, r);
+        adafactor_update<bf16_t, bf16_t, float, bf16_t>(
+            p.data(), grad.data(), v.data(), col.data(), nullptr, rows, cols, true, {},
+            {.step = step, .grad_multiplier = kMultiplier, .rounding = r});
       } else {
-        adamw_8bit_update<bf16_t, bf16_t, bf16_t>(p.data(), grad.data(), qm.data(), qv.data(),
-                                                  am.data(), av.data(), nullptr, n, 97, {}, step,
-                                                  kMultiplier, r);
+        adamw_8bit_update<bf16_t, bf16_t, bf16_t>(
+            p.data(), grad.data(), qm.data(), qv.data(), am.data(), av.data(), nullptr, n, 97, {},
+            {.step = step, .grad_multiplier = kMultiplier, .rounding = r});
       }
     }
     out.push_back(p);
@@ -486,7 +490,8 @@ TEST(Adafactor, RankOneGradientGivesUnitUpdatesScaledByTheParameterRms) {
   std::vector<float> param(4, 1.0f), grad = {1.0f, 2.0f, 2.0f, 4.0f}, row(2, 0.0f), col(2, 0.0f);
   AdafactorHyperparameters hp;
   adafactor_update<float, float, float, bf16_t>(param.data(), grad.data(), row.data(), col.data(),
-                                                nullptr, 2, 2, true, hp, 1, 1.0f);
+                                                nullptr, 2, 2, true, hp,
+                                                {.step = 1, .grad_multiplier = 1.0f});
   EXPECT_EQ(row, (std::vector<float>{2.5f, 10.0f}));
   EXPECT_EQ(col, (std::vector<float>{2.5f, 10.0f}));
   for (const float p : param) EXPECT_EQ(p, 0.99f);
@@ -494,7 +499,8 @@ TEST(Adafactor, RankOneGradientGivesUnitUpdatesScaledByTheParameterRms) {
   std::vector<float> decayed(4, 1.0f), row2(2, 0.0f), col2(2, 0.0f);
   hp.weight_decay = 5.0f;  // 1 - 0.05
   adafactor_update<float, float, float, bf16_t>(decayed.data(), grad.data(), row2.data(),
-                                                col2.data(), nullptr, 2, 2, true, hp, 1, 1.0f);
+                                                col2.data(), nullptr, 2, 2, true, hp,
+                                                {.step = 1, .grad_multiplier = 1.0f});
   for (const float p : decayed) EXPECT_NEAR(p, 0.95 - 0.01, 2 * kFloatEpsilon);
 }
 
@@ -506,7 +512,8 @@ TEST(Adafactor, ClipsTheUpdateRmsAtTheThreshold) {
   hp.learning_rate = 0.1f;
   hp.clip_threshold = 0.25f;
   adafactor_update<float, float, float, bf16_t>(param.data(), grad.data(), var.data(), nullptr,
-                                                nullptr, 1, 5, false, hp, 1, 1.0f);
+                                                nullptr, 1, 5, false, hp,
+                                                {.step = 1, .grad_multiplier = 1.0f});
   for (int i = 0; i < 5; i++) {
     EXPECT_NEAR(param[i], 3.0 - 0.075 * (grad[i] > 0 ? 1 : -1), 4 * kFloatEpsilon * 3) << i;
   }
@@ -525,7 +532,8 @@ TEST(Adafactor, RelativeStepIsParameterRmsTimesMinOfLearningRateAndInverseSqrtSt
   for (int64_t step = 1; step <= 100; step++) {
     const auto before = param;
     adafactor_update<float, float, float, bf16_t>(param.data(), grad.data(), var.data(), nullptr,
-                                                  nullptr, 1, n, false, hp, step, 1.0f);
+                                                  nullptr, 1, n, false, hp,
+                                                  {.step = step, .grad_multiplier = 1.0f});
     if (step != 1 && step != 2 && step != 100) continue;
     double before_squares = 0.0, step_squares = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -551,9 +559,11 @@ TEST(Adafactor, FactoredWithOneRowMatchesUnfactored) {
   for (int64_t step = 1; step <= 10; step++) {
     const auto grad = random_vector(n, 600 + static_cast<uint64_t>(step));
     adafactor_update<float, float, float, bf16_t>(p1.data(), grad.data(), var.data(), nullptr,
-                                                  nullptr, 1, n, false, hp, step, 1.0f);
+                                                  nullptr, 1, n, false, hp,
+                                                  {.step = step, .grad_multiplier = 1.0f});
     adafactor_update<float, float, float, bf16_t>(p2.data(), grad.data(), row.data(), col.data(),
-                                                  nullptr, 1, n, true, hp, step, 1.0f);
+                                                  nullptr, 1, n, true, hp,
+                                                  {.step = step, .grad_multiplier = 1.0f});
   }
   // The same lerp of the same g², compiled once vectorized and once not: FMA contraction may
   // differ, ≤ 2u a step over 10 steps.
@@ -778,8 +788,8 @@ TEST(AdamW8bit, EachStepIsDequantiseThenAdamWThenQuantise) {
     auto grad = random_vector(n, 700 + static_cast<uint64_t>(step), -1.0, 1.0);
     for (int64_t i = 0; i < n; i += 11) grad[i] *= 1e-3f;  // a spread of magnitudes
     adamw_8bit_update<float, float, bf16_t>(param.data(), grad.data(), qm.data(), qv.data(),
-                                            am.data(), av.data(), nullptr, n, block, hp, step,
-                                            1.0f);
+                                            am.data(), av.data(), nullptr, n, block, hp,
+                                            {.step = step, .grad_multiplier = 1.0f});
     dequantize_blockwise(m.data(), qm2.data(), am2.data(), n, block, signed_map);
     dequantize_blockwise(v.data(), qv2.data(), av2.data(), n, block, unsigned_map);
     adamw_update(param_composed.data(), grad.data(), m.data(), v.data(), n, hp, step);
@@ -806,26 +816,33 @@ TEST(LowMemoryOptimizers, BadSizesAndStepsThrowNamingTheValue) {
   };
   float* p = x.data();
   EXPECT_TRUE(throws_naming(
-      [&] { lion_update<float, float, float, bf16_t>(p, p, p, nullptr, -3, {}, 1.0f); }, "-3"));
+      [&] {
+        lion_update<float, float, float, bf16_t>(p, p, p, nullptr, -3, {},
+                                                 {.grad_multiplier = 1.0f});
+      },
+      "-3"));
   EXPECT_TRUE(throws_naming(
       [&] {
-        adam_mini_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 0, 1, {}, 1, 1.0f);
+        adam_mini_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 0, 1, {},
+                                                      {.step = 1, .grad_multiplier = 1.0f});
       },
       "block_size = 0"));
   EXPECT_TRUE(throws_naming(
       [&] {
-        adam_mini_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 2, 1, {}, 0, 1.0f);
+        adam_mini_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 2, 1, {},
+                                                      {.step = 0, .grad_multiplier = 1.0f});
       },
       "step = 0"));
   EXPECT_TRUE(throws_naming(
       [&] {
-        adafactor_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 2, 0, true, {}, 1, 1.0f);
+        adafactor_update<float, float, float, bf16_t>(p, p, p, p, nullptr, 2, 0, true, {},
+                                                      {.step = 1, .grad_multiplier = 1.0f});
       },
       "cols = 0"));
   EXPECT_TRUE(throws_naming(
       [&] {
-        adafactor_update<float, float, float, bf16_t>(p, p, p, nullptr, nullptr, 2, 2, false, {}, 1,
-                                                      1.0f);
+        adafactor_update<float, float, float, bf16_t>(p, p, p, nullptr, nullptr, 2, 2, false, {},
+                                                      {.step = 1, .grad_multiplier = 1.0f});
       },
       "rows = 2"));
   const auto& code = dynamic_quantization_map(true);
@@ -834,7 +851,7 @@ TEST(LowMemoryOptimizers, BadSizesAndStepsThrowNamingTheValue) {
   EXPECT_TRUE(throws_naming(
       [&] {
         adamw_8bit_update<float, float, bf16_t>(p, p, q.data(), q.data(), p, p, nullptr, 4, 2, {},
-                                                -7, 1.0f);
+                                                {.step = -7, .grad_multiplier = 1.0f});
       },
       "step = -7"));
 }

@@ -93,7 +93,11 @@ TEST(SGD, FastMatchesTheReferenceWithAndWithoutMomentum) {
       auto param_ref = param, buffer_ref = buffer;
       for (int step = 0; step < 4; step++) {
         const auto grad = random_vector(n, 20 + static_cast<uint64_t>(step));
-        sgd_update(param.data(), grad.data(), buffer.data(), n, 0.1f, momentum, 0.01f, nesterov);
+        sgd_update(param.data(), grad.data(), buffer.data(), n,
+                   {.learning_rate = 0.1f,
+                    .momentum = momentum,
+                    .weight_decay = 0.01f,
+                    .nesterov = nesterov});
         sgd_update_reference<float>(param_ref.data(), grad.data(), buffer_ref.data(), n, 0.1f,
                                     momentum, 0.01f, nesterov);
       }
@@ -106,10 +110,14 @@ TEST(SGD, FastMatchesTheReferenceWithAndWithoutMomentum) {
 
 TEST(SGD, PlainStepIsParamMinusLearningRateTimesGradient) {
   std::vector<float> param = {1.0f, -2.0f}, grad = {0.5f, 0.25f};
-  sgd_update(param.data(), grad.data(), nullptr, 2, 0.5f, 0.0f, 0.0f, false);
+  sgd_update(param.data(), grad.data(), nullptr, 2,
+             {.learning_rate = 0.5f, .momentum = 0.0f, .weight_decay = 0.0f, .nesterov = false});
   EXPECT_EQ(param, (std::vector<float>{0.75f, -2.125f}));
-  EXPECT_THROW(sgd_update(param.data(), grad.data(), nullptr, 2, 0.5f, 0.9f, 0.0f, false),
-               InternalError);
+  EXPECT_THROW(
+      sgd_update(
+          param.data(), grad.data(), nullptr, 2,
+          {.learning_rate = 0.5f, .momentum = 0.9f, .weight_decay = 0.0f, .nesterov = false}),
+      InternalError);
 }
 
 }  // namespace

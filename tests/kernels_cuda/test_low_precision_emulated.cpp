@@ -846,8 +846,8 @@ void check_adamw(int64_t n, KernelVersion version) {
   constexpr bool has_working = !std::is_same_v<W, float>;
   cuda::adamw_update<P, R, S>(param.data(), stored<R>(grad0).data(), m.data(), v.data(),
                               has_working ? working.data() : nullptr,
-                              std::is_same_v<W, bf16_t> ? DType::bf16 : DType::f16, n, hp, 3,
-                              multiplier, version);
+                              std::is_same_v<W, bf16_t> ? DType::bf16 : DType::f16, n, hp,
+                              {.step = 3, .grad_multiplier = multiplier}, version);
   std::vector<float> g(count);  // the unscaled gradient the update sees
   for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
   std::vector<float> f_param = param0, f_m = m0, f_v = v0, c_param = param0, c_m = m0, c_v = v0;
@@ -876,14 +876,17 @@ void check_sgd(int64_t n, bool nesterov) {
   std::vector<S> buffer = stored<S>(buffer0);
   std::vector<W> working(count);
   constexpr bool has_working = !std::is_same_v<W, float>;
-  cuda::sgd_update<P, R, S>(param.data(), stored<R>(grad0).data(), buffer.data(),
-                            has_working ? working.data() : nullptr,
-                            std::is_same_v<W, bf16_t> ? DType::bf16 : DType::f16, n, 0.01f, 0.9f,
-                            0.01f, nesterov, multiplier);
+  cuda::sgd_update<P, R, S>(
+      param.data(), stored<R>(grad0).data(), buffer.data(), has_working ? working.data() : nullptr,
+      std::is_same_v<W, bf16_t> ? DType::bf16 : DType::f16, n,
+      {.learning_rate = 0.01f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = nesterov},
+      {.grad_multiplier = multiplier});
   std::vector<float> g(count);
   for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
   std::vector<float> c_param = param0, c_buffer = buffer0;
-  cpu::sgd_update(c_param.data(), g.data(), c_buffer.data(), n, 0.01f, 0.9f, 0.01f, nesterov);
+  cpu::sgd_update(
+      c_param.data(), g.data(), c_buffer.data(), n,
+      {.learning_rate = 0.01f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = nesterov});
   EXPECT_TRUE(within(shape + " param vs cpu", param, c_param, kElementwiseTau));
   EXPECT_TRUE(within(shape + " buffer vs cpu", buffer, c_buffer, kElementwiseTau));
   if constexpr (has_working) {
@@ -949,14 +952,14 @@ void check_lion(int64_t n, KernelVersion version) {
   std::vector<CpuWorking<W>> working(count), c_working(count);
   cuda::lion_update<P, R, S>(param.data(), grad.data(), m.data(),
                              has_working ? working.data() : nullptr, working_dtype<W>(), n, hp,
-                             multiplier, version);
+                             {.grad_multiplier = multiplier}, version);
   cpu::lion_update<P, R, S, CpuWorking<W>>(c_param.data(), grad.data(), c_m.data(),
                                            has_working ? c_working.data() : nullptr, n, hp,
-                                           multiplier);
+                                           {.grad_multiplier = multiplier});
   std::vector<float> g(count), f_param = param0, f_m = m0;
   for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
   cuda::lion_update<float, float, float>(f_param.data(), g.data(), f_m.data(), nullptr, DType::bf16,
-                                         n, hp, 1.0f, version);
+                                         n, hp, {.grad_multiplier = 1.0f}, version);
   EXPECT_TRUE(bitwise(what + " param", param, f_param));
   EXPECT_TRUE(bitwise(what + " m", m, f_m));
   EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
@@ -987,15 +990,16 @@ void check_adam_mini(int64_t block_size, int64_t blocks, KernelVersion version) 
   std::vector<CpuWorking<W>> working(count), c_working(count);
   cuda::adam_mini_update<P, R, S>(param.data(), grad.data(), m.data(), v.data(),
                                   has_working ? working.data() : nullptr, working_dtype<W>(),
-                                  block_size, blocks, hp, 3, multiplier, version);
-  cpu::adam_mini_update<P, R, S, CpuWorking<W>>(c_param.data(), grad.data(), c_m.data(), c_v.data(),
-                                                has_working ? c_working.data() : nullptr,
-                                                block_size, blocks, hp, 3, multiplier);
+                                  block_size, blocks, hp,
+                                  {.step = 3, .grad_multiplier = multiplier}, version);
+  cpu::adam_mini_update<P, R, S, CpuWorking<W>>(
+      c_param.data(), grad.data(), c_m.data(), c_v.data(), has_working ? c_working.data() : nullptr,
+      block_size, blocks, hp, {.step = 3, .grad_multiplier = multiplier});
   std::vector<float> g(count), f_param = param0, f_m = m0, f_v = v0;
   for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
   cuda::adam_mini_update<float, float, float>(f_param.data(), g.data(), f_m.data(), f_v.data(),
-                                              nullptr, DType::bf16, block_size, blocks, hp, 3, 1.0f,
-                                              version);
+                                              nullptr, DType::bf16, block_size, blocks, hp,
+                                              {.step = 3, .grad_multiplier = 1.0f}, version);
   EXPECT_TRUE(bitwise(what + " param", param, f_param));
   EXPECT_TRUE(bitwise(what + " m", m, f_m));
   EXPECT_TRUE(bitwise(what + " v", v, f_v));
@@ -1026,13 +1030,14 @@ void check_adafactor(int64_t rows, int64_t cols, bool factored, KernelVersion ve
   std::vector<S> row = stored<S>(row0), c_row = row, col = stored<S>(col0), c_col = col;
   const std::vector<R> grad = stored<R>(grad0);
   std::vector<CpuWorking<W>> working(count), c_working(count);
-  cuda::adafactor_update<P, R, S>(param.data(), grad.data(), row.data(),
-                                  factored ? col.data() : nullptr,
-                                  has_working ? working.data() : nullptr, working_dtype<W>(), rows,
-                                  cols, factored, hp, 2, multiplier, version);
+  cuda::adafactor_update<P, R, S>(
+      param.data(), grad.data(), row.data(), factored ? col.data() : nullptr,
+      has_working ? working.data() : nullptr, working_dtype<W>(), rows, cols, factored, hp,
+      {.step = 2, .grad_multiplier = multiplier}, version);
   cpu::adafactor_update<P, R, S, CpuWorking<W>>(
       c_param.data(), grad.data(), c_row.data(), factored ? c_col.data() : nullptr,
-      has_working ? c_working.data() : nullptr, rows, cols, factored, hp, 2, multiplier);
+      has_working ? c_working.data() : nullptr, rows, cols, factored, hp,
+      {.step = 2, .grad_multiplier = multiplier});
   EXPECT_TRUE(within(what + " param vs cpu", param, widened(c_param), kElementwiseTau));
   EXPECT_TRUE(within(what + " row_var vs cpu", row, widened(c_row), kElementwiseTau));
   EXPECT_TRUE(within(what + " col_var vs cpu", col, widened(c_col), kElementwiseTau));
@@ -1044,7 +1049,7 @@ void check_adafactor(int64_t rows, int64_t cols, bool factored, KernelVersion ve
     for (size_t i = 0; i < count; i++) g[i] = multiplier * grad0[i];
     cuda::adafactor_update<float, float, float>(
         f_param.data(), g.data(), f_row.data(), factored ? f_col.data() : nullptr, nullptr,
-        DType::bf16, rows, cols, factored, hp, 2, 1.0f, version);
+        DType::bf16, rows, cols, factored, hp, {.step = 2, .grad_multiplier = 1.0f}, version);
     EXPECT_TRUE(bitwise(what + " param", param, f_param));
     EXPECT_TRUE(bitwise(what + " row_var", row, f_row));
     EXPECT_TRUE(bitwise(what + " col_var", col, f_col));
@@ -1144,7 +1149,8 @@ TEST(CudaLowPrecision, BackendOptimizersDispatchOptimizerTypes) {
   backend->adamw_update(
       TensorView(param.data(), DType::f32, {n}), TensorView(grad.data(), DType::f16, {n}),
       TensorView(m.data(), DType::f32, {n}), TensorView(v.data(), DType::f32, {n}),
-      TensorView(working.data(), DType::f16, {n}), hp, 1, 1.0f / 256.0f);
+      TensorView(working.data(), DType::f16, {n}), hp,
+      {.step = 1, .grad_multiplier = 1.0f / 256.0f});
   std::vector<float> g(count), c_param = param0, c_m(count, 0.0f), c_v(count, 0.0f);
   for (size_t i = 0; i < count; i++) g[i] = (1.0f / 256.0f) * grad0[i];
   cuda::adamw_update(c_param.data(), g.data(), c_m.data(), c_v.data(), n, hp, 1);
@@ -1152,9 +1158,11 @@ TEST(CudaLowPrecision, BackendOptimizersDispatchOptimizerTypes) {
   EXPECT_TRUE(bitwise("backend adamw working", working, c_param));
 
   std::vector<bf16_t> bparam = stored<bf16_t>(param0), bgrad = stored<bf16_t>(grad0);
-  backend->sgd_update(TensorView(bparam.data(), DType::bf16, {n}),
-                      TensorView(bgrad.data(), DType::bf16, {n}), TensorView{}, TensorView{}, 0.5f,
-                      0.0f, 0.0f, false, 0.25f);
+  backend->sgd_update(
+      TensorView(bparam.data(), DType::bf16, {n}), TensorView(bgrad.data(), DType::bf16, {n}),
+      TensorView{}, TensorView{},
+      {.learning_rate = 0.5f, .momentum = 0.0f, .weight_decay = 0.0f, .nesterov = false},
+      {.grad_multiplier = 0.25f});
   std::vector<float> expected(count);
   for (size_t i = 0; i < count; i++) {
     const float p = widen(narrow<bf16_t>(param0[i]));

@@ -32,8 +32,10 @@ Step sgd_step(KernelKind kernels, float start, float update, bool stochastic, ui
   std::vector<float> g(kN, update);                          // (kN): lr = 1
   runtime.copy_to_device(param, bits.data());
   runtime.copy_to_device(grad, g.data());
-  runtime.kernels().sgd_update(param.view(), grad.view(), {}, {}, 1.0f, 0.0f, 0.0f, false, 1.0f,
-                               ParameterRounding{stochastic, seed});
+  runtime.kernels().sgd_update(
+      param.view(), grad.view(), {}, {},
+      {.learning_rate = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f, .nesterov = false},
+      {.grad_multiplier = 1.0f, .rounding = ParameterRounding{stochastic, seed}});
   runtime.copy_to_host(bits.data(), param);
   return {bits};
 }
@@ -70,9 +72,12 @@ TEST(OptimizerStochasticRounding, AnF32ParameterRefusesIt) {
   Runtime runtime(memory::parse_device("cpu"));
   const Tensor p = runtime.zeros({4}, memory::MemoryCategory::parameter, "p");
   const Tensor g = runtime.zeros({4}, memory::MemoryCategory::gradient, "g");
-  EXPECT_THROW(runtime.kernels().sgd_update(p.view(), g.view(), {}, {}, 1.0f, 0.0f, 0.0f, false,
-                                            1.0f, ParameterRounding{true, 1}),
-               InternalError);
+  EXPECT_THROW(
+      runtime.kernels().sgd_update(
+          p.view(), g.view(), {}, {},
+          {.learning_rate = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f, .nesterov = false},
+          {.grad_multiplier = 1.0f, .rounding = ParameterRounding{true, 1}}),
+      InternalError);
 }
 
 }  // namespace

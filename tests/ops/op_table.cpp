@@ -1167,7 +1167,8 @@ std::vector<OpSpec> make_table() {
                                     s.step, v);
                },
                [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-                 k.adamw_update(v[0], v[1], v[2], v[3], {}, adamw_hyperparameters(), s.step);
+                 k.adamw_update(v[0], v[1], v[2], v[3], {}, adamw_hyperparameters(),
+                                {.step = s.step});
                }});
   t.push_back(
       {"sgd_update", false, kElementwiseTolerance, sgd_shapes(),
@@ -1180,39 +1181,51 @@ std::vector<OpSpec> make_table() {
                                            s.step % 2 == 0);
        },
        [](const Shape& s, const Args<float>& a) {
-         cpu::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n, kSgdLearningRate,
-                         sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
+         cpu::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n,
+                         {.learning_rate = kSgdLearningRate,
+                          .momentum = sgd_momentum(s),
+                          .weight_decay = kSgdWeightDecay,
+                          .nesterov = s.step % 2 == 0});
        },
        [](const Shape& s, const Args<float>& a, KernelVersion) {
-         cuda::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n, kSgdLearningRate,
-                          sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
+         cuda::sgd_update(a.f(0), a.f(1), null_if(s.no_momentum, a.f(2)), s.n,
+                          {.learning_rate = kSgdLearningRate,
+                           .momentum = sgd_momentum(s),
+                           .weight_decay = kSgdWeightDecay,
+                           .nesterov = s.step % 2 == 0});
        },
        [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {}, kSgdLearningRate,
-                      sgd_momentum(s), kSgdWeightDecay, s.step % 2 == 0);
+         k.sgd_update(v[0], v[1], none_if(s.no_momentum, v[2]), {},
+                      {.learning_rate = kSgdLearningRate,
+                       .momentum = sgd_momentum(s),
+                       .weight_decay = kSgdWeightDecay,
+                       .nesterov = s.step % 2 == 0},
+                      {});
        }});
 
   // The low-memory optimizers: the typed launchers on f32 storage with a multiplier of 1 (the
   // storage columns of test_ops_storage.cpp and tests/kernels_cuda cover the other types).
-  t.push_back(
-      {"lion_update", true, kElementwiseTolerance, optimizer_shapes(),
-       [](const Shape& s) {
-         return std::vector{out("param", s.n), in("grad", s.n), out("m", s.n)};
-       },
-       [](const Shape& s, const Args<double>& a) {
-         cpu::lion_update_reference<double>(a.f(0), a.f(1), a.f(2), s.n, lion_hyperparameters());
-       },
-       [](const Shape& s, const Args<float>& a) {
-         cpu::lion_update<float, float, float, bf16_t>(a.f(0), a.f(1), a.f(2), nullptr, s.n,
-                                                       lion_hyperparameters(), 1.0f);
-       },
-       [](const Shape& s, const Args<float>& a, KernelVersion v) {
-         cuda::lion_update<float, float, float>(a.f(0), a.f(1), a.f(2), nullptr, DType::bf16, s.n,
-                                                lion_hyperparameters(), 1.0f, v);
-       },
-       [](const Shape&, const Views& v, const nn::KernelBackend& k) {
-         k.lion_update(v[0], v[1], v[2], {}, lion_hyperparameters());
-       }});
+  t.push_back({"lion_update", true, kElementwiseTolerance, optimizer_shapes(),
+               [](const Shape& s) {
+                 return std::vector{out("param", s.n), in("grad", s.n), out("m", s.n)};
+               },
+               [](const Shape& s, const Args<double>& a) {
+                 cpu::lion_update_reference<double>(a.f(0), a.f(1), a.f(2), s.n,
+                                                    lion_hyperparameters());
+               },
+               [](const Shape& s, const Args<float>& a) {
+                 cpu::lion_update<float, float, float, bf16_t>(a.f(0), a.f(1), a.f(2), nullptr, s.n,
+                                                               lion_hyperparameters(),
+                                                               {.grad_multiplier = 1.0f});
+               },
+               [](const Shape& s, const Args<float>& a, KernelVersion v) {
+                 cuda::lion_update<float, float, float>(a.f(0), a.f(1), a.f(2), nullptr,
+                                                        DType::bf16, s.n, lion_hyperparameters(),
+                                                        {.grad_multiplier = 1.0f}, v);
+               },
+               [](const Shape&, const Views& v, const nn::KernelBackend& k) {
+                 k.lion_update(v[0], v[1], v[2], {}, lion_hyperparameters(), {});
+               }});
   t.push_back(
       {"adam_mini_update", true, kElementwiseTolerance, adam_mini_shapes(),
        [](const Shape& s) {
@@ -1224,17 +1237,18 @@ std::vector<OpSpec> make_table() {
                                                  adamw_hyperparameters(), s.step);
        },
        [](const Shape& s, const Args<float>& a) {
-         cpu::adam_mini_update<float, float, float, bf16_t>(a.f(0), a.f(1), a.f(2), a.f(3), nullptr,
-                                                            s.C, s.N, adamw_hyperparameters(),
-                                                            s.step, 1.0f);
+         cpu::adam_mini_update<float, float, float, bf16_t>(
+             a.f(0), a.f(1), a.f(2), a.f(3), nullptr, s.C, s.N, adamw_hyperparameters(),
+             {.step = s.step, .grad_multiplier = 1.0f});
        },
        [](const Shape& s, const Args<float>& a, KernelVersion v) {
          cuda::adam_mini_update<float, float, float>(a.f(0), a.f(1), a.f(2), a.f(3), nullptr,
                                                      DType::bf16, s.C, s.N, adamw_hyperparameters(),
-                                                     s.step, 1.0f, v);
+                                                     {.step = s.step, .grad_multiplier = 1.0f}, v);
        },
        [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
-         k.adam_mini_update(v[0], v[1], v[2], v[3], {}, s.C, adamw_hyperparameters(), s.step);
+         k.adam_mini_update(v[0], v[1], v[2], v[3], {}, s.C, adamw_hyperparameters(),
+                            {.step = s.step});
        }});
   t.push_back({"adafactor_update", true, kElementwiseTolerance, adafactor_shapes(),
                [](const Shape& s) {
@@ -1250,16 +1264,18 @@ std::vector<OpSpec> make_table() {
                [](const Shape& s, const Args<float>& a) {
                  cpu::adafactor_update<float, float, float, bf16_t>(
                      a.f(0), a.f(1), a.f(2), null_if(s.unfactored, a.f(3)), nullptr, s.N, s.C,
-                     !s.unfactored, adafactor_hyperparameters(), s.step, 1.0f);
+                     !s.unfactored, adafactor_hyperparameters(),
+                     {.step = s.step, .grad_multiplier = 1.0f});
                },
                [](const Shape& s, const Args<float>& a, KernelVersion v) {
                  cuda::adafactor_update<float, float, float>(
                      a.f(0), a.f(1), a.f(2), null_if(s.unfactored, a.f(3)), nullptr, DType::bf16,
-                     s.N, s.C, !s.unfactored, adafactor_hyperparameters(), s.step, 1.0f, v);
+                     s.N, s.C, !s.unfactored, adafactor_hyperparameters(),
+                     {.step = s.step, .grad_multiplier = 1.0f}, v);
                },
                [](const Shape& s, const Views& v, const nn::KernelBackend& k) {
                  k.adafactor_update(v[0], v[1], v[2], none_if(s.unfactored, v[3]), {}, s.N, s.C,
-                                    !s.unfactored, adafactor_hyperparameters(), s.step);
+                                    !s.unfactored, adafactor_hyperparameters(), {.step = s.step});
                }});
 
   // ---- GEMM (shape.V holds OC) ----

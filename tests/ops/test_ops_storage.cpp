@@ -769,7 +769,9 @@ TEST(Optimizers, AdamWOnEveryStorageIsTheF32StepRoundedOnce) {
           "adamw", s, multiplier, true,
           [&](const nn::KernelBackend& k, const memory::TensorView& p, const memory::TensorView& g,
               const memory::TensorView& m, const memory::TensorView& v,
-              const memory::TensorView& w) { k.adamw_update(p, g, m, v, w, hp, 3, multiplier); },
+              const memory::TensorView& w) {
+            k.adamw_update(p, g, m, v, w, hp, {.step = 3, .grad_multiplier = multiplier});
+          },
           [&](float* p, float* g, float* m, float* v, int64_t n) {
             kernels::cpu::adamw_update(p, g, m, v, n, hp, 3);
           });
@@ -784,10 +786,19 @@ TEST(Optimizers, SgdOnEveryStorageIsTheF32StepRoundedOnce) {
           "sgd", s, 1.0f / 256.0f, false,
           [&](const nn::KernelBackend& k, const memory::TensorView& p, const memory::TensorView& g,
               const memory::TensorView&, const memory::TensorView& v, const memory::TensorView& w) {
-            k.sgd_update(p, g, v, w, 0.05f, 0.9f, 0.01f, nesterov, 1.0f / 256.0f);
+            k.sgd_update(p, g, v, w,
+                         {.learning_rate = 0.05f,
+                          .momentum = 0.9f,
+                          .weight_decay = 0.01f,
+                          .nesterov = nesterov},
+                         {.grad_multiplier = 1.0f / 256.0f});
           },
           [&](float* p, float* g, float*, float* v, int64_t n) {
-            kernels::cpu::sgd_update(p, g, v, n, 0.05f, 0.9f, 0.01f, nesterov);
+            kernels::cpu::sgd_update(p, g, v, n,
+                                     {.learning_rate = 0.05f,
+                                      .momentum = 0.9f,
+                                      .weight_decay = 0.01f,
+                                      .nesterov = nesterov});
           });
     }
   }
@@ -802,10 +813,12 @@ TEST(Optimizers, LionOnEveryStorageIsTheF32StepRoundedOnce) {
       check_optimizer(
           "lion", s, multiplier, false,
           [&](const nn::KernelBackend& k, const memory::TensorView& p, const memory::TensorView& g,
-              const memory::TensorView&, const memory::TensorView& m,
-              const memory::TensorView& w) { k.lion_update(p, g, m, w, hp, multiplier); },
+              const memory::TensorView&, const memory::TensorView& m, const memory::TensorView& w) {
+            k.lion_update(p, g, m, w, hp, {.grad_multiplier = multiplier});
+          },
           [&](float* p, float* g, float*, float* m, int64_t n) {
-            kernels::cpu::lion_update<float, float, float, bf16_t>(p, g, m, nullptr, n, hp, 1.0f);
+            kernels::cpu::lion_update<float, float, float, bf16_t>(p, g, m, nullptr, n, hp,
+                                                                   {.grad_multiplier = 1.0f});
           });
     }
   }

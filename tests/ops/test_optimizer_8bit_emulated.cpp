@@ -110,7 +110,7 @@ State run_cpu(const OptimizerCase& c) {
   for (float& g : grad) g *= 8.0f;  // undone by kMultiplier (a power of two: exact)
   cpu::adamw_8bit_update<float, float, bf16_t>(
       s.param.data(), grad.data(), s.qm.data(), s.qv.data(), s.absmax_m.data(), s.absmax_v.data(),
-      nullptr, c.n, c.block, hyperparameters(), c.step, kMultiplier);
+      nullptr, c.n, c.block, hyperparameters(), {.step = c.step, .grad_multiplier = kMultiplier});
   return s;
 }
 
@@ -118,9 +118,10 @@ State run_emulated(const OptimizerCase& c, KernelVersion version) {
   State s = c.state;
   std::vector<float> grad = c.grad;
   for (float& g : grad) g *= 8.0f;
-  cuda::adamw_8bit_update<float, float>(
-      s.param.data(), grad.data(), s.qm.data(), s.qv.data(), s.absmax_m.data(), s.absmax_v.data(),
-      nullptr, DType::bf16, c.n, c.block, hyperparameters(), c.step, kMultiplier, version);
+  cuda::adamw_8bit_update<float, float>(s.param.data(), grad.data(), s.qm.data(), s.qv.data(),
+                                        s.absmax_m.data(), s.absmax_v.data(), nullptr, DType::bf16,
+                                        c.n, c.block, hyperparameters(),
+                                        {.step = c.step, .grad_multiplier = kMultiplier}, version);
   return s;
 }
 
@@ -136,7 +137,7 @@ State run_backend(const OptimizerCase& c) {
       TensorView(s.qm.data(), DType::u8, {c.n}), TensorView(s.qv.data(), DType::u8, {c.n}),
       TensorView(s.absmax_m.data(), DType::f32, {blocks}),
       TensorView(s.absmax_v.data(), DType::f32, {blocks}), TensorView{}, c.block, hyperparameters(),
-      c.step, kMultiplier);
+      {.step = c.step, .grad_multiplier = kMultiplier});
   return s;
 }
 
@@ -303,9 +304,9 @@ TEST(Adamw8bitEmulated, BadSizesNameTheValue) {
   State s = make_case(8, 4, 1, 5).state;
   std::vector<float> grad(8, 1.0f);
   const auto call = [&](int64_t n, int64_t block, int64_t step) {
-    cuda::adamw_8bit_update<float, float>(s.param.data(), grad.data(), s.qm.data(), s.qv.data(),
-                                          s.absmax_m.data(), s.absmax_v.data(), nullptr,
-                                          DType::bf16, n, block, hyperparameters(), step, 1.0f);
+    cuda::adamw_8bit_update<float, float>(
+        s.param.data(), grad.data(), s.qm.data(), s.qv.data(), s.absmax_m.data(), s.absmax_v.data(),
+        nullptr, DType::bf16, n, block, hyperparameters(), {.step = step, .grad_multiplier = 1.0f});
   };
   const auto message = [&](int64_t n, int64_t block, int64_t step) {
     try {

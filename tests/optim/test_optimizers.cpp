@@ -70,7 +70,7 @@ TEST(AdamW, ThreeStepsMatchTorchFormulaInDouble) {
 
 TEST(Sgd, MomentumMatchesTorchFormulaInDouble) {
   Fixture f;
-  Sgd sgd(f.runtime, 0.1f, 0.9f, 0.01f);
+  Sgd sgd(f.runtime, {.learning_rate = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f});
   const int64_t n = f.params.numel();
   std::vector<double> p(static_cast<size_t>(n)), buf(p.size(), 0.0);
   for (int step = 0; step < 3; ++step) {
@@ -94,7 +94,7 @@ TEST(Sgd, MomentumMatchesTorchFormulaInDouble) {
 
 TEST(Sgd, WithoutMomentumHoldsNoState) {
   Fixture f;
-  Sgd sgd(f.runtime, 0.1f);
+  Sgd sgd(f.runtime, {.learning_rate = 0.1f});
   f.fill(0);
   const float before = f.params.values().f32()[4];
   const float grad = f.params.grads().f32()[4];
@@ -126,9 +126,9 @@ TEST(Optimizer, BadHyperparametersNameTheValue) {
   hp.learning_rate = 1e-3f;
   hp.beta2 = 1.0f;
   EXPECT_THROW(AdamW(runtime, hp), UsageError);
-  EXPECT_THROW(Sgd(runtime, 0.1f, 1.5f), UsageError);
+  EXPECT_THROW(Sgd(runtime, {.learning_rate = 0.1f, .momentum = 1.5f}), UsageError);
   try {
-    Sgd(runtime, std::nanf(""));
+    Sgd(runtime, {.learning_rate = std::nanf("")});
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();

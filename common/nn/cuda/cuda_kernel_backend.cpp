@@ -394,81 +394,74 @@ class CudaKernelBackend final : public KernelBackend {
   }
   void do_adamw_update(const OptimizerTypes& types, void* param, const void* grad, void* m, void* v,
                        void* working, int64_t n, const kernels::cpu::AdamWHyperparameters& hp,
-                       int64_t step, float grad_multiplier,
-                       const ParameterRounding& rounding) const override {
+                       const UpdateStep& at) const override {
     dispatch_optimizer(types, "adamw_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::adamw_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), as<S>(v), working,
-                                 types.working, n, hp, step, grad_multiplier,
-                                 ops::KernelVersion::v2, rounding);
+                                 types.working, n, hp, at, ops::KernelVersion::v2);
     });
   }
   void do_sgd_update(const OptimizerTypes& types, void* param, const void* grad,
-                     void* momentum_buffer, void* working, int64_t n, float learning_rate,
-                     float momentum, float weight_decay, bool nesterov, float grad_multiplier,
-                     const ParameterRounding& rounding) const override {
+                     void* momentum_buffer, void* working, int64_t n,
+                     const kernels::cpu::SgdHyperparameters& hp,
+                     const UpdateStep& at) const override {
     dispatch_optimizer(types, "sgd_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::sgd_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(momentum_buffer), working,
-                               types.working, n, learning_rate, momentum, weight_decay, nesterov,
-                               grad_multiplier, rounding);
+                               types.working, n, hp, at);
     });
   }
   void do_lion_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                       void* working, int64_t n, const kernels::cpu::LionHyperparameters& hp,
-                      float grad_multiplier, const ParameterRounding& rounding) const override {
+                      const UpdateStep& at) const override {
     dispatch_optimizer(types, "lion_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::lion_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), working, types.working, n, hp,
-                                grad_multiplier, ops::KernelVersion::v2, rounding);
+                                at, ops::KernelVersion::v2);
     });
   }
   void do_adam_mini_update(const OptimizerTypes& types, void* param, const void* grad, void* m,
                            void* v, void* working, int64_t block_size, int64_t count,
-                           const kernels::cpu::AdamWHyperparameters& hp, int64_t step,
-                           float grad_multiplier,
-                           const ParameterRounding& rounding) const override {
+                           const kernels::cpu::AdamWHyperparameters& hp,
+                           const UpdateStep& at) const override {
     dispatch_optimizer(types, "adam_mini_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::adam_mini_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(m), as<S>(v), working,
-                                     types.working, block_size, count, hp, step, grad_multiplier,
-                                     ops::KernelVersion::v2, rounding);
+                                     types.working, block_size, count, hp, at,
+                                     ops::KernelVersion::v2);
     });
   }
   void do_adafactor_update(const OptimizerTypes& types, void* param, const void* grad,
                            void* row_var, void* col_var, void* working, int64_t rows, int64_t cols,
                            bool factored, const kernels::cpu::AdafactorHyperparameters& hp,
-                           int64_t step, float grad_multiplier,
-                           const ParameterRounding& rounding) const override {
+                           const UpdateStep& at) const override {
     dispatch_optimizer(types, "adafactor_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       using S = typename decltype(s)::type;
       ops::adafactor_update<P, R, S>(as<P>(param), as<R>(grad), as<S>(row_var), as<S>(col_var),
-                                     working, types.working, rows, cols, factored, hp, step,
-                                     grad_multiplier, ops::KernelVersion::v2, rounding);
+                                     working, types.working, rows, cols, factored, hp, at,
+                                     ops::KernelVersion::v2);
     });
   }
   void do_adamw_8bit_update(const OptimizerTypes& types, void* param, const void* grad, uint8_t* qm,
                             uint8_t* qv, float* absmax_m, float* absmax_v, void* working, int64_t n,
                             int64_t block, const kernels::cpu::AdamWHyperparameters& hp,
-                            int64_t step, float grad_multiplier,
-                            const ParameterRounding& rounding) const override {
+                            const UpdateStep& at) const override {
     dispatch_optimizer(types, "adamw_8bit_update", [&](auto p, auto r, auto s) {
       using P = typename decltype(p)::type;
       using R = typename decltype(r)::type;
       if constexpr (std::is_same_v<typename decltype(s)::type, float>)
         ops::adamw_8bit_update<P, R>(as<P>(param), as<R>(grad), qm, qv, absmax_m, absmax_v, working,
-                                     types.working, n, block, hp, step, grad_multiplier,
-                                     ops::KernelVersion::v2, rounding);
+                                     types.working, n, block, hp, at, ops::KernelVersion::v2);
     });
   }
 

@@ -229,7 +229,7 @@ TEST(AdamMiniPartition, OneStepOfVEqualsTheRuntimeKernelWithinTheF32SumBound) {
           const auto at = static_cast<size_t>(r.offset);
           kernels::cpu::adam_mini_update<float, float, float, bf16_t>(
               param.data() + at, grad.data() + at, m.data() + at, expected.data() + first_v,
-              nullptr, r.block_size, r.count, hp, 1, 1.0f);
+              nullptr, r.block_size, r.count, hp, {.step = 1, .grad_multiplier = 1.0f});
           first_v += static_cast<size_t>(r.count);
         }
         adam_mini_v_step(got, grad, runs, beta2);

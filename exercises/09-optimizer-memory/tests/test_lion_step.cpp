@@ -48,7 +48,7 @@ struct State {
 State runtime_step(State s, const std::vector<float>& grad, const LionHyperparameters& hp) {
   kernels::cpu::lion_update<float, float, float, bf16_t>(
       s.param.data(), grad.data(), s.momentum.data(), nullptr, static_cast<int64_t>(grad.size()),
-      hp, 1.0f);
+      hp, {.grad_multiplier = 1.0f});
   return s;
 }
 

@@ -170,21 +170,24 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
 }
 
 void sgd_update(float* param, const float* grad, float* momentum_buffer, int64_t n,
-                float learning_rate, float momentum, float weight_decay, bool nesterov) {
+                const cpu::SgdHyperparameters& hp) {
   cpu::require_non_negative("cuda::sgd_update", "n", n);
-  cpu::require(momentum == 0.0f || momentum_buffer != nullptr, "cuda::sgd_update",
-               "momentum = " + std::to_string(momentum) + " needs a momentum buffer");
+  cpu::require(hp.momentum == 0.0f || momentum_buffer != nullptr, "cuda::sgd_update",
+               "momentum = " + std::to_string(hp.momentum) + " needs a momentum buffer");
   if (n == 0) return;
   VRAMLAB_LAUNCH(sgd_kernel, blocks_for(n, kElementwiseBlockThreads), kElementwiseBlockThreads, 0,
                  0)
-  (param, grad, momentum_buffer, n, learning_rate, momentum, weight_decay, nesterov);
+  (param, grad, momentum_buffer, n, hp.learning_rate, hp.momentum, hp.weight_decay, hp.nesterov);
 }
 
 template <class P, class R, class S>
 void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type, int64_t n,
-                  const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                  KernelVersion version, const cpu::ParameterRounding& rounding) {
+                  const cpu::AdamWHyperparameters& hp, const cpu::UpdateStep& at,
+                  KernelVersion version) {
   const char* op = "cuda::adamw_update";
+  const int64_t step = at.step;
+  const float grad_multiplier = at.grad_multiplier;
+  const cpu::ParameterRounding& rounding = at.rounding;
   cpu::require_non_negative(op, "n", n);
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
   check_working(op, working, working_type);
@@ -211,28 +214,27 @@ void adamw_update(P* param, const R* grad, S* m, S* v, void* working, DType work
 
 template <class P, class R, class S>
 void sgd_update(P* param, const R* grad, NoDeduce<S>* momentum_buffer, void* working,
-                DType working_type, int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, float grad_multiplier,
-                const cpu::ParameterRounding& rounding) {
+                DType working_type, int64_t n, const cpu::SgdHyperparameters& hp,
+                const cpu::UpdateStep& at) {
   const char* op = "cuda::sgd_update";
   cpu::require_non_negative(op, "n", n);
-  cpu::require(momentum == 0.0f || momentum_buffer != nullptr, op,
-               "momentum = " + std::to_string(momentum) + " needs a momentum buffer");
+  cpu::require(hp.momentum == 0.0f || momentum_buffer != nullptr, op,
+               "momentum = " + std::to_string(hp.momentum) + " needs a momentum buffer");
   check_working(op, working, working_type);
   if (n == 0) return;
   auto* const kernel = mixed_sgd_kernel<P, R, S>;
   VRAMLAB_LAUNCH(kernel, blocks_for(n, kElementwiseBlockThreads), kElementwiseBlockThreads, 0, 0)
-  (param, grad, momentum_buffer, working, working_type, n, learning_rate, momentum, weight_decay,
-   nesterov, grad_multiplier, rounding);
+  (param, grad, momentum_buffer, working, working_type, n, hp.learning_rate, hp.momentum,
+   hp.weight_decay, hp.nesterov, at.grad_multiplier, at.rounding);
 }
 
 // Every OptimizerTypes combination: param f32/bf16 × grad f32/bf16/f16 × state f32/bf16.
-#define VRAMLAB_INSTANTIATE_PRS(P, R, S)                                                      \
-  template void adamw_update<P, R, S>(P*, const R*, S*, S*, void*, DType, int64_t,            \
-                                      const cpu::AdamWHyperparameters&, int64_t, float,       \
-                                      KernelVersion, const cpu::ParameterRounding&);          \
-  template void sgd_update<P, R, S>(P*, const R*, NoDeduce<S>*, void*, DType, int64_t, float, \
-                                    float, float, bool, float, const cpu::ParameterRounding&);
+#define VRAMLAB_INSTANTIATE_PRS(P, R, S)                                                        \
+  template void adamw_update<P, R, S>(P*, const R*, S*, S*, void*, DType, int64_t,              \
+                                      const cpu::AdamWHyperparameters&, const cpu::UpdateStep&, \
+                                      KernelVersion);                                           \
+  template void sgd_update<P, R, S>(P*, const R*, NoDeduce<S>*, void*, DType, int64_t,          \
+                                    const cpu::SgdHyperparameters&, const cpu::UpdateStep&);
 #define VRAMLAB_INSTANTIATE_PR(P, R)   \
   VRAMLAB_INSTANTIATE_PRS(P, R, float) \
   VRAMLAB_INSTANTIATE_PRS(P, R, ::vramlab::bf16_t)

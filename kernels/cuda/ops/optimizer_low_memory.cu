@@ -635,9 +635,11 @@ __global__ void adamw_8bit_v2_kernel(P* param, const R* grad, std::uint8_t* qm, 
 
 template <class P, class R, class S>
 void lion_update(P* param, const R* grad, S* m, void* working, DType working_type, int64_t n,
-                 const cpu::LionHyperparameters& hp, float grad_multiplier, KernelVersion version,
-                 const cpu::ParameterRounding& rounding) {
+                 const cpu::LionHyperparameters& hp, const cpu::UpdateStep& at,
+                 KernelVersion version) {
   const char* op = "cuda::lion_update";
+  const float grad_multiplier = at.grad_multiplier;
+  const cpu::ParameterRounding& rounding = at.rounding;
   cpu::require_non_negative(op, "n", n);
   check_working(op, working, working_type);
   if (n == 0) return;
@@ -664,9 +666,11 @@ void lion_update(P* param, const R* grad, S* m, void* working, DType working_typ
 template <class P, class R, class S>
 void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType working_type,
                       int64_t block_size, int64_t count, const cpu::AdamWHyperparameters& hp,
-                      int64_t step, float grad_multiplier, KernelVersion version,
-                      const cpu::ParameterRounding& rounding) {
+                      const cpu::UpdateStep& at, KernelVersion version) {
   const char* op = "cuda::adam_mini_update";
+  const int64_t step = at.step;
+  const float grad_multiplier = at.grad_multiplier;
+  const cpu::ParameterRounding& rounding = at.rounding;
   cpu::require(block_size >= 1, op, "block_size = " + std::to_string(block_size) + " must be >= 1");
   cpu::require_non_negative(op, "count", count);
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
@@ -675,8 +679,7 @@ void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType 
   if (block_size == 1) {
     // One v per element: the mean of one g² is g², and Adam-mini is AdamW bit for bit (the CPU
     // kernel takes the same path; AdamW rounds (1 − β2)·g·g, not (1 − β2)·round(g²)).
-    adamw_update<P, R, S>(param, grad, m, v, working, working_type, count, hp, step,
-                          grad_multiplier, version, rounding);
+    adamw_update<P, R, S>(param, grad, m, v, working, working_type, count, hp, at, version);
     return;
   }
   const AdamWFactors f = adamw_factors(hp, step);
@@ -697,9 +700,12 @@ void adam_mini_update(P* param, const R* grad, S* m, S* v, void* working, DType 
 template <class P, class R, class S>
 void adafactor_update(P* param, const R* grad, S* row_var, NoDeduce<S>* col_var, void* working,
                       DType working_type, int64_t rows, int64_t cols, bool factored,
-                      const cpu::AdafactorHyperparameters& hp, int64_t step, float grad_multiplier,
-                      KernelVersion version, const cpu::ParameterRounding& rounding) {
+                      const cpu::AdafactorHyperparameters& hp, const cpu::UpdateStep& at,
+                      KernelVersion version) {
   const char* op = "cuda::adafactor_update";
+  const int64_t step = at.step;
+  const float grad_multiplier = at.grad_multiplier;
+  const cpu::ParameterRounding& rounding = at.rounding;
   cpu::require(rows >= 1, op, "rows = " + std::to_string(rows) + " must be >= 1");
   cpu::require(cols >= 1, op, "cols = " + std::to_string(cols) + " must be >= 1");
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
@@ -756,9 +762,12 @@ void adafactor_update(P* param, const R* grad, S* row_var, NoDeduce<S>* col_var,
 template <class P, class R>
 void adamw_8bit_update(P* param, const R* grad, uint8_t* qm, uint8_t* qv, float* absmax_m,
                        float* absmax_v, void* working, DType working_type, int64_t n, int64_t block,
-                       const cpu::AdamWHyperparameters& hp, int64_t step, float grad_multiplier,
-                       KernelVersion version, const cpu::ParameterRounding& rounding) {
+                       const cpu::AdamWHyperparameters& hp, const cpu::UpdateStep& at,
+                       KernelVersion version) {
   const char* op = "cuda::adamw_8bit_update";
+  const int64_t step = at.step;
+  const float grad_multiplier = at.grad_multiplier;
+  const cpu::ParameterRounding& rounding = at.rounding;
   cpu::require_non_negative(op, "n", n);
   cpu::require(block >= 1, op, "block = " + std::to_string(block) + " must be >= 1");
   cpu::require(step >= 1, op, "step = " + std::to_string(step) + " must be >= 1");
@@ -787,22 +796,20 @@ void adamw_8bit_update(P* param, const R* grad, uint8_t* qm, uint8_t* qv, float*
 // AdamW: param × grad).
 #define VRAMLAB_INSTANTIATE_PRS(P, R, S)                                                         \
   template void lion_update<P, R, S>(P*, const R*, S*, void*, DType, int64_t,                    \
-                                     const cpu::LionHyperparameters&, float, KernelVersion,      \
-                                     const cpu::ParameterRounding&);                             \
+                                     const cpu::LionHyperparameters&, const cpu::UpdateStep&,    \
+                                     KernelVersion);                                             \
   template void adam_mini_update<P, R, S>(P*, const R*, S*, S*, void*, DType, int64_t, int64_t,  \
-                                          const cpu::AdamWHyperparameters&, int64_t, float,      \
-                                          KernelVersion, const cpu::ParameterRounding&);         \
+                                          const cpu::AdamWHyperparameters&,                      \
+                                          const cpu::UpdateStep&, KernelVersion);                \
   template void adafactor_update<P, R, S>(P*, const R*, S*, NoDeduce<S>*, void*, DType, int64_t, \
                                           int64_t, bool, const cpu::AdafactorHyperparameters&,   \
-                                          int64_t, float, KernelVersion,                         \
-                                          const cpu::ParameterRounding&);
+                                          const cpu::UpdateStep&, KernelVersion);
 #define VRAMLAB_INSTANTIATE_PR(P, R)                                                               \
   VRAMLAB_INSTANTIATE_PRS(P, R, float)                                                             \
   VRAMLAB_INSTANTIATE_PRS(P, R, ::vramlab::bf16_t)                                                 \
   template void adamw_8bit_update<P, R>(P*, const R*, uint8_t*, uint8_t*, float*, float*, void*,   \
                                         DType, int64_t, int64_t, const cpu::AdamWHyperparameters&, \
-                                        int64_t, float, KernelVersion,                             \
-                                        const cpu::ParameterRounding&);
+                                        const cpu::UpdateStep&, KernelVersion);
 #define VRAMLAB_INSTANTIATE_P(P)               \
   VRAMLAB_INSTANTIATE_PR(P, float)             \
   VRAMLAB_INSTANTIATE_PR(P, ::vramlab::bf16_t) \
