@@ -285,7 +285,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
                    : "Korthikanti et al. per-layer bytes (none, selective, full rows) under the " +
                          recompute::to_string(plan.recompute) + " schedule " +
                          recompute::schedule_pattern(out.runtime_schedule) +
-                         ", at its peak (a segment's re-run forward included)") +
+                         ", at its peak (a span's re-run forward included)") +
         " (s=" + std::to_string(out.seq) + ", b=" + std::to_string(in.micro_batch) +
         ", h=" + std::to_string(m.hidden) + ", a=" + std::to_string(m.heads) +
         ", t=" + std::to_string(parallel.tensor_parallel) + ", L=" + std::to_string(m.layers) + ")";

@@ -41,14 +41,14 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for (size_t l = 0; l < schedule.layers.size(); ++l) {
     const recompute::LayerPlan& plan = schedule.layers[l];
-    const bool segment_last = l + 1 == schedule.layers.size() ||
-                              schedule.layers[l + 1].recompute != recompute::LayerRecompute::full ||
-                              schedule.layers[l + 1].segment_start;
+    const bool span_last = l + 1 == schedule.layers.size() ||
+                           schedule.layers[l + 1].recompute != recompute::LayerRecompute::full ||
+                           schedule.layers[l + 1].span_start;
     for (const SavedActivationSpec& spec : specs) {
       const bool kept =
           plan.recompute == recompute::LayerRecompute::none ||
           (plan.recompute == recompute::LayerRecompute::selective && spec.name != saved::att) ||
-          (plan.recompute == recompute::LayerRecompute::full && segment_last &&
+          (plan.recompute == recompute::LayerRecompute::full && span_last &&
            spec.name == saved::residual3);
       if (!kept) continue;
       const int64_t bytes = spec.always_f32 ? checked_mul(spec.numel(), 4, what)

@@ -30,7 +30,7 @@ recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, i
                                           AttentionKind attention = AttentionKind::naive);
 
 /// Bytes the runtime's store holds when the forward ends: what each block keeps under \p
-/// schedule (everything; all but the probabilities; a segment's last output), compressed as \p
+/// schedule (everything; all but the probabilities; a span's last output), compressed as \p
 /// compression says (every kept block tensor but the norms' (B, T) statistics), plus the
 /// uncompressed tensors outside the blocks.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.

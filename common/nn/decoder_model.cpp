@@ -192,22 +192,22 @@ void DecoderModel::drop_by_policy(SavedActivations& saved, int64_t layer) {
       if (saved.contains(layer, saved::att)) saved.release(layer, saved::att);
       return;
     case Recompute::full:
-      // The output stays: it is the next layer's input, and the segment's checkpoint if this is
-      // the segment's last layer. Inside a segment the previous output was only this input.
+      // The output stays: it is the next layer's input, and the span's checkpoint if this is
+      // the span's last layer. Inside a span the previous output was only this input.
       saved.release_all_except(layer, saved::residual3);
-      if (!policy.segment_start) saved.release(layer - 1, saved::residual3);
+      if (!policy.span_start) saved.release(layer - 1, saved::residual3);
       return;
   }
 }
 
-void DecoderModel::recompute_segment(SavedActivations& saved, int64_t first, int64_t last,
-                                     int64_t B, int64_t T) {
+void DecoderModel::recompute_span(SavedActivations& saved, int64_t first, int64_t last, int64_t B,
+                                  int64_t T) {
   const memory::PhaseScope phase(memory::TrainingPhase::recompute);
   // The kept output is recomputed with the rest; the layer after it is done with it.
   saved.release(last, saved::residual3);
   if (first > 0) {
     const memory::ModuleScope module(block_module(first - 1));
-    saved.decompress(first - 1, saved::residual3);  // the segment's input
+    saved.decompress(first - 1, saved::residual3);  // the span's input
   }
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
@@ -341,8 +341,8 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   saved.release(-1, saved::losses);
   announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
-    if (saved.policy(l).recompute == Recompute::full && saved.segment_last(l))
-      recompute_segment(saved, saved.segment_first(l), l, B, T);
+    if (saved.policy(l).recompute == Recompute::full && saved.span_last(l))
+      recompute_span(saved, saved.span_first(l), l, B, T);
     {
       const memory::ModuleScope module(block_module(l));
       saved.decompress_layer(l);

@@ -80,7 +80,7 @@ class DecoderModel {
   double forward(SavedActivations& saved, const TensorView& tokens, const TensorView& targets,
                  int64_t B, int64_t T);
   /// Backward pass of the mean loss: accumulates into the gradients (allocating them zeroed if
-  /// they were released) and empties \p saved layer by layer. A checkpointed segment's forward is
+  /// they were released) and empties \p saved layer by layer. A checkpointed span's forward is
   /// re-run (saving everything) just before the backward of its last block; a selective layer's
   /// probabilities are recomputed inside its backward. Announces the phases backward,
   /// backward_head, recompute_layer (per re-run block), backward_layer (per block, L-1 down to 0)
@@ -140,10 +140,9 @@ class DecoderModel {
   [[nodiscard]] LayerDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
   // Draws fresh counters for one block's forward and records where they start.
   LayerDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
-  // Re-runs the forward of the checkpointed segment [first, last], saving everything, before the
+  // Re-runs the forward of the checkpointed span [first, last], saving everything, before the
   // backward of its last layer.
-  void recompute_segment(SavedActivations& saved, int64_t first, int64_t last, int64_t B,
-                         int64_t T);
+  void recompute_span(SavedActivations& saved, int64_t first, int64_t last, int64_t B, int64_t T);
   // Inline so that a phase without observers costs one empty() test.
   void announce_before(StepPhase phase, SavedActivations& saved, int64_t layer = -1) {
     if (!observers_.empty()) observers_.before(PhaseEvent{phase, layer, &saved, this});

@@ -27,10 +27,9 @@ void SavedActivations::set_plan(std::vector<LayerPolicy> plan) {
                      std::to_string(plan_.size()) + " layers");
   for (size_t l = 0; l < plan.size(); ++l) {
     const bool after_full = l > 0 && plan[l - 1].recompute == Recompute::full;
-    if (plan[l].recompute == Recompute::full && !after_full && !plan[l].segment_start)
+    if (plan[l].recompute == Recompute::full && !after_full && !plan[l].span_start)
       throw UsageError("activation plan: layer " + std::to_string(l) +
-                       " recomputes in full after a layer that does not, so it must start a "
-                       "segment");
+                       " recomputes in full after a layer that does not, so it must start a span");
   }
   plan_ = std::move(plan);
 }
@@ -40,15 +39,14 @@ const LayerPolicy& SavedActivations::policy(int64_t layer) const {
   return layer < 0 ? outside_the_blocks : plan_[slot(layer) - 1];
 }
 
-int64_t SavedActivations::segment_first(int64_t layer) const {
-  while (layer > 0 && !policy(layer).segment_start) --layer;
+int64_t SavedActivations::span_first(int64_t layer) const {
+  while (layer > 0 && !policy(layer).span_start) --layer;
   return layer;
 }
 
-bool SavedActivations::segment_last(int64_t layer) const {
+bool SavedActivations::span_last(int64_t layer) const {
   const auto next = static_cast<size_t>(layer + 1);
-  return next == plan_.size() || plan_[next].recompute != Recompute::full ||
-         plan_[next].segment_start;
+  return next == plan_.size() || plan_[next].recompute != Recompute::full || plan_[next].span_start;
 }
 
 Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector<int64_t> shape,

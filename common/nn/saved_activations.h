@@ -8,9 +8,10 @@
 ///   backward (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 ///   Models", §5); under flash attention there are none to drop, so it keeps everything;
 /// - Recompute::full drops everything but its output, and a run of `full` layers that starts at a
-///   segment start is one checkpointed segment: only the output of its last layer is kept, and
-///   the whole segment's forward is re-run when the backward reaches it (Chen et al. 2016,
-///   "Training Deep Nets with Sublinear Memory Cost"; torch.utils.checkpoint).
+///   span start is one checkpointed span: only the output of its last layer is kept, and
+///   the whole span's forward is re-run when the backward reaches it (Chen et al. 2016,
+///   "Training Deep Nets with Sublinear Memory Cost", whose "segments" these spans are;
+///   torch.utils.checkpoint).
 /// The store holds the plan and does the bookkeeping; DecoderModel drops and recomputes by it.
 ///
 /// Independently of recompute, what a layer keeps can be compressed (set_compression): each
@@ -46,7 +47,7 @@ using recompute::parse_compression;
 /// What a layer recomputes in backward instead of keeping (none, full, selective).
 using Recompute = recompute::LayerRecompute;
 /// The activation policy of one layer: what it recomputes and, for full recompute, whether it
-/// starts a checkpointed segment.
+/// starts a checkpointed span.
 using LayerPolicy = recompute::LayerPlan;
 
 /// One entry of SavedActivations::list().
@@ -68,16 +69,16 @@ class SavedActivations {
 
   /// Sets every layer's policy.
   /// \param plan one entry per layer. \throws vramlab::UsageError for a plan of the wrong length
-  /// or a `full` layer that follows a layer of another policy without starting a segment.
+  /// or a `full` layer that follows a layer of another policy without starting a span.
   void set_plan(std::vector<LayerPolicy> plan);
   /// \param layer in [-1, layers). \return the layer's policy ({none} outside the blocks).
   [[nodiscard]] const LayerPolicy& policy(int64_t layer) const;
   /// \return the per-layer plan.
   [[nodiscard]] const std::vector<LayerPolicy>& plan() const { return plan_; }
-  /// \param layer a layer with Recompute::full. \return the first layer of its segment.
-  [[nodiscard]] int64_t segment_first(int64_t layer) const;
-  /// \param layer a layer with Recompute::full. \return whether it is the last of its segment.
-  [[nodiscard]] bool segment_last(int64_t layer) const;
+  /// \param layer a layer with Recompute::full. \return the first layer of its span.
+  [[nodiscard]] int64_t span_first(int64_t layer) const;
+  /// \param layer a layer with Recompute::full. \return whether it is the last of its span.
+  [[nodiscard]] bool span_last(int64_t layer) const;
 
   /// Allocates and registers a tensor to keep for backward.
   /// \p layer is a block index or -1; \p name is unique within the layer.

@@ -1,7 +1,7 @@
 /// \file
 /// \brief Observers of a training step's phases: zero-grad, forward (embedding, each block, final
 /// norm + LM head, loss), backward (loss gradient + head, each block in reverse with the forward
-/// of checkpointed blocks re-run before their segment's backward, embedding) and
+/// of checkpointed blocks re-run before their span's backward, embedding) and
 /// the optimizer step, each announced before it starts and after it ends.
 ///
 /// A lesson that measures or changes one phase registers an observer instead of copying the step:
@@ -31,7 +31,7 @@ enum class StepPhase {
   backward,           ///< the whole backward pass.
   backward_head,      ///< the loss gradient, the LM head and the final norm, backwards.
   /// A checkpointed block's forward re-run in backward (PhaseEvent::layer = its index), just
-  /// before the backward of its segment's last block.
+  /// before the backward of its span's last block.
   recompute_layer,
   backward_layer,      ///< one transformer block backwards (PhaseEvent::layer = its index).
   backward_embedding,  ///< the embedding's gradient.

@@ -4,15 +4,15 @@
 ///
 /// The forms:
 ///   - `none`: nothing recomputed.
-///   - `full`: every layer recomputed, each its own segment: every layer checkpointed, as
+///   - `full`: every layer recomputed, each its own span: every layer checkpointed, as
 ///     Hugging Face's gradient_checkpointing_enable() wraps each decoder layer.
-///   - `every:K` (K ≥ 1): layers 0, K, 2K, … recomputed, each its own one-layer segment;
+///   - `every:K` (K ≥ 1): layers 0, K, 2K, … recomputed, each its own one-layer span;
 ///     `every:2` checkpoints half the layers, `every:1` is `full`. A K of the chain's length or
 ///     more recomputes layer 0 only: the spec is parsed without knowing the chain, and one spec
 ///     can serve models of different depths.
 ///   - `sqrt`: Chen et al. 2016 ("Training Deep Nets with Sublinear Memory Cost"): every layer
-///     recomputed, in segments of k = ⌈√L⌉ consecutive layers (the last one shorter), so about
-///     √L segment outputs are kept.
+///     recomputed, in spans of k = ⌈√L⌉ consecutive layers (the paper's "segments"; the last
+///     one shorter), so about √L span outputs are kept.
 ///   - `selective`: every layer recomputes only its attention probabilities (Korthikanti et al.
 ///     2022, "Reducing Activation Recomputation in Large Transformer Models" §5).
 ///   - `budget:BYTES`: the cheapest schedule whose activation peak is at most BYTES

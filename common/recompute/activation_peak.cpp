@@ -15,7 +15,7 @@ enum class EventKind {
   layer_kept,
   forward_head,
   backward_head,
-  recompute_segment,
+  recompute_span,
   backward_layer,
 };
 
@@ -27,7 +27,7 @@ void walk(const ChainCosts& costs, const RecomputeSchedule& schedule, Sink&& sin
   const std::vector<LayerCosts>& layers = costs.layers;
   const std::vector<LayerPlan>& plans = schedule.layers;
   const auto count = static_cast<int64_t>(layers.size());
-  // What layer l holds once its forward is done, counting a segment's running output once.
+  // What layer l holds once its forward is done, counting a span's running output once.
   auto kept = [&](int64_t l) {
     switch (plans[l].recompute) {
       case LayerRecompute::none:
@@ -45,9 +45,9 @@ void walk(const ChainCosts& costs, const RecomputeSchedule& schedule, Sink&& sin
     bytes += layers[l].saved_bytes;
     sink(EventKind::forward_layer, l, l, bytes);
     bytes -= layers[l].saved_bytes - kept(l);
-    // Inside a segment the previous output was only this layer's input: the segment's start
+    // Inside a span the previous output was only this layer's input: the span's start
     // keeps the input that re-running needs.
-    if (plans[l].recompute == LayerRecompute::full && !plans[l].segment_start) {
+    if (plans[l].recompute == LayerRecompute::full && !plans[l].span_start) {
       bytes -= layers[l - 1].output_bytes;
     }
     sink(EventKind::layer_kept, l, l, bytes);
@@ -64,10 +64,10 @@ void walk(const ChainCosts& costs, const RecomputeSchedule& schedule, Sink&& sin
       continue;
     }
     int64_t first = l;
-    while (!plans[first].segment_start) --first;
+    while (!plans[first].span_start) --first;
     bytes -= layers[l].output_bytes;
     for (int64_t k = first; k <= l; ++k) bytes += layers[k].saved_bytes;
-    sink(EventKind::recompute_segment, first, l, bytes);
+    sink(EventKind::recompute_span, first, l, bytes);
     for (int64_t k = l; k >= first; --k) {
       bytes -= layers[k].saved_bytes;
       sink(EventKind::backward_layer, k, k, bytes);
@@ -92,8 +92,8 @@ std::string label(EventKind kind, int64_t first, int64_t last) {
     case EventKind::layer_kept:
       text = "layer ";
       break;
-    case EventKind::recompute_segment:
-      text = "recompute segment ";
+    case EventKind::recompute_span:
+      text = "recompute span ";
       break;
     case EventKind::backward_layer:
       text = "backward layer ";
@@ -101,7 +101,7 @@ std::string label(EventKind kind, int64_t first, int64_t last) {
   }
   text.append(std::to_string(first));
   if (kind == EventKind::layer_kept) text.append(" kept");
-  if (kind == EventKind::recompute_segment && first != last) {
+  if (kind == EventKind::recompute_span && first != last) {
     text.append(1, '-').append(std::to_string(last));
   }
   return text;

@@ -6,17 +6,17 @@
 /// With E, H, F_l, S_l, O_l as in ChainCosts:
 ///   - Forward starts at A = E. Layer l runs with A += F_l, then drops to what its plan keeps:
 ///     none keeps F_l, selective keeps S_l, full keeps O_l, and a full layer that continues a
-///     segment also drops O_{l−1} (it was only the input of l).
+///     span also drops O_{l−1} (it was only the input of l).
 ///   - After the last layer the head saves A += H; its backward frees H.
 ///   - Backward goes from the last layer to the first. A none or selective layer's backward runs
 ///     at the current A (the selective recompute uses temporaries, not the store) and frees what
-///     the layer keeps. A full segment [a, b) is reached at layer b−1: its kept O_{b−1} is
+///     the layer keeps. A full span [a, b) is reached at layer b−1: its kept O_{b−1} is
 ///     freed, layers a..b−1 are re-run saving everything (A += F_a + … + F_{b−1}), then their
 ///     backwards each free their F.
 ///
 /// The peak is the largest A. With the sizes validate_chain_costs() accepts (O ≤ S ≤ F), it is
 /// the largest of: a none or selective layer's forward, the head's forward, and the end of each
-/// segment's recompute; a backward never raises A, and a segment's forward stays below its
+/// span's recompute; a backward never raises A, and a span's forward stays below its
 /// recompute.
 #pragma once
 
@@ -32,8 +32,8 @@ namespace vramlab::recompute {
 /// One change of the saved-activation store.
 struct ActivationEvent {
   /// What happened: "start", "forward layer 3", "layer 3 kept", "forward head", "backward head",
-  /// "recompute segment 4-7" (layers 4 to 7, both included; "recompute segment 3" for a
-  /// one-layer segment), "backward layer 3".
+  /// "recompute span 4-7" (layers 4 to 7, both included; "recompute span 3" for a
+  /// one-layer span), "backward layer 3".
   std::string label;
   int64_t bytes = 0;  ///< A, the bytes live in the store after the event.
 
@@ -43,7 +43,7 @@ struct ActivationEvent {
 
 /// Every value A takes during one step (file comment), in order. A "forward layer l" event is the
 /// layer's forward with all it saves; "layer l kept" follows once it has dropped what its plan
-/// does not keep; a "recompute segment a-b" event is the end of the segment's re-run (after its
+/// does not keep; a "recompute span a-b" event is the end of the span's re-run (after its
 /// kept output was freed and its layers saved everything again). The step ends at A = E, the
 /// embedding's saved output, which the embedding's backward frees after the layers.
 /// \param costs the chain (validate_chain_costs()). \param schedule a valid schedule for it.

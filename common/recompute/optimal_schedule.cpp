@@ -23,8 +23,8 @@ namespace {
 // Pattern characters (schedule_pattern()).
 constexpr char kNone = '.';
 constexpr char kSelective = 's';
-constexpr char kSegmentStart = 'F';
-constexpr char kSegmentContinue = 'f';
+constexpr char kSpanStart = 'F';
+constexpr char kSpanContinue = 'f';
 
 // A state of the cheapest-schedule pass: the layers before its boundary decided.
 struct State {
@@ -42,7 +42,7 @@ struct Candidate {
   double cost = 0.0;
   int32_t from = 0;    // the parent's boundary
   int32_t parent = 0;  // its index in the front at `from`
-  char block = kNone;  // kNone, kSelective, or kSegmentStart for a segment [from, boundary)
+  char block = kNone;  // kNone, kSelective, or kSpanStart for a span [from, boundary)
 };
 
 // A lower bound on what the layers from a boundary on must cost so that P_L + H fits: against
@@ -220,11 +220,11 @@ class CheapestPass {
         double cost = s.cost;
         for (int32_t j = i + 1; j <= count; ++j) {
           recompute += layers[j - 1].saved_bytes;
-          if (recompute > budget_) break;  // longer segments only re-run more
+          if (recompute > budget_) break;  // longer spans only re-run more
           cost += layers[j - 1].forward_cost;
           if (cost > cost_bound_) break;  // and only cost more
           propose(j, s.kept + layers[j - 1].output_bytes, std::max(s.peak, recompute), cost,
-                  kSegmentStart);
+                  kSpanStart);
         }
       }
     }
@@ -242,8 +242,8 @@ class CheapestPass {
  private:
   char pattern_at(const Candidate& c, int32_t k) const {
     if (k < c.from) return fronts_[c.from][c.parent].pattern[k];
-    if (c.block != kSegmentStart) return c.block;
-    return k == c.from ? kSegmentStart : kSegmentContinue;
+    if (c.block != kSpanStart) return c.block;
+    return k == c.from ? kSpanStart : kSpanContinue;
   }
 
   bool pattern_less(const Candidate& a, const Candidate& b, int32_t length) const {
@@ -285,9 +285,9 @@ class CheapestPass {
       group_least = &c;
       group_least_kept = c.kept;
       State state{c.kept, c.peak, c.cost, fronts_[c.from][c.parent].pattern};
-      if (c.block == kSegmentStart) {
-        state.pattern += kSegmentStart;
-        state.pattern.append(static_cast<size_t>(boundary - c.from - 1), kSegmentContinue);
+      if (c.block == kSpanStart) {
+        state.pattern += kSpanStart;
+        state.pattern.append(static_cast<size_t>(boundary - c.from - 1), kSpanContinue);
       } else {
         state.pattern += c.block;
       }
@@ -310,9 +310,9 @@ RecomputeSchedule from_pattern(std::string name, const std::string& pattern) {
       case kSelective:
         schedule.layers[l].recompute = LayerRecompute::selective;
         break;
-      case kSegmentStart:
-      case kSegmentContinue:
-        schedule.layers[l] = {LayerRecompute::full, pattern[l] == kSegmentStart};
+      case kSpanStart:
+      case kSpanContinue:
+        schedule.layers[l] = {LayerRecompute::full, pattern[l] == kSpanStart};
         break;
       default:
         break;
@@ -371,8 +371,8 @@ int64_t least_peak(const ChainCosts& costs, int64_t upper) {
 
 int64_t least_activation_peak_bytes(const ChainCosts& costs) {
   validate_chain_costs(costs);
-  // Hand schedules bound the search from above: every layer its own segment keeps the least
-  // between layers, no recompute re-runs nothing, √L segments sit between the two.
+  // Hand schedules bound the search from above: every layer its own span keeps the least
+  // between layers, no recompute re-runs nothing, √L spans sit between the two.
   int64_t upper = std::numeric_limits<int64_t>::max();
   for (const char* spec : {"full", "none", "sqrt"}) {
     upper = std::min(

@@ -1,4 +1,4 @@
-// The schedule's own rules: the segment rule, counting, the one-line pattern.
+// The schedule's own rules: the span rule, counting, the one-line pattern.
 #include "common/recompute/recompute_schedule.h"
 
 #include <string>
@@ -29,11 +29,11 @@ void validate_schedule(const RecomputeSchedule& schedule, size_t layer_count) {
   for (size_t l = 0; l < layer_count; ++l) {
     const LayerPlan& plan = schedule.layers[l];
     const bool full = plan.recompute == LayerRecompute::full;
-    if (full && !previous_full && !plan.segment_start) {
-      // Without a start the segment would have no kept input to re-run from.
+    if (full && !previous_full && !plan.span_start) {
+      // Without a start the span would have no kept input to re-run from.
       throw InternalError("schedule '" + schedule.name + "': layer " + std::to_string(l) +
                           " is full after a " + (l == 0 ? "chain start" : "non-full layer") +
-                          " but does not start a segment");
+                          " but does not start a span");
     }
     if (plan.recompute != LayerRecompute::none && plan.recompute != LayerRecompute::full &&
         plan.recompute != LayerRecompute::selective) {
@@ -62,7 +62,7 @@ std::string schedule_pattern(const RecomputeSchedule& schedule) {
         pattern += 's';
         break;
       case LayerRecompute::full:
-        pattern += plan.segment_start ? 'F' : 'f';
+        pattern += plan.span_start ? 'F' : 'f';
         break;
     }
   }

@@ -27,7 +27,7 @@ RecomputeSchedule uniform(std::string name, size_t count, LayerRecompute recompu
   RecomputeSchedule schedule{std::move(name), std::vector<LayerPlan>(count)};
   for (LayerPlan& plan : schedule.layers) {
     plan.recompute = recompute;
-    plan.segment_start = recompute == LayerRecompute::full;
+    plan.span_start = recompute == LayerRecompute::full;
   }
   return schedule;
 }
@@ -58,7 +58,7 @@ RecomputeSchedule make_schedule(const RecomputeSpec& spec, const ChainCosts& cos
     case Kind::sqrt: {
       RecomputeSchedule schedule = uniform(name, count, LayerRecompute::full);
       const auto k = static_cast<size_t>(ceil_sqrt(static_cast<int64_t>(count)));
-      for (size_t l = 0; l < count; ++l) schedule.layers[l].segment_start = l % k == 0;
+      for (size_t l = 0; l < count; ++l) schedule.layers[l].span_start = l % k == 0;
       return schedule;
     }
     case Kind::budget:

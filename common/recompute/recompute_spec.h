@@ -1,23 +1,6 @@
 /// \file
-/// \brief The schedule each `--recompute` value (common/plan/recompute_spec.h) makes for a chain.
-///
-/// The forms:
-///   - `none`: nothing recomputed.
-///   - `full`: every layer recomputed, each its own segment: every layer checkpointed, as
-///     Hugging Face's gradient_checkpointing_enable() wraps each decoder layer.
-///   - `every:K` (K ≥ 1): layers 0, K, 2K, … recomputed, each its own one-layer segment;
-///     `every:2` checkpoints half the layers, `every:1` is `full`. A K of the chain's length or
-///     more recomputes layer 0 only: the spec is parsed without knowing the chain, and one spec
-///     can serve models of different depths.
-///   - `sqrt`: Chen et al. 2016 ("Training Deep Nets with Sublinear Memory Cost"): every layer
-///     recomputed, in segments of k = ⌈√L⌉ consecutive layers (the last one shorter), so about
-///     √L segment outputs are kept.
-///   - `selective`: every layer recomputes only its attention probabilities (Korthikanti et al.
-///     2022, "Reducing Activation Recomputation in Large Transformer Models" §5).
-///   - `budget:BYTES`: the cheapest schedule whose activation peak is at most BYTES
-///     (optimal_schedule()). BYTES is a plain integer or a size with a unit as `--device sim:SIZE`
-///     takes it: B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024),
-///     e.g. budget:20GiB.
+/// \brief The schedule each `--recompute` value makes for a chain; the forms and their meaning
+/// are listed once, in common/plan/recompute_spec.h.
 #pragma once
 
 #include "common/plan/recompute_spec.h"

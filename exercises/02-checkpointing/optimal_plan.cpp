@@ -14,7 +14,7 @@ CheckpointPlan optimal_checkpoint_plan([[maybe_unused]] const CheckpointChain& c
                                        [[maybe_unused]] int64_t budget_bytes) {
   // FILL ME IN (roughly 60 lines): validate the chain (vramlab::UsageError,
   // common/platform/errors.h), then a dynamic program over the layers that decides, left to
-  // right, which layers to keep and where segments start and end; rebuild the plan from it.
+  // right, which layers to keep and where spans start and end; rebuild the plan from it.
   VRAMLAB_NOT_IMPLEMENTED("02.2");
 }
 //! [stub]

@@ -368,8 +368,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
   }
   out += table.render(colour);
   out +=
-      "\n  layers: one character per block, '.' keeps everything, 's' recomputes its attention\n"
-      "  probabilities, 'F' starts a checkpointed segment (only its input is kept), 'f'\n"
+      "\n  layers: one character per layer, '.' keeps everything, 's' recomputes its attention\n"
+      "  probabilities, 'F' starts a checkpointed span (only its input is kept), 'f'\n"
       "  continues it. activation peak: the saved-activation store's most bytes at once\n"
       "  (requested bytes); planner: recompute::activation_peak_bytes() of the same\n"
       "  schedule, \"same\" when equal to the byte. total peak: the caching allocator's\n"

@@ -7,7 +7,7 @@
 #include "common/recompute/activation_peak.h"
 #include "common/report/terminal.h"
 #include "lessons/02-checkpointing/api/optimal_plan.h"
-#include "lessons/02-checkpointing/api/sqrt_segments.h"
+#include "lessons/02-checkpointing/api/sqrt_spans.h"
 
 namespace vramlab::lesson02 {
 
@@ -28,7 +28,7 @@ const PolicyRow* row_named(const Lesson& lesson, const std::string& name) {
   return nullptr;
 }
 
-ExerciseResult sqrt_segments(const Lesson& lesson, const recompute::ChainCosts& chain) {
+ExerciseResult sqrt_spans(const Lesson& lesson, const recompute::ChainCosts& chain) {
   ExerciseResult r{"02.1", false, false, ""};
   const PolicyRow* sqrt = row_named(lesson, "sqrt");
   if (sqrt == nullptr) return {"02.1", false, false, "no sqrt row in this run"};
@@ -40,11 +40,11 @@ ExerciseResult sqrt_segments(const Lesson& lesson, const recompute::ChainCosts& 
   const ChainShape shape{static_cast<int64_t>(chain.layers.size()), layer.saved_bytes,
                          layer.output_bytes, chain.before_bytes, chain.head_bytes};
   try {
-    const std::vector<int64_t> starts = sqrt_segment_starts(shape.layers);
+    const std::vector<int64_t> starts = sqrt_span_starts(shape.layers);
     const int64_t peak = checkpointed_activation_peak(shape, runtime_starts);
     r.ran = true;
     r.agrees = starts == runtime_starts && peak == sqrt->run.activation_peak_bytes;
-    r.text = "sqrt_segment_starts(" + std::to_string(shape.layers) + ") = " + list(starts) +
+    r.text = "sqrt_span_starts(" + std::to_string(shape.layers) + ") = " + list(starts) +
              " (the runtime's sqrt: " + list(runtime_starts) +
              ")\n     checkpointed_activation_peak = " + report::format_bytes_or_zero(peak) +
              " (measured " + report::format_bytes_or_zero(sqrt->run.activation_peak_bytes) + ")";
@@ -90,7 +90,7 @@ std::vector<ExerciseResult> exercise_results(const Lesson& lesson) {
   const RunSettings& run = lesson.settings.run;
   const recompute::ChainCosts chain =
       estimate::runtime_chain_costs(run.model, run.batch, run.seq, DType::f32, run.attention);
-  return {sqrt_segments(lesson, chain), optimal_plan(lesson, chain)};
+  return {sqrt_spans(lesson, chain), optimal_plan(lesson, chain)};
 }
 
 }  // namespace vramlab::lesson02

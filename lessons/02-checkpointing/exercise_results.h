@@ -1,5 +1,5 @@
 /// \file
-/// \brief Lesson 02's exercises beside the runtime: the learner's √N segmentation and its peak
+/// \brief Lesson 02's exercises beside the runtime: the learner's √N spans and their peak
 /// (02.1) against the measured `sqrt` row, and the learner's plan under the lesson's budget (02.2)
 /// against the runtime's own model of that plan. Compiled into the lesson binary only, which links
 /// the references or, as `vramlab run 02 --mine`, the learner's code.

@@ -69,7 +69,7 @@ std::string phase_label(const nn::PhaseEvent& event) {
 // activation category, so the running sum of their requested bytes is the store's bytes() at
 // every allocation and free. At the end of each leaf phase the recorder drains the history
 // (re-enabling recording clears it, so each entry is read once); what happened since the previous
-// phase ended (a segment's kept output freed before its recompute, a decompression before a
+// phase ended (a span's kept output freed before its recompute, a decompression before a
 // backward) counts towards this phase.
 class StepRecorder final : public nn::StepObserver {
  public:

@@ -3,14 +3,14 @@
 //
 // With O_l ≤ F_l the step's peak is the larger of
 //   K(L) + H                          the end of the forward pass, and
-//   K(a) + F_a + … + F_b              for each segment [a, b], its re-run in backward,
+//   K(a) + F_a + … + F_b              for each span [a, b], its re-run in backward,
 // where K(l) is what the layers before l keep at the end of the forward pass: E, F of each kept
-// layer and O of each segment's last layer. Every other moment of the step holds less (a kept
-// layer's forward reaches K(l + 1) ≤ K(L); a segment's forward holds at most two of its layers).
+// layer and O of each span's last layer. Every other moment of the step holds less (a kept
+// layer's forward reaches K(l + 1) ≤ K(L); a span's forward holds at most two of its layers).
 // So a plan read left to right only needs K so far: a dynamic program over the layers whose
 // states are (K, cost) pairs, Pareto-pruned (a state with more K and no less cost is never
-// better), is exact (Chen et al. 2016 §4 segment the chain the same way; Griewank and Walther's
-// Revolve and Checkmate (Jain et al. 2020) solve the general problem).
+// better), is exact (Chen et al. 2016 §4 cut the chain into "segments", our spans, the same way;
+// Griewank and Walther's Revolve and Checkmate (Jain et al. 2020) solve the general problem).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -57,11 +57,11 @@ void validate(const CheckpointChain& chain) {
 // One state of the program: the layers before `position` decided, keeping `kept` bytes.
 struct State {
   int64_t kept = 0;
-  double cost = 0;       // the cost program's value
-  int64_t peak = 0;      // the peak program's value: the highest candidate so far
-  int64_t from = -1;     // the position this state was reached from
-  size_t parent = 0;     // index of that state in its (pruned) front
-  bool segment = false;  // layers from..position-1 recompute as one segment (else `from` kept)
+  double cost = 0;    // the cost program's value
+  int64_t peak = 0;   // the peak program's value: the highest candidate so far
+  int64_t from = -1;  // the position this state was reached from
+  size_t parent = 0;  // index of that state in its (pruned) front
+  bool span = false;  // layers from..position-1 recompute as one span (else `from` kept)
 };
 
 // Keeps the states no other state beats in both kept bytes and `value`.
@@ -79,7 +79,7 @@ void prune(std::vector<State>& front, Value value) {
 // The fronts of every position, for a program whose value is cost (minimise_peak false, states
 // above the budget dropped) or the peak so far (minimise_peak true, no budget). Position p's front
 // is pulled from the earlier ones: p - 1 with layer p - 1 kept, or any l < p with layers l..p-1 as
-// one segment; pruning it before it is used keeps it small (one state per distinct cost when the
+// one span; pruning it before it is used keeps it small (one state per distinct cost when the
 // layers are alike).
 std::vector<std::vector<State>> run_program(const CheckpointChain& chain, int64_t budget,
                                             bool minimise_peak) {
@@ -101,7 +101,7 @@ std::vector<std::vector<State>> run_program(const CheckpointChain& chain, int64_
         front.push_back(
             State{kept, before[i].cost, std::max(before[i].peak, kept), p - 1, i, false});
     }
-    // A segment l..p-1, re-run in backward on top of what the layers before l keep.
+    // A span l..p-1, re-run in backward on top of what the layers before l keep.
     int64_t rerun = 0;
     double cost = 0;
     for (int64_t l = p - 1; l >= 0; --l) {
@@ -132,7 +132,7 @@ CheckpointPlan plan_of(const CheckpointChain& chain, const std::vector<std::vect
   while (s->from >= 0) {
     for (int64_t l = s->from; l < position; ++l)
       plan.layers[static_cast<size_t>(l)] =
-          s->segment ? nn::LayerPolicy{nn::Recompute::full, l == s->from} : nn::LayerPolicy{};
+          s->span ? nn::LayerPolicy{nn::Recompute::full, l == s->from} : nn::LayerPolicy{};
     position = s->from;
     s = &fronts[static_cast<size_t>(position)][s->parent];
   }

@@ -111,7 +111,7 @@ TEST(Lesson02, TheMeasuredActivationPeakIsThePlannersPredictionForEverySchedule)
 }
 
 // The replayed allocator history, phase by phase, is the planner's timeline: each forward layer's
-// highest value and what it keeps, and each segment's recompute.
+// highest value and what it keeps, and each span's recompute.
 TEST(Lesson02, TheMeasuredTimelineIsThePlannersTimeline) {
   const Lesson& lesson = odd_lesson();
   const recompute::ChainCosts chain =
@@ -134,10 +134,10 @@ TEST(Lesson02, TheMeasuredTimelineIsThePlannersTimeline) {
     EXPECT_EQ(measured["loss"].end_bytes, predicted.at("forward head")) << row.run.name;
     int64_t recomputes = 0;
     for (const recompute::ActivationEvent& e : events) {
-      if (!e.label.starts_with("recompute segment ")) continue;
+      if (!e.label.starts_with("recompute span ")) continue;
       ++recomputes;
-      // "recompute segment a-b" or "recompute segment a": the re-run ends with layer b.
-      const std::string range = e.label.substr(std::string("recompute segment ").size());
+      // "recompute span a-b" or "recompute span a": the re-run ends with layer b.
+      const std::string range = e.label.substr(std::string("recompute span ").size());
       const std::string last = range.substr(range.find('-') + 1);
       ASSERT_TRUE(measured.count("recompute " + last)) << row.run.name << " " << e.label;
       EXPECT_EQ(measured["recompute " + last].end_bytes, e.bytes) << row.run.name << e.label;

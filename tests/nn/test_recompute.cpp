@@ -1,4 +1,4 @@
-// Gradient checkpointing in the runtime: every activation plan (full segments of any length,
+// Gradient checkpointing in the runtime: every activation plan (full spans of any length,
 // selective, mixed) gives bitwise the gradients and loss of keeping everything, with dropout on
 // too when the re-run forward replays its masks (and not when it draws new ones), frees what it
 // says it frees (the store's peak, traced by hand from the layout), and announces the re-run
@@ -82,11 +82,11 @@ struct NamedPlan {
   std::vector<LayerPolicy> plan;
 };
 
-// Five layers: one-layer segments, longer segments, every other layer, and a mix.
+// Five layers: one-layer spans, longer spans, every other layer, and a mix.
 std::vector<NamedPlan> plans_for_five_layers() {
-  return {{"every layer its own segment", {kStart, kStart, kStart, kStart, kStart}},
-          {"segments 0-1, 2-3, 4", {kStart, kInside, kStart, kInside, kStart}},
-          {"one segment of all five", {kStart, kInside, kInside, kInside, kInside}},
+  return {{"every layer its own span", {kStart, kStart, kStart, kStart, kStart}},
+          {"spans 0-1, 2-3, 4", {kStart, kInside, kStart, kInside, kStart}},
+          {"one span of all five", {kStart, kInside, kInside, kInside, kInside}},
           {"layers 0, 2, 4", {kStart, kNone, kStart, kNone, kStart}},
           {"selective everywhere", {kSelective, kSelective, kSelective, kSelective, kSelective}},
           {"mixed", {kNone, kStart, kInside, kSelective, kStart}}};
@@ -207,11 +207,11 @@ TEST(Recompute, TheStorePeakIsWhatThePlanKeeps) {
   EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L), "meta").peak_bytes, E + L * F + H);
   EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L, kSelective), "meta").peak_bytes,
             E + L * (F - A) + H);
-  // One-layer segments: the end of forward keeps L outputs; the last segment's backward re-runs
+  // One-layer spans: the end of forward keeps L outputs; the last span's backward re-runs
   // one layer beside L - 1 outputs.
   EXPECT_EQ(run_step(config, B, T, std::vector<LayerPolicy>(L, kStart), "meta").peak_bytes,
             std::max(E + L * O + H, E + (L - 1) * O + F));
-  // One segment of all layers: the end of forward keeps one output; its backward re-runs all.
+  // One span of all layers: the end of forward keeps one output; its backward re-runs all.
   EXPECT_EQ(run_step(config, B, T, {kStart, kInside, kInside, kInside}, "meta").peak_bytes,
             std::max(E + O + H, E + L * F));
   // Meta and a real device keep the same bytes.
@@ -228,7 +228,7 @@ class PhaseRecorder : public StepObserver {
   std::vector<std::string> phases;
 };
 
-TEST(Recompute, ASegmentsForwardIsReRunJustBeforeTheBackwardOfItsLastLayer) {
+TEST(Recompute, ASpansForwardIsReRunJustBeforeTheBackwardOfItsLastLayer) {
   const ModelConfig config = gpt2_config("recompute-phases", 5, 16, 2, 23, 8);
   PhaseRecorder recorder;
   run_step(config, 1, 4, {kStart, kInside, kNone, kStart, kSelective}, "meta", &recorder);
@@ -359,7 +359,7 @@ TEST(FlashAttentionModel, WithDropoutTheMasksAreTheNaiveKernels) {
 }
 
 // Under flash attention every plan still gives bitwise the gradients of keeping everything (a
-// segment's re-run forward runs the same flash kernel), selective recompute has nothing to drop,
+// span's re-run forward runs the same flash kernel), selective recompute has nothing to drop,
 // and the store's peak is the planner's model of it with the flash layout.
 TEST(FlashAttentionModel, EveryPlanGivesBitwiseTheGradientsAndThePlannersPeak) {
   const ModelConfig config = gpt2_config("flash-recompute", 5, 24, 3, 37, 16);

@@ -117,7 +117,7 @@ TEST(SavedActivations, FlashAttentionLayoutIsTheEstimatorsOnEveryDevice) {
                                   AttentionKind::flash);
 }
 
-TEST(SavedActivations, APlanMustHaveOneEntryPerLayerAndFullLayersStartTheirSegment) {
+TEST(SavedActivations, APlanMustHaveOneEntryPerLayerAndFullLayersStartTheirSpan) {
   Runtime runtime(memory::parse_device("cpu"));
   SavedActivations saved(runtime, 4);
   const LayerPolicy none{}, selective{Recompute::selective, false};
@@ -125,14 +125,14 @@ TEST(SavedActivations, APlanMustHaveOneEntryPerLayerAndFullLayersStartTheirSegme
   EXPECT_NO_THROW(saved.set_plan({start, inside, selective, start}));
   EXPECT_EQ(saved.policy(1), inside);
   EXPECT_EQ(saved.policy(-1), none);
-  EXPECT_EQ(saved.segment_first(1), 0);
-  EXPECT_FALSE(saved.segment_last(0));
-  EXPECT_TRUE(saved.segment_last(1));
-  EXPECT_TRUE(saved.segment_last(3));
+  EXPECT_EQ(saved.span_first(1), 0);
+  EXPECT_FALSE(saved.span_last(0));
+  EXPECT_TRUE(saved.span_last(1));
+  EXPECT_TRUE(saved.span_last(3));
   EXPECT_THROW(saved.set_plan({none, none, none}), UsageError);
   try {
     saved.set_plan({none, inside, none, none});
-    FAIL() << "a segment without a start was accepted";
+    FAIL() << "a span without a start was accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
   }

@@ -15,7 +15,7 @@
 
 namespace vramlab::recompute::testing {
 
-// A schedule from its pattern ('.' none, 's' selective, 'F' full starting a segment, 'f' full
+// A schedule from its pattern ('.' none, 's' selective, 'F' full starting a span, 'f' full
 // continuing one), written independently of the library's reading of patterns.
 inline RecomputeSchedule schedule_of(const std::string& pattern) {
   RecomputeSchedule schedule{pattern, {}};
@@ -23,7 +23,7 @@ inline RecomputeSchedule schedule_of(const std::string& pattern) {
     LayerPlan plan;
     if (c == 's') plan.recompute = LayerRecompute::selective;
     if (c == 'F' || c == 'f') plan.recompute = LayerRecompute::full;
-    plan.segment_start = c == 'F';
+    plan.span_start = c == 'F';
     schedule.layers.push_back(plan);
   }
   return schedule;

@@ -72,7 +72,7 @@ TEST(ActivationTimeline, NoRecompute) {
                    {"backward layer 0", 100}});
 }
 
-TEST(ActivationTimeline, FullEveryLayerItsOwnSegment) {
+TEST(ActivationTimeline, FullEveryLayerItsOwnSpan) {
   expect_timeline(small_chain(3), "FFF",
                   {{"start", 100},
                    {"forward layer 0", 150},
@@ -83,11 +83,11 @@ TEST(ActivationTimeline, FullEveryLayerItsOwnSegment) {
                    {"layer 2 kept", 123},
                    {"forward head", 143},
                    {"backward head", 123},
-                   {"recompute segment 2", 202},
+                   {"recompute span 2", 202},
                    {"backward layer 2", 112},
-                   {"recompute segment 1", 175},
+                   {"recompute span 1", 175},
                    {"backward layer 1", 105},
-                   {"recompute segment 0", 150},
+                   {"recompute span 0", 150},
                    {"backward layer 0", 100}});
 }
 
@@ -102,15 +102,15 @@ TEST(ActivationTimeline, EveryTwo) {
                    {"layer 2 kept", 186},
                    {"forward head", 206},
                    {"backward head", 186},
-                   {"recompute segment 2", 265},
+                   {"recompute span 2", 265},
                    {"backward layer 2", 175},
                    {"backward layer 1", 105},
-                   {"recompute segment 0", 150},
+                   {"recompute span 0", 150},
                    {"backward layer 0", 100}});
 }
 
-TEST(ActivationTimeline, SqrtSegmentsOfTwo) {
-  // Layer 1 continues layer 0's segment: it keeps O1 and drops O0.
+TEST(ActivationTimeline, SqrtSpansOfTwo) {
+  // Layer 1 continues layer 0's span: it keeps O1 and drops O0.
   expect_timeline(small_chain(3), "FfF",
                   {{"start", 100},
                    {"forward layer 0", 150},
@@ -121,9 +121,9 @@ TEST(ActivationTimeline, SqrtSegmentsOfTwo) {
                    {"layer 2 kept", 118},
                    {"forward head", 138},
                    {"backward head", 118},
-                   {"recompute segment 2", 197},
+                   {"recompute span 2", 197},
                    {"backward layer 2", 107},
-                   {"recompute segment 0-1", 220},
+                   {"recompute span 0-1", 220},
                    {"backward layer 1", 150},
                    {"backward layer 0", 100}});
   EXPECT_EQ(schedule_pattern(make_schedule(parse_recompute_spec("sqrt"), small_chain(3))), "FfF");
@@ -145,7 +145,7 @@ TEST(ActivationTimeline, Selective) {
                    {"backward layer 0", 100}});
 }
 
-TEST(ActivationTimeline, MixedSelectiveSegmentNone) {
+TEST(ActivationTimeline, MixedSelectiveSpanNone) {
   expect_timeline(small_chain(4), "sFf.",
                   {{"start", 100},
                    {"forward layer 0", 150},
@@ -159,13 +159,13 @@ TEST(ActivationTimeline, MixedSelectiveSegmentNone) {
                    {"forward head", 241},
                    {"backward head", 221},
                    {"backward layer 3", 141},
-                   {"recompute segment 1-2", 290},
+                   {"recompute span 1-2", 290},
                    {"backward layer 2", 200},
                    {"backward layer 1", 130},
                    {"backward layer 0", 100}});
 }
 
-TEST(ActivationTimeline, TwoSegmentsBackToBack) {
+TEST(ActivationTimeline, TwoSpansBackToBack) {
   expect_timeline(small_chain(4), "FfFf",
                   {{"start", 100},
                    {"forward layer 0", 150},
@@ -178,10 +178,10 @@ TEST(ActivationTimeline, TwoSegmentsBackToBack) {
                    {"layer 3 kept", 120},
                    {"forward head", 140},
                    {"backward head", 120},
-                   {"recompute segment 2-3", 277},
+                   {"recompute span 2-3", 277},
                    {"backward layer 3", 197},
                    {"backward layer 2", 107},
-                   {"recompute segment 0-1", 220},
+                   {"recompute span 0-1", 220},
                    {"backward layer 1", 150},
                    {"backward layer 0", 100}});
 }
@@ -230,7 +230,7 @@ TEST(RecomputeCost, SumsFullForwardsAndSelectiveParts) {
   EXPECT_EQ(recompute_cost(chain, schedule_of(".s.F")), 0.5 + 7.0);
 }
 
-TEST(ScheduleChecks, AFullLayerAfterANonFullOneMustStartASegment) {
+TEST(ScheduleChecks, AFullLayerAfterANonFullOneMustStartASpan) {
   const ChainCosts chain = small_chain(4);
   for (const char* bad : {"f...", ".f..", "sfFf", "F.f.", "fFFF"}) {
     EXPECT_THROW(activation_peak_bytes(chain, schedule_of(bad)), InternalError) << bad;
@@ -299,7 +299,7 @@ TEST(ActivationPeak, SeventyBLikeChainIn64Bits) {
   const int64_t h = chain.head_bytes;
   EXPECT_EQ(activation_peak_bytes(chain, make_schedule(parse_recompute_spec("none"), chain)),
             e + sum_f + h);
-  // Every layer its own segment: P before layer l is E + O_0 + … + O_{l−1}; the peak is the
+  // Every layer its own span: P before layer l is E + O_0 + … + O_{l−1}; the peak is the
   // largest P_{l−1} + F_l or the head's forward.
   int64_t prefix = e;
   int64_t full_peak = 0;

@@ -167,7 +167,7 @@ TEST(OptimalSchedule, RefusalNamesTheBudgetAndTheLeastPeak) {
   chain.before_bytes = 1 << 20;
   chain.head_bytes = 3 << 20;
   chain.layers.assign(6, LayerCosts{8 << 20, 6 << 20, 1 << 20, 1.0, 0.25});
-  // Every layer its own segment: E + 5 O + F = 14 MiB is the least peak (any longer segment
+  // Every layer its own span: E + 5 O + F = 14 MiB is the least peak (any longer span
   // re-runs two layers of F = 8 MiB each on top of E, none keeps F).
   EXPECT_EQ(least_activation_peak_bytes(chain), int64_t{14} << 20);
   try {

@@ -106,7 +106,7 @@ TEST(RecomputeSpec, BadInputNamesTheValueAndListsTheForms) {
   }
 }
 
-// The hand schedules as patterns: '.' none, 's' selective, 'F' full segment start, 'f' full.
+// The hand schedules as patterns: '.' none, 's' selective, 'F' full span start, 'f' full.
 std::string pattern_for(const char* spec, size_t layers) {
   const RecomputeSchedule schedule = make_schedule(parse_recompute_spec(spec), chain_of(layers));
   EXPECT_EQ(schedule.name, spec);
@@ -157,7 +157,7 @@ TEST(HandSchedules, FullLayerCountAndNames) {
   EXPECT_EQ(to_string(LayerRecompute::selective), "selective");
 }
 
-TEST(HandSchedules, SqrtIsSegmentsOfCeilRootL) {
+TEST(HandSchedules, SqrtIsSpansOfCeilRootL) {
   EXPECT_EQ(pattern_for("sqrt", 1), "F");
   EXPECT_EQ(pattern_for("sqrt", 2), "Ff");
   EXPECT_EQ(pattern_for("sqrt", 4), "FfFf");

@@ -57,10 +57,10 @@ std::string describe(const CheckpointChain& c) {
 }
 
 std::string describe(const std::vector<LayerPolicy>& plan) {
-  std::string s;  // K kept, S segment start, s inside a segment, ? anything else
+  std::string s;  // K kept, S span start, s inside a span, ? anything else
   for (const LayerPolicy& p : plan)
     s += p.recompute == Recompute::none   ? 'K'
-         : p.recompute == Recompute::full ? (p.segment_start ? 'S' : 's')
+         : p.recompute == Recompute::full ? (p.span_start ? 'S' : 's')
                                           : '?';
   return s;
 }
@@ -73,8 +73,8 @@ std::string plan_problem(const std::vector<LayerPolicy>& plan, size_t layers) {
     if (plan[l].recompute == Recompute::selective)
       return "layer " + std::to_string(l) + " is selective";
     const bool after_full = l > 0 && plan[l - 1].recompute == Recompute::full;
-    if (plan[l].recompute == Recompute::full && !after_full && !plan[l].segment_start)
-      return "layer " + std::to_string(l) + " follows a kept layer without starting a segment";
+    if (plan[l].recompute == Recompute::full && !after_full && !plan[l].span_start)
+      return "layer " + std::to_string(l) + " follows a kept layer without starting a span";
   }
   return "";
 }
@@ -90,7 +90,7 @@ Evaluated evaluate(const CheckpointChain& c, const std::vector<LayerPolicy>& pla
   auto F = [&](int64_t l) { return c.layers[static_cast<size_t>(l)].saved_bytes; };
   auto O = [&](int64_t l) { return c.layers[static_cast<size_t>(l)].output_bytes; };
   auto full = [&](int64_t l) { return plan[static_cast<size_t>(l)].recompute == Recompute::full; };
-  auto start = [&](int64_t l) { return plan[static_cast<size_t>(l)].segment_start; };
+  auto start = [&](int64_t l) { return plan[static_cast<size_t>(l)].span_start; };
   Evaluated e;
   int64_t live = c.before_bytes;
   e.peak = live;
@@ -120,7 +120,7 @@ Evaluated evaluate(const CheckpointChain& c, const std::vector<LayerPolicy>& pla
   return e;
 }
 
-// Every plan: each layer kept, starting a segment, or (after a recomputed layer) continuing one.
+// Every plan: each layer kept, starting a span, or (after a recomputed layer) continuing one.
 void for_every_plan(size_t layers, const std::function<void(const std::vector<LayerPolicy>&)>& f) {
   std::vector<LayerPolicy> plan(layers);
   std::function<void(size_t)> visit = [&](size_t l) {
@@ -292,20 +292,20 @@ int64_t measured_peak(const ModelConfig& config, int64_t B, int64_t T,
   return store.peak_bytes();
 }
 
-std::vector<LayerPolicy> segments_of(size_t layers, size_t k, size_t kept_first = 0) {
+std::vector<LayerPolicy> spans_of(size_t layers, size_t k, size_t kept_first = 0) {
   std::vector<LayerPolicy> plan(layers);
   for (size_t l = kept_first; l < layers; ++l)
     plan[l] = LayerPolicy{Recompute::full, (l - kept_first) % k == 0};
   return plan;
 }
 
-// Hand plans: keep everything; segments of k for every k; the first quarter or half kept and
-// the rest in segments of k.
+// Hand plans: keep everything; spans of k for every k; the first quarter or half kept and
+// the rest in spans of k.
 std::vector<std::vector<LayerPolicy>> hand_plans(size_t layers) {
   std::vector<std::vector<LayerPolicy>> plans = {std::vector<LayerPolicy>(layers)};
   for (size_t kept : {size_t{0}, layers / 4, layers / 2})
     for (size_t k = 1; k <= layers; ++k)
-      if (kept < layers) plans.push_back(segments_of(layers, k, kept));
+      if (kept < layers) plans.push_back(spans_of(layers, k, kept));
   return plans;
 }
 
@@ -424,7 +424,7 @@ recompute::RecomputeSchedule planner_schedule(const std::vector<LayerPolicy>& pl
   for (const LayerPolicy& p : plan)
     schedule.layers.push_back(
         p.recompute == Recompute::full
-            ? recompute::LayerPlan{recompute::LayerRecompute::full, p.segment_start}
+            ? recompute::LayerPlan{recompute::LayerRecompute::full, p.span_start}
             : recompute::LayerPlan{recompute::LayerRecompute::none, false});
   return schedule;
 }

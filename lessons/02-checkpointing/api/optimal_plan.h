@@ -4,8 +4,8 @@
 ///
 /// The one API shared by the stub (exercises/02-checkpointing/optimal_plan.cpp) and the reference
 /// (solutions/02-checkpointing/optimal_plan.cpp). Each layer either keeps everything it saved
-/// (nn::Recompute::none) or belongs to a segment of consecutive layers that recompute in full
-/// (nn::Recompute::full, segment_start on the segment's first layer), segments of any length.
+/// (nn::Recompute::none) or belongs to a span of consecutive layers that recompute in full
+/// (nn::Recompute::full, span_start on the span's first layer), spans of any length.
 /// The tests compare your cost with an exhaustive search on small chains and run your plan on
 /// the runtime (meta device), whose measured peak must equal the one you report and fit the
 /// budget.
@@ -14,10 +14,10 @@
 /// produces it (common/nn/decoder_model.cpp; exercise 02.1 walks the same timeline for identical
 /// layers): the embedding saves E before the first layer. A layer saves its F_l while it runs
 /// forward; a kept layer keeps all of it, a recomputed one then keeps only its output O_l (and,
-/// inside a segment, releases the previous layer's output, which was only its input). The head
-/// saves H after the last layer; its backward releases it. The backward pass reaches a segment at
-/// its last layer, releases that layer's output, re-runs the segment's forward from the output
-/// kept before it (each layer saving its whole F_l) and then runs the segment's backward, each
+/// inside a span, releases the previous layer's output, which was only its input). The head
+/// saves H after the last layer; its backward releases it. The backward pass reaches a span at
+/// its last layer, releases that layer's output, re-runs the span's forward from the output
+/// kept before it (each layer saving its whole F_l) and then runs the span's backward, each
 /// layer freeing what it saved; a kept layer's backward frees its F_l.
 #pragma once
 
@@ -44,8 +44,8 @@ struct CheckpointChain {
 
 /// A plan and what it costs.
 struct CheckpointPlan {
-  /// One policy per layer: Recompute::none, or Recompute::full with segment_start on the first
-  /// layer of each segment (a layer after a kept one always starts a segment). A valid plan for
+  /// One policy per layer: Recompute::none, or Recompute::full with span_start on the first
+  /// layer of each span (a layer after a kept one always starts a span). A valid plan for
   /// nn::SavedActivations::set_plan.
   std::vector<nn::LayerPolicy> layers;
   double recompute_cost = 0;  ///< Σ forward_cost over the recomputed layers.
@@ -53,7 +53,7 @@ struct CheckpointPlan {
 };
 
 /// Exercise 02.2: the plan of least recompute_cost whose peak_bytes ≤ \p budget_bytes, choosing
-/// per layer between keeping it and recomputing it in a segment of any length. When several plans
+/// per layer between keeping it and recomputing it in a span of any length. When several plans
 /// cost the least, any one of them is accepted.
 /// \param chain the layers, E and H. \param budget_bytes the largest activation peak allowed.
 /// \return the plan, its cost and its peak.

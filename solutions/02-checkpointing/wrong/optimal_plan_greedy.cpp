@@ -1,6 +1,6 @@
 // Known-wrong variant of exercise 02.2 (kept for `vramlab verify`, never linked into a lesson):
 // greedy. Starting from keeping everything, it recomputes one more layer (as its own one-layer
-// segment) while the peak is over the budget, always the layer that frees the most bytes per unit
+// span) while the peak is over the budget, always the layer that frees the most bytes per unit
 // of cost. Every plan it returns fits, but not at the least cost, and it gives up too early.
 // The exercise's tests must fail for it.
 #include <algorithm>
@@ -32,7 +32,7 @@ void validate(const CheckpointChain& chain) {
   }
 }
 
-// The peak of a plan of kept layers and one-layer segments.
+// The peak of a plan of kept layers and one-layer spans.
 int64_t peak_of(const CheckpointChain& chain, const std::vector<bool>& recomputed) {
   int64_t kept = chain.before_bytes, peak = kept;
   for (size_t l = 0; l < chain.layers.size(); ++l) {

@@ -203,7 +203,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         options.plan.dropout.p > 0 ||
         options.plan.activations.compression != nn::ActivationCompression::none)
       std::printf(
-          "recompute %s (%s: . keeps, s selective, F/f full segment start/inside), "
+          "recompute %s (%s: . keeps, s selective, F/f full span start/inside), "
           "%.0f%% of the forward re-run; kept activations %s; dropout %g\n",
           schedule.name.c_str(), recompute::schedule_pattern(schedule).c_str(),
           100.0 * estimate::recomputed_forward_fraction(m, options.batch, options.seq, schedule,

@@ -1,7 +1,7 @@
-// Tests of exercise 02.1 (√N segments and the activation peak they give). They run against your
+// Tests of exercise 02.1 (√N spans and the activation peak they give). They run against your
 // code (`vramlab check 02.1`) and against the reference (ctest: test_ex_02_1_ref).
 // The check is the runtime itself: real models (GPT-2 124M, Llama 2-7B at T = 4096, GPT-2 355M
-// and small random ones) run one training step on the meta device with your segmentation as the
+// and small random ones) run one training step on the meta device with your spans as the
 // activation plan, and the saved-activations store's measured peak is the expected value. The
 // chain's sizes F, O, E and H are read from the store after a forward pass that keeps everything.
 // Synthetic chains with arbitrary sizes are checked against the test's own event-by-event
@@ -27,7 +27,7 @@
 #include "common/platform/errors.h"
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
-#include "lessons/02-checkpointing/api/sqrt_segments.h"
+#include "lessons/02-checkpointing/api/sqrt_spans.h"
 
 namespace vramlab::lesson02 {
 namespace {
@@ -61,7 +61,7 @@ int64_t smallest_k_covering(int64_t layers) {
   return static_cast<int64_t>(k);
 }
 
-// One step of the runtime on meta, every layer recomputed in full, a segment at each start.
+// One step of the runtime on meta, every layer recomputed in full, a span at each start.
 struct Step {
   nn::Runtime runtime{memory::parse_device("meta")};
   ModelConfig config;
@@ -79,7 +79,7 @@ int64_t measured_peak(const ModelConfig& config, int64_t B, int64_t T,
   nn::SavedActivations saved(step.runtime, config.layers);
   std::vector<nn::LayerPolicy> plan(static_cast<size_t>(config.layers));
   for (auto& p : plan) p = nn::LayerPolicy{nn::Recompute::full, false};
-  for (int64_t s : starts) plan[static_cast<size_t>(s)].segment_start = true;
+  for (int64_t s : starts) plan[static_cast<size_t>(s)].span_start = true;
   saved.set_plan(plan);
   model.forward(saved, step.view(), step.view(), B, T);
   model.backward(saved, step.view(), step.view(), B, T);
@@ -150,8 +150,8 @@ std::vector<int64_t> random_starts(std::mt19937_64& rng, int64_t layers) {
   return starts;
 }
 
-// One segment, L one-layer segments, √N (the test's k), every 2 and 3, and two random ones.
-std::vector<std::vector<int64_t>> segmentations(int64_t layers, uint64_t seed) {
+// One span, L one-layer spans, √N (the test's k), every 2 and 3, and two random ones.
+std::vector<std::vector<int64_t>> span_splits(int64_t layers, uint64_t seed) {
   std::mt19937_64 rng(seed);
   return {{0},
           every_k(layers, 1),
@@ -165,31 +165,31 @@ std::vector<std::vector<int64_t>> segmentations(int64_t layers, uint64_t seed) {
 void expect_runtime_peaks(const ModelConfig& config, int64_t B, int64_t T, Comparison& peak,
                           uint64_t seed) {
   const ChainShape chain = measured_chain(config, B, T);
-  for (const std::vector<int64_t>& starts : segmentations(config.layers, seed))
+  for (const std::vector<int64_t>& starts : span_splits(config.layers, seed))
     peak.add(config.name + " B=" + std::to_string(B) + " T=" + std::to_string(T) + " " +
                  describe(starts),
              static_cast<double>(measured_peak(config, B, T, starts)),
              static_cast<double>(checkpointed_activation_peak(chain, starts)));
 }
 
-TEST(SqrtSegments, SegmentsOfCeilSqrtLLayers) {
-  Comparison count("number of segments", Unit::kNumber), start("segment start");
+TEST(SqrtSpans, SpansOfCeilSqrtLLayers) {
+  Comparison count("number of spans", Unit::kNumber), start("span start");
   std::vector<int64_t> lengths;
   for (int64_t L = 1; L <= 1200; ++L) lengths.push_back(L);
-  // Just below, at and just above perfect squares, up to 10^12 layers (10^6 segments).
+  // Just below, at and just above perfect squares, up to 10^12 layers (10^6 spans).
   for (int64_t k : {int64_t{2}, int64_t{37}, int64_t{1000}, int64_t{65537}, int64_t{1'000'000}})
     for (int64_t d : {-1, 0, 1}) lengths.push_back(k * k + d);
   for (int64_t L : lengths) {
     const int64_t k = smallest_k_covering(L);
     const int64_t expected_count = (L + k - 1) / k;
-    const std::vector<int64_t> got = sqrt_segment_starts(L);
+    const std::vector<int64_t> got = sqrt_span_starts(L);
     count.add("L=" + std::to_string(L) + " (k=" + std::to_string(k) + ")",
               static_cast<double>(expected_count), static_cast<double>(got.size()));
     // The first start that differs, or the last one when none does.
     size_t j = 0;
     while (j + 1 < got.size() && got[j] == static_cast<int64_t>(j) * k) ++j;
     if (!got.empty())
-      start.add("L=" + std::to_string(L) + " segment " + std::to_string(j),
+      start.add("L=" + std::to_string(L) + " span " + std::to_string(j),
                 static_cast<double>(static_cast<int64_t>(j) * k), static_cast<double>(got[j]));
   }
   VRAMLAB_EXPECT_PASSES(count);
@@ -197,7 +197,7 @@ TEST(SqrtSegments, SegmentsOfCeilSqrtLLayers) {
 }
 
 //! [test]
-TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForGpt2_124M) {
+TEST(SqrtSpans, PeakIsWhatTheRuntimeMeasuresForGpt2_124M) {
   Comparison peak("activation peak (measured on meta vs yours)", Unit::kBytes);
   expect_runtime_peaks(model_config_by_name("gpt2-124m"), 4, 1024, peak, 0x0201);
   expect_runtime_peaks(model_config_by_name("gpt2-124m"), 1, 77, peak, 0x0202);
@@ -205,21 +205,21 @@ TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForGpt2_124M) {
 }
 //! [test]
 
-TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForLlama2_7BAtT4096) {
+TEST(SqrtSpans, PeakIsWhatTheRuntimeMeasuresForLlama2_7BAtT4096) {
   // One layer saves more than 2 GiB here: the sums need 64 bits.
   Comparison peak("activation peak (measured on meta vs yours)", Unit::kBytes);
   expect_runtime_peaks(model_config_by_name("llama2-7b"), 1, 4096, peak, 0x0203);
   VRAMLAB_EXPECT_PASSES(peak);
 }
 
-TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForGpt2_355M) {
-  // 24 layers: √N gives k = 5, four segments of five layers and one of four.
+TEST(SqrtSpans, PeakIsWhatTheRuntimeMeasuresForGpt2_355M) {
+  // 24 layers: √N gives k = 5, four spans of five layers and one of four.
   Comparison peak("activation peak (measured on meta vs yours)", Unit::kBytes);
   expect_runtime_peaks(model_config_by_name("gpt2-355m"), 2, 512, peak, 0x0204);
   VRAMLAB_EXPECT_PASSES(peak);
 }
 
-TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForRandomSmallModels) {
+TEST(SqrtSpans, PeakIsWhatTheRuntimeMeasuresForRandomSmallModels) {
   std::mt19937_64 rng(0x0205);
   auto pick = [&rng](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -237,7 +237,7 @@ TEST(SqrtSegments, PeakIsWhatTheRuntimeMeasuresForRandomSmallModels) {
   VRAMLAB_EXPECT_PASSES(peak);
 }
 
-TEST(SqrtSegments, PeakOfRandomChainsFollowsTheStepsTimeline) {
+TEST(SqrtSpans, PeakOfRandomChainsFollowsTheStepsTimeline) {
   // Sizes the runtime never produces: outputs as large as the layer or empty, no head or a head
   // larger than everything, tens of GiB per layer.
   std::mt19937_64 rng(0x0206);
@@ -262,10 +262,10 @@ TEST(SqrtSegments, PeakOfRandomChainsFollowsTheStepsTimeline) {
   VRAMLAB_EXPECT_PASSES(peak);
 }
 
-TEST(SqrtSegments, SqrtStartsGiveTheRuntimesPeakOnLlama2_13B) {
-  // Your own segmentation, run: 40 layers at T = 2048 in ⌈√40⌉ = 7-layer segments.
+TEST(SqrtSpans, SqrtStartsGiveTheRuntimesPeakOnLlama2_13B) {
+  // Your own spans, run: 40 layers at T = 2048 in ⌈√40⌉ = 7-layer spans.
   const ModelConfig config = model_config_by_name("llama2-13b");
-  const std::vector<int64_t> starts = sqrt_segment_starts(config.layers);
+  const std::vector<int64_t> starts = sqrt_span_starts(config.layers);
   Comparison peak("activation peak of your √N plan (measured vs yours)", Unit::kBytes);
   peak.add(
       "llama2-13b B=1 T=2048 " + describe(starts),
@@ -275,13 +275,13 @@ TEST(SqrtSegments, SqrtStartsGiveTheRuntimesPeakOnLlama2_13B) {
   EXPECT_EQ(starts, every_k(40, 7));
 }
 
-TEST(SqrtSegments, APeakThatOverflowsInt64Throws) {
+TEST(SqrtSpans, APeakThatOverflowsInt64Throws) {
   const ChainShape c{4, int64_t{1} << 62, 1, 0, 0};
   EXPECT_THROW(checkpointed_activation_peak(c, {0}), UsageError)
       << "4 layers of 2^62 bytes re-run together pass 2^63";
 }
 
-TEST(SqrtSegments, RejectsBadInputNamingTheValue) {
+TEST(SqrtSpans, RejectsBadInputNamingTheValue) {
   struct Bad {
     ChainShape chain;
     std::vector<int64_t> starts;
@@ -314,8 +314,8 @@ TEST(SqrtSegments, RejectsBadInputNamingTheValue) {
   }
   for (int64_t layers : {int64_t{0}, int64_t{-7}}) {
     try {
-      sqrt_segment_starts(layers);
-      ADD_FAILURE() << "no vramlab::UsageError for sqrt_segment_starts(" << layers << ")";
+      sqrt_span_starts(layers);
+      ADD_FAILURE() << "no vramlab::UsageError for sqrt_span_starts(" << layers << ")";
     } catch (const UsageError& e) {
       if (std::string(e.what()).find(std::to_string(layers)) == std::string::npos)
         ADD_FAILURE() << "the message should name " << layers << ": " << e.what();

@@ -1,5 +1,6 @@
 // Known-wrong variant of exercise 02.1 (kept for `vramlab verify`, never linked into a lesson):
-// takes k = ⌊√L⌋ layers per segment instead of ⌈√L⌉, so a non-square L gets one segment too many.
+// forgets that a span re-run in backward sits on top of the checkpoints of the spans
+// before it: it counts only E below every span.
 // The exercise's tests must fail for it.
 #include <algorithm>
 #include <cmath>
@@ -7,7 +8,7 @@
 #include <string>
 
 #include "common/platform/errors.h"
-#include "lessons/02-checkpointing/api/sqrt_segments.h"
+#include "lessons/02-checkpointing/api/sqrt_spans.h"
 
 namespace vramlab::lesson02 {
 
@@ -37,12 +38,22 @@ void require_layers(int64_t layers) {
     throw UsageError("a chain needs at least one layer, got " + std::to_string(layers));
 }
 
+// The smallest k with k·k ≥ n, exact for every int64 (a double's square root can be one off
+// above 2^52, so it is only the starting guess).
+int64_t ceil_sqrt(int64_t n) {
+  auto k = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  // k·k < n without forming k·k: k < n / k, or k == n / k with a remainder.
+  auto below = [n](int64_t x) { return x == 0 || x < n / x || (x == n / x && n % x != 0); };
+  while (k > 1 && !below(k - 1)) --k;
+  while (below(k)) ++k;
+  return k;
+}
+
 }  // namespace
 
-std::vector<int64_t> sqrt_segment_starts(int64_t layers) {
+std::vector<int64_t> sqrt_span_starts(int64_t layers) {
   require_layers(layers);
-  // The mistake: the square root rounded down.
-  const auto k = static_cast<int64_t>(std::sqrt(static_cast<double>(layers)));
+  const int64_t k = ceil_sqrt(layers);  // ⌈√L⌉ layers per span
   std::vector<int64_t> starts;
   for (int64_t s = 0; s < layers; s += k) {
     starts.push_back(s);
@@ -52,7 +63,7 @@ std::vector<int64_t> sqrt_segment_starts(int64_t layers) {
 }
 
 int64_t checkpointed_activation_peak(const ChainShape& chain,
-                                     const std::vector<int64_t>& segment_starts) {
+                                     const std::vector<int64_t>& span_starts) {
   const int64_t L = chain.layers, F = chain.layer_bytes, O = chain.output_bytes,
                 E = chain.before_bytes, H = chain.head_bytes;
   require_layers(L);
@@ -63,31 +74,32 @@ int64_t checkpointed_activation_peak(const ChainShape& chain,
   if (O > F)
     throw UsageError("output bytes O = " + std::to_string(O) +
                      " cannot exceed the layer's saved bytes F = " + std::to_string(F));
-  if (segment_starts.empty()) throw UsageError("no segment starts: layer 0 must start one");
-  if (segment_starts.front() != 0)
-    throw UsageError("the first segment must start at layer 0, not at " +
-                     std::to_string(segment_starts.front()));
-  for (size_t j = 0; j < segment_starts.size(); ++j) {
-    const int64_t s = segment_starts[j];
+  if (span_starts.empty()) throw UsageError("no span starts: layer 0 must start one");
+  if (span_starts.front() != 0)
+    throw UsageError("the first span must start at layer 0, not at " +
+                     std::to_string(span_starts.front()));
+  for (size_t j = 0; j < span_starts.size(); ++j) {
+    const int64_t s = span_starts[j];
     if (s < 0 || s >= L)
-      throw UsageError("segment start " + std::to_string(s) + " outside [0, " + std::to_string(L) +
+      throw UsageError("span start " + std::to_string(s) + " outside [0, " + std::to_string(L) +
                        ")");
-    if (j > 0 && s <= segment_starts[j - 1])
-      throw UsageError("segment start " + std::to_string(s) + " does not follow " +
-                       std::to_string(segment_starts[j - 1]) + " (ascending, no repeats)");
+    if (j > 0 && s <= span_starts[j - 1])
+      throw UsageError("span start " + std::to_string(s) + " does not follow " +
+                       std::to_string(span_starts[j - 1]) + " (ascending, no repeats)");
   }
 
-  const auto segments = static_cast<int64_t>(segment_starts.size());
-  // End of forward: E, one checkpoint per segment, and the head on top.
-  int64_t peak = checked_sum(checked_sum(E, checked_multiply(segments, O)), H);
-  for (int64_t j = 0; j < segments; ++j) {
-    const int64_t first = segment_starts[static_cast<size_t>(j)];
-    const int64_t end = j + 1 < segments ? segment_starts[static_cast<size_t>(j + 1)] : L;
-    // Below segment j lie E and the j checkpoints of the segments before it.
-    const int64_t below = checked_sum(E, checked_multiply(j, O));
-    // Backward: its own checkpoint released, the whole segment re-run, saving F per layer.
+  const auto spans = static_cast<int64_t>(span_starts.size());
+  // End of forward: E, one checkpoint per span, and the head on top.
+  int64_t peak = checked_sum(checked_sum(E, checked_multiply(spans, O)), H);
+  for (int64_t j = 0; j < spans; ++j) {
+    const int64_t first = span_starts[static_cast<size_t>(j)];
+    const int64_t end = j + 1 < spans ? span_starts[static_cast<size_t>(j + 1)] : L;
+    // Below span j lie E and the j checkpoints of the spans before it.
+    // The mistake: the earlier spans' checkpoints are still live here.
+    const int64_t below = E;
+    // Backward: its own checkpoint released, the whole span re-run, saving F per layer.
     peak = std::max(peak, checked_sum(below, checked_multiply(end - first, F)));
-    // Forward: a layer runs beside the previous output of its segment (never more than the
+    // Forward: a layer runs beside the previous output of its span (never more than the
     // re-run above when O ≤ F; kept so the timeline is complete).
     peak = std::max(peak, checked_sum(below, checked_sum(F, end - first > 1 ? O : 0)));
   }

@@ -1,5 +1,5 @@
 // Known-wrong variant of exercise 02.1 (kept for `vramlab verify`, never linked into a lesson):
-// counts the segment's kept output twice during its re-run: the checkpoint is released before
+// counts the span's kept output twice during its re-run: the checkpoint is released before
 // the re-run saves the same output again, among the layer's F bytes.
 // The exercise's tests must fail for it.
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/platform/errors.h"
-#include "lessons/02-checkpointing/api/sqrt_segments.h"
+#include "lessons/02-checkpointing/api/sqrt_spans.h"
 
 namespace vramlab::lesson02 {
 
@@ -51,9 +51,9 @@ int64_t ceil_sqrt(int64_t n) {
 
 }  // namespace
 
-std::vector<int64_t> sqrt_segment_starts(int64_t layers) {
+std::vector<int64_t> sqrt_span_starts(int64_t layers) {
   require_layers(layers);
-  const int64_t k = ceil_sqrt(layers);  // ⌈√L⌉ layers per segment
+  const int64_t k = ceil_sqrt(layers);  // ⌈√L⌉ layers per span
   std::vector<int64_t> starts;
   for (int64_t s = 0; s < layers; s += k) {
     starts.push_back(s);
@@ -63,7 +63,7 @@ std::vector<int64_t> sqrt_segment_starts(int64_t layers) {
 }
 
 int64_t checkpointed_activation_peak(const ChainShape& chain,
-                                     const std::vector<int64_t>& segment_starts) {
+                                     const std::vector<int64_t>& span_starts) {
   const int64_t L = chain.layers, F = chain.layer_bytes, O = chain.output_bytes,
                 E = chain.before_bytes, H = chain.head_bytes;
   require_layers(L);
@@ -74,32 +74,32 @@ int64_t checkpointed_activation_peak(const ChainShape& chain,
   if (O > F)
     throw UsageError("output bytes O = " + std::to_string(O) +
                      " cannot exceed the layer's saved bytes F = " + std::to_string(F));
-  if (segment_starts.empty()) throw UsageError("no segment starts: layer 0 must start one");
-  if (segment_starts.front() != 0)
-    throw UsageError("the first segment must start at layer 0, not at " +
-                     std::to_string(segment_starts.front()));
-  for (size_t j = 0; j < segment_starts.size(); ++j) {
-    const int64_t s = segment_starts[j];
+  if (span_starts.empty()) throw UsageError("no span starts: layer 0 must start one");
+  if (span_starts.front() != 0)
+    throw UsageError("the first span must start at layer 0, not at " +
+                     std::to_string(span_starts.front()));
+  for (size_t j = 0; j < span_starts.size(); ++j) {
+    const int64_t s = span_starts[j];
     if (s < 0 || s >= L)
-      throw UsageError("segment start " + std::to_string(s) + " outside [0, " + std::to_string(L) +
+      throw UsageError("span start " + std::to_string(s) + " outside [0, " + std::to_string(L) +
                        ")");
-    if (j > 0 && s <= segment_starts[j - 1])
-      throw UsageError("segment start " + std::to_string(s) + " does not follow " +
-                       std::to_string(segment_starts[j - 1]) + " (ascending, no repeats)");
+    if (j > 0 && s <= span_starts[j - 1])
+      throw UsageError("span start " + std::to_string(s) + " does not follow " +
+                       std::to_string(span_starts[j - 1]) + " (ascending, no repeats)");
   }
 
-  const auto segments = static_cast<int64_t>(segment_starts.size());
-  // End of forward: E, one checkpoint per segment, and the head on top.
-  int64_t peak = checked_sum(checked_sum(E, checked_multiply(segments, O)), H);
-  for (int64_t j = 0; j < segments; ++j) {
-    const int64_t first = segment_starts[static_cast<size_t>(j)];
-    const int64_t end = j + 1 < segments ? segment_starts[static_cast<size_t>(j + 1)] : L;
-    // Below segment j lie E and the j checkpoints of the segments before it.
+  const auto spans = static_cast<int64_t>(span_starts.size());
+  // End of forward: E, one checkpoint per span, and the head on top.
+  int64_t peak = checked_sum(checked_sum(E, checked_multiply(spans, O)), H);
+  for (int64_t j = 0; j < spans; ++j) {
+    const int64_t first = span_starts[static_cast<size_t>(j)];
+    const int64_t end = j + 1 < spans ? span_starts[static_cast<size_t>(j + 1)] : L;
+    // Below span j lie E and the j checkpoints of the spans before it.
     const int64_t below = checked_sum(E, checked_multiply(j, O));
-    // Backward: its own checkpoint released, the whole segment re-run, saving F per layer.
-    // The mistake: the segment's own checkpoint O is counted beside its re-run.
+    // Backward: its own checkpoint released, the whole span re-run, saving F per layer.
+    // The mistake: the span's own checkpoint O is counted beside its re-run.
     peak = std::max(peak, checked_sum(checked_sum(below, O), checked_multiply(end - first, F)));
-    // Forward: a layer runs beside the previous output of its segment (never more than the
+    // Forward: a layer runs beside the previous output of its span (never more than the
     // re-run above when O ≤ F; kept so the timeline is complete).
     peak = std::max(peak, checked_sum(below, checked_sum(F, end - first > 1 ? O : 0)));
   }

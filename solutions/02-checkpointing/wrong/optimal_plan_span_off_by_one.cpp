@@ -1,6 +1,6 @@
 // Known-wrong variant of exercise 02.2 (kept for `vramlab verify`, never linked into a lesson):
-// takes a segment's re-run bytes from prefix sums with an off-by-one in the segment's length:
-// prefix[p - 1] - prefix[l] covers layers l..p-2, missing the segment's last layer.
+// takes a span's re-run bytes from prefix sums with an off-by-one in the span's length:
+// prefix[p - 1] - prefix[l] covers layers l..p-2, missing the span's last layer.
 // The exercise's tests must fail for it.
 #include <algorithm>
 #include <cmath>
@@ -48,11 +48,11 @@ void validate(const CheckpointChain& chain) {
 // One state of the program: the layers before `position` decided, keeping `kept` bytes.
 struct State {
   int64_t kept = 0;
-  double cost = 0;       // the cost program's value
-  int64_t peak = 0;      // the peak program's value: the highest candidate so far
-  int64_t from = -1;     // the position this state was reached from
-  size_t parent = 0;     // index of that state in its (pruned) front
-  bool segment = false;  // layers from..position-1 recompute as one segment (else `from` kept)
+  double cost = 0;    // the cost program's value
+  int64_t peak = 0;   // the peak program's value: the highest candidate so far
+  int64_t from = -1;  // the position this state was reached from
+  size_t parent = 0;  // index of that state in its (pruned) front
+  bool span = false;  // layers from..position-1 recompute as one span (else `from` kept)
 };
 
 // Keeps the states no other state beats in both kept bytes and `value`.
@@ -70,7 +70,7 @@ void prune(std::vector<State>& front, Value value) {
 // The fronts of every position, for a program whose value is cost (minimise_peak false, states
 // above the budget dropped) or the peak so far (minimise_peak true, no budget). Position p's front
 // is pulled from the earlier ones: p - 1 with layer p - 1 kept, or any l < p with layers l..p-1 as
-// one segment; pruning it before it is used keeps it small (one state per distinct cost when the
+// one span; pruning it before it is used keeps it small (one state per distinct cost when the
 // layers are alike).
 std::vector<std::vector<State>> run_program(const CheckpointChain& chain, int64_t budget,
                                             bool minimise_peak) {
@@ -96,10 +96,10 @@ std::vector<std::vector<State>> run_program(const CheckpointChain& chain, int64_
         front.push_back(
             State{kept, before[i].cost, std::max(before[i].peak, kept), p - 1, i, false});
     }
-    // A segment l..p-1, re-run in backward on top of what the layers before l keep.
+    // A span l..p-1, re-run in backward on top of what the layers before l keep.
     double cost = 0;
     for (int64_t l = p - 1; l >= 0; --l) {
-      // The mistake: layers l..p-2; the segment l..p-1 needs prefix[p] - prefix[l].
+      // The mistake: layers l..p-2; the span l..p-1 needs prefix[p] - prefix[l].
       const int64_t rerun = prefix[static_cast<size_t>(p - 1)] - prefix[static_cast<size_t>(l)];
       cost += chain.layers[static_cast<size_t>(l)].forward_cost;
       const std::vector<State>& from = fronts[static_cast<size_t>(l)];
@@ -127,7 +127,7 @@ CheckpointPlan plan_of(const CheckpointChain& chain, const std::vector<std::vect
   while (s->from >= 0) {
     for (int64_t l = s->from; l < position; ++l)
       plan.layers[static_cast<size_t>(l)] =
-          s->segment ? nn::LayerPolicy{nn::Recompute::full, l == s->from} : nn::LayerPolicy{};
+          s->span ? nn::LayerPolicy{nn::Recompute::full, l == s->from} : nn::LayerPolicy{};
     position = s->from;
     s = &fronts[static_cast<size_t>(position)][s->parent];
   }
