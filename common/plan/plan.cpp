@@ -8,10 +8,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "common/platform/errors.h"
+#include "common/platform/number_text.h"
 
 namespace vramlab::plan {
 
@@ -27,12 +27,6 @@ double shortest(float value) {
   double wide = value;
   if (error == std::errc()) std::from_chars(text, end, wide);
   return wide;
-}
-
-std::string number_text(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
 }
 
 // One JSON object being read: every key it takes, each read at most once, and at the end
@@ -121,6 +115,26 @@ json loss_scale_json(const std::optional<LossScaleSpec>& spec) {
 
 }  // namespace
 
+OffloadPlan parse_offload(std::string_view text) {
+  if (text == "none") return {};
+  if (text == "optimizer") return {.optimizer = true};
+  if (text == "params") return {.parameters = true};
+  if (text == "both") return {.optimizer = true, .parameters = true};
+  throw UsageError("unknown offload '" + std::string(text) +
+                   "' (expected one of: " + "none, optimizer, params, both)");
+}
+
+std::string_view offload_name(const OffloadPlan& offload) {
+  if (offload.optimizer && offload.parameters) return "both";
+  if (offload.optimizer) return "optimizer";
+  if (offload.parameters) return "params";
+  return "none";
+}
+
+void check_dropout_probability(double p) {
+  if (!(p >= 0 && p < 1)) throw UsageError("--dropout must be in [0, 1), got " + number_text(p));
+}
+
 void validate(const Plan& plan) {
   const OptimizerPlan& o = plan.optimizer;
   if (!(std::isfinite(o.learning_rate) && o.learning_rate > 0))
@@ -132,8 +146,7 @@ void validate(const Plan& plan) {
     throw UsageError("--clip-grad-norm " + number_text(o.max_grad_norm) +
                      " must be a finite number >= 0 (0 turns clipping off)");
   o.eight_bit.validate();
-  if (!(plan.dropout.p >= 0.0f && plan.dropout.p < 1.0f))
-    throw UsageError("--dropout must be in [0, 1), got " + number_text(plan.dropout.p));
+  check_dropout_probability(plan.dropout.p);
   // A micro-batch list of K entries is made from grad_accum: a K past any real run is bad input,
   // not an allocation that fails (std::length_error) after the model is built.
   constexpr int64_t kMaxGradAccum = int64_t{1} << 24;

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -98,6 +99,11 @@ struct OffloadPlan {
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };
+/// `--offload`'s values: none, optimizer, params, both. \throws vramlab::UsageError naming an
+/// unknown one.
+OffloadPlan parse_offload(std::string_view text);
+/// \return \p offload as parse_offload takes it.
+std::string_view offload_name(const OffloadPlan& offload);
 
 /// Dropout of the attention probabilities and of both residual branches (GPT-2's attn_pdrop =
 /// resid_pdrop). The masks' seed is the run's, not the plan's.
@@ -123,6 +129,11 @@ struct Plan {
 
   bool operator==(const Plan&) const = default;  ///< field by field
 };
+
+/// \throws vramlab::UsageError unless 0 ≤ \p p < 1, naming p. PlanFlags checks `--dropout` as
+/// typed (a double that would round to 1.0f is still refused as typed), validate() the stored
+/// value.
+void check_dropout_probability(double p);
 
 /// Checks what a plan says on its own (without a model or ranks).
 /// \throws vramlab::UsageError naming the flag and the value: a learning rate that is not a

@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "common/platform/errors.h"
 #include "common/platform/flag_checks.h"
+#include "common/platform/number_text.h"
 
 namespace vramlab::plan {
 
@@ -26,33 +27,11 @@ std::string join(const std::vector<std::string>& names) {
   return text;
 }
 
-OffloadPlan parse_offload(std::string_view text) {
-  if (text == "none") return {};
-  if (text == "optimizer") return {true, false};
-  if (text == "params") return {false, true};
-  if (text == "both") return {true, true};
-  throw UsageError("unknown offload '" + std::string(text) +
-                   "' (expected one of: none, optimizer, params, both)");
-}
-
-std::string offload_name(const OffloadPlan& offload) {
-  if (offload.optimizer && offload.parameters) return "both";
-  if (offload.optimizer) return "optimizer";
-  if (offload.parameters) return "params";
-  return "none";
-}
-
-std::string number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
 // A flag's double as the plan's float; beyond a float's range the conversion is undefined, so the
 // value is refused as typed (the commands' own check usually names it first).
 float to_float(double value, const char* flag) {
   if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max())
-    throw UsageError(std::string(flag) + " " + number(value) + " is beyond a float's range");
+    throw UsageError(std::string(flag) + " " + number_text(value) + " is beyond a float's range");
   return static_cast<float>(value);
 }
 
@@ -75,6 +54,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
   const std::string group = "Plan (how to train; --plan FILE, then these)";
   for (const PlanFlag flag : flags) {
     CLI::Option* option = nullptr;
+    std::function<void(Plan&)> apply;  // what the flag, when given, changes in the plan
     switch (flag) {
       case PlanFlag::plan_file:
         option = app.add_option("--plan", v.plan_file,
@@ -89,16 +69,19 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "mixed-fp16 (16-bit weights and activations, fp32 master "
                                 "weights and optimizer states)")
                      ->check(parsed_by(parse_precision, "{" + join(precision_names()) + "}"));
+        apply = [&v](Plan& p) { p.amp.precision = parse_precision(v.precision); };
         break;
       case PlanFlag::fp32_grads:
         option = app.add_flag("--fp32-grads", v.fp32_grads,
                               "Keep fp32 gradients under mixed precision (4 instead of 2 B/param)");
+        apply = [&v](Plan& p) { p.amp.fp32_grads = v.fp32_grads; };
         break;
       case PlanFlag::stochastic_rounding:
         option = app.add_flag("--stochastic-rounding", v.stochastic_rounding,
                               "Pure bf16: the optimizer rounds updated parameters stochastically, "
                               "so updates below half an ulp survive on average (default: nearest, "
                               "as PyTorch)");
+        apply = [&v](Plan& p) { p.amp.stochastic_rounding = v.stochastic_rounding; };
         break;
       case PlanFlag::loss_scale:
         option = app.add_option("--loss-scale", v.loss_scale,
@@ -107,6 +90,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "otherwise)")
                      ->check(parsed_by(parse_loss_scale, ""))
                      ->type_name("SCALE");
+        apply = [&v](Plan& p) { p.amp.loss_scale = parse_loss_scale(v.loss_scale); };
         break;
       case PlanFlag::recompute:
         v.recompute = to_string(d.recompute);
@@ -117,6 +101,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "least recompute whose activation peak fits, e.g. budget:64MiB)")
                      ->check(parsed_by(parse_recompute_spec, ""))
                      ->type_name("SCHEDULE");
+        apply = [&v](Plan& p) { p.recompute = parse_recompute_spec(v.recompute); };
         break;
       case PlanFlag::compress_activations:
         v.compression = compression_name(d.activations.compression);
@@ -125,6 +110,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "absmax scale per tensor) | int8-block (one per 256 elements) "
                                 "between forward and backward")
                      ->check(parsed_by(parse_compression, "{" + join(compression_names()) + "}"));
+        apply = [&v](Plan& p) { p.activations.compression = parse_compression(v.compression); };
         break;
       case PlanFlag::attention:
         v.attention = attention_kind_name(d.attention);
@@ -134,6 +120,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                            "PyTorch's eager attention) | flash (FlashAttention: tiles, saves "
                            "only the (B, H, T) log-sum-exp)")
                 ->check(parsed_by(parse_attention_kind, "{" + join(attention_kind_names()) + "}"));
+        apply = [&v](Plan& p) { p.attention = parse_attention_kind(v.attention); };
         break;
       case PlanFlag::optimizer:
         v.optimizer = optimizer_name(d.optimizer.name);
@@ -141,18 +128,21 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "sgd | sgd-momentum (momentum 0.9) | adamw | adamw-8bit | lion | "
                                 "adam-mini | adafactor (lesson 09)")
                      ->check(parsed_by(parse_optimizer, "{" + join(optimizer_names()) + "}"));
+        apply = [&v](Plan& p) { p.optimizer.name = parse_optimizer(v.optimizer); };
         break;
       case PlanFlag::learning_rate:
         v.learning_rate = d.optimizer.learning_rate;
         // Float flags are checked by validate() on the value as stored (a number beyond a
         // float's range is refused as typed by the command's own check first).
         option = app.add_option("--lr", v.learning_rate, "Learning rate (> 0)");
+        apply = [&v](Plan& p) { p.optimizer.learning_rate = to_float(v.learning_rate, "--lr"); };
         break;
       case PlanFlag::block_size:
         v.block_size = d.optimizer.eight_bit.block_size;
         option = app.add_option("--block-size", v.block_size,
                                 "adamw-8bit: elements per quantization block (bitsandbytes' 256)")
                      ->check(integer_in(1));
+        apply = [&v](Plan& p) { p.optimizer.eight_bit.block_size = v.block_size; };
         break;
       case PlanFlag::min_8bit_size:
         v.min_8bit_size = d.optimizer.eight_bit.min_8bit_size;
@@ -160,23 +150,29 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "adamw-8bit: tensors with fewer elements keep fp32 states "
                                 "(bitsandbytes' 4096; needs a model's shapes)")
                      ->check(integer_in(0));
+        apply = [&v](Plan& p) { p.optimizer.eight_bit.min_8bit_size = v.min_8bit_size; };
         break;
       case PlanFlag::fp32_embeddings:
         option = app.add_flag("--fp32-embeddings", v.fp32_embeddings,
                               "adamw-8bit: the embedding tables keep fp32 states (stable "
                               "embedding)");
+        apply = [&v](Plan& p) { p.optimizer.eight_bit.fp32_embeddings = v.fp32_embeddings; };
         break;
       case PlanFlag::clip_grad_norm:
         v.clip_grad_norm = d.optimizer.max_grad_norm;
         option = app.add_option("--clip-grad-norm", v.clip_grad_norm,
                                 "Clip the global gradient norm to this value after the unscale "
                                 "(0: off)");
+        apply = [&v](Plan& p) {
+          p.optimizer.max_grad_norm = to_float(v.clip_grad_norm, "--clip-grad-norm");
+        };
         break;
       case PlanFlag::grad_accum:
         v.grad_accum = d.batch.grad_accum;
         option = app.add_option("--grad-accum", v.grad_accum,
                                 "K micro-batches of --batch sequences per optimizer step")
                      ->check(integer_in(1, int64_t{1} << 24));
+        apply = [&v](Plan& p) { p.batch.grad_accum = v.grad_accum; };
         break;
       case PlanFlag::zero:
         v.zero = static_cast<int64_t>(d.parallel.zero);
@@ -184,10 +180,12 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 + "
                                 "parameters sharded over the data-parallel ranks")
                      ->check(integer_in(0, 3));
+        apply = [&v](Plan& p) { p.parallel.zero = zero_stage_from_int(v.zero); };
         break;
       case PlanFlag::data_parallel:
         v.dp = d.parallel.data_parallel;
         option = app.add_option("--dp", v.dp, "Data-parallel degree Nd")->check(integer_in(1));
+        apply = [&v](Plan& p) { p.parallel.data_parallel = v.dp; };
         break;
       case PlanFlag::tensor_parallel:
         v.tp = d.parallel.tensor_parallel;
@@ -195,35 +193,47 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "Tensor-parallel degree t (Megatron): groups of t consecutive "
                                 "ranks split every layer's linears")
                      ->check(integer_in(1));
+        apply = [&v](Plan& p) { p.parallel.tensor_parallel = v.tp; };
         break;
       case PlanFlag::sequence_parallel:
         option =
             app.add_flag("--sp", v.sequence_parallel, "Sequence parallelism (Korthikanti et al.)");
+        apply = [&v](Plan& p) { p.parallel.sequence_parallel = v.sequence_parallel; };
         break;
       case PlanFlag::prefetch:
         option = app.add_flag("--prefetch", v.prefetch,
                               "ZeRO-3: gather the next layer's parameters together with the "
                               "current one's");
+        apply = [&v](Plan& p) { p.parallel.prefetch = v.prefetch; };
         break;
       case PlanFlag::offload:
-        v.offload = offload_name(d.offload);
+        v.offload = std::string(offload_name(d.offload));
         option = app.add_option("--offload", v.offload,
                                 "What lives in host memory: none | optimizer (states and master "
                                 "weights) | params (ZeRO-3) | both")
                      ->check(parsed_by(parse_offload, "{none,optimizer,params,both}"));
+        apply = [&v](Plan& p) { p.offload = parse_offload(v.offload); };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;
         option = app.add_option("--dropout", v.dropout,
                                 "Dropout probability of the attention probabilities and of both "
                                 "residual branches, in [0, 1)");
+        apply = [&v](Plan& p) {
+          // A double the float cannot hold would become inf or 0 and pass or fail for the wrong
+          // reason: the range is checked on the value as typed.
+          check_dropout_probability(v.dropout);
+          p.dropout.p = to_float(v.dropout, "--dropout");
+        };
         break;
     }
     if (option == nullptr) throw std::logic_error("a PlanFlag without a flag");
     if (flag != PlanFlag::plan_file && option->get_items_expected_min() > 0)
       option->capture_default_str();
     option->group(group);
-    options_.emplace_back(flag, option);
+    if (!apply && flag != PlanFlag::plan_file)
+      throw std::logic_error("a PlanFlag without an effect");
+    options_.push_back({flag, option, std::move(apply)});
   }
 }
 
@@ -251,87 +261,14 @@ PlanFlags::~PlanFlags() = default;
 
 bool PlanFlags::given(PlanFlag flag) const {
   const auto it = std::find_if(options_.begin(), options_.end(),
-                               [flag](const auto& entry) { return entry.first == flag; });
-  return it != options_.end() && it->second->count() > 0;
+                               [flag](const Entry& entry) { return entry.flag == flag; });
+  return it != options_.end() && it->option->count() > 0;
 }
 
 Plan PlanFlags::plan() const {
-  const Values& v = *values_;
-  Plan p = given(PlanFlag::plan_file) ? read_plan_file(v.plan_file, defaults_) : defaults_;
-  for (const auto& [flag, option] : options_) {
-    if (option->count() == 0) continue;
-    switch (flag) {
-      case PlanFlag::plan_file:
-        break;
-      case PlanFlag::precision:
-        p.amp.precision = parse_precision(v.precision);
-        break;
-      case PlanFlag::fp32_grads:
-        p.amp.fp32_grads = v.fp32_grads;
-        break;
-      case PlanFlag::stochastic_rounding:
-        p.amp.stochastic_rounding = v.stochastic_rounding;
-        break;
-      case PlanFlag::loss_scale:
-        p.amp.loss_scale = parse_loss_scale(v.loss_scale);
-        break;
-      case PlanFlag::recompute:
-        p.recompute = parse_recompute_spec(v.recompute);
-        break;
-      case PlanFlag::compress_activations:
-        p.activations.compression = parse_compression(v.compression);
-        break;
-      case PlanFlag::attention:
-        p.attention = parse_attention_kind(v.attention);
-        break;
-      case PlanFlag::optimizer:
-        p.optimizer.name = parse_optimizer(v.optimizer);
-        break;
-      case PlanFlag::learning_rate:
-        p.optimizer.learning_rate = to_float(v.learning_rate, "--lr");
-        break;
-      case PlanFlag::block_size:
-        p.optimizer.eight_bit.block_size = v.block_size;
-        break;
-      case PlanFlag::min_8bit_size:
-        p.optimizer.eight_bit.min_8bit_size = v.min_8bit_size;
-        break;
-      case PlanFlag::fp32_embeddings:
-        p.optimizer.eight_bit.fp32_embeddings = v.fp32_embeddings;
-        break;
-      case PlanFlag::clip_grad_norm:
-        p.optimizer.max_grad_norm = to_float(v.clip_grad_norm, "--clip-grad-norm");
-        break;
-      case PlanFlag::grad_accum:
-        p.batch.grad_accum = v.grad_accum;
-        break;
-      case PlanFlag::zero:
-        p.parallel.zero = zero_stage_from_int(v.zero);
-        break;
-      case PlanFlag::data_parallel:
-        p.parallel.data_parallel = v.dp;
-        break;
-      case PlanFlag::tensor_parallel:
-        p.parallel.tensor_parallel = v.tp;
-        break;
-      case PlanFlag::sequence_parallel:
-        p.parallel.sequence_parallel = v.sequence_parallel;
-        break;
-      case PlanFlag::prefetch:
-        p.parallel.prefetch = v.prefetch;
-        break;
-      case PlanFlag::offload:
-        p.offload = parse_offload(v.offload);
-        break;
-      case PlanFlag::dropout:
-        // A double the float cannot hold would become inf or 0 and pass or fail for the wrong
-        // reason: the range is checked on the value as typed.
-        if (!(v.dropout >= 0 && v.dropout < 1))
-          throw UsageError("--dropout must be in [0, 1), got " + number(v.dropout));
-        p.dropout.p = to_float(v.dropout, "--dropout");
-        break;
-    }
-  }
+  Plan p = given(PlanFlag::plan_file) ? read_plan_file(values_->plan_file, defaults_) : defaults_;
+  for (const Entry& entry : options_)
+    if (entry.apply && entry.option->count() > 0) entry.apply(p);
   validate(p);
   return p;
 }

@@ -8,6 +8,7 @@
 /// reruns a printed plan with one change. A command registers only the flags it acts on.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -99,7 +100,15 @@ class PlanFlags {
  private:
   struct Values;
   Plan defaults_;
-  std::vector<std::pair<PlanFlag, CLI::Option*>> options_;
+  // One entry a registered flag: its option and what it changes in the plan when given (plan()
+  // applies the given ones in this order). Registering a flag and its effect are one case of the
+  // constructor's switch, so a new flag is written in one place.
+  struct Entry {
+    PlanFlag flag;
+    CLI::Option* option;
+    std::function<void(Plan&)> apply;  // empty for --plan itself
+  };
+  std::vector<Entry> options_;
   std::unique_ptr<Values> values_;  // the storage CLI11 writes into
 };
 

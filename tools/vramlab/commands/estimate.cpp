@@ -160,10 +160,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   inputs["sp"] = in.plan.parallel.sequence_parallel;
   inputs["recompute"] = recompute::to_string(in.plan.recompute);
   inputs["attention"] = attention_kind_name(in.plan.attention);
-  inputs["offload"] = in.plan.offload.optimizer && in.plan.offload.parameters ? "both"
-                      : in.plan.offload.optimizer                             ? "optimizer"
-                      : in.plan.offload.parameters                            ? "params"
-                                                                              : "none";
+  inputs["offload"] = plan::offload_name(in.plan.offload);
   json r;
   r["inputs"] = inputs;
   r["plan"] = plan::to_json(in.plan);  // what `vramlab train --plan` and `estimate --plan` read
