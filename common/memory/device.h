@@ -5,8 +5,9 @@
 /// Device strings (parse_device):
 ///   - `cpu`                     ordinary host memory, tracked, no capacity
 ///   - `sim[:INDEX][:SPEC]`      a simulated GPU backed by host memory, SPEC a preset
-///                               (t4-16g, rtx4090-24g, a100-40g, a100-80g, h100-80g, h200-141g) or
-///                               a size (`2GiB`, `512MiB`, `1.5GB`); default SPEC is `24GiB`
+///                               (t4-16g, rtx4090-24g, a100-40g, a100-80g, h100-80g, gh200-96g,
+///                               h200-141g) or a size (`2GiB`, `512MiB`, `1.5GB`); default SPEC
+///                               is `24GiB`
 ///   - `meta[:INDEX][:SPEC]`     the same allocator with virtual addresses and no memory at all;
 ///                               without SPEC its capacity is unlimited (1 EiB)
 ///   - `cuda[:INDEX]`            a real GPU
@@ -14,6 +15,10 @@
 /// Preset capacities are the marketed number read as GiB (16 GiB for t4-16g): GPU DRAM comes in
 /// binary sizes (an A100 80GB shows 81920 MiB in nvidia-smi). A real card reports slightly less as
 /// total_memory (ECC, reserved pages); the simulator uses the nominal size.
+///
+/// Each preset also carries what a time model needs: its memory bandwidth, its dense peak FLOP/s
+/// per dtype and its host link per direction, every figure with its datasheet source in
+/// device.cpp and in docs/design/device-presets.md. HostSpec holds the host's NVMe bandwidth.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +42,26 @@ enum class DeviceKind : unsigned char {
 /// \return "cpu", "sim", "meta" or "cuda".
 std::string_view device_kind_name(DeviceKind kind);
 
-/// Capacity and bandwidths of a device, for the allocator and for later time models.
+/// Dense peak arithmetic rates in FLOP/s for the dtypes the runtime computes in: without 2:4
+/// structured sparsity (the datasheets' starred "with sparsity" figures are twice these). A time
+/// model divides a kernel's FLOPs by one of them (docs/design/device-presets.md). All 0 when
+/// unknown.
+struct PeakFlops {
+  /// FP32 on the CUDA cores, no tensor cores: elementwise kernels, and f32 matmuls with TF32 off.
+  double fp32 = 0.0;
+  /// TF32 on tensor cores: an f32 matmul with TF32 allowed. On a part without TF32 tensor cores
+  /// (before Ampere) the FP32 rate.
+  double tf32_tensor = 0.0;
+  /// BF16 on tensor cores with FP32 accumulate. On a part without BF16 tensor cores (before
+  /// Ampere) the FP32 rate.
+  double bf16_tensor = 0.0;
+  /// FP16 on tensor cores with FP32 accumulate, as mixed-precision training runs it.
+  double fp16_tensor = 0.0;
+};
+
+/// Capacity, bandwidths and peak rates of a device, for the allocator and for later time models.
+/// A device given by size (`sim:2GiB`) or without a spec knows only its capacity: its bandwidths,
+/// peak rates and link name are 0 and empty.
 struct DeviceSpec {
   /// The preset name (e.g. "a100-40g") or the size as written (e.g. "2GiB"); empty for cpu/cuda.
   std::string spec_name;
@@ -45,8 +69,32 @@ struct DeviceSpec {
   std::uint64_t capacity_bytes = 0;
   /// Device-memory bandwidth in bytes per second (0 when unknown).
   double memory_bandwidth_bytes_per_s = 0.0;
-  /// Host link bandwidth per direction in bytes per second (0 when unknown).
-  double host_link_bandwidth_bytes_per_s = 0.0;
+  /// Dense peak FLOP/s per dtype (all 0 when unknown).
+  PeakFlops peak_flops;
+  /// The host link, e.g. "PCIe 4.0 x16" or "NVLink-C2C" (empty when unknown).
+  std::string host_link_name;
+  /// Host-to-device bandwidth of the host link in bytes per second (0 when unknown).
+  double host_to_device_bytes_per_s = 0.0;
+  /// Device-to-host bandwidth of the host link in bytes per second (0 when unknown).
+  double device_to_host_bytes_per_s = 0.0;
+};
+
+/// A typical PCIe 4.0 x4 NVMe SSD's sequential read, 7 GB/s: the x4 link carries 7.88 GB/s per
+/// direction (4 lanes x 16 GT/s x 128/130 / 8) and fast drives of that class are rated near 7 GB/s.
+/// A typical figure, not a measurement of any drive.
+inline constexpr double kTypicalNvmeReadBytesPerS = 7.0e9;
+/// The same class of drive's sequential write, 5 GB/s: rated writes vary more from drive to drive
+/// than reads, and fall once a drive's SLC cache is full. A typical figure, not a measurement.
+inline constexpr double kTypicalNvmeWriteBytesPerS = 5.0e9;
+
+/// The host's side of a run, for later time models: its NVMe drive, where ZeRO-Infinity-style
+/// offload puts what does not fit in host RAM. Host RAM's capacity is a budget of its own
+/// (host_memory.h); this is a plain value a flag can override, beside the device's DeviceSpec.
+struct HostSpec {
+  /// Sequential NVMe read bandwidth in bytes per second (a typical drive's by default).
+  double nvme_read_bytes_per_s = kTypicalNvmeReadBytesPerS;
+  /// Sequential NVMe write bandwidth in bytes per second (a typical drive's by default).
+  double nvme_write_bytes_per_s = kTypicalNvmeWriteBytesPerS;
 };
 
 /// A device: kind, index and spec.
@@ -65,7 +113,8 @@ struct Device {
   bool uses_caching_allocator() const { return kind != DeviceKind::cpu; }
 };
 
-/// A named simulated-GPU preset.
+/// A named simulated-GPU preset. Every figure comes from the part's NVIDIA datasheet or
+/// whitepaper, cited beside it in device.cpp.
 struct DevicePreset {
   /// e.g. "a100-40g".
   std::string_view name;
@@ -75,12 +124,22 @@ struct DevicePreset {
   std::uint64_t capacity_bytes;
   /// Device-memory bandwidth in bytes per second.
   double memory_bandwidth_bytes_per_s;
-  /// Host link bandwidth per direction in bytes per second.
-  double host_link_bandwidth_bytes_per_s;
+  /// Dense peak FLOP/s per dtype.
+  PeakFlops peak_flops;
+  /// The host link, e.g. "PCIe 4.0 x16" or "NVLink-C2C".
+  std::string_view host_link_name;
+  /// Host-to-device bandwidth of the host link in bytes per second.
+  double host_to_device_bytes_per_s;
+  /// Device-to-host bandwidth of the host link in bytes per second.
+  double device_to_host_bytes_per_s;
 };
 
-/// \return the simulated-GPU presets, smallest first.
+/// \return the simulated-GPU presets, smallest capacity first.
 const std::vector<DevicePreset>& device_presets();
+
+/// \return the presets' names in device_presets() order, comma-separated ("t4-16g, rtx4090-24g,
+/// ..."), for help texts and messages.
+std::string device_preset_names();
 
 /// Sizes such as "2GiB" (common/platform/byte_size.h), as `--device sim:SIZE` takes them.
 using platform::parse_size_bytes;

@@ -220,8 +220,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "Sequences per step B (default 8)");
   app.add_option("--seq", o.seq, "Tokens per sequence T (default min(128, the model's maximum))");
   app.add_option("--device", o.device,
-                 "cpu | sim[:preset|:size] | meta (default sim:t4-16g; presets t4-16g, "
-                 "rtx4090-24g, a100-40g, a100-80g, h100-80g, h200-141g)");
+                 "cpu | sim[:preset|:size] | meta (default sim:t4-16g; presets " +
+                     memory::device_preset_names() + ")");
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
   const plan::PlanFlags plan_flags(app, plan::Plan{},
                                    {plan::PlanFlag::optimizer, plan::PlanFlag::attention});

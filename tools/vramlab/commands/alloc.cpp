@@ -180,8 +180,8 @@ void add_alloc_command(CLI::App& app, int& exit_code) {
                   "set_conf KEY:VAL,... | reset_peak | # comment")
       ->required();
   cmd->add_option("--device", options->device,
-                  "Device: sim[:PRESET|:SIZE] (t4-16g, rtx4090-24g, a100-40g, a100-80g, h100-80g, "
-                  "h200-141g, 2GiB, ...), meta[:SIZE] or cuda[:N]")
+                  "Device: sim[:PRESET|:SIZE] (" + memory::device_preset_names() +
+                      ", 2GiB, ...), meta[:SIZE] or cuda[:N]")
       ->capture_default_str();
   cmd->add_option("--conf", options->conf,
                   "Allocator settings with PYTORCH_CUDA_ALLOC_CONF's keys, e.g. "
