@@ -42,7 +42,7 @@ ShardLayout::ShardLayout(const std::vector<ParameterSpec>& specs, int64_t world_
         throw UsageError("parameter '" + spec.name + "' of a block comes after the head");
       seen_block = true;
       last_layer = spec.layer;
-      name = "blocks." + std::to_string(spec.layer);
+      name = layer_module_name(spec.layer);
     } else {
       name = seen_block ? "head" : "embedding";
     }
@@ -84,7 +84,7 @@ int64_t ShardLayout::unit_of_tensor(int64_t tensor) const {
 
 int64_t ShardLayout::find_unit(int64_t unit_layer, bool head) const {
   const std::string name =
-      unit_layer >= 0 ? "blocks." + std::to_string(unit_layer) : (head ? "head" : "embedding");
+      unit_layer >= 0 ? layer_module_name(unit_layer) : (head ? "head" : "embedding");
   for (size_t u = 0; u < units_.size(); ++u)
     if (units_[u].name == name) return static_cast<int64_t>(u);
   return -1;

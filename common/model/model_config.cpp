@@ -107,7 +107,7 @@ std::vector<ParameterSpec> build_parameters(const ModelConfig& c, int64_t layers
   add(gpt2 ? "wte" : "embed", {c.vocab, C}, -1, InitKind::normal);                      // (V, C)
   if (c.learned_position_embeddings) add("wpe", {c.max_seq, C}, -1, InitKind::normal);  // (maxT, C)
   for (int64_t l = 0; l < layers_to_build; ++l) {
-    const std::string p = "blocks." + std::to_string(l) + ".";
+    const std::string p = layer_module_name(l) + ".";
     add_norm(p + (gpt2 ? "ln1" : "norm1"), l);
     if (gpt2) {
       add_column_parallel(p + "attn.qkv", checked_mul(3, C, "qkv rows"), C, l, 3);  // (3C/t, C)
@@ -321,6 +321,10 @@ ModelConfig model_config_by_name(std::string_view name) {
   std::string valid;
   for (const auto& entry : kConfigs) valid += (valid.empty() ? "" : ", ") + std::string(entry.name);
   throw UsageError("unknown model '" + std::string(name) + "' (expected one of: " + valid + ")");
+}
+
+std::string layer_module_name(int64_t layer) {
+  return "blocks." + std::to_string(layer);
 }
 
 }  // namespace vramlab

@@ -162,6 +162,10 @@ ModelConfig llama_config(std::string name, int64_t layers, int64_t hidden, int64
                          int64_t kv_heads, int64_t ffn_hidden, int64_t vocab, int64_t max_seq,
                          double rope_theta = 10000.0);
 
+/// \return the module name of transformer layer \p layer, "blocks.L": the prefix of its parameter
+/// names, of the tensors it saves and of the allocations snapshots attribute to it.
+std::string layer_module_name(int64_t layer);
+
 /// Names of the built-in configurations, in a stable order: gpt2-mini, gpt2-tiny, gpt2-124m,
 /// gpt2-355m, gpt2-774m, gpt2-1.5b, llama-tiny, llama2-7b, llama2-13b, llama2-70b, llama3-8b,
 /// llama3-70b.

@@ -27,7 +27,7 @@ std::vector<Linear> make_qkv(const ParameterStore& params, const ModelConfig& c,
 }
 
 std::string prefix(int64_t layer) {
-  return "blocks." + std::to_string(layer) + ".";
+  return layer_module_name(layer) + ".";
 }
 
 }  // namespace

@@ -52,10 +52,6 @@ const char* final_norm_module(const ModelConfig& c) {
   return gpt2(c) ? "lnf" : "normf";
 }
 
-std::string block_module(int64_t layer) {
-  return "blocks." + std::to_string(layer);
-}
-
 // Standard normal number `index` of stream `seed` (Box-Muller on two counter-based uniforms).
 float normal_sample(uint64_t seed, uint64_t index) {
   const uint64_t bits1 = splitmix64_mix(splitmix64_mix(seed) + (2 * index + 1) * kSplitMix64Gamma);
@@ -205,10 +201,7 @@ void DecoderModel::recompute_span(SavedActivations& saved, int64_t first, int64_
   const memory::PhaseScope phase(memory::TrainingPhase::recompute);
   // The kept output is recomputed with the rest; the layer after it is done with it.
   saved.release(last, saved::residual3);
-  if (first > 0) {
-    const memory::ModuleScope module(block_module(first - 1));
-    saved.decompress(first - 1, saved::residual3);  // the span's input
-  }
+  saved.unpack_span_input(first);
   for (int64_t l = first; l <= last; ++l) {
     announce_before(StepPhase::recompute_layer, saved, l);
     const LayerDropout dropout = dropout_.preserve_rng_state
@@ -243,15 +236,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T,
                                                  draw_block_dropout(saved, l, B, T));
     drop_by_policy(saved, l);
-    // What the layer keeps is compressed now; its output once the next layer has read it.
-    {
-      const memory::ModuleScope module(block_module(l));
-      saved.compress_layer(l, saved::residual3);
-    }
-    if (l > 0) {
-      const memory::ModuleScope module(block_module(l - 1));
-      saved.compress(l - 1, saved::residual3);
-    }
+    saved.pack_after_forward(l);
     announce_after(StepPhase::forward_layer, saved, l);
   }
   announce_before(StepPhase::forward_head, saved);
@@ -268,11 +253,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     logits = runtime_.temporary({B, T, V}, saved::logits, precision_.activations);
     lm_head_.forward(runtime_, logits.view(), lnf.view(), N);
   }
-  if (!blocks_.empty()) {
-    const auto last = static_cast<int64_t>(blocks_.size()) - 1;
-    const memory::ModuleScope module(block_module(last));
-    saved.compress(last, saved::residual3);
-  }
+  saved.pack_after_forward(static_cast<int64_t>(blocks_.size()));  // the head read the last output
   announce_after(StepPhase::forward_head, saved);
   announce_before(StepPhase::loss, saved);
   double loss = 0.0;
@@ -311,11 +292,7 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
         dlogits, dlogits, targets, N, V,
         static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N))));
   }
-  if (!blocks_.empty()) {
-    const auto last = static_cast<int64_t>(blocks_.size()) - 1;
-    const memory::ModuleScope module(block_module(last));
-    saved.decompress(last, saved::residual3);
-  }
+  saved.unpack_for_backward(static_cast<int64_t>(blocks_.size()));  // the head's input
   const TensorView last =
       blocks_.empty()
           ? saved.get(-1, saved::encoded).view()
@@ -343,14 +320,7 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {
     if (saved.policy(l).recompute == Recompute::full && saved.span_last(l))
       recompute_span(saved, saved.span_first(l), l, B, T);
-    {
-      const memory::ModuleScope module(block_module(l));
-      saved.decompress_layer(l);
-    }
-    if (l > 0) {
-      const memory::ModuleScope module(block_module(l - 1));
-      saved.decompress(l - 1, saved::residual3);  // the layer's input
-    }
+    saved.unpack_for_backward(l);
     announce_before(StepPhase::backward_layer, saved, l);
     blocks_[static_cast<size_t>(l)].backward(runtime_, saved, layer_input(saved, l),
                                              dresidual.view(), B, T,

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/memory/history.h"
 #include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
+#include "common/model/saved_tensor_names.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::nn {
@@ -13,7 +16,18 @@ SavedActivations::SavedActivations(Runtime& runtime, int64_t layers)
     : runtime_(runtime),
       plan_(static_cast<size_t>(std::max<int64_t>(layers, 0))),
       rng_offsets_(plan_.size(), 0),
-      slots_(static_cast<size_t>(std::max<int64_t>(layers, 0)) + 1) {}
+      slots_(static_cast<size_t>(std::max<int64_t>(layers, 0)) + 1),
+      storage_(make_activation_storage(ActivationCompression::none)) {}
+
+void SavedActivations::set_storage(std::unique_ptr<ActivationStorage> storage) {
+  if (storage == nullptr) throw std::logic_error("saved activations: no storage");
+  for (const auto& entries : slots_)
+    for (const Entry& e : entries)
+      if (e.packed != nullptr)
+        throw std::logic_error("saved activations: storage changed while '" + e.name +
+                               "' is packed");
+  storage_ = std::move(storage);
+}
 
 size_t SavedActivations::slot(int64_t layer) const {
   if (layer < -1 || layer >= static_cast<int64_t>(plan_.size()))
@@ -50,29 +64,29 @@ bool SavedActivations::span_last(int64_t layer) const {
 }
 
 Tensor& SavedActivations::save(int64_t layer, std::string_view name, std::vector<int64_t> shape,
-                               DType dtype, bool compressible) {
+                               DType dtype, bool packable) {
   auto& entries = slots_[slot(layer)];
   for (const Entry& e : entries)
     if (e.name == name)
       throw std::logic_error("saved activations: '" + std::string(name) +
                              "' saved twice in layer " + std::to_string(layer));
   std::string full_name =
-      layer < 0 ? std::string(name) : "blocks." + std::to_string(layer) + "." + std::string(name);
-  Tensor buffer = runtime_.allocate(std::move(shape), dtype, memory::MemoryCategory::activation,
-                                    std::move(full_name));
+      layer < 0 ? std::string(name) : layer_module_name(layer) + "." + std::string(name);
+  Tensor buffer =
+      runtime_.allocate(shape, dtype, memory::MemoryCategory::activation, std::move(full_name));
   bytes_ += buffer.bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
-  entries.push_back(
-      Entry{std::string(name), std::move(buffer), next_order_++, compressible, {}, {}, dtype});
+  entries.push_back(Entry{std::string(name), std::move(buffer), next_order_++, packable, nullptr,
+                          std::move(shape), dtype});
   return entries.back().buffer;
 }
 
 const Tensor& SavedActivations::get(int64_t layer, std::string_view name) const {
   for (const Entry& e : slots_[slot(layer)]) {
     if (e.name != name) continue;
-    if (e.compressed())
+    if (e.packed != nullptr)
       throw std::logic_error("saved activations: '" + std::string(name) + "' of layer " +
-                             std::to_string(layer) + " is compressed: decompress it first");
+                             std::to_string(layer) + " is packed: unpack it first");
     return e.buffer;
   }
   throw std::logic_error("saved activations: nothing named '" + std::string(name) +
@@ -86,59 +100,74 @@ SavedActivations::Entry& SavedActivations::entry(int64_t layer, std::string_view
                          "' saved in layer " + std::to_string(layer));
 }
 
-int64_t SavedActivations::block_of(const Tensor& tensor) const {
-  return compression_ == ActivationCompression::int8_block ? kInt8ActivationBlock
-                                                           : std::max<int64_t>(tensor.numel(), 1);
-}
-
-void SavedActivations::compress(int64_t layer, std::string_view name) {
-  if (compression_ == ActivationCompression::none || !contains(layer, name)) return;
+void SavedActivations::pack(int64_t layer, std::string_view name) {
+  if (!contains(layer, name)) return;
   Entry& e = entry(layer, name);
-  const DType type = e.buffer.dtype();
-  if (!e.compressible || e.compressed() ||
-      (type != DType::f32 && type != DType::bf16 && type != DType::f16))
-    return;
-  const int64_t block = block_of(e.buffer);
-  const int64_t scales = (e.buffer.numel() + block - 1) / block;
-  // The int8 form is allocated before the fp32 one is freed: both exist for a moment, as with a
-  // pack hook.
-  e.quantized = runtime_.allocate(e.buffer.shape(), DType::i8, memory::MemoryCategory::activation,
-                                  e.buffer.name());
-  e.scales = runtime_.allocate({scales}, DType::f32, memory::MemoryCategory::activation,
-                               e.buffer.name() + ".scales");  // (ceil(numel / block))
-  bytes_ += e.quantized.bytes() + e.scales.bytes();
+  if (!e.packable || e.packed != nullptr) return;
+  std::unique_ptr<PackedActivation> packed = storage_->pack(runtime_, e.buffer);
+  if (packed == nullptr) return;
+  // Both forms exist until here, as with a pack hook: the peak counts them together.
+  bytes_ += packed->bytes();
   peak_bytes_ = std::max(peak_bytes_, bytes_);
-  runtime_.kernels().quantize_int8(e.quantized.view(), e.scales.view(), e.buffer.view(), block);
   bytes_ -= e.buffer.bytes();
   e.buffer.reset();
+  e.packed = std::move(packed);
 }
 
-void SavedActivations::compress_layer(int64_t layer, std::string_view except) {
+void SavedActivations::unpack(int64_t layer, std::string_view name) {
+  if (!contains(layer, name)) return;
+  Entry& e = entry(layer, name);
+  if (e.packed == nullptr) return;
+  const std::string full_name =
+      layer < 0 ? std::string(name) : layer_module_name(layer) + "." + std::string(name);
+  e.buffer = storage_->unpack(runtime_, *e.packed, e.shape, e.dtype, full_name);
+  bytes_ += e.buffer.bytes();
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  bytes_ -= e.packed->bytes();
+  e.packed.reset();
+}
+
+void SavedActivations::pack_layer(int64_t layer, std::string_view except) {
+  const memory::ModuleScope module(layer_module_name(layer));
   std::vector<std::string> names;
   for (const Entry& e : slots_[slot(layer)])
     if (e.name != except) names.push_back(e.name);
-  for (const std::string& name : names) compress(layer, name);
+  for (const std::string& name : names) pack(layer, name);
 }
 
-void SavedActivations::decompress(int64_t layer, std::string_view name) {
-  if (!contains(layer, name)) return;
-  Entry& e = entry(layer, name);
-  if (!e.compressed()) return;
-  e.buffer = runtime_.allocate(e.quantized.shape(), e.dtype, memory::MemoryCategory::activation,
-                               e.quantized.name());
-  bytes_ += e.buffer.bytes();
-  peak_bytes_ = std::max(peak_bytes_, bytes_);
-  runtime_.kernels().dequantize_int8(e.buffer.view(), e.quantized.view(), e.scales.view(),
-                                     block_of(e.buffer));
-  bytes_ -= e.quantized.bytes() + e.scales.bytes();
-  e.quantized.reset();
-  e.scales.reset();
-}
-
-void SavedActivations::decompress_layer(int64_t layer) {
+void SavedActivations::unpack_layer(int64_t layer) {
+  const memory::ModuleScope module(layer_module_name(layer));
   std::vector<std::string> names;
   for (const Entry& e : slots_[slot(layer)]) names.push_back(e.name);
-  for (const std::string& name : names) decompress(layer, name);
+  for (const std::string& name : names) unpack(layer, name);
+}
+
+void SavedActivations::prefetch_layer(int64_t layer) {
+  for (Entry& e : slots_[slot(layer)])
+    if (e.packed != nullptr) storage_->prefetch(runtime_, *e.packed);
+}
+
+void SavedActivations::pack_after_forward(int64_t layer) {
+  if (layer < layers()) pack_layer(layer, saved::residual3);
+  if (layer > 0) {
+    const memory::ModuleScope module(layer_module_name(layer - 1));
+    pack(layer - 1, saved::residual3);
+  }
+}
+
+void SavedActivations::unpack_for_backward(int64_t layer) {
+  if (layer < layers()) unpack_layer(layer);
+  if (layer > 0) {
+    const memory::ModuleScope module(layer_module_name(layer - 1));
+    unpack(layer - 1, saved::residual3);
+    prefetch_layer(layer - 1);
+  }
+}
+
+void SavedActivations::unpack_span_input(int64_t first) {
+  if (first == 0) return;
+  const memory::ModuleScope module(layer_module_name(first - 1));
+  unpack(first - 1, saved::residual3);
 }
 
 bool SavedActivations::contains(int64_t layer, std::string_view name) const {
@@ -186,11 +215,8 @@ std::vector<SavedActivationInfo> SavedActivations::list() const {
   for (size_t s = 0; s < slots_.size(); ++s)
     for (const Entry& e : slots_[s])
       ordered.push_back(
-          {e.order, e.compressed()
-                        ? SavedActivationInfo{e.name, true, static_cast<int64_t>(s) - 1,
-                                              e.quantized.shape(), e.dtype, e.bytes()}
-                        : SavedActivationInfo{e.name, false, static_cast<int64_t>(s) - 1,
-                                              e.buffer.shape(), e.buffer.dtype(), e.bytes()}});
+          {e.order, SavedActivationInfo{e.name, e.packed != nullptr, static_cast<int64_t>(s) - 1,
+                                        e.shape, e.dtype, e.bytes()}});
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<SavedActivationInfo> out;

@@ -14,10 +14,11 @@
 ///   torch.utils.checkpoint).
 /// The store holds the plan and does the bookkeeping; DecoderModel drops and recomputes by it.
 ///
-/// Independently of recompute, what a layer keeps can be compressed (set_compression): each
-/// compressible tensor becomes int8 with an fp32 absmax scale per tensor or per block of
-/// kInt8ActivationBlock elements, once the forward is done with it, and is decompressed to fp32
-/// before the backward that reads it (the scheme of a saved_tensors_hooks pack/unpack pair).
+/// Independently of recompute, where and how a kept tensor lives until its backward is the
+/// store's ActivationStorage (activation_storage.h; set_storage): the model calls the seam once per
+/// layer (pack_after_forward, unpack_for_backward, unpack_span_input) and the storage packs each
+/// packable tensor once the forward is done with it and unpacks it before the backward reads it,
+/// as a saved_tensors_hooks pack/unpack pair does (today: in place, or int8 with absmax scales).
 /// Every saved tensor is allocated with the category `activation` and the name "blocks.L.NAME"
 /// (or "NAME" outside the blocks), so snapshots and OOM messages name it.
 #pragma once
@@ -31,6 +32,7 @@
 #include "common/dtype/dtype.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_kinds.h"
+#include "common/nn/activation_storage.h"
 #include "common/nn/runtime.h"
 #include "common/recompute/activation_compression.h"
 #include "common/recompute/recompute_schedule.h"
@@ -53,7 +55,7 @@ using LayerPolicy = recompute::LayerPlan;
 /// One entry of SavedActivations::list().
 struct SavedActivationInfo {
   std::string name;            ///< e.g. "att".
-  bool compressed = false;     ///< held as int8 (bytes then counts the int8 values and scales).
+  bool packed = false;         ///< held in its storage's packed form (bytes then counts that).
   int64_t layer = -1;          ///< block index, -1 outside the blocks.
   std::vector<int64_t> shape;  ///< e.g. {B, H, T, T}.
   DType dtype = DType::f32;    ///< as given to save().
@@ -85,11 +87,11 @@ class SavedActivations {
   /// \return the buffer to fill (valid until it is released or the store cleared).
   /// \throws vramlab::memory::OutOfMemoryError when the device is full; std::logic_error when
   /// the name is already saved in that layer or the layer is out of range.
-  /// \p compressible false keeps the tensor exact under compression (the norms' per-token
+  /// \p packable false keeps the tensor as it is whatever the storage (the norms' per-token
   /// statistics: few bytes, and every gradient element of the layer depends on them).
   Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape, DType dtype,
-               bool compressible = true);
-  /// save() in the activation type (activation_dtype()), compressible.
+               bool packable = true);
+  /// save() in the activation type (activation_dtype()), packable.
   Tensor& save(int64_t layer, std::string_view name, std::vector<int64_t> shape) {
     return save(layer, name, std::move(shape), activation_dtype_, true);
   }
@@ -105,7 +107,7 @@ class SavedActivations {
   /// \return the kind set_attention gave.
   [[nodiscard]] AttentionKind attention() const { return attention_; }
   /// The buffer save(\p layer, \p name) returned. \throws std::logic_error when nothing of that
-  /// name is saved, or it is compressed (decompress it first).
+  /// name is saved, or it is packed (unpack it first).
   [[nodiscard]] const Tensor& get(int64_t layer, std::string_view name) const;
   /// \return whether \p layer holds a tensor named \p name.
   [[nodiscard]] bool contains(int64_t layer, std::string_view name) const;
@@ -124,21 +126,34 @@ class SavedActivations {
   /// \return what set_rng_offset recorded for \p layer (0 before any).
   [[nodiscard]] uint64_t rng_offset(int64_t layer) const { return rng_offsets_[slot(layer) - 1]; }
 
-  /// Sets how kept tensors are compressed from now on (none by default).
-  void set_compression(ActivationCompression compression) { compression_ = compression; }
-  /// \return the mode set_compression gave.
-  [[nodiscard]] ActivationCompression compression() const { return compression_; }
-  /// Replaces tensor \p name of \p layer by its int8 form (allocating that first, then freeing
-  /// the fp32 one). Does nothing when compression is off, the tensor is absent, not compressible,
-  /// not fp32 or already compressed. \throws memory::OutOfMemoryError when full.
-  void compress(int64_t layer, std::string_view name);
-  /// compress() for every tensor of \p layer except \p except.
-  void compress_layer(int64_t layer, std::string_view except);
-  /// Brings tensor \p name of \p layer back to fp32 if it is compressed (else nothing).
+  /// Sets where and how kept tensors live from now on (in place by default). \p storage must not
+  /// change while anything is packed.
+  void set_storage(std::unique_ptr<ActivationStorage> storage);
+  /// \return the storage set_storage gave.
+  [[nodiscard]] const ActivationStorage& storage() const { return *storage_; }
+
+  // ---- the seam, once per layer -------------------------------------------------------------
+  /// Layer \p layer's forward is done with what it saved: packs all of it except its output
+  /// (saved::residual3, the next reader's input), and the output of layer − 1, which only this
+  /// layer read. \p layer == layers() is the head, which packs the last layer's output.
   /// \throws memory::OutOfMemoryError when full.
-  void decompress(int64_t layer, std::string_view name);
-  /// decompress() for every tensor of \p layer.
-  void decompress_layer(int64_t layer);
+  void pack_after_forward(int64_t layer);
+  /// Layer \p layer's backward runs next: unpacks what it saved and its input (the output of
+  /// layer − 1), and prefetches what the backward of layer − 1 will unpack. \p layer == layers()
+  /// is the head, whose input is the last layer's output. \throws memory::OutOfMemoryError.
+  void unpack_for_backward(int64_t layer);
+  /// The span that starts at layer \p first is recomputed next: unpacks its input (the output of
+  /// \p first − 1; nothing for layer 0, whose input is never packed).
+  void unpack_span_input(int64_t first);
+  /// Packs tensor \p name of \p layer (packing the packed form first, then freeing the tensor).
+  /// Does nothing when the tensor is absent, not packable, already packed, or the storage keeps
+  /// it in place. \throws memory::OutOfMemoryError when full.
+  void pack(int64_t layer, std::string_view name);
+  /// Brings tensor \p name of \p layer back if it is packed (else nothing).
+  /// \throws memory::OutOfMemoryError when full.
+  void unpack(int64_t layer, std::string_view name);
+  /// \return the number of layers the store was made for.
+  [[nodiscard]] int64_t layers() const { return static_cast<int64_t>(plan_.size()); }
 
   /// \return every saved tensor, in the order they were saved.
   [[nodiscard]] std::vector<SavedActivationInfo> list() const;
@@ -153,19 +168,21 @@ class SavedActivations {
   AttentionKind attention_ = AttentionKind::naive;
   struct Entry {
     std::string name;
-    Tensor buffer;  // the fp32 (or other dtype) tensor; empty while compressed
+    Tensor buffer;  // the tensor as saved; empty while packed
     uint64_t order = 0;
-    bool compressible = true;
-    Tensor quantized;          // i8, same shape, while compressed
-    Tensor scales;             // f32 (one per tensor or per block), while compressed
-    DType dtype = DType::f32;  // as saved: what decompress restores
-    [[nodiscard]] bool compressed() const { return !quantized.empty(); }
+    bool packable = true;
+    std::unique_ptr<PackedActivation> packed;  // the storage's form, while packed
+    std::vector<int64_t> shape;                // as saved: what unpack restores
+    DType dtype = DType::f32;                  // as saved
     [[nodiscard]] int64_t bytes() const {
-      return buffer.bytes() + quantized.bytes() + scales.bytes();
+      return buffer.bytes() + (packed != nullptr ? packed->bytes() : 0);
     }
   };
   Entry& entry(int64_t layer, std::string_view name);
-  [[nodiscard]] int64_t block_of(const Tensor& tensor) const;
+  // Packs (unpacks) every tensor of `layer` except `except` (all of them).
+  void pack_layer(int64_t layer, std::string_view except);
+  void unpack_layer(int64_t layer);
+  void prefetch_layer(int64_t layer);
   [[nodiscard]] size_t slot(int64_t layer) const;
 
   Runtime& runtime_;
@@ -177,7 +194,7 @@ class SavedActivations {
   uint64_t next_order_ = 0;
   int64_t bytes_ = 0;
   int64_t peak_bytes_ = 0;
-  ActivationCompression compression_ = ActivationCompression::none;
+  std::unique_ptr<ActivationStorage> storage_;
 };
 
 }  // namespace vramlab::nn

@@ -24,20 +24,15 @@ std::variant<Mlp, SwigluMlp> make_mlp(const ParameterStore& params, const ModelC
 TransformerLayer::TransformerLayer(const ParameterStore& params, const ModelConfig& config,
                                    int64_t layer, dist::Communicator* tensor_parallel)
     : layer_(layer),
-      module_name_("blocks." + std::to_string(layer)),
+      module_name_(layer_module_name(layer)),
       C_(config.hidden),
       tensor_parallel_(tensor_parallel),
-      norm1_(params,
-             "blocks." + std::to_string(layer) +
-                 (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
+      norm1_(params, module_name_ + (config.family == ModelFamily::gpt2 ? ".ln1" : ".norm1"),
              config.family == ModelFamily::gpt2 ? saved::ln1 : saved::norm1, layer),
       attention_(params, config, layer, tensor_parallel),
-      norm2_(params,
-             "blocks." + std::to_string(layer) +
-                 (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
+      norm2_(params, module_name_ + (config.family == ModelFamily::gpt2 ? ".ln2" : ".norm2"),
              config.family == ModelFamily::gpt2 ? saved::ln2 : saved::norm2, layer),
-      mlp_(make_mlp(params, config, "blocks." + std::to_string(layer) + ".mlp", layer,
-                    tensor_parallel)) {}
+      mlp_(make_mlp(params, config, module_name_ + ".mlp", layer, tensor_parallel)) {}
 
 const char* TransformerLayer::norm1_name() const {
   return norm1_.is_layernorm() ? "ln1" : "norm1";

@@ -322,7 +322,7 @@ StepResult Trainer::step_unguarded() {
     // Local to the micro-batch: unwinding from an out-of-memory error frees whatever was saved.
     nn::SavedActivations saved(runtime_, options_.model.layers);
     saved.set_plan(schedule_.layers);
-    saved.set_compression(options_.plan.activations.compression);
+    saved.set_storage(nn::make_activation_storage(options_.plan.activations.compression));
     const memory::TensorView tokens = inputs_.view(first_row * T, {b, T});    // (b, T)
     const memory::TensorView targets = targets_.view(first_row * T, {b, T});  // (b, T)
     const double micro_loss = model_->forward(saved, tokens, targets, b, T);

@@ -2,7 +2,7 @@
 // between forward and backward (bytes as compressed_bytes() says, for every recompute plan), the
 // forward is untouched (the loss is bitwise the same), the gradients move by the quantisation
 // error only (per-block scales err less than one scale per tensor), and the store's references
-// and accounting survive compress/decompress.
+// and accounting survive pack/unpack.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,7 +54,7 @@ Outcome run(const ModelConfig& config, int64_t B, int64_t T, ActivationCompressi
   const memory::TensorView target_view(targets.data(), DType::i32, {B, T});
   SavedActivations saved(runtime, config.layers);
   saved.set_plan(std::move(plan));
-  saved.set_compression(compression);
+  saved.set_storage(make_activation_storage(compression));
   Outcome out;
   out.loss = model.forward(saved, token_view, target_view, B, T);
   model.backward(saved, token_view, target_view, B, T);
@@ -148,21 +148,21 @@ TEST(Compression, TheLossIsUnchangedAndTheGradientsMoveByTheQuantisationErrorOnl
   }
 }
 
-TEST(Compression, CompressAndDecompressKeepTheOtherReferencesAndTheAccounting) {
+TEST(Compression, PackAndUnpackKeepTheOtherReferencesAndTheAccounting) {
   Runtime runtime(memory::parse_device("cpu"));
   SavedActivations saved(runtime, 1);
-  saved.set_compression(ActivationCompression::int8_block);
+  saved.set_storage(make_activation_storage(ActivationCompression::int8_block));
   const Tensor& a = saved.save(0, "a", {2, 128});  // one block of 256
   const Tensor& stat = saved.save(0, "stat", {3}, DType::f32, false);
   // Multiples of amax / 127 = 0.5: exact in int8.
   auto value = [](int64_t i) { return 0.5f * static_cast<float>(i % 255 - 127); };
   for (int64_t i = 0; i < 256; ++i) a.f32()[i] = value(i);
   EXPECT_EQ(saved.bytes(), 1024 + 12);
-  saved.compress_layer(0, "none of them");
+  saved.pack_after_forward(0);  // a layer without an output: everything packable is packed
   EXPECT_EQ(saved.bytes(), compressed_bytes(256, ActivationCompression::int8_block) + 12);
   EXPECT_EQ(&saved.get(0, "stat"), &stat) << "not compressible: untouched";
-  EXPECT_THROW((void)saved.get(0, "a"), std::logic_error) << "compressed: decompress first";
-  saved.decompress_layer(0);
+  EXPECT_THROW((void)saved.get(0, "a"), std::logic_error) << "packed: unpack first";
+  saved.unpack_for_backward(0);
   EXPECT_EQ(saved.bytes(), 1036);
   const float* back = saved.get(0, "a").f32();
   for (int64_t i = 0; i < 256; ++i) EXPECT_EQ(back[i], value(i)) << i;
