@@ -1,4 +1,4 @@
-// Linear-layer GEMMs split over OpenMP threads, single-threaded OpenBLAS per band (see
+// Linear-layer GEMMs split in bands over OpenMP threads, single-threaded OpenBLAS per band (see
 // parallel_linear.h).
 #include "common/nn/parallel_linear.h"
 
@@ -33,16 +33,36 @@ void band(int64_t total, int64_t bands, int64_t index, int64_t align, int64_t& b
   end = begin + per < total ? begin + per : total;
 }
 
+// Note [Bands fixed by the shape]
+// Why: fit_threads_to_free_cores() changes the thread count from one kernel call to the next as
+// other processes come and go, and an OpenBLAS product of a band of rows rounds its sums in an
+// order that depends on the band (which rows fall in its micro-kernel's edge tiles). Bands made
+// one per thread gave a busy machine other bits than an idle one.
+// How: the bands depend on the shape alone: kBands of them (fewer when a band would be smaller
+// than kMinBandItems), and the threads there are take them in turn. kBands is a multiple of the
+// usual core counts so that they share the bands evenly, and small enough that each band stays a
+// large product (OpenBLAS packs the shared operand once per call).
+constexpr int64_t kBands = 8;
+constexpr int64_t kMinBandItems = 32;
+
+// How many bands `total` items are cut into (at least one).
+int64_t band_count(int64_t total, int64_t align) {
+  const int64_t smallest = (kMinBandItems + align - 1) / align * align;
+  const int64_t fit = (total + smallest - 1) / smallest;
+  return fit < 1 ? 1 : (fit < kBands ? fit : kBands);
+}
+
 }  // namespace
 
 void parallel_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
                              int64_t N, int64_t C, int64_t OC) {
   check(N, C, OC);
   if (N == 0 || OC == 0) return;
-#pragma omp parallel if (N * C * OC >= kParallelMinFlops)
-  {
+  const int64_t row_bands = band_count(N, 8);
+#pragma omp parallel for schedule(static) if (N * C * OC >= kParallelMinFlops)
+  for (int64_t index = 0; index < row_bands; ++index) {
     int64_t begin, end;
-    band(N, omp_get_num_threads(), omp_get_thread_num(), 8, begin, end);
+    band(N, row_bands, index, 8, begin, end);
     if (end > begin) {
       if (bias != nullptr) {
         for (int64_t row = begin; row < end; ++row) {
@@ -62,18 +82,24 @@ void parallel_linear_backward(float* dinp, float* dweight, float* dbias, const f
                               int64_t OC) {
   check(N, C, OC);
   if (N == 0 || OC == 0) return;
+  const int64_t row_bands = band_count(N, 8), feature_bands = band_count(OC, 16);
 #pragma omp parallel if (N * C * OC >= kParallelMinFlops)
   {
-    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    int64_t begin, end;
     if (dinp != nullptr) {
-      band(N, threads, thread, 8, begin, end);
-      if (end > begin)
-        kernels::cpu::sgemm(false, false, end - begin, C, OC, 1.0f, dout + begin * OC, OC, weight,
-                            C, 1.0f, dinp + begin * C, C);
+#pragma omp for schedule(static) nowait
+      for (int64_t index = 0; index < row_bands; ++index) {
+        int64_t begin, end;
+        band(N, row_bands, index, 8, begin, end);
+        if (end > begin)
+          kernels::cpu::sgemm(false, false, end - begin, C, OC, 1.0f, dout + begin * OC, OC, weight,
+                              C, 1.0f, dinp + begin * C, C);
+      }
     }
-    band(OC, threads, thread, 16, begin, end);
-    if (end > begin) {
+#pragma omp for schedule(static)
+    for (int64_t index = 0; index < feature_bands; ++index) {
+      int64_t begin, end;
+      band(OC, feature_bands, index, 16, begin, end);
+      if (end <= begin) continue;
       // dweight[begin:end] += dout[:, begin:end]ᵀ · inp
       kernels::cpu::sgemm(true, false, end - begin, C, N, 1.0f, dout + begin, OC, inp, C, 1.0f,
                           dweight + begin * C, C);

@@ -5,8 +5,9 @@
 /// Why: Debian's OpenBLAS runs its own pthread pool. Alternating OpenBLAS calls with OpenMP
 /// kernels leaves two pools of busy-waiting threads fighting for the same cores (measured: more
 /// than half of a gpt2-tiny step spent spinning in libgomp on 2 cores). With one OpenMP pool that
-/// owns every core and OpenBLAS pinned to one thread (set by Runtime), the GEMMs stay large (one
-/// band per thread) and nothing spins against them.
+/// owns every core and OpenBLAS pinned to one thread (set by Runtime), the GEMMs stay large (a
+/// few bands, fixed by the shape so that the bits do not depend on the thread count: Note [Bands
+/// fixed by the shape] in parallel_linear.cpp) and nothing spins against them.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,9 @@
 // way to sleep is not another process) and use the cores they leave free, never fewer than one. A
 // look costs some tens of microseconds; between looks the check is a clock read. The smaller of the
 // last two counts decides, so a process that runs for an instant does not take a thread away. The
-// kernels' results do not depend on their thread count (tests/kernels_cpu/test_determinism.cpp),
-// so a run on a busy machine gives the bits it gives on an idle one.
+// kernels' results do not depend on their thread count (tests/kernels_cpu/test_determinism.cpp and
+// tests/nn/test_parallel_linear.cpp), so a run on a busy machine gives the bits it gives on an
+// idle one.
 #include "common/platform/free_cores.h"
 
 #include <dirent.h>
