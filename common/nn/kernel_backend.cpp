@@ -3,6 +3,7 @@
 #include "common/nn/kernel_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -185,15 +186,38 @@ decltype(auto) run_kernel(const KernelBackend& backend, Kernel kernel, Args&&...
   return (backend.*kernel)(std::forward<Args>(args)...);
 }
 
+// A kernel call placed on the clock's current stream with its measured time (Note [The stream
+// clock] in common/stream/clock.cpp): the kernel really ran, synchronously, on this machine.
+class ClockSpan {
+ public:
+  ClockSpan(stream::Clock* clock, std::string_view op)
+      : clock_(clock), op_(op), start_(clock != nullptr ? Clock::now() : Clock::time_point{}) {}
+  ~ClockSpan() {
+    if (clock_ != nullptr)
+      clock_->enqueue(clock_->current_stream(),
+                      std::chrono::duration<double>(Clock::now() - start_).count(), op_);
+  }
+  ClockSpan(const ClockSpan&) = delete;
+  ClockSpan& operator=(const ClockSpan&) = delete;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  stream::Clock* clock_;
+  std::string_view op_;
+  Clock::time_point start_;
+};
+
 // Runs \p kernel, one of \p backend's do_ implementations, inside a KernelSpan named \p op when
-// an observer is installed, on the cores other processes leave free (Note [Sharing the cores]).
-// The caller evaluates the arguments, so the argument checks happen before the span starts, and a
-// call that fails them is not a kernel. On meta the span is still recorded: a profile of a meta
-// run shows which kernels a step calls.
-template <typename Kernel, typename... Args>
+// an observer is installed, on the cores other processes leave free (Note [Sharing the cores]),
+// and places it on the backend's clock when \p on_clock (a copy's time is the link's, which the
+// Runtime knows). The caller evaluates the arguments, so the argument checks happen before the
+// span starts, and a call that fails them is not a kernel. On meta the span is still recorded: a
+// profile of a meta run shows which kernels a step calls.
+template <bool on_clock = true, typename Kernel, typename... Args>
 decltype(auto) observed(const KernelBackend& backend, std::string_view op, Kernel kernel,
                         Args&&... args) {
   platform::fit_threads_to_free_cores();
+  const ClockSpan timed(on_clock ? backend.clock() : nullptr, op);
   KernelObserver* const observer = backend.observer();
   if (observer == nullptr) [[likely]]
     return run_kernel(backend, kernel, std::forward<Args>(args)...);
@@ -211,14 +235,14 @@ void KernelBackend::fill_zero(const TensorView& buffer) const {
 
 void KernelBackend::copy_to_device(const TensorView& buffer, const void* host_pointer) const {
   if (buffer.numel() > 0)
-    observed(*this, "copy_to_device", &KernelBackend::do_copy_to_device, buffer.data(),
-             host_pointer, static_cast<size_t>(buffer.bytes()));
+    observed<false>(*this, "copy_to_device", &KernelBackend::do_copy_to_device, buffer.data(),
+                    host_pointer, static_cast<size_t>(buffer.bytes()));
 }
 
 void KernelBackend::copy_to_host(void* host_pointer, const TensorView& buffer) const {
   if (buffer.numel() > 0)
-    observed(*this, "copy_to_host", &KernelBackend::do_copy_to_host, host_pointer, buffer.data(),
-             static_cast<size_t>(buffer.bytes()));
+    observed<false>(*this, "copy_to_host", &KernelBackend::do_copy_to_host, host_pointer,
+                    buffer.data(), static_cast<size_t>(buffer.bytes()));
 }
 
 void KernelBackend::fill_from_host(const TensorView& buffer, const HostGenerator& generate) const {

@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "common/memory/tensor_view.h"
+#include "common/stream/clock.h"
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/optimizer_8bit.h"
@@ -108,6 +109,11 @@ class KernelBackend {
   void set_observer(KernelObserver* observer) const { observer_ = observer; }
   /// \return the observer set_observer() installed, or nullptr.
   [[nodiscard]] KernelObserver* observer() const { return observer_; }
+  /// Puts every kernel from now on on \p clock's current stream with its measured time (nullptr:
+  /// none). The copies are the Runtime's to place (Runtime::copy_to_device). Set by Runtime.
+  void set_clock(stream::Clock* clock) const { clock_ = clock; }
+  /// \return the clock set_clock() installed, or nullptr.
+  [[nodiscard]] stream::Clock* clock() const { return clock_; }
 
   // ---- memory movement -----------------------------------------------------------------------
 
@@ -350,6 +356,7 @@ class KernelBackend {
 
  private:
   mutable KernelObserver* observer_ = nullptr;
+  mutable stream::Clock* clock_ = nullptr;
 
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
   // `types.a` and `types.g` say what every void pointer holds (see the file comment): pointers

@@ -88,6 +88,7 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
   openblas_set_num_threads(1);
   allocator_ = memory::make_caching_allocator(device, memory::alloc_conf_from_environment());
   kernels_ = make_kernels(kernels);
+  kernels_->set_clock(&clock_);
 }
 
 Runtime::~Runtime() = default;
@@ -97,8 +98,8 @@ Tensor Runtime::allocate(std::vector<int64_t> shape, DType dtype, memory::Memory
   return Tensor(*allocator_, std::move(shape), dtype, category, std::move(name));
 }
 
-Tensor Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory category,
-                      std::string name, DType dtype) {
+Tensor Runtime::zeros(std::vector<int64_t> shape, memory::MemoryCategory category, std::string name,
+                      DType dtype) {
   Tensor buffer = allocate(std::move(shape), dtype, category, std::move(name));
   fill_zero(buffer);
   return buffer;
@@ -109,23 +110,56 @@ Tensor Runtime::temporary(std::vector<int64_t> shape, std::string name, DType dt
 }
 
 void Runtime::copy_to_device(const TensorView& destination, const void* host) {
-  const auto start = std::chrono::steady_clock::now();
-  kernels_->copy_to_device(destination, host);
-  if (destination.bytes() == 0) return;
-  transfers_.host_to_device_bytes += destination.bytes();
-  ++transfers_.host_to_device_copies;
-  transfers_.host_to_device_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  copy(Direction::host_to_device, const_cast<void*>(host), destination, clock_.current_stream(),
+       true);
 }
 
 void Runtime::copy_to_host(void* host, const TensorView& source) {
+  copy(Direction::device_to_host, host, source, clock_.current_stream(), true);
+}
+
+stream::Span Runtime::copy_to_device_async(const TensorView& destination, const void* host,
+                                           stream::StreamId stream) {
+  return copy(Direction::host_to_device, const_cast<void*>(host), destination, stream, false);
+}
+
+stream::Span Runtime::copy_to_host_async(void* host, const TensorView& source,
+                                         stream::StreamId stream) {
+  return copy(Direction::device_to_host, host, source, stream, false);
+}
+
+stream::Span Runtime::copy(Direction direction, void* host, const TensorView& view,
+                           stream::StreamId stream, bool synchronous) {
+  const bool to_device = direction == Direction::host_to_device;
+  const std::string_view name = to_device ? "copy h2d" : "copy d2h";
+  (void)clock_.stream_time(stream);  // an unknown stream is refused before any byte moves
   const auto start = std::chrono::steady_clock::now();
-  kernels_->copy_to_host(host, source);
-  if (source.bytes() == 0) return;
-  transfers_.device_to_host_bytes += source.bytes();
-  ++transfers_.device_to_host_copies;
-  transfers_.device_to_host_seconds +=
+  if (to_device) {
+    kernels_->copy_to_device(view, host);
+  } else {
+    kernels_->copy_to_host(host, view);
+  }
+  const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int64_t bytes = view.bytes();
+  if (bytes == 0)
+    return stream::Span{stream, clock_.stream_time(stream), clock_.stream_time(stream),
+                        std::string(name)};
+  const double bandwidth =
+      to_device ? device_.spec.host_to_device_bytes_per_s : device_.spec.device_to_host_bytes_per_s;
+  const double seconds = bandwidth > 0.0 ? static_cast<double>(bytes) / bandwidth : wall;
+  const stream::Span span = clock_.enqueue(stream, seconds, name);
+  if (synchronous) clock_.synchronize_stream(stream);
+  if (to_device) {
+    transfers_.host_to_device_bytes += bytes;
+    ++transfers_.host_to_device_copies;
+    transfers_.host_to_device_seconds += seconds;
+  } else {
+    transfers_.device_to_host_bytes += bytes;
+    ++transfers_.device_to_host_copies;
+    transfers_.device_to_host_seconds += seconds;
+  }
+  return span;
 }
 
 }  // namespace vramlab::nn

@@ -18,6 +18,14 @@
 /// Memory is owned by memory::Tensor; moving bytes between the host and the device is an operation
 /// of the runtime, counted in transfer_stats() (bytes, copies and seconds per direction), which is
 /// what the offload lesson measures.
+///
+/// Time: the runtime's stream::Clock (clock()) has the compute stream and any copy streams made
+/// with clock().new_stream(). Every kernel is placed on the current stream (stream::StreamGuard)
+/// with its measured time; a copy takes its bytes over the host link's bandwidth when the device's
+/// spec has one (a sim or meta preset), else its measured time. copy_to_device and copy_to_host
+/// are synchronous (the host waits, as cudaMemcpy from pageable memory); the _async forms only
+/// enqueue, so a copy on a side stream overlaps the kernels of the compute stream until an
+/// stream::Event joins them. On cpu and sim the bytes move at once either way.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +37,7 @@
 #include "common/memory/device.h"
 #include "common/memory/tensor.h"
 #include "common/nn/kernel_backend.h"
+#include "common/stream/clock.h"
 
 namespace vramlab::nn {
 
@@ -38,10 +47,10 @@ using memory::Tensor;
 struct TransferStats {
   int64_t host_to_device_bytes = 0;     ///< copy_to_device
   int64_t host_to_device_copies = 0;    ///< copy_to_device calls that moved bytes
-  double host_to_device_seconds = 0.0;  ///< their wall time (synchronous copies)
+  double host_to_device_seconds = 0.0;  ///< their time on the clock (see Runtime)
   int64_t device_to_host_bytes = 0;     ///< copy_to_host
   int64_t device_to_host_copies = 0;    ///< copy_to_host calls that moved bytes
-  double device_to_host_seconds = 0.0;  ///< their wall time (synchronous copies)
+  double device_to_host_seconds = 0.0;  ///< their time on the clock (see Runtime)
 };
 
 /// A device with its allocator; modules allocate and dispatch through it.
@@ -98,10 +107,33 @@ class Runtime {
   void copy_to_host(void* host, const TensorView& source);
   /// \param host source.bytes() bytes. \param source a tensor of this runtime.
   void copy_to_host(void* host, const Tensor& source) { copy_to_host(host, source.view()); }
+  /// As copy_to_device, without the host waiting: the copy is enqueued on \p stream (the
+  /// current stream by default) and ordered against others only by events. The bytes move now.
+  /// \return the span the copy occupies on the clock.
+  stream::Span copy_to_device_async(const TensorView& destination, const void* host,
+                                    stream::StreamId stream);
+  /// \param destination a tensor of this runtime. \param host destination.bytes() bytes.
+  /// \param stream the stream the copy goes to. \return the span the copy occupies.
+  stream::Span copy_to_device_async(const Tensor& destination, const void* host,
+                                    stream::StreamId stream) {
+    return copy_to_device_async(destination.view(), host, stream);
+  }
+  /// As copy_to_host, without the host waiting (see copy_to_device_async).
+  /// \return the span the copy occupies on the clock.
+  stream::Span copy_to_host_async(void* host, const TensorView& source, stream::StreamId stream);
   /// \return the bytes, copies and seconds of this runtime's host-device copies so far.
   [[nodiscard]] const TransferStats& transfer_stats() const { return transfers_; }
 
+  /// The device's streams and their timelines (file comment).
+  [[nodiscard]] stream::Clock& clock() { return clock_; }
+
  private:
+  enum class Direction { host_to_device, device_to_host };
+  // Moves the bytes and places the copy on \p stream; the host waits when \p synchronous.
+  stream::Span copy(Direction direction, void* host, const TensorView& view,
+                    stream::StreamId stream, bool synchronous);
+
+  stream::Clock clock_;  // before kernels_: the backend holds a pointer to it
   std::unique_ptr<KernelBackend> kernels_;
   memory::Device device_;
   std::unique_ptr<memory::CachingAllocator> allocator_;
