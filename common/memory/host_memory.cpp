@@ -16,7 +16,7 @@ namespace vramlab::memory {
 namespace {
 
 constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
-constexpr std::uint64_t kGiB = 1ULL << 30;
+constexpr std::uint64_t kMarginFloorBytes = 1ULL << 30;  // host_memory_margin's 1 GiB
 
 struct Budget {
   std::mutex mutex;
@@ -140,7 +140,7 @@ HostMemoryLimit limit_from_mem_available(std::optional<std::uint64_t> available_
 }
 
 std::uint64_t host_memory_margin(std::uint64_t available_bytes) {
-  return std::max<std::uint64_t>(kGiB, available_bytes / 10);
+  return std::max<std::uint64_t>(kMarginFloorBytes, available_bytes / 10);
 }
 
 std::optional<std::uint64_t> parse_mem_available(std::string_view meminfo) {

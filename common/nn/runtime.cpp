@@ -89,6 +89,7 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
   allocator_ = memory::make_caching_allocator(device, memory::alloc_conf_from_environment());
   kernels_ = make_kernels(kernels);
   kernels_->set_clock(&clock_);
+  host_allocator_ = std::make_unique<memory::CachingHostAllocator>(clock_);
 }
 
 Runtime::~Runtime() = default;

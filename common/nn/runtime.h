@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/memory/caching_allocator.h"
+#include "common/memory/caching_host_allocator.h"
 #include "common/memory/device.h"
 #include "common/memory/tensor.h"
 #include "common/nn/kernel_backend.h"
@@ -126,6 +127,9 @@ class Runtime {
 
   /// The device's streams and their timelines (file comment).
   [[nodiscard]] stream::Clock& clock() { return clock_; }
+  /// The pinned host memory beside the device (PyTorch's CachingHostAllocator, whose events are
+  /// on clock()): what a copy_*_async reads or fills, taken from the process's host-RAM budget.
+  [[nodiscard]] memory::CachingHostAllocator& host_allocator() { return *host_allocator_; }
 
  private:
   enum class Direction { host_to_device, device_to_host };
@@ -134,6 +138,7 @@ class Runtime {
                     stream::StreamId stream, bool synchronous);
 
   stream::Clock clock_;  // before kernels_: the backend holds a pointer to it
+  std::unique_ptr<memory::CachingHostAllocator> host_allocator_;  // records events on clock_
   std::unique_ptr<KernelBackend> kernels_;
   memory::Device device_;
   std::unique_ptr<memory::CachingAllocator> allocator_;

@@ -25,10 +25,10 @@ using StreamId = std::int64_t;
 
 /// One piece of work placed on a stream: [start, end) in the clock's seconds.
 struct Span {
-  StreamId stream = 0;
-  double start = 0.0;
-  double end = 0.0;
-  std::string name;  ///< what the work was ("linear_forward", "copy h2d 12 MiB")
+  StreamId stream = 0;  ///< the stream it ran on
+  double start = 0.0;   ///< seconds on the clock
+  double end = 0.0;     ///< start plus its duration
+  std::string name;     ///< what the work was ("linear_forward", "copy h2d 12 MiB")
 };
 
 /// The timelines of one device's streams, and the host's time.

@@ -226,8 +226,11 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
                 T = options_.seq;
   inputs_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "inputs");
   targets_ = runtime.allocate({B, T}, DType::i32, memory::MemoryCategory::input, "targets");
-  host_inputs_.resize(static_cast<size_t>(ranks * B * T));
-  host_targets_.resize(static_cast<size_t>(ranks * B * T));
+  const auto host_bytes = static_cast<size_t>(ranks * B * T) * sizeof(int32_t);
+  host_inputs_ = memory::HostBuffer(runtime.host_allocator(), host_bytes,
+                                    memory::MemoryCategory::input, "inputs");
+  host_targets_ = memory::HostBuffer(runtime.host_allocator(), host_bytes,
+                                     memory::MemoryCategory::input, "targets");
 }
 
 StepResult Trainer::step() {
@@ -265,8 +268,11 @@ void Trainer::set_batch(int64_t batch) {
   std::vector<int64_t> micro_batch_sizes = step_micro_batches(options);
   const int64_t B = std::accumulate(micro_batch_sizes.begin(), micro_batch_sizes.end(), int64_t{0}),
                 T = options.seq, ranks = options.groups.data_parallel_size();
-  std::vector<int32_t> host_inputs(static_cast<size_t>(ranks * B * T));   // (N·ΣB, T)
-  std::vector<int32_t> host_targets(static_cast<size_t>(ranks * B * T));  // (N·ΣB, T)
+  const auto host_bytes = static_cast<size_t>(ranks * B * T) * sizeof(int32_t);
+  memory::HostBuffer host_inputs(runtime_.host_allocator(), host_bytes,
+                                 memory::MemoryCategory::input, "inputs");  // (N·ΣB, T) int32
+  memory::HostBuffer host_targets(runtime_.host_allocator(), host_bytes,
+                                  memory::MemoryCategory::input, "targets");  // (N·ΣB, T) int32
   memory::Tensor inputs, targets;
   {
     const memory::PhaseScope setup(memory::TrainingPhase::setup);
@@ -294,10 +300,10 @@ StepResult Trainer::step_unguarded() {
   if (parallel.tensor_parallel) before += parallel.tensor_parallel->stats();
   // Every rank draws the global batch and keeps its rows: the same data as one process would
   // train on with N times the batch.
-  data_.next_batch(host_inputs_.data(), host_targets_.data(), ranks * B, T);
+  data_.next_batch(host_inputs_.as<int32_t>(), host_targets_.as<int32_t>(), ranks * B, T);
   const auto mine = static_cast<size_t>(rank * B * T);
-  runtime_.copy_to_device(inputs_, host_inputs_.data() + mine);
-  runtime_.copy_to_device(targets_, host_targets_.data() + mine);
+  runtime_.copy_to_device(inputs_, host_inputs_.as<int32_t>() + mine);
+  runtime_.copy_to_device(targets_, host_targets_.as<int32_t>() + mine);
   StepResult result;
   result.micro_batches = static_cast<int64_t>(micro_batch_sizes_.size());
   result.loss_scale = scaler_.scale();

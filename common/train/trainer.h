@@ -22,6 +22,7 @@
 #include "common/dist/data_parallel.h"
 #include "common/dist/parallel_options.h"
 #include "common/estimate/estimator.h"
+#include "common/memory/host_buffer.h"
 #include "common/memory/memory_category.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_config.h"
@@ -222,8 +223,9 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
   memory::Tensor targets_;             // (ΣB, T) int32 next tokens
-  std::vector<int32_t> host_inputs_;   // (N·ΣB, T) the global batch, N data-parallel ranks
-  std::vector<int32_t> host_targets_;  // (N·ΣB, T)
+  // Pinned, as a DataLoader with pin_memory=True stages its batches.
+  memory::HostBuffer host_inputs_;   // (N·ΣB, T) int32, the global batch, N data-parallel ranks
+  memory::HostBuffer host_targets_;  // (N·ΣB, T) int32
   int64_t steps_done_ = 0;
   recompute::RecomputeSchedule schedule_;
   std::vector<int64_t> micro_batch_sizes_;  // (K) sequences per micro-batch

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/platform/gpu_probe.h"
@@ -58,6 +59,30 @@ TEST(TrainCli, EveryOptimizerKeepsTheStateBytesEstimateNames) {
                     .get<int64_t>())
           << optimizer << " " << precision;
     }
+  }
+}
+
+// The batch is staged in pinned host memory, as a DataLoader with pin_memory=True stages it:
+// each of inputs and targets takes a power-of-two block of PyTorch's host allocator, and the
+// summary reports them under torch.cuda.host_memory_stats()'s keys.
+TEST(TrainCli, TheBatchIsStagedInPinnedHostMemoryAndTheSummaryCountsItByCategory) {
+  // 4-byte tokens: 2 x 7 -> 56 B (block 64); 5 x 13 -> 260 B (block 512); 3 x 2 ranks x 9
+  // -> 216 B (block 256: every data-parallel rank draws the global batch).
+  const std::string shape = "train --layers 1 --hidden 24 --heads 2 --vocab 29 --steps 2";
+  for (const auto& [args, requested, block] :
+       {std::tuple{shape + " --seq 7 --batch 2", 56, 64},
+        std::tuple{shape + " --seq 13 --batch 5", 260, 512},
+        std::tuple{shape + " --seq 9 --batch 3 --simulate-ranks 2", 216, 256}}) {
+    const Result r = vramlab(args + " --json");
+    ASSERT_EQ(r.exit_code, 0) << args << ": " << r.out;
+    const nlohmann::json host = last_json_line(r.out).at("host_memory");
+    const nlohmann::json& pinned = host.at("pinned");
+    EXPECT_EQ(pinned.at("allocations").at("current"), 2) << args;
+    EXPECT_EQ(pinned.at("num_host_alloc"), 2) << args;
+    EXPECT_EQ(pinned.at("active_bytes").at("current"), 2 * block) << args;
+    EXPECT_EQ(host.at("peak_bytes_by_category").at("input"), 2 * block) << args;
+    EXPECT_EQ(host.at("peak_requested_bytes_by_category").at("input"), 2 * requested) << args;
+    EXPECT_EQ(host.at("peak_bytes_by_category").at("optimizer_state"), 0) << args;
   }
 }
 

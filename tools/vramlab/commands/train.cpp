@@ -142,6 +142,20 @@ json category_json(const std::array<int64_t, memory::kMemoryCategoryCount>& byte
   return j;
 }
 
+// The pinned host tier's statistics under PyTorch's keys (torch.cuda.host_memory_stats), and its
+// peak bytes per category (the blocks' power-of-two sizes, and the bytes asked for).
+json host_memory_json(const memory::CachingHostAllocator& host) {
+  const memory::CategoryStats categories = host.category_stats();
+  std::array<int64_t, memory::kMemoryCategoryCount> blocks{}, requested{};
+  for (const memory::MemoryCategory cat : memory::kAllMemoryCategories) {
+    blocks[static_cast<size_t>(cat)] = categories.of(cat).peak;
+    requested[static_cast<size_t>(cat)] = categories.requested(cat).peak;
+  }
+  return {{"pinned", host.host_memory_stats().to_json()},
+          {"peak_bytes_by_category", category_json(blocks)},
+          {"peak_requested_bytes_by_category", category_json(requested)}};
+}
+
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
@@ -332,6 +346,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         {"peak_bytes",
          {{"total", mem.peak_total_bytes}, {"by_category", category_json(mem.peak_bytes)}}},
         {"reserved_peak_bytes", mem.reserved_peak_bytes},
+        {"host_memory", host_memory_json(runtime.host_allocator())},
         {"recompute",
          {{"schedule", schedule.name},
           {"pattern", recompute::schedule_pattern(schedule)},
