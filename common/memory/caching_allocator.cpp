@@ -496,6 +496,7 @@ void CachingAllocator::record_stream(Block* block, StreamId stream) {
     throw std::logic_error("CachingAllocator::record_stream: the block is not allocated");
   }
   if (stream == block->stream) return;
+  if (clock_ != nullptr) (void)clock_->stream_time(stream);  // refuses an unknown stream now
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
       block->stream_uses.end()) {
     block->stream_uses.push_back(stream);
@@ -504,10 +505,17 @@ void CachingAllocator::record_stream(Block* block, StreamId stream) {
 
 void CachingAllocator::insert_events(Block* block) {
   for (StreamId stream : block->stream_uses) {
-    events_.push_back(PendingEvent{stream, block, false});
+    PendingEvent pending{stream, block, false, {}};
+    if (clock_ != nullptr) pending.event.record(*clock_, stream);
+    events_.push_back(pending);
     ++block->event_count;
   }
   block->stream_uses.clear();
+}
+
+void CachingAllocator::set_clock(stream::Clock* clock) {
+  AllocatorLock lock(mutex_);
+  clock_ = clock;
 }
 
 void CachingAllocator::process_events() {
@@ -515,7 +523,8 @@ void CachingAllocator::process_events() {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < events_.size(); ++i) {
     PendingEvent event = events_[i];
-    if (!event.completed) {
+    // Without a clock the event was never recorded: only synchronize() completes it.
+    if (!event.completed && !(event.event.recorded() && event.event.query())) {
       events_[kept++] = event;
       continue;
     }
@@ -526,11 +535,13 @@ void CachingAllocator::process_events() {
 
 void CachingAllocator::synchronize() {
   AllocatorLock lock(mutex_);
+  if (clock_ != nullptr) clock_->synchronize();
   for (PendingEvent& event : events_) event.completed = true;
 }
 
 void CachingAllocator::synchronize_stream(StreamId stream) {
   AllocatorLock lock(mutex_);
+  if (clock_ != nullptr) clock_->synchronize_stream(stream);
   for (PendingEvent& event : events_) {
     if (event.stream == stream) event.completed = true;
   }

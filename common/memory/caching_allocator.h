@@ -7,9 +7,12 @@
 /// neighbours when freed. Memory goes back to the device only through empty_cache(), the flush
 /// before an out-of-memory, garbage collection, or max_split_size's release of oversize blocks.
 ///
-/// Streams are simulated: work on a stream completes when synchronize() or synchronize_stream() is
-/// called, so a block freed after record_stream() stays "active_pending_free" until then (and until
-/// the next malloc, empty_cache or snapshot processes the completed events).
+/// Streams: a block freed after record_stream() stays "active_pending_free" until the work of
+/// those streams is done, and until the next malloc, empty_cache or snapshot processes the
+/// completed events. With a stream clock (set_clock: nn::Runtime sets its own), free() records a
+/// stream::Event on each such stream, complete once the host's time reaches it, as PyTorch records
+/// a cudaEvent; without one, the work completes when synchronize() or synchronize_stream() is
+/// called.
 #pragma once
 
 #include <atomic>
@@ -32,6 +35,8 @@
 #include "common/memory/memory_category.h"
 #include "common/memory/memory_stats.h"
 #include "common/memory/oom_error.h"
+#include "common/stream/clock.h"
+#include "common/stream/event.h"
 
 namespace vramlab::memory {
 
@@ -105,10 +110,16 @@ class CachingAllocator {
   /// Marks \p block as used by \p stream (torch.Tensor.record_stream): when freed, it is not reused
   /// until that stream's work has completed. A no-op for the block's own stream.
   /// \param block an allocated block.  \param stream the other stream.
+  /// \throws vramlab::UsageError when a clock is set and has no stream \p stream.
   void record_stream(Block* block, StreamId stream);
-  /// Completes the work of every stream (torch.cuda.synchronize()).
+  /// Orders record_stream()'s frees by \p clock's events from now on (file comment); nullptr: by
+  /// synchronize() alone. Set it before any record_stream(); the clock must outlive the allocator.
+  void set_clock(stream::Clock* clock);
+  /// Completes the work of every stream (torch.cuda.synchronize()); with a clock, the host waits
+  /// for every stream of it.
   void synchronize();
-  /// Completes the work of one stream (torch.cuda.Stream.synchronize()).
+  /// Completes the work of one stream (torch.cuda.Stream.synchronize()); with a clock, the host
+  /// waits for that stream.
   void synchronize_stream(StreamId stream);
   /// Waits for pending frees, then returns every cached whole segment to the device
   /// (torch.cuda.empty_cache()).
@@ -204,6 +215,7 @@ class CachingAllocator {
     StreamId stream;
     Block* block;
     bool completed;
+    stream::Event event;  // recorded at free on clock_ (never recorded without one)
   };
 
   // The Notes named in comments ("See Note [Name]") are at the end of caching_allocator.cpp.
@@ -281,6 +293,7 @@ class CachingAllocator {
   BlockPool small_blocks_;
   BlockPool large_blocks_;
   std::vector<PendingEvent> events_;
+  stream::Clock* clock_ = nullptr;  // set_clock
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   std::deque<Block> block_storage_;
   Block* spare_blocks_ = nullptr;                       // See Note [Spare blocks]

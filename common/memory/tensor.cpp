@@ -2,6 +2,7 @@
 #include "common/memory/tensor.h"
 
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "common/platform/errors.h"
@@ -50,6 +51,12 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
     name_ = std::move(other.name_);
   }
   return *this;
+}
+
+void Tensor::record_stream(StreamId stream) const {
+  if (allocator_ == nullptr)
+    throw std::logic_error("Tensor::record_stream: the tensor " + name_ + " is empty");
+  allocator_->record_stream(block_, stream);
 }
 
 void Tensor::reset() {

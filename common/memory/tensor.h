@@ -89,6 +89,11 @@ class Tensor {
   [[nodiscard]] const std::string& name() const { return name_; }      ///< as in snapshots
   /// \return the allocator (the device) it lives on, nullptr when empty.
   [[nodiscard]] CachingAllocator* allocator() const { return allocator_; }
+  /// Marks the tensor's memory as used by work on \p stream (torch.Tensor.record_stream): once
+  /// freed it is not reused until that work is done (CachingAllocator::record_stream).
+  /// \throws std::logic_error when empty; vramlab::UsageError for a stream the device's clock
+  /// does not have.
+  void record_stream(StreamId stream) const;
   /// \return true when the tensor was never allocated or has been reset.
   [[nodiscard]] bool empty() const { return allocator_ == nullptr; }
 

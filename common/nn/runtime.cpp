@@ -90,6 +90,7 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
   kernels_ = make_kernels(kernels);
   kernels_->set_clock(&clock_);
   host_allocator_ = std::make_unique<memory::CachingHostAllocator>(clock_);
+  allocator_->set_clock(&clock_);
 }
 
 Runtime::~Runtime() = default;

@@ -122,6 +122,11 @@ class Runtime {
   /// As copy_to_host, without the host waiting (see copy_to_device_async).
   /// \return the span the copy occupies on the clock.
   stream::Span copy_to_host_async(void* host, const TensorView& source, stream::StreamId stream);
+  /// \param host source.bytes() bytes. \param source a tensor of this runtime.
+  /// \param stream the stream the copy goes to. \return the span the copy occupies.
+  stream::Span copy_to_host_async(void* host, const Tensor& source, stream::StreamId stream) {
+    return copy_to_host_async(host, source.view(), stream);
+  }
   /// \return the bytes, copies and seconds of this runtime's host-device copies so far.
   [[nodiscard]] const TransferStats& transfer_stats() const { return transfers_; }
 

@@ -129,3 +129,40 @@ TEST(RuntimeStreams, AStreamGuardSendsKernelsToItsStream) {
 
 }  // namespace
 }  // namespace vramlab::nn
+
+namespace vramlab::nn {
+namespace {
+
+// The caching allocator's record_stream on the runtime's clock: a block a copy stream still reads
+// is not handed out again until the host has reached the copy's end, as PyTorch's cudaEvent
+// query decides.
+TEST(RuntimeStreams, ABlockACopyStreamUsesIsReusedOnlyOnceTheCopysEventHasCompleted) {
+  for (const int64_t count : {int64_t{1000}, int64_t{3} << 20}) {  // small and large pool
+    Runtime runtime(memory::parse_device("sim:t4-16g"));
+    stream::Clock& clock = runtime.clock();
+    const stream::StreamId side = clock.new_stream("copy d2h");
+    std::vector<float> host(static_cast<size_t>(count));  // (count) f32
+    Tensor source = runtime.zeros({count}, memory::MemoryCategory::activation, "source");
+    clock.synchronize();
+    const stream::Span copy = runtime.copy_to_host_async(host.data(), source, side);
+    source.record_stream(side);
+    const void* const address = source.data();
+    source.reset();
+    EXPECT_GT(copy.end, clock.host_time());
+    // The copy is still reading it: a tensor of the same size gets other memory.
+    Tensor while_copying =
+        runtime.allocate({count}, DType::f32, memory::MemoryCategory::activation, "next");
+    EXPECT_NE(while_copying.data(), address) << count;
+    // The host does its own work until just before the copy ends: still pending.
+    clock.host_work(copy.end - clock.host_time() - 1e-9);
+    Tensor almost = runtime.allocate({count}, DType::f32, memory::MemoryCategory::activation, "b");
+    EXPECT_NE(almost.data(), address) << count;
+    clock.host_work(2e-9);  // now past the copy's end: the event has completed
+    Tensor after = runtime.allocate({count}, DType::f32, memory::MemoryCategory::activation, "c");
+    EXPECT_EQ(after.data(), address) << count;
+    EXPECT_THROW(after.record_stream(9), UsageError);
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::nn
