@@ -86,6 +86,44 @@ TEST(TrainCli, TheBatchIsStagedInPinnedHostMemoryAndTheSummaryCountsItByCategory
   }
 }
 
+// The summary's clock: the batch copies take their bytes over the preset's link (PCIe 4.0 x16 on
+// an A100 40GB), or over --link-gbps; they are synchronous, so they sit on the compute stream
+// and nothing waits on another stream.
+TEST(TrainCli, TheHostLinkSetsTheCopiesTimeOnTheClockAndLinkGbpsOverridesIt) {
+  const std::string run =
+      "train --layers 1 --hidden 24 --heads 2 --vocab 29 --steps 3 --seq 11 "
+      "--batch 3 --device sim:a100-40g --json";
+  const double pcie4 = 16e9 * 16 * 128 / 130 / 8;  // bytes/s per direction
+  for (const auto& [flag, bandwidth] :
+       {std::pair{std::string(), pcie4}, {std::string(" --link-gbps 0.0007"), 0.0007e9}}) {
+    const Result r = vramlab(run + flag);
+    ASSERT_EQ(r.exit_code, 0) << flag << ": " << r.out;
+    const nlohmann::json clock = last_json_line(r.out).at("clock");
+    // 3 steps x (inputs + targets) x 3 x 11 int32 tokens.
+    EXPECT_EQ(clock.at("host_to_device_bytes"), 3 * 2 * 3 * 11 * 4) << flag;
+    EXPECT_NEAR(clock.at("host_to_device_s").get<double>(), 3 * 2 * 3 * 11 * 4 / bandwidth,
+                1e-12 * (3 * 2 * 3 * 11 * 4 / bandwidth))
+        << flag;
+    EXPECT_NEAR(clock.at("link_gbps").at("host_to_device").get<double>(), bandwidth / 1e9, 1e-9)
+        << flag;
+    EXPECT_GE(clock.at("compute_stream_busy_s").get<double>(),
+              clock.at("host_to_device_s").get<double>())
+        << flag;
+    EXPECT_EQ(clock.at("exposed_copy_s"), 0.0) << flag;
+    EXPECT_GE(clock.at("seconds").get<double>(),
+              clock.at("compute_stream_busy_s").get<double>() * (1 - 1e-12))
+        << flag;
+  }
+  for (const char* bad : {"0", "-2", "nan", "inf", "2e6"}) {
+    const Result r = vramlab(run + " --link-gbps " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << r.out;
+    EXPECT_NE(r.out.find(std::string("got ") + (std::string(bad) == "2e6" ? "2e+06" : bad)),
+              std::string::npos)
+        << r.out;
+  }
+}
+
 TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
   if (VRAMLAB_HAVE_CUDA && probe.status == vramlab::platform::GpuStatus::available)

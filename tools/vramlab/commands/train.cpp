@@ -47,6 +47,7 @@
 #include "common/platform/errors.h"
 #include "common/platform/flag_checks.h"
 #include "common/platform/free_cores.h"
+#include "common/platform/number_text.h"
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
 #include "common/recompute/recompute_schedule.h"
@@ -55,6 +56,7 @@
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/snapshot/snapshot_analysis.h"
+#include "common/stream/clock.h"
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
 #include "tools/vramlab/commands/function_names.h"
@@ -74,7 +76,8 @@ struct TrainCommandOptions {
   std::string kernels;  // empty: the device's default
   int64_t threads = 0;
   uint64_t seed = 1;
-  int64_t simulate_ranks = 0;  // 0: one process, or the ranks mpirun started
+  std::optional<double> link_gbps;  // overrides the device's host link, both directions
+  int64_t simulate_ranks = 0;       // 0: one process, or the ranks mpirun started
   bool json = false;
   std::string profile_dir;  // empty: no profile
   bool profile_given = false;
@@ -156,6 +159,28 @@ json host_memory_json(const memory::CachingHostAllocator& host) {
           {"peak_requested_bytes_by_category", category_json(requested)}};
 }
 
+// The run on the device's stream clock (Note [The stream clock]): the compute stream's kernel
+// time, the copies' time over the host link, and the time the compute stream waited for copies
+// on other streams (exposed); every figure is the whole run's, in seconds.
+json clock_json(nn::Runtime& runtime) {
+  stream::Clock& clock = runtime.clock();
+  const nn::TransferStats& copies = runtime.transfer_stats();
+  const memory::DeviceSpec& spec = runtime.device().spec;
+  const auto gbps = [](double bytes_per_s) {
+    return bytes_per_s > 0.0 ? json(bytes_per_s / 1e9) : json(nullptr);
+  };
+  return {{"seconds", clock.synchronize()},
+          {"compute_stream_busy_s", clock.busy_seconds(stream::Clock::compute_stream())},
+          {"exposed_copy_s", clock.waited_seconds(stream::Clock::compute_stream())},
+          {"host_to_device_s", copies.host_to_device_seconds},
+          {"device_to_host_s", copies.device_to_host_seconds},
+          {"host_to_device_bytes", copies.host_to_device_bytes},
+          {"device_to_host_bytes", copies.device_to_host_bytes},
+          {"link_gbps",
+           {{"host_to_device", gbps(spec.host_to_device_bytes_per_s)},
+            {"device_to_host", gbps(spec.device_to_host_bytes_per_s)}}}};
+}
+
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
@@ -163,7 +188,15 @@ void run_train(const TrainCommandOptions& o) {
   if (o.threads > 0) {
     platform::choose_openmp_threads(static_cast<int>(o.threads));
   }
-  const memory::Device device = memory::parse_device(o.device);
+  memory::Device device = memory::parse_device(o.device);
+  if (o.link_gbps) {
+    // Above 1 PB/s no link exists; the bound also keeps bytes / bandwidth away from denormals.
+    if (!std::isfinite(*o.link_gbps) || *o.link_gbps <= 0.0 || *o.link_gbps > 1e6)
+      throw UsageError("--link-gbps: must be a bandwidth in GB/s in (0, 1e6], got " +
+                       number_text(*o.link_gbps));
+    device.spec.host_to_device_bytes_per_s = *o.link_gbps * 1e9;
+    device.spec.device_to_host_bytes_per_s = *o.link_gbps * 1e9;
+  }
   train::TrainOptions options;
   options.plan = o.plan->plan();
   options.model = o.model.build(o.seq);
@@ -347,6 +380,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
          {{"total", mem.peak_total_bytes}, {"by_category", category_json(mem.peak_bytes)}}},
         {"reserved_peak_bytes", mem.reserved_peak_bytes},
         {"host_memory", host_memory_json(runtime.host_allocator())},
+        {"clock", clock_json(runtime)},
         {"recompute",
          {{"schedule", schedule.name},
           {"pattern", recompute::schedule_pattern(schedule)},
@@ -570,6 +604,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(platform::integer_in(1));
   cmd->add_option("--device", opts->device,
                   "cpu | sim[:preset|:size] | meta | cuda[:N] (default cpu)");
+  cmd->add_option("--link-gbps", opts->link_gbps,
+                  "Bandwidth of the host link in GB/s, both directions (default: the device "
+                  "preset's, e.g. PCIe 4.0 x16's 31.5 on sim:a100-40g): the time a copy takes "
+                  "on the device's stream clock");
   cmd->add_option("--kernels", opts->kernels,
                   "What runs the step: cpu (the CPU kernels; default on cpu and sim), "
                   "cuda-emulated (the CUDA kernels under the SIMT emulator, on cpu or sim memory), "
