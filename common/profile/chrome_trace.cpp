@@ -18,6 +18,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int kProcessId = 0;
+constexpr int kStreamsProcessId = 1;  // the stream clock's lanes
 
 double microseconds(std::int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
@@ -94,6 +95,34 @@ json chrome_trace(const Recording& recording) {
          {"pid", kProcessId},
          {"tid", span.thread},
          {"args", {{"module", span.module}, {"phase", memory::training_phase_name(span.phase)}}}});
+  }
+
+  // The stream clock's lanes: a process of their own, as their seconds are the clock's (Note [The
+  // stream clock]), one thread per stream, so a copy that overlaps compute shows beside it.
+  if (!recording.stream_spans.empty()) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"ts", 0.0},
+                      {"pid", kStreamsProcessId},
+                      {"tid", 0},
+                      {"args", {{"name", "device streams (the stream clock's time)"}}}});
+    for (std::size_t id = 0; id < recording.stream_names.size(); ++id)
+      events.push_back(
+          {{"name", "thread_name"},
+           {"ph", "M"},
+           {"ts", 0.0},
+           {"pid", kStreamsProcessId},
+           {"tid", id},
+           {"args",
+            {{"name", "stream " + std::to_string(id) + ": " + recording.stream_names[id]}}}});
+    for (const stream::Span& span : recording.stream_spans)
+      events.push_back({{"name", span.name},
+                        {"cat", "stream"},
+                        {"ph", "X"},
+                        {"ts", span.start * 1e6},
+                        {"dur", (span.end - span.start) * 1e6},
+                        {"pid", kStreamsProcessId},
+                        {"tid", span.stream}});
   }
 
   // Counters: the state before the first event at time 0, then one sample per event that changed

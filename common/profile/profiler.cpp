@@ -120,6 +120,7 @@ struct Profiler::State final : memory::ScopeListener, nn::KernelObserver {
   void restore() {
     if (std::this_thread::get_id() == thread) memory::set_scope_listener(previous_listener);
     if (options.kernels) runtime.kernels().set_observer(previous_observer);
+    runtime.clock().keep_spans(previous_keep_spans);
     runtime.allocator().record_history(previous_history.mode, previous_history.max_entries,
                                        previous_history.cpp_stacks);
     {
@@ -144,6 +145,8 @@ struct Profiler::State final : memory::ScopeListener, nn::KernelObserver {
   std::chrono::steady_clock::time_point started;
   memory::ScopeListener* previous_listener = nullptr;
   nn::KernelObserver* previous_observer = nullptr;
+  bool previous_keep_spans = false;
+  std::size_t first_stream_span = 0;  // the clock's spans before the recording are not its own
   memory::CachingAllocator::HistorySettings previous_history;
   bool stopped = false;
   std::vector<Span> spans;
@@ -184,6 +187,9 @@ Profiler::Profiler(nn::Runtime& runtime, ProfilerOptions options) {
     s.previous_observer = runtime.kernels().observer();
     runtime.kernels().set_observer(&s);
   }
+  s.previous_keep_spans = runtime.clock().keeps_spans();
+  s.first_stream_span = runtime.clock().spans().size();
+  runtime.clock().keep_spans(true);
 }
 
 Profiler::~Profiler() {
@@ -204,6 +210,12 @@ Recording Profiler::stop() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
   // While the trace is still recorded: restoring the previous mode clears it.
   recording.snapshot = s.runtime.allocator().snapshot();
+  const stream::Clock& clock = s.runtime.clock();
+  recording.stream_spans.assign(
+      clock.spans().begin() + static_cast<std::ptrdiff_t>(s.first_stream_span),
+      clock.spans().end());
+  for (stream::StreamId id = 0; id < clock.stream_count(); ++id)
+    recording.stream_names.push_back(clock.stream_name(id));
   s.restore();
   recording.spans = std::move(s.spans);
   std::stable_sort(recording.spans.begin(), recording.spans.end(),

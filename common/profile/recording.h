@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/memory/history.h"
+#include "common/stream/clock.h"
 
 namespace vramlab::profile {
 
@@ -66,6 +67,12 @@ struct Recording {
   double seconds = 0.0;
   /// The runtime's device, e.g. "sim:a100-40g".
   std::string device;
+  /// What the device's stream clock placed while recording: every kernel and copy with its
+  /// stream, in the clock's seconds (Note [The stream clock]: a time axis of its own, not the
+  /// spans' wall time).
+  std::vector<stream::Span> stream_spans;
+  /// The clock's stream names, indexed by stream id ("compute", "copy h2d", ...).
+  std::vector<std::string> stream_names;
 };
 
 }  // namespace vramlab::profile

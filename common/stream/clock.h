@@ -82,6 +82,8 @@ class Clock {
   [[nodiscard]] const std::vector<Span>& spans() const { return spans_; }
   /// Keep (or stop keeping) a Span per enqueue: off by default, as a long run makes many.
   void keep_spans(bool keep) { keep_spans_ = keep; }
+  /// \return whether spans are being kept.
+  [[nodiscard]] bool keeps_spans() const { return keep_spans_; }
 
   /// Called by Event::wait: \p stream's next work starts no earlier than \p time.
   void wait_until(StreamId stream, double time);

@@ -263,3 +263,51 @@ TEST(SpanKind, Names) {
 
 }  // namespace
 }  // namespace vramlab::profile
+
+#include "common/profile/chrome_trace.h"
+
+namespace vramlab::profile {
+namespace {
+
+// The trace has a lane per stream of the device's clock: a copy on a side stream shows beside
+// the compute stream's kernels, at the clock's times, and the clock stops keeping spans after.
+TEST(Profiler, TheTraceHasALanePerStreamWithTheClocksSpans) {
+  nn::Runtime runtime(memory::parse_device("sim:a100-40g"));
+  stream::Clock& clock = runtime.clock();
+  const stream::StreamId side = clock.new_stream("copy h2d");
+  const memory::Tensor t =
+      runtime.allocate({3, 1000}, DType::f32, memory::MemoryCategory::activation, "t");
+  std::vector<float> host(3000, 0.5f);  // (3, 1000)
+  runtime.fill_zero(t);                 // before the recording: not in it
+  clock.synchronize();                  // so both streams start from the host's time
+  Recording recording;
+  {
+    Profiler profiler(runtime);
+    runtime.copy_to_device_async(t, host.data(), side);
+    runtime.fill_zero(t);
+    recording = profiler.stop();
+  }
+  EXPECT_FALSE(clock.keeps_spans());
+  ASSERT_EQ(recording.stream_names, (std::vector<std::string>{"compute", "copy h2d"}));
+  ASSERT_EQ(recording.stream_spans.size(), 2u);
+  const nlohmann::json trace = chrome_trace(recording);
+  std::set<std::string> lanes;
+  std::vector<nlohmann::json> placed;
+  for (const nlohmann::json& event : trace.at("traceEvents")) {
+    if (event.at("pid") != 1) continue;
+    if (event.at("name") == "thread_name") lanes.insert(event.at("args").at("name"));
+    if (event.at("ph") == "X") placed.push_back(event);
+  }
+  EXPECT_EQ(lanes, (std::set<std::string>{"stream 0: compute", "stream 1: copy h2d"}));
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed[0].at("name"), "copy h2d");
+  EXPECT_EQ(placed[0].at("tid"), side);
+  EXPECT_NEAR(placed[0].at("dur").get<double>(), 12000 / 31.5076923e9 * 1e6, 1e-6);
+  EXPECT_EQ(placed[1].at("name"), "fill_zero");
+  EXPECT_EQ(placed[1].at("tid"), 0);
+  // The copy and the kernel start together: neither waits for the other.
+  EXPECT_DOUBLE_EQ(placed[0].at("ts").get<double>(), placed[1].at("ts").get<double>());
+}
+
+}  // namespace
+}  // namespace vramlab::profile

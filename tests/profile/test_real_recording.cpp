@@ -120,13 +120,16 @@ TEST(RealRecording, OpTableCountsEveryKernelCall) {
 TEST(RealRecording, ChromeTraceHasEverySpanAndEndsAtTheFinalMemory) {
   const Recording& r = recording();
   const json trace = chrome_trace(r);
-  std::size_t spans = 0;
+  std::size_t spans = 0, stream_spans = 0;
   const json* last_allocated = nullptr;
   for (const json& event : trace["traceEvents"]) {
-    if (event["ph"] == "X") ++spans;
+    if (event["ph"] == "X") ++(event["pid"] == 1 ? stream_spans : spans);
     if (event["ph"] == "C" && event["name"] == "allocated") last_allocated = &event;
   }
   EXPECT_EQ(spans, r.spans.size());
+  // The stream clock's lanes: one span per kernel and copy the recording saw.
+  EXPECT_EQ(stream_spans, r.stream_spans.size());
+  EXPECT_GT(stream_spans, 0u);
   ASSERT_NE(last_allocated, nullptr);
   std::int64_t counted = 0;
   for (const auto& [category, bytes] : (*last_allocated)["args"].items())
