@@ -122,6 +122,9 @@ CachingHostAllocator::~CachingHostAllocator() {
 HostBlock* CachingHostAllocator::allocate(std::size_t bytes, MemoryCategory category,
                                           std::string_view name) {
   if (bytes == 0) return nullptr;
+  // Everything that can throw happens before a block is taken off its free list, so an
+  // exception leaves every list and statistic as it was.
+  std::string owned_name(name);
   HostBlock* block = nullptr;
   if (kind_ == HostMemoryKind::pageable) {
     block = allocate_from_system(bytes);
@@ -143,7 +146,7 @@ HostBlock* CachingHostAllocator::allocate(std::size_t bytes, MemoryCategory cate
   block->allocated = true;
   block->requested_size = bytes;
   block->category = category;
-  block->name.assign(name);
+  block->name = std::move(owned_name);
   const auto block_bytes = static_cast<std::int64_t>(block->size);
   stats_.active_requests.increase(1);
   stats_.active_bytes.increase(block_bytes);
@@ -190,6 +193,17 @@ HostBlock& CachingHostAllocator::checked_allocated(HostBlock* block, const char*
 void CachingHostAllocator::free(HostBlock* block) {
   if (block == nullptr) return;
   HostBlock& freed = checked_allocated(block, "free");
+  // The events go in first: recording one may throw (bad_alloc), and then the block is still
+  // allocated and nothing else changed.
+  if (kind_ == HostMemoryKind::pinned && !freed.streams.empty()) {
+    std::list<std::pair<stream::Event, HostBlock*>> recorded;
+    for (const stream::StreamId stream : freed.streams) {
+      stream::Event event;
+      event.record(clock_, stream);
+      recorded.emplace_front(event, block);
+    }
+    events_.splice(events_.begin(), recorded);
+  }
   freed.allocated = false;
   const auto category = static_cast<std::size_t>(freed.category);
   category_stats_.allocated_bytes[category].decrease(static_cast<std::int64_t>(freed.size));
@@ -204,11 +218,6 @@ void CachingHostAllocator::free(HostBlock* block) {
   if (freed.streams.empty()) {
     return_to_free_list(block);
     return;
-  }
-  for (const stream::StreamId stream : freed.streams) {
-    stream::Event event;
-    event.record(clock_, stream);
-    events_.emplace_front(event, block);
   }
   freed.event_count += freed.streams.size();
   freed.streams.clear();

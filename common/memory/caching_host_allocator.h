@@ -21,7 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -167,7 +167,8 @@ class CachingHostAllocator {
   std::unique_ptr<Backing> backing_;  // make_host_backing: mmap plus the host budget
   std::unordered_map<const HostBlock*, std::unique_ptr<HostBlock>> blocks_;  // every block
   std::array<std::vector<HostBlock*>, kFreeListCount> free_lists_;  // LIFO per power of two
-  std::deque<std::pair<stream::Event, HostBlock*>> events_;         // newest at the front
+  std::list<std::pair<stream::Event, HostBlock*>>
+      events_;  // newest at the front (splice: no throw)
   HostStats stats_;
   CategoryStats category_stats_;
 };
