@@ -16,6 +16,7 @@
 #include "common/nn/saved_activations.h"
 #include "common/platform/errors.h"
 #include "common/recompute/activation_peak.h"
+#include "common/stream/clock.h"
 
 namespace vramlab::train {
 
@@ -291,6 +292,9 @@ void Trainer::set_batch(int64_t batch) {
 
 StepResult Trainer::step_unguarded() {
   const auto start = std::chrono::steady_clock::now();
+  stream::Clock& clock = runtime_.clock();
+  const double clock_start = clock.synchronize();
+  const double waited_before = clock.waited_seconds(stream::Clock::compute_stream());
   const int64_t B = inputs_.shape()[0], T = options_.seq;  // B: sequences of all micro-batches
   const dist::ParallelGroups& parallel = options_.groups;
   const int64_t ranks = parallel.data_parallel_size();
@@ -387,6 +391,9 @@ StepResult Trainer::step_unguarded() {
   result.loss = loss;
   result.seconds = seconds;
   result.tokens_per_s = seconds > 0 ? total_tokens / seconds : 0.0;
+  result.clock_seconds = clock.synchronize() - clock_start;
+  result.exposed_copy_seconds =
+      clock.waited_seconds(stream::Clock::compute_stream()) - waited_before;
   if (parallel.data_parallel) result.communication += parallel.data_parallel->stats();
   if (parallel.tensor_parallel) result.communication += parallel.tensor_parallel->stats();
   result.communication = result.communication.since(before);

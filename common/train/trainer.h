@@ -88,6 +88,12 @@ struct StepResult {
   double loss = 0.0;          ///< mean cross-entropy in nats (0 on meta).
   double seconds = 0.0;       ///< wall time of the whole step.
   double tokens_per_s = 0.0;  ///< B·T / seconds.
+  /// The step on the device's stream clock (Note [The stream clock]): from a synchronize before
+  /// it to the synchronize that reads its loss back (loss.item()), in seconds.
+  double clock_seconds = 0.0;
+  /// Of clock_seconds, how long the compute stream waited for copies on other streams: the copy
+  /// time that overlap did not hide.
+  double exposed_copy_seconds = 0.0;
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).
   int64_t activation_peak_bytes = 0;

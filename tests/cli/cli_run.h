@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/workbook/process.h"
 
@@ -53,6 +56,23 @@ inline CliResult run_vramlab(const std::vector<std::string>& args, double timeou
   std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv, timeout_seconds);
+}
+
+// Every line of \p out that is a JSON object, parsed: a `--json` run prints one per step (or
+// trial), then its summary; stderr lines in between are skipped.
+inline std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.front() == '{') lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// The last of json_lines(\p out): a `--json` run's summary.
+inline nlohmann::json last_json_line(const std::string& out) {
+  std::vector<nlohmann::json> lines = json_lines(out);
+  if (lines.empty()) throw std::runtime_error("no line of JSON in the output: " + out);
+  return std::move(lines.back());
 }
 
 }  // namespace vramlab::cli_test

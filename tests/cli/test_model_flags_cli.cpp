@@ -54,11 +54,7 @@ json document_of(const std::string& out) {
 
 // The last line of train's JSON stream: the summary.
 json train_summary(const std::string& out) {
-  std::istringstream lines(out);
-  json summary;
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line.front() == '{') summary = json::parse(line);
-  return summary;
+  return vramlab::cli_test::last_json_line(out);
 }
 
 struct Described {

@@ -21,14 +21,7 @@ using vramlab::cli_test::CliResult;
 using vramlab::cli_test::run_vramlab;
 namespace fs = std::filesystem;
 
-// The JSON lines of a `--json` run: the steps, then the summary.
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line.front() == '{') lines.push_back(json::parse(line));
-  return lines;
-}
+using vramlab::cli_test::json_lines;
 
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());

@@ -38,13 +38,7 @@ std::vector<std::string> tiny_train(const std::string& profile_dir,
   return args;
 }
 
-json last_json_line(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line, last;
-  while (std::getline(lines, line))
-    if (!line.empty() && line.front() == '{') last = line;
-  return json::parse(last);
-}
+using vramlab::cli_test::last_json_line;
 
 class ProfileCli : public ::testing::Test {
  protected:

@@ -31,13 +31,8 @@ Result vramlab(const std::string& args) {
 const char* const kTiny =
     "train --layers 1 --hidden 24 --heads 2 --vocab 29 --seq 7 --batch 2 --steps 2";
 
-nlohmann::json last_json_line(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line, last;
-  while (std::getline(lines, line))
-    if (!line.empty() && line.front() == '{') last = line;
-  return nlohmann::json::parse(last);
-}
+using vramlab::cli_test::json_lines;
+using vramlab::cli_test::last_json_line;
 
 // `vramlab train --optimizer X` keeps exactly the optimizer-state bytes `vramlab estimate
 // --optimizer X` predicts for the same model and precision (lesson 09's promise, end to end).
@@ -113,6 +108,20 @@ TEST(TrainCli, TheHostLinkSetsTheCopiesTimeOnTheClockAndLinkGbpsOverridesIt) {
     EXPECT_GE(clock.at("seconds").get<double>(),
               clock.at("compute_stream_busy_s").get<double>() * (1 - 1e-12))
         << flag;
+    // Each step's line has its own stretch of the clock: its two copies and its kernels, and
+    // the steps' stretches add up to at most the run's.
+    double steps_clock = 0.0;
+    int steps = 0;
+    for (const nlohmann::json& line : json_lines(r.out)) {
+      if (!line.contains("step")) continue;
+      ++steps;
+      const double step_clock = line.at("clock_s").get<double>();
+      EXPECT_GT(step_clock, 2 * 3 * 11 * 4 / bandwidth * (1 - 1e-12)) << flag;
+      EXPECT_EQ(line.at("exposed_copy_s"), 0.0) << flag;
+      steps_clock += step_clock;
+    }
+    EXPECT_EQ(steps, 3) << flag;
+    EXPECT_LE(steps_clock, clock.at("seconds").get<double>() * (1 + 1e-12)) << flag;
   }
   for (const char* bad : {"0", "-2", "nan", "inf", "2e6"}) {
     const Result r = vramlab(run + " --link-gbps " + bad);
@@ -202,13 +211,9 @@ TEST(TrainCli, OptimizerFlagTakesTheEstimatorsNames) {
   for (int i = 0; i < 3; ++i) {
     const Result r = vramlab(std::string(kTiny) + " --json --optimizer " + names[i]);
     ASSERT_EQ(r.exit_code, 0) << names[i] << ": " << r.out;
-    std::istringstream lines(r.out);
-    std::string line, last;
-    while (std::getline(lines, line))
-      if (!line.empty() && line.front() == '{') last = line;
-    const auto summary = nlohmann::json::parse(last);
-    ASSERT_TRUE(summary.contains("summary")) << last;
-    EXPECT_EQ(summary.at("optimizer"), names[i]) << last;
+    const nlohmann::json summary = last_json_line(r.out);
+    ASSERT_TRUE(summary.contains("summary")) << r.out;
+    EXPECT_EQ(summary.at("optimizer"), names[i]) << r.out;
     state_peak[i] = summary.at("peak_bytes").at("by_category").at("optimizer_state").get<int64_t>();
   }
   EXPECT_GT(state_peak[0], state_peak[1]);

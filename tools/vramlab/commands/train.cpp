@@ -302,6 +302,8 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                                {"loss", r.loss},
                                {"step_s", r.seconds},
                                {"tokens_per_s", r.tokens_per_s},
+                               {"clock_s", r.clock_seconds},
+                               {"exposed_copy_s", r.exposed_copy_seconds},
                                {"activation_peak_bytes", r.activation_peak_bytes},
                                {"loss_scale", r.loss_scale},
                                {"found_inf", r.found_inf},
