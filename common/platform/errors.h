@@ -8,38 +8,12 @@
 /// check that failed, so the message points at the broken contract rather than at the user.
 #pragma once
 
-#include <source_location>
 #include <stdexcept>
 #include <string>
 
+#include "common/platform/source_location.h"
+
 namespace vramlab {
-
-#if defined(__cpp_lib_source_location)
-/// Where a check is written: std::source_location where the standard library has it.
-using source_location = std::source_location;
-#else
-/// Where a check is written. Clang 14 (the libFuzzer build, tests/fuzz) cannot compile libstdc++'s
-/// std::source_location, so this stand-in takes the same compiler builtins as default arguments.
-class source_location {
- public:
-  /// \return the location of the call (of the default argument's use).
-  static constexpr source_location current(const char* file = __builtin_FILE(),
-                                           unsigned line = __builtin_LINE()) noexcept {
-    source_location here;
-    here.file_ = file;
-    here.line_ = line;
-    return here;
-  }
-  /// \return the source file's name.
-  constexpr const char* file_name() const noexcept { return file_; }
-  /// \return the line.
-  constexpr unsigned line() const noexcept { return line_; }
-
- private:
-  const char* file_ = "";
-  unsigned line_ = 0;
-};
-#endif
 
 /// Bad input from a user: a flag, a value, a file line. The message names the bad value.
 /// Binaries turn it into one line on stderr and exit code 2.

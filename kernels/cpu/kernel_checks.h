@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 
 #include "common/platform/errors.h"

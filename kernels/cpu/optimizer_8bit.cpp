@@ -146,7 +146,7 @@ struct NearestCodeTable {
   // code of 0. Within a bucket b >= 1, |x| = bucket_low(b) + its low 16 bits, and
   // nearest(x) = first + (key(x) >= key) with key(x) = u's low 16 bits (complemented for x < 0,
   // as x >= threshold < 0 when |x| <= |threshold|); key = 2^16 when the bucket has no threshold.
-  static constexpr int kPackedBase =
+  [[maybe_unused]] static constexpr int kPackedBase =  // only the AVX-512 path reads it
       static_cast<int>(kFirstBucketExponent << kBucketMantissaBits) - 1;
   static constexpr int kPackedZero = 2 * kBuckets;
   std::array<uint32_t, kPackedZero + 1> packed;

@@ -25,12 +25,12 @@
 #include <map>
 #include <memory>
 #include <numeric>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "common/platform/source_location.h"
 #include "kernels/simt/errors.h"
 #include "kernels/simt/fiber_stack.h"
 #include "kernels/simt/launch_options.h"
@@ -175,7 +175,7 @@ class Worker {
   /// Gives the running block a shared array, or the one it already has for this slot.
   /// \p name and \p location (the declaration) are for reports.
   /// \throws SimtError when the block's shared memory would exceed the per-block limit.
-  std::byte* allocate_shared(const char* name, const std::source_location& location,
+  std::byte* allocate_shared(const char* name, const vramlab::source_location& location,
                              std::size_t bytes, std::size_t alignment) {
     return arena_.allocate(
         SharedArrayRecord{name, location.file_name(), location.line(), nullptr, 0}, bytes,
@@ -187,7 +187,7 @@ class Worker {
   /// \return {threads whose predicate was nonzero, threads that took part}.
   /// \throws DeadlockError when other threads wait at a different barrier call.
   std::pair<std::uint32_t, std::uint32_t> block_barrier(const char* what, int predicate,
-                                                        const std::source_location& location) {
+                                                        const vramlab::source_location& location) {
     ThreadState& thread = *current_;
     thread.site = WaitSite{what, location.file_name(), location.line(), 0};
     if (barrier_arrived_ == 0) {
@@ -214,7 +214,7 @@ class Worker {
   /// \throws WarpUsageError when the calling lane is not in mask.
   template <class Read>
   auto warp_collective(const char* what, std::uint32_t mask, std::uint64_t value,
-                       const std::source_location& location, Read&& read) {
+                       const vramlab::source_location& location, Read&& read) {
     ThreadState& thread = *current_;
     const std::uint32_t lane_bit = 1u << thread.lane;
     if ((mask & lane_bit) == 0) {

@@ -3,17 +3,17 @@
 /// warpSize, block barriers, warp collectives and the device-side failure hook.
 ///
 /// Included by simt.h when the compiler is not nvcc; under nvcc the real built-ins are used.
-/// Every synchronizing call takes a defaulted std::source_location, so deadlock reports name the
-/// file:line where each thread waits.
+/// Every synchronizing call takes a defaulted vramlab::source_location, so deadlock reports name
+/// the file:line where each thread waits.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <type_traits>
 
+#include "common/platform/source_location.h"
 #include "kernels/simt/block_runtime.h"
 #include "kernels/simt/errors.h"
 
@@ -34,7 +34,8 @@ namespace vramlab::simt::detail {
 /// Stops the calling kernel thread with a DeviceError naming the kernel, block, thread and the
 /// VRAMLAB_DEVICE_FAIL site \p location; the launch then throws it on the host.
 /// \throws DeviceError always.
-[[noreturn]] inline void device_fail(const char* message, const std::source_location& location) {
+[[noreturn]] inline void device_fail(const char* message,
+                                     const vramlab::source_location& location) {
   std::ostringstream text;
   uint3 thread = t_worker->current_thread_idx();
   text << "device error in " << t_worker->where() << ", thread (" << thread.x << "," << thread.y
@@ -45,7 +46,7 @@ namespace vramlab::simt::detail {
 
 /// Checks a shuffle width is a power of two in [1, 32]; \p what and \p location name the call.
 /// \throws WarpUsageError otherwise.
-inline void check_width(int width, const char* what, const std::source_location& location) {
+inline void check_width(int width, const char* what, const vramlab::source_location& location) {
   if (width < 1 || width > 32 || (width & (width - 1)) != 0) {
     std::ostringstream text;
     text << what << " at " << location.file_name() << ":" << location.line() << " in "
@@ -76,7 +77,7 @@ T from_payload(std::uint64_t payload) {
 /// `source(lane)` when that lane took part, its own var otherwise (CUDA's rule for lanes outside
 /// the width segment). \return the received value.
 template <class T, class Source>
-T shuffle(const char* what, unsigned mask, T var, const std::source_location& location,
+T shuffle(const char* what, unsigned mask, T var, const vramlab::source_location& location,
           Source source) {
   std::uint64_t own = to_payload(var);
   std::uint64_t received = t_worker->warp_collective(
@@ -93,29 +94,29 @@ T shuffle(const char* what, unsigned mask, T var, const std::source_location& lo
 /// Waits until every (non-exited) thread of the block reaches this call. \p location defaults to
 /// the call site, named in deadlock reports (as for every collective below).
 /// \throws vramlab::simt::DeadlockError when other threads wait at a different barrier call.
-inline void __syncthreads(std::source_location location = std::source_location::current()) {
+inline void __syncthreads(vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads()", 0, location);
 }
 
 /// A barrier that also returns how many threads of the block passed a nonzero \p predicate.
-inline int __syncthreads_count(int predicate,
-                               std::source_location location = std::source_location::current()) {
+inline int __syncthreads_count(
+    int predicate, vramlab::source_location location = vramlab::source_location::current()) {
   return static_cast<int>(
       ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads_count()", predicate, location)
           .first);
 }
 
 /// A barrier that returns 1 when every thread's \p predicate is nonzero, else 0.
-inline int __syncthreads_and(int predicate,
-                             std::source_location location = std::source_location::current()) {
+inline int __syncthreads_and(
+    int predicate, vramlab::source_location location = vramlab::source_location::current()) {
   auto [count, arrived] =
       ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads_and()", predicate, location);
   return count == arrived ? 1 : 0;
 }
 
 /// A barrier that returns 1 when any thread's \p predicate is nonzero, else 0.
-inline int __syncthreads_or(int predicate,
-                            std::source_location location = std::source_location::current()) {
+inline int __syncthreads_or(
+    int predicate, vramlab::source_location location = vramlab::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->block_barrier("__syncthreads_or()", predicate, location)
                      .first > 0
              ? 1
@@ -125,7 +126,7 @@ inline int __syncthreads_or(int predicate,
 /// Waits until every live lane of \p mask reaches a __syncwarp with the same mask.
 /// \throws vramlab::simt::WarpUsageError when the calling lane is not in \p mask.
 inline void __syncwarp(unsigned mask = 0xffffffffu,
-                       std::source_location location = std::source_location::current()) {
+                       vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::t_worker->warp_collective("__syncwarp()", mask, 0, location,
                                                      [](const auto&, std::uint32_t) { return 0; });
 }
@@ -134,7 +135,7 @@ inline void __syncwarp(unsigned mask = 0xffffffffu,
 /// taking part, \p width a power of two in [1, 32] (checked: WarpUsageError).
 template <class T>
 T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
-              std::source_location location = std::source_location::current()) {
+              vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::check_width(width, "__shfl_sync()", location);
   const std::uint32_t w = static_cast<std::uint32_t>(width);
   const std::uint32_t source_in_segment = static_cast<std::uint32_t>(srcLane) & (w - 1);
@@ -147,7 +148,7 @@ T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
 /// is none); \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
-                 std::source_location location = std::source_location::current()) {
+                 vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::check_width(width, "__shfl_up_sync()", location);
   const std::uint32_t w = static_cast<std::uint32_t>(width);
   return ::vramlab::simt::detail::shuffle(
@@ -159,7 +160,7 @@ T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
 /// is none); \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
-                   std::source_location location = std::source_location::current()) {
+                   vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::check_width(width, "__shfl_down_sync()", location);
   const std::uint32_t w = static_cast<std::uint32_t>(width);
   return ::vramlab::simt::detail::shuffle(
@@ -172,7 +173,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = warpSiz
 /// width-segment; \p mask and \p width as __shfl_sync.
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
-                  std::source_location location = std::source_location::current()) {
+                  vramlab::source_location location = vramlab::source_location::current()) {
   ::vramlab::simt::detail::check_width(width, "__shfl_xor_sync()", location);
   const std::uint32_t w = static_cast<std::uint32_t>(width);
   return ::vramlab::simt::detail::shuffle(
@@ -183,8 +184,9 @@ T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
 }
 
 /// \return bit i set when lane i of \p mask took part with a nonzero \p predicate.
-inline unsigned __ballot_sync(unsigned mask, int predicate,
-                              std::source_location location = std::source_location::current()) {
+inline unsigned __ballot_sync(
+    unsigned mask, int predicate,
+    vramlab::source_location location = vramlab::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
       "__ballot_sync()", mask, predicate != 0 ? 1u : 0u, location,
       [](const ::vramlab::simt::detail::WarpGroup& group, std::uint32_t) {
@@ -198,7 +200,7 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
 
 /// \return 1 when any taking-part lane of \p mask has a nonzero \p predicate.
 inline int __any_sync(unsigned mask, int predicate,
-                      std::source_location location = std::source_location::current()) {
+                      vramlab::source_location location = vramlab::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
       "__any_sync()", mask, predicate != 0 ? 1u : 0u, location,
       [](const ::vramlab::simt::detail::WarpGroup& group, std::uint32_t) {
@@ -211,7 +213,7 @@ inline int __any_sync(unsigned mask, int predicate,
 
 /// \return 1 when every taking-part lane of \p mask has a nonzero \p predicate.
 inline int __all_sync(unsigned mask, int predicate,
-                      std::source_location location = std::source_location::current()) {
+                      vramlab::source_location location = vramlab::source_location::current()) {
   return ::vramlab::simt::detail::t_worker->warp_collective(
       "__all_sync()", mask, predicate != 0 ? 1u : 0u, location,
       [](const ::vramlab::simt::detail::WarpGroup& group, std::uint32_t) {

@@ -9,8 +9,8 @@
 
 #include <cstdint>
 #include <new>
-#include <source_location>
 
+#include "common/platform/source_location.h"
 #include "kernels/simt/block_runtime.h"
 
 namespace vramlab::simt::detail {
@@ -25,7 +25,7 @@ struct SharedSlot {
   /// \return the running block's array, placed on the first call of the block; \p name and
   /// \p location (the declaration) are for overflow reports.
   /// \throws SimtError when the block's shared memory would exceed the per-block limit.
-  T& bind(const char* name, const std::source_location& location) {
+  T& bind(const char* name, const vramlab::source_location& location) {
     if (epoch != t_shared_epoch) {
       array = std::launder(
           reinterpret_cast<T*>(t_worker->allocate_shared(name, location, sizeof(T), alignof(T))));

@@ -78,6 +78,7 @@
 #define __launch_bounds__(...)
 #endif
 
+#include "common/platform/source_location.h"
 #include "kernels/simt/vector_types.h"
 
 /// CUDA's stream handle type (the same typedef as CUDA's driver_types.h, so both may be included).
@@ -96,7 +97,7 @@ typedef struct CUstream_st* cudaStream_t;
 /// `tile` as a reference to the running block's `float[32][33]`.
 #define VRAMLAB_SHARED(type, name, dims)                                                         \
   static thread_local ::vramlab::simt::detail::SharedSlot<type dims> vramlab_shared_slot_##name; \
-  auto& name = vramlab_shared_slot_##name.bind(#name, std::source_location::current())
+  auto& name = vramlab_shared_slot_##name.bind(#name, ::vramlab::source_location::current())
 /// The launch's dynamic shared memory as `type* name` (16-byte aligned, with redzones).
 #define VRAMLAB_DYNAMIC_SHARED(type, name) \
   type* const name = ::vramlab::simt::detail::dynamic_shared<type>()
@@ -108,6 +109,6 @@ typedef struct CUstream_st* cudaStream_t;
 /// Stops the kernel: under emulation the launch throws vramlab::simt::DeviceError with the
 /// message, kernel, block, thread and file:line; on a GPU it prints and traps.
 #define VRAMLAB_DEVICE_FAIL(message) \
-  ::vramlab::simt::detail::device_fail(message, std::source_location::current())
+  ::vramlab::simt::detail::device_fail(message, ::vramlab::source_location::current())
 
 #endif

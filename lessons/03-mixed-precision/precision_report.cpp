@@ -192,13 +192,10 @@ nlohmann::json to_json(const Lesson& lesson) {
   j["unigram_entropy_nats"] = lesson.unigram_entropy_nats;
   const auto run_json = [](const ModeRun& run) {
     json by_category = json::object(), estimated = json::object();
-    int64_t total = 0;
     for (const CategoryBytes& b : run.bytes) {
       by_category[b.category] = b.measured;
       if (b.estimated >= 0) estimated[b.category] = b.estimated;
     }
-    for (const CategoryBytes& b : run.bytes)
-      if (b.category != "activation") total += b.measured;
     std::vector<int> found_inf, skipped;
     for (const bool f : run.found_inf) found_inf.push_back(f ? 1 : 0);
     for (const bool s : run.skipped) skipped.push_back(s ? 1 : 0);

@@ -73,7 +73,7 @@ TYPED_TEST(LowPrecisionMatmul, ForwardEqualsTheF32MatmulOfTheRoundedOperands) {
                                      abs_bias.data(), N, C, OC);
     EXPECT_TRUE(within_tolerance(
         "low-precision forward vs rounded operands", out.data(), expected.data(), N * OC,
-        [&](int64_t i) { return gamma(C + 2) * bound[static_cast<size_t>(i)] + 1e-300; },
+        [&, C = C](int64_t i) { return gamma(C + 2) * bound[static_cast<size_t>(i)] + 1e-300; },
         "γ_{C+2}·|inp|·|W|ᵀ"));
 
     // Against the unrounded operands: each product a·b is off by at most (2u + u²)·|a·b|.
@@ -85,7 +85,7 @@ TYPED_TEST(LowPrecisionMatmul, ForwardEqualsTheF32MatmulOfTheRoundedOperands) {
     const double u = unit_roundoff(TypeParam{});
     EXPECT_TRUE(within_tolerance(
         "low-precision forward vs f32 operands", out.data(), exact.data(), N * OC,
-        [&](int64_t i) {
+        [&, C = C](int64_t i) {
           return (2 * u + u * u + gamma(C + 2)) * bound[static_cast<size_t>(i)] + 1e-300;
         },
         "(2u + u² + γ)·|inp|·|W|ᵀ"));

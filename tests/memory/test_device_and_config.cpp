@@ -252,7 +252,7 @@ TEST(AllocConf, UnknownKeysAndInvalidValuesAreNamed) {
       {"expandable_segments", "'expandable_segments'"},
   };
   for (const auto& [text, named] : cases) {
-    const std::string message = usage_error_of([&] { parse_alloc_conf(text); });
+    const std::string message = usage_error_of([&text = text] { parse_alloc_conf(text); });
     EXPECT_NE(message.find(named), std::string::npos) << text << " -> " << message;
   }
 }

@@ -184,7 +184,7 @@ TEST(SummarizeMemoryTimeline, BadFieldsAreNamed) {
   // A consistent snapshot is accepted.
   EXPECT_NO_THROW(summarize_memory_timeline(
       {{"device_traces", {{event("alloc", 0, 1)}}},
-       {"segments", {segment(0, 10, {block(0, 1, "active_allocated")})}}}));
+       {"segments", {segment(0, 10, json::array({block(0, 1, "active_allocated")}))}}}));
 }
 
 TEST(SummarizeMemoryTimeline, MissingTracesMeanNoEvents) {

@@ -310,7 +310,7 @@ TEST(AccumulationWeights, RejectsBadInputNamingTheValue) {
         ADD_FAILURE() << what << ": the message should name " << named << ": " << e.what();
     }
   };
-  const int64_t max = std::numeric_limits<int64_t>::max();
+  constexpr int64_t max = std::numeric_limits<int64_t>::max();
   expect_usage_error("K = 9 > B = 8", "9", [] { split_micro_batches(8, 9); });
   expect_usage_error("K = 0", "0", [] { split_micro_batches(8, 0); });
   expect_usage_error("K = -3", "-3", [] { split_micro_batches(8, -3); });
@@ -319,7 +319,7 @@ TEST(AccumulationWeights, RejectsBadInputNamingTheValue) {
   expect_usage_error("a count of -12", "-12", [] { accumulation_loss_weights({4, -12, 3}); });
   expect_usage_error("all counts 0", "0", [] { accumulation_loss_weights({0, 0, 0}); });
   expect_usage_error("no micro-batches", "empty", [] { accumulation_loss_weights({}); });
-  expect_usage_error("a sum past INT64_MAX", "int64", [max] {
+  expect_usage_error("a sum past INT64_MAX", "int64", [] {
     accumulation_loss_weights({max / 2, max / 2, 2});
   });
 }
