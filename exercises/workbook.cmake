@@ -169,6 +169,9 @@ function(vramlab_workbook_add_references_and_tests)
       foreach(name file IN ZIP_LISTS WB_${i}_WRONG_NAMES WB_${i}_WRONG_FILES)
         _vramlab_exercise_library(${_stem}_wrong_${name} ${file} ${WB_${i}_DEPS})
         set_target_properties(${_stem}_wrong_${name} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+        # A wrong variant runs once, under `verify`: code that runs little (Note [Code that
+        # runs little: -Og]); verify compiles all of them on every CI run.
+        vramlab_runs_little(${_stem}_wrong_${name})
         _vramlab_exercise_test(test_${_stem}_wrong_${name} ${_stem} ${_stem}_wrong_${name}
                                "${_others}")
       endforeach()
