@@ -33,6 +33,7 @@ class Lion final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
+  [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::LionHyperparameters hp_;
   memory::Tensor m_;  // (numel) momentum
 };

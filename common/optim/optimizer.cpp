@@ -31,15 +31,66 @@ void Optimizer::require_gradients(const nn::ParameterStore& params) {
 }
 
 void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
-  // The master is made before the moments: when they do not fit, it goes too, so a failed first
-  // step leaves the optimizer as it found it (and its bytes free for a retry).
-  const bool had_master = !master_.empty();
+  // The master (and, offloaded, the host's gradients and parameters) are made before the
+  // moments: when they do not fit, those go too, so a failed first step leaves the optimizer as
+  // it found it (and its bytes free for a retry).
+  const bool first = master_.empty() && host_grads_.empty();
   try {
+    if (offloaded()) stage_gradients(params);
     update(params, grad_multiplier);
+    if (offloaded()) return_parameters(params);
   } catch (...) {
-    if (!had_master) master_ = memory::Tensor();
+    if (first) {
+      master_ = memory::Tensor();
+      host_grads_ = memory::Tensor();
+      host_params_ = memory::Tensor();
+    }
     throw;
   }
+}
+
+void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
+  if (steps_ > 0 || !master_.empty())
+    throw std::logic_error("keep_parameters_on: the optimizer has stepped already");
+  if (!steps_elementwise())
+    throw UsageError(
+        "this optimizer steps tensor by tensor and cannot keep its states apart "
+        "from the parameters (offload supports SGD, AdamW and Lion)");
+  parameters_runtime_ = &parameters == &runtime_ ? nullptr : &parameters;
+}
+
+// Note [Optimizer offload]
+// The host's copy is the truth between steps: the first step copies this rank's parameters to
+// the states' runtime (host_params_, in their dtype) and makes the fp32 master from them; every
+// step copies the gradients there (host_grads_), updates the master (or, without one, the
+// host's copy in place) with the states' runtime's kernels, and copies the host's copy back over
+// the parameters. The kernels are the same as without offload and get the same arguments, so
+// the parameters come back bitwise as the device's own step would have left them.
+void Optimizer::stage_gradients(nn::ParameterStore& params) {
+  require_gradients(params);
+  const std::vector<nn::LocalRange> ranges = params.local_ranges();
+  if (host_grads_.empty()) {
+    const DType grad_type = ranges.empty() ? DType::f32 : ranges.front().grads.dtype();
+    const DType value_type = ranges.empty() ? DType::f32 : ranges.front().values.dtype();
+    memory::Tensor grads = runtime_.allocate({params.local_numel()}, grad_type,
+                                             memory::MemoryCategory::gradient, "gradients");
+    memory::Tensor values = runtime_.allocate({params.local_numel()}, value_type,
+                                              memory::MemoryCategory::parameter, "parameters");
+    for (const nn::LocalRange& r : ranges)
+      parameters_runtime_->copy_to_host(
+          values.view().slice(r.state_offset, {r.values.numel()}).data(), r.values);
+    host_grads_ = std::move(grads);
+    host_params_ = std::move(values);
+  }
+  for (const nn::LocalRange& r : ranges)
+    parameters_runtime_->copy_to_host(
+        host_grads_.view().slice(r.state_offset, {r.grads.numel()}).data(), r.grads);
+}
+
+void Optimizer::return_parameters(nn::ParameterStore& params) {
+  for (const nn::LocalRange& r : params.local_ranges())
+    parameters_runtime_->copy_to_device(
+        r.values, host_params_.view().slice(r.state_offset, {r.values.numel()}).data());
 }
 
 memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {
@@ -60,7 +111,14 @@ memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
 }
 
 std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& params) {
-  const std::vector<nn::LocalRange> ranges = params.local_ranges();
+  std::vector<nn::LocalRange> ranges = params.local_ranges();
+  if (offloaded()) {
+    // The host's copies stand in for the parameters and gradients (Note [Optimizer offload]).
+    for (nn::LocalRange& r : ranges) {
+      r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
+      r.grads = host_grads_.view().slice(r.state_offset, {r.grads.numel()});
+    }
+  }
   if (precision_.master_weights && master_.empty()) {
     // The fp32 master of this rank's part only (ZeRO shards it with the other states).
     memory::Tensor master =
@@ -73,10 +131,10 @@ std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& para
   std::vector<Update> updates;
   for (const nn::LocalRange& r : ranges) {
     const int64_t n = r.values.numel();
-    updates.push_back(
-        master_.empty()
-            ? Update{r.values, r.grads, memory::TensorView(), r.state_offset}
-            : Update{master_.view().slice(r.state_offset, {n}), r.grads, r.values, r.state_offset});
+    updates.push_back(master_.empty() ? Update{r.values, r.grads, memory::TensorView(),
+                                               r.state_offset, r.first_element}
+                                      : Update{master_.view().slice(r.state_offset, {n}), r.grads,
+                                               r.values, r.state_offset, r.first_element});
   }
   return updates;
 }

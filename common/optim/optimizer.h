@@ -43,6 +43,19 @@ class Optimizer {
   [[nodiscard]] virtual int64_t state_bytes() const = 0;
   /// Counts calls to step(); AdamW's bias correction uses it as its 1-based step.
   [[nodiscard]] int64_t steps() const { return steps_; }
+  /// Keeps the states apart from the parameters (optimizer offload, ZeRO-Offload's data flow):
+  /// the states, the fp32 master and the step's kernels stay on the runtime the optimizer was
+  /// made with (the host's), while the parameters and their gradients live on \p parameters (the
+  /// device's). Each step then copies this rank's gradients to the states' runtime, updates the
+  /// fp32 master there (in fp32 training it is the parameters' fp32 copy) and copies the
+  /// updated parameters back: 2 bytes each way per 16-bit parameter, Ren et al.'s least traffic
+  /// of 4Ψ bytes a step. Before the first step only, and for the optimizers that step the store
+  /// element by element (SGD, AdamW, Lion).
+  /// \throws std::logic_error after the first step; vramlab::UsageError for an optimizer that
+  /// steps tensor by tensor.
+  void keep_parameters_on(nn::Runtime& parameters);
+  /// \return true when keep_parameters_on() put the parameters on another runtime.
+  [[nodiscard]] bool offloaded() const { return parameters_runtime_ != nullptr; }
 
   /// Clears the gradients (PyTorch's optimizer.zero_grad). \p set_to_none frees the gradient
   /// block instead of zeroing it (the default since PyTorch 2.0), which returns its memory until
@@ -57,6 +70,9 @@ class Optimizer {
       : runtime_(runtime), precision_(precision) {}
   /// What step() does, for each optimizer: its first call allocates the states.
   virtual void update(nn::ParameterStore& params, float grad_multiplier) = 0;
+  /// \return true for the optimizers whose update() goes through local_updates(), which is
+  /// where keep_parameters_on() takes effect.
+  [[nodiscard]] virtual bool steps_elementwise() const { return false; }
   /// Allocates a zeroed state tensor of numel elements in the policy's state type.
   memory::Tensor make_state(int64_t numel, const char* name);
   /// \throws vramlab::UsageError "WHAT VALUE is out of range" unless \p ok.
@@ -101,8 +117,19 @@ class Optimizer {
 
   nn::Runtime& runtime_;            ///< holds the states
   amp::PrecisionPolicy precision_;  ///< state type, master or not
-  memory::Tensor master_;           ///< (numel) fp32 master copy, mixed precision only
-  int64_t steps_ = 0;               ///< steps taken so far
+  /// (local numel) fp32 master copy: under mixed precision, and always when offloaded
+  memory::Tensor master_;
+  int64_t steps_ = 0;  ///< steps taken so far
+
+ private:
+  /// Offloaded: this rank's gradients into host_grads_, allocated at the first step.
+  void stage_gradients(nn::ParameterStore& params);
+  /// Offloaded: the updated parameters back to parameters_runtime_.
+  void return_parameters(nn::ParameterStore& params);
+
+  nn::Runtime* parameters_runtime_ = nullptr;  ///< where the parameters live, when not runtime_
+  memory::Tensor host_grads_;   ///< (local numel) offloaded: the gradients, in their dtype
+  memory::Tensor host_params_;  ///< (local numel) offloaded mixed precision: the 16-bit copy
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.
@@ -119,6 +146,7 @@ class AdamW final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
+  [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::AdamWHyperparameters hp_;
   memory::Tensor m_;  // (numel) first moment
   memory::Tensor v_;  // (numel) second moment
@@ -139,6 +167,7 @@ class Sgd final : public Optimizer {
 
  private:
   void update(nn::ParameterStore& params, float grad_multiplier) override;
+  [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::SgdHyperparameters hp_;
   memory::Tensor momentum_buffer_;  // (numel), only with momentum > 0
 };

@@ -14,10 +14,13 @@ bool needs_model(plan::Optimizer kind) {
          kind == plan::Optimizer::adamw_8bit;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer kind,
-                                          const OptimizerSettings& settings,
-                                          const amp::PrecisionPolicy& precision,
-                                          const ModelConfig* model) {
+namespace {
+
+// The optimizer of \p kind with its states on \p runtime.
+std::unique_ptr<Optimizer> make_kind(nn::Runtime& runtime, plan::Optimizer kind,
+                                     const OptimizerSettings& settings,
+                                     const amp::PrecisionPolicy& precision,
+                                     const ModelConfig* model) {
   if (needs_model(kind) && model == nullptr)
     throw std::invalid_argument("make_optimizer: '" + std::string(plan::optimizer_name(kind)) +
                                 "' needs the model's shapes");
@@ -54,6 +57,17 @@ std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer 
     }
   }
   throw std::logic_error("make_optimizer: an optimizer kind without a case");
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer kind,
+                                          const OptimizerSettings& settings,
+                                          const amp::PrecisionPolicy& precision,
+                                          const ModelConfig* model, nn::Runtime* parameters) {
+  std::unique_ptr<Optimizer> optimizer = make_kind(runtime, kind, settings, precision, model);
+  if (parameters != nullptr) optimizer->keep_parameters_on(*parameters);
+  return optimizer;
 }
 
 }  // namespace vramlab::optim

@@ -40,12 +40,17 @@ bool needs_model(plan::Optimizer kind);
 /// \param settings learning rate, weight decay, momentum, 8-bit options.
 /// \param precision the states' types and whether a master copy exists.
 /// \param model the model whose store will be stepped; required when needs_model(kind).
+/// \param parameters where the parameters and gradients live when that is not \p runtime:
+/// optimizer offload, with \p runtime the host's (Optimizer::keep_parameters_on); null or
+/// \p runtime for none.
 /// \return the optimizer.
-/// \throws vramlab::UsageError naming a bad hyper-parameter; std::invalid_argument without a
-/// model when one is needed.
+/// \throws vramlab::UsageError naming a bad hyper-parameter, or an optimizer that cannot keep
+/// its states apart from the parameters; std::invalid_argument without a model when one is
+/// needed.
 std::unique_ptr<Optimizer> make_optimizer(nn::Runtime& runtime, plan::Optimizer kind,
                                           const OptimizerSettings& settings = {},
                                           const amp::PrecisionPolicy& precision = {},
-                                          const ModelConfig* model = nullptr);
+                                          const ModelConfig* model = nullptr,
+                                          nn::Runtime* parameters = nullptr);
 
 }  // namespace vramlab::optim
