@@ -10,6 +10,7 @@
 #include "common/platform/errors.h"
 #include "common/workbook/gtest_report.h"
 #include "common/workbook/process.h"
+#include "common/workbook/verify_rules.h"
 
 namespace vramlab::workbook {
 namespace {
@@ -123,6 +124,33 @@ TEST_F(ProcessTest, TestBinaryReportIsReadFromTheJsonItWrites) {
   EXPECT_EQ(run.status, RunStatus::kCompleted) << run.detail;
   EXPECT_EQ(run.tests.size(), 3u);
   EXPECT_EQ(run.failed(), 1u);
+}
+
+// `vramlab verify` runs a wrong variant's tests only until the first failure: a real GoogleTest
+// binary (pass, fail, then a test that leaves a file) stops there, its report still says which
+// test failed, and the rule still catches the variant; run to the end, the third test runs.
+TEST_F(ProcessTest, RunUntilTheFirstFailureStopsThereAndStillCatchesTheVariant) {
+  const fs::path marker = dir_ / "third-ran";
+  ASSERT_EQ(::setenv("VRAMLAB_FIXTURE_RAN", marker.c_str(), 1), 0);
+  const auto stopped = run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "*", dir_ / "first", 30.0,
+                                       RunUntil::kFirstFailure);
+  const bool third_ran_when_stopped = fs::exists(marker);
+  const auto whole = run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "*", dir_ / "end", 30.0);
+  const bool third_ran_at_the_end = fs::exists(marker);
+  ::unsetenv("VRAMLAB_FIXTURE_RAN");
+
+  ASSERT_EQ(stopped.status, RunStatus::kCompleted) << stopped.detail << stopped.output_tail;
+  EXPECT_FALSE(third_ran_when_stopped);
+  EXPECT_EQ(stopped.passed(), 1u);
+  EXPECT_EQ(stopped.failed(), 1u);
+  ASSERT_NE(stopped.first_failure(), nullptr);
+  EXPECT_EQ(stopped.first_failure()->name, "Fails");
+  EXPECT_TRUE(wrong_variant_problems(stopped, "any").empty());
+
+  ASSERT_EQ(whole.status, RunStatus::kCompleted) << whole.detail << whole.output_tail;
+  EXPECT_TRUE(third_ran_at_the_end);
+  EXPECT_EQ(whole.passed(), 2u);
+  EXPECT_EQ(whole.failed(), 1u);
 }
 
 }  // namespace

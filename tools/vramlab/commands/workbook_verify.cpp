@@ -4,9 +4,16 @@
 // a failure of verify), and every exercise has three hints, tests and its doc snippets;
 // `--docs` also builds the Doxygen docs, whose warnings are errors.
 //
-//   build/bin/vramlab verify [ID|LESSON] [--docs] [--timeout 120] [--json]
+// The test binaries run --jobs at a time (default: one per core); a wrong variant's stop at its
+// first failing test, which is all that shows it caught.
+//
+//   build/bin/vramlab verify [ID|LESSON] [--docs] [--timeout 120] [--jobs N] [--json]
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "common/platform/errors.h"
 #include "common/report/table.h"
@@ -34,6 +41,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     std::string selector;
     bool docs = false;
     double timeout_seconds = 120.0;
+    int jobs = 0;  // 0: one per core
   };
   auto options = std::make_shared<Options>();
   auto* cmd =
@@ -45,6 +53,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                 "also build the docs target (Doxygen, warnings are errors)");
   cmd->add_option("--timeout", options->timeout_seconds, "seconds each test binary may run")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", options->jobs, "test binaries run at once (default: one per core)")
+      ->check(CLI::Range(1, 64));
   add_common_options(cmd, *options);
   cmd->callback([options, &exit_code] {
     const Context ctx = load_context(*options);
@@ -69,21 +79,63 @@ void add_verify_command(CLI::App& app, int& exit_code) {
             {"*", "build", {"building the exercise test binaries failed:\n" + errors}});
       } else {
         const fs::path work = ctx.build_dir / "workbook" / "verify";
+        // One job per test binary; each writes its own finding, so the table keeps its order.
+        struct Job {
+          const workbook::Exercise* exercise;
+          std::string check;  // "reference", "stub", "wrong:<name>"
+          std::string target;
+          std::string variant;  // the wrong variant's name
+        };
+        std::vector<Job> jobs;
         for (const auto* ex : chosen) {
-          std::fprintf(stderr, "verify: %s ...\n", ex->id.c_str());
-          const auto run = [&](const std::string& target) {
-            return workbook::run_test_binary(test_binary(ctx, target), ex->test_filter, work,
-                                             options->timeout_seconds);
-          };
-          findings.push_back({ex->id, "reference",
-                              workbook::reference_problems(run(ex->reference_test_target()))});
-          findings.push_back(
-              {ex->id, "stub", workbook::stub_problems(run(ex->mine_test_target()), ex->id)});
+          jobs.push_back({ex, "reference", ex->reference_test_target(), ""});
+          jobs.push_back({ex, "stub", ex->mine_test_target(), ""});
           for (const auto& w : ex->wrong)
-            findings.push_back(
-                {ex->id, "wrong:" + w.name,
-                 workbook::wrong_variant_problems(run(ex->wrong_test_target(w.name)), w.name)});
+            jobs.push_back({ex, "wrong:" + w.name, ex->wrong_test_target(w.name), w.name});
         }
+        std::vector<Finding> ran(jobs.size());
+        std::atomic<size_t> next{0};
+        std::mutex progress;
+        size_t done = 0;
+        const auto worker = [&] {
+          for (size_t i = next++; i < jobs.size(); i = next++) {
+            const Job& job = jobs[i];
+            const bool wrong = !job.variant.empty();
+            workbook::TestRun run;
+            std::vector<std::string> problems;
+            try {  // a thread must not let an exception out: it becomes this job's finding
+              run = workbook::run_test_binary(
+                  test_binary(ctx, job.target), job.exercise->test_filter, work,
+                  options->timeout_seconds,
+                  wrong ? workbook::RunUntil::kFirstFailure : workbook::RunUntil::kEnd);
+              problems = wrong ? workbook::wrong_variant_problems(run, job.variant)
+                         : job.check == "reference"
+                             ? workbook::reference_problems(run)
+                             : workbook::stub_problems(run, job.exercise->id);
+            } catch (const std::exception& e) {
+              problems = {job.target + " could not be run: " + e.what()};
+            }
+            ran[i] = {job.exercise->id, job.check, std::move(problems)};
+            const std::lock_guard<std::mutex> lock(progress);
+            std::fprintf(stderr, "verify: [%zu/%zu] %s %s (%.1f s)\n", ++done, jobs.size(),
+                         job.exercise->id.c_str(), job.check.c_str(), run.seconds);
+          }
+        };
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        const size_t workers =
+            std::min(jobs.size(), static_cast<size_t>(options->jobs > 0 ? options->jobs : cores));
+        std::vector<std::thread> threads;
+        for (size_t w = 1; w < workers; ++w) threads.emplace_back(worker);
+        worker();
+        for (auto& t : threads) t.join();
+        // The table lists each exercise's files check, then its test runs.
+        std::vector<Finding> ordered;
+        size_t j = 0;
+        for (const auto& f : findings) {
+          ordered.push_back(f);
+          while (j < jobs.size() && jobs[j].exercise->id == f.exercise) ordered.push_back(ran[j++]);
+        }
+        findings = std::move(ordered);
       }
     }
     if (options->docs) {
