@@ -23,6 +23,31 @@ function(vramlab_unity target)
   endif()
 endfunction()
 
+# Note [Sanitizer build: libraries at -O1]
+# The sanitizer suite spends its time in the runtime's loops (kernels, training steps), and
+# instrumented -O0 code runs them several times slower than -O1; its build spends its time in the
+# tests, the lessons and the command, whose code runs little. So the libraries compile at -O1 and
+# the rest at the preset's -O0, both with line tables (file:line in every report). Measured
+# on 2 cores with everything at -O1: the suite took 565 s instead of 997 s, but compiling the
+# same objects took 2,413 s of compiler time instead of 1,749 s (the tests' alone 1,010 s
+# instead of 639 s), which ate most of the gain.
+#
+# Note [Sanitizer build: clang]
+# The sanitizer preset compiles with clang, not g++: instrumented code costs g++ much more time
+# than clang (common/plan's unity unit with ASan + UBSan: 47.4 s against 30.1 s at -O1, 26.2 s
+# against 17.6 s at -O0; the whole build on 2 cores about 730 s against 1,200 s). Clang 14 and
+# libstdc++ 12 have two gaps the code keeps clear of: std::source_location does not compile
+# (common/platform/source_location.h), and a lambda cannot capture a structured binding (copy
+# it into a named variable or an init-capture first).
+
+# vramlab_runs_much(<target>): <target>'s code is where the suite spends its time (the runtime's
+# libraries, the exercises' implementations): -O1 in the sanitizer build.
+function(vramlab_runs_much target)
+  if(VRAMLAB_SANITIZE AND NOT VRAMLAB_FUZZ)
+    target_compile_options(${target} PRIVATE $<$<CONFIG:Debug>:-O1>)
+  endif()
+endfunction()
+
 # vramlab_add_library(NAME <name> SOURCES ... [DEPS ...] [NO_UNITY]): a static library
 # vramlab_<name>, aliased vramlab::<name>, with the project's warnings and the repository root as
 # include root (so headers are included as "common/memory/allocator.h"), compiled as a unity build
@@ -36,25 +61,7 @@ function(vramlab_add_library)
   if(NOT A_NO_UNITY)
     vramlab_unity(vramlab_${A_NAME})
   endif()
-  # Note [Sanitizer build: libraries at -O1]
-  # The sanitizer suite spends its time in the runtime's loops (kernels, training steps), and
-  # instrumented -O0 code runs them several times slower than -O1; its build spends its time in the
-  # tests, the lessons and the command, whose code runs little. So the libraries compile at -O1 and
-  # the rest at the preset's -O0, both with line tables (file:line in every report). Measured
-  # on 2 cores with everything at -O1: the suite took 565 s instead of 997 s, but compiling the
-  # same objects took 2,413 s of compiler time instead of 1,749 s (the tests' alone 1,010 s
-  # instead of 639 s), which ate most of the gain.
-  #
-  # Note [Sanitizer build: clang]
-  # The sanitizer preset compiles with clang, not g++: instrumented code costs g++ much more time
-  # than clang (common/plan's unity unit with ASan + UBSan: 47.4 s against 30.1 s at -O1, 26.2 s
-  # against 17.6 s at -O0; the whole build on 2 cores about 730 s against 1,200 s). Clang 14 and
-  # libstdc++ 12 have two gaps the code keeps clear of: std::source_location does not compile
-  # (common/platform/source_location.h), and a lambda cannot capture a structured binding (copy
-  # it into a named variable or an init-capture first).
-  if(VRAMLAB_SANITIZE AND NOT VRAMLAB_FUZZ)
-    target_compile_options(vramlab_${A_NAME} PRIVATE $<$<CONFIG:Debug>:-O1>)
-  endif()
+  vramlab_runs_much(vramlab_${A_NAME})  # Note [Sanitizer build: libraries at -O1]
 endfunction()
 
 # Every ctest test has a finite TIMEOUT, so a hang is a failure, not a stalled run. Sizing: at

@@ -92,6 +92,8 @@ function(_vramlab_exercise_library target source)
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC vramlab::workbook vramlab::platform ${ARGN}
                         PRIVATE vramlab::warnings)
+  # The exercise tests run the implementation's loops as the suite runs the runtime's.
+  vramlab_runs_much(${target})  # Note [Sanitizer build: libraries at -O1]
 endfunction()
 
 # vramlab_workbook_add_learner_libraries(): ex_*_mine for every exercise (exercises/CMakeLists.txt),
