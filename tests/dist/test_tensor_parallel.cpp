@@ -183,9 +183,9 @@ void expect_slices_match(const ModelConfig& config, const RankOutcome& whole,
   for (const ParameterSpec& s : config.parameters()) {
     double m = 0.0;
     const std::vector<float>& w = compare_values ? whole.values : whole.grads;
+    const int64_t start = offsets.at(s.name);  // a map lookup per tensor, not per element
     for (int64_t e = 0; e < s.numel(); ++e)
-      m = std::max(m,
-                   std::abs(static_cast<double>(w[static_cast<size_t>(offsets.at(s.name) + e)])));
+      m = std::max(m, std::abs(static_cast<double>(w[static_cast<size_t>(start + e)])));
     max_abs[s.name] = m;
   }
   double worst_ratio = 0.0;
@@ -196,8 +196,9 @@ void expect_slices_match(const ModelConfig& config, const RankOutcome& whole,
       const std::vector<float>& mine = compare_values ? ranks[r].values : ranks[r].grads;
       const std::vector<float>& ref = compare_values ? whole.values : whole.grads;
       const double tol = relative_tolerance * max_abs.at(s.name);
+      const int64_t start = offsets.at(s.name);
       for (int64_t e = 0; e < s.numel(); ++e) {
-        const int64_t at = offsets.at(s.name) + s.full_index(e);
+        const int64_t at = start + s.full_index(e);
         const double diff = std::abs(static_cast<double>(mine[static_cast<size_t>(offset + e)]) -
                                      static_cast<double>(ref[static_cast<size_t>(at)]));
         const double ratio = tol > 0.0 ? diff / tol : (diff > 0.0 ? 1e30 : 0.0);
@@ -297,8 +298,9 @@ TEST(TensorParallel, ZeroThreeShardsOfATensorParallelPartHoldTheOneRankInitialWe
             const nn::LocalPart part = store.local_part(store.views()[p]);
             if (part.values.none()) continue;
             const float* v = part.values.f32();  // (part numel)
+            const int64_t start = offsets.at(specs[p].name);
             for (int64_t i = 0; i < part.values.numel(); ++i) {
-              const int64_t at = offsets.at(specs[p].name) + specs[p].full_index(part.first + i);
+              const int64_t at = start + specs[p].full_index(part.first + i);
               mismatches[r] += v[i] != whole_values[static_cast<size_t>(at)] ? 1 : 0;
               ++checked[r];
             }
