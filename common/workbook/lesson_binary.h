@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/workbook/lesson_runs_mine.h"  // lesson_runs_mine(), beside lesson_command()
+
 namespace vramlab::workbook {
 
 /// \return this binary's folder (build/bin), or "" when /proc does not say.
@@ -34,12 +36,6 @@ std::filesystem::path prepare_out_dir(const std::string& out_dir, std::string_vi
 /// control characters as `\xNN` (memory::printable), so an --out-dir holding an escape sequence
 /// cannot drive the terminal when the lesson says where its figures went.
 std::string out_dir_shown(const std::filesystem::path& folder);
-
-/// \return true in a lesson's `_mine` binary (`vramlab run NN --mine`: every exercise of the lesson
-/// is the learner's), false in the reference binary. Defined at link time by
-/// vramlab::lesson_runs_mine or vramlab::lesson_runs_reference (vramlab_add_lesson_binary links
-/// one), so that a lesson's own sources compile once for both binaries.
-bool lesson_runs_mine();
 
 /// \param lesson_id e.g. "02". \param mine whether the binary runs the learner's exercise code.
 /// \param flags the lesson's flags. \return "vramlab run ID [--mine] FLAGS".

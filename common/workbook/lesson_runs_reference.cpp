@@ -1,5 +1,5 @@
-// The reference lesson binary (lesson_binary.h, lesson_runs_mine()).
-#include "common/workbook/lesson_binary.h"
+// The reference lesson binary (lesson_runs_mine.h).
+#include "common/workbook/lesson_runs_mine.h"
 
 namespace vramlab::workbook {
 
