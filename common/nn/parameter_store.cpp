@@ -116,8 +116,9 @@ std::vector<LocalRange> ParameterStore::local_ranges() const {
   std::vector<LocalRange> ranges;
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const auto unit = static_cast<int64_t>(u);
-    ranges.push_back(
-        LocalRange{local_values(unit), local_grads(unit), layout_.units()[u].shard_offset});
+    const dist::ShardUnit& shard = layout_.units()[u];
+    ranges.push_back(LocalRange{local_values(unit), local_grads(unit), shard.shard_offset,
+                                shard.offset + rank_ * shard.shard_numel});
   }
   return ranges;
 }

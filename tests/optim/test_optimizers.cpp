@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
+#include "common/amp/precision_policy.h"
+#include "common/dist/shard_layout.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
+#include "common/model/model_config.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
 #include "common/optim/optimizer.h"
@@ -116,6 +120,46 @@ TEST(Optimizer, GradientsAreReleasedToNoneOrZeroed) {
   EXPECT_EQ(category_bytes(f.runtime, MemoryCategory::gradient), 0);
   AdamW adamw(f.runtime, {});
   EXPECT_THROW(adamw.step(f.params), std::logic_error);
+}
+
+// ZeRO steps each unit's shard as a range of its own, and the kernels draw stochastic rounding from
+// the index within the call: unless each range starts a stream of its own (LocalRange::
+// first_element), two units with the same values and gradients round every element alike.
+TEST(Optimizer, EveryZeroRangeRoundsStochasticallyFromAStreamOfItsOwn) {
+  const ModelConfig model = gpt2_config("tiny", 2, 12, 2, 29, 7);  // blocks.0 and .1: same size
+  const amp::PrecisionPolicy precision = amp::precision_policy(amp::Precision::bf16, false, true);
+  nn::Runtime runtime(memory::parse_device("cpu"));
+  for (const int64_t rank : {0, 1}) {
+    nn::ParameterStore store(runtime, model.parameters(), precision.parameters, precision.gradients,
+                             dist::ShardLayout(model.parameters(), 2), rank,
+                             nn::StoreSharding::optimizer_states);
+    store.ensure_grads();
+    // 1 − 0.01 · bf16(0.3) = 0.99699: between the bf16 neighbours 1 − 2⁻⁸ and 1, rounded up with
+    // probability 0.23.
+    std::vector<float> ones(static_cast<size_t>(store.numel()), 1.0f);   // (numel)
+    std::vector<float> grads(static_cast<size_t>(store.numel()), 0.3f);  // (numel)
+    runtime.kernels().cast(store.values().view(),
+                           memory::TensorView(ones.data(), DType::f32, {store.numel()}));
+    runtime.kernels().cast(store.grads().view(),
+                           memory::TensorView(grads.data(), DType::f32, {store.numel()}));
+    Sgd sgd(runtime, {.learning_rate = 0.01f}, precision);
+    sgd.step(store);
+    const std::vector<nn::LocalRange> ranges = store.local_ranges();
+    ASSERT_EQ(ranges.size(), 4u);  // embedding, blocks.0, blocks.1, head
+    const memory::TensorView a = ranges[1].values, b = ranges[2].values;  // (shard) bf16
+    ASSERT_EQ(a.numel(), b.numel());
+    const auto* a_bits = static_cast<const uint16_t*>(a.data());
+    const auto* b_bits = static_cast<const uint16_t*>(b.data());
+    int64_t differ = 0, up = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      differ += a_bits[i] != b_bits[i] ? 1 : 0;
+      up += a_bits[i] == 0x3F80 ? 1 : 0;  // bf16 1.0
+    }
+    // Independent streams differ in 2p(1 − p) ≈ 36% of the elements; one stream in none.
+    EXPECT_GT(differ, a.numel() / 5) << "rank " << rank << ": " << differ << " of " << a.numel();
+    EXPECT_GT(up, a.numel() / 10) << "rank " << rank;
+    EXPECT_LT(up, a.numel() / 2) << "rank " << rank;
+  }
 }
 
 TEST(Optimizer, BadHyperparametersNameTheValue) {
