@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,23 +21,18 @@
 #include "common/nn/runtime.h"
 #include "common/optim/optimizer_factory.h"
 #include "common/platform/errors.h"
+#include "tests/kernels_cpu/kernel_test_util.h"
 
 namespace vramlab::optim {
 namespace {
 
 using Kind = plan::Optimizer;
+using kernels::cpu::test_util::random_vector;
 
 // Writes \p values (fp32) into \p out in out's dtype, through the runtime's cast kernel.
 void fill(nn::Runtime& runtime, const memory::TensorView& out, std::vector<float> values) {
   const memory::TensorView source(values.data(), DType::f32, {out.numel()});
   runtime.kernels().cast(out, source);
-}
-
-std::vector<float> random_values(int64_t n, std::mt19937& rng, float scale) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
 }
 
 int64_t requested(nn::Runtime& runtime, memory::MemoryCategory category) {
@@ -107,9 +101,8 @@ TEST(OptimizerOffload, ParametersComeBackBitwiseAsTheDevicesOwnStepWithNoStateOn
             make_optimizer(host, kind, hp, setting.precision, &model, &offloaded.device);
         ASSERT_TRUE(on_host->offloaded()) << name;
         ASSERT_FALSE(on_device->offloaded()) << name;
-        std::mt19937 rng(7);
         const int64_t n = own.params.values().numel();
-        const std::vector<float> initial = random_values(n, rng, 1.0f);
+        const std::vector<float> initial = random_vector<float>(n, 7);
         fill(own.device, own.params.values().view(), initial);
         fill(offloaded.device, offloaded.params.values().view(), initial);
         const int64_t local = offloaded.params.local_numel();
@@ -120,7 +113,8 @@ TEST(OptimizerOffload, ParametersComeBackBitwiseAsTheDevicesOwnStepWithNoStateOn
         const nn::TransferStats before = offloaded.device.transfer_stats();
         const int steps = 3;
         for (int step = 1; step <= steps; ++step) {
-          const std::vector<float> grads = random_values(own.params.grads().numel(), rng, 0.5f);
+          const std::vector<float> grads =
+              random_vector<float>(own.params.grads().numel(), 70 + step, -0.5, 0.5);
           fill(own.device, own.params.grads().view(), grads);
           fill(offloaded.device, offloaded.params.grads().view(), grads);
           on_device->step(own.params, 0.75f);
@@ -159,11 +153,10 @@ TEST(OptimizerOffload, AFirstStepThatRunsOutOfHostMemoryLeavesNothingBehind) {
     const std::string name(plan::optimizer_name(kind));
     Side side(model, precision, nn::StoreSharding::none, 0);
     nn::Runtime host(memory::parse_device("sim:256MiB"));
-    std::mt19937 rng(11);
     fill(side.device, side.params.values().view(),
-         random_values(side.params.values().numel(), rng, 1.0f));
+         random_vector<float>(side.params.values().numel(), 11));
     fill(side.device, side.params.grads().view(),
-         random_values(side.params.grads().numel(), rng, 1.0f));
+         random_vector<float>(side.params.grads().numel(), 12));
     const std::vector<std::byte> values_before(
         static_cast<const std::byte*>(side.params.values().view().data()),
         static_cast<const std::byte*>(side.params.values().view().data()) +
