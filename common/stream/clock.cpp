@@ -10,6 +10,10 @@
 // caller's: on sim the kernel's measured time, on meta a roofline, for a copy bytes over the
 // link's bandwidth (nn::Runtime decides). An event's query() asks whether the host has reached
 // its point, the only way a host learns that a GPU finished.
+// What it costs: a kernel on the clock reads steady_clock twice and enqueues a span, about 60-70
+// ns on a call that takes about 390 ns without it (the call's own checks and dispatch, for a fill
+// of 16 floats; bench/stream/bench_clock_overhead, both measured in one run), so a few hundred
+// kernels of a training step add tens of microseconds to steps of milliseconds.
 #include "common/stream/clock.h"
 
 #include <algorithm>
