@@ -35,13 +35,16 @@
 #include <string>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from `__m512 __Y = __Y;` (_mm512_undefined_ps), which
-// -Wmaybe-uninitialized reports wherever they inline (GCC bug 105593, fixed in GCC 13).
+// -Wmaybe-uninitialized reports wherever they inline (GCC bug 105593, fixed in GCC 13). Clang
+// has no such warning, and -Werror turns its unknown-warning notice into an error.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#elif defined(__AVX512F__)
+#include <immintrin.h>
 #endif
 
 #include "common/platform/errors.h"
