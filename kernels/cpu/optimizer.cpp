@@ -38,6 +38,12 @@ namespace {
 using detail::for_each_gradient;
 using detail::round_parameter;
 
+// The loops without a working copy take a null pointer of this one type whatever W is, so each
+// is compiled once per (P, Gr, S) and not once per working dtype: a quarter fewer loops in the
+// file that takes longest to compile.
+struct NoWorkingCopy {};
+constexpr NoWorkingCopy* kNoWorkingCopy = nullptr;
+
 // kWorking: the working copy is rewritten with round(param) after the update.
 template <bool kScaled, bool kWorking, typename P, typename Gr, typename S, typename W>
 void adamw_loop(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
@@ -89,9 +95,11 @@ void adamw_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t n,
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
     if (scaled) {
-      adamw_loop<true, false>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
+      adamw_loop<true, false>(param, grad, m, v, kNoWorkingCopy, n, hp, step, grad_multiplier,
+                              rounding);
     } else {
-      adamw_loop<false, false>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
+      adamw_loop<false, false>(param, grad, m, v, kNoWorkingCopy, n, hp, step, grad_multiplier,
+                               rounding);
     }
   } else if (scaled) {
     adamw_loop<true, true>(param, grad, m, v, working, n, hp, step, grad_multiplier, rounding);
@@ -110,11 +118,11 @@ void sgd_update(P* param, const Gr* grad, S* momentum_buffer, W* working, int64_
   const bool scaled = grad_multiplier != 1.0f;
   if (working == nullptr) {
     if (scaled) {
-      sgd_loop<true, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                            weight_decay, nesterov, grad_multiplier, rounding);
+      sgd_loop<true, false>(param, grad, momentum_buffer, kNoWorkingCopy, n, learning_rate,
+                            momentum, weight_decay, nesterov, grad_multiplier, rounding);
     } else {
-      sgd_loop<false, false>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
-                             weight_decay, nesterov, grad_multiplier, rounding);
+      sgd_loop<false, false>(param, grad, momentum_buffer, kNoWorkingCopy, n, learning_rate,
+                             momentum, weight_decay, nesterov, grad_multiplier, rounding);
     }
   } else if (scaled) {
     sgd_loop<true, true>(param, grad, momentum_buffer, working, n, learning_rate, momentum,
@@ -329,30 +337,26 @@ void adafactor_loop(P* param, const Gr* grad, S* row_var, S* col_var, W* working
   }
 }
 
-// Instantiates LOOP<kScaled, kWorking> for the run-time pair (scaled, working != nullptr).
-#define VRAMLAB_DISPATCH_SCALED_WORKING(LOOP, scaled, has_working, ...) \
-  do {                                                                  \
-    if (has_working) {                                                  \
-      if (scaled)                                                       \
-        LOOP<true, true>(__VA_ARGS__);                                  \
-      else                                                              \
-        LOOP<false, true>(__VA_ARGS__);                                 \
-    } else {                                                            \
-      if (scaled)                                                       \
-        LOOP<true, false>(__VA_ARGS__);                                 \
-      else                                                              \
-        LOOP<false, false>(__VA_ARGS__);                                \
-    }                                                                   \
-  } while (false)
-
 }  // namespace
 
 template <typename P, typename Gr, typename S, typename W>
 void lion_update(P* param, const Gr* grad, S* m, W* working, int64_t n,
                  const LionHyperparameters& hp, const UpdateStep& at) {
   require_non_negative("lion_update", "n", n);
-  VRAMLAB_DISPATCH_SCALED_WORKING(lion_loop, at.grad_multiplier != 1.0f, working != nullptr, param,
-                                  grad, m, working, n, hp, at.grad_multiplier, at.rounding);
+  const float grad_multiplier = at.grad_multiplier;
+  const ParameterRounding& rounding = at.rounding;
+  const bool scaled = grad_multiplier != 1.0f;
+  if (working == nullptr) {
+    if (scaled) {
+      lion_loop<true, false>(param, grad, m, kNoWorkingCopy, n, hp, grad_multiplier, rounding);
+    } else {
+      lion_loop<false, false>(param, grad, m, kNoWorkingCopy, n, hp, grad_multiplier, rounding);
+    }
+  } else if (scaled) {
+    lion_loop<true, true>(param, grad, m, working, n, hp, grad_multiplier, rounding);
+  } else {
+    lion_loop<false, true>(param, grad, m, working, n, hp, grad_multiplier, rounding);
+  }
 }
 
 template <typename P, typename Gr, typename S, typename W>
@@ -367,8 +371,8 @@ void adam_mini_update(P* param, const Gr* grad, S* m, S* v, W* working, int64_t 
     adam_mini_loop<true>(param, grad, m, v, working, block_size, count, hp, step, grad_multiplier,
                          rounding);
   } else {
-    adam_mini_loop<false>(param, grad, m, v, working, block_size, count, hp, step, grad_multiplier,
-                          rounding);
+    adam_mini_loop<false>(param, grad, m, v, kNoWorkingCopy, block_size, count, hp, step,
+                          grad_multiplier, rounding);
   }
 }
 
@@ -385,8 +389,8 @@ void adafactor_update(P* param, const Gr* grad, S* row_var, S* col_var, W* worki
     adafactor_loop<true>(param, grad, row_var, col_var, working, rows, cols, factored, hp, step,
                          grad_multiplier, rounding);
   } else {
-    adafactor_loop<false>(param, grad, row_var, col_var, working, rows, cols, factored, hp, step,
-                          grad_multiplier, rounding);
+    adafactor_loop<false>(param, grad, row_var, col_var, kNoWorkingCopy, rows, cols, factored, hp,
+                          step, grad_multiplier, rounding);
   }
 }
 
