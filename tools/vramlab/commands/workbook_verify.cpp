@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -85,14 +87,14 @@ void add_verify_command(CLI::App& app, int& exit_code) {
           const workbook::Exercise* exercise;
           std::string check;  // "reference", "stub", "wrong:<name>"
           std::string target;
-          std::string variant;  // the wrong variant's name
         };
+        static constexpr std::string_view kWrong = "wrong:";
         std::vector<Job> jobs;
         for (const auto* ex : chosen) {
-          jobs.push_back({ex, "reference", ex->reference_test_target(), ""});
-          jobs.push_back({ex, "stub", ex->mine_test_target(), ""});
+          jobs.push_back({ex, "reference", ex->reference_test_target()});
+          jobs.push_back({ex, "stub", ex->mine_test_target()});
           for (const auto& w : ex->wrong)
-            jobs.push_back({ex, "wrong:" + w.name, ex->wrong_test_target(w.name), w.name});
+            jobs.push_back({ex, std::string(kWrong) + w.name, ex->wrong_test_target(w.name)});
         }
         std::vector<Finding> ran(jobs.size());
         std::atomic<size_t> next{0};
@@ -101,7 +103,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         const auto worker = [&] {
           for (size_t i = next++; i < jobs.size(); i = next++) {
             const Job& job = jobs[i];
-            const bool wrong = !job.variant.empty();
+            const bool wrong = job.check.starts_with(kWrong);
             workbook::TestRun run;
             std::vector<std::string> problems;
             try {  // a thread must not let an exception out: it becomes this job's finding
@@ -109,10 +111,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   test_binary(ctx, job.target), job.exercise->test_filter, work,
                   options->timeout_seconds,
                   wrong ? workbook::RunUntil::kFirstFailure : workbook::RunUntil::kEnd);
-              problems = wrong ? workbook::wrong_variant_problems(run, job.variant)
-                         : job.check == "reference"
-                             ? workbook::reference_problems(run)
-                             : workbook::stub_problems(run, job.exercise->id);
+              problems =
+                  wrong ? workbook::wrong_variant_problems(run, job.check.substr(kWrong.size()))
+                  : job.check == "reference" ? workbook::reference_problems(run)
+                                             : workbook::stub_problems(run, job.exercise->id);
             } catch (const std::exception& e) {
               problems = {job.target + " could not be run: " + e.what()};
             }
