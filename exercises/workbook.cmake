@@ -118,6 +118,12 @@ endfunction()
 # and with VRAMLAB_BUILD_TESTS the wrong variants and the test binaries (solutions/CMakeLists.txt,
 # after exercises/).
 function(vramlab_workbook_add_references_and_tests)
+  # Exercises whose tests' own loops are most of their time under the sanitizers (sweeps over a
+  # binade, random histories checked event by event): their tests compile at -O1 there
+  # (vramlab_test_code's RUNS_MUCH). With ASan + UBSan, tests at -O0 against -O1: 03.1 34 s against
+  # 7 s; 04.2, 07.1, 07.2 66, 54, 35 s in CI against 13, 9, 6 s here. The other exercises' tests
+  # take a few seconds either way.
+  set(_vramlab_exercise_tests_that_run_much ex_03_1 ex_04_2 ex_07_1 ex_07_2)
   vramlab_workbook_lesson_dirs(_dirs)
   foreach(dir ${_dirs})
     vramlab_workbook_read(${dir})
@@ -162,14 +168,8 @@ function(vramlab_workbook_add_references_and_tests)
       target_include_directories(${_stem}_tests PRIVATE ${PROJECT_SOURCE_DIR})
       target_link_libraries(${_stem}_tests PRIVATE GTest::gtest vramlab::workbook ${WB_${i}_DEPS}
                             vramlab::warnings)
-      # Exercises whose tests' own loops are most of their time under the sanitizers (sweeps over
-      # a binade, random histories checked event by event): their tests compile at -O1 there
-      # (vramlab_test_code's RUNS_MUCH). With ASan + UBSan, tests at -O0 against -O1: 03.1 34 s
-      # against 7 s; 04.2, 07.1, 07.2 66, 54, 35 s in CI against 13, 9, 6 s here. The other
-      # exercises' tests take a few seconds either way.
-      set(_tests_that_run_much ex_03_1 ex_04_2 ex_07_1 ex_07_2)
       set(_runs_much)
-      if(_stem IN_LIST _tests_that_run_much)
+      if(_stem IN_LIST _vramlab_exercise_tests_that_run_much)
         set(_runs_much RUNS_MUCH)
       endif()
       vramlab_test_code(${_stem}_tests ${_runs_much})
