@@ -48,12 +48,14 @@ function(vramlab_runs_much target)
   endif()
 endfunction()
 
-# vramlab_add_library(NAME <name> SOURCES ... [DEPS ...] [NO_UNITY]): a static library
-# vramlab_<name>, aliased vramlab::<name>, with the project's warnings and the repository root as
-# include root (so headers are included as "common/memory/allocator.h"), compiled as a unity build
-# unless NO_UNITY (Note [Unity builds]).
+# vramlab_add_library(NAME <name> SOURCES ... [DEPS ...] [NO_UNITY] [RUNS_LITTLE]): a static
+# library vramlab_<name>, aliased vramlab::<name>, with the project's warnings and the repository
+# root as include root (so headers are included as "common/memory/allocator.h"), compiled as a
+# unity build unless NO_UNITY (Note [Unity builds]). RUNS_LITTLE: code that drives the runtime and
+# prints (a lesson's measurements and report, the workbook's files and processes), compiled like
+# the binaries that use it (Note [Code that runs little: -Og]).
 function(vramlab_add_library)
-  cmake_parse_arguments(A "NO_UNITY" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(A "NO_UNITY;RUNS_LITTLE" "NAME" "SOURCES;DEPS" ${ARGN})
   add_library(vramlab_${A_NAME} STATIC ${A_SOURCES})
   add_library(vramlab::${A_NAME} ALIAS vramlab_${A_NAME})
   target_include_directories(vramlab_${A_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
@@ -61,7 +63,11 @@ function(vramlab_add_library)
   if(NOT A_NO_UNITY)
     vramlab_unity(vramlab_${A_NAME})
   endif()
-  vramlab_runs_much(vramlab_${A_NAME})  # Note [Sanitizer build: libraries at -O1]
+  if(A_RUNS_LITTLE)
+    vramlab_runs_little(vramlab_${A_NAME})
+  else()
+    vramlab_runs_much(vramlab_${A_NAME})  # Note [Sanitizer build: libraries at -O1]
+  endif()
 endfunction()
 
 # Every ctest test has a finite TIMEOUT, so a hang is a failure, not a stalled run. Sizing: at
