@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "common/memory/tensor_view.h"
+#include "common/nn/roofline.h"
 #include "common/stream/clock.h"
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/optimizer.h"
@@ -90,8 +91,9 @@ class KernelObserver {
   /// \param op the public method's name, e.g. "linear_forward" (a string literal: it outlives the
   /// call).
   virtual void kernel_started(std::string_view op) noexcept = 0;
-  /// \param op the name kernel_started was given.
-  virtual void kernel_finished(std::string_view op) noexcept = 0;
+  /// \param op the name kernel_started was given. \param work what the call did (roofline.h):
+  /// its matmul FLOPs and the bytes of its operands, counted from its sizes.
+  virtual void kernel_finished(std::string_view op, const KernelWork& work) noexcept = 0;
 };
 
 /// The kernels and memory movement of one Runtime. Methods are const: a backend holds no state
@@ -109,11 +111,18 @@ class KernelBackend {
   void set_observer(KernelObserver* observer) const { observer_ = observer; }
   /// \return the observer set_observer() installed, or nullptr.
   [[nodiscard]] KernelObserver* observer() const { return observer_; }
-  /// Puts every kernel from now on on \p clock's current stream with its measured time (nullptr:
-  /// none). The copies are the Runtime's to place (Runtime::copy_to_device). Set by Runtime.
+  /// Puts every kernel from now on on \p clock's current stream with its measured time, or its
+  /// roofline time when set_roofline() gave one (nullptr: none). The copies are the Runtime's to
+  /// place (Runtime::copy_to_device). Set by Runtime.
   void set_clock(stream::Clock* clock) const { clock_ = clock; }
   /// \return the clock set_clock() installed, or nullptr.
   [[nodiscard]] stream::Clock* clock() const { return clock_; }
+  /// From now on a kernel takes Roofline::seconds of its work on the clock instead of the time it
+  /// took here (no value: the measured time again). Set by Runtime on a meta device with a preset,
+  /// where no kernel runs (Note [A meta kernel's time: its roofline] in roofline.cpp).
+  void set_roofline(const std::optional<Roofline>& roofline) const { roofline_ = roofline; }
+  /// \return the roofline set_roofline() installed, if any.
+  [[nodiscard]] const std::optional<Roofline>& roofline() const { return roofline_; }
 
   // ---- memory movement -----------------------------------------------------------------------
 
@@ -357,6 +366,7 @@ class KernelBackend {
  private:
   mutable KernelObserver* observer_ = nullptr;
   mutable stream::Clock* clock_ = nullptr;
+  mutable std::optional<Roofline> roofline_;
 
   // The implementations, on raw pointers whose dtypes and sizes the public methods checked.
   // `types.a` and `types.g` say what every void pointer holds (see the file comment): pointers

@@ -21,7 +21,9 @@
 ///
 /// Time: the runtime's stream::Clock (clock()) has the compute stream and any copy streams made
 /// with clock().new_stream(). Every kernel is placed on the current stream (stream::StreamGuard)
-/// with its measured time; a copy takes its bytes over the host link's bandwidth when the device's
+/// with its measured time, on a meta preset with its roofline time (roofline.h: nothing runs
+/// there, so the time is the larger of its FLOPs at the peak and its bytes at the memory
+/// bandwidth); a copy takes its bytes over the host link's bandwidth when the device's
 /// spec has one (a sim or meta preset), else its measured time. copy_to_device and copy_to_host
 /// are synchronous (the host waits, as cudaMemcpy from pageable memory); the _async forms only
 /// enqueue, so a copy on a side stream overlaps the kernels of the compute stream until an

@@ -84,7 +84,7 @@ struct Profiler::State final : memory::ScopeListener, nn::KernelObserver {
                                 memory::current_phase(), elapsed_ns()));
   }
 
-  void kernel_finished(std::string_view op) noexcept override {
+  void kernel_finished(std::string_view op, const nn::KernelWork& /*work*/) noexcept override {
     if (std::this_thread::get_id() != thread || open_kernels.empty()) return;
     const std::size_t span = open_kernels.back();
     if (span != kNoSpan && spans[span].name != op) return;  // started before the profiler

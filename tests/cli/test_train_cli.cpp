@@ -133,6 +133,29 @@ TEST(TrainCli, TheHostLinkSetsTheCopiesTimeOnTheClockAndLinkGbpsOverridesIt) {
   }
 }
 
+TEST(TrainCli, OnAMetaPresetKernelsTakeTheirRooflineAndBf16MatmulsRunOnTheTensorCores) {
+  // gpt2-1.5b's shape at B·T = 8192 on an A100: its GEMMs are compute-bound, so fp32 (CUDA cores,
+  // 19.5 TFLOP/s) takes several times mixed bf16's step (tensor cores, 312); its elementwise and
+  // optimizer kernels are memory-bound in both, which keeps the ratio under 312 / 19.5 = 16.
+  const std::string run =
+      "train --model gpt2-1.5b --layers 2 --batch 8 --seq 1024 --steps 1 "
+      "--device meta:a100-40g --json";
+  double busy[2] = {0.0, 0.0};
+  for (const int bf16 : {0, 1}) {
+    const Result r = vramlab(run + (bf16 ? " --precision mixed-bf16" : ""));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const nlohmann::json clock = last_json_line(r.out).at("clock");
+    EXPECT_EQ(clock.at("kernel_time"), "roofline");
+    busy[bf16] = clock.at("compute_stream_busy_s").get<double>();
+  }
+  EXPECT_GT(busy[0], 5.0 * busy[1]);
+  EXPECT_LT(busy[0], 16.0 * busy[1]);
+  // Without a preset there are no peaks: the kernels keep the time spent on them.
+  const Result plain = vramlab("train --model gpt2-tiny --steps 1 --device meta --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(last_json_line(plain.out).at("clock").at("kernel_time"), "measured");
+}
+
 TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
   if (VRAMLAB_HAVE_CUDA && probe.status == vramlab::platform::GpuStatus::available)

@@ -70,7 +70,7 @@ struct LoggingObserver : KernelObserver {
   void kernel_started(std::string_view op) noexcept override {
     calls.push_back({true, std::string(op)});
   }
-  void kernel_finished(std::string_view op) noexcept override {
+  void kernel_finished(std::string_view op, const KernelWork&) noexcept override {
     calls.push_back({false, std::string(op)});
   }
   // op -> completed calls; fails the test on an unbalanced or nested sequence.

@@ -212,7 +212,7 @@ struct QuietListener : memory::ScopeListener {
 struct QuietObserver : nn::KernelObserver {
   int kernels = 0;
   void kernel_started(std::string_view) noexcept override { ++kernels; }
-  void kernel_finished(std::string_view) noexcept override {}
+  void kernel_finished(std::string_view, const nn::KernelWork&) noexcept override {}
 };
 
 TEST(Profiler, RestoresTheListenerObserverAndRecordModeItReplaced) {

@@ -160,8 +160,9 @@ json host_memory_json(const memory::CachingHostAllocator& host) {
 }
 
 // The run on the device's stream clock (Note [The stream clock]): the compute stream's kernel
-// time, the copies' time over the host link, and the time the compute stream waited for copies
-// on other streams (exposed); every figure is the whole run's, in seconds.
+// time (measured, or on a meta preset each kernel's roofline: kernel_time says which), the
+// copies' time over the host link, and the time the compute stream waited for copies on other
+// streams (exposed); every figure is the whole run's, in seconds.
 json clock_json(nn::Runtime& runtime) {
   stream::Clock& clock = runtime.clock();
   const nn::TransferStats& copies = runtime.transfer_stats();
@@ -170,6 +171,7 @@ json clock_json(nn::Runtime& runtime) {
     return bytes_per_s > 0.0 ? json(bytes_per_s / 1e9) : json(nullptr);
   };
   return {{"seconds", clock.synchronize()},
+          {"kernel_time", runtime.kernels().roofline() ? "roofline" : "measured"},
           {"compute_stream_busy_s", clock.busy_seconds(stream::Clock::compute_stream())},
           {"exposed_copy_s", clock.waited_seconds(stream::Clock::compute_stream())},
           {"host_to_device_s", copies.host_to_device_seconds},
