@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -292,6 +293,10 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
 }
 
 Plan read_plan_file(const std::string& path, const Plan& defaults) {
+  // A directory opens as a stream on Linux and fails only when read, with the C++ library's text.
+  std::error_code error_code;
+  if (std::filesystem::is_directory(path, error_code))
+    throw UsageError("--plan '" + path + "': is a directory, not a plan file");
   std::ifstream in(path);
   if (!in) throw UsageError("--plan '" + path + "': cannot open the file");
   json j;

@@ -235,6 +235,14 @@ TEST_F(PlanFile, NamesThePathOfAMissingOrBadFile) {
       UsageError);
   const std::string broken = write("broken.json", "{\"amp\": ");
   EXPECT_THROW((void)read_plan_file(broken), UsageError);
+  // A directory opens as a stream and fails only when read: refused before, by name.
+  try {
+    (void)read_plan_file(dir_.string());
+    ADD_FAILURE() << "read a directory as a plan";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir_.string() + "': is a directory"), std::string::npos)
+        << e.what();
+  }
   const std::string typo = write("typo.json", R"({"plan": {"attention": "flesh"}})");
   try {
     (void)read_plan_file(typo);
