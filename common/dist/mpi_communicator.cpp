@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "common/dtype/dtype.h"
-#include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 
 #if VRAMLAB_HAVE_MPI
 #include <mpi.h>
@@ -143,7 +143,7 @@ double collective_timeout_seconds() {
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (*end != '\0' || !std::isfinite(seconds) || seconds <= 0.0 || seconds > 1e6)
-    throw UsageError("VRAMLAB_COLLECTIVE_TIMEOUT=" + memory::printable(text) +
+    throw UsageError("VRAMLAB_COLLECTIVE_TIMEOUT=" + platform::printable(text) +
                      ": expected seconds in (0, 1e6]");
   return seconds;
 }

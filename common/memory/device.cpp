@@ -1,9 +1,13 @@
 // Device strings, presets and size parsing.
 #include "common/memory/device.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 
 namespace vramlab::memory {
 namespace {
@@ -219,6 +223,44 @@ std::string device_preset_names() {
   for (const DevicePreset& preset : device_presets())
     names.append(names.empty() ? "" : ", ").append(preset.name);
   return names;
+}
+
+PeakFlops parse_peak_tflops(std::string_view text, PeakFlops base) {
+  const std::string shown = platform::printable(text);
+  auto bad = [&](const std::string& item, const std::string& why) {
+    return UsageError("--peak-tflops '" + shown +
+                      "': " + (item.empty() ? "an empty item " : "'" + item + "' ") + why +
+                      " (expected DTYPE=TFLOPS[,...], DTYPE one of fp32, tf32, bf16, fp16)");
+  };
+  std::vector<std::string_view> seen;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const std::string item_shown = platform::printable(item);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) throw bad(item_shown, "has no '='");
+    const std::string_view dtype = item.substr(0, equals);
+    const std::string value(item.substr(equals + 1));
+    double* peak = dtype == "fp32"   ? &base.fp32
+                   : dtype == "tf32" ? &base.tf32_tensor
+                   : dtype == "bf16" ? &base.bf16_tensor
+                   : dtype == "fp16" ? &base.fp16_tensor
+                                     : nullptr;
+    if (peak == nullptr) throw bad(item_shown, "names no dtype with a peak");
+    if (std::find(seen.begin(), seen.end(), dtype) != seen.end())
+      throw bad(item_shown, "repeats " + std::string(dtype));
+    seen.push_back(dtype);
+    char* end = nullptr;
+    const double tflops = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+    // Above 1e6 TFLOP/s no device exists; the bound also keeps FLOPs / peak away from denormals.
+    if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(tflops) ||
+        tflops <= 0.0 || tflops > 1e6)
+      throw bad(item_shown, "needs a rate in TFLOP/s in (0, 1e6]");
+    *peak = tflops * 1e12;
+    start = comma + 1;
+  }
+  return base;
 }
 
 Device parse_device(std::string_view text) {

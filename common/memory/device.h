@@ -144,6 +144,13 @@ std::string device_preset_names();
 /// Sizes such as "2GiB" (common/platform/byte_size.h), as `--device sim:SIZE` takes them.
 using platform::parse_size_bytes;
 
+/// Sets the dense peaks of \p base that \p text lists, `DTYPE=TFLOPS` separated by commas
+/// (`--peak-tflops fp32=19.5,bf16=312`): DTYPE one of fp32, tf32, bf16, fp16, TFLOPS in (0, 1e6].
+/// \return \p base with those peaks replaced, in FLOP/s.
+/// \throws vramlab::UsageError naming the item for an empty list or item, an unknown or repeated
+/// dtype, or a rate that is not a number in range.
+PeakFlops parse_peak_tflops(std::string_view text, PeakFlops base);
+
 /// Parses a device string (see the file comment for the grammar).
 /// \param text e.g. "sim:a100-80g", "sim:2GiB", "meta", "cuda:1".
 /// \return the device with its spec filled in.

@@ -9,20 +9,16 @@
 #include <vector>
 
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 
 namespace vramlab::memory {
 namespace {
-
-bool is_control(char c) {
-  const auto byte = static_cast<unsigned char>(c);
-  return byte < 0x20 || byte == 0x7f;
-}
 
 // The first control character of a line other than the tab that separates words: a trace is text,
 // and a name holding a NUL or an escape sequence would reach the terminal in every report.
 std::string::size_type find_control(const std::string& line) {
   for (std::string::size_type i = 0; i < line.size(); ++i)
-    if (is_control(line[i]) && line[i] != '\t') return i;
+    if (platform::is_control_character(line[i]) && line[i] != '\t') return i;
   return std::string::npos;
 }
 
@@ -62,21 +58,6 @@ void expect_arguments(const std::vector<std::string>& words, std::size_t min_cou
 }
 
 }  // namespace
-
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (!is_control(c)) {
-      out += c;
-      continue;
-    }
-    char escaped[5];
-    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
-    out += escaped;
-  }
-  return out;
-}
 
 std::unique_ptr<CachingAllocator> make_replay_allocator(const Device& device,
                                                         const AllocatorConfig& config) {
@@ -154,10 +135,10 @@ ReplayOutcome TraceReplayer::replay(std::istream& input, const std::string& file
     if (first == std::string::npos || line[first] == '#') continue;
     if (line.back() == '\r') line.pop_back();
     if (const auto at = find_control(line); at != std::string::npos)
-      throw UsageError(printable(file_name) + ":" + std::to_string(line_number) +
-                       ": control character " + printable(line.substr(at, 1)) + " at column " +
-                       std::to_string(at + 1) +
-                       " (a trace holds printable text only): " + printable(line));
+      throw UsageError(platform::printable(file_name) + ":" + std::to_string(line_number) +
+                       ": control character " + platform::printable(line.substr(at, 1)) +
+                       " at column " + std::to_string(at + 1) +
+                       " (a trace holds printable text only): " + platform::printable(line));
     try {
       execute(line);
       ++outcome.operations;
@@ -169,7 +150,7 @@ ReplayOutcome TraceReplayer::replay(std::istream& input, const std::string& file
       outcome.details = error.details();
       return outcome;
     } catch (const UsageError& error) {
-      throw UsageError(printable(file_name) + ":" + std::to_string(line_number) + ": " +
+      throw UsageError(platform::printable(file_name) + ":" + std::to_string(line_number) + ": " +
                        error.what());
     }
   }

@@ -24,12 +24,6 @@
 
 namespace vramlab::memory {
 
-/// Text from a trace or a command line as it may be shown on a terminal: every control character
-/// (bytes below 0x20, and 0x7f) becomes `\xNN`, so a NUL cannot cut a message short and an escape
-/// sequence cannot drive the terminal; every other byte (UTF-8 included) is kept.
-/// \param text the text as given. \return the text with its control characters escaped.
-std::string printable(std::string_view text);
-
 /// The caching allocator a replay runs on: make_caching_allocator() with addresses only for a sim
 /// device, since a replay never touches the memory it allocates (no host RAM is mapped and the
 /// host-memory budget never applies, so a 141 GiB trace replays on a laptop); a real GPU's memory

@@ -11,9 +11,9 @@
 #include <exception>
 #include <system_error>
 
-#include "common/memory/trace_replay.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 
 namespace vramlab::workbook {
 
@@ -40,13 +40,13 @@ fs::path prepare_out_dir(const std::string& out_dir, std::string_view lesson_id)
   // is a folder now.
   if (!fs::is_directory(folder))
     throw UsageError(
-        "--out-dir '" + memory::printable(out_dir.empty() ? folder.string() : out_dir) +
+        "--out-dir '" + platform::printable(out_dir.empty() ? folder.string() : out_dir) +
         "' cannot be made a folder: " + (error ? error.message() : std::string("it is a file")));
   return folder;
 }
 
 std::string out_dir_shown(const fs::path& folder) {
-  return memory::printable(folder.string());
+  return platform::printable(folder.string());
 }
 
 std::string lesson_command(std::string_view lesson_id, bool mine, std::string_view flags) {
@@ -120,13 +120,13 @@ int run_lesson_main(CLI::App& app, int argc, char** argv, std::string_view progr
     std::fputs(app.help().c_str(), stdout);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), memory::printable(e.what()).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), platform::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), memory::printable(e.what()).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), platform::printable(e.what()).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(), memory::printable(e.what()).c_str());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), platform::printable(e.what()).c_str());
     return kExitFailure;
   }
 }

@@ -33,7 +33,7 @@ std::filesystem::path lesson_output_dir(std::string_view lesson_id);
 std::filesystem::path prepare_out_dir(const std::string& out_dir, std::string_view lesson_id);
 
 /// \param folder a folder from prepare_out_dir(). \return its path as a terminal may show it: its
-/// control characters as `\xNN` (memory::printable), so an --out-dir holding an escape sequence
+/// control characters as `\xNN` (platform::printable), so an --out-dir holding an escape sequence
 /// cannot drive the terminal when the lesson says where its figures went.
 std::string out_dir_shown(const std::filesystem::path& folder);
 

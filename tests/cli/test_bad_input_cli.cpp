@@ -4,7 +4,7 @@
 // user typed reaches the terminal raw, not even in an accepted run's "Figures in" line.
 //
 // Oracle: the contract itself (exit 2, one line, the value as typed, escaped as
-// memory::printable documents), checked on the process's whole output.
+// platform::printable documents), checked on the process's whole output.
 #include <gtest/gtest.h>
 
 #include <unistd.h>

@@ -156,6 +156,61 @@ TEST(TrainCli, OnAMetaPresetKernelsTakeTheirRooflineAndBf16MatmulsRunOnTheTensor
   EXPECT_EQ(last_json_line(plain.out).at("clock").at("kernel_time"), "measured");
 }
 
+TEST(TrainCli, MemoryGbpsAndPeakTflopsTurnTheRooflineOfAMetaDevice) {
+  // Every roof twice as high: each kernel's max(FLOPs / peak, bytes / bandwidth) halves exactly.
+  // The step's copies (its tokens, over the unchanged link) are on the compute stream too.
+  const std::string run =
+      "train --model gpt2-124m --batch 4 --seq 256 --steps 1 --json "
+      "--precision mixed-bf16 --device ";
+  const auto kernel_seconds = [&](const std::string& flags) {
+    const Result r = vramlab(run + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.out;
+    const nlohmann::json clock = last_json_line(r.out).at("clock");
+    EXPECT_EQ(clock.at("kernel_time"), "roofline") << flags;
+    return clock.at("compute_stream_busy_s").get<double>() -
+           clock.at("host_to_device_s").get<double>();
+  };
+  const double a100 = kernel_seconds("meta:a100-40g");
+  const double doubled = kernel_seconds(
+      "meta:a100-40g --memory-gbps 3110 --peak-tflops fp32=39,tf32=312,bf16=624,fp16=624");
+  EXPECT_NEAR(doubled, a100 / 2, 1e-9 * a100);
+  // Plain meta has no preset: with every rate given it has the A100's roofline.
+  EXPECT_NEAR(kernel_seconds("meta --memory-gbps 1555 --peak-tflops fp32=19.5,bf16=312,fp16=312"),
+              a100, 1e-9 * a100);
+  // Only the bandwidth higher: the memory-bound kernels get faster, the GEMMs do not.
+  const double faster_memory = kernel_seconds("meta:a100-40g --memory-gbps 3110");
+  EXPECT_LT(faster_memory, a100);
+  EXPECT_GT(faster_memory, a100 / 2);
+}
+
+TEST(TrainCli, BadRooflineFlagsExit2NamingTheValue) {
+  const std::string run = "train --model gpt2-tiny --steps 1 --device ";
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {"meta:a100-40g --memory-gbps 0", "got 0"},
+           {"meta:a100-40g --memory-gbps nan", "got nan"},
+           {"meta:a100-40g --memory-gbps 2e6", "got 2e+06"},
+           {"meta:a100-40g --peak-tflops fp32", "'fp32' has no '='"},
+           {"meta:a100-40g --peak-tflops int8=3", "'int8=3' names no dtype"},
+           {"meta:a100-40g --peak-tflops fp32=abc", "'fp32=abc' needs a rate"},
+           {"meta:a100-40g --peak-tflops fp32=-1", "'fp32=-1' needs a rate"},
+           {"meta:a100-40g --peak-tflops fp32=1,", "an empty item has no '='"},
+           {"meta:a100-40g --peak-tflops fp32=1,fp32=2", "repeats fp32"},
+           {"sim:a100-40g --memory-gbps 100", "on 'sim:a100-40g' a kernel takes its measured"},
+           {"meta --memory-gbps 100", "'meta' has no preset"},
+       }) {
+    const Result r = vramlab(run + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find(named), std::string::npos) << flags << ": " << r.out;
+  }
+  // An empty list, as a shell passes --peak-tflops ''.
+  std::vector<std::string> args = vramlab::cli_test::split_words(run + "meta:a100-40g");
+  args.insert(args.end(), {"--peak-tflops", ""});
+  const Result empty = vramlab::cli_test::run_vramlab(args);
+  EXPECT_EQ(empty.exit_code, 2) << empty.out;
+  EXPECT_NE(empty.out.find("an empty item has no '='"), std::string::npos) << empty.out;
+}
+
 TEST(TrainCli, CudaDeviceWithoutAGpuExits2WithTheReason) {
   const vramlab::platform::GpuProbe probe = vramlab::platform::probe_gpus();
   if (VRAMLAB_HAVE_CUDA && probe.status == vramlab::platform::GpuStatus::available)

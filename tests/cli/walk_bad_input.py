@@ -7,7 +7,7 @@ text where a number goes. A flag without a value gets one `--flag=VALUE` run.
 
 Every run is bounded and must end in one of two ways:
   - exit 2, with exactly one line on stderr that names the value (its control characters shown as
-    \\xNN, as vramlab::memory::printable writes them), or
+    \\xNN, as vramlab::platform::printable writes them), or
   - the value was accepted (exit 0, or still running valid work at the bound: e.g. --steps 1e9),
     which is listed at the end so a reader can see what each flag takes.
 The bound is CPU time (--cpu-seconds, 1 s; RLIMIT_CPU kills the run with SIGXCPU), not wall time,
@@ -93,7 +93,7 @@ NO_BUILD = re.compile(rb"no configured build in ")
 
 
 def printable(value: bytes) -> bytes:
-    """The value as vramlab::memory::printable shows it."""
+    """The value as vramlab::platform::printable shows it."""
     return b"".join(b"\\x%02x" % c if c < 0x20 or c == 0x7F else bytes([c]) for c in value)
 
 

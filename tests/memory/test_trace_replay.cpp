@@ -8,6 +8,7 @@
 
 #include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 #include "tests/memory/allocator_test_util.h"
 
 namespace vramlab::memory {
@@ -132,7 +133,7 @@ TEST(TraceReplay, PrintableEscapesExactlyTheControlCharacters) {
   for (int round = 0; round < 200; ++round) {
     std::string text(random() % 40, '\0');
     for (char& c : text) c = static_cast<char>(random() % 256);
-    const std::string shown = printable(text);
+    const std::string shown = platform::printable(text);
     EXPECT_FALSE(has_control_character(shown));
     // Undo the escapes: the original comes back, so nothing was lost or added.
     std::string back;
@@ -149,7 +150,7 @@ TEST(TraceReplay, PrintableEscapesExactlyTheControlCharacters) {
     }
     EXPECT_EQ(back, text);
   }
-  EXPECT_EQ(printable("caf\xc3\xa9 \t"), "caf\xc3\xa9 \\x09");
+  EXPECT_EQ(platform::printable("caf\xc3\xa9 \t"), "caf\xc3\xa9 \\x09");
 }
 
 TEST(TraceReplay, CpuHasNoCachingAllocator) {

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/memory/trace_replay.h"
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 #include "common/workbook/lesson_binary.h"
 #include "tools/vramlab/commands.h"
 
@@ -28,7 +28,7 @@ const auto kNamed = [](const CLI::App* sub) { return !sub->get_name().empty(); }
 std::string one_line(std::string_view message) {
   while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
     message.remove_suffix(1);
-  return vramlab::memory::printable(message);
+  return vramlab::platform::printable(message);
 }
 
 // The word in the command's place when it names no command ("" otherwise). CLI11 would report it
@@ -50,7 +50,7 @@ std::string lines_of(std::string_view message) {
   for (size_t start = 0; start <= message.size();) {
     const size_t end = std::min(message.find('\n', start), message.size());
     if (start > 0) out += '\n';
-    out += vramlab::memory::printable(message.substr(start, end - start));
+    out += vramlab::platform::printable(message.substr(start, end - start));
     start = end + 1;
   }
   return out;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
 
   if (const std::string word = unknown_command(app, argc, argv); !word.empty()) {
     std::fprintf(stderr, "vramlab: error: unknown command '%s' (commands: %s)\n",
-                 vramlab::memory::printable(word).c_str(), command_names(app).c_str());
+                 vramlab::platform::printable(word).c_str(), command_names(app).c_str());
     return vramlab::kExitUsage;
   }
   try {
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const CLI::RequiredError& e) {
     const UnplacedWord unplaced = unplaced_word(app);
-    const std::string word = vramlab::memory::printable(unplaced.word);
+    const std::string word = vramlab::platform::printable(unplaced.word);
     if (unplaced.word.empty())
       std::fprintf(stderr, "vramlab: error: %s (usage: vramlab --help)\n",
                    one_line(e.what()).c_str());

@@ -11,7 +11,7 @@
 //
 // Exit codes: 0 replayed, 1 out of memory during the replay (message and line on stderr),
 // 2 bad input (a malformed line is reported as FILE:LINE: message). Text from the trace or the
-// command line is printed with its control characters escaped (memory::printable).
+// command line is printed with its control characters escaped (platform::printable).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -89,7 +89,7 @@ std::string printable_lines(const std::string& text) {
   std::size_t start = 0;
   while (start < text.size()) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
-    out += memory::printable(std::string_view(text).substr(start, end - start));
+    out += platform::printable(std::string_view(text).substr(start, end - start));
     if (end < text.size()) out += '\n';
     start = end + 1;
   }
@@ -107,7 +107,7 @@ int run_alloc(const AllocOptions& options) {
   const memory::AllocatorConfig config =
       memory::parse_alloc_conf(options.conf, memory::alloc_conf_from_environment());
   std::ifstream input(options.trace_path);
-  const std::string shown_path = memory::printable(options.trace_path);
+  const std::string shown_path = platform::printable(options.trace_path);
   if (!input) throw UsageError("cannot read trace '" + shown_path + "'");
 
   auto allocator = memory::make_replay_allocator(device, config);
@@ -117,7 +117,7 @@ int run_alloc(const AllocOptions& options) {
 
   if (outcome.out_of_memory) {
     std::fprintf(stderr, "%s:%zu: out of memory at '%s'\n%s\n", shown_path.c_str(),
-                 outcome.line_number, memory::printable(outcome.line_text).c_str(),
+                 outcome.line_number, platform::printable(outcome.line_text).c_str(),
                  printable_lines(outcome.message).c_str());
   }
   if (!options.export_path.empty()) {
@@ -143,7 +143,7 @@ int run_alloc(const AllocOptions& options) {
                    {"out_of_memory", nullptr}};
     if (outcome.out_of_memory) {
       result["out_of_memory"] = {{"line", outcome.line_number},
-                                 {"operation", memory::printable(outcome.line_text)},
+                                 {"operation", platform::printable(outcome.line_text)},
                                  {"message", printable_lines(outcome.message)}};
     }
     if (options.summary) result["summary"] = allocator->memory_summary();

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/snapshot/snapshot_analysis.h"
@@ -103,12 +103,12 @@ std::string frame_text(const memory::StackFrame& frame) {
   std::string text = frame.function.empty() ? "?" : without_parameters(frame.function);
   if (!frame.file.empty())
     text += "  (" + frame.file + (frame.line > 0 ? ":" + std::to_string(frame.line) : "") + ")";
-  return memory::printable(text);
+  return platform::printable(text);
 }
 
 // Long stack keys and function signatures would push the numbers off the screen.
 std::string clipped(const std::string& text, size_t width) {
-  const std::string shown = memory::printable(text);
+  const std::string shown = platform::printable(text);
   if (report::display_width(shown) <= width) return shown;
   std::string out;
   for (size_t i = 0; i < shown.size() && report::display_width(out) + 1 < width; ++i) {
@@ -162,7 +162,7 @@ auto in_file(const std::string& path, Analysis analysis) {
   try {
     return analysis();
   } catch (const UsageError& e) {
-    throw UsageError("'" + memory::printable(path) + "' is not a usable snapshot: " + e.what());
+    throw UsageError("'" + platform::printable(path) + "' is not a usable snapshot: " + e.what());
   }
 }
 
@@ -201,7 +201,7 @@ void run_summary(const ProfileOptions& o) {
   const bool colour = report::use_colour(stdout);
   using namespace report::style;
   std::printf("%s %s\n", bold("vramlab profile", colour).c_str(),
-              memory::printable(o.snapshot).c_str());
+              platform::printable(o.snapshot).c_str());
   std::printf(
       "peak allocated %s (requested bytes, as memory_viz's Active Memory Timeline draws "
       "them), %s\n",
@@ -211,10 +211,10 @@ void run_summary(const ProfileOptions& o) {
   if (has_owner) {
     const Allocation& owner = peak.peak_owner;
     std::printf("  reached by %s: %s, module %s, phase %s, %s\n",
-                memory::printable(allocation_name(owner)).c_str(), bytes_text(owner.bytes).c_str(),
-                memory::printable(or_none(owner.module)).c_str(),
-                memory::printable(or_none(owner.phase)).c_str(),
-                memory::printable(or_none(owner.category)).c_str());
+                platform::printable(allocation_name(owner)).c_str(),
+                bytes_text(owner.bytes).c_str(), platform::printable(or_none(owner.module)).c_str(),
+                platform::printable(or_none(owner.phase)).c_str(),
+                platform::printable(or_none(owner.category)).c_str());
     if (owner.frames.empty()) std::printf("    (no call stack recorded)\n");
     for (size_t i = 0; i < std::min(kOwnerFrames, owner.frames.size()); ++i)
       std::printf("    %s %s\n", i == 0 ? "at" : "  ", frame_text(owner.frames[i]).c_str());
@@ -298,7 +298,7 @@ void run_compare(const ProfileOptions& o) {
   const bool colour = report::use_colour(stdout);
   using namespace report::style;
   std::printf("%s --compare %s %s\n", bold("vramlab profile", colour).c_str(),
-              memory::printable(o.compare[0]).c_str(), memory::printable(o.compare[1]).c_str());
+              platform::printable(o.compare[0]).c_str(), platform::printable(o.compare[1]).c_str());
   std::printf("live at the end: %s before, %s after (%s)\n", bytes_text(bytes_before).c_str(),
               bytes_text(bytes_after).c_str(),
               bold(signed_bytes(bytes_after - bytes_before), colour).c_str());
@@ -343,7 +343,7 @@ void run_profile(const ProfileOptions& o) {
                      "]");
   if (o.device < 0) throw UsageError("--device-index " + std::to_string(o.device) + " is negative");
   if (!o.compare.empty() && !o.snapshot.empty())
-    throw UsageError("give either SNAPSHOT ('" + memory::printable(o.snapshot) +
+    throw UsageError("give either SNAPSHOT ('" + platform::printable(o.snapshot) +
                      "') or --compare A B, not both");
   if (!o.compare.empty()) return run_compare(o);
   if (o.snapshot.empty())

@@ -37,10 +37,10 @@
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/memory_category.h"
-#include "common/memory/trace_replay.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/nn/kernel_backend.h"
+#include "common/nn/roofline.h"
 #include "common/nn/runtime.h"
 #include "common/plan/plan.h"
 #include "common/plan/plan_flags.h"
@@ -48,6 +48,7 @@
 #include "common/platform/flag_checks.h"
 #include "common/platform/free_cores.h"
 #include "common/platform/number_text.h"
+#include "common/platform/printable.h"
 #include "common/profile/profile_files.h"
 #include "common/profile/profiler.h"
 #include "common/recompute/recompute_schedule.h"
@@ -77,6 +78,8 @@ struct TrainCommandOptions {
   int64_t threads = 0;
   uint64_t seed = 1;
   std::optional<double> link_gbps;  // overrides the device's host link, both directions
+  std::optional<double> memory_gbps;       // overrides the device's memory bandwidth
+  std::optional<std::string> peak_tflops;  // overrides some of its peaks: "fp32=19.5,bf16=312"
   int64_t simulate_ranks = 0;       // 0: one process, or the ranks mpirun started
   bool json = false;
   std::string profile_dir;  // empty: no profile
@@ -186,19 +189,45 @@ json clock_json(nn::Runtime& runtime) {
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
+// A bandwidth flag's value in bytes per second. Above 1 PB/s no link or memory exists; the bound
+// also keeps bytes / bandwidth away from denormals.
+double bandwidth_flag(const char* flag, double gbps) {
+  if (!std::isfinite(gbps) || gbps <= 0.0 || gbps > 1e6)
+    throw UsageError(std::string(flag) + ": must be a bandwidth in GB/s in (0, 1e6], got " +
+                     number_text(gbps));
+  return gbps * 1e9;
+}
+
+// The device flags that turn the clock: --link-gbps for every device with a clock, and the
+// roofline's rates (--memory-gbps, --peak-tflops), which only a meta device uses (on sim and cpu
+// a kernel takes its measured time, so a changed peak there would change nothing silently).
+void apply_device_flags(const TrainCommandOptions& o, memory::Device& device) {
+  if (o.link_gbps) {
+    device.spec.host_to_device_bytes_per_s = bandwidth_flag("--link-gbps", *o.link_gbps);
+    device.spec.device_to_host_bytes_per_s = device.spec.host_to_device_bytes_per_s;
+  }
+  if (!o.memory_gbps && !o.peak_tflops) return;
+  if (o.memory_gbps)
+    device.spec.memory_bandwidth_bytes_per_s = bandwidth_flag("--memory-gbps", *o.memory_gbps);
+  if (o.peak_tflops)
+    device.spec.peak_flops = memory::parse_peak_tflops(*o.peak_tflops, device.spec.peak_flops);
+  const char* const which = o.memory_gbps ? "--memory-gbps" : "--peak-tflops";
+  if (device.kind != memory::DeviceKind::meta)
+    throw UsageError(std::string(which) +
+                     " sets the roofline a kernel takes on a meta device; on '" + device.name() +
+                     "' a kernel takes its measured time");
+  if (!nn::Roofline::of(device.spec))
+    throw UsageError(std::string(which) + ": '" + device.name() +
+                     "' has no preset, so the roofline needs --memory-gbps and --peak-tflops for "
+                     "fp32, bf16 and fp16 (or a preset, e.g. meta:a100-40g)");
+}
+
 void run_train(const TrainCommandOptions& o) {
   if (o.threads > 0) {
     platform::choose_openmp_threads(static_cast<int>(o.threads));
   }
   memory::Device device = memory::parse_device(o.device);
-  if (o.link_gbps) {
-    // Above 1 PB/s no link exists; the bound also keeps bytes / bandwidth away from denormals.
-    if (!std::isfinite(*o.link_gbps) || *o.link_gbps <= 0.0 || *o.link_gbps > 1e6)
-      throw UsageError("--link-gbps: must be a bandwidth in GB/s in (0, 1e6], got " +
-                       number_text(*o.link_gbps));
-    device.spec.host_to_device_bytes_per_s = *o.link_gbps * 1e9;
-    device.spec.device_to_host_bytes_per_s = *o.link_gbps * 1e9;
-  }
+  apply_device_flags(o, device);
   train::TrainOptions options;
   options.plan = o.plan->plan();
   options.model = o.model.build(o.seq);
@@ -454,12 +483,12 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     std::printf(
         "profile%s: %s\n  %s\n",
         options.groups.data_parallel ? " of rank 0 (every rank wrote its own beside it)" : "",
-        memory::printable(directory).c_str(), memory::printable(profile_line).c_str());
+        platform::printable(directory).c_str(), platform::printable(profile_line).c_str());
     std::printf(
         "  snapshot.pickle: pytorch.org/memory_viz or python -m torch.cuda._memory_viz; "
         "trace.json: ui.perfetto.dev or chrome://tracing; ops.txt: the per-op table; "
         "timeline.html: a browser; vramlab profile %s: the peak's owners\n",
-        memory::printable(files->snapshot_pickle).c_str());
+        platform::printable(files->snapshot_pickle).c_str());
   }
   return outcome;
 }
@@ -612,6 +641,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "Bandwidth of the host link in GB/s, both directions (default: the device "
                   "preset's, e.g. PCIe 4.0 x16's 31.5 on sim:a100-40g): the time a copy takes "
                   "on the device's stream clock");
+  cmd->add_option("--memory-gbps", opts->memory_gbps,
+                  "Device-memory bandwidth in GB/s (default: the preset's, e.g. 1555 on "
+                  "meta:a100-40g): on a meta device a kernel takes its roofline time, "
+                  "max(FLOPs / peak, bytes / this bandwidth)");
+  cmd->add_option("--peak-tflops", opts->peak_tflops,
+                  "Dense peak TFLOP/s of the listed dtypes, DTYPE=TFLOPS[,...] with DTYPE fp32, "
+                  "tf32, bf16 or fp16 (default: the preset's, e.g. fp32=19.5,bf16=312 on "
+                  "meta:a100-40g): the other roof of a meta device's kernels");
   cmd->add_option("--kernels", opts->kernels,
                   "What runs the step: cpu (the CPU kernels; default on cpu and sim), "
                   "cuda-emulated (the CUDA kernels under the SIMT emulator, on cpu or sim memory), "

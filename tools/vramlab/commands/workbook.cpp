@@ -18,9 +18,9 @@
 #include <optional>
 #include <sstream>
 
-#include "common/memory/trace_replay.h"
 #include "common/platform/errors.h"
 #include "common/platform/gpu_probe.h"
+#include "common/platform/printable.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/workbook/process.h"
@@ -431,7 +431,7 @@ void add_run(CLI::App& app, int& exit_code) {
                      "vramlab: lesson %s's binary (%s) is not part of this checkout's build yet "
                      "(no target '%s' in %s).\n",
                      lesson.id.c_str(), lesson.binary.c_str(), target.c_str(),
-                     memory::printable(ctx.build_dir.string()).c_str());
+                     platform::printable(ctx.build_dir.string()).c_str());
       } else {
         std::fprintf(stderr, "vramlab: building %s failed:\n%s", target.c_str(), errors.c_str());
       }

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/memory/trace_replay.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 #include "common/report/progress_bar.h"
 #include "common/report/terminal.h"
 #include "common/workbook/comparison.h"
@@ -98,7 +98,7 @@ Context load_context(const CommonOptions& options) {
 
 void require_configured_build(const Context& ctx) {
   if (!fs::exists(ctx.build_dir / "CMakeCache.txt"))
-    throw UsageError("no configured build in '" + memory::printable(ctx.build_dir.string()) +
+    throw UsageError("no configured build in '" + platform::printable(ctx.build_dir.string()) +
                      "': run tools/setup.sh (or cmake -S . -B build) first, or pass --build-dir");
 }
 
