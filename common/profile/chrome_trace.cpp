@@ -86,15 +86,20 @@ json chrome_trace(const Recording& recording) {
   }
 
   for (const Span& span : recording.spans) {
-    events.push_back(
-        {{"name", span.name},
-         {"cat", span_kind_name(span.kind)},
-         {"ph", "X"},
-         {"ts", microseconds(span.start_ns)},
-         {"dur", microseconds(std::max<std::int64_t>(0, span.end_ns - span.start_ns))},
-         {"pid", kProcessId},
-         {"tid", span.thread},
-         {"args", {{"module", span.module}, {"phase", memory::training_phase_name(span.phase)}}}});
+    json args = {{"module", span.module}, {"phase", memory::training_phase_name(span.phase)}};
+    // A kernel's work, as torch.profiler's with_flops puts "flops" in a kernel's args.
+    if (span.kind == SpanKind::kernel) {
+      args["flops"] = span.flops;
+      args["bytes"] = span.bytes;
+    }
+    events.push_back({{"name", span.name},
+                      {"cat", span_kind_name(span.kind)},
+                      {"ph", "X"},
+                      {"ts", microseconds(span.start_ns)},
+                      {"dur", microseconds(std::max<std::int64_t>(0, span.end_ns - span.start_ns))},
+                      {"pid", kProcessId},
+                      {"tid", span.thread},
+                      {"args", std::move(args)}});
   }
 
   // The stream clock's lanes: a process of their own, as their seconds are the clock's (Note [The

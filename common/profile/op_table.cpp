@@ -140,6 +140,7 @@ std::vector<OpRow> op_table(const Recording& recording, OpGrouping grouping) {
       row.kind = span.kind;
       rows.push_back(std::move(row));
     }
+    if (span.kind == SpanKind::kernel) rows[it->second].flops += span.flops;
     row_spans.push_back({&span, it->second});
   }
   std::stable_sort(row_spans.begin(), row_spans.end(), [](const RowSpan& a, const RowSpan& b) {
@@ -312,6 +313,7 @@ json op_table_json(const std::vector<OpRow>& rows) {
                    {"self_bytes", row.self_bytes},
                    {"total_bytes", row.total_bytes},
                    {"peak_bytes", row.peak_bytes}});
+    if (row.kind == SpanKind::kernel) out.back()["flops"] = row.flops;
   }
   return out;
 }

@@ -41,6 +41,9 @@ struct OpRow {
   std::int64_t self_bytes = 0;   ///< bytes allocated while a span of the group was innermost
   std::int64_t total_bytes = 0;  ///< … while a span of the group was open
   std::int64_t peak_bytes = 0;   ///< of self_bytes' allocations, bytes live at the peak
+  /// A kernel row's matmul FLOPs over its calls (nn::KernelWork), as torch.profiler's with_flops
+  /// reports them per op; 0 for a module row.
+  double flops = 0.0;
 };
 
 /// What the table is sorted by (descending).
@@ -58,7 +61,8 @@ std::vector<OpRow> op_table(const Recording& recording, OpGrouping grouping);
 /// \return an aligned text table with a header, bytes in KiB/MiB/GiB.
 std::string format_op_table(std::vector<OpRow> rows, OpSort sort_by, std::size_t limit);
 
-/// \return [{name, kind, calls, self_ms, total_ms, self_bytes, total_bytes, peak_bytes}, ...].
+/// \return [{name, kind, calls, self_ms, total_ms, self_bytes, total_bytes, peak_bytes}, ...],
+/// kernel rows with their "flops" too.
 nlohmann::json op_table_json(const std::vector<OpRow>& rows);
 
 }  // namespace vramlab::profile

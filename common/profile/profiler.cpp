@@ -84,10 +84,14 @@ struct Profiler::State final : memory::ScopeListener, nn::KernelObserver {
                                 memory::current_phase(), elapsed_ns()));
   }
 
-  void kernel_finished(std::string_view op, const nn::KernelWork& /*work*/) noexcept override {
+  void kernel_finished(std::string_view op, const nn::KernelWork& work) noexcept override {
     if (std::this_thread::get_id() != thread || open_kernels.empty()) return;
     const std::size_t span = open_kernels.back();
     if (span != kNoSpan && spans[span].name != op) return;  // started before the profiler
+    if (span != kNoSpan) {
+      spans[span].flops = work.flops;
+      spans[span].bytes = work.bytes;
+    }
     close(span, elapsed_ns());
     open_kernels.pop_back();
   }

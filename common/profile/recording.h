@@ -52,6 +52,10 @@ struct Span {
   std::int64_t end_ns = 0;    ///< ≥ start_ns
   std::int32_t depth = 0;     ///< nesting depth among the spans of its thread (0 = outermost)
   std::int32_t thread = 0;    ///< the recording thread's index (0 for a single-threaded run)
+  /// A kernel's matmul FLOPs and operand bytes, counted from its sizes (nn::KernelWork); 0 for a
+  /// phase or a module.
+  double flops = 0.0;
+  double bytes = 0.0;  ///< see flops
 };
 
 /// A finished recording (Profiler::stop()).

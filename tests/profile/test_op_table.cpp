@@ -172,6 +172,7 @@ TEST(OpTableJson, OneObjectPerRow) {
     EXPECT_EQ(table[i]["self_bytes"], rows[i].self_bytes);
     EXPECT_EQ(table[i]["total_bytes"], rows[i].total_bytes);
     EXPECT_EQ(table[i]["peak_bytes"], rows[i].peak_bytes);
+    EXPECT_EQ(table[i].contains("flops"), rows[i].kind == SpanKind::kernel) << rows[i].name;
   }
 }
 

@@ -311,3 +311,53 @@ TEST(Profiler, TheTraceHasALanePerStreamWithTheClocksSpans) {
 
 }  // namespace
 }  // namespace vramlab::profile
+
+#include "common/estimate/forward_flops.h"
+#include "common/profile/op_table.h"
+
+namespace vramlab::profile {
+namespace {
+
+// Each kernel span carries the work its call counted (nn::KernelWork): over two steps the spans'
+// FLOPs are twice a step's, three times the estimator's forward; the op table sums them per op,
+// and the trace puts them in each kernel's args as torch.profiler's with_flops does.
+TEST(Profiler, KernelSpansCarryTheirWorkAndTheOpTableAndTraceShowIt) {
+  for (const ModelConfig& model : models()) {
+    SCOPED_TRACE(model.name);
+    const Recording r = profile_two_steps("meta", model);
+    const train::TrainOptions o = options_for(model);
+    const double step = 3.0 * estimate::model_forward_flops(model, o.batch, o.seq);
+    double flops = 0.0, linear_forward = 0.0;
+    for (const Span& s : r.spans) {
+      if (s.kind != SpanKind::kernel) {
+        EXPECT_EQ(s.flops, 0.0) << describe(s);
+        EXPECT_EQ(s.bytes, 0.0) << describe(s);
+        continue;
+      }
+      EXPECT_GT(s.bytes, 0.0) << describe(s);
+      flops += s.flops;
+      if (s.name == "linear_forward") linear_forward += s.flops;
+    }
+    EXPECT_DOUBLE_EQ(flops, 2.0 * step);
+
+    double table_flops = 0.0;
+    for (const OpRow& row : op_table(r, OpGrouping::op)) {
+      table_flops += row.flops;
+      if (row.name == "linear_forward") {
+        EXPECT_DOUBLE_EQ(row.flops, linear_forward);
+      }
+    }
+    EXPECT_DOUBLE_EQ(table_flops, 2.0 * step);
+    for (const OpRow& row : op_table(r, OpGrouping::module)) EXPECT_EQ(row.flops, 0.0) << row.name;
+
+    double trace_flops = 0.0;
+    const nlohmann::json trace = chrome_trace(r);
+    for (const nlohmann::json& event : trace.at("traceEvents"))
+      if (event.value("cat", "") == "kernel")
+        trace_flops += event.at("args").at("flops").get<double>();
+    EXPECT_DOUBLE_EQ(trace_flops, 2.0 * step);
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::profile
