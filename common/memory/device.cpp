@@ -230,7 +230,7 @@ PeakFlops parse_peak_tflops(std::string_view text, PeakFlops base) {
   auto bad = [&](const std::string& item, const std::string& why) {
     return UsageError("--peak-tflops '" + shown +
                       "': " + (item.empty() ? "an empty item " : "'" + item + "' ") + why +
-                      " (expected DTYPE=TFLOPS[,...], DTYPE one of fp32, tf32, bf16, fp16)");
+                      " (expected DTYPE=TFLOPS[,...], DTYPE one of fp32, bf16, fp16)");
   };
   std::vector<std::string_view> seen;
   std::size_t start = 0;
@@ -242,8 +242,13 @@ PeakFlops parse_peak_tflops(std::string_view text, PeakFlops base) {
     if (equals == std::string_view::npos) throw bad(item_shown, "has no '='");
     const std::string_view dtype = item.substr(0, equals);
     const std::string value(item.substr(equals + 1));
+    // No tf32: the roofline runs fp32 matmuls without TF32, as PyTorch does by default, so a TF32
+    // peak would be accepted and never used.
+    if (dtype == "tf32")
+      throw bad(item_shown,
+                "sets a peak nothing uses: fp32 matmuls run without TF32 here, as "
+                "PyTorch's do by default; set fp32");
     double* peak = dtype == "fp32"   ? &base.fp32
-                   : dtype == "tf32" ? &base.tf32_tensor
                    : dtype == "bf16" ? &base.bf16_tensor
                    : dtype == "fp16" ? &base.fp16_tensor
                                      : nullptr;

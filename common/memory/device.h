@@ -59,7 +59,8 @@ struct PeakFlops {
   double fp16_tensor = 0.0;
 };
 
-/// Capacity, bandwidths and peak rates of a device, for the allocator and for later time models.
+/// Capacity, bandwidths and peak rates of a device, for the allocator and the stream clock (a
+/// copy's time over the host link; a meta kernel's roofline, common/nn/roofline.h).
 /// A device given by size (`sim:2GiB`) or without a spec knows only its capacity: its bandwidths,
 /// peak rates and link name are 0 and empty.
 struct DeviceSpec {
@@ -145,10 +146,11 @@ std::string device_preset_names();
 using platform::parse_size_bytes;
 
 /// Sets the dense peaks of \p base that \p text lists, `DTYPE=TFLOPS` separated by commas
-/// (`--peak-tflops fp32=19.5,bf16=312`): DTYPE one of fp32, tf32, bf16, fp16, TFLOPS in (0, 1e6].
+/// (`--peak-tflops fp32=19.5,bf16=312`): DTYPE one of fp32, bf16, fp16 (not tf32: the roofline
+/// runs fp32 matmuls without TF32, as PyTorch by default), TFLOPS in (0, 1e6].
 /// \return \p base with those peaks replaced, in FLOP/s.
 /// \throws vramlab::UsageError naming the item for an empty list or item, an unknown or repeated
-/// dtype, or a rate that is not a number in range.
+/// dtype, tf32, or a rate that is not a number in range.
 PeakFlops parse_peak_tflops(std::string_view text, PeakFlops base);
 
 /// Parses a device string (see the file comment for the grammar).

@@ -171,8 +171,8 @@ TEST(TrainCli, MemoryGbpsAndPeakTflopsTurnTheRooflineOfAMetaDevice) {
            clock.at("host_to_device_s").get<double>();
   };
   const double a100 = kernel_seconds("meta:a100-40g");
-  const double doubled = kernel_seconds(
-      "meta:a100-40g --memory-gbps 3110 --peak-tflops fp32=39,tf32=312,bf16=624,fp16=624");
+  const double doubled =
+      kernel_seconds("meta:a100-40g --memory-gbps 3110 --peak-tflops fp32=39,bf16=624,fp16=624");
   EXPECT_NEAR(doubled, a100 / 2, 1e-9 * a100);
   // Plain meta has no preset: with every rate given it has the A100's roofline.
   EXPECT_NEAR(kernel_seconds("meta --memory-gbps 1555 --peak-tflops fp32=19.5,bf16=312,fp16=312"),
@@ -195,6 +195,7 @@ TEST(TrainCli, BadRooflineFlagsExit2NamingTheValue) {
            {"meta:a100-40g --peak-tflops fp32=-1", "'fp32=-1' needs a rate"},
            {"meta:a100-40g --peak-tflops fp32=1,", "an empty item has no '='"},
            {"meta:a100-40g --peak-tflops fp32=1,fp32=2", "repeats fp32"},
+           {"meta:a100-40g --peak-tflops tf32=156", "'tf32=156' sets a peak nothing uses"},
            {"sim:a100-40g --memory-gbps 100", "on 'sim:a100-40g' a kernel takes its measured"},
            {"meta --memory-gbps 100", "'meta' has no preset"},
        }) {

@@ -647,8 +647,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "max(FLOPs / peak, bytes / this bandwidth)");
   cmd->add_option("--peak-tflops", opts->peak_tflops,
                   "Dense peak TFLOP/s of the listed dtypes, DTYPE=TFLOPS[,...] with DTYPE fp32, "
-                  "tf32, bf16 or fp16 (default: the preset's, e.g. fp32=19.5,bf16=312 on "
-                  "meta:a100-40g): the other roof of a meta device's kernels");
+                  "bf16 or fp16 (default: the preset's, e.g. fp32=19.5,bf16=312 on "
+                  "meta:a100-40g): the other roof of a meta device's kernels (fp32 matmuls run "
+                  "without TF32, as PyTorch's by default)");
   cmd->add_option("--kernels", opts->kernels,
                   "What runs the step: cpu (the CPU kernels; default on cpu and sim), "
                   "cuda-emulated (the CUDA kernels under the SIMT emulator, on cpu or sim memory), "
