@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The fuzz stage of tools/test.sh (and of .ci/run): builds the libFuzzer targets of tests/fuzz with
-# the "fuzz" preset (clang, ASan + UBSan, build-fuzz/) and lets ctest run each one for
-# VRAMLAB_FUZZ_SECONDS (default 5; CI sets 20) over its seed corpus. Extra arguments go to ctest.
+# The fuzz stage of .ci/run, and the command for fuzzing by hand (the test suite only replays the
+# seed corpora): builds the libFuzzer targets of tests/fuzz with the "fuzz" preset (clang, ASan +
+# UBSan, build-fuzz/) and lets ctest run each one for VRAMLAB_FUZZ_SECONDS (default 5; CI sets 20)
+# over its seed corpus and what it found before. Extra arguments go to ctest.
 # The preset compiles at -O1 with line tables only (-gline-tables-only): sanitizer reports still name
 # file and line, and the build takes 80 s instead of 92 s with full debug information on 2 cores
 # (-O0 would take 48 s but run 5-13x fewer inputs per second).
