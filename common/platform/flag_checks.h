@@ -12,12 +12,14 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
 
 #include "common/platform/errors.h"
+#include "common/platform/number_text.h"
 
 namespace vramlab::platform {
 
@@ -52,6 +54,16 @@ CLI::Validator parsed_by(T (*parse)(std::string_view), const std::string& choice
         }
       },
       choices);
+}
+
+/// A bandwidth flag's value (GB/s, decimal) in bytes per second: "--link-gbps: must be a bandwidth
+/// in GB/s in (0, 1e6], got X". Above 1 PB/s no link or memory exists; the bound also keeps
+/// bytes / bandwidth away from denormals.
+inline double bandwidth_flag(const char* flag, double gbps) {
+  if (!std::isfinite(gbps) || gbps <= 0.0 || gbps > 1e6)
+    throw UsageError(std::string(flag) + ": must be a bandwidth in GB/s in (0, 1e6], got " +
+                     number_text(gbps));
+  return gbps * 1e9;
 }
 
 }  // namespace vramlab::platform

@@ -44,4 +44,26 @@ V, BT = 50257, b * s
 runtime = (2 * (L * (16 * h * BT + a * b * s * s) + 2 * h * BT + V * BT)
            + 4 * (L * 4 * BT + 3 * BT))
 assert d["activations_runtime_layout_bytes"] == runtime, (d["activations_runtime_layout_bytes"], runtime)
+assert d["offload_efficiency"] is None
+
+# ZeRO-Infinity's efficiency (Rajbhandari et al. 2021, section 4) over a 32 GB/s link at the bf16
+# peak, Llama-2-13B at b = 4, s = 2048: ait = s·b, s·b/4 and 24·hd; efficiency = ait·bw/(ait·bw + peak).
+d = run("--model", "llama2-13b", "--precision", "mixed-bf16", "--batch", "4", "--seq", "2048",
+        "--link-gbps", "32", "--peak-tflops", "fp32=19.5,bf16=312")
+e = d["offload_efficiency"]
+assert e["link_bytes_per_s"] == 32e9 and e["peak_flops"] == 312e12 and e["peak_dtype"] == "bf16", e
+rows = {r["quantity"]: r for r in e["rows"]}
+for quantity, ait in [("parameters + gradients", 2048 * 4), ("optimizer states", 2048 * 4 / 4),
+                      ("activation checkpoints", 24 * 5120)]:
+    r = rows[quantity]
+    assert r["arithmetic_intensity"] == ait, (quantity, r)
+    eff = ait * 32e9 / (ait * 32e9 + 312e12)
+    assert abs(r["efficiency"] - eff) <= 1e-12, (quantity, r, eff)
+    for fraction, key in [(0.5, "bytes_per_s_for_50_percent"), (0.9, "bytes_per_s_for_90_percent")]:
+        need = fraction * 312e12 / (ait * (1 - fraction))
+        assert abs(r[key] - need) <= 1e-9 * need, (quantity, key, r[key], need)
+# fp32 takes the CUDA-core peak.
+d = run("--model", "gpt2-124m", "--precision", "fp32", "--link-gbps", "16",
+        "--peak-tflops", "fp32=19.5,bf16=312")
+assert d["offload_efficiency"]["peak_flops"] == 19.5e12, d["offload_efficiency"]
 print("ok")

@@ -6,16 +6,24 @@
 //   vramlab estimate --params 7.5B --precision mixed-fp16 --zero 1 --dp 64     (ZeRO Figure 1)
 //   vramlab estimate --model llama2-70b --tp 8 --sp --recompute selective --zero 1 --dp 16
 //   vramlab estimate --layers 4 --hidden 256 --heads 4 --vocab 4096 --seq 128 --json
+//   vramlab estimate --model llama2-13b --precision mixed-bf16 --link-gbps 32 --peak-tflops
+//   bf16=312
+//       (ZeRO-Infinity's efficiency of each offloaded quantity over that link)
 //
 // Bad input (zero or negative sizes, heads not dividing hidden, --zero 4, overflow) exits 2.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/estimate/estimator.h"
+#include "common/estimate/zero_infinity.h"
+#include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan.h"
@@ -39,8 +47,136 @@ struct EstimateOptions {
   std::string params;
   std::optional<int64_t> seq;
   int64_t batch = 1;
+  std::optional<double> link_gbps;
+  std::optional<std::string> peak_tflops;
   bool json = false, list_models = false;
 };
+
+// ZeRO-Infinity's efficiency (Rajbhandari et al., SC21, §4) of each quantity an offload moves
+// over the host link, at the run's micro-batch and sequence: what --link-gbps and --peak-tflops
+// ask for.
+struct OffloadEfficiency {
+  double link_bytes_per_s = 0.0;
+  double peak_flops = 0.0;
+  std::string peak_dtype;  // the peak's dtype: the precision's matmul type
+  struct Row {
+    std::string quantity, ait_formula;
+    double ait = 0.0, efficiency = 0.0, half_bytes_per_s = 0.0, ninety_bytes_per_s = 0.0;
+  };
+  std::vector<Row> rows;
+};
+
+// The peak a step's matmuls run at under \p precision: fp32 on the CUDA cores (PyTorch's TF32 is
+// off by default), the 16-bit types on the tensor cores.
+std::pair<double, std::string> matmul_peak(plan::Precision precision, const memory::PeakFlops& f) {
+  switch (precision) {
+    case plan::Precision::fp32:
+      return {f.fp32, "fp32"};
+    case plan::Precision::mixed_fp16:
+      return {f.fp16_tensor, "fp16"};
+    case plan::Precision::bf16:
+    case plan::Precision::mixed_bf16:
+      return {f.bf16_tensor, "bf16"};
+  }
+  return {0.0, ""};
+}
+
+std::optional<OffloadEfficiency> offload_efficiency(const EstimateOptions& o,
+                                                    const estimate::EstimateInputs& in,
+                                                    const estimate::Estimate& e) {
+  if (!o.link_gbps && !o.peak_tflops) return std::nullopt;
+  // Each value is checked before the pair, so a bad value is named whatever else is missing.
+  OffloadEfficiency r;
+  if (o.link_gbps) r.link_bytes_per_s = platform::bandwidth_flag("--link-gbps", *o.link_gbps);
+  const memory::PeakFlops peaks =
+      o.peak_tflops ? memory::parse_peak_tflops(*o.peak_tflops, {}) : memory::PeakFlops{};
+  if (!o.link_gbps || !o.peak_tflops)
+    throw UsageError(std::string(o.link_gbps ? "--link-gbps" : "--peak-tflops") + " needs " +
+                     (o.link_gbps ? "--peak-tflops" : "--link-gbps") +
+                     ": ZeRO-Infinity's efficiency weighs the link against the device's peak");
+  if (!in.model)
+    throw UsageError(
+        "--link-gbps needs a model (--model or the shape flags), not --params: the offloaded "
+        "data's arithmetic intensity depends on the sequence and the hidden size");
+  std::tie(r.peak_flops, r.peak_dtype) = matmul_peak(in.plan.amp.precision, peaks);
+  if (r.peak_flops <= 0.0)
+    throw UsageError(
+        "--peak-tflops: " + std::string(estimate::precision_name(in.plan.amp.precision)) +
+        " runs its matmuls in " + r.peak_dtype + ", so give " + r.peak_dtype +
+        "=T (e.g. --peak-tflops " + r.peak_dtype + "=312)");
+  namespace zi = estimate::zero_infinity;
+  const auto add = [&](std::string quantity, std::string formula, double ait) {
+    r.rows.push_back({std::move(quantity), std::move(formula), ait,
+                      zi::efficiency(ait, r.link_bytes_per_s, r.peak_flops),
+                      zi::bandwidth_for_efficiency(ait, r.peak_flops, 0.5),
+                      zi::bandwidth_for_efficiency(ait, r.peak_flops, 0.9)});
+  };
+  add("parameters + gradients", "seq·bsz", zi::parameter_gradient_intensity(in.micro_batch, e.seq));
+  add("optimizer states", "seq·bsz/4", zi::optimizer_state_intensity(in.micro_batch, e.seq));
+  add("activation checkpoints", "24·hd·ci, ci=1",
+      zi::activation_checkpoint_intensity(in.model->hidden, 1));
+  return r;
+}
+
+json to_json(const OffloadEfficiency& r) {
+  json rows = json::array();
+  for (const auto& row : r.rows)
+    rows.push_back({{"quantity", row.quantity},
+                    {"arithmetic_intensity", row.ait},
+                    {"arithmetic_intensity_formula", row.ait_formula},
+                    {"efficiency", row.efficiency},
+                    {"bytes_per_s_for_50_percent", row.half_bytes_per_s},
+                    {"bytes_per_s_for_90_percent", row.ninety_bytes_per_s}});
+  return {{"link_bytes_per_s", r.link_bytes_per_s},
+          {"peak_flops", r.peak_flops},
+          {"peak_dtype", r.peak_dtype},
+          {"source",
+           "Rajbhandari et al. 2021 (ZeRO-Infinity), section 4: efficiency = "
+           "ait*bw / (ait*bw + peak), nothing overlapped"},
+          {"rows", rows}};
+}
+
+std::string gbps_text(double bytes_per_s) {
+  char text[48];
+  const double gbps = bytes_per_s / 1e9;
+  if (gbps >= 100.0)
+    std::snprintf(text, sizeof text, "%s GB/s",
+                  report::format_count(static_cast<int64_t>(std::llround(gbps))).c_str());
+  else
+    std::snprintf(text, sizeof text, "%.3g GB/s", gbps);
+  return text;
+}
+
+void print_human(const OffloadEfficiency& r) {
+  const bool colour = report::use_colour(stdout);
+  std::printf("\n  %s\n", report::style::bold(
+                              "Offloaded over a " + gbps_text(r.link_bytes_per_s) + " link", colour)
+                              .c_str());
+  std::printf(
+      "  ZeRO-Infinity's efficiency (Rajbhandari et al. 2021, §4) at %.4g TFLOP/s (%s):\n"
+      "  compute / (compute + transfer) when each step moves the data once, nothing "
+      "overlapped\n",
+      r.peak_flops / 1e12, r.peak_dtype.c_str());
+  using report::Align;
+  report::Table table({{"offloaded"},
+                       {"FLOPs per byte", Align::kRight},
+                       {"= ait"},
+                       {"efficiency", Align::kRight},
+                       {"50% needs", Align::kRight},
+                       {"90% needs", Align::kRight}});
+  for (const auto& row : r.rows) {
+    char ait[32], eff[32];
+    std::snprintf(ait, sizeof ait, "%.6g", row.ait);
+    std::snprintf(eff, sizeof eff, "%.1f%%", 100.0 * row.efficiency);
+    table.add_row({row.quantity, ait, row.ait_formula, eff, gbps_text(row.half_bytes_per_s),
+                   gbps_text(row.ninety_bytes_per_s)});
+  }
+  std::fputs(table.render(colour, 2).c_str(), stdout);
+  std::printf(
+      "  ZeRO-Offload runs the optimizer step on the CPU, so its states never cross the link: "
+      "only\n"
+      "  the 16-bit gradients (down) and parameters (up), 4 bytes per parameter a step.\n");
+}
 
 // The named models --model takes, with their shapes: what to pick before estimating or training.
 void print_models(bool as_json) {
@@ -321,6 +457,12 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
       ->check(platform::integer_in(1));
   auto flags = std::make_shared<plan::PlanFlags>(*cmd, estimate::default_estimate_plan(),
                                                  plan::estimate_plan_flags());
+  cmd->add_option("--link-gbps", o->link_gbps,
+                  "Host link bandwidth in GB/s: with --peak-tflops, print ZeRO-Infinity's "
+                  "efficiency of each offloaded quantity over it");
+  cmd->add_option("--peak-tflops", o->peak_tflops,
+                  "The device's peak, DTYPE=T[,DTYPE=T...] in TFLOP/s (fp32, bf16, fp16): the "
+                  "precision's matmul type is the one used");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,
                 "List the named models --model takes, with their shapes and parameter counts");
@@ -332,10 +474,15 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
     }
     const estimate::EstimateInputs in = inputs_from(*o, *flags);
     const estimate::Estimate e = estimate::estimate_memory(in);
-    if (o->json)
-      std::printf("%s\n", to_json(in, e).dump(2).c_str());
-    else
+    const std::optional<OffloadEfficiency> efficiency = offload_efficiency(*o, in, e);
+    if (o->json) {
+      json r = to_json(in, e);
+      r["offload_efficiency"] = efficiency ? to_json(*efficiency) : json(nullptr);
+      std::printf("%s\n", r.dump(2).c_str());
+    } else {
       print_human(in, e);
+      if (efficiency) print_human(*efficiency);
+    }
     exit_code = 0;
   });
 }

@@ -189,26 +189,18 @@ json clock_json(nn::Runtime& runtime) {
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
-// A bandwidth flag's value in bytes per second. Above 1 PB/s no link or memory exists; the bound
-// also keeps bytes / bandwidth away from denormals.
-double bandwidth_flag(const char* flag, double gbps) {
-  if (!std::isfinite(gbps) || gbps <= 0.0 || gbps > 1e6)
-    throw UsageError(std::string(flag) + ": must be a bandwidth in GB/s in (0, 1e6], got " +
-                     number_text(gbps));
-  return gbps * 1e9;
-}
-
 // The device flags that turn the clock: --link-gbps for every device with a clock, and the
 // roofline's rates (--memory-gbps, --peak-tflops), which only a meta device uses (on sim and cpu
 // a kernel takes its measured time, so a changed peak there would change nothing silently).
 void apply_device_flags(const TrainCommandOptions& o, memory::Device& device) {
   if (o.link_gbps) {
-    device.spec.host_to_device_bytes_per_s = bandwidth_flag("--link-gbps", *o.link_gbps);
+    device.spec.host_to_device_bytes_per_s = platform::bandwidth_flag("--link-gbps", *o.link_gbps);
     device.spec.device_to_host_bytes_per_s = device.spec.host_to_device_bytes_per_s;
   }
   if (!o.memory_gbps && !o.peak_tflops) return;
   if (o.memory_gbps)
-    device.spec.memory_bandwidth_bytes_per_s = bandwidth_flag("--memory-gbps", *o.memory_gbps);
+    device.spec.memory_bandwidth_bytes_per_s =
+        platform::bandwidth_flag("--memory-gbps", *o.memory_gbps);
   if (o.peak_tflops)
     device.spec.peak_flops = memory::parse_peak_tflops(*o.peak_tflops, device.spec.peak_flops);
   const char* const which = o.memory_gbps ? "--memory-gbps" : "--peak-tflops";
