@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "common/model/checked_int.h"
 #include "common/platform/errors.h"
@@ -88,6 +90,20 @@ DeepSpeedEstimate deepspeed_zero3_model_states_mem_needs(
   }
   out.cpu_bytes = python_int(cpu, "CPU bytes");
   return out;
+}
+
+int64_t deepspeed_largest_layer_params(const ModelConfig& model) {
+  std::map<std::string, int64_t, std::less<>> per_module;
+  for (const ParameterSpec& spec : model.parameters()) {
+    std::string_view module = spec.name;
+    for (const std::string_view own : {std::string_view(".weight"), std::string_view(".bias")})
+      if (module.size() > own.size() && module.ends_with(own)) module.remove_suffix(own.size());
+    auto [it, added] = per_module.try_emplace(std::string(module), 0);
+    it->second = checked_add(it->second, spec.numel(), "largest layer parameters");
+  }
+  int64_t largest = 0;
+  for (const auto& [module, count] : per_module) largest = std::max(largest, count);
+  return largest;
 }
 
 }  // namespace vramlab::estimate

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "common/model/model_config.h"
+
 namespace vramlab::estimate {
 
 /// CPU and GPU bytes as DeepSpeed's estimators return them.
@@ -50,5 +52,14 @@ DeepSpeedEstimate deepspeed_zero3_model_states_mem_needs(
     int64_t total_params, int64_t largest_layer_params, int64_t gpus_per_node = 1,
     int64_t num_nodes = 1, bool cpu_offload = true, bool cpu_offload_params = true,
     bool zero_init = true, double additional_buffer_factor = 1.5);
+
+/// DeepSpeed's `largest_layer_params` for \p model: the largest number of parameters one module
+/// holds itself, `max(sum(p.numel() for p in m.parameters(recurse=False)) for m in
+/// model.modules())` in `estimate_zero3_model_states_mem_needs_all_live`. A module here is a
+/// parameter's name without its `.weight` or `.bias` ("blocks.3.mlp.fc"), or the whole name
+/// ("wte"); a tied head would report the embedding's size, which is counted already. For most
+/// language models it is the embedding (V·C), not a transformer block.
+/// \param model a valid model. \return the count. \throws vramlab::UsageError if validate() fails.
+int64_t deepspeed_largest_layer_params(const ModelConfig& model);
 
 }  // namespace vramlab::estimate

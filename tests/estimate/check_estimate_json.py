@@ -66,4 +66,31 @@ for quantity, ait in [("parameters + gradients", 2048 * 4), ("optimizer states",
 d = run("--model", "gpt2-124m", "--precision", "fp32", "--link-gbps", "16",
         "--peak-tflops", "fp32=19.5,bf16=312")
 assert d["offload_efficiency"]["peak_flops"] == 19.5e12, d["offload_efficiency"]
+
+# --deepspeed: DeepSpeed's estimators (stage_1_and_2.py after PR #5099, stage3.py; factor 1.5,
+# zero_init) for gpt2-1.5b on 8 GPUs, and this estimator's ZeRO formulas for the same rows.
+d = run("--model", "gpt2-1.5b", "--precision", "mixed-bf16", "--dp", "8", "--deepspeed")
+ds = d["deepspeed"]
+P, N, L = d["parameter_count"], 8, 50257 * 1600  # the largest module: the embedding
+assert ds["parameters"] == P and ds["gpus_per_node"] == N and ds["largest_layer_params"] == L, ds
+rows = {(r["stage"], r["offload"]): r for r in ds["rows"]}
+expected = {
+    (2, "none"): (2 * P + int(18 * P / N), int(P * 4 * N * 1.5)),
+    (2, "optimizer"): (2 * P, int(P * max(4 * N, 16) * 1.5)),
+    (3, "none"): (4 * L + int(18 * P / N), int(L * 4 * N * 1.5)),
+    (3, "optimizer"): (4 * L + int(2 * P / N), int(P * 16 * 1.5)),
+    (3, "both"): (4 * L, int(P * 18 * 1.5)),
+}
+assert set(rows) == set(expected), rows.keys()
+for key, (gpu, cpu) in expected.items():
+    assert rows[key]["deepspeed_gpu_bytes"] == gpu, (key, rows[key], gpu)
+    assert rows[key]["deepspeed_cpu_bytes"] == cpu, (key, rows[key], cpu)
+# Ours (P divides by N here): 2 bytes of parameters, 2 of gradients, K = 12 of Adam states.
+assert P % N == 0
+ours = {(2, "none"): (2 * P + 14 * P // N, 0), (2, "optimizer"): (2 * P + 2 * P // N, 12 * P),
+        (3, "none"): (16 * P // N, 0), (3, "optimizer"): (4 * P // N, 12 * P)}
+for key, (device, host) in ours.items():
+    assert rows[key]["our_device_model_state_bytes"] == device, (key, rows[key], device)
+    assert rows[key]["our_host_bytes"] == host, (key, rows[key], host)
+assert run("--model", "gpt2-124m")["deepspeed"] is None
 print("ok")

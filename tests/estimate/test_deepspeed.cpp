@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/estimate/deepspeed_estimators.h"
+#include "common/model/model_config.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::estimate {
@@ -65,6 +66,23 @@ TEST(DeepSpeed, BadInputsAreUsageErrors) {
   EXPECT_THROW((void)deepspeed_zero2_model_states_mem_needs(10, 1, 1, true, -1.0), UsageError);
   EXPECT_THROW((void)deepspeed_zero3_model_states_mem_needs(10, 0), UsageError);
   EXPECT_THROW((void)deepspeed_zero2_model_states_mem_needs(INT64_MAX / 2, 1, 1, true), UsageError);
+}
+
+// DeepSpeed's largest layer is the largest module's own parameters, worked out here from the
+// shapes: GPT-2's and Llama's embedding (V·C) for real vocabularies, a block's MLP for a toy one.
+TEST(DeepSpeed, LargestLayerIsTheLargestModule) {
+  EXPECT_EQ(deepspeed_largest_layer_params(model_config_by_name("gpt2-124m")), 50257 * 768);
+  EXPECT_EQ(deepspeed_largest_layer_params(model_config_by_name("llama2-7b")), 32000 * 4096);
+  // gpt2-mini: V=256, C=64, so wte has 16,384 and the MLP's fc 64·256 + 256 = 16,640 (its bias
+  // counts with its weight: one module).
+  EXPECT_EQ(deepspeed_largest_layer_params(model_config_by_name("gpt2-mini")), 64 * 256 + 256);
+  // A wide GPT-2 with a tiny vocabulary: the fused qkv (3C·C + 3C) is smaller than fc (4C·C + 4C).
+  ModelConfig wide = model_config_by_name("gpt2-mini");
+  wide.hidden = 512;
+  wide.heads = 8;
+  wide.kv_heads = 8;
+  wide.ffn_hidden = 4 * 512;
+  EXPECT_EQ(deepspeed_largest_layer_params(wide), 512 * 2048 + 2048);
 }
 
 }  // namespace

@@ -21,9 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/estimate/deepspeed_estimators.h"
 #include "common/estimate/estimator.h"
 #include "common/estimate/zero_infinity.h"
 #include "common/memory/device.h"
+#include "common/model/checked_int.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan.h"
@@ -34,6 +36,7 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/report/table.h"
 #include "common/report/terminal.h"
+#include "common/report/text_wrap.h"
 #include "tools/vramlab/commands.h"
 
 namespace vramlab::cli {
@@ -49,8 +52,147 @@ struct EstimateOptions {
   int64_t batch = 1;
   std::optional<double> link_gbps;
   std::optional<std::string> peak_tflops;
-  bool json = false, list_models = false;
+  bool json = false, list_models = false, deepspeed = false;
 };
+
+// DeepSpeed's own model-state estimators (estimate_zero2/3_model_states_mem_needs_all_live) for
+// the same parameters on --dp GPUs of one node, beside this estimator's figures for the same stage
+// and offload: what --deepspeed prints.
+struct DeepSpeedView {
+  int64_t parameters = 0, gpus = 0, largest_layer_params = 0;
+  struct Row {
+    int64_t stage = 0;
+    plan::OffloadPlan offload;
+    estimate::DeepSpeedEstimate deepspeed;
+    int64_t our_device_bytes = 0;  // model states per device
+    int64_t our_host_bytes = 0;    // offloaded bytes of the node's --dp devices
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+};
+
+DeepSpeedView deepspeed_view(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
+  DeepSpeedView v;
+  v.parameters = e.parameter_count;
+  v.gpus = in.plan.parallel.data_parallel;
+  // Without shapes there is no module to call the largest; DeepSpeed's ZeRO-3 rows need one.
+  v.largest_layer_params = in.model ? estimate::deepspeed_largest_layer_params(*in.model) : 0;
+  const std::vector<std::pair<int64_t, plan::OffloadPlan>> configurations = {{2, {false, false}},
+                                                                             {2, {true, false}},
+                                                                             {3, {false, false}},
+                                                                             {3, {true, false}},
+                                                                             {3, {true, true}}};
+  for (const auto& [stage, offload] : configurations) {
+    if (stage == 3 && !in.model) continue;
+    DeepSpeedView::Row row{stage, offload, {}, 0, 0};
+    row.deepspeed = stage == 2 ? estimate::deepspeed_zero2_model_states_mem_needs(
+                                     v.parameters, v.gpus, 1, offload.optimizer)
+                               : estimate::deepspeed_zero3_model_states_mem_needs(
+                                     v.parameters, v.largest_layer_params, v.gpus, 1,
+                                     offload.optimizer, offload.parameters);
+    estimate::EstimateInputs ours = in;
+    ours.plan.parallel.zero = static_cast<plan::ZeroStage>(stage);
+    ours.plan.offload = offload;
+    const estimate::Estimate o = estimate::estimate_memory(ours);
+    row.our_device_bytes = o.parameters.bytes + o.gradients.bytes + o.optimizer_states.bytes;
+    row.our_host_bytes = checked_mul(o.cpu_offload_bytes, v.gpus, "host bytes");
+    v.rows.push_back(row);
+  }
+  const bool adam = in.plan.optimizer.name == estimate::Optimizer::adamw;
+  const bool mixed = in.plan.amp.precision == plan::Precision::mixed_bf16 ||
+                     in.plan.amp.precision == plan::Precision::mixed_fp16;
+  if (!adam || !mixed)
+    v.notes.push_back(
+        "DeepSpeed's estimators assume mixed precision with Adam; this estimator's "
+        "columns follow --precision " +
+        std::string(estimate::precision_name(in.plan.amp.precision)) + " --optimizer " +
+        std::string(estimate::optimizer_name(in.plan.optimizer.name)));
+  if (in.plan.parallel.tensor_parallel > 1)
+    v.notes.push_back(
+        "DeepSpeed's estimators know no tensor parallelism; this estimator's columns "
+        "are one of the --tp " +
+        std::to_string(in.plan.parallel.tensor_parallel) + " ranks'");
+  v.notes.push_back(
+      "DeepSpeed counts 18 bytes per partitioned parameter (fp32 master, momentum and variance, "
+      "an fp32 gradient partition, the 16-bit gradient); ZeRO's 2 + K = 14 has no fp32 gradient");
+  if (in.model)
+    v.notes.push_back("DeepSpeed's ZeRO-3 GPU figure adds 4 bytes x its largest layer (" +
+                      report::format_count(v.largest_layer_params) +
+                      " parameters: the module holding the most, usually the embedding) for the "
+                      "fp16 parameters and gradients of the layer at work; this estimator holds "
+                      "one gathered block, and only when the parameters are offloaded");
+  v.notes.push_back(
+      "with the optimizer offloaded DeepSpeed counts no 16-bit gradients on the GPU; this "
+      "estimator keeps the device's gradient partition there until it is copied");
+  v.notes.push_back(
+      "DeepSpeed's CPU figures are per node, times its buffer factor 1.5, and without offload "
+      "are the fp32 model each process loads (4 bytes x parameters x GPUs; under ZeRO-3's "
+      "zero.Init only the largest layer's); this estimator's host column is the offloaded "
+      "partitions of the node's GPUs");
+  return v;
+}
+
+std::string offload_text(const plan::OffloadPlan& offload) {
+  return std::string(plan::offload_name(offload));
+}
+
+json to_json(const DeepSpeedView& v) {
+  json rows = json::array();
+  for (const auto& r : v.rows)
+    rows.push_back({{"stage", r.stage},
+                    {"offload", offload_text(r.offload)},
+                    {"deepspeed_gpu_bytes", r.deepspeed.gpu_bytes},
+                    {"deepspeed_cpu_bytes", r.deepspeed.cpu_bytes},
+                    {"our_device_model_state_bytes", r.our_device_bytes},
+                    {"our_host_bytes", r.our_host_bytes}});
+  return {{"parameters", v.parameters},
+          {"gpus_per_node", v.gpus},
+          {"nodes", 1},
+          {"largest_layer_params", v.largest_layer_params},
+          {"source",
+           "deepspeedai/DeepSpeed estimate_zero2_model_states_mem_needs (stage_1_and_2.py, after "
+           "PR #5099) and estimate_zero3_model_states_mem_needs (stage3.py), "
+           "additional_buffer_factor 1.5, zero_init on"},
+          {"rows", rows},
+          {"notes", v.notes}};
+}
+
+void print_human(const DeepSpeedView& v) {
+  const bool colour = report::use_colour(stdout);
+  using report::format_bytes;
+  std::printf("\n  %s\n",
+              report::style::bold("DeepSpeed's estimators for the same " +
+                                      report::format_count(v.parameters) + " parameters on " +
+                                      std::to_string(v.gpus) + " GPU(s) of one node",
+                                  colour)
+                  .c_str());
+  std::printf(
+      "  (estimate_zero2/3_model_states_mem_needs_all_live; model states only, no "
+      "activations)\n");
+  using report::Align;
+  report::Table table({{"stage"},
+                       {"offload"},
+                       {"GPU: DeepSpeed", Align::kRight},
+                       {"GPU: ours", Align::kRight},
+                       {"CPU: DeepSpeed", Align::kRight},
+                       {"host: ours", Align::kRight}});
+  for (const auto& r : v.rows)
+    table.add_row(
+        {"ZeRO-" + std::to_string(r.stage), offload_text(r.offload),
+         format_bytes(static_cast<uint64_t>(r.deepspeed.gpu_bytes)),
+         format_bytes(static_cast<uint64_t>(r.our_device_bytes)),
+         format_bytes(static_cast<uint64_t>(r.deepspeed.cpu_bytes)),
+         r.our_host_bytes > 0 ? format_bytes(static_cast<uint64_t>(r.our_host_bytes)) : "-"});
+  std::fputs(table.render(colour, 2).c_str(), stdout);
+  if (v.largest_layer_params == 0)
+    std::fputs(report::wrap_note("No ZeRO-3 rows: DeepSpeed's figure depends on the largest "
+                                 "layer, which needs the shapes (--model or the shape flags).")
+                   .c_str(),
+               stdout);
+  std::printf("  Why they differ:\n");
+  for (const std::string& note : v.notes)
+    std::fputs(report::wrap_note("- " + note).c_str(), stdout);
+}
 
 // ZeRO-Infinity's efficiency (Rajbhandari et al., SC21, §4) of each quantity an offload moves
 // over the host link, at the run's micro-batch and sequence: what --link-gbps and --peak-tflops
@@ -463,6 +605,9 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--peak-tflops", o->peak_tflops,
                   "The device's peak, DTYPE=T[,DTYPE=T...] in TFLOP/s (fp32, bf16, fp16): the "
                   "precision's matmul type is the one used");
+  cmd->add_flag("--deepspeed", o->deepspeed,
+                "Also print DeepSpeed's own ZeRO-2/ZeRO-3 estimators for the same parameters on "
+                "--dp GPUs, beside this estimator's figures and why they differ");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->add_flag("--list-models", o->list_models,
                 "List the named models --model takes, with their shapes and parameter counts");
@@ -475,13 +620,17 @@ void add_estimate_command(CLI::App& app, int& exit_code) {
     const estimate::EstimateInputs in = inputs_from(*o, *flags);
     const estimate::Estimate e = estimate::estimate_memory(in);
     const std::optional<OffloadEfficiency> efficiency = offload_efficiency(*o, in, e);
+    std::optional<DeepSpeedView> deepspeed;
+    if (o->deepspeed) deepspeed = deepspeed_view(in, e);
     if (o->json) {
       json r = to_json(in, e);
       r["offload_efficiency"] = efficiency ? to_json(*efficiency) : json(nullptr);
+      r["deepspeed"] = deepspeed ? to_json(*deepspeed) : json(nullptr);
       std::printf("%s\n", r.dump(2).c_str());
     } else {
       print_human(in, e);
       if (efficiency) print_human(*efficiency);
+      if (deepspeed) print_human(*deepspeed);
     }
     exit_code = 0;
   });
