@@ -171,6 +171,8 @@ Estimate estimate_memory(const EstimateInputs& in) {
   const bool elementwise =
       plan.optimizer.name == Optimizer::sgd || plan.optimizer.name == Optimizer::sgd_momentum ||
       plan.optimizer.name == Optimizer::adamw || plan.optimizer.name == Optimizer::lion;
+  // Elements of this rank's optimizer partition: what an offloaded step stages on the host.
+  int64_t state_elements = stage >= 1 ? ceil_div(rank_params, nd) : rank_params;
   if (stage >= 1 && elementwise) {
     // Every tensor-parallel rank's part has the same shapes: rank 0's units are everyone's.
     const int64_t padded =
@@ -178,6 +180,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
                        .padded_numel()
                  : checked_mul(ceil_div(rank_params, nd), nd, "padded parameter count");
     const int64_t shard = padded / nd;
+    state_elements = shard;
     // Per element, exact for the elementwise optimizers: e.g. 2 + 2 + (4 + 8) for mixed AdamW.
     const int64_t p_e = rank.parameters / rank_params, g_e = rank.gradients / rank_params;
     const int64_t k_e = rank.optimizer_states() / rank_params,
@@ -208,14 +211,22 @@ Estimate estimate_memory(const EstimateInputs& in) {
   // Host offload.
   std::string host;
   if (plan.offload.optimizer) {
-    out.cpu_offload_bytes = out.optimizer_states.bytes;
+    // The step runs on the host over this rank's partition: its gradients come down and its
+    // updated parameters go up through copies staged there, in their own dtypes.
+    out.host_optimizer_state_bytes = out.optimizer_states.bytes;
+    out.host_gradient_bytes =
+        checked_mul(rank.gradients / rank_params, state_elements, "host gradient bytes");
+    if (!plan.offload.parameters)
+      out.host_parameter_bytes =
+          checked_mul(rank.parameters / rank_params, state_elements, "host parameter bytes");
     out.optimizer_states.source += "; offloaded to the host (ZeRO-Offload)";
     out.optimizer_states.bytes = 0;
     out.master_weight_bytes = 0;
-    host = "optimizer states";
+    host = "optimizer states, staged gradients" +
+           std::string(plan.offload.parameters ? "" : " and parameters");
   }
   if (plan.offload.parameters) {
-    out.cpu_offload_bytes = checked_add(out.cpu_offload_bytes, out.parameters.bytes, "host bytes");
+    out.host_parameter_bytes = out.parameters.bytes;
     int64_t gathered = 0;
     if (in.model) {
       const int64_t layer_params =
@@ -229,6 +240,9 @@ Estimate estimate_memory(const EstimateInputs& in) {
                  : "; offloaded to the host (no shapes: the gathered layer is not counted)";
     host += host.empty() ? "parameters" : " and parameters";
   }
+  out.cpu_offload_bytes = checked_add(
+      checked_add(out.host_optimizer_state_bytes, out.host_gradient_bytes, "host bytes"),
+      out.host_parameter_bytes, "host bytes");
   out.cpu_offload_source =
       host.empty() ? "nothing offloaded" : "the " + host + " partition of this device, on the host";
 

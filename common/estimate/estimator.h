@@ -93,8 +93,16 @@ struct Estimate {
   /// (fp32; what `vramlab train` reports as activation_bytes_after_forward).
   int64_t runtime_bytes_after_forward = 0;
   int64_t total_bytes = 0;         ///< parameters + gradients + optimizer_states + activations.
-  int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device.
+  int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device (the three below).
   std::string cpu_offload_source;  ///< what is on the host.
+  /// Of cpu_offload_bytes: the optimizer states (fp32 master included) on the host.
+  int64_t host_optimizer_state_bytes = 0;
+  /// Of cpu_offload_bytes: the gradients the host's optimizer step reads, staged there in their
+  /// own dtype (the runtime's Note [Optimizer offload]; ZeRO-Offload's 16-bit gradient buffer).
+  int64_t host_gradient_bytes = 0;
+  /// Of cpu_offload_bytes: the parameters on the host, offloaded (`--offload params`) or, with
+  /// the optimizer only, the staged copy its step writes before the copy back to the device.
+  int64_t host_parameter_bytes = 0;
   ModelStateBytes unpartitioned;   ///< model states of all Ψ on one device (bytes/param source).
 };
 

@@ -249,7 +249,7 @@ std::vector<PlanFlag> all_except(std::initializer_list<PlanFlag> except) {
 }  // namespace
 
 std::vector<PlanFlag> train_plan_flags() {
-  return all_except({PlanFlag::data_parallel, PlanFlag::sequence_parallel, PlanFlag::offload});
+  return all_except({PlanFlag::data_parallel, PlanFlag::sequence_parallel});
 }
 
 std::vector<PlanFlag> estimate_plan_flags() {

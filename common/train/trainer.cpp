@@ -10,6 +10,7 @@
 
 #include "common/estimate/estimator.h"
 #include "common/estimate/recompute_costs.h"
+#include "common/memory/device.h"
 #include "common/memory/history.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/oom_error.h"
@@ -91,8 +92,13 @@ void validate(const TrainOptions& options) {
     throw UsageError(
         "sequence parallelism is the estimator's only (vramlab estimate --sp): the "
         "runtime's tensor parallelism keeps the norms' activations whole");
-  if (plan.offload.optimizer || plan.offload.parameters)
-    throw UsageError("offload is the estimator's only so far (vramlab estimate --offload)");
+  if (plan.offload.parameters)
+    throw UsageError(
+        "parameter offload is the estimator's only so far (vramlab estimate --offload params); "
+        "the runtime offloads the optimizer (--offload optimizer)");
+  if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::optimizer_states)
+    throw UsageError("--offload optimizer runs with --zero 0 or 1 so far, got --zero " +
+                     std::to_string(static_cast<int64_t>(plan.parallel.zero)));
   const dist::ParallelGroups& groups = options.groups;
   if (plan.parallel.data_parallel != groups.data_parallel_size())
     throw UsageError("the plan's data_parallel " + std::to_string(plan.parallel.data_parallel) +
@@ -201,8 +207,15 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optimizer_settings.learning_rate = options_.plan.optimizer.learning_rate;
   optimizer_settings.weight_decay = options_.plan.optimizer.weight_decay;
   optimizer_settings.eight_bit = options_.plan.optimizer.eight_bit;
-  optimizer_ = optim::make_optimizer(runtime, options_.plan.optimizer.name, optimizer_settings,
-                                     precision, &options_.model);
+  if (options_.plan.offload.optimizer) {
+    // The states and the update on the host (Note [Optimizer offload]); a meta device's host is
+    // meta too, so a model of any size can be sized without its bytes.
+    const bool meta = runtime.device().kind == memory::DeviceKind::meta;
+    host_ = std::make_unique<nn::Runtime>(memory::parse_device(meta ? "meta" : "cpu"));
+  }
+  optimizer_ = optim::make_optimizer(host_ ? *host_ : runtime, options_.plan.optimizer.name,
+                                     optimizer_settings, precision, &options_.model,
+                                     host_ ? &runtime : nullptr);
   dist::ParallelOptions parallel;
   static_cast<dist::ParallelGroups&>(parallel) = options_.groups;
   parallel.zero = options_.plan.parallel.zero;
@@ -402,6 +415,14 @@ StepResult Trainer::step_unguarded() {
 
 ModelStateMeasured Trainer::model_state() const {
   const memory::CategoryStats c = runtime_.allocator().category_stats();
+  return ModelStateMeasured{c.requested(memory::MemoryCategory::parameter).current,
+                            c.requested(memory::MemoryCategory::gradient).current,
+                            c.requested(memory::MemoryCategory::optimizer_state).current};
+}
+
+std::optional<ModelStateMeasured> Trainer::host_model_state() const {
+  if (!host_) return std::nullopt;
+  const memory::CategoryStats c = host_->allocator().category_stats();
   return ModelStateMeasured{c.requested(memory::MemoryCategory::parameter).current,
                             c.requested(memory::MemoryCategory::gradient).current,
                             c.requested(memory::MemoryCategory::optimizer_state).current};

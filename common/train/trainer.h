@@ -199,6 +199,14 @@ class Trainer {
   /// \return the model states held now (after a step: parameters, gradients until the next
   /// zero-grad, optimizer states once the first step made them).
   [[nodiscard]] ModelStateMeasured model_state() const;
+  /// Under `--offload optimizer`, the model states the host holds (Note [Optimizer offload]): the
+  /// optimizer states and fp32 master, and the staged copies of this rank's gradients and
+  /// parameters the update reads and writes; requested bytes, as model_state().
+  /// \return them, or nothing without optimizer offload.
+  [[nodiscard]] std::optional<ModelStateMeasured> host_model_state() const;
+  /// \return the runtime the optimizer's states live on: the host's under `--offload optimizer`,
+  /// else the device's.
+  [[nodiscard]] nn::Runtime& optimizer_runtime() { return host_ ? *host_ : runtime_; }
   /// \return the data-parallel strategy, or null without a data-parallel group.
   [[nodiscard]] dist::DataParallel* data_parallel() { return data_parallel_.get(); }
   /// Its observers() are the ones add_observer registers with.
@@ -226,6 +234,8 @@ class Trainer {
   SyntheticTokenStream data_;
   std::unique_ptr<nn::DecoderModel> model_;
   std::unique_ptr<dist::DataParallel> data_parallel_;  // with a data-parallel group
+  // The host under `--offload optimizer` (before optimizer_: its states are freed first).
+  std::unique_ptr<nn::Runtime> host_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
   memory::Tensor targets_;             // (ΣB, T) int32 next tokens

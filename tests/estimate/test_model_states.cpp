@@ -332,7 +332,12 @@ TEST(Estimator, OffloadMovesPartitionsToTheHost) {
   in.plan.offload.optimizer = true;
   const Estimate e = estimate_memory(in);
   EXPECT_EQ(e.optimizer_states.bytes, 0);
-  EXPECT_EQ(e.cpu_offload_bytes, 1'406'250'000);  // 12Ψ/64
+  EXPECT_EQ(e.host_optimizer_state_bytes, 1'406'250'000);  // 12Ψ/64
+  // The host's step reads this rank's fp16 gradients and writes its fp16 parameters, staged
+  // there: 2Ψ/64 each.
+  EXPECT_EQ(e.host_gradient_bytes, 234'375'000);
+  EXPECT_EQ(e.host_parameter_bytes, 234'375'000);
+  EXPECT_EQ(e.cpu_offload_bytes, 1'406'250'000 + 2 * 234'375'000);
   EXPECT_EQ(e.total_bytes, 15'000'000'000 + 234'375'000);
 
   EstimateInputs params = zero_figure1_inputs(3);
@@ -343,7 +348,11 @@ TEST(Estimator, OffloadMovesPartitionsToTheHost) {
   const int64_t psi = params.model->parameter_count();
   const int64_t C = 1600;
   EXPECT_EQ(p.parameters.bytes, 2 * (12 * C * C + 13 * C));  // one gathered block in fp16
-  EXPECT_EQ(p.cpu_offload_bytes, (12 * psi + 63) / 64 + (2 * psi + 63) / 64);
+  EXPECT_EQ(p.host_optimizer_state_bytes, (12 * psi + 63) / 64);
+  EXPECT_EQ(p.host_parameter_bytes, (2 * psi + 63) / 64);    // the offloaded partition itself
+  EXPECT_EQ(p.host_gradient_bytes, p.host_parameter_bytes);  // staged, fp16 as the parameters
+  EXPECT_EQ(p.cpu_offload_bytes,
+            p.host_optimizer_state_bytes + p.host_gradient_bytes + p.host_parameter_bytes);
 
   EstimateInputs below = zero_figure1_inputs(2);
   below.plan.offload.parameters = true;

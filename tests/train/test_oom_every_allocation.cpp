@@ -225,6 +225,66 @@ Counts fail_every_allocation(const std::string& name, TrainOptions options) {
   return {failed, seconds};
 }
 
+TEST(OomAtEveryAllocation, Gpt2MixedBf16OptimizerOffloaded) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  EXPECT_GT(fail_every_allocation("gpt2 mixed-bf16 offloaded", o).failed, 0);
+}
+
+// Under --offload optimizer the host's allocations (the first step's states and staged copies;
+// later steps allocate nothing there) fail in turn: the host's "cpu out of memory" error, both
+// allocators consistent, nothing kept on either side, and a retry that trains as a fresh run.
+TEST(OomAtEveryAllocation, OffloadedOptimizersHostAllocations) {
+  for (const plan::Optimizer kind :
+       {plan::Optimizer::adamw, plan::Optimizer::sgd_momentum, plan::Optimizer::lion}) {
+    TrainOptions options = tiny(ModelFamily::llama);
+    options.plan.amp.precision = amp::Precision::mixed_bf16;
+    options.plan.optimizer.name = kind;
+    options.plan.offload.optimizer = true;
+    TrainOptions retry = options;
+    retry.batch = kRetryBatch;
+    const std::string name = "llama mixed-bf16 " + std::string(plan::optimizer_name(kind)) +
+                             " offloaded, host allocation ";
+    const memory::Device device = memory::parse_device(kDevice);
+    nn::Runtime fresh_runtime(device);
+    Trainer fresh(fresh_runtime, retry);
+    const StepOutcome fresh_first = outcome(fresh_runtime, fresh, fresh.step().loss);
+    int64_t host_n = 0;
+    {
+      nn::Runtime runtime(device);
+      Trainer twin(runtime, options);
+      (void)twin.step();
+      host_n =
+          twin.optimizer_runtime().allocator().stats().allocation[memory::kAggregate].allocated;
+    }
+    EXPECT_GE(host_n, 2) << name;
+    for (int64_t k = 1; k <= host_n; ++k) {
+      const std::string where = name + std::to_string(k) + " of " + std::to_string(host_n);
+      nn::Runtime runtime(device);
+      Trainer trainer(runtime, options);
+      memory::CachingAllocator& host = trainer.optimizer_runtime().allocator();
+      const int64_t device_before = allocated_bytes(runtime);
+      host.inject_out_of_memory(static_cast<uint64_t>(k));
+      try {
+        (void)trainer.step();
+        ADD_FAILURE() << where << ": did not fail the step";
+      } catch (const memory::OutOfMemoryError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("cpu out of memory. Tried to allocate ", 0), 0u)
+            << where << ": " << e.what();
+      }
+      host.inject_out_of_memory(0);
+      EXPECT_NO_THROW(host.check_invariants()) << where;
+      EXPECT_NO_THROW(runtime.allocator().check_invariants()) << where;
+      EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, 0) << where;
+      EXPECT_EQ(allocated_bytes(runtime), device_before) << where;
+      trainer.set_batch(kRetryBatch);
+      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, where);
+      if (testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 TEST(OomAtEveryAllocation, Gpt2Fp32) {
   EXPECT_GT(fail_every_allocation("gpt2 fp32", tiny(ModelFamily::gpt2)).failed, 0);
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
+#include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 
@@ -217,6 +219,91 @@ TEST(Training, EstimateOfAStepCountsThe8BitLayoutTheOptimizerKeeps) {
           << o.model.name << " B=" << eight_bit.block_size << " min=" << eight_bit.min_8bit_size
           << " fp32 embeddings " << eight_bit.fp32_embeddings;
     }
+  }
+}
+
+// `--offload optimizer`: the states on the host, the update there (Note [Optimizer offload]). The
+// parameters after three steps are bitwise the ones the device's own optimizer leaves; the device
+// holds no optimizer state; both sides hold, to the byte, what the estimator says (host: the
+// states and the staged gradients and parameters of the rank's partition).
+TEST(OptimizerOffload, TrainsBitwiseAsOnTheDeviceAndBothSidesMatchTheEstimate) {
+  struct Case {
+    TrainOptions options;
+    plan::Precision precision;
+    plan::Optimizer optimizer;
+  };
+  const std::vector<Case> cases = {
+      {small_gpt2(11), plan::Precision::fp32, plan::Optimizer::adamw},
+      {small_llama(12), plan::Precision::mixed_bf16, plan::Optimizer::adamw},
+      {small_gpt2(13), plan::Precision::mixed_fp16, plan::Optimizer::sgd_momentum},
+      {small_llama(14), plan::Precision::bf16, plan::Optimizer::lion},
+  };
+  for (Case c : cases) {
+    TrainOptions o = c.options;
+    o.plan.amp.precision = c.precision;
+    o.plan.optimizer.name = c.optimizer;
+    TrainOptions offloaded = o;
+    offloaded.plan.offload.optimizer = true;
+    const std::string name = o.model.name + ", " + std::string(plan::precision_name(c.precision)) +
+                             ", " + std::string(plan::optimizer_name(c.optimizer));
+    nn::Runtime own_runtime(memory::parse_device("sim:1GiB"));
+    nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+    Trainer own(own_runtime, o);
+    Trainer trainer(runtime, offloaded);
+    for (int step = 1; step <= 3; ++step) {
+      const double expected = own.step().loss, got = trainer.step().loss;
+      EXPECT_EQ(got, expected) << name << ", step " << step;
+    }
+    const memory::Tensor& a = own.model().parameters().values();
+    const memory::Tensor& b = trainer.model().parameters().values();
+    ASSERT_EQ(a.bytes(), b.bytes()) << name;
+    std::vector<unsigned char> own_bytes(static_cast<size_t>(a.bytes())),
+        bytes(static_cast<size_t>(b.bytes()));
+    own_runtime.copy_to_host(own_bytes.data(), a);
+    runtime.copy_to_host(bytes.data(), b);
+    EXPECT_EQ(own_bytes, bytes) << name << ": parameters after 3 steps";
+
+    const estimate::Estimate e = estimate_step(offloaded);
+    const ModelStateMeasured device = trainer.model_state();
+    EXPECT_EQ(device.parameters, e.parameters.bytes) << name;
+    EXPECT_EQ(device.gradients, e.gradients.bytes) << name;
+    EXPECT_EQ(device.optimizer_states, 0) << name;
+    EXPECT_EQ(e.optimizer_states.bytes, 0) << name;
+    const std::optional<ModelStateMeasured> host = trainer.host_model_state();
+    ASSERT_TRUE(host.has_value()) << name;
+    EXPECT_EQ(host->optimizer_states, e.host_optimizer_state_bytes) << name;
+    EXPECT_EQ(host->gradients, e.host_gradient_bytes) << name;
+    EXPECT_EQ(host->parameters, e.host_parameter_bytes) << name;
+    EXPECT_EQ(host->total(), e.cpu_offload_bytes) << name;
+    // The host's states are the device's own optimizer's, moved.
+    EXPECT_EQ(host->optimizer_states, own.model_state().optimizer_states) << name;
+    EXPECT_FALSE(own.host_model_state().has_value());
+  }
+}
+
+TEST(OptimizerOffload, RefusesWhatTheRuntimeDoesNotOffload) {
+  const auto message = [](TrainOptions o) {
+    try {
+      validate(o);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  TrainOptions o = small_gpt2(1);
+  o.plan.offload.parameters = true;
+  o.plan.parallel.zero = plan::ZeroStage::parameters;
+  EXPECT_NE(message(o).find("parameter offload"), std::string::npos) << message(o);
+  nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+  TrainOptions adafactor = small_gpt2(1);
+  adafactor.plan.offload.optimizer = true;
+  adafactor.plan.optimizer.name = plan::Optimizer::adafactor;
+  try {
+    Trainer trainer(runtime, adafactor);
+    ADD_FAILURE() << "Adafactor's per-tensor states were offloaded";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("offload supports SGD, AdamW and Lion"), std::string::npos)
+        << e.what();
   }
 }
 

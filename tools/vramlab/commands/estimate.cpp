@@ -127,8 +127,9 @@ DeepSpeedView deepspeed_view(const estimate::EstimateInputs& in, const estimate:
   v.notes.push_back(
       "DeepSpeed's CPU figures are per node, times its buffer factor 1.5, and without offload "
       "are the fp32 model each process loads (4 bytes x parameters x GPUs; under ZeRO-3's "
-      "zero.Init only the largest layer's); this estimator's host column is the offloaded "
-      "partitions of the node's GPUs");
+      "zero.Init only the largest layer's); this estimator's host column is what the node's GPUs "
+      "offload: their optimizer partitions, with the gradients and parameters staged for the "
+      "host's step");
   return v;
 }
 
@@ -455,6 +456,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
       in.plan.parallel.zero != plan::ZeroStage::ddp && in.plan.parallel.data_parallel > 1;
   r["notes"] = notes_for(in);
   r["cpu_offload_bytes"] = e.cpu_offload_bytes;
+  r["host_bytes"] = {{"optimizer_states", e.host_optimizer_state_bytes},
+                     {"gradients", e.host_gradient_bytes},
+                     {"parameters", e.host_parameter_bytes}};
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
                   {"optimizer_states", e.optimizer_states.source},

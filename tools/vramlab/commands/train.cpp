@@ -192,6 +192,14 @@ void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
 // The device flags that turn the clock: --link-gbps for every device with a clock, and the
 // roofline's rates (--memory-gbps, --peak-tflops), which only a meta device uses (on sim and cpu
 // a kernel takes its measured time, so a changed peak there would change nothing silently).
+// The host's model states under --offload optimizer (null without).
+json host_state_json(const std::optional<train::ModelStateMeasured>& host) {
+  if (!host) return nullptr;
+  return {{"parameters", host->parameters},
+          {"gradients", host->gradients},
+          {"optimizer_states", host->optimizer_states}};
+}
+
 void apply_device_flags(const TrainCommandOptions& o, memory::Device& device) {
   if (o.link_gbps) {
     device.spec.host_to_device_bytes_per_s = platform::bandwidth_flag("--link-gbps", *o.link_gbps);
@@ -428,6 +436,8 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
          {{"parameters", outcome.state.parameters},
           {"gradients", outcome.state.gradients},
           {"optimizer_states", outcome.state.optimizer_states}}},
+        {"offload", plan::offload_name(options.plan.offload)},
+        {"host_model_state_bytes", host_state_json(trainer.host_model_state())},
         {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
     outcome.summary = std::move(summary);
@@ -437,6 +447,13 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   std::printf("median step %s  (%.0f tokens/s)\n",
               report::format_duration_ms(median_s * 1e3).c_str(),
               static_cast<double>(options.batch * options.seq) / median_s);
+  if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
+    std::printf(
+        "optimizer offloaded (ZeRO-Offload): the host holds %s of optimizer states and the staged "
+        "%s of gradients and %s of parameters its step reads and writes; none on the device\n",
+        report::format_bytes(static_cast<uint64_t>(host->optimizer_states)).c_str(),
+        report::format_bytes(static_cast<uint64_t>(host->gradients)).c_str(),
+        report::format_bytes(static_cast<uint64_t>(host->parameters)).c_str());
   report::Table table({{"category"}, {"peak", report::Align::kRight}});
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
     table.add_row(
