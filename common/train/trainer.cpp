@@ -413,19 +413,25 @@ StepResult Trainer::step_unguarded() {
   return result;
 }
 
-ModelStateMeasured Trainer::model_state() const {
-  const memory::CategoryStats c = runtime_.allocator().category_stats();
+namespace {
+
+// The model states \p runtime's allocator holds now, in requested bytes.
+ModelStateMeasured model_state_of(nn::Runtime& runtime) {
+  const memory::CategoryStats c = runtime.allocator().category_stats();
   return ModelStateMeasured{c.requested(memory::MemoryCategory::parameter).current,
                             c.requested(memory::MemoryCategory::gradient).current,
                             c.requested(memory::MemoryCategory::optimizer_state).current};
 }
 
+}  // namespace
+
+ModelStateMeasured Trainer::model_state() const {
+  return model_state_of(runtime_);
+}
+
 std::optional<ModelStateMeasured> Trainer::host_model_state() const {
   if (!host_) return std::nullopt;
-  const memory::CategoryStats c = host_->allocator().category_stats();
-  return ModelStateMeasured{c.requested(memory::MemoryCategory::parameter).current,
-                            c.requested(memory::MemoryCategory::gradient).current,
-                            c.requested(memory::MemoryCategory::optimizer_state).current};
+  return model_state_of(*host_);
 }
 
 MemoryReport Trainer::memory_report() const {
