@@ -2,6 +2,7 @@
 #include "common/model/model_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <utility>
 
 #include "common/model/checked_int.h"
@@ -122,6 +123,20 @@ void add_model_options(CLI::App& app, ModelFlags& flags) {
                  "Context length (position-table rows); explicit shapes default to --seq, "
                  "else 1024")
       ->group(group);
+}
+
+ModelConfig lesson_small_model(const ModelFlags& given, std::optional<int64_t> seq) {
+  if (!given.name.empty()) return given.build(seq);
+  ModelFlags flags = given;
+  flags.name = "gpt2-tiny";
+  if (!flags.layers) flags.layers = 2;
+  if (!flags.hidden) flags.hidden = 64;
+  if (!flags.heads) flags.heads = 4;
+  if (!flags.vocab) flags.vocab = 128;
+  if (!flags.max_seq) flags.max_seq = std::max<int64_t>(64, seq.value_or(64));
+  ModelConfig model = flags.build(seq);
+  model.name = "custom";
+  return model;
 }
 
 }  // namespace vramlab

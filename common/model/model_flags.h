@@ -63,4 +63,12 @@ struct ModelFlags {
 /// A non-empty flags.name is shown as the default model.
 void add_model_options(CLI::App& app, ModelFlags& flags);
 
+/// The lessons' small GPT-2: L = 2, C = 64, 4 heads, V = 128, a context of max(64, T). Every
+/// optimizer and precision trains it to near the synthetic token stream's floor in a few hundred
+/// steps, a run in seconds on two cores. Named "custom", as `vramlab train` names explicit shapes.
+/// \param given the command's model flags: a --model is built as named; a shape flag changes the
+/// small model. \param seq the command's T, if given (the context defaults to max(64, T), or 64).
+/// \return the configuration. \throws vramlab::UsageError as ModelFlags::build.
+ModelConfig lesson_small_model(const ModelFlags& given, std::optional<int64_t> seq);
+
 }  // namespace vramlab

@@ -126,6 +126,10 @@ std::string format_fixed(double value, int decimals) {
   return text;
 }
 
+std::string format_per_param(double bytes_per_param) {
+  return format_fixed(bytes_per_param, bytes_per_param > 0.0 && bytes_per_param < 0.1 ? 4 : 2);
+}
+
 std::string format_percent(double fraction, int decimals, bool plus_sign) {
   std::string text = plus_sign && fraction >= 0.0 ? "+" : "";
   text += format_fixed(100.0 * fraction, decimals);

@@ -58,6 +58,10 @@ std::string format_bytes_or_zero(int64_t bytes);
 /// Formats \p value with \p decimals digits after the point ("%.*f"): 3.14159, 2 -> "3.14".
 std::string format_fixed(double value, int decimals);
 
+/// Formats bytes per parameter: two decimals, four below 0.1 (Adam-mini's v, Adafactor's factors:
+/// 0.0021 would read 0.00): 12 -> "12.00", 0.00213 -> "0.0021".
+std::string format_per_param(double bytes_per_param);
+
 /// Formats a fraction as a percentage: 0.1234 -> "12.3%" (one decimal by default), and with
 /// \p plus_sign a leading '+' for zero and above: "+12.3%", "-4.7%" (a change against a baseline).
 std::string format_percent(double fraction, int decimals = 1, bool plus_sign = false);

@@ -40,7 +40,7 @@ using namespace vramlab;
 namespace fs = std::filesystem;
 
 struct Options {
-  ModelFlags model;  // empty: the lesson's small model (lesson_model())
+  ModelFlags model;  // empty: the lesson's small model (lesson_small_model())
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
   int64_t steps = 200;
@@ -55,32 +55,15 @@ struct Options {
   std::string out_dir;
 };
 
-// A GPT-2 shape small enough that six runs of 200 steps take about a minute on two quiet cores,
-// with a vocabulary small enough (128) that fp32 gets within a quarter nat of the synthetic
-// chain's entropy rate in those steps: L = 2, C = 64, 4 heads, B = 8, T = 32. Without --model the
-// shape flags change this model; with --model they change the named one. Named "custom" as
-// `vramlab train` names explicit shapes.
-ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
-  if (!given.name.empty()) return given.build(seq);
-  ModelFlags flags = given;
-  flags.name = "gpt2-tiny";
-  if (!flags.layers) flags.layers = 2;
-  if (!flags.hidden) flags.hidden = 64;
-  if (!flags.heads) flags.heads = 4;
-  if (!flags.vocab) flags.vocab = 128;
-  if (!flags.max_seq) flags.max_seq = std::max<int64_t>(64, seq.value_or(32));
-  ModelConfig model = flags.build(seq);
-  model.name = "custom";
-  return model;
-}
-
 std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("03", workbook::lesson_runs_mine(), flags);
 }
 
 int run(const Options& o, const plan::Plan& plan) {
   lesson03::LessonSettings s;
-  s.run.model = lesson_model(o.model, o.seq);
+  // The small GPT-2 with a vocabulary small enough (128) that fp32 gets within a quarter nat of
+  // the synthetic chain's entropy rate in 200 steps; six such runs take about a minute.
+  s.run.model = lesson_small_model(o.model, o.seq);
   s.run.batch = o.batch.value_or(8);
   s.run.seq = o.seq.value_or(std::min<int64_t>(32, s.run.model.max_seq));
   s.run.device = memory::parse_device(o.device);

@@ -53,25 +53,6 @@ struct Options {
   std::string out_dir;
 };
 
-// Lesson 03's small GPT-2 (L = 2, C = 64, 4 heads, V = 128), with the context of the training
-// run: attention is then a visible part of each layer's saved bytes at T = 128.
-ModelConfig lesson_model(const std::string& name, int64_t seq) {
-  ModelFlags flags;
-  if (!name.empty()) {
-    flags.name = name;
-    return flags.build(seq);
-  }
-  flags.name = "gpt2-tiny";
-  flags.layers = 2;
-  flags.hidden = 64;
-  flags.heads = 4;
-  flags.vocab = 128;
-  flags.max_seq = std::max<int64_t>(64, seq);
-  ModelConfig model = flags.build(seq);
-  model.name = "custom";
-  return model;
-}
-
 std::string lesson_command(const std::string& flags) {
   return workbook::lesson_command("06", workbook::lesson_runs_mine(), flags);
 }
@@ -94,7 +75,9 @@ int run(const Options& o, const plan::Plan& plan) {
     if (o.train_seq < 1)
       throw UsageError("--train-seq must be >= 1, got " + std::to_string(o.train_seq));
     if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
-    s.train.model = lesson_model(o.train_model, o.train_seq);
+    ModelFlags model;
+    model.name = o.train_model;
+    s.train.model = lesson_small_model(model, o.train_seq);
     s.train.batch = o.train_batch;
     s.train.seq = o.train_seq;
     s.train.device = s.device;

@@ -6,6 +6,7 @@
 
 #include "common/report/category_colours.h"
 #include "common/report/svg_plot.h"
+#include "common/report/terminal.h"
 #include "lessons/09-optimizer-memory/optimizer_report.h"
 
 namespace vramlab::lesson09 {
@@ -18,7 +19,7 @@ report::StackedBar bar(const OptimizerRun& r) {
   const StateBytes& b = r.bytes;
   return {std::string(estimate::optimizer_name(r.optimizer)) + ", " +
               std::string(amp::precision_name(r.precision)) + ": " +
-              per_param(b.model_state_bytes_per_param()) + " B/param",
+              report::format_per_param(b.model_state_bytes_per_param()) + " B/param",
           {static_cast<uint64_t>(b.parameter_bytes), static_cast<uint64_t>(b.gradient_bytes),
            static_cast<uint64_t>(b.master_bytes), static_cast<uint64_t>(b.moment_bytes),
            static_cast<uint64_t>(b.absmax_bytes)}};

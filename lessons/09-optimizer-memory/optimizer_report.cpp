@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/core.h>
+
 #include "common/platform/errors.h"
-#include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
+#include "common/report/typed_table.h"
 #include "common/train/synthetic_tokens.h"
 #include "common/train/trainer.h"
 
@@ -18,7 +20,9 @@ namespace {
 
 using estimate::Optimizer;
 using nlohmann::json;
-using report::Align;
+using report::TypedColumn;
+using report::TypedColumns;
+using report::Unit;
 using report::wrap_note;
 
 std::string name_of(Optimizer o) {
@@ -29,50 +33,93 @@ std::string precision_text(amp::Precision p) {
   return std::string(amp::precision_name(p));
 }
 
-// "1,234,567": parameter counts read better grouped.
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string lr_text(float lr) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", static_cast<double>(lr));
-  return text;
+  return fmt::format("{:g}", static_cast<double>(lr));
 }
 
 std::string model_text(const ModelConfig& m) {
-  return m.name + " (L=" + std::to_string(m.layers) + ", C=" + std::to_string(m.hidden) +
-         ", H=" + std::to_string(m.heads) + ", V=" + std::to_string(m.vocab) + ")";
+  return fmt::format("{} (L={}, C={}, H={}, V={})", m.name, m.layers, m.hidden, m.heads, m.vocab);
 }
 
-json bytes_json(const OptimizerRun& r) {
-  const StateBytes& b = r.bytes;
-  return {{"name", name_of(r.optimizer)},
-          {"precision", precision_text(r.precision)},
-          {"parameter_count", b.parameter_count},
-          {"state_bytes", b.state_bytes},
-          {"bytes_per_param", b.state_bytes_per_param()},
-          {"model_state_bytes_per_param", b.model_state_bytes_per_param()},
-          {"allocator_requested_bytes", b.allocator_requested},
-          {"allocator_allocated_bytes", b.allocator_allocated},
-          {"allocator_blocks", b.allocator_blocks},
-          {"parameter_bytes", b.parameter_bytes},
-          {"gradient_bytes", b.gradient_bytes},
-          {"master_bytes", b.master_bytes},
-          {"absmax_bytes", b.absmax_bytes},
-          {"moment_bytes", b.moment_bytes},
-          {"estimator_bytes", b.estimate.optimizer_states()},
-          {"estimator_master_bytes", b.estimate.master_weights},
-          {"estimator_moment_bytes", b.estimate.optimizer_moments},
-          {"estimator_absmax_bytes", b.estimate_absmax_bytes},
-          {"estimator_parameter_bytes", b.estimate.parameters},
-          {"estimator_gradient_bytes", b.estimate.gradients},
-          {"equals_estimator", b.equals_estimate()}};
+// What each optimizer keeps, after its last step: the bytes table and its JSON objects.
+const TypedColumns<OptimizerRun>& bytes_columns() {
+  using R = OptimizerRun;
+  static const TypedColumns<OptimizerRun> columns = {
+      {{"name", "optimizer"}, [](const R& r) { return name_of(r.optimizer); }},
+      {{"precision", "precision"}, [](const R& r) { return precision_text(r.precision); }},
+      {{"parameter_count", ""}, [](const R& r) { return r.bytes.parameter_count; }},
+      {{"state_bytes", "state_bytes()", Unit::bytes},
+       [](const R& r) { return r.bytes.state_bytes; }},
+      {{"allocator_requested_bytes", "allocator", Unit::bytes},
+       [](const R& r) { return r.bytes.allocator_requested; }},
+      {{"estimator_bytes", "estimator", Unit::bytes},
+       [](const R& r) { return r.bytes.estimate.optimizer_states(); }},
+      {{"master_bytes", "master", Unit::bytes}, [](const R& r) { return r.bytes.master_bytes; }},
+      {{"absmax_bytes", "absmax", Unit::bytes}, [](const R& r) { return r.bytes.absmax_bytes; }},
+      {{"bytes_per_param", "states B/param", Unit::per_param},
+       [](const R& r) { return r.bytes.state_bytes_per_param(); }},
+      {{"model_state_bytes_per_param", "all B/param", Unit::per_param},
+       [](const R& r) { return r.bytes.model_state_bytes_per_param(); }},
+      {{"", "= estimator"},
+       [](const R& r) { return r.bytes.equals_estimate() ? "yes, to the byte" : "NO"; }},
+      {{"equals_estimator", ""}, [](const R& r) { return r.bytes.equals_estimate(); }},
+      {{"allocator_allocated_bytes", ""}, [](const R& r) { return r.bytes.allocator_allocated; }},
+      {{"allocator_blocks", ""}, [](const R& r) { return r.bytes.allocator_blocks; }},
+      {{"parameter_bytes", ""}, [](const R& r) { return r.bytes.parameter_bytes; }},
+      {{"gradient_bytes", ""}, [](const R& r) { return r.bytes.gradient_bytes; }},
+      {{"moment_bytes", ""}, [](const R& r) { return r.bytes.moment_bytes; }},
+      {{"estimator_master_bytes", ""}, [](const R& r) { return r.bytes.estimate.master_weights; }},
+      {{"estimator_moment_bytes", ""},
+       [](const R& r) { return r.bytes.estimate.optimizer_moments; }},
+      {{"estimator_absmax_bytes", ""}, [](const R& r) { return r.bytes.estimate_absmax_bytes; }},
+      {{"estimator_parameter_bytes", ""}, [](const R& r) { return r.bytes.estimate.parameters; }},
+      {{"estimator_gradient_bytes", ""}, [](const R& r) { return r.bytes.estimate.gradients; }},
+  };
+  return columns;
+}
+
+// How each optimizer trained: the first table, and what "optimizers" adds to the bytes.
+TypedColumns<OptimizerRun> training_columns(const Lesson& lesson) {
+  using R = OptimizerRun;
+  return {
+      {{"", "optimizer"}, [](const R& r) { return name_of(r.optimizer); }},
+      {{"learning_rate", "lr", Unit::general}, [](const R& r) { return r.learning_rate; }},
+      {{"", "loss step 1", Unit::fixed, 4},
+       [](const R& r) { return r.losses.empty() ? report::Value() : r.losses.front(); }},
+      {{"final_loss", "final loss", Unit::fixed, 4},
+       [](const R& r) { return final_loss(r.losses); }},
+      {{"final_loss_vs_adamw", "vs adamw", Unit::signed_percent, 1},
+       [&lesson](const R& r) { return final_loss_gap(lesson, r.optimizer); }},
+      {{"", "states", Unit::bytes}, [](const R& r) { return r.bytes.state_bytes; }},
+      {{"", "B/param", Unit::per_param},
+       [](const R& r) { return r.bytes.state_bytes_per_param(); }},
+      {{"seconds", "time", Unit::seconds}, [](const R& r) { return r.seconds; }},
+  };
+}
+
+// 8-bit AdamW's moments against fp32's, every --quantization-every steps.
+const TypedColumns<QuantizationPoint>& quantization_columns() {
+  using Q = QuantizationPoint;
+  static const TypedColumns<QuantizationPoint> columns = {
+      {{"step", "step", Unit::integer}, [](const Q& q) { return q.step; }},
+      {{"m_error", "m", Unit::percent}, [](const Q& q) { return q.m_error; }},
+      {{"m_rounding", "m, one rounding", Unit::percent}, [](const Q& q) { return q.m_rounding; }},
+      {{"v_error", "v", Unit::percent}, [](const Q& q) { return q.v_error; }},
+      {{"v_rounding", "v, one rounding", Unit::percent}, [](const Q& q) { return q.v_rounding; }},
+      {{"update_error", "update m̂/(√v̂+ε)", Unit::percent},
+       [](const Q& q) { return q.update_error; }},
+  };
+  return columns;
+}
+
+const TypedColumns<ClaimRow>& claim_columns() {
+  static const TypedColumns<ClaimRow> columns = {
+      {{"id", "#", Unit::integer}, [](const ClaimRow& c) { return c.id; }},
+      {{"claim", "claim"}, [](const ClaimRow& c) { return c.claim; }},
+      {{"measured", "measured here"}, [](const ClaimRow& c) { return c.measured; }},
+      {{"verdict", "verdict"}, [](const ClaimRow& c) { return c.verdict; }},
+  };
+  return columns;
 }
 
 void validate_settings(const LessonSettings& s) {
@@ -103,10 +150,6 @@ void validate_settings(const LessonSettings& s) {
 }
 
 }  // namespace
-
-std::string per_param(double value) {
-  return report::format_fixed(value, value > 0.0 && value < 0.1 ? 4 : 2);
-}
 
 const OptimizerRun* find_training(const Lesson& lesson, Optimizer optimizer) {
   for (const OptimizerRun& r : lesson.training)
@@ -212,34 +255,22 @@ json to_json(const Lesson& lesson) {
                     {"fp32_embeddings", s.train.eight_bit.fp32_embeddings}};
   j["final_loss_tolerance"] = kFinalLossTolerance;
   j["optimizers"] = json::array();
+  const TypedColumns<OptimizerRun> training = training_columns(lesson);
   for (const OptimizerRun& r : lesson.training) {
-    json o = bytes_json(r);
-    o["learning_rate"] = r.learning_rate;
-    o["final_loss"] = final_loss(r.losses);
-    const double gap = final_loss_gap(lesson, r.optimizer);
-    o["final_loss_vs_adamw"] = std::isfinite(gap) ? json(gap) : json(nullptr);
+    json o = report::record_json(bytes_columns(), r);
+    o.update(report::record_json(training, r));
     o["losses"] = r.losses;
-    o["seconds"] = r.seconds;
     j["optimizers"].push_back(std::move(o));
   }
-  j["compared_precision"] = json::array();
-  for (const OptimizerRun& r : lesson.compared) j["compared_precision"].push_back(bytes_json(r));
+  j["compared_precision"] = report::table_of(bytes_columns(), lesson.compared).json();
   j["quantization"] = json::array();
   for (const OptimizerRun& r : lesson.training)
-    for (const QuantizationPoint& p : r.quantization)
-      j["quantization"].push_back({{"step", p.step},
-                                   {"m_error", p.m_error},
-                                   {"v_error", p.v_error},
-                                   {"m_rounding", p.m_rounding},
-                                   {"v_rounding", p.v_rounding},
-                                   {"update_error", p.update_error}});
-  j["claims"] = json::array();
-  for (const ClaimRow& c : claims(lesson))
-    j["claims"].push_back(
-        {{"id", c.id}, {"claim", c.claim}, {"measured", c.measured}, {"verdict", c.verdict}});
+    for (const json& point : report::table_of(quantization_columns(), r.quantization).json())
+      j["quantization"].push_back(point);
+  j["claims"] = report::table_of(claim_columns(), claims(lesson)).json();
   j["scale"] = json::array();
   for (const ScaleRun& r : lesson.scale) {
-    json o = bytes_json(r.run);
+    json o = report::record_json(bytes_columns(), r.run);
     o["model"] = r.model;
     j["scale"].push_back(std::move(o));
   }
@@ -249,111 +280,56 @@ json to_json(const Lesson& lesson) {
 std::string render_text(const Lesson& lesson, bool colour) {
   const LessonSettings& s = lesson.settings;
   const ModelConfig& m = s.train.model;
-  std::string out;
-  out += report::style::bold("Lesson 09: optimizer memory", colour) + "\n\n";
+  const std::string psi = report::format_count(m.parameter_count());
+  std::string out = report::style::bold("Lesson 09: optimizer memory", colour) + "\n\n";
 
-  out += "Training " + model_text(m) + ", Ψ = " + grouped(m.parameter_count()) +
-         " parameters, B=" + std::to_string(s.train.batch) + ", T=" + std::to_string(s.train.seq) +
-         ", " + std::to_string(s.train.steps) + " steps, " + precision_text(s.train.precision) +
-         ", on " + s.train.device.name() + "\n";
-  report::Table t({{"optimizer"},
-                   {"lr", Align::kRight},
-                   {"loss step 1", Align::kRight},
-                   {"final loss", Align::kRight},
-                   {"vs adamw", Align::kRight},
-                   {"states", Align::kRight},
-                   {"B/param", Align::kRight},
-                   {"time", Align::kRight}});
-  for (const OptimizerRun& r : lesson.training) {
-    const double gap = final_loss_gap(lesson, r.optimizer);
-    t.add_row({name_of(r.optimizer), lr_text(r.learning_rate),
-               r.losses.empty() ? "-" : report::format_fixed(r.losses.front(), 4),
-               report::format_fixed(final_loss(r.losses), 4),
-               std::isfinite(gap) ? report::format_percent(gap, 1, true) : "-",
-               report::format_bytes_or_zero(r.bytes.state_bytes),
-               per_param(r.bytes.state_bytes_per_param()),
-               report::format_fixed(r.seconds, 2) + " s"});
-  }
-  out += t.render(colour);
-  out += wrap_note(
+  out += fmt::format("Training {}, Ψ = {} parameters, B={}, T={}, {} steps, {}, on {}\n",
+                     model_text(m), psi, s.train.batch, s.train.seq, s.train.steps,
+                     precision_text(s.train.precision), s.train.device.name());
+  out += report::table_of(training_columns(lesson), lesson.training).render(colour);
+  out += wrap_note(fmt::format(
       "final loss: the mean of the last tenth of the steps (the entropy rate of the token stream, "
-      "the floor no model beats, is " +
-      report::format_fixed(lesson.entropy_rate_nats, 4) + " nats; ignoring the context gives " +
-      report::format_fixed(lesson.unigram_entropy_nats, 4) + "). lr: AdamW's " +
-      lr_text(s.rates.adamw) +
-      " for the three optimizers built on its moments (8-bit AdamW, Adam-mini); Lion's " +
-      lr_text(s.rates.lion) +
-      ", 3x smaller, because its update is a sign (±1 per element) where AdamW's is m̂/√v̂ (about "
-      "±1 only early on); Adafactor's " +
-      lr_text(s.rates.adafactor) +
-      " is a relative step, min(ρ, 1/√t) times the RMS of each tensor; SGD's " +
-      lr_text(s.rates.sgd) + " and with momentum 0.9 a tenth of it (" +
-      lr_text(s.rates.sgd_momentum) +
-      "), since momentum sums the steps to 10x. states: "
-      "Optimizer::state_bytes() after the last step.");
+      "the floor no model beats, is {:.4f} nats; ignoring the context gives {:.4f}). lr: AdamW's "
+      "{} for the three optimizers built on its moments (8-bit AdamW, Adam-mini); Lion's {}, 3x "
+      "smaller, because its update is a sign (±1 per element) where AdamW's is m̂/√v̂ (about ±1 "
+      "only early on); Adafactor's {} is a relative step, min(ρ, 1/√t) times the RMS of each "
+      "tensor; SGD's {} and with momentum 0.9 a tenth of it ({}), since momentum sums the steps "
+      "to 10x. states: Optimizer::state_bytes() after the last step.",
+      lesson.entropy_rate_nats, lesson.unigram_entropy_nats, lr_text(s.rates.adamw),
+      lr_text(s.rates.lion), lr_text(s.rates.adafactor), lr_text(s.rates.sgd),
+      lr_text(s.rates.sgd_momentum)));
 
   // The bytes, measured three ways, in both precisions.
-  out += "\nWhat each optimizer keeps: " + m.name + ", Ψ = " + grouped(m.parameter_count()) +
-         ", after its last step\n";
-  report::Table b({{"optimizer"},
-                   {"precision"},
-                   {"state_bytes()", Align::kRight},
-                   {"allocator", Align::kRight},
-                   {"estimator", Align::kRight},
-                   {"master", Align::kRight},
-                   {"absmax", Align::kRight},
-                   {"states B/param", Align::kRight},
-                   {"all B/param", Align::kRight},
-                   {"= estimator"}});
-  const auto add_bytes_row = [&](const OptimizerRun& r) {
-    const StateBytes& x = r.bytes;
-    b.add_row({name_of(r.optimizer), precision_text(r.precision),
-               report::format_bytes_or_zero(x.state_bytes),
-               report::format_bytes_or_zero(x.allocator_requested),
-               report::format_bytes_or_zero(x.estimate.optimizer_states()),
-               report::format_bytes_or_zero(x.master_bytes),
-               report::format_bytes_or_zero(x.absmax_bytes), per_param(x.state_bytes_per_param()),
-               per_param(x.model_state_bytes_per_param()),
-               x.equals_estimate() ? "yes, to the byte" : "NO"});
-  };
-  for (const OptimizerRun& r : lesson.training) add_bytes_row(r);
-  for (const OptimizerRun& r : lesson.compared) add_bytes_row(r);
-  out += b.render(colour);
+  out += fmt::format("\nWhat each optimizer keeps: {}, Ψ = {}, after its last step\n", m.name, psi);
+  report::TypedTable bytes = report::table_of(bytes_columns(), lesson.training);
+  for (const OptimizerRun& r : lesson.compared) report::add_row(bytes, bytes_columns(), r);
+  out += bytes.render(colour);
   int64_t allocated = 0, requested = 0, blocks = 0;
   for (const OptimizerRun& r : lesson.training) {
     allocated += r.bytes.allocator_allocated;
     requested += r.bytes.allocator_requested;
     blocks += r.bytes.allocator_blocks;
   }
-  out += wrap_note(
+  out += wrap_note(fmt::format(
       "allocator: the requested bytes of its live optimizer_state blocks (the snapshot, as "
       "torch.cuda.memory_snapshot() lists them); its optimizer_state category counts their "
-      "rounded sizes, " +
-      std::to_string(allocated - requested) + " B more over the " + std::to_string(blocks) +
-      " state tensors of the training runs (each rounded up to 512 B). estimator: `vramlab "
-      "estimate` for the same model, precision and optimizer. master: the fp32 copy of mixed "
-      "precision. all: weights + gradients + states. \"yes\": state_bytes(), the allocator and "
-      "the estimator agree to the byte, and so do the weights, the gradients, the master and "
-      "the absmax. 8-bit AdamW keeps fp32 moments for tensors under --min-8bit-size " +
-      std::to_string(s.train.eight_bit.min_8bit_size) +
-      " elements (bitsandbytes' min_8bit_size): in a model this small that is many of them.");
+      "rounded sizes, {} B more over the {} state tensors of the training runs (each rounded up "
+      "to 512 B). estimator: `vramlab estimate` for the same model, precision and optimizer. "
+      "master: the fp32 copy of mixed precision. all: weights + gradients + states. \"yes\": "
+      "state_bytes(), the allocator and the estimator agree to the byte, and so do the weights, "
+      "the gradients, the master and the absmax. 8-bit AdamW keeps fp32 moments for tensors under "
+      "--min-8bit-size {} elements (bitsandbytes' min_8bit_size): in a model this small that is "
+      "many of them.",
+      allocated - requested, blocks, s.train.eight_bit.min_8bit_size));
 
   // 8-bit AdamW's moments against fp32's.
   for (const OptimizerRun& r : lesson.training) {
     if (r.quantization.empty()) continue;
-    out += "\n8-bit AdamW (block " + std::to_string(s.train.eight_bit.block_size) +
-           ") against fp32 AdamW's moments on the same gradients: ‖8-bit − fp32‖ / ‖fp32‖\n";
-    report::Table q({{"step", Align::kRight},
-                     {"m", Align::kRight},
-                     {"m, one rounding", Align::kRight},
-                     {"v", Align::kRight},
-                     {"v, one rounding", Align::kRight},
-                     {"update m̂/(√v̂+ε)", Align::kRight}});
-    for (const QuantizationPoint& p : r.quantization)
-      q.add_row({std::to_string(p.step), report::format_percent(p.m_error),
-                 report::format_percent(p.m_rounding), report::format_percent(p.v_error),
-                 report::format_percent(p.v_rounding), report::format_percent(p.update_error)});
-    out += q.render(colour);
+    out += fmt::format(
+        "\n8-bit AdamW (block {}) against fp32 AdamW's moments on the same gradients: ‖8-bit − "
+        "fp32‖ / ‖fp32‖\n",
+        s.train.eight_bit.block_size);
+    out += report::table_of(quantization_columns(), r.quantization).render(colour);
     out += wrap_note(
         "fp32: m and v computed beside the run in double from the very gradients the 8-bit "
         "optimizer used (AdamW's moments depend on nothing else). m, v: the dequantised 8-bit "
@@ -364,44 +340,49 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "gradient mixed in (before the learning rate), against fp32 AdamW's.");
   }
 
-  // At scale.
+  // At scale: one row per optimizer, one column per precision.
+  const auto bytes_and_per_param = [](int64_t n, double per_param) {
+    return report::format_bytes_or_zero(n) + " (" + report::format_per_param(per_param) + ")";
+  };
   for (const ModelConfig& model : s.scale_models) {
     if (lesson.scale.empty()) break;
     const OptimizerRun* any =
         find_scale(lesson, model.name, s.scale_precisions.front(), s.optimizers.front());
     if (!any) continue;
-    out += "\nAt scale on meta: " + model.name + ", Ψ = " + grouped(any->bytes.parameter_count) +
-           ", one training step: optimizer states (B/param)\n";
-    std::vector<report::Column> columns = {{"optimizer"}};
+    out += fmt::format(
+        "\nAt scale on meta: {}, Ψ = {}, one training step: optimizer states (B/param)\n",
+        model.name, report::format_count(any->bytes.parameter_count));
+    std::vector<report::Field> fields = {{"", "optimizer"}};
     for (const amp::Precision p : s.scale_precisions)
-      columns.push_back({precision_text(p), Align::kRight});
-    columns.push_back({"mixed-bf16 all", Align::kRight});
-    columns.push_back({"= estimator"});
-    report::Table st(columns);
+      fields.push_back({"", precision_text(p), Unit::fixed});
+    fields.push_back({"", "mixed-bf16 all", Unit::fixed});
+    fields.push_back({"", "= estimator"});
+    report::TypedTable table(std::move(fields));
     for (const Optimizer o : s.optimizers) {
-      std::vector<std::string> row = {name_of(o)};
+      std::vector<report::Value> row = {name_of(o)};
       bool equal = true;
       const OptimizerRun* mixed = nullptr;
       for (const amp::Precision p : s.scale_precisions) {
         const OptimizerRun* r = find_scale(lesson, model.name, p, o);
         if (!r) {
-          row.push_back("-");
+          row.emplace_back();
           continue;
         }
         equal = equal && r->bytes.equals_estimate();
         if (p == amp::Precision::mixed_bf16) mixed = r;
-        row.push_back(report::format_bytes_or_zero(r->bytes.state_bytes) + " (" +
-                      per_param(r->bytes.state_bytes_per_param()) + ")");
+        row.emplace_back(
+            bytes_and_per_param(r->bytes.state_bytes, r->bytes.state_bytes_per_param()));
       }
-      row.push_back(mixed ? report::format_bytes_or_zero(mixed->bytes.parameter_bytes +
-                                                         mixed->bytes.gradient_bytes +
-                                                         mixed->bytes.state_bytes) +
-                                " (" + per_param(mixed->bytes.model_state_bytes_per_param()) + ")"
-                          : "-");
-      row.push_back(equal ? "yes, to the byte" : "NO");
-      st.add_row(row);
+      if (mixed)
+        row.emplace_back(bytes_and_per_param(
+            mixed->bytes.parameter_bytes + mixed->bytes.gradient_bytes + mixed->bytes.state_bytes,
+            mixed->bytes.model_state_bytes_per_param()));
+      else
+        row.emplace_back();
+      row.emplace_back(equal ? "yes, to the byte" : "NO");
+      table.add_row(std::move(row));
     }
-    out += st.render(colour);
+    out += table.render(colour);
   }
   if (!lesson.scale.empty())
     out += wrap_note(
@@ -410,10 +391,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "mixed-bf16 all: bf16 weights and gradients plus the fp32 master and the states (ZeRO's "
         "2Ψ + 2Ψ + KΨ). \"yes\": every precision's bytes equal the estimator's to the byte.");
   out += "\nThe seeds' claims, against these numbers\n";
-  report::Table ct({{"#", Align::kRight}, {"claim"}, {"measured here"}, {"verdict"}});
-  for (const ClaimRow& c : claims(lesson))
-    ct.add_row({std::to_string(c.id), c.claim, c.measured, c.verdict});
-  out += ct.render(colour);
+  out += report::table_of(claim_columns(), claims(lesson)).render(colour);
   return out;
 }
 

@@ -110,7 +110,4 @@ struct FigurePaths {
 /// \throws std::runtime_error when a file cannot be written.
 FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir);
 
-/// Bytes per parameter: two decimals, four below 0.1 (Adam-mini's v, Adafactor's factors).
-std::string per_param(double value);
-
 }  // namespace vramlab::lesson09
