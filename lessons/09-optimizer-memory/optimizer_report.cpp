@@ -13,6 +13,7 @@
 #include "common/report/typed_table.h"
 #include "common/train/synthetic_tokens.h"
 #include "common/train/trainer.h"
+#include "lessons/09-optimizer-memory/claims_file.h"
 
 namespace vramlab::lesson09 {
 
@@ -112,15 +113,8 @@ const TypedColumns<QuantizationPoint>& quantization_columns() {
   return columns;
 }
 
-const TypedColumns<ClaimRow>& claim_columns() {
-  static const TypedColumns<ClaimRow> columns = {
-      {{"id", "#", Unit::integer}, [](const ClaimRow& c) { return c.id; }},
-      {{"claim", "claim"}, [](const ClaimRow& c) { return c.claim; }},
-      {{"measured", "measured here"}, [](const ClaimRow& c) { return c.measured; }},
-      {{"verdict", "verdict"}, [](const ClaimRow& c) { return c.verdict; }},
-  };
-  return columns;
-}
+// to_json() without the claims: the numbers the claims file reads.
+json measured_json(const Lesson& lesson);
 
 void validate_settings(const LessonSettings& s) {
   if (s.optimizers.empty()) throw UsageError("--optimizers must name at least one optimizer");
@@ -224,7 +218,9 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   return lesson;
 }
 
-json to_json(const Lesson& lesson) {
+namespace {
+
+json measured_json(const Lesson& lesson) {
   const LessonSettings& s = lesson.settings;
   json j;
   j["lesson"] = "09";
@@ -267,13 +263,26 @@ json to_json(const Lesson& lesson) {
   for (const OptimizerRun& r : lesson.training)
     for (const json& point : report::table_of(quantization_columns(), r.quantization).json())
       j["quantization"].push_back(point);
-  j["claims"] = report::table_of(claim_columns(), claims(lesson)).json();
   j["scale"] = json::array();
   for (const ScaleRun& r : lesson.scale) {
     json o = report::record_json(bytes_columns(), r.run);
     o["model"] = r.model;
     j["scale"].push_back(std::move(o));
   }
+  return j;
+}
+
+}  // namespace
+
+std::vector<workbook::ClaimResult> claims(const Lesson& lesson) {
+  static const std::vector<workbook::Claim> file =
+      workbook::parse_claims(json::parse(files::claims_json()), "lesson 09's claims.json");
+  return workbook::evaluate_claims(file, measured_json(lesson));
+}
+
+json to_json(const Lesson& lesson) {
+  json j = measured_json(lesson);
+  j["claims"] = report::table_of(workbook::claim_columns(), claims(lesson)).json();
   return j;
 }
 
@@ -391,7 +400,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "mixed-bf16 all: bf16 weights and gradients plus the fp32 master and the states (ZeRO's "
         "2Ψ + 2Ψ + KΨ). \"yes\": every precision's bytes equal the estimator's to the byte.");
   out += "\nThe seeds' claims, against these numbers\n";
-  out += report::table_of(claim_columns(), claims(lesson)).render(colour);
+  out += report::table_of(workbook::claim_columns(), claims(lesson)).render(colour);
   return out;
 }
 

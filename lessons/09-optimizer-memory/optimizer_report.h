@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report/svg_plot.h"
+#include "common/workbook/claims.h"
 #include "lessons/09-optimizer-memory/measure_optimizers.h"
 
 namespace vramlab::lesson09 {
@@ -68,18 +69,10 @@ const OptimizerRun* find_scale(const Lesson& lesson, const std::string& model,
 /// AdamW's, or NaN without both runs.
 double final_loss_gap(const Lesson& lesson, estimate::Optimizer optimizer);
 
-/// One row of the claims table: a seed's claim (seed-claims #108–#119), what the lesson measured
-/// and the verdict.
-struct ClaimRow {
-  int id = 0;            ///< the claim's number.
-  std::string claim;     ///< the claim, short.
-  std::string measured;  ///< the measured value(s) that settle it.
-  std::string verdict;   ///< holds / does not hold / depends, with the reason.
-};
-
-/// \param lesson the runs. \return the claims the runs can settle (the large model's bytes when
-/// the lesson ran at scale, else the small model's).
-std::vector<ClaimRow> claims(const Lesson& lesson);
+/// \param lesson the runs. \return the claims of claims.json this run measured, their verdicts
+/// computed from to_json()'s numbers (the large model's bytes when the lesson ran at scale, else
+/// the small model's).
+std::vector<workbook::ClaimResult> claims(const Lesson& lesson);
 
 /// \param lesson the runs. \return the JSON object of `--json` (keys in optimizer_report.cpp).
 nlohmann::json to_json(const Lesson& lesson);

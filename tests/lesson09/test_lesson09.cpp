@@ -324,7 +324,7 @@ TEST(Lesson09, ClaimsTableSettlesEveryClaimOfTheIssue) {
   const std::vector<Optimizer> all(kOptimizers.begin(), kOptimizers.end());
   const Lesson lesson = run_lesson(lesson_settings(3, all, true));
   std::vector<int> ids;
-  for (const ClaimRow& c : claims(lesson)) {
+  for (const workbook::ClaimResult& c : claims(lesson)) {
     ids.push_back(c.id);
     EXPECT_FALSE(c.measured.empty()) << c.id;
   }
