@@ -52,16 +52,23 @@ enum class Unit {
 /// non-finite number is null in JSON (as nlohmann::json dumps NaN) and "-" on the terminal.
 class Value {
  public:
+  /// Nothing: "-" on the terminal, null in JSON.
   Value() = default;
+  /// \param value a bool: "yes" / "no" as text.
   Value(bool value) : v_(value) {}  // NOLINT(google-explicit-constructor): cells read as values
+  /// \param value any integer but bool, kept as 64 bits.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Value(T value)
       : v_(static_cast<int64_t>(value)) {}  // NOLINT(google-explicit-constructor)
+  /// \param value a float or double, kept as a double.
   template <std::floating_point T>
-  Value(T value) : v_(static_cast<double>(value)) {}    // NOLINT(google-explicit-constructor)
-  Value(std::string value) : v_(std::move(value)) {}    // NOLINT(google-explicit-constructor)
+  Value(T value) : v_(static_cast<double>(value)) {}  // NOLINT(google-explicit-constructor)
+  /// \param value text, shown as is whatever the unit (right-aligned in a number column).
+  Value(std::string value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  /// \param value text.
   Value(const char* value) : v_(std::string(value)) {}  // NOLINT(google-explicit-constructor)
-  Value(std::string_view value)                         // NOLINT(google-explicit-constructor)
+  /// \param value text.
+  Value(std::string_view value)  // NOLINT(google-explicit-constructor)
       : v_(std::string(value)) {}
 
   /// \return the value in JSON: null, a boolean, a number or a string.

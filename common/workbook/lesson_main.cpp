@@ -8,12 +8,33 @@
 
 #include "common/memory/oom_error.h"
 #include "common/platform/errors.h"
+#include "common/report/svg_plot.h"
 #include "common/report/terminal.h"
 #include "common/workbook/lesson_binary.h"
 
 namespace vramlab::workbook {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Keeps the run's JSON beside its figures, as `vramlab claims` reads it: written under another
+// name and renamed, so a full disk leaves the last run's file whole, never half of this one.
+void save_run(const fs::path& out_dir, const std::string& dumped) {
+  const fs::path path = out_dir / kLessonRunFile;
+  const fs::path partial = out_dir / (std::string(kLessonRunFile) + ".partial");
+  try {
+    report::write_text_file(partial.string(), dumped + "\n");
+    fs::rename(partial, path);
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    fs::remove(partial, ignored);
+    throw std::runtime_error("cannot save the run's JSON to " + out_dir_shown(path) + ": " +
+                             e.what());
+  }
+}
+
+}  // namespace
 
 LessonRun::LessonRun(std::string id, fs::path out_dir, bool json)
     : id_(std::move(id)), out_dir_(std::move(out_dir)), json_(json) {}
@@ -66,14 +87,16 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
                      run.command(run.oom_flags_).c_str(), run.oom_why_.c_str());
       return kExitFailure;
     }
+    nlohmann::json j = std::move(out.json);
+    if (out.exercises) j["exercises"] = exercise_results_json(out.exercises->results);
+    if (!out.figures.empty()) {
+      j["figures"] = nlohmann::json::object();
+      for (const FigureFile& f : out.figures) j["figures"][f.key] = f.path;
+    }
+    const std::string dumped = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    save_run(run.out_dir(), dumped);
     if (json_) {
-      nlohmann::json j = std::move(out.json);
-      if (out.exercises) j["exercises"] = exercise_results_json(out.exercises->results);
-      if (!out.figures.empty()) {
-        j["figures"] = nlohmann::json::object();
-        for (const FigureFile& f : out.figures) j["figures"][f.key] = f.path;
-      }
-      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::printf("%s\n", dumped.c_str());
       return 0;
     }
     std::string text = std::move(out.text);

@@ -24,6 +24,10 @@
 
 namespace vramlab::workbook {
 
+/// The file in a lesson's output folder that holds its last run's `--json` object (written by
+/// every run, with or without --json): what `vramlab claims` evaluates the claims against.
+inline constexpr std::string_view kLessonRunFile = "lesson.json";
+
 /// A command a lesson suggests after its run, and what it shows.
 struct NextStep {
   std::string command;  ///< e.g. lesson.command("--steps 100"), or a `vramlab ...` line.
@@ -98,9 +102,10 @@ class LessonMain {
   /// \return the command line, to add the lesson's own flags to.
   CLI::App& app() { return app_; }
 
-  /// Parses \p argv (run_lesson_main's rules), prepares the output folder, runs \p lesson and
-  /// prints its output: the JSON object (with "exercises" and "figures") under --json, else the
-  /// text, the exercises, where the figures went and what to try next.
+  /// Parses \p argv (run_lesson_main's rules), prepares the output folder, runs \p lesson, saves
+  /// its JSON object (with "exercises" and "figures") as kLessonRunFile in the folder and prints
+  /// it under --json, else prints the text, the exercises, where the figures went and what to try
+  /// next. A file that cannot be saved is an error (exit 1) naming it; the previous one stays.
   /// \param argc as main's. \param argv as main's. \param lesson measures and reports.
   /// \return the exit code.
   int run(int argc, char** argv, const std::function<LessonOutput(LessonRun&)>& lesson);

@@ -27,6 +27,10 @@ void add_train_command(CLI::App& app, int& exit_code);
 /// or compares two (what grew).
 void add_profile_command(CLI::App& app, int& exit_code);
 
+/// Adds `vramlab claims`: every checkable claim of the tutorials the lessons measure, our verdict,
+/// and what the lessons' last runs measured.
+void add_claims_command(CLI::App& app, int& exit_code);
+
 /// Adds the workbook commands: list, check, hint, solution, reset, watch, run and verify.
 void add_workbook_commands(CLI::App& app, int& exit_code);
 

@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   vramlab::cli::add_train_command(app, exit_code);
   vramlab::cli::add_profile_command(app, exit_code);
   vramlab::cli::add_workbook_commands(app, exit_code);
+  vramlab::cli::add_claims_command(app, exit_code);
 
   if (const std::string word = unknown_command(app, argc, argv); !word.empty()) {
     std::fprintf(stderr, "vramlab: error: unknown command '%s' (commands: %s)\n",
