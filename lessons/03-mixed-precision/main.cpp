@@ -14,30 +14,22 @@
 //
 // Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input.
 #include <CLI/CLI.hpp>
-#include <cmath>
-#include <cstdio>
-#include <exception>
-#include <filesystem>
+#include <algorithm>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "common/amp/loss_scale_spec.h"
 #include "common/memory/device.h"
-#include "common/memory/oom_error.h"
-#include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
-#include "common/report/terminal.h"
-#include "common/workbook/lesson_binary.h"
+#include "common/workbook/lesson_main.h"
 #include "lessons/03-mixed-precision/precision_report.h"
 
 namespace {
 
 using namespace vramlab;
-namespace fs = std::filesystem;
 
 struct Options {
   ModelFlags model;  // empty: the lesson's small model (lesson_small_model())
@@ -51,15 +43,9 @@ struct Options {
   int64_t meta_seq = 512;
   bool no_scale = false;
   bool no_accumulation = false;
-  bool json = false;
-  std::string out_dir;
 };
 
-std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("03", workbook::lesson_runs_mine(), flags);
-}
-
-int run(const Options& o, const plan::Plan& plan) {
+workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::LessonRun& run) {
   lesson03::LessonSettings s;
   // The small GPT-2 with a vocabulary small enough (128) that fp32 gets within a quarter nat of
   // the synthetic chain's entropy rate in 200 steps; six such runs take about a minute.
@@ -69,7 +55,6 @@ int run(const Options& o, const plan::Plan& plan) {
   s.run.device = memory::parse_device(o.device);
   s.run.seed = o.seed;
   s.run.attention = plan.attention;
-  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   s.run.steps = o.steps;
   s.run.learning_rate = plan.optimizer.learning_rate;
   if (o.overflow_scale != "none") {
@@ -94,39 +79,22 @@ int run(const Options& o, const plan::Plan& plan) {
                      std::to_string(s.meta_model.max_seq) + "] for '" + o.meta_model + "'");
   s.meta_seq = o.meta_seq;
 
-  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
-  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "03");
-  lesson03::Lesson lesson;
-  try {
-    lesson = lesson03::run_lesson(s, o.json ? nullptr : workbook::print_progress);
-  } catch (const memory::OutOfMemoryError& e) {
-    std::fprintf(stderr, "%s\n\nlesson 03: a run does not fit %s. Try:\n  %s\n", e.what(),
-                 s.run.device.name().c_str(),
-                 lesson_command("--device sim:t4-16g   # the default device").c_str());
-    return kExitFailure;
-  }
-  const lesson03::FigurePaths figures = lesson03::write_figures(lesson, out_dir.string());
-  if (o.json) {
-    nlohmann::json j = lesson03::to_json(lesson);
-    j["figures"] = {{"loss_curves_svg", figures.loss_curves_svg},
-                    {"loss_scale_svg", figures.loss_scale_svg},
-                    {"gradient_exponents_svg", figures.exponents_svg}};
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  std::fputs(lesson03::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::printf("\nFigures in %s: %s, %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
-              fs::path(figures.loss_curves_svg).filename().c_str(),
-              fs::path(figures.loss_scale_svg).filename().c_str(),
-              fs::path(figures.exponents_svg).filename().c_str());
-  std::printf("Next:\n  %s   # a deeper model: do the 16-bit modes still follow fp32?\n",
-              lesson_command("--layers 6 --steps 200 --no-scale").c_str());
-  std::printf("  %s   # the whole model state at scale\n",
-              lesson_command("--meta-model llama2-13b --meta-seq 1024").c_str());
-  std::printf(
-      "  vramlab estimate --model llama2-7b --precision mixed-bf16 --grad-accum 8   # the "
-      "estimator's view\n");
-  return 0;
+  run.on_out_of_memory(s.run.device.name(), "--device sim:t4-16g", "the default device");
+  const lesson03::Lesson lesson = lesson03::run_lesson(s, run.progress_function());
+  const lesson03::FigurePaths figures = lesson03::write_figures(lesson, run.out_dir().string());
+  workbook::LessonOutput out;
+  out.json = lesson03::to_json(lesson);
+  out.text = lesson03::render_text(lesson, run.colour());
+  out.figures = {{"loss_curves_svg", figures.loss_curves_svg},
+                 {"loss_scale_svg", figures.loss_scale_svg},
+                 {"gradient_exponents_svg", figures.exponents_svg}};
+  out.next = {
+      {run.command("--layers 6 --steps 200 --no-scale"),
+       "a deeper model: do the 16-bit modes still follow fp32?"},
+      {run.command("--meta-model llama2-13b --meta-seq 1024"), "the whole model state at scale"},
+      {"vramlab estimate --model llama2-7b --precision mixed-bf16 --grad-accum 8",
+       "the estimator's view"}};
+  return out;
 }
 
 }  // namespace
@@ -134,10 +102,12 @@ int run(const Options& o, const plan::Plan& plan) {
 int main(int argc, char** argv) {
   platform::select_blas_core_or_reexec(argc, argv);
   Options o;
-  CLI::App app{
+  workbook::LessonMain lesson(
+      "03", "lesson03_mixed_precision",
       "Lesson 03: mixed precision and gradient accumulation, every precision trained on the same "
       "model and measured.",
-      "lesson03_mixed_precision"};
+      "loss_curves.svg, loss_scale.svg and gradient_exponents.svg");
+  CLI::App& app = lesson.app();
   add_model_options(app, o.model);
   app.add_option("--batch", o.batch,
                  "Sequences per step B, also the effective batch of the accumulation table "
@@ -146,7 +116,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "Where the modes train: cpu | sim[:preset|:size] | meta | cuda[:N] (default "
                  "sim:t4-16g)");
-  app.add_option("--steps", o.steps, "Training steps per mode (default 200)");
+  app.add_option("--steps", o.steps, "Training steps per mode (default 200)")
+      ->check(workbook::at_least(1));
   app.add_option("--seed", o.seed, "Seed of the weights and tokens (default 1)");
   app.add_option("--overflow-scale", o.overflow_scale,
                  "The static loss scale of the overflow row, static:S or none (default "
@@ -163,10 +134,6 @@ int main(int argc, char** argv) {
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 512; B = 1)");
   app.add_flag("--no-scale", o.no_scale, "Skip the at-scale table on meta");
   app.add_flag("--no-accumulation", o.no_accumulation, "Skip the accumulation table");
-  app.add_flag("--json", o.json, "One JSON object instead of the tables");
-  app.add_option("--out-dir", o.out_dir,
-                 "Where loss_curves.svg, loss_scale.svg and gradient_exponents.svg go (default: "
-                 "lesson-output/03 in the build directory)");
-  return workbook::run_lesson_main(app, argc, argv, "lesson03_mixed_precision",
-                                   [&] { return run(o, plan_flags.plan()); });
+  return lesson.run(argc, argv,
+                    [&](workbook::LessonRun& r) { return run(o, plan_flags.plan(), r); });
 }
