@@ -13,30 +13,24 @@
 //
 // Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
-#include <exception>
-#include <filesystem>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "common/memory/device.h"
-#include "common/memory/oom_error.h"
-#include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
-#include "common/report/terminal.h"
-#include "common/workbook/lesson_binary.h"
+#include "common/workbook/lesson_main.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
 #include "lessons/02-checkpointing/exercise_results.h"
 
 namespace {
 
 using namespace vramlab;
-namespace fs = std::filesystem;
 
 struct Options {
   ModelFlags model;  // empty: the lesson's 16-layer model (lesson_model())
@@ -50,8 +44,6 @@ struct Options {
   uint64_t seed = 1;
   bool no_scale = false;
   bool no_compression = false;
-  bool json = false;
-  std::string out_dir;
 };
 
 // A GPT-2 shape deep enough that √L means something (16 blocks), small enough that seven
@@ -72,11 +64,7 @@ ModelConfig lesson_model(const ModelFlags& given, std::optional<int64_t> seq) {
   return model;
 }
 
-std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("02", workbook::lesson_runs_mine(), flags);
-}
-
-int run(const Options& o, const plan::Plan& plan) {
+workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::LessonRun& run) {
   lesson02::LessonSettings s;
   s.run.model = lesson_model(o.model, o.seq);
   s.run.batch = o.batch.value_or(8);
@@ -86,7 +74,6 @@ int run(const Options& o, const plan::Plan& plan) {
   s.run.seed = o.seed;
   s.run.attention = plan.attention;
   s.run.steps = o.steps;
-  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (!o.budget.empty()) {
     const recompute::RecomputeSpec spec = recompute::parse_recompute_spec("budget:" + o.budget);
     s.budget_bytes = spec.budget_bytes;
@@ -106,38 +93,16 @@ int run(const Options& o, const plan::Plan& plan) {
   s.meta_seq = o.meta_seq;
   s.compression = !o.no_compression;
 
-  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
-  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "02");
-  lesson02::Lesson lesson;
-  try {
-    lesson = lesson02::run_lesson(s, o.json ? nullptr : workbook::print_progress);
-  } catch (const memory::OutOfMemoryError& e) {
-    std::fprintf(stderr, "%s\n\nlesson 02: a schedule of the table does not fit %s. Try:\n  %s\n",
-                 e.what(), s.run.device.name().c_str(),
-                 lesson_command("--device sim:t4-16g   # the default device").c_str());
-    return kExitFailure;
-  }
-  const lesson02::FigurePaths figures = lesson02::write_figures(lesson, out_dir.string());
-  const std::vector<lesson02::ExerciseResult> exercises = lesson02::exercise_results(lesson);
-  if (o.json) {
-    nlohmann::json j = lesson02::to_json(lesson);
-    j["exercises"] = workbook::exercise_results_json(exercises);
-    j["figures"] = {{"memory_over_step_svg", figures.memory_over_step_svg},
-                    {"tradeoff_svg", figures.tradeoff_svg}};
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  std::fputs(lesson02::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::fputs(
-      ("\n" + workbook::render_exercise_results(exercises, lesson02::kExercisesHeading)).c_str(),
-      stdout);
-  std::printf("\nFigures in %s: %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
-              fs::path(figures.memory_over_step_svg).filename().c_str(),
-              fs::path(figures.tradeoff_svg).filename().c_str());
-  std::printf("Next:\n  %s   # O(N) or O(sqrt N)? the same schedules on 64 layers\n",
-              lesson_command("--layers 64 --no-compression").c_str());
-  std::printf("  %s   # longer sequences: the attention probabilities grow with T^2\n",
-              lesson_command("--seq 512 --batch 2 --max-batch-device none").c_str());
+  run.on_out_of_memory(s.run.device.name(), "--device sim:t4-16g", "the default device",
+                       "a schedule of the table");
+  const lesson02::Lesson lesson = lesson02::run_lesson(s, run.progress_function());
+  const lesson02::FigurePaths figures = lesson02::write_figures(lesson, run.out_dir().string());
+  workbook::LessonOutput out;
+  out.json = lesson02::to_json(lesson);
+  out.text = lesson02::render_text(lesson, run.colour());
+  out.figures = {{"memory_over_step_svg", figures.memory_over_step_svg},
+                 {"tradeoff_svg", figures.tradeoff_svg}};
+  out.exercises = {std::string(lesson02::kExercisesHeading), lesson02::exercise_results(lesson)};
   const ModelConfig& m = s.run.model;
   const bool named = o.model.name == m.name && !o.model.layers && !o.model.hidden &&
                      !o.model.heads && !o.model.vocab && !o.model.ffn && !o.model.kv_heads;
@@ -145,11 +110,13 @@ int run(const Options& o, const plan::Plan& plan) {
       !named ? "--layers " + std::to_string(m.layers) + " --hidden " + std::to_string(m.hidden) +
                    " --heads " + std::to_string(m.heads) + " --vocab " + std::to_string(m.vocab)
              : "--model " + m.name;
-  std::printf(
-      "  vramlab train %s --recompute sqrt --dropout 0.1 --steps 20   # train with a "
-      "schedule\n",
-      shape.c_str());
-  return 0;
+  out.next = {{run.command("--layers 64 --no-compression"),
+               "O(N) or O(sqrt N)? the same schedules on 64 layers"},
+              {run.command("--seq 512 --batch 2 --max-batch-device none"),
+               "longer sequences: the attention probabilities grow with T^2"},
+              {"vramlab train " + shape + " --recompute sqrt --dropout 0.1 --steps 20",
+               "train with a schedule"}};
+  return out;
 }
 
 }  // namespace
@@ -157,10 +124,12 @@ int run(const Options& o, const plan::Plan& plan) {
 int main(int argc, char** argv) {
   platform::select_blas_core_or_reexec(argc, argv);
   Options o;
-  CLI::App app{
+  workbook::LessonMain lesson(
+      "02", "lesson02_checkpointing",
       "Lesson 02: gradient checkpointing and activation compression, measured schedule by "
       "schedule on real training steps.",
-      "lesson02_checkpointing"};
+      "memory_over_step.svg and tradeoff.svg");
+  CLI::App& app = lesson.app();
   add_model_options(app, o.model);
   app.add_option("--batch", o.batch, "Sequences per step B (default 8)");
   app.add_option("--seq", o.seq, "Tokens per sequence T (default min(128, the model's maximum))");
@@ -173,7 +142,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget", o.budget,
                  "X of the budget:X row, bytes or a size such as 40MiB (default: half-way "
                  "between the sqrt and none activation peaks)");
-  app.add_option("--steps", o.steps, "Training steps per schedule (default 3)");
+  app.add_option("--steps", o.steps, "Training steps per schedule (default 3)")
+      ->check(workbook::at_least(1));
   app.add_option("--seed", o.seed, "Seed of the weights, tokens and masks (default 1)");
   plan::Plan defaults;
   defaults.dropout.p = 0.1f;  // the masks are part of what a re-run forward must replay
@@ -184,10 +154,6 @@ int main(int argc, char** argv) {
   app.add_option("--meta-seq", o.meta_seq, "Its T (default 4096; B = 1)");
   app.add_flag("--no-scale", o.no_scale, "Skip the at-scale table on meta");
   app.add_flag("--no-compression", o.no_compression, "Skip the int8 compression rows");
-  app.add_flag("--json", o.json, "One JSON object instead of the tables");
-  app.add_option("--out-dir", o.out_dir,
-                 "Where memory_over_step.svg and tradeoff.svg go (default: lesson-output/02 in "
-                 "the build directory)");
-  return workbook::run_lesson_main(app, argc, argv, "lesson02_checkpointing",
-                                   [&] { return run(o, plan_flags.plan()); });
+  return lesson.run(argc, argv,
+                    [&](workbook::LessonRun& r) { return run(o, plan_flags.plan(), r); });
 }
