@@ -102,13 +102,15 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
     std::string text = std::move(out.text);
     if (out.exercises)
       text += "\n" + render_exercise_results(out.exercises->results, out.exercises->heading);
-    if (!out.figures.empty()) {
-      text += "\nFigures in " + out_dir_shown(run.out_dir()) + ":";
-      for (size_t i = 0; i < out.figures.size(); ++i)
-        text += (i ? ", " : " ") + fs::path(out.figures[i].path).filename().string();
-      if (!out.figures_note.empty()) text += " " + out.figures_note;
-      text += "\n";
-    }
+    std::string names;
+    for (const FigureFile& f : out.figures)
+      if (f.listed)
+        names += (names.empty() ? " " : ", ") +
+                 fs::path(f.path).lexically_relative(run.out_dir()).string();
+    if (!names.empty())
+      text += "\nFigures in " + out_dir_shown(run.out_dir()) + ":" + names +
+              (out.figures_note.empty() ? "" : " " + out.figures_note) + "\n";
+    text += out.after_figures;
     for (size_t i = 0; i < out.next.size(); ++i)
       text += (i ? "  " : "Next:\n  ") + out.next[i].command + "   # " + out.next[i].why + "\n";
     std::fputs(text.c_str(), stdout);

@@ -36,8 +36,9 @@ struct NextStep {
 
 /// A file a lesson wrote into its output folder.
 struct FigureFile {
-  std::string key;   ///< its key under "figures" in --json, e.g. "loss_curves_svg".
-  std::string path;  ///< where it was written.
+  std::string key;     ///< its key under "figures" in --json, e.g. "loss_curves_svg".
+  std::string path;    ///< where it was written.
+  bool listed = true;  ///< named on the text's "Figures in" line (as a path under the folder).
 };
 
 /// A lesson's exercises, as run on this run's numbers.
@@ -52,6 +53,7 @@ struct LessonOutput {
   std::string text;                         ///< the tables and notes for the terminal.
   std::vector<FigureFile> figures;          ///< in the order the text names them.
   std::string figures_note;                 ///< after their names, e.g. "(open the .html ...)".
+  std::string after_figures;                ///< lines after the figures line, each ending in "\n".
   std::optional<ExerciseReport> exercises;  ///< none for a lesson without exercises.
   std::vector<NextStep> next;               ///< what to try next.
 };
