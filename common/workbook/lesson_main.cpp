@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <unistd.h>
+
 #include "common/memory/oom_error.h"
 #include "common/platform/errors.h"
 #include "common/report/svg_plot.h"
@@ -19,10 +21,12 @@ namespace fs = std::filesystem;
 namespace {
 
 // Keeps the run's JSON beside its figures, as `vramlab claims` reads it: written under another
-// name and renamed, so a full disk leaves the last run's file whole, never half of this one.
+// name and renamed, so a full disk leaves the last run's file whole, never half of this one. The
+// other name is this process's own, so two runs into one folder do not take each other's file.
 void save_run(const fs::path& out_dir, const std::string& dumped) {
   const fs::path path = out_dir / kLessonRunFile;
-  const fs::path partial = out_dir / (std::string(kLessonRunFile) + ".partial");
+  const fs::path partial =
+      out_dir / (std::string(kLessonRunFile) + "." + std::to_string(getpid()) + ".partial");
   try {
     report::write_text_file(partial.string(), dumped + "\n");
     fs::rename(partial, path);

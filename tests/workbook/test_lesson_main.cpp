@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,25 @@ TEST_F(LessonMainRun, JsonAddsFiguresAndExercisesAndNoText) {
   ASSERT_EQ(j["exercises"].size(), 1u);
   EXPECT_EQ(j["exercises"][0]["id"], "99.1");
   EXPECT_EQ(out.find("TABLES"), std::string::npos);
+}
+
+TEST_F(LessonMainRun, EveryRunSavesItsJsonAndAFailedSaveIsExitOne) {
+  std::string out, err;
+  ASSERT_EQ(run({}, output, &out, &err), 0) << err;
+  const fs::path saved = dir_ / std::string(kLessonRunFile);
+  std::ifstream in(saved);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["lesson"], "99");
+  EXPECT_EQ(j["exercises"][0]["id"], "99.1");
+  // A folder where the file should go: the rename fails; the error names the file, the exit is 1
+  // and no partial file is left behind.
+  fs::remove(saved);
+  fs::create_directory(saved);
+  EXPECT_EQ(run({}, output, &out, &err), kExitFailure);
+  EXPECT_NE(err.find("cannot save the run's JSON to"), std::string::npos) << err;
+  EXPECT_NE(err.find("lesson.json"), std::string::npos) << err;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().string().find(".partial"), std::string::npos) << e.path();
 }
 
 TEST_F(LessonMainRun, OutOfMemoryIsExitOneWithTheAdvice) {
