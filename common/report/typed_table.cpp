@@ -5,11 +5,27 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/platform/enum_names.h"
 #include "common/report/terminal.h"
 
 namespace vramlab::report {
 
 namespace {
+
+constexpr platform::EnumName<Unit> kUnitNames[] = {
+    {"text", Unit::text},
+    {"integer", Unit::integer},
+    {"count", Unit::count},
+    {"bytes", Unit::bytes},
+    {"bytes_decimal", Unit::bytes_decimal},
+    {"fixed", Unit::fixed},
+    {"general", Unit::general},
+    {"percent", Unit::percent},
+    {"signed_percent", Unit::signed_percent},
+    {"seconds", Unit::seconds},
+    {"ratio", Unit::ratio},
+    {"per_param", Unit::per_param},
+};
 
 std::string format_number(double v, Unit unit, int decimals) {
   if (!std::isfinite(v)) return "-";
@@ -53,6 +69,10 @@ std::string format_number(double v, Unit unit, int decimals) {
 }
 
 }  // namespace
+
+Unit parse_unit(std::string_view name) {
+  return platform::parse_enum(name, kUnitNames, "unit", platform::ChoiceList::one_of);
+}
 
 nlohmann::json Value::json() const {
   return std::visit(

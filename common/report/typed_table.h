@@ -48,6 +48,10 @@ enum class Unit {
   per_param,       ///< bytes per parameter: two digits, four below 0.1 (Adafactor's 0.0021).
 };
 
+/// \param name a unit's name as spelled in the enum above ("bytes", "signed_percent", ...).
+/// \return the unit. \throws vramlab::UsageError naming \p name and the choices.
+Unit parse_unit(std::string_view name);
+
 /// One cell: nothing (reads "-", JSON null), a bool, an integer, a real number or text. A
 /// non-finite number is null in JSON (as nlohmann::json dumps NaN) and "-" on the terminal.
 class Value {

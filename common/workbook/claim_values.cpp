@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/platform/errors.h"
 #include "common/report/typed_table.h"
 
 namespace vramlab::workbook {
@@ -15,12 +16,6 @@ namespace vramlab::workbook {
 namespace {
 
 using nlohmann::json;
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
 
 // A filter's wanted value matches a field when their text is the same: "mixed-bf16", "1", "true".
 bool field_equals(const json& field, const std::string& wanted) {
@@ -76,7 +71,7 @@ std::optional<json> select_one(const json& document, std::string_view selector) 
         if (equals == std::string_view::npos)
           throw std::invalid_argument("selector '" + std::string(selector) + "': filter '" +
                                       std::string(one) + "' is not key=value");
-        wanted.emplace_back(trim(one.substr(0, equals)), trim(one.substr(equals + 1)));
+        wanted.emplace_back(one.substr(0, equals), one.substr(equals + 1));
         filters = comma == std::string_view::npos ? std::string_view() : filters.substr(comma + 1);
       }
       const json* match = nullptr;
@@ -217,26 +212,6 @@ class Parser {
   size_t at_ = 0;
 };
 
-std::optional<report::Unit> unit_named(std::string_view name) {
-  using report::Unit;
-  static const std::pair<std::string_view, Unit> kUnits[] = {
-      {"text", Unit::text},
-      {"integer", Unit::integer},
-      {"count", Unit::count},
-      {"bytes", Unit::bytes},
-      {"bytes_decimal", Unit::bytes_decimal},
-      {"general", Unit::general},
-      {"percent", Unit::percent},
-      {"signed_percent", Unit::signed_percent},
-      {"seconds", Unit::seconds},
-      {"ratio", Unit::ratio},
-      {"per_param", Unit::per_param},
-  };
-  for (const auto& [n, u] : kUnits)
-    if (n == name) return u;
-  return std::nullopt;
-}
-
 report::Value value_of(const json& j) {
   if (j.is_boolean()) return j.get<bool>();
   if (j.is_number_integer()) return j.get<int64_t>();
@@ -250,7 +225,7 @@ report::Value value_of(const json& j) {
 std::optional<json> select(const json& document, std::string_view selector) {
   while (!selector.empty()) {
     const size_t bar = selector.find(" | ");
-    const std::string one = trim(selector.substr(0, bar));
+    const std::string_view one = selector.substr(0, bar);
     if (std::optional<json> found = select_one(document, one)) return found;
     if (bar == std::string_view::npos) break;
     selector.remove_prefix(bar + 3);
@@ -295,11 +270,12 @@ std::string fill(std::string_view text, const ClaimValues& values) {
         throw std::invalid_argument("template '" + std::string(text) + "': bad format '" + format +
                                     "'");
       out += value.format(report::Unit::fixed, digits);
-    } else if (const std::optional<report::Unit> unit = unit_named(format)) {
-      out += value.format(*unit, -1);
     } else {
-      throw std::invalid_argument("template '" + std::string(text) + "': unknown format '" +
-                                  format + "'");
+      try {
+        out += value.format(report::parse_unit(format), -1);
+      } catch (const UsageError& e) {
+        throw std::invalid_argument("template '" + std::string(text) + "': " + e.what());
+      }
     }
     i = close + 1;
   }

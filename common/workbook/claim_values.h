@@ -4,8 +4,9 @@
 ///
 /// - A **selector** picks one value out of the JSON: `/optimizers[name=adamw]/final_loss` walks
 ///   keys and, at an array, takes the first element whose fields equal every `key=value` in the
-///   brackets (or the element at a number: `/quantization/0/step`, `-1` the last). Alternatives
-///   separated by ` | ` are tried in order: the first that resolves is the value.
+///   brackets (comma-separated, no spaces: a value is compared as written) (or the element at a
+///   number: `/quantization/0/step`, `-1` the last). Alternatives separated by ` | ` are tried in
+///   order: the first that resolves is the value.
 /// - An **expression** combines named values with numbers: `+ - * /`, parentheses, `abs(x)`,
 ///   `min(x, y)`, `max(x, y)`, the comparisons `< <= > >= == !=` (1 or 0) and `&&`, `||`.
 /// - A **template** is text with `{name}` or `{name:format}` holes; a format is a report::Unit's

@@ -47,10 +47,6 @@ bool LessonRun::colour() const {
   return report::use_colour(stdout);
 }
 
-void LessonRun::progress(const std::string& line) const {
-  if (!json_) print_progress(line);
-}
-
 void (*LessonRun::progress_function() const)(const std::string&) {
   return json_ ? nullptr : print_progress;
 }

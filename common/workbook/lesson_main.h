@@ -70,9 +70,8 @@ class LessonRun {
   [[nodiscard]] bool json() const { return json_; }
   /// \return whether the text may carry ANSI colours (stdout is a terminal, NO_COLOR unset).
   [[nodiscard]] bool colour() const;
-  /// Tells the terminal what the lesson is doing now (stderr; nothing under --json).
-  void progress(const std::string& line) const;
-  /// \return progress() as a plain function for the measuring code, or null under --json.
+  /// \return what tells the terminal what the lesson is doing now (print_progress: stderr), for
+  /// the measuring code; null under --json, whose stdout and stderr hold nothing else.
   [[nodiscard]] void (*progress_function() const)(const std::string&);
   /// \param flags the lesson's flags. \return "vramlab run ID [--mine] FLAGS".
   [[nodiscard]] std::string command(std::string_view flags) const;

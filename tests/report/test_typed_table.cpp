@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/platform/errors.h"
 #include "common/report/typed_table.h"
 
 namespace vramlab::report {
@@ -44,6 +45,19 @@ TEST(TypedTableValue, EachUnitFormatsItsCells) {
   // An integer unit given a real number rounds it to the nearest whole unit.
   EXPECT_EQ(cell(1535.6, Unit::bytes), "1.50 KiB");
   EXPECT_EQ(cell(2.5e9, Unit::count), "2,500,000,000");
+}
+
+TEST(TypedTableUnit, ParsesEveryNameAndRefusesOthersByName) {
+  EXPECT_EQ(parse_unit("bytes"), Unit::bytes);
+  EXPECT_EQ(parse_unit("signed_percent"), Unit::signed_percent);
+  EXPECT_EQ(parse_unit("per_param"), Unit::per_param);
+  try {
+    (void)parse_unit("furlongs");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'furlongs'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes_decimal"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TypedTableValue, JsonHoldsTheRawValue) {

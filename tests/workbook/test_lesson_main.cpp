@@ -117,7 +117,7 @@ TEST_F(LessonMainRun, JsonAddsFiguresAndExercisesAndNoText) {
                 {"--json"},
                 [&](LessonRun& r) {
                   told_json = r.json();
-                  r.progress("not shown under --json");
+                  EXPECT_EQ(r.progress_function(), nullptr);
                   return output(r);
                 },
                 &out, &err),

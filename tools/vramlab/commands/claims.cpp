@@ -50,16 +50,15 @@ json read_json(const fs::path& path) {
   }
 }
 
-// The lessons' claims files, by lesson id ("09"), in the checkout.
-std::map<std::string, std::vector<workbook::Claim>> lesson_claims(const fs::path& repo_root) {
+// The claims files of the workbook's lessons, by lesson id ("09").
+std::map<std::string, std::vector<workbook::Claim>> lesson_claims(
+    const workbook_cli::Context& ctx) {
   std::map<std::string, std::vector<workbook::Claim>> out;
-  for (const fs::directory_entry& dir : fs::directory_iterator(repo_root / "lessons")) {
-    const fs::path file = dir.path() / "claims.json";
-    if (!dir.is_directory() || !fs::exists(file)) continue;
-    const json j = read_json(file);
-    const std::string id = j.value("lesson", dir.path().filename().string().substr(0, 2));
+  for (const workbook::Lesson& lesson : ctx.book.lessons) {
+    const fs::path file = ctx.repo_root / lesson.dir / "claims.json";
+    if (!fs::exists(file)) continue;
     try {
-      out[id] = workbook::parse_claims(j, file.string());
+      out[lesson.id] = workbook::parse_claims(read_json(file), file.string());
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
@@ -142,7 +141,7 @@ struct Options {
 int run_claims(const Options& o) {
   const workbook_cli::Context ctx = workbook_cli::load_context(o.common);
   const json catalogue = read_json(ctx.repo_root / "lessons" / "claims-catalogue.json");
-  const auto claims_files = lesson_claims(ctx.repo_root);
+  const auto claims_files = lesson_claims(ctx);
   const fs::path outputs =
       o.output_dir.empty() ? ctx.build_dir / "lesson-output" : fs::path(o.output_dir);
   if (!o.lesson.empty()) {
