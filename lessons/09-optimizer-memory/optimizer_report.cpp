@@ -274,15 +274,24 @@ json measured_json(const Lesson& lesson) {
 
 }  // namespace
 
-std::vector<workbook::ClaimResult> claims(const Lesson& lesson) {
+namespace {
+
+// claims.json's claims against a measured_json() object.
+std::vector<workbook::ClaimResult> claims_of(const json& measured) {
   static const std::vector<workbook::Claim> file =
       workbook::parse_claims(json::parse(files::claims_json()), "lesson 09's claims.json");
-  return workbook::evaluate_claims(file, measured_json(lesson));
+  return workbook::evaluate_claims(file, measured);
+}
+
+}  // namespace
+
+std::vector<workbook::ClaimResult> claims(const Lesson& lesson) {
+  return claims_of(measured_json(lesson));
 }
 
 json to_json(const Lesson& lesson) {
   json j = measured_json(lesson);
-  j["claims"] = report::table_of(workbook::claim_columns(), claims(lesson)).json();
+  j["claims"] = report::table_of(workbook::claim_columns(), claims_of(j)).json();
   return j;
 }
 
