@@ -2,7 +2,8 @@
 # and defines, per exercise 01.1:
 #   ex_01_1_mine                 the learner's stub (exercises/)           static library
 #   ex_01_1_ref                  the reference (solutions/)                static library
-#   ex_01_1_wrong_<name>         each known-wrong variant (solutions/…/wrong/)
+#   ex_01_1_wrong_<name>         each known-wrong variant (solutions/…/wrong/: a patch against the
+#                                reference, applied at build time, or a whole file)
 #   test_ex_01_1_ref             the exercise's tests on the reference: in `all` and in ctest
 #   test_ex_01_1_mine            the same tests on the learner's code: not in `all` nor in ctest;
 #                                `vramlab check` builds and runs it, `verify` (CI) checks every stub
@@ -87,8 +88,12 @@ macro(vramlab_workbook_read lesson_dir)
 endmacro()
 
 # _vramlab_exercise_library(<target> <source> <deps...>): one exercise implementation.
+# <source> is relative to the repository root, or absolute (a wrong variant made from a patch).
 function(_vramlab_exercise_library target source)
-  add_library(${target} STATIC ${PROJECT_SOURCE_DIR}/${source})
+  if(NOT IS_ABSOLUTE ${source})
+    set(source ${PROJECT_SOURCE_DIR}/${source})
+  endif()
+  add_library(${target} STATIC ${source})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC vramlab::workbook vramlab::platform ${ARGN}
                         PRIVATE vramlab::warnings)
@@ -179,7 +184,23 @@ function(vramlab_workbook_add_references_and_tests)
       # catches a stub that stops compiling); the test command does not spend its minutes here.
       _vramlab_exercise_test(test_${_stem}_mine ${_stem} ${_stem}_mine "${_others}")
       foreach(name file IN ZIP_LISTS WB_${i}_WRONG_NAMES WB_${i}_WRONG_FILES)
-        _vramlab_exercise_library(${_stem}_wrong_${name} ${file} ${WB_${i}_DEPS})
+        set(_source ${PROJECT_SOURCE_DIR}/${file})
+        if(file MATCHES "\\.patch$")
+          # The variant is its reference with the patch applied; --fuzz=0 makes a reference that
+          # moved under the patch's context fail here (the drift `vramlab verify` reports) rather
+          # than apply somewhere else. No reject file, no backup; a failed patch leaves no output.
+          set(_source ${CMAKE_CURRENT_BINARY_DIR}/wrong/${_stem}_wrong_${name}.cpp)
+          add_custom_command(
+            OUTPUT ${_source}
+            COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/wrong
+            COMMAND patch --silent --fuzz=0 --no-backup-if-mismatch --reject-file=- --output
+                    ${_source}.partial ${PROJECT_SOURCE_DIR}/${WB_${i}_REFERENCE}
+                    ${PROJECT_SOURCE_DIR}/${file}
+            COMMAND ${CMAKE_COMMAND} -E rename ${_source}.partial ${_source}
+            DEPENDS ${PROJECT_SOURCE_DIR}/${WB_${i}_REFERENCE} ${PROJECT_SOURCE_DIR}/${file}
+            COMMENT "Applying the known-wrong variant ${file}" VERBATIM)
+        endif()
+        _vramlab_exercise_library(${_stem}_wrong_${name} ${_source} ${WB_${i}_DEPS})
         set_target_properties(${_stem}_wrong_${name} PROPERTIES EXCLUDE_FROM_ALL TRUE)
         # A wrong variant runs once, under `verify`: code that runs little (Note [Code that
         # runs little: -Og]); verify compiles all of them on every CI run.

@@ -129,7 +129,7 @@ std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text) {
 }
 
 TestRun run_test_binary(const fs::path& binary, const std::string& filter, const fs::path& work_dir,
-                        double timeout_seconds, RunUntil until) {
+                        double timeout_seconds) {
   TestRun run;
   if (!fs::exists(binary)) {
     run.detail = binary.string() + " does not exist";
@@ -143,7 +143,6 @@ TestRun run_test_binary(const fs::path& binary, const std::string& filter, const
   fs::remove(json_path, error);
   std::vector<std::string> argv = {binary.string(), "--gtest_filter=" + filter,
                                    "--gtest_output=json:" + json_path.string(), "--gtest_color=no"};
-  if (until == RunUntil::kFirstFailure) argv.push_back("--gtest_fail_fast");
   const ProcessResult process = run_process(argv, log_path, timeout_seconds);
   run.seconds = process.seconds;
   run.detail = process.describe();

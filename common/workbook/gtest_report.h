@@ -62,19 +62,11 @@ std::string_view run_status_name(RunStatus status);
 /// \throws vramlab::UsageError when the text is not a GoogleTest JSON report.
 std::vector<TestCaseResult> parse_gtest_json(std::string_view json_text);
 
-/// How far a test binary runs.
-enum class RunUntil {
-  kEnd,           ///< every test: what a learner's check and a reference need.
-  kFirstFailure,  ///< `--gtest_fail_fast`: enough to show that a wrong variant is caught; the
-                  ///< tests after the first failure are reported as skipped.
-};
-
 /// Runs a test binary with `--gtest_filter=FILTER --gtest_output=json:WORK/NAME.json`, its output
 /// in WORK/NAME.log, killed after \p timeout_seconds.
 /// \p filter "*" runs all; \p work_dir is created. A missing binary gives kNotBuilt.
 /// Two runs may go on at once in different threads if their binaries' names differ.
 TestRun run_test_binary(const std::filesystem::path& binary, const std::string& filter,
-                        const std::filesystem::path& work_dir, double timeout_seconds,
-                        RunUntil until = RunUntil::kEnd);
+                        const std::filesystem::path& work_dir, double timeout_seconds);
 
 }  // namespace vramlab::workbook

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,42 @@ std::string joined_ids(const std::vector<std::string>& ids) {
 }
 
 }  // namespace
+
+bool WrongVariant::is_patch() const {
+  return file.ends_with(".patch");
+}
+
+WrongVariantHeader parse_wrong_variant_header(std::string_view text, bool is_patch) {
+  WrongVariantHeader header;
+  std::string* continued = nullptr;  // the field a line starting with a space continues
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (is_patch) {
+      if (line.starts_with("--- ")) break;
+    } else {
+      if (!line.starts_with("//")) break;
+      line.remove_prefix(line.starts_with("// ") ? 3 : 2);
+    }
+    const auto field = [&](std::string_view key, std::string& into) {
+      if (!line.starts_with(key)) return false;
+      line.remove_prefix(key.size());
+      into = std::string(line.substr(std::min(line.find_first_not_of(' '), line.size())));
+      continued = &into;
+      return true;
+    };
+    if (field("Mistake:", header.mistake) || field("Caught by:", header.caught_by)) continue;
+    if (continued != nullptr && line.starts_with(' ') &&
+        line.find_first_not_of(' ') != std::string_view::npos) {
+      *continued += " " + std::string(line.substr(line.find_first_not_of(' ')));
+    } else {
+      continued = nullptr;
+    }
+  }
+  return header;
+}
 
 bool Exercise::needs_gpu() const {
   return std::find(requires_list.begin(), requires_list.end(), "cuda") != requires_list.end();
@@ -89,9 +126,12 @@ Lesson parse_lesson_manifest(const json& manifest, const std::string& dir) {
     ex.test_filter = item.value("test_filter", "*");
     ex.requires_list = texts_at(item, "requires", ex_where);
     ex.hints = texts_at(item, "hints", ex_where);
-    for (const auto& w : item.value("wrong", json::array()))
-      ex.wrong.push_back(
-          {text_at(w, "name", ex_where), text_at(w, "file", ex_where), w.value("mistake", "")});
+    for (const auto& w : item.value("wrong", json::array())) {
+      WrongVariant variant;
+      variant.name = text_at(w, "name", ex_where);
+      variant.file = text_at(w, "file", ex_where);
+      ex.wrong.push_back(std::move(variant));
+    }
     for (const auto& s : item.value("snippets", json::array()))
       ex.snippets.push_back({text_at(s, "file", ex_where), text_at(s, "name", ex_where)});
     lesson.exercises.push_back(std::move(ex));
@@ -115,6 +155,16 @@ Workbook load_workbook(const fs::path& repo_root) {
     if (manifest.is_discarded()) throw UsageError(file.string() + " is not valid JSON");
     workbook.lessons.push_back(
         parse_lesson_manifest(manifest, "lessons/" + dir.filename().string()));
+    for (auto& ex : workbook.lessons.back().exercises)
+      for (auto& variant : ex.wrong) {
+        std::ifstream source(repo_root / variant.file);
+        if (!source) continue;
+        const std::string text((std::istreambuf_iterator<char>(source)),
+                               std::istreambuf_iterator<char>());
+        auto header = parse_wrong_variant_header(text, variant.is_patch());
+        variant.mistake = std::move(header.mistake);
+        variant.caught_by = std::move(header.caught_by);
+      }
   }
   return workbook;
 }

@@ -14,12 +14,33 @@
 
 namespace vramlab::workbook {
 
-/// A known-wrong implementation kept beside a reference: verify checks that the tests catch it.
+/// A known-wrong implementation kept beside a reference: verify checks that the test meant to
+/// catch it fails. Its file is a patch against the reference (solutions/NN/wrong/X.patch, applied
+/// when it builds) or, where it rewrites most of the function, a whole source file. The file's
+/// header says the mistake and the test: in a patch the lines before the diff, in a source file
+/// its leading comment:
+///
+///     Mistake: counts Adam as one state
+///     Caught by: BytesPerParam.SomeTest
 struct WrongVariant {
-  std::string name;     ///< short name, part of the target name, e.g. "no_master_copy".
-  std::string file;     ///< source path relative to the repository root.
-  std::string mistake;  ///< the mistake it makes, in words.
+  std::string name;       ///< short name, part of the target name, e.g. "no_master_copy".
+  std::string file;       ///< path relative to the repository root (.patch or a source file).
+  std::string mistake;    ///< the mistake it makes, in words (from the file's header).
+  std::string caught_by;  ///< the test that must fail for it, "Suite.Name" (from the header).
+  /// True when the file is a patch against the reference.
+  [[nodiscard]] bool is_patch() const;
 };
+
+/// The header of a wrong variant's file.
+struct WrongVariantHeader {
+  std::string mistake;    ///< "" when the header has no "Mistake:" line.
+  std::string caught_by;  ///< "" when the header has no "Caught by:" line.
+};
+
+/// Reads the "Mistake:" (continued on lines that start with a space) and "Caught by:" lines of a
+/// wrong variant's header: the lines before "--- " in a patch, the leading `//` comment of a
+/// source file. \p text is the file's text.
+WrongVariantHeader parse_wrong_variant_header(std::string_view text, bool is_patch);
 
 /// A documentation snippet: `//! [name]` markers in a compiled source whose lines the exercises
 /// page copies into a code block (tests/docs/check_pages.py keeps the copy equal to the source).
@@ -87,7 +108,8 @@ struct Workbook {
 /// \throws vramlab::UsageError naming the lesson folder and the missing or malformed key.
 Lesson parse_lesson_manifest(const nlohmann::json& manifest, const std::string& dir);
 
-/// Reads every lessons/*/manifest.json under \p repo_root.
+/// Reads every lessons/*/manifest.json under \p repo_root, and each wrong variant's header (a
+/// missing file leaves it empty: verify reports the file).
 /// \throws vramlab::UsageError for a manifest that does not parse (naming the file).
 Workbook load_workbook(const std::filesystem::path& repo_root);
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/workbook/not_implemented.h"
+#include "common/workbook/process.h"
 
 namespace vramlab::workbook {
 
@@ -61,14 +62,46 @@ std::vector<std::string> stub_problems(const TestRun& run, const std::string& ex
   return problems;
 }
 
-std::vector<std::string> wrong_variant_problems(const TestRun& run, const std::string& variant) {
+std::vector<std::string> wrong_variant_problems(const TestRun& run, const WrongVariant& variant) {
   std::vector<std::string> problems;
-  if (!run_usable(run, "the tests of wrong variant '" + variant + "'", problems)) return problems;
-  if (run.failed() == 0)
-    problems.push_back("wrong variant '" + variant + "' passes all " +
-                       std::to_string(run.tests.size()) +
-                       " tests: the tests do not catch its mistake");
+  const std::string what = "wrong variant '" + variant.name + "'";
+  if (run.status != RunStatus::kCompleted) {
+    problems.push_back(what + ": " + variant.caught_by + " " +
+                       std::string(run_status_name(run.status)) + ": " + run.detail);
+    return problems;
+  }
+  if (run.tests.empty()) {
+    problems.push_back(what + ": its test " + variant.caught_by + " (Caught by: in " +
+                       variant.file + ") is not among the exercise's tests");
+    return problems;
+  }
+  for (const auto& test : run.tests) {
+    if (test.outcome == TestOutcome::kPassed)
+      problems.push_back(what + " passes " + test.full_name() +
+                         ", the test meant to catch it: the mistake (" + variant.mistake +
+                         ") goes uncaught there");
+    else if (test.outcome == TestOutcome::kSkipped)
+      problems.push_back(what + ": " + test.full_name() + " skips (a skip catches nothing)");
+  }
   return problems;
+}
+
+std::vector<std::string> wrong_patch_problems(const Exercise& exercise, const WrongVariant& variant,
+                                              const fs::path& repo_root, const fs::path& work_dir) {
+  if (!variant.is_patch()) return {};
+  fs::create_directories(work_dir);
+  const fs::path log = work_dir / (exercise.target_stem() + "_" + variant.name + ".patch.log");
+  const ProcessResult result =
+      run_process({"patch", "--dry-run", "--silent", "--fuzz=0", "--reject-file=-", "--output",
+                   (work_dir / (exercise.target_stem() + "_" + variant.name + ".cpp")).string(),
+                   (repo_root / exercise.reference).string(), (repo_root / variant.file).string()},
+                  log, 60.0);
+  if (result.succeeded()) return {};
+  if (!result.started)
+    return {"GNU patch could not be run (Debian: apt-get install patch) to apply " + variant.file};
+  return {variant.file + " no longer applies to " + exercise.reference +
+          " (the reference moved under it: remake the variant against it):\n" +
+          tail_of_file(log, 20)};
 }
 
 size_t snippet_marker_count(const fs::path& file, const std::string& name) {
@@ -95,8 +128,16 @@ std::vector<std::string> exercise_file_problems(const Exercise& exercise,
   must_exist(exercise.api, "the API header");
   if (exercise.tests.empty()) problems.push_back("no test sources are listed");
   for (const auto& test : exercise.tests) must_exist(test, "the test source");
-  for (const auto& wrong : exercise.wrong)
+  for (const auto& wrong : exercise.wrong) {
     must_exist(wrong.file, "wrong variant '" + wrong.name + "'");
+    if (!fs::is_regular_file(repo_root / wrong.file)) continue;
+    if (wrong.mistake.empty())
+      problems.push_back("wrong variant '" + wrong.name + "' has no \"Mistake:\" line in " +
+                         wrong.file);
+    if (wrong.caught_by.empty())
+      problems.push_back("wrong variant '" + wrong.name + "' has no \"Caught by:\" line in " +
+                         wrong.file);
+  }
   if (exercise.hints.size() != 3)
     problems.push_back("has " + std::to_string(exercise.hints.size()) + " hints, 3 are required");
   for (size_t i = 0; i < exercise.hints.size(); ++i)

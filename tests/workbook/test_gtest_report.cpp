@@ -126,31 +126,30 @@ TEST_F(ProcessTest, TestBinaryReportIsReadFromTheJsonItWrites) {
   EXPECT_EQ(run.failed(), 1u);
 }
 
-// `vramlab verify` runs a wrong variant's tests only until the first failure: a real GoogleTest
-// binary (pass, fail, then a test that leaves a file) stops there, its report still says which
-// test failed, and the rule still catches the variant; run to the end, the third test runs.
-TEST_F(ProcessTest, RunUntilTheFirstFailureStopsThereAndStillCatchesTheVariant) {
+// `vramlab verify` runs a wrong variant's one test, the one its header names: a real GoogleTest
+// binary (pass, fail, then a test that leaves a file) filtered to it runs only it, and the rule
+// holds when that test fails and not when the named test is one that passes.
+TEST_F(ProcessTest, AWrongVariantRunsOnlyTheTestMeantToCatchIt) {
   const fs::path marker = dir_ / "third-ran";
   ASSERT_EQ(::setenv("VRAMLAB_FIXTURE_RAN", marker.c_str(), 1), 0);
-  const auto stopped = run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "*", dir_ / "first", 30.0,
-                                       RunUntil::kFirstFailure);
-  const bool third_ran_when_stopped = fs::exists(marker);
-  const auto whole = run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "*", dir_ / "end", 30.0);
-  const bool third_ran_at_the_end = fs::exists(marker);
+  const auto failing =
+      run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "Fixture.Fails", dir_ / "f", 30.0);
+  const auto passing =
+      run_test_binary(VRAMLAB_FIXTURE_THREE_TESTS, "Fixture.Passes", dir_ / "p", 30.0);
+  const bool third_ran = fs::exists(marker);
   ::unsetenv("VRAMLAB_FIXTURE_RAN");
 
-  ASSERT_EQ(stopped.status, RunStatus::kCompleted) << stopped.detail << stopped.output_tail;
-  EXPECT_FALSE(third_ran_when_stopped);
-  EXPECT_EQ(stopped.passed(), 1u);
-  EXPECT_EQ(stopped.failed(), 1u);
-  ASSERT_NE(stopped.first_failure(), nullptr);
-  EXPECT_EQ(stopped.first_failure()->name, "Fails");
-  EXPECT_TRUE(wrong_variant_problems(stopped, "any").empty());
-
-  ASSERT_EQ(whole.status, RunStatus::kCompleted) << whole.detail << whole.output_tail;
-  EXPECT_TRUE(third_ran_at_the_end);
-  EXPECT_EQ(whole.passed(), 2u);
-  EXPECT_EQ(whole.failed(), 1u);
+  WrongVariant variant;
+  variant.name = "any";
+  variant.caught_by = "Fixture.Fails";
+  ASSERT_EQ(failing.status, RunStatus::kCompleted) << failing.detail << failing.output_tail;
+  EXPECT_FALSE(third_ran);
+  ASSERT_EQ(failing.tests.size(), 1u);
+  EXPECT_EQ(failing.failed(), 1u);
+  EXPECT_TRUE(wrong_variant_problems(failing, variant).empty());
+  variant.caught_by = "Fixture.Passes";
+  ASSERT_EQ(passing.status, RunStatus::kCompleted) << passing.detail << passing.output_tail;
+  EXPECT_EQ(wrong_variant_problems(passing, variant).size(), 1u);
 }
 
 }  // namespace

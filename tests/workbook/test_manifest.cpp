@@ -1,6 +1,7 @@
 // Lesson manifests: decoding, ids and targets, selection by exercise or lesson, unknown ids as
 // UsageErrors naming the value, and the checkout's own manifests (every file they name exists).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -25,7 +26,7 @@ json sample() {
       {"id": "03.1", "title": "one", "requires": ["cpu"], "stub": "exercises/03/a.cpp",
        "reference": "solutions/03/a.cpp", "api": "lessons/03/api/a.h", "tests": ["t.cpp"],
        "test_filter": "A.*", "hints": ["h1", "h2", "h3"],
-       "wrong": [{"name": "fp16_accumulate", "file": "solutions/03/wrong/a.cpp", "mistake": "m"}],
+       "wrong": [{"name": "fp16_accumulate", "file": "solutions/03/wrong/a.patch"}],
        "snippets": [{"file": "exercises/03/a.cpp", "name": "stub"}]},
       {"id": "03.2", "title": "two", "requires": ["cuda"], "stub": "s", "reference": "r", "api": "a"}
     ]})");
@@ -42,6 +43,7 @@ TEST(Manifest, DecodesEveryKey) {
   EXPECT_EQ(ex.hints.size(), 3u);
   ASSERT_EQ(ex.wrong.size(), 1u);
   EXPECT_EQ(ex.wrong[0].name, "fp16_accumulate");
+  EXPECT_TRUE(ex.wrong[0].is_patch());
   EXPECT_EQ(ex.target_stem(), "ex_03_1");
   EXPECT_EQ(ex.mine_test_target(), "test_ex_03_1_mine");
   EXPECT_EQ(ex.reference_test_target(), "test_ex_03_1_ref");
@@ -115,6 +117,23 @@ TEST(Manifest, TheCheckoutsManifestsAreCompleteAndTheirFilesExist) {
     EXPECT_TRUE(problems.empty()) << ex->id << ": " << (problems.empty() ? "" : problems.front());
     EXPECT_FALSE(ex->wrong.empty()) << ex->id << " has no known-wrong variant";
   }
+}
+
+// A reference edited under a variant's patch shows up here, in ctest, and not only in verify.
+TEST(Manifest, EveryKnownWrongPatchAppliesToItsReference) {
+  const std::filesystem::path root = build_info::kSourceDir;
+  const std::filesystem::path work =
+      std::filesystem::temp_directory_path() / ("vramlab-test-patches-" + std::to_string(getpid()));
+  size_t patches = 0;
+  const Workbook book = load_workbook(root);
+  for (const Exercise* ex : book.all_exercises())
+    for (const auto& variant : ex->wrong) {
+      patches += variant.is_patch() ? 1 : 0;
+      for (const auto& problem : wrong_patch_problems(*ex, variant, root, work))
+        ADD_FAILURE() << ex->id << " " << variant.name << ": " << problem;
+    }
+  std::filesystem::remove_all(work);
+  EXPECT_GT(patches, 0u);
 }
 
 }  // namespace

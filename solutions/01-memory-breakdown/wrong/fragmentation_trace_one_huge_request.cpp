@@ -1,7 +1,6 @@
-// Known-wrong variant of exercise 01.5 (kept for `vramlab verify`, never linked into a lesson):
-// asks for more than the device has. It runs out of memory with everything unused, but no
-// arrangement of the memory could have served that request: it is not fragmentation.
-// The exercise's tests must fail for it.
+// Known-wrong variant of exercise 01.5, kept whole: it rewrites most of the function.
+// Mistake: asks for more than the device has: out of memory, but not fragmentation
+// Caught by: FragmentationTrace.TheFailingRequestIsSmallerThanTheUnusedMemory
 #include <string>
 
 #include "lessons/01-memory-breakdown/api/fragmentation_trace.h"

@@ -1,6 +1,6 @@
-// Known-wrong variant of exercise 01.5 (kept for `vramlab verify`, never linked into a lesson):
-// fragments the right segments but frees only every fourth tensor, so at the failure less than
-// 30% of the device holds no tensor. The exercise's tests must fail for it.
+// Known-wrong variant of exercise 01.5, kept whole: it rewrites most of the function.
+// Mistake: frees only every fourth tensor, so under 30% of the device is unused at the failure
+// Caught by: FragmentationTrace.MoreThan30PercentHoldsNoTensorAtTheFailure
 #include <string>
 
 #include "lessons/01-memory-breakdown/api/fragmentation_trace.h"

@@ -1,7 +1,7 @@
-// Known-wrong variant of exercise 01.5 (kept for `vramlab verify`, never linked into a lesson):
-// gives every tensor its own segment and frees every other one, expecting the holes to fragment
-// the device. On the failing request the allocator releases the empty cached segments and
-// retries, so the trace never runs out of memory. The exercise's tests must fail for it.
+// Known-wrong variant of exercise 01.5, kept whole: it rewrites most of the function.
+// Mistake: gives each tensor its own segment and frees every other one: the allocator releases the
+//   empty segments and retries, so nothing fails
+// Caught by: FragmentationTrace.RunsOutOfMemoryOnTheSimulatedDevice
 #include <string>
 
 #include "lessons/01-memory-breakdown/api/fragmentation_trace.h"

@@ -1,6 +1,6 @@
-// Known-wrong variant of exercise 01.2 (kept for `vramlab verify`, never linked into a lesson):
-// copies the shapes into int variables for readability, so B*H*T*T is computed in 32 bits and
-// wraps around at long context (T = 8192). The exercise's tests must fail for it.
+// Known-wrong variant of exercise 01.2, kept whole: it rewrites most of the function.
+// Mistake: copies the shapes into int variables, so B*H*T*T wraps around in 32 bits at long context
+// Caught by: LayerActivations.RealModelsAtLongContextNeed64BitArithmetic
 #include <string>
 
 #include "common/platform/errors.h"

@@ -1,6 +1,7 @@
-// Known-wrong variant of exercise 01.2 (kept for `vramlab verify`, never linked into a lesson):
-// computes in size_t and checks for overflow only after the multiplications, when the product
-// has already wrapped around modulo 2^64. The exercise's tests must fail for it.
+// Known-wrong variant of exercise 01.2, kept whole: it rewrites most of the function.
+// Mistake: computes in size_t and checks for overflow after the multiplications, when the
+//   product has already wrapped around
+// Caught by: LayerActivations.TheLargestShapesThatFitAreExactAndOneMoreStepThrows
 #include <cstddef>
 #include <limits>
 #include <string>

@@ -1,8 +1,7 @@
-// Known-wrong variant of exercise 02.2 (kept for `vramlab verify`, never linked into a lesson):
-// greedy. Starting from keeping everything, it recomputes one more layer (as its own one-layer
-// span) while the peak is over the budget, always the layer that frees the most bytes per unit
-// of cost. Every plan it returns fits, but not at the least cost, and it gives up too early.
-// The exercise's tests must fail for it.
+// Known-wrong variant of exercise 02.2, kept whole: it rewrites most of the function.
+// Mistake: greedy: recomputes the layer that frees the most bytes per cost, one layer at a
+//   time, until the plan fits
+// Caught by: OptimalPlan.CostsWhatTheExhaustiveSearchFindsOnRandomSmallChains
 #include <algorithm>
 #include <cmath>
 #include <limits>

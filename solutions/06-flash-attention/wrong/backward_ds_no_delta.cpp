@@ -1,6 +1,6 @@
-// Known-wrong variant of exercise 06.3 (kept for `vramlab verify`, never linked into a lesson):
-// forgets delta: dS = P ∘ dP.
-// The exercise's tests must fail for it.
+// Known-wrong variant of exercise 06.3, kept whole: it rewrites most of the function.
+// Mistake: forgets delta: dS = P * dP
+// Caught by: BackwardDs.EveryTileOfDSMatchesTheNaiveSoftmaxBackward
 #include "lessons/06-flash-attention/api/backward_ds.h"
 
 namespace vramlab::lesson06 {

@@ -289,11 +289,67 @@ std::string function_diff(const Context& ctx, const workbook::Exercise& ex) {
   return out;
 }
 
+// A known mistake of the exercise: its header, then the diff from the reference (a patch's own
+// diff; a whole-file variant diffed here). 'list' names every mistake with its one line.
+void show_mistake(const Context& ctx, const workbook::Exercise& ex, const std::string& name) {
+  if (name == "list") {
+    if (ctx.json) {
+      json mistakes = json::array();
+      for (const auto& w : ex.wrong)
+        mistakes.push_back({{"name", w.name}, {"mistake", w.mistake}, {"caught_by", w.caught_by}});
+      print_json({{"id", ex.id}, {"mistakes", mistakes}});
+      return;
+    }
+    std::string out =
+        style::bold("Known mistakes of " + ex.id + " (" + ex.title + "):", ctx.colour) + "\n";
+    for (const auto& w : ex.wrong) out += "  " + w.name + ": " + w.mistake + "\n";
+    out +=
+        style::dim("One of them: vramlab solution " + ex.id + " --mistake NAME", ctx.colour) + "\n";
+    std::fputs(out.c_str(), stdout);
+    return;
+  }
+  const auto it = std::find_if(ex.wrong.begin(), ex.wrong.end(),
+                               [&](const workbook::WrongVariant& w) { return w.name == name; });
+  if (it == ex.wrong.end()) {
+    std::string known;
+    for (const auto& w : ex.wrong) known += (known.empty() ? "" : ", ") + w.name;
+    throw UsageError("--mistake " + platform::printable(name) + ": exercise " + ex.id +
+                     " has no such known mistake (known: " + (known.empty() ? "none" : known) +
+                     ", or 'list')");
+  }
+  const std::string text = read_text(ctx.repo_root / it->file);
+  std::string diff;
+  if (it->is_patch()) {
+    const size_t start = text.starts_with("--- ") ? 0 : text.find("\n--- ");
+    diff = start == std::string::npos ? "" : text.substr(start == 0 ? 0 : start + 1);
+  } else {
+    diff = diff_texts(read_text(ctx.repo_root / ex.reference), text, "reference: " + ex.reference,
+                      "mistake " + it->name + ": " + it->file);
+  }
+  if (ctx.json) {
+    print_json({{"id", ex.id},
+                {"shown", true},
+                {"mistake", it->name},
+                {"what", it->mistake},
+                {"caught_by", it->caught_by},
+                {"file", it->file},
+                {"diff", diff}});
+    return;
+  }
+  std::string out =
+      style::bold("Mistake " + it->name + " of " + ex.id + ":", ctx.colour) + " " + it->mistake +
+      "\n" + "Caught by: " + it->caught_by + "\n" +
+      style::dim("How its code differs from the reference (- reference, + mistake):", ctx.colour) +
+      "\n" + diff;
+  std::fputs(out.c_str(), stdout);
+}
+
 void add_solution(CLI::App& app, int& exit_code) {
   struct Options : CommonOptions {
     std::string id;
     bool diff = false;
     bool reveal = false;
+    std::string mistake;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -301,6 +357,9 @@ void add_solution(CLI::App& app, int& exit_code) {
   cmd->add_option("id", options->id, "exercise id, e.g. 01.1")->required();
   cmd->add_flag("--diff", options->diff,
                 "show how the bodies of the functions you edit differ from the reference's");
+  cmd->add_option("--mistake", options->mistake,
+                  "show one known mistake (a name, or 'list' for all): what it is, the test "
+                  "that catches it, and how its code differs from the reference");
   cmd->add_flag("--reveal", options->reveal, "show it even though your code does not pass yet");
   add_common_options(cmd, *options);
   cmd->callback([options, &exit_code] {
@@ -315,6 +374,11 @@ void add_solution(CLI::App& app, int& exit_code) {
       else
         std::printf("%s\n", message.c_str());
       exit_code = kExitFailure;
+      return;
+    }
+    if (!options->mistake.empty()) {
+      show_mistake(ctx, ex, options->mistake);
+      exit_code = 0;
       return;
     }
     std::string text;

@@ -1,11 +1,12 @@
 // `vramlab verify`: what CI runs (.ci/run) to prove every exercise is real. It fails (exit 1)
 // unless every reference passes its tests, every stub fails every one of its tests with the NOT
-// IMPLEMENTED message, every known-wrong variant fails at least one test (a crash or a timeout is
-// a failure of verify), and every exercise has three hints, tests and its doc snippets;
-// `--docs` also builds the Doxygen docs, whose warnings are errors.
+// IMPLEMENTED message, every known-wrong variant's patch still applies to its reference and the
+// variant fails the test its header names (a crash or a timeout is a failure of verify), and
+// every exercise has three hints, tests and its doc snippets; `--docs` also builds the Doxygen
+// docs, whose warnings are errors.
 //
-// The test binaries run --jobs at a time (default: one per core); a wrong variant's tests stop at
-// the first failure, which is all rule 3 asks for.
+// The test binaries run --jobs at a time (default: one per core); a wrong variant runs only the
+// test meant to catch it.
 //
 //   build/bin/vramlab verify [ID|LESSON] [--docs] [--timeout 120] [--jobs N] [--json]
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "common/platform/errors.h"
 #include "common/report/table.h"
@@ -68,11 +70,23 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     std::vector<Finding> findings;
 
     std::vector<std::string> targets;
+    const fs::path work = ctx.build_dir / "workbook" / "verify";
+    // A patch that no longer applies is its variant's finding; the variant is not built (its
+    // build would fail, and with it every other target of the one build command).
+    std::vector<std::pair<const workbook::Exercise*, const workbook::WrongVariant*>> unapplied;
     for (const auto* ex : chosen) {
       findings.push_back({ex->id, "files", workbook::exercise_file_problems(*ex, ctx.repo_root)});
       targets.push_back(ex->reference_test_target());
       targets.push_back(ex->mine_test_target());
-      for (const auto& w : ex->wrong) targets.push_back(ex->wrong_test_target(w.name));
+      for (const auto& w : ex->wrong) {
+        auto problems = workbook::wrong_patch_problems(*ex, w, ctx.repo_root, work);
+        if (problems.empty()) {
+          targets.push_back(ex->wrong_test_target(w.name));
+        } else {
+          findings.push_back({ex->id, "patch:" + w.name, std::move(problems)});
+          unapplied.emplace_back(ex, &w);
+        }
+      }
     }
     if (!targets.empty()) {
       std::fprintf(stderr, "verify: building %zu test binaries ...\n", targets.size());
@@ -81,20 +95,20 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         findings.push_back(
             {"*", "build", {"building the exercise test binaries failed:\n" + errors}});
       } else {
-        const fs::path work = ctx.build_dir / "workbook" / "verify";
         // One job per test binary; each writes its own finding, so the table keeps its order.
         struct Job {
           const workbook::Exercise* exercise;
           std::string check;  // "reference", "stub", "wrong:<name>"
           std::string target;
+          const workbook::WrongVariant* variant = nullptr;
         };
-        static constexpr std::string_view kWrong = "wrong:";
         std::vector<Job> jobs;
         for (const auto* ex : chosen) {
           jobs.push_back({ex, "reference", ex->reference_test_target()});
           jobs.push_back({ex, "stub", ex->mine_test_target()});
           for (const auto& w : ex->wrong)
-            jobs.push_back({ex, std::string(kWrong) + w.name, ex->wrong_test_target(w.name)});
+            if (std::find(unapplied.begin(), unapplied.end(), std::pair{ex, &w}) == unapplied.end())
+              jobs.push_back({ex, "wrong:" + w.name, ex->wrong_test_target(w.name), &w});
         }
         std::vector<Finding> ran(jobs.size());
         std::atomic<size_t> next{0};
@@ -103,16 +117,19 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         const auto worker = [&] {
           for (size_t i = next++; i < jobs.size(); i = next++) {
             const Job& job = jobs[i];
-            const bool wrong = job.check.starts_with(kWrong);
             workbook::TestRun run;
             std::vector<std::string> problems;
             try {  // a thread must not let an exception out: it becomes this job's finding
-              run = workbook::run_test_binary(
-                  test_binary(ctx, job.target), job.exercise->test_filter, work,
-                  options->timeout_seconds,
-                  wrong ? workbook::RunUntil::kFirstFailure : workbook::RunUntil::kEnd);
+              // GoogleTest's filter would read a ':' or '-' in the name as its own syntax.
+              const bool named = job.variant != nullptr && !job.variant->caught_by.empty() &&
+                                 job.variant->caught_by.find_first_of(":-") == std::string::npos;
+              run = workbook::run_test_binary(test_binary(ctx, job.target),
+                                              job.variant == nullptr
+                                                  ? job.exercise->test_filter
+                                                  : (named ? job.variant->caught_by : "-*"),
+                                              work, options->timeout_seconds);
               problems =
-                  wrong ? workbook::wrong_variant_problems(run, job.check.substr(kWrong.size()))
+                  job.variant != nullptr     ? workbook::wrong_variant_problems(run, *job.variant)
                   : job.check == "reference" ? workbook::reference_problems(run)
                                              : workbook::stub_problems(run, job.exercise->id);
             } catch (const std::exception& e) {
@@ -135,7 +152,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         }
         worker();
         for (auto& t : threads) t.join();
-        // The table lists each exercise's files check, then its test runs.
+        // The table lists each exercise's files and patch checks, then its test runs.
         std::vector<Finding> ordered;
         size_t j = 0;
         for (const auto& f : findings) {
