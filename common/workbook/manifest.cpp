@@ -2,12 +2,14 @@
 #include "common/workbook/manifest.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "common/platform/errors.h"
+#include "common/platform/printable.h"
 
 namespace vramlab::workbook {
 
@@ -40,6 +42,58 @@ std::string joined_ids(const std::vector<std::string>& ids) {
 }
 
 }  // namespace
+
+std::vector<std::string> parse_hints_markdown(std::string_view text, const std::string& where) {
+  std::vector<std::string> hints;
+  std::vector<std::string> paragraphs;  // of the section being read
+  bool blank_before = false;
+  const auto finish = [&] {
+    if (hints.empty()) return;
+    std::string joined;
+    for (const auto& paragraph : paragraphs) joined += (joined.empty() ? "" : "\n\n") + paragraph;
+    hints.back() = joined;
+    paragraphs.clear();
+  };
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.starts_with("## ")) {
+      finish();
+      const std::string expected = "## Hint " + std::to_string(hints.size() + 1);
+      if (line != expected)
+        throw UsageError(where + ": the heading '" + platform::printable(std::string(line)) +
+                         "' should be '" + expected + "'");
+      hints.emplace_back();
+      blank_before = true;
+      continue;
+    }
+    if (line.starts_with("# ")) continue;  // the page's title
+    if (line.find_first_not_of(' ') == std::string_view::npos) {
+      blank_before = true;
+      continue;
+    }
+    if (hints.empty()) continue;  // the introduction, before the first hint
+    // Markdown's escapes (\* \< \\) undone outside `code spans`.
+    std::string plain;
+    bool in_code = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '`') in_code = !in_code;
+      if (!in_code && line[i] == '\\' && i + 1 < line.size() &&
+          std::ispunct(static_cast<unsigned char>(line[i + 1])))
+        ++i;
+      plain += line[i];
+    }
+    if (blank_before || paragraphs.empty())
+      paragraphs.push_back(plain);
+    else
+      paragraphs.back() += " " + plain;
+    blank_before = false;
+  }
+  finish();
+  return hints;
+}
 
 bool WrongVariant::is_patch() const {
   return file.ends_with(".patch");
@@ -125,7 +179,7 @@ Lesson parse_lesson_manifest(const json& manifest, const std::string& dir) {
     ex.tests = texts_at(item, "tests", ex_where);
     ex.test_filter = item.value("test_filter", "*");
     ex.requires_list = texts_at(item, "requires", ex_where);
-    ex.hints = texts_at(item, "hints", ex_where);
+    if (item.contains("hints")) ex.hints_file = text_at(item, "hints", ex_where);
     for (const auto& w : item.value("wrong", json::array())) {
       WrongVariant variant;
       variant.name = text_at(w, "name", ex_where);
@@ -155,7 +209,12 @@ Workbook load_workbook(const fs::path& repo_root) {
     if (manifest.is_discarded()) throw UsageError(file.string() + " is not valid JSON");
     workbook.lessons.push_back(
         parse_lesson_manifest(manifest, "lessons/" + dir.filename().string()));
-    for (auto& ex : workbook.lessons.back().exercises)
+    for (auto& ex : workbook.lessons.back().exercises) {
+      if (std::ifstream hints{repo_root / ex.hints_file}) {
+        const std::string text((std::istreambuf_iterator<char>(hints)),
+                               std::istreambuf_iterator<char>());
+        ex.hints = parse_hints_markdown(text, ex.hints_file);
+      }
       for (auto& variant : ex.wrong) {
         std::ifstream source(repo_root / variant.file);
         if (!source) continue;
@@ -165,6 +224,7 @@ Workbook load_workbook(const fs::path& repo_root) {
         variant.mistake = std::move(header.mistake);
         variant.caught_by = std::move(header.caught_by);
       }
+    }
   }
   return workbook;
 }

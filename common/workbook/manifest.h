@@ -60,7 +60,10 @@ struct Exercise {
   std::vector<std::string> tests;          ///< test sources (at least one).
   std::string test_filter = "*";           ///< GoogleTest filter selecting this exercise's tests.
   std::vector<std::string> requires_list;  ///< "cpu" or "cuda".
-  std::vector<std::string> hints;          ///< three levels, gentle to explicit.
+  /// The hints' Markdown file (exercises/NN-name/hints/<stub>.md): a "## Hint N" section per
+  /// level. It sits beside the stub, not on the docs site: the last hint nearly gives the answer.
+  std::string hints_file;
+  std::vector<std::string> hints;          ///< three levels, gentle to explicit (from hints_file).
   std::vector<WrongVariant> wrong;         ///< known-wrong variants.
   std::vector<Snippet> snippets;           ///< doc snippets that must exist.
   /// True when requires_list names "cuda".
@@ -103,13 +106,19 @@ struct Workbook {
   [[nodiscard]] std::vector<const Exercise*> select(std::string_view selector) const;
 };
 
+/// The hints of a hints file, in order: each "## Hint N" section's text (N = 1, 2, … in order),
+/// its lines joined, its paragraphs separated by a blank line, Markdown's backslash escapes
+/// undone outside code spans (the text is printed in a terminal). \p where names the file.
+/// \throws vramlab::UsageError for a section out of order or text before the first section.
+std::vector<std::string> parse_hints_markdown(std::string_view text, const std::string& where);
+
 /// Decodes one manifest.
 /// \p dir is the lesson folder relative to the repository root.
 /// \throws vramlab::UsageError naming the lesson folder and the missing or malformed key.
 Lesson parse_lesson_manifest(const nlohmann::json& manifest, const std::string& dir);
 
-/// Reads every lessons/*/manifest.json under \p repo_root, and each wrong variant's header (a
-/// missing file leaves it empty: verify reports the file).
+/// Reads every lessons/*/manifest.json under \p repo_root, each exercise's hints file and each
+/// wrong variant's header (a missing file leaves them empty: verify reports the file).
 /// \throws vramlab::UsageError for a manifest that does not parse (naming the file).
 Workbook load_workbook(const std::filesystem::path& repo_root);
 

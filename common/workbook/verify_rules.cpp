@@ -138,6 +138,7 @@ std::vector<std::string> exercise_file_problems(const Exercise& exercise,
       problems.push_back("wrong variant '" + wrong.name + "' has no \"Caught by:\" line in " +
                          wrong.file);
   }
+  must_exist(exercise.hints_file, "the hints file");
   if (exercise.hints.size() != 3)
     problems.push_back("has " + std::to_string(exercise.hints.size()) + " hints, 3 are required");
   for (size_t i = 0; i < exercise.hints.size(); ++i)

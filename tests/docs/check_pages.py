@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 PAGE_DIRS = ["docs/pages", "docs/design", "lessons", "exercises", "common", "kernels"]
-EXCLUDED_PARTS = {"tests", "examples", "detail"}  # Doxyfile.in EXCLUDE_PATTERNS
+EXCLUDED_PARTS = {"tests", "examples", "detail", "hints"}  # Doxyfile.in EXCLUDE_PATTERNS
 DOXYGEN_COMMAND = re.compile(
     r"(?<![\w\\])[\\@](snippet\w*|ref|page|subpage|mainpage|section|subsection|subsubsection|"
     r"paragraph|anchor|image|include\w*|dontinclude|copydoc|brief|code|endcode|verbatim|"

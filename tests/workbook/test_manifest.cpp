@@ -25,7 +25,7 @@ json sample() {
     "exercises": [
       {"id": "03.1", "title": "one", "requires": ["cpu"], "stub": "exercises/03/a.cpp",
        "reference": "solutions/03/a.cpp", "api": "lessons/03/api/a.h", "tests": ["t.cpp"],
-       "test_filter": "A.*", "hints": ["h1", "h2", "h3"],
+       "test_filter": "A.*", "hints": "exercises/03/hints/a.md",
        "wrong": [{"name": "fp16_accumulate", "file": "solutions/03/wrong/a.patch"}],
        "snippets": [{"file": "exercises/03/a.cpp", "name": "stub"}]},
       {"id": "03.2", "title": "two", "requires": ["cuda"], "stub": "s", "reference": "r", "api": "a"}
@@ -40,7 +40,8 @@ TEST(Manifest, DecodesEveryKey) {
   const Exercise& ex = lesson.exercises[0];
   EXPECT_EQ(ex.lesson_id, "03");
   EXPECT_EQ(ex.test_filter, "A.*");
-  EXPECT_EQ(ex.hints.size(), 3u);
+  EXPECT_EQ(ex.hints_file, "exercises/03/hints/a.md");
+  EXPECT_TRUE(ex.hints.empty());  // load_workbook reads the file
   ASSERT_EQ(ex.wrong.size(), 1u);
   EXPECT_EQ(ex.wrong[0].name, "fp16_accumulate");
   EXPECT_TRUE(ex.wrong[0].is_patch());
@@ -116,6 +117,27 @@ TEST(Manifest, TheCheckoutsManifestsAreCompleteAndTheirFilesExist) {
     const auto problems = exercise_file_problems(*ex, root);
     EXPECT_TRUE(problems.empty()) << ex->id << ": " << (problems.empty() ? "" : problems.front());
     EXPECT_FALSE(ex->wrong.empty()) << ex->id << " has no known-wrong variant";
+  }
+}
+
+TEST(Manifest, HintsAreTheSectionsOfTheirMarkdownFileWithItsEscapesUndone) {
+  const auto hints = parse_hints_markdown(
+      "# Hints for exercise 01.1: title\n\nIntro, not a hint.\n\n"
+      "## Hint 1\n\nFirst line\nwraps here.\n\n## Hint 2\n\n"
+      "bytes = B\\*T\\*4, a \\<b\\> and `x\\*y` kept.\n\nA second paragraph.\n"
+      "## Hint 3\nlast\n",
+      "h.md");
+  ASSERT_EQ(hints.size(), 3u);
+  EXPECT_EQ(hints[0], "First line wraps here.");
+  EXPECT_EQ(hints[1], "bytes = B*T*4, a <b> and `x\\*y` kept.\n\nA second paragraph.");
+  EXPECT_EQ(hints[2], "last");
+  EXPECT_TRUE(parse_hints_markdown("# Only a title\n", "h.md").empty());
+  try {
+    (void)parse_hints_markdown("## Hint 1\na\n## Hint 3\nc\n", "x/h.md");
+    FAIL() << "accepted a skipped level";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("x/h.md"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'## Hint 2'"), std::string::npos) << e.what();
   }
 }
 

@@ -159,6 +159,8 @@ class ExerciseFiles : public ::testing::Test {
     ex_.reference = "ex/ref.cpp";
     ex_.api = "ex/api.h";
     ex_.tests = {"ex/test.cpp"};
+    write("ex/hints.md", "## Hint 1\na\n## Hint 2\nb\n## Hint 3\nc\n");
+    ex_.hints_file = "ex/hints.md";
     ex_.hints = {"a", "b", "c"};
     ex_.wrong = {variant("w", "Suite.A")};
     ex_.wrong[0].file = "ex/wrong.cpp";
@@ -185,6 +187,9 @@ TEST_F(ExerciseFiles, MissingHintsTestsSnippetsOrFilesFailVerify) {
   Exercise empty_hint = ex_;
   empty_hint.hints[1] = "  ";
   EXPECT_EQ(exercise_file_problems(empty_hint, root_).size(), 1u);
+  Exercise no_hints_file = ex_;
+  no_hints_file.hints_file = "ex/gone.md";
+  EXPECT_EQ(exercise_file_problems(no_hints_file, root_).size(), 1u);
   Exercise no_tests = ex_;
   no_tests.tests.clear();
   EXPECT_EQ(exercise_file_problems(no_tests, root_).size(), 1u);
