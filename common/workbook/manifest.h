@@ -60,7 +60,7 @@ struct Exercise {
   std::vector<std::string> tests;          ///< test sources (at least one).
   std::string test_filter = "*";           ///< GoogleTest filter selecting this exercise's tests.
   std::vector<std::string> requires_list;  ///< "cpu" or "cuda".
-  /// The hints' Markdown file (exercises/NN-name/hints/<stub>.md): a "## Hint N" section per
+  /// The hints' Markdown file (exercises/NN-name/hints/STUB.md): a "## Hint N" section per
   /// level. It sits beside the stub, not on the docs site: the last hint nearly gives the answer.
   std::string hints_file;
   std::vector<std::string> hints;          ///< three levels, gentle to explicit (from hints_file).

@@ -460,14 +460,17 @@ std::string render_text(const Lesson& lesson, bool colour) {
             ? " The ZeRO stages, which all reduce-scatter the same units, agree with one another "
               "bit for bit."
             : "";
+    // Which order OpenMPI adds in is its own choice (the algorithm, per message size and
+    // machine), so an MPI run may or may not come out bitwise; the note holds either way.
     out += wrap_note(
         reduction_order_fixed(lesson)
             ? "the ranks sum in a fixed order (simulated ranks sum in rank order; a sum of two "
               "MPI ranks is commutative), so every strategy's gradients, and so its losses, are "
               "DDP's bit for bit."
             : "OpenMPI picks the order of an all-reduce's and a reduce-scatter's additions, and "
-              "bf16 sums are not associative: the strategies agree with DDP to rounding, not bit "
-              "for bit (run with --simulated for the bitwise comparison)." +
+              "bf16 sums are not associative: the strategies agree with DDP to rounding, and bit "
+              "for bit only where OpenMPI's order happens to be DDP's (run with --simulated for "
+              "a fixed order)." +
                   agree);
 
     if (const StrategyRun* z3 = find(lesson.training, ZeroStage::parameters);

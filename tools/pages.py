@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Regenerates the program output that the docs pages show, or checks that it has not drifted.
+
+    python3 tools/pages.py --write [--build-dir build] [PAGE ...]   rerun and rewrite the blocks
+    python3 tools/pages.py --check [--build-dir build] [PAGE ...]   rerun and compare; exit 1 on drift
+    python3 tools/pages.py --list                                   the blocks and their commands
+
+A page marks each block of real output with the command that printed it, on the line before the
+fence (an HTML comment: neither GitHub nor Doxygen shows it):
+
+    <!-- output: build/bin/lesson09_optimizer_memory --out-dir lessons/09-optimizer-memory/figures -->
+    ```text
+    ...what the command prints on stdout...
+    ```
+
+The command runs from the repository root; `build/` names the build directory (--build-dir).
+`| sections: Title A; Title B` after the command keeps only those parts of the output, each from
+the line that starts with its title to the next blank line; `| ignore: REGEX` names one more
+thing, besides times, that --check lets differ (a count that depends on the compiler, say). The
+build directory's path in the output is written `build`, and a path in the repository relative to
+its root. --write replaces each block with a
+fresh run (and so regenerates the figures its command writes), except that a line whose only
+change is its times keeps the page's (the prose beside a block quotes them; --times takes the new
+run's everywhere). --check runs the same command,
+with any --out-dir moved to a temporary folder, and compares the block with the output word by
+word, times aside (a number followed by s, ms, us or min differs from run to run; bytes, losses
+and every other number must match): the block must be what the command prints now. Pages with no
+marked block are left alone; PAGE limits the run to those files.
+"""
+import argparse
+import difflib
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MARKER = re.compile(r"^<!-- output: (.+?) -->$")
+OPTIONS = ("sections", "ignore")
+FENCE = re.compile(r"^(`{3,}|~{3,})")
+# A time, which changes from run to run: "3.09 s", "12 ms", "1.5 min", "(0.4 s)".
+TIME = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|min)\b")
+PAGE_GLOBS = ["README.md", "lessons/*/README.md", "lessons/*/EXERCISES.md", "exercises/README.md",
+              "docs/pages/*.md", "docs/design/*.md"]
+
+
+class Block:
+    def __init__(self, page, marker_line, start, end, command, options):
+        self.page, self.marker_line = page, marker_line
+        self.start, self.end = start, end  # the block's lines are lines[start:end]
+        self.command = command
+        self.sections = [s.strip() for s in options.get("sections", "").split(";") if s.strip()]
+        self.ignore = re.compile(options["ignore"]) if "ignore" in options else None
+
+    def where(self, root):
+        return f"{self.page.relative_to(root)}:{self.marker_line + 1}"
+
+
+def find_blocks(page):
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for i, line in enumerate(lines):
+        m = MARKER.match(line.strip())
+        if not m:
+            continue
+        fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if not fence:
+            raise SystemExit(f"{page}:{i + 1}: an output marker must be followed by a code fence")
+        end = i + 2
+        while end < len(lines) and not lines[end].startswith(fence.group(1)):
+            end += 1
+        if end == len(lines):
+            raise SystemExit(f"{page}:{i + 2}: the code fence is never closed")
+        command, *parts = m.group(1).split(" | ")
+        options = {}
+        for part in parts:
+            key, _, value = part.partition(": ")
+            if key not in OPTIONS or not value:
+                raise SystemExit(f"{page}:{i + 1}: unknown marker option {part!r} "
+                                 f"(known: {', '.join(OPTIONS)})")
+            options[key] = value
+        blocks.append(Block(page, i, i + 2, end, command, options))
+    return lines, blocks
+
+
+def run(block, root, build_dir, out_dir=None):
+    """The command's stdout, with --out-dir moved to out_dir (its path mapped back) if given."""
+    words = shlex.split(block.command)
+    env = dict(os.environ)
+    while words and re.match(r"^[A-Z_]+=", words[0]):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    if words and words[0].startswith("build/"):
+        words[0] = str(build_dir / words[0][len("build/"):])
+    moved = None
+    if out_dir is not None and "--out-dir" in words:
+        i = words.index("--out-dir") + 1
+        moved, words[i] = words[i], str(out_dir)
+    try:
+        result = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True,
+                                timeout=900)
+    except FileNotFoundError:
+        raise SystemExit(f"{block.where(root)}: {words[0]} does not exist (build it first)")
+    if result.returncode != 0:
+        raise SystemExit(f"{block.where(root)}: `{block.command}` exited {result.returncode}:\n"
+                         + result.stderr[-2000:])
+    out = result.stdout
+    if moved is not None:
+        out = out.replace(str(out_dir), moved)
+    out = out.replace(str(build_dir), "build").replace(str(root) + "/", "")
+    lines = [line.rstrip() for line in out.splitlines()]
+    if block.sections:
+        lines = select_sections(lines, block.sections, block.where(root))
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def select_sections(lines, titles, where):
+    kept = []
+    for title in titles:
+        starts = [i for i, line in enumerate(lines) if line.startswith(title)]
+        if not starts:
+            raise SystemExit(f"{where}: the output has no section starting with {title!r}")
+        end = starts[0]
+        while end < len(lines) and lines[end].strip():
+            end += 1
+        kept += ([""] if kept else []) + lines[starts[0]:end]
+    return kept
+
+
+def comparable(lines, ignore):
+    masked = [TIME.sub("<time>", line) for line in lines]
+    if ignore is not None:
+        masked = [ignore.sub("<ignored>", line) for line in masked]
+    return [line.split() for line in masked]
+
+
+def keep_times(shown, fresh, ignore):
+    """fresh, except that a line equal to the page's but for its times (and what ignore names)
+    stays as the page has it."""
+    a = [" ".join(words) for words in comparable(shown, ignore)]
+    b = [" ".join(words) for words in comparable(fresh, ignore)]
+    merged = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        merged += shown[i1:i2] if tag == "equal" else fresh[j1:j2]
+    return merged
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rerun and rewrite every block")
+    mode.add_argument("--check", action="store_true", help="rerun and fail on a block that drifted")
+    mode.add_argument("--list", action="store_true", help="list the blocks and their commands")
+    mode.add_argument("--self-test", action="store_true",
+                      help="show that --check catches an edited number and --write repairs it")
+    parser.add_argument("--build-dir", default="build", help="the build directory (default: build)")
+    parser.add_argument("--times", action="store_true",
+                        help="with --write, take every line from the new run, times included "
+                             "(by default a line that differs only in its times is kept)")
+    parser.add_argument("pages", nargs="*", help="only these pages")
+    parser.add_argument("--root", default=str(Path(__file__).resolve().parent.parent),
+                        help=argparse.SUPPRESS)  # the repository (the self-test's own folder)
+    args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    root = Path(args.root).resolve()
+    build_dir = Path(args.build_dir).resolve()
+    if args.pages:
+        pages = [Path(p).resolve() for p in args.pages]
+        for p in pages:
+            if not p.is_file():
+                print(f"pages.py: no such page: {p}", file=sys.stderr)
+                return 2
+    else:
+        pages = sorted({p for g in PAGE_GLOBS for p in root.glob(g)})
+
+    drifted = 0
+    count = 0
+    for page in pages:
+        lines, blocks = find_blocks(page)
+        if not blocks:
+            continue
+        for block in reversed(blocks) if args.write else blocks:
+            count += 1
+            if args.list:
+                print(f"{block.where(root)}: {block.command}"
+                      + (f"  [sections: {'; '.join(block.sections)}]" if block.sections else ""))
+                continue
+            if args.write:
+                fresh = run(block, root, build_dir)
+                shown = [line.rstrip() for line in lines[block.start:block.end]]
+                merged = fresh if args.times else keep_times(shown, fresh, block.ignore)
+                if merged == shown:
+                    print(f"same     {block.where(root)}", file=sys.stderr)
+                    continue
+                lines[block.start:block.end] = merged
+                print(f"wrote    {block.where(root)}", file=sys.stderr)
+                continue
+            with tempfile.TemporaryDirectory(prefix="vramlab-pages-") as tmp:
+                fresh = run(block, root, build_dir, Path(tmp))
+            shown = [line.rstrip() for line in lines[block.start:block.end]]
+            a = [" ".join(words) for words in comparable(shown, block.ignore)]
+            b = [" ".join(words) for words in comparable(fresh, block.ignore)]
+            if a == b:
+                print(f"ok       {block.where(root)}: {block.command}")
+                continue
+            drifted += 1
+            print(f"DRIFTED  {block.where(root)}: {block.command}")
+            # The lines that differ beyond times, as the page has them (-) and as printed now (+).
+            shown_lines = 0
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+                if tag == "equal" or shown_lines > 40:
+                    continue
+                print(f"@@ page line {block.start + i1 + 1}")
+                for line in shown[i1:i2]:
+                    print(f"- {line}")
+                for line in fresh[j1:j2]:
+                    print(f"+ {line}")
+                shown_lines += i2 - i1 + j2 - j1
+        if args.write:
+            page.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if args.check:
+        if drifted:
+            print(f"{drifted} of {count} output blocks differ from what their commands print now "
+                  "(times aside): python3 tools/pages.py --write rewrites them", file=sys.stderr)
+            return 1
+        print(f"{count} output blocks are what their commands print now (times aside)")
+    return 0
+
+
+def self_test():
+    """A page whose block a small Python program prints: in step, drifted, repaired."""
+    program = ("import sys; n = sys.argv[1]; "
+               "print(f'bytes {n} MiB in 0.{n}3 s'); print('speed 2.5x'); print(); print('tail')")
+    with tempfile.TemporaryDirectory(prefix="vramlab-pages-self-test-") as tmp:
+        root = Path(tmp)
+        (root / "build").mkdir()
+        page = root / "page.md"
+        command = f"{sys.executable} -c {shlex.quote(program)} 7 | ignore: [\\d.]+x"
+        block = ["bytes 7 MiB in 0.13 s", "speed 1.5x", "", "tail"]
+        page.write_text("\n".join(["# Page", "", f"<!-- output: {command} -->", "```text", *block,
+                                   "```", ""]), encoding="utf-8")
+
+        def check():
+            return subprocess.run([sys.executable, __file__, "--check", "--root", tmp,
+                                   "--build-dir", str(root / "build"), str(page)],
+                                  capture_output=True, text=True).returncode
+
+        failures = []
+        if check() != 0:
+            failures.append("a block that differs only in its time and an ignored ratio drifted")
+        page.write_text(page.read_text().replace("bytes 7 MiB", "bytes 8 MiB"), encoding="utf-8")
+        if check() != 1:
+            failures.append("an edited number was not caught")
+        subprocess.run([sys.executable, __file__, "--write", "--root", tmp, "--build-dir",
+                        str(root / "build"), str(page)], capture_output=True, check=True)
+        text = page.read_text()
+        if "bytes 7 MiB in 0.73 s" not in text or "speed 1.5x" not in text or check() != 0:
+            failures.append("--write did not restore the line (with the new time) and keep the "
+                            f"unchanged one:\n{text}")
+        (root / "bad.md").write_text("<!-- output: true -->\nno fence\n", encoding="utf-8")
+        bad = subprocess.run([sys.executable, __file__, "--check", "--root", tmp,
+                              str(root / "bad.md")], capture_output=True, text=True)
+        if bad.returncode == 0 or "code fence" not in bad.stderr:
+            failures.append("a marker without a code block was accepted")
+    for failure in failures:
+        print(f"self-test: {failure}", file=sys.stderr)
+    if not failures:
+        print("self-test: 4 rules hold")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
