@@ -5,6 +5,8 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +37,23 @@ std::vector<std::string> texts_at(const json& object, const char* key, const std
   return texts;
 }
 
+// A file's text, or nothing when it cannot be read (verify names a missing file).
+std::optional<std::string> text_of(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in || !fs::is_regular_file(file)) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 std::string joined_ids(const std::vector<std::string>& ids) {
   std::string text;
   for (const auto& id : ids) text += (text.empty() ? "" : ", ") + id;
@@ -54,11 +73,7 @@ std::vector<std::string> parse_hints_markdown(std::string_view text, const std::
     hints.back() = joined;
     paragraphs.clear();
   };
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view line : lines_of(text)) {
     if (line.starts_with("## ")) {
       finish();
       const std::string expected = "## Hint " + std::to_string(hints.size() + 1);
@@ -102,11 +117,7 @@ bool WrongVariant::is_patch() const {
 WrongVariantHeader parse_wrong_variant_header(std::string_view text, bool is_patch) {
   WrongVariantHeader header;
   std::string* continued = nullptr;  // the field a line starting with a space continues
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : lines_of(text)) {
     if (is_patch) {
       if (line.starts_with("--- ")) break;
     } else {
@@ -210,17 +221,12 @@ Workbook load_workbook(const fs::path& repo_root) {
     workbook.lessons.push_back(
         parse_lesson_manifest(manifest, "lessons/" + dir.filename().string()));
     for (auto& ex : workbook.lessons.back().exercises) {
-      if (std::ifstream hints{repo_root / ex.hints_file}) {
-        const std::string text((std::istreambuf_iterator<char>(hints)),
-                               std::istreambuf_iterator<char>());
-        ex.hints = parse_hints_markdown(text, ex.hints_file);
-      }
+      if (const auto text = text_of(repo_root / ex.hints_file); text && !ex.hints_file.empty())
+        ex.hints = parse_hints_markdown(*text, ex.hints_file);
       for (auto& variant : ex.wrong) {
-        std::ifstream source(repo_root / variant.file);
-        if (!source) continue;
-        const std::string text((std::istreambuf_iterator<char>(source)),
-                               std::istreambuf_iterator<char>());
-        auto header = parse_wrong_variant_header(text, variant.is_patch());
+        const auto text = text_of(repo_root / variant.file);
+        if (!text) continue;
+        auto header = parse_wrong_variant_header(*text, variant.is_patch());
         variant.mistake = std::move(header.mistake);
         variant.caught_by = std::move(header.caught_by);
       }
