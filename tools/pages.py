@@ -13,31 +13,37 @@ fence (an HTML comment: neither GitHub nor Doxygen shows it):
     ...what the command prints on stdout...
     ```
 
-The command runs from the repository root; `build/` names the build directory (--build-dir).
-`| sections: Title A; Title B` after the command keeps only those parts of the output, each from
-the line that starts with its title to the next blank line; `| ignore: REGEX` names one more
-thing, besides times, that --check lets differ (a count that depends on the compiler, say). The
-build directory's path in the output is written `build`, and a path in the repository relative to
-its root. --write replaces each block with a
-fresh run (and so regenerates the figures its command writes), except that a line whose only
-change is its times keeps the page's (the prose beside a block quotes them; --times takes the new
-run's everywhere). --check runs the same command,
-with any --out-dir moved to a temporary folder, and compares the block with the output word by
-word, times aside (a number followed by s, ms, us or min differs from run to run; bytes, losses
-and every other number must match): the block must be what the command prints now. Pages with no
-marked block are left alone; PAGE limits the run to those files.
+A command that prints Markdown (a table) has no fence: its output runs from the marker to a line
+`<!-- end output -->`. The command runs from the repository root; `build/` names the build
+directory (--build-dir). In the output, the build directory's path is written `build` and a path
+in the repository relative to its root. After the command:
+
+    | sections: Title A; Title B   keep only those parts of the output, each from the line that
+                                   starts with its title to the next blank line;
+    | ignore: REGEX                one more thing, besides times, that --check lets differ (a
+                                   count that depends on the compiler, a speed ratio).
+
+--write replaces each block with a fresh run (and so regenerates the figures its command writes),
+except that a line whose only change is its times keeps the page's, which the prose beside the
+block quotes (--times takes the new run's everywhere). --check runs the same commands, an
+--out-dir moved to a temporary folder (for the page's later blocks too, which may read what an
+earlier one wrote), and compares each block with the output word by word, times aside (a number
+followed by s, ms, us or min): every other number must match. PAGE limits the run to those files.
 """
 import argparse
 import difflib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 MARKER = re.compile(r"^<!-- output: (.+?) -->$")
+END_MARKER = "<!-- end output -->"
+RULE = re.compile(r"^\s*-{3,}\s*$")
 OPTIONS = ("sections", "ignore")
 FENCE = re.compile(r"^(`{3,}|~{3,})")
 # A time, which changes from run to run: "3.09 s", "12 ms", "1.5 min", "(0.4 s)".
@@ -61,18 +67,33 @@ class Block:
 def find_blocks(page):
     lines = page.read_text(encoding="utf-8").splitlines()
     blocks = []
+    fence_open = None  # the fence of a code block being passed over (its markers are examples)
     for i, line in enumerate(lines):
+        fence = FENCE.match(line)
+        if fence_open:
+            if fence and line.strip() == fence_open:
+                fence_open = None
+            continue
+        if fence:
+            fence_open = fence.group(1)
+            continue
         m = MARKER.match(line.strip())
         if not m:
             continue
         fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
-        if not fence:
-            raise SystemExit(f"{page}:{i + 1}: an output marker must be followed by a code fence")
-        end = i + 2
-        while end < len(lines) and not lines[end].startswith(fence.group(1)):
-            end += 1
-        if end == len(lines):
-            raise SystemExit(f"{page}:{i + 2}: the code fence is never closed")
+        if fence:
+            start, end = i + 2, i + 2
+            while end < len(lines) and not lines[end].startswith(fence.group(1)):
+                end += 1
+            if end == len(lines):
+                raise SystemExit(f"{page}:{i + 2}: the code fence is never closed")
+        else:  # Markdown the command prints (a table), up to the end marker
+            start, end = i + 1, i + 1
+            while end < len(lines) and lines[end].strip() != END_MARKER:
+                end += 1
+            if end == len(lines):
+                raise SystemExit(f"{page}:{i + 1}: an output marker must be followed by a code "
+                                 f"fence, or by Markdown and a line {END_MARKER}")
         command, *parts = m.group(1).split(" | ")
         options = {}
         for part in parts:
@@ -81,12 +102,14 @@ def find_blocks(page):
                 raise SystemExit(f"{page}:{i + 1}: unknown marker option {part!r} "
                                  f"(known: {', '.join(OPTIONS)})")
             options[key] = value
-        blocks.append(Block(page, i, i + 2, end, command, options))
+        blocks.append(Block(page, i, start, end, command, options))
     return lines, blocks
 
 
-def run(block, root, build_dir, out_dir=None):
-    """The command's stdout, with --out-dir moved to out_dir (its path mapped back) if given."""
+def run(block, root, build_dir, moved_dirs=None):
+    """The command's stdout. With moved_dirs (check mode), an --out-dir is moved to a temporary
+    folder, and a path an earlier block of the page moved is moved for this block too (a later
+    block may read what an earlier one wrote); the output names the original paths."""
     words = shlex.split(block.command)
     env = dict(os.environ)
     while words and re.match(r"^[A-Z_]+=", words[0]):
@@ -94,10 +117,12 @@ def run(block, root, build_dir, out_dir=None):
         env[name] = value
     if words and words[0].startswith("build/"):
         words[0] = str(build_dir / words[0][len("build/"):])
-    moved = None
-    if out_dir is not None and "--out-dir" in words:
-        i = words.index("--out-dir") + 1
-        moved, words[i] = words[i], str(out_dir)
+    if moved_dirs is not None:
+        if "--out-dir" in words:
+            i = words.index("--out-dir") + 1
+            if words[i] not in moved_dirs:
+                moved_dirs[words[i]] = tempfile.mkdtemp(prefix="vramlab-pages-")
+        words = [moved_dirs.get(word, word) for word in words]
     try:
         result = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True,
                                 timeout=900)
@@ -107,8 +132,8 @@ def run(block, root, build_dir, out_dir=None):
         raise SystemExit(f"{block.where(root)}: `{block.command}` exited {result.returncode}:\n"
                          + result.stderr[-2000:])
     out = result.stdout
-    if moved is not None:
-        out = out.replace(str(out_dir), moved)
+    for original, temporary in (moved_dirs or {}).items():
+        out = out.replace(temporary, original)
     out = out.replace(str(build_dir), "build").replace(str(root) + "/", "")
     lines = [line.rstrip() for line in out.splitlines()]
     if block.sections:
@@ -132,7 +157,8 @@ def select_sections(lines, titles, where):
 
 
 def comparable(lines, ignore):
-    masked = [TIME.sub("<time>", line) for line in lines]
+    # A table's rule is as wide as its columns, and a column of times changes width with them.
+    masked = ["<rule>" if RULE.match(line) else TIME.sub("<time>", line) for line in lines]
     if ignore is not None:
         masked = [ignore.sub("<ignored>", line) for line in masked]
     return [line.split() for line in masked]
@@ -184,7 +210,9 @@ def main():
         lines, blocks = find_blocks(page)
         if not blocks:
             continue
-        for block in reversed(blocks) if args.write else blocks:
+        moved = {}  # --check: each --out-dir of the page's commands -> a temporary folder
+        replacements = []  # --write: (block, new lines), applied bottom-up once all have run
+        for block in blocks:
             count += 1
             if args.list:
                 print(f"{block.where(root)}: {block.command}"
@@ -197,11 +225,10 @@ def main():
                 if merged == shown:
                     print(f"same     {block.where(root)}", file=sys.stderr)
                     continue
-                lines[block.start:block.end] = merged
+                replacements.append((block, merged))
                 print(f"wrote    {block.where(root)}", file=sys.stderr)
                 continue
-            with tempfile.TemporaryDirectory(prefix="vramlab-pages-") as tmp:
-                fresh = run(block, root, build_dir, Path(tmp))
+            fresh = run(block, root, build_dir, moved)
             shown = [line.rstrip() for line in lines[block.start:block.end]]
             a = [" ".join(words) for words in comparable(shown, block.ignore)]
             b = [" ".join(words) for words in comparable(fresh, block.ignore)]
@@ -221,8 +248,12 @@ def main():
                 for line in fresh[j1:j2]:
                     print(f"+ {line}")
                 shown_lines += i2 - i1 + j2 - j1
+        for block, merged in reversed(replacements):
+            lines[block.start:block.end] = merged
         if args.write:
             page.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        for temporary in moved.values():
+            shutil.rmtree(temporary, ignore_errors=True)
     if args.check:
         if drifted:
             print(f"{drifted} of {count} output blocks differ from what their commands print now "
@@ -234,14 +265,14 @@ def main():
 
 def self_test():
     """A page whose block a small Python program prints: in step, drifted, repaired."""
-    program = ("import sys; n = sys.argv[1]; "
+    program = ("import sys; n = sys.argv[1]; print('-' * 12); "
                "print(f'bytes {n} MiB in 0.{n}3 s'); print('speed 2.5x'); print(); print('tail')")
     with tempfile.TemporaryDirectory(prefix="vramlab-pages-self-test-") as tmp:
         root = Path(tmp)
         (root / "build").mkdir()
         page = root / "page.md"
         command = f"{sys.executable} -c {shlex.quote(program)} 7 | ignore: [\\d.]+x"
-        block = ["bytes 7 MiB in 0.13 s", "speed 1.5x", "", "tail"]
+        block = ["-" * 11, "bytes 7 MiB in 0.13 s", "speed 1.5x", "", "tail"]
         page.write_text("\n".join(["# Page", "", f"<!-- output: {command} -->", "```text", *block,
                                    "```", ""]), encoding="utf-8")
 
@@ -252,7 +283,8 @@ def self_test():
 
         failures = []
         if check() != 0:
-            failures.append("a block that differs only in its time and an ignored ratio drifted")
+            failures.append("a block that differs only in its time, the width of its rule and an "
+                            "ignored ratio drifted")
         page.write_text(page.read_text().replace("bytes 7 MiB", "bytes 8 MiB"), encoding="utf-8")
         if check() != 1:
             failures.append("an edited number was not caught")

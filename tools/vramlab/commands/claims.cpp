@@ -131,6 +131,22 @@ std::string markdown_page(const std::vector<Row>& rows, const json& sources,
   return page;
 }
 
+// One lesson's claims, for its page's "What popular tutorials claim, measured" (tools/pages.py
+// writes it there from the lesson's run).
+std::string lesson_markdown_table(const std::vector<Row>& rows) {
+  report::TypedTable table({{"", "#", Unit::integer},
+                            {"", "from"},
+                            {"", "claim"},
+                            {"", "verdict"},
+                            {"", "why"},
+                            {"", "measured here"},
+                            {"", "in the run"}});
+  for (const Row& r : rows)
+    table.add_row({r.id, r.sources, r.claim, r.verdict, r.why, r.measured,
+                   r.result ? report::Value(r.result->verdict) : report::Value()});
+  return table.markdown();
+}
+
 struct Options {
   workbook_cli::CommonOptions common;
   bool markdown = false;   // the docs page instead of the terminal table
@@ -154,7 +170,10 @@ int run_claims(const Options& o) {
   std::map<int, workbook::ClaimResult> measured;
   std::map<std::string, bool> has_run;
   for (const auto& [lesson, claims] : claims_files) {
-    const fs::path run = outputs / lesson / workbook::kLessonRunFile;
+    // With --lesson, --lesson-output may also be that lesson's own output folder (its --out-dir).
+    const bool own_folder = o.lesson == lesson && fs::exists(outputs / workbook::kLessonRunFile);
+    const fs::path run = own_folder ? outputs / workbook::kLessonRunFile
+                                    : outputs / lesson / workbook::kLessonRunFile;
     has_run[lesson] = fs::exists(run);
     if (!has_run[lesson]) continue;
     try {
@@ -213,7 +232,10 @@ int run_claims(const Options& o) {
   for (const auto& [letter, what] : catalogue.at("sources").items())
     sources += (sources.empty() ? "" : "; ") + letter + ": " + what.get<std::string>();
   if (o.markdown) {
-    std::fputs(markdown_page(rows, catalogue.at("sources"), counts).c_str(), stdout);
+    std::fputs((o.lesson.empty() ? markdown_page(rows, catalogue.at("sources"), counts)
+                                 : lesson_markdown_table(rows))
+                   .c_str(),
+               stdout);
     return 0;
   }
   const bool colour = report::use_colour(stdout);
@@ -242,10 +264,12 @@ void add_claims_command(CLI::App& app, int& exit_code) {
       "lessons' last runs measured");
   workbook_cli::add_common_options(cmd, options->common);
   cmd->add_option("--lesson", options->lesson, "Only this lesson's claims (e.g. 09)");
-  cmd->add_flag("--markdown", options->markdown, "The docs page (docs/pages/claims.md) instead");
+  cmd->add_flag("--markdown", options->markdown,
+                "The docs page (docs/pages/claims.md) instead; with --lesson, that lesson's "
+                "table for its page");
   cmd->add_option("--lesson-output", options->output_dir,
                   "Where the lessons' output folders are (default: lesson-output in the build "
-                  "directory)");
+                  "directory); with --lesson, also that lesson's own output folder");
   cmd->callback([options, &exit_code] { exit_code = run_claims(*options); });
 }
 
