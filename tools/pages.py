@@ -165,13 +165,17 @@ def comparable(lines, ignore):
 
 
 def keep_times(shown, fresh, ignore):
-    """fresh, except that a line equal to the page's but for its times (and what ignore names)
-    stays as the page has it."""
+    """fresh, except that a line equal to the page's but for its times (and what ignore names),
+    and as long (so a table's columns stay aligned), stays as the page has it."""
     a = [" ".join(words) for words in comparable(shown, ignore)]
     b = [" ".join(words) for words in comparable(fresh, ignore)]
     merged = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        merged += shown[i1:i2] if tag == "equal" else fresh[j1:j2]
+        if tag != "equal":
+            merged += fresh[j1:j2]
+            continue
+        merged += [old if len(old) == len(new) else new
+                   for old, new in zip(shown[i1:i2], fresh[j1:j2])]
     return merged
 
 

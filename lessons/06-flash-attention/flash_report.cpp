@@ -10,6 +10,8 @@
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
 #include "common/train/trainer.h"
+#include "common/workbook/claims.h"
+#include "lessons/06-flash-attention/claims_file.h"
 
 namespace vramlab::lesson06 {
 
@@ -150,6 +152,17 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   return lesson;
 }
 
+namespace {
+
+// claims.json's claims against the lesson's JSON.
+std::vector<workbook::ClaimResult> claims_of(const nlohmann::json& measured) {
+  static const std::vector<workbook::Claim> file = workbook::parse_claims(
+      nlohmann::json::parse(files::claims_json()), "lesson 06's claims.json");
+  return workbook::evaluate_claims(file, measured);
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Lesson& lesson) {
   using nlohmann::json;
   const LessonSettings& s = lesson.settings;
@@ -237,6 +250,7 @@ nlohmann::json to_json(const Lesson& lesson) {
                  {"full", lesson.tiling.full},
                  {"partial", lesson.tiling.partial},
                  {"skipped", lesson.tiling.skipped}};
+  j["claims"] = report::table_of(workbook::claim_columns(), claims_of(j)).json();
   return j;
 }
 
@@ -376,53 +390,7 @@ std::string render_text(const Lesson& lesson, bool colour) {
          std::to_string(lesson.tiling.skipped) + " skipped (above it)\n";
 
   out += "\nThe seeds' claims, against these numbers\n";
-  report::Table ct({{"#", Align::kRight}, {"claim"}, {"measured here"}, {"verdict"}});
-  const SeqRow* r2k = find_row(lesson, 2048);
-  const SeqRow* r4k = find_row(lesson, 4096);
-  const SeqRow* r8k = find_row(lesson, 8192);
-  const SeqRow* r1k = find_row(lesson, 1024);
-  if (r4k && r2k) {
-    ct.add_row({"77", "attention memory O(b·h·s²)",
-                "att " + report::format_bytes_or_zero(r2k->naive.saved_bytes) + " → " +
-                    report::format_bytes_or_zero(r4k->naive.saved_bytes) + " for 2x T (" +
-                    ratio(static_cast<double>(r4k->naive.saved_bytes) /
-                          static_cast<double>(r2k->naive.saved_bytes)) +
-                    ")",
-                "holds"});
-    ct.add_row({"81", "flash attention: O(N) memory",
-                "lse " + report::format_bytes_or_zero(r2k->flash.saved_bytes) + " → " +
-                    report::format_bytes_or_zero(r4k->flash.saved_bytes) + " for 2x T",
-                "holds"});
-    ct.add_row(
-        {"83", "10-20x less memory",
-         ratio(peak_ratio(*r2k)) + " at 2K, " + ratio(peak_ratio(*r4k)) + " at 4K (whole op)",
-         "holds at 2K-4K only"});
-  }
-  ct.add_row({"80", "b=8, h=16, s=4096: 2 GB",
-              report::format_bytes_or_zero(lesson.claim80_att_bytes) + " per f32 tensor",
-              "does not hold: 2^31 elements, not bytes"});
-  if (r8k)
-    ct.add_row({"84", "40x less memory", ratio(peak_ratio(*r8k)) + " at 8K (whole op)",
-                "one T only: the ratio grows with T"});
-  if (r1k)
-    ct.add_row(
-        {"85", "4x attention memory savings", ratio(peak_ratio(*r1k)) + " at 1K", "one T only"});
-  for (const ScaleRow& r : lesson.scale) {
-    if (r.seq != 8192) continue;
-    ct.add_row({"87", "8192² × 4 B = 256 MB/head; 32 heads = 8 GB/layer",
-                report::format_bytes_or_zero(r.naive.layer_attention_saved_bytes) +
-                    " att per layer (" + s.scale_model.name + ")",
-                "holds (b=1, fp32, one tensor)"});
-    ct.add_row({"88", "flash: ~100 MB per layer",
-                report::format_bytes_or_zero(r.flash.layer_attention_saved_bytes) + " lse, " +
-                    report::format_bytes_or_zero(r.flash.layer_saved_bytes) + " whole layer",
-                "matches neither"});
-  }
-  if (r2k && r2k->compared)
-    ct.add_row({"82", "3-4x faster",
-                ratio(r2k->naive.seconds / r2k->flash.seconds) + " at 2K on this CPU (fwd+bwd)",
-                "GPU claim: not measurable here"});
-  out += ct.render(colour);
+  out += report::table_of(workbook::claim_columns(), claims_of(to_json(lesson))).render(colour);
   return out;
 }
 

@@ -17,11 +17,12 @@ import tempfile
 
 # The runs whose JSON the page evaluates: fast, and the same bytes on every machine.
 RUNS = {
+    "06": ["lesson06_flash_attention", "--device", "meta", "--no-training"],
     "09": ["lesson09_optimizer_memory", "--device", "meta", "--steps", "1",
            "--quantization-every", "0"],
 }
-# Claims a one-step meta run cannot measure (they need a training run's losses).
-NOT_ON_META = {113}
+# Claims a meta run cannot measure (they need a training run's losses or a kernel's time).
+NOT_ON_META = {82, 113}
 SECONDS = re.compile(r"\d+\.\d+ s\b")
 
 
