@@ -211,6 +211,40 @@ TEST_F(WorkbookCli, SolutionDiffComparesTheFunctionBodies) {
   EXPECT_EQ(diff.find("#include"), std::string::npos) << diff;
 }
 
+// Once an exercise passes, each of its known mistakes can be shown: what it is, the test that
+// catches it, and its code against the reference. Before that, nothing of them is shown.
+TEST_F(WorkbookCli, SolutionShowsTheKnownMistakesOnceTheExercisePasses) {
+  const Workbook book = load_workbook(build_info::kSourceDir);
+  const Exercise& ex = book.exercise("01.1");
+  ASSERT_FALSE(ex.wrong.empty());
+  EXPECT_EQ(vramlab({"solution", "01.1", "--mistake", "list"}), 1) << output_;
+  EXPECT_EQ(output_.find(ex.wrong.front().mistake), std::string::npos) << output_;
+  State s;
+  s.done = {"01.1"};
+  save_state(state_, s);
+  ASSERT_EQ(vramlab({"solution", "01.1", "--mistake", "list", "--json"}), 0) << output_;
+  const auto listed = nlohmann::json::parse(output_).at("mistakes");
+  ASSERT_EQ(listed.size(), ex.wrong.size());
+  for (size_t i = 0; i < ex.wrong.size(); ++i) {
+    EXPECT_EQ(listed.at(i).at("name"), ex.wrong[i].name);
+    EXPECT_EQ(listed.at(i).at("mistake"), ex.wrong[i].mistake);
+    EXPECT_EQ(listed.at(i).at("caught_by"), ex.wrong[i].caught_by);
+  }
+  for (const WrongVariant& w : ex.wrong) {
+    ASSERT_EQ(vramlab({"solution", "01.1", "--mistake", w.name, "--json"}), 0) << output_;
+    const auto shown = nlohmann::json::parse(output_);
+    EXPECT_EQ(shown.at("what"), w.mistake);
+    const std::string diff = shown.at("diff");
+    // A unified diff from the reference to the mistake: its own header first, then at least one
+    // line the mistake removes or adds.
+    EXPECT_EQ(diff.rfind("--- ", 0), 0u) << w.name << ":\n" << diff;
+    EXPECT_NE(diff.find("\n@@ "), std::string::npos) << w.name << ":\n" << diff;
+    EXPECT_EQ(diff.find("Mistake:"), std::string::npos) << w.name << ":\n" << diff;
+  }
+  EXPECT_EQ(vramlab({"solution", "01.1", "--mistake", "no_such_mistake"}), 2) << output_;
+  EXPECT_NE(output_.find("'no_such_mistake'"), std::string::npos) << output_;
+}
+
 TEST_F(WorkbookCli, ResetRefusesWithoutATerminalOrYes) {
   EXPECT_EQ(vramlab({"reset", "01.1"}), 2) << output_;
   EXPECT_NE(output_.find("--yes"), std::string::npos) << output_;

@@ -313,9 +313,9 @@ void show_mistake(const Context& ctx, const workbook::Exercise& ex, const std::s
   if (it == ex.wrong.end()) {
     std::string known;
     for (const auto& w : ex.wrong) known += (known.empty() ? "" : ", ") + w.name;
-    throw UsageError("--mistake " + platform::printable(name) + ": exercise " + ex.id +
-                     " has no such known mistake (known: " + (known.empty() ? "none" : known) +
-                     ", or 'list')");
+    throw UsageError("--mistake: exercise " + ex.id + " has no known mistake '" +
+                     platform::printable(name) + "' (known: " + (known.empty() ? "none" : known) +
+                     "; or 'list')");
   }
   const std::string text = read_text(ctx.repo_root / it->file);
   std::string diff;
