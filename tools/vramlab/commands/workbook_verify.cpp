@@ -152,7 +152,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         }
         worker();
         for (auto& t : threads) t.join();
-        // The table lists each exercise's files and patch checks, then its test runs.
+        // The table lists each exercise's files check, its test runs, then any patch of it that no
+        // longer applies.
         std::vector<Finding> ordered;
         size_t j = 0;
         for (const auto& f : findings) {
