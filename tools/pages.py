@@ -118,7 +118,7 @@ def run(block, root, build_dir, moved_dirs=None):
     if words and words[0].startswith("build/"):
         words[0] = str(build_dir / words[0][len("build/"):])
     if moved_dirs is not None:
-        if "--out-dir" in words:
+        if "--out-dir" in words[:-1]:
             i = words.index("--out-dir") + 1
             if words[i] not in moved_dirs:
                 moved_dirs[words[i]] = tempfile.mkdtemp(prefix="vramlab-pages-")
@@ -128,6 +128,8 @@ def run(block, root, build_dir, moved_dirs=None):
                                 timeout=900)
     except FileNotFoundError:
         raise SystemExit(f"{block.where(root)}: {words[0]} does not exist (build it first)")
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{block.where(root)}: `{block.command}` ran for over 900 s")
     if result.returncode != 0:
         raise SystemExit(f"{block.where(root)}: `{block.command}` exited {result.returncode}:\n"
                          + result.stderr[-2000:])

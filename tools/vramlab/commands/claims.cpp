@@ -90,6 +90,25 @@ const report::TypedColumns<Row>& row_columns() {
   return columns;
 }
 
+// The claims as a Markdown table: every lesson's for the docs page, or (without the lesson column)
+// one lesson's for its own page, where tools/pages.py writes it from the lesson's run.
+std::string markdown_table(const std::vector<Row>& rows, bool with_lesson) {
+  std::vector<report::Field> fields = {{"", "#", Unit::integer}};
+  if (with_lesson) fields.push_back({"", "lesson"});
+  for (const char* header : {"from", "claim", "verdict", "why", "measured here", "in the run"})
+    fields.push_back({"", header});
+  report::TypedTable table(fields);
+  for (const Row& r : rows) {
+    std::vector<report::Value> cells = {r.id};
+    if (with_lesson) cells.emplace_back(r.lesson);
+    for (const std::string* text : {&r.sources, &r.claim, &r.verdict, &r.why, &r.measured})
+      cells.emplace_back(*text);
+    cells.push_back(r.result ? report::Value(r.result->verdict) : report::Value());
+    table.add_row(cells);
+  }
+  return table.markdown();
+}
+
 // The docs page: docs/pages/claims.md is this, from lesson runs on meta (tests/cli/claims_page.py).
 std::string markdown_page(const std::vector<Row>& rows, const json& sources,
                           const std::map<std::string, int>& counts) {
@@ -110,18 +129,7 @@ std::string markdown_page(const std::vector<Row>& rows, const json& sources,
       "\nThe same table, from your own runs: `build/bin/vramlab claims` (`--json` for "
       "scripts, `--lesson 09` for one lesson). This page comes from one-step runs on the "
       "meta device (`python3 tests/cli/claims_page.py --write . build/bin` regenerates it).\n\n";
-  report::TypedTable table({{"", "#", Unit::integer},
-                            {"", "lesson"},
-                            {"", "from"},
-                            {"", "claim"},
-                            {"", "verdict"},
-                            {"", "why"},
-                            {"", "measured here"},
-                            {"", "in the run"}});
-  for (const Row& r : rows)
-    table.add_row({r.id, r.lesson, r.sources, r.claim, r.verdict, r.why, r.measured,
-                   r.result ? report::Value(r.result->verdict) : report::Value()});
-  page += table.markdown();
+  page += markdown_table(rows, /*with_lesson=*/true);
   const auto count = [&](const char* key) {
     const auto it = counts.find(key);
     return std::to_string(it == counts.end() ? 0 : it->second);
@@ -129,22 +137,6 @@ std::string markdown_page(const std::vector<Row>& rows, const json& sources,
   page += "\n" + count("measured") + " claims measured by a run, " + count("on_page") +
           " on a lesson's page, " + count("to_come") + " for lessons to come.\n";
   return page;
-}
-
-// One lesson's claims, for its page's "What popular tutorials claim, measured" (tools/pages.py
-// writes it there from the lesson's run).
-std::string lesson_markdown_table(const std::vector<Row>& rows) {
-  report::TypedTable table({{"", "#", Unit::integer},
-                            {"", "from"},
-                            {"", "claim"},
-                            {"", "verdict"},
-                            {"", "why"},
-                            {"", "measured here"},
-                            {"", "in the run"}});
-  for (const Row& r : rows)
-    table.add_row({r.id, r.sources, r.claim, r.verdict, r.why, r.measured,
-                   r.result ? report::Value(r.result->verdict) : report::Value()});
-  return table.markdown();
 }
 
 struct Options {
@@ -233,7 +225,7 @@ int run_claims(const Options& o) {
     sources += (sources.empty() ? "" : "; ") + letter + ": " + what.get<std::string>();
   if (o.markdown) {
     std::fputs((o.lesson.empty() ? markdown_page(rows, catalogue.at("sources"), counts)
-                                 : lesson_markdown_table(rows))
+                                 : markdown_table(rows, /*with_lesson=*/false))
                    .c_str(),
                stdout);
     return 0;
