@@ -159,18 +159,18 @@ def select_sections(lines, titles, where):
 
 
 def comparable(lines, ignore):
-    # A table's rule is as wide as its columns, and a column of times changes width with them.
+    """Each line as --check compares it: times, what ignore names and a table's rule (as wide as
+    its columns, which a column of times widens) masked, runs of spaces made one."""
     masked = ["<rule>" if RULE.match(line) else TIME.sub("<time>", line) for line in lines]
     if ignore is not None:
         masked = [ignore.sub("<ignored>", line) for line in masked]
-    return [line.split() for line in masked]
+    return [" ".join(line.split()) for line in masked]
 
 
 def keep_times(shown, fresh, ignore):
     """fresh, except that a line equal to the page's but for its times (and what ignore names),
     and as long (so a table's columns stay aligned), stays as the page has it."""
-    a = [" ".join(words) for words in comparable(shown, ignore)]
-    b = [" ".join(words) for words in comparable(fresh, ignore)]
+    a, b = comparable(shown, ignore), comparable(fresh, ignore)
     merged = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
@@ -224,9 +224,9 @@ def main():
                 print(f"{block.where(root)}: {block.command}"
                       + (f"  [sections: {'; '.join(block.sections)}]" if block.sections else ""))
                 continue
+            shown = [line.rstrip() for line in lines[block.start:block.end]]
             if args.write:
                 fresh = run(block, root, build_dir)
-                shown = [line.rstrip() for line in lines[block.start:block.end]]
                 merged = fresh if args.times else keep_times(shown, fresh, block.ignore)
                 if merged == shown:
                     print(f"same     {block.where(root)}", file=sys.stderr)
@@ -235,9 +235,7 @@ def main():
                 print(f"wrote    {block.where(root)}", file=sys.stderr)
                 continue
             fresh = run(block, root, build_dir, moved)
-            shown = [line.rstrip() for line in lines[block.start:block.end]]
-            a = [" ".join(words) for words in comparable(shown, block.ignore)]
-            b = [" ".join(words) for words in comparable(fresh, block.ignore)]
+            a, b = comparable(shown, block.ignore), comparable(fresh, block.ignore)
             if a == b:
                 print(f"ok       {block.where(root)}: {block.command}")
                 continue

@@ -129,6 +129,13 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims, const
   return results;
 }
 
+std::vector<ClaimResult> evaluate_claims(std::string_view claims_file, std::string_view where,
+                                         const json& run) {
+  const json file = json::parse(claims_file, nullptr, /*allow_exceptions=*/false);
+  if (file.is_discarded()) throw std::invalid_argument(std::string(where) + " is not valid JSON");
+  return evaluate_claims(parse_claims(file, where), run);
+}
+
 const report::TypedColumns<ClaimResult>& claim_columns() {
   using report::Unit;
   using C = ClaimResult;

@@ -64,6 +64,13 @@ std::vector<Claim> parse_claims(const nlohmann::json& file, std::string_view whe
 std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims,
                                          const nlohmann::json& run);
 
+/// A lesson's claims file as its binary embeds it (vramlab_embed_files), against one run.
+/// \param claims_file the file's text. \param where its name, for errors. \param run the
+/// lesson's --json. \return the claims this run measured, in order. \throws std::invalid_argument
+/// as parse_claims() and evaluate_claims() do, and for text that is not JSON.
+std::vector<ClaimResult> evaluate_claims(std::string_view claims_file, std::string_view where,
+                                         const nlohmann::json& run);
+
 /// \return the columns of a claims table: "#" (id), "claim", "measured here" (measured),
 /// "verdict", each under the same key in JSON.
 const report::TypedColumns<ClaimResult>& claim_columns();
