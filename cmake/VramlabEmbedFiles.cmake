@@ -6,7 +6,9 @@
 #   generates <binary dir>/generated/<HEADER> and a .cpp defining, per file, a function
 #   `std::string_view <ns>::<identifier>()` returning the file's bytes, where <identifier> is the
 #   file name with every non-alphanumeric character replaced by '_' (timeline.js -> timeline_js).
-#   The .cpp is added to <target>; editing a file regenerates it at the next build.
+#   The .cpp is added to <target>; editing a file regenerates it at the next build. The header is
+#   visible to <target>'s users too (a lesson's main and tests read the claims file its library
+#   embeds).
 #
 # Script mode (used by the rule above): cmake -DOUTPUT_CPP=... -DOUTPUT_H=... -DNAMESPACE=...
 #   -DHEADER=... -DFILES="a|b" -P VramlabEmbedFiles.cmake
@@ -77,5 +79,5 @@ function(vramlab_embed_files)
     COMMENT "embedding ${A_FILES} into ${A_HEADER}"
     VERBATIM)
   target_sources(${A_TARGET} PRIVATE "${_cpp}" "${_h}")
-  target_include_directories(${A_TARGET} PRIVATE "${_generated}")
+  target_include_directories(${A_TARGET} PUBLIC "${_generated}")
 endfunction()

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -262,14 +263,24 @@ std::string fill(std::string_view text, const ClaimValues& values) {
     const report::Value value = value_of(found->second);
     if (format.empty()) {
       out += value.format(report::Unit::text, -1);
-    } else if (format.size() >= 3 && format.front() == '.' && format.back() == 'f') {
+    } else if (format.size() >= 3 && format.front() == '.' &&
+               (format.back() == 'f' || format.back() == 'e')) {
       int digits = 0;
       const auto [p, ec] =
           std::from_chars(format.data() + 1, format.data() + format.size() - 1, digits);
       if (ec != std::errc() || p != format.data() + format.size() - 1 || digits > 12)
         throw std::invalid_argument("template '" + std::string(text) + "': bad format '" + format +
                                     "'");
-      out += value.format(report::Unit::fixed, digits);
+      if (format.back() == 'f') {
+        out += value.format(report::Unit::fixed, digits);
+      } else if (found->second.is_number()) {
+        char number[48];
+        std::snprintf(number, sizeof number, "%.*e", digits, found->second.get<double>());
+        out += number;
+      } else {
+        throw std::invalid_argument("template '" + std::string(text) + "': '" + name +
+                                    "' is not a number, for format '" + format + "'");
+      }
     } else {
       try {
         out += value.format(report::parse_unit(format), -1);

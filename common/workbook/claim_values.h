@@ -11,7 +11,8 @@
 ///   `min(x, y)`, `max(x, y)`, the comparisons `< <= > >= == !=` (1 or 0) and `&&`, `||`.
 /// - A **template** is text with `{name}` or `{name:format}` holes; a format is a report::Unit's
 ///   name (`bytes`, `bytes_decimal`, `percent`, `signed_percent`, `per_param`, `count`,
-///   `seconds`, ...) or `.Nf` (N digits after the point).
+///   `seconds`, ...), `.Nf` (N digits after the point) or `.Ne` (scientific, N digits after the
+///   point: 5.96e-08).
 #pragma once
 
 #include <map>

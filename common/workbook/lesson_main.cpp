@@ -12,6 +12,8 @@
 #include "common/platform/errors.h"
 #include "common/report/svg_plot.h"
 #include "common/report/terminal.h"
+#include "common/report/typed_table.h"
+#include "common/workbook/claims.h"
 #include "common/workbook/lesson_binary.h"
 
 namespace vramlab::workbook {
@@ -88,6 +90,11 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
       return kExitFailure;
     }
     nlohmann::json j = std::move(out.json);
+    std::vector<ClaimResult> claims;
+    if (!out.claims_file.empty()) {
+      claims = evaluate_claims(out.claims_file, "lesson " + id_ + "'s claims.json", j);
+      j["claims"] = report::table_of(claim_columns(), claims).json();
+    }
     if (out.exercises) j["exercises"] = exercise_results_json(out.exercises->results);
     if (!out.figures.empty()) {
       j["figures"] = nlohmann::json::object();
@@ -100,6 +107,9 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
       return 0;
     }
     std::string text = std::move(out.text);
+    if (!out.claims_file.empty())
+      text += "\nThe seeds' claims, against these numbers\n" +
+              report::table_of(claim_columns(), claims).render(run.colour());
     if (out.exercises)
       text += "\n" + render_exercise_results(out.exercises->results, out.exercises->heading);
     std::string names;

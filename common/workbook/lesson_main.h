@@ -1,7 +1,8 @@
 /// \file
 /// \brief One main for every lesson binary. A lesson declares its flags on app(), and gives run()
 /// a function that measures and returns a LessonOutput: its JSON, its tables, the figures it
-/// wrote, its exercises' results and the commands to try next. LessonMain writes the rest once:
+/// wrote, its exercises' results, its claims file and the commands to try next. LessonMain writes
+/// the rest once:
 /// `--json` and `--out-dir`, progress on stderr, the advice after an out-of-memory error, the
 /// order of the text output, and the exit codes of lesson_binary.h (0; 1 out of memory or another
 /// run-time failure; 2 bad input, in one line naming the value). main() still calls
@@ -56,6 +57,10 @@ struct LessonOutput {
   std::string after_figures;                ///< lines after the figures line, each ending in "\n".
   std::optional<ExerciseReport> exercises;  ///< none for a lesson without exercises.
   std::vector<NextStep> next;               ///< what to try next.
+  /// The lesson's claims.json as its binary embeds it (vramlab_embed_files), or empty: its
+  /// claims are evaluated against `json` (claims.h), added to it as "claims" and printed after
+  /// `text`.
+  std::string_view claims_file;
 };
 
 /// What a lesson's run may ask of the harness while it runs.

@@ -10,8 +10,6 @@
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
 #include "common/train/trainer.h"
-#include "common/workbook/claims.h"
-#include "lessons/06-flash-attention/claims_file.h"
 
 namespace vramlab::lesson06 {
 
@@ -152,15 +150,6 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   return lesson;
 }
 
-namespace {
-
-// claims.json's claims against the lesson's JSON.
-std::vector<workbook::ClaimResult> claims_of(const nlohmann::json& measured) {
-  return workbook::evaluate_claims(files::claims_json(), "lesson 06's claims.json", measured);
-}
-
-}  // namespace
-
 nlohmann::json to_json(const Lesson& lesson) {
   using nlohmann::json;
   const LessonSettings& s = lesson.settings;
@@ -248,7 +237,6 @@ nlohmann::json to_json(const Lesson& lesson) {
                  {"full", lesson.tiling.full},
                  {"partial", lesson.tiling.partial},
                  {"skipped", lesson.tiling.skipped}};
-  j["claims"] = report::table_of(workbook::claim_columns(), claims_of(j)).json();
   return j;
 }
 
@@ -386,9 +374,6 @@ std::string render_text(const Lesson& lesson, bool colour) {
          std::to_string(lesson.tiling.full) + " computed in full, " +
          std::to_string(lesson.tiling.partial) + " partial (on the diagonal, masked), " +
          std::to_string(lesson.tiling.skipped) + " skipped (above it)\n";
-
-  out += "\nThe seeds' claims, against these numbers\n";
-  out += report::table_of(workbook::claim_columns(), claims_of(to_json(lesson))).render(colour);
   return out;
 }
 

@@ -2,7 +2,8 @@
 /// \brief Lesson 06's report: the attention core naive against flash over a sweep of sequence
 /// lengths (peak and saved bytes, time, the largest differences of the output and gradients), a
 /// small model trained with each kernel, the per-layer saved bytes of a large model on meta, the
-/// causal tiling of one (batch, head), and the seeds' claims, as tables, JSON and figures.
+/// causal tiling of one (batch, head), as tables, JSON and figures (its claims: claims.json,
+/// which LessonMain evaluates).
 #pragma once
 
 #include <cstdint>

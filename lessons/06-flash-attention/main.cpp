@@ -23,6 +23,7 @@
 #include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/workbook/lesson_main.h"
+#include "lessons/06-flash-attention/claims_file.h"
 #include "lessons/06-flash-attention/flash_report.h"
 
 namespace {
@@ -79,6 +80,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   out.text = lesson06::render_text(lesson, run.colour());
   out.figures = {{"attention_memory_svg", figures.memory_svg},
                  {"flash_tiling_svg", figures.tiling_svg}};
+  out.claims_file = lesson06::files::claims_json();
   out.next = {
       {run.command("--heads 32 --kv-heads 8 --head-dim 128 --seqs 512,1024,2048"),
        "Llama's grouped-query heads: k and v shrink, att does not"},

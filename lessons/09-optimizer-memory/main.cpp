@@ -21,6 +21,7 @@
 #include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/workbook/lesson_main.h"
+#include "lessons/09-optimizer-memory/claims_file.h"
 #include "lessons/09-optimizer-memory/exercise_results.h"
 #include "lessons/09-optimizer-memory/optimizer_report.h"
 
@@ -73,6 +74,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   out.text = lesson09::render_text(lesson, run.colour());
   out.figures = {{"bytes_per_param_svg", figures.bytes_svg},
                  {"loss_curves_svg", figures.losses_svg}};
+  out.claims_file = lesson09::files::claims_json();
   out.exercises = {std::string(lesson09::kExercisesHeading), lesson09::exercise_results(lesson)};
   out.next = {{run.command("--optimizers adamw,adamw-8bit --fp32-embeddings"),
                "embeddings in 32 bits, as bitsandbytes' StableEmbedding"},

@@ -13,7 +13,6 @@
 #include "common/report/typed_table.h"
 #include "common/train/synthetic_tokens.h"
 #include "common/train/trainer.h"
-#include "lessons/09-optimizer-memory/claims_file.h"
 
 namespace vramlab::lesson09 {
 
@@ -112,9 +111,6 @@ const TypedColumns<QuantizationPoint>& quantization_columns() {
   };
   return columns;
 }
-
-// to_json() without the claims: the numbers the claims file reads.
-json measured_json(const Lesson& lesson);
 
 void validate_settings(const LessonSettings& s) {
   if (s.optimizers.empty()) throw UsageError("--optimizers must name at least one optimizer");
@@ -218,9 +214,7 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
   return lesson;
 }
 
-namespace {
-
-json measured_json(const Lesson& lesson) {
+json to_json(const Lesson& lesson) {
   const LessonSettings& s = lesson.settings;
   json j;
   j["lesson"] = "09";
@@ -269,27 +263,6 @@ json measured_json(const Lesson& lesson) {
     o["model"] = r.model;
     j["scale"].push_back(std::move(o));
   }
-  return j;
-}
-
-}  // namespace
-
-namespace {
-
-// claims.json's claims against a measured_json() object.
-std::vector<workbook::ClaimResult> claims_of(const json& measured) {
-  return workbook::evaluate_claims(files::claims_json(), "lesson 09's claims.json", measured);
-}
-
-}  // namespace
-
-std::vector<workbook::ClaimResult> claims(const Lesson& lesson) {
-  return claims_of(measured_json(lesson));
-}
-
-json to_json(const Lesson& lesson) {
-  json j = measured_json(lesson);
-  j["claims"] = report::table_of(workbook::claim_columns(), claims_of(j)).json();
   return j;
 }
 
@@ -406,8 +379,6 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "master included); bf16: pure bf16, where the states take the parameters' type; "
         "mixed-bf16 all: bf16 weights and gradients plus the fp32 master and the states (ZeRO's "
         "2Ψ + 2Ψ + KΨ). \"yes\": every precision's bytes equal the estimator's to the byte.");
-  out += "\nThe seeds' claims, against these numbers\n";
-  out += report::table_of(workbook::claim_columns(), claims(lesson)).render(colour);
   return out;
 }
 

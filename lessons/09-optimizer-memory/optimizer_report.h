@@ -2,7 +2,7 @@
 /// \brief Lesson 09's report: every optimizer trained on one small model (losses, final loss
 /// against AdamW's), the bytes each keeps in two precisions (measured three ways beside the
 /// estimator), 8-bit AdamW's quantisation error over training, the model states of large models
-/// on meta, and the seeds' claims, as tables, JSON and figures.
+/// on meta, as tables, JSON and figures (its claims: claims.json, which LessonMain evaluates).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report/svg_plot.h"
-#include "common/workbook/claims.h"
 #include "lessons/09-optimizer-memory/measure_optimizers.h"
 
 namespace vramlab::lesson09 {
@@ -68,11 +67,6 @@ const OptimizerRun* find_scale(const Lesson& lesson, const std::string& model,
 /// \param lesson the runs. \param optimizer one of them. \return (its final loss − AdamW's) /
 /// AdamW's, or NaN without both runs.
 double final_loss_gap(const Lesson& lesson, estimate::Optimizer optimizer);
-
-/// \param lesson the runs. \return the claims of claims.json this run measured, their verdicts
-/// computed from to_json()'s numbers (the large model's bytes when the lesson ran at scale, else
-/// the small model's).
-std::vector<workbook::ClaimResult> claims(const Lesson& lesson);
 
 /// \param lesson the runs. \return the JSON object of `--json` (keys in optimizer_report.cpp).
 nlohmann::json to_json(const Lesson& lesson);

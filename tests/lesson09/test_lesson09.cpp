@@ -15,6 +15,8 @@
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/report/svg_plot.h"
+#include "common/workbook/claims.h"
+#include "lessons/09-optimizer-memory/claims_file.h"
 #include "lessons/09-optimizer-memory/measure_optimizers.h"
 #include "lessons/09-optimizer-memory/optimizer_report.h"
 #include "tests/sanitized_build.h"
@@ -324,7 +326,8 @@ TEST(Lesson09, ClaimsTableSettlesEveryClaimOfTheIssue) {
   const std::vector<Optimizer> all(kOptimizers.begin(), kOptimizers.end());
   const Lesson lesson = run_lesson(lesson_settings(3, all, true));
   std::vector<int> ids;
-  for (const workbook::ClaimResult& c : claims(lesson)) {
+  for (const workbook::ClaimResult& c :
+       workbook::evaluate_claims(files::claims_json(), "claims.json", to_json(lesson))) {
     ids.push_back(c.id);
     EXPECT_FALSE(c.measured.empty()) << c.id;
   }

@@ -99,6 +99,9 @@ TEST(ClaimFill, HolesTakeUnitsAndDigits) {
   EXPECT_EQ(fill("{gap:signed_percent} vs adamw", v), "-1.2% vs adamw");
   EXPECT_EQ(fill("{count:integer} values", v), "1122 values");
   EXPECT_EQ(fill("{tiny:per_param}", v), "0.0021");
+  EXPECT_EQ(fill("{tiny:.2e}", v), "2.13e-03");
+  EXPECT_EQ(fill("{bytes:.3e} B", v), "5.600e+10 B");
+  EXPECT_THROW((void)fill("{model:.2e}", v), std::invalid_argument);
   EXPECT_EQ(fill("no holes", v), "no holes");
   EXPECT_THROW((void)fill("{missing}", v), std::invalid_argument);
   EXPECT_THROW((void)fill("{bpp:furlongs}", v), std::invalid_argument);

@@ -132,6 +132,36 @@ TEST_F(LessonMainRun, JsonAddsFiguresAndExercisesAndNoText) {
   EXPECT_EQ(out.find("TABLES"), std::string::npos);
 }
 
+// A claims file is evaluated against the lesson's own JSON: the verdict follows the measured
+// number (both outcomes), lands in --json under "claims" and prints after the lesson's tables.
+TEST_F(LessonMainRun, ClaimsAreJudgedOnTheRunsNumbersInTextAndJson) {
+  static constexpr std::string_view kClaims = R"({"lesson": "99", "claims": [{
+      "id": 7, "claim": "halves it", "values": {"before": "/bytes/0", "after": "/bytes/1"},
+      "measured": "{before:bytes} -> {after:bytes}", "holds_if": "after * 2 == before",
+      "holds": "holds", "fails": "does not hold"}]})";
+  for (const int64_t after : {int64_t{512}, int64_t{700}}) {
+    const auto lesson = [&](LessonRun& r) {
+      LessonOutput o = output(r);
+      o.json["bytes"] = {1024, after};
+      o.claims_file = kClaims;
+      return o;
+    };
+    const std::string verdict = after == 512 ? "holds" : "does not hold";
+    std::string out, err;
+    ASSERT_EQ(run({"--json"}, lesson, &out, &err), 0) << err;
+    const nlohmann::json j = nlohmann::json::parse(out);
+    ASSERT_EQ(j["claims"].size(), 1u);
+    EXPECT_EQ(j["claims"][0]["id"], 7);
+    EXPECT_EQ(j["claims"][0]["measured"], after == 512 ? "1.00 KiB -> 512 B" : "1.00 KiB -> 700 B");
+    EXPECT_EQ(j["claims"][0]["verdict"], verdict);
+    ASSERT_EQ(run({}, lesson, &out, &err), 0) << err;
+    const size_t tables = out.find("TABLES\n"), claims = out.find("claims, against these numbers");
+    ASSERT_NE(claims, std::string::npos) << out;
+    EXPECT_LT(tables, claims);
+    EXPECT_LT(out.find(verdict, claims), out.find("Exercises:")) << out;
+  }
+}
+
 TEST_F(LessonMainRun, EveryRunSavesItsJsonAndAFailedSaveIsExitOne) {
   std::string out, err;
   ASSERT_EQ(run({}, output, &out, &err), 0) << err;
