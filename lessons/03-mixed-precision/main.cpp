@@ -25,6 +25,7 @@
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
 #include "common/workbook/lesson_main.h"
+#include "lessons/03-mixed-precision/claims_file.h"
 #include "lessons/03-mixed-precision/precision_report.h"
 
 namespace {
@@ -88,6 +89,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   out.figures = {{"loss_curves_svg", figures.loss_curves_svg},
                  {"loss_scale_svg", figures.loss_scale_svg},
                  {"gradient_exponents_svg", figures.exponents_svg}};
+  out.claims_file = lesson03::files::claims_json();
   out.next = {
       {run.command("--layers 6 --steps 200 --no-scale"),
        "a deeper model: do the 16-bit modes still follow fp32?"},

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""docs/pages/claims.md is `vramlab claims --markdown` over one-step runs, on the meta device, of
-every lesson that keeps its claims as data (lessons/NN-name/claims.json). --write regenerates the
-page; --check fails when the page has drifted from what the binaries print now (times, which
-differ between runs, aside), and checks the claims table itself: every claim id of the catalogue
-once, every claim of a lesson's claims.json measured by its run.
+"""docs/pages/claims.md is `vramlab claims --markdown` over one-step runs (on the meta device where
+the lesson's claims allow) of every lesson that keeps its claims as data
+(lessons/NN-name/claims.json). --write regenerates the page; --check fails when the page has
+drifted from what the binaries print now (times, which differ between runs, aside), and checks
+the claims table itself: every claim id of the catalogue once, every claim of a lesson's
+claims.json measured by its run.
 
     claims_page.py --write|--check REPO BIN_DIR
 """
@@ -15,8 +16,10 @@ import subprocess
 import sys
 import tempfile
 
-# The runs whose JSON the page evaluates: fast, and the same bytes on every machine.
+# The runs whose JSON the page evaluates: fast, and the same bytes on every machine (lesson 03's
+# claims read gradients and the accumulation table, which need a device that computes: sim).
 RUNS = {
+    "03": ["lesson03_mixed_precision", "--steps", "1"],
     "06": ["lesson06_flash_attention", "--device", "meta", "--no-training"],
     "09": ["lesson09_optimizer_memory", "--device", "meta", "--steps", "1",
            "--quantization-every", "0"],

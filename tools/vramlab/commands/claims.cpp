@@ -35,7 +35,8 @@ struct Row {
   int id = 0;
   std::string lesson, sources, claim, verdict, why;
   std::optional<std::string> measured_by;  // the command, or none: the lesson is still to come
-  std::string status;                      // measured | not_run | not_in_run | on_page | to_come
+  // measured | not_run | not_in_run | on_page | not_measured (the catalogue says why) | to_come
+  std::string status;
   std::string measured;                    // what the run measured, or what to do to see it
   std::optional<workbook::ClaimResult> result;
 };
@@ -127,15 +128,17 @@ std::string markdown_page(const std::vector<Row>& rows, const json& sources,
     page += "- **" + letter + "**: " + what.get<std::string>() + "\n";
   page +=
       "\nThe same table, from your own runs: `build/bin/vramlab claims` (`--json` for "
-      "scripts, `--lesson 09` for one lesson). This page comes from one-step runs on the "
-      "meta device (`python3 tests/cli/claims_page.py --write . build/bin` regenerates it).\n\n";
+      "scripts, `--lesson 09` for one lesson). This page comes from one-step runs, on the "
+      "meta device where a lesson's claims allow it (`python3 tests/cli/claims_page.py --write . "
+      "build/bin` regenerates it).\n\n";
   page += markdown_table(rows, /*with_lesson=*/true);
   const auto count = [&](const char* key) {
     const auto it = counts.find(key);
     return std::to_string(it == counts.end() ? 0 : it->second);
   };
   page += "\n" + count("measured") + " claims measured by a run, " + count("on_page") +
-          " on a lesson's page, " + count("to_come") + " for lessons to come.\n";
+          " on a lesson's page, " + count("not_measured") + " that no run here can measure, " +
+          count("to_come") + " for lessons to come.\n";
   return page;
 }
 
@@ -201,6 +204,9 @@ int run_claims(const Options& o) {
       r.status = has_run[r.lesson] ? "not_in_run" : "not_run";
       r.measured = (has_run[r.lesson] ? "not in the last run: " : "not run yet: ") +
                    r.measured_by.value_or("vramlab run " + r.lesson);
+    } else if (c.contains("not_measured")) {
+      r.status = "not_measured";
+      r.measured = "not measured: " + c["not_measured"].get<std::string>();
     } else if (r.measured_by) {
       r.status = "on_page";
       r.measured = "on lesson " + r.lesson + "'s page";
@@ -241,6 +247,7 @@ int run_claims(const Options& o) {
   out += "\n" + std::to_string(counts["measured"]) + " measured by a saved run, " +
          std::to_string(counts["not_run"] + counts["not_in_run"]) + " waiting for a run, " +
          std::to_string(counts["on_page"]) + " on a lesson's page, " +
+         std::to_string(counts["not_measured"]) + " that no run here can measure, " +
          std::to_string(counts["to_come"]) + " for lessons to come.\n";
   std::fputs(out.c_str(), stdout);
   return 0;
