@@ -25,6 +25,7 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 #include "common/workbook/lesson_main.h"
+#include "lessons/07-profiling/claims_file.h"
 #include "lessons/07-profiling/exercise_results.h"
 #include "lessons/07-profiling/profile_report.h"
 
@@ -94,6 +95,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
                  {"trace_html", figures.trace_html},
                  {"baseline_profile", figures.baseline_dir, false},
                  {"recompute_profile", figures.recompute_dir, false}};
+  out.claims_file = lesson07::files::claims_json();
   out.after_figures =
       "Profiles (snapshot.pickle for pytorch.org/memory_viz, trace.json for ui.perfetto.dev, "
       "ops.txt): " +

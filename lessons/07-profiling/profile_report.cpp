@@ -79,20 +79,24 @@ json groups_json(const std::vector<snapshot::ByteGroup>& groups) {
 }
 
 json run_summary_json(const ProfiledRun& run) {
-  return {{"label", run.label},
-          {"peak_bytes", run.peak.peak_bytes},
-          {"allocator_peak_bytes", run.allocator_peak_bytes},
-          {"reserved_peak_bytes", run.reserved_peak_bytes},
-          {"peak_owner",
-           {{"module", run.peak.peak_owner.module},
-            {"phase", run.peak.peak_owner.phase},
-            {"name", run.peak.peak_owner.tensor},
-            {"bytes", run.peak.peak_owner.bytes}}},
-          {"allocated_bytes", allocated_over_run(run)},
-          {"attention_allocated_bytes", attention_allocated(run)},
-          {"attention_forward_calls", attention_forward_calls(run)},
-          {"step_seconds", run.step_seconds},
-          {"losses", run.losses}};
+  json j = {{"label", run.label},
+            {"peak_bytes", run.peak.peak_bytes},
+            {"allocator_peak_bytes", run.allocator_peak_bytes},
+            {"reserved_peak_bytes", run.reserved_peak_bytes},
+            {"peak_owner",
+             {{"module", run.peak.peak_owner.module},
+              {"phase", run.peak.peak_owner.phase},
+              {"name", run.peak.peak_owner.tensor},
+              {"bytes", run.peak.peak_owner.bytes}}},
+            {"allocated_bytes", allocated_over_run(run)},
+            {"attention_allocated_bytes", attention_allocated(run)},
+            {"attention_forward_calls", attention_forward_calls(run)},
+            {"step_seconds", run.step_seconds},
+            {"losses", run.losses}};
+  // The median of the steps after the first (which creates AdamW's states): a step's time.
+  if (run.step_seconds.size() >= 2)
+    j["later_steps_median_seconds"] = train::median(later_steps(run.step_seconds));
+  return j;
 }
 
 json growth_json(const snapshot::Growth& g) {
@@ -198,7 +202,10 @@ json to_json(const Lesson& lesson) {
   const snapshot::PeakReport& p = b.peak;
   json j;
   const ModelConfig& model = lesson.settings.run.train.model;
-  j["model"] = {{"name", model.name}, {"parameter_count", model.parameter_count()}};
+  j["model"] = {{"name", model.name},
+                {"parameter_count", model.parameter_count()},
+                {"heads", model.heads},
+                {"ffn_hidden", model.ffn_hidden}};
   j["device"] = b.recording.device;
   j["batch"] = lesson.settings.run.train.batch;
   j["seq"] = lesson.settings.run.train.seq;
@@ -206,6 +213,10 @@ json to_json(const Lesson& lesson) {
   j["peak_bytes"] = p.peak_bytes;
   j["allocator_peak_bytes"] = b.allocator_peak_bytes;
   j["reserved_peak_bytes"] = b.reserved_peak_bytes;
+  // memory_stats() after the last step, under PyTorch's names.
+  j["memory_stats"] = {{"active.all.current", b.active_blocks_now},
+                       {"active_bytes.all.current", b.active_bytes_now},
+                       {"num_alloc_retries", b.num_alloc_retries}};
   j["peak_event"] = p.peak_event;
   j["peak_owner"] = {{"module", p.peak_owner.module}, {"phase", p.peak_owner.phase},
                      {"name", p.peak_owner.tensor},   {"category", p.peak_owner.category},
@@ -277,14 +288,17 @@ json to_json(const Lesson& lesson) {
                   {"trace_events", s.trace_events},
                   {"seconds", s.recording.seconds}};
   }
-  json claim_rows = json::array();
-  for (const ClaimRow& c : claims(lesson))
-    claim_rows.push_back({{"id", c.id},
-                          {"claim", c.claim},
-                          {"source", c.source},
-                          {"measured", c.measured},
-                          {"verdict", c.verdict}});
-  j["claims"] = claim_rows;
+  if (lesson.medium) {
+    const MediumModelBytes& m = *lesson.medium;
+    j["medium"] = {{"model", m.model},
+                   {"parameter_count", m.parameter_count},
+                   {"batch", lesson.settings.medium_run.train.batch},
+                   {"seq", lesson.settings.medium_run.train.seq},
+                   {"parameter_bytes", m.parameters},
+                   {"gradient_bytes", m.gradients},
+                   {"optimizer_state_bytes", m.optimizer_states},
+                   {"activation_peak_bytes", m.activation_peak}};
+  }
   return j;
 }
 
@@ -509,14 +523,6 @@ std::string render_text(const Lesson& lesson, bool colour) {
     for (size_t i = 0; i < sc.peak.by_module.size() && i < 8; ++i)
       t.add_row({sc.peak.by_module[i].key, bytes(sc.peak.by_module[i].bytes),
                  format_count(sc.peak.by_module[i].count)});
-    out += t.render(colour, 2);
-  }
-
-  out += "\n" + st::bold("The seeds' profiling claims", colour) + "\n";
-  {
-    report::Table t({{"#", Align::kRight}, {"claim"}, {"measured"}, {"verdict"}});
-    for (const ClaimRow& c : claims(lesson))
-      t.add_row({std::to_string(c.id), c.claim, c.measured, c.verdict});
     out += t.render(colour, 2);
   }
   return out;

@@ -2,8 +2,8 @@
 /// \brief Lesson 07's report: one recorded training run read as memory_viz and torch.profiler
 /// show it (the peak and its owner by module, phase and stack; memory per module; the largest
 /// allocations at the peak; the per-op table), the same run with checkpointing beside it, the
-/// planted leak found from two snapshots, a 7B model on meta, and the seeds' profiling claims, as
-/// tables, JSON and figures.
+/// planted leak found from two snapshots, a 7B model on meta, and the numbers its claims read (a
+/// 355M model on meta; claims.json, which LessonMain evaluates), as tables, JSON and figures.
 #pragma once
 
 #include <cstdint>
@@ -60,19 +60,6 @@ struct Lesson {
 /// \return the lesson. \throws vramlab::UsageError for bad settings;
 /// memory::OutOfMemoryError when a run does not fit its device.
 Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::string&) = nullptr);
-
-/// One row of the claims table: a seed's claim (seed-claims #89–#97), what the lesson measured and
-/// the verdict.
-struct ClaimRow {
-  int id = 0;            ///< the claim's number.
-  std::string claim;     ///< the claim, short.
-  std::string source;    ///< the seed file(s) it comes from.
-  std::string measured;  ///< the measured value(s) that settle it.
-  std::string verdict;   ///< holds / does not hold / depends, with the reason.
-};
-
-/// \param lesson the runs. \return the claims the runs can settle.
-std::vector<ClaimRow> claims(const Lesson& lesson);
 
 /// A C++ function name as the report prints it: without "vramlab::", argument lists and
 /// template arguments, e.g. "nn::Attention::forward".

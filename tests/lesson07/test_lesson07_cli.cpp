@@ -87,7 +87,7 @@ TEST(Lesson07Cli, TextNamesEverySection) {
   for (const char* section :
        {"The peak and what owns it", "Memory per module at the peak",
         "The largest allocations live at the peak", "Per-op table", "With checkpointing",
-        "The planted leak", "At scale on meta", "The seeds' profiling claims", "found: kept_loss"})
+        "The planted leak", "At scale on meta", "The seeds' claims", "found: kept_loss"})
     EXPECT_NE(r.out.find(section), std::string::npos) << section << "\n" << r.out;
 }
 
