@@ -109,8 +109,18 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims, const
       ClaimValues values;
       for (const auto& [name, selector] : c.values)
         if (std::optional<json> v = select(run, selector)) values[name] = std::move(*v);
-      for (const auto& [name, expression] : c.derived)
-        if (const std::optional<double> v = evaluate_if_set(expression, values)) values[name] = *v;
+      // A derived name may use another: JSON objects keep no order, so evaluate in passes until
+      // one sets nothing new (what is left names a value this run did not measure).
+      std::vector<const std::pair<std::string, std::string>*> pending;
+      for (const auto& d : c.derived) pending.push_back(&d);
+      for (size_t before = pending.size() + 1; pending.size() < before;) {
+        before = pending.size();
+        std::erase_if(pending, [&](const std::pair<std::string, std::string>* d) {
+          const std::optional<double> v = evaluate_if_set(d->second, values);
+          if (v) values[d->first] = *v;
+          return v.has_value();
+        });
+      }
       const auto usable = std::find_if(c.measured.begin(), c.measured.end(),
                                        [&](const std::string& t) { return fillable(t, values); });
       if (usable == c.measured.end()) continue;

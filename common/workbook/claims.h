@@ -9,7 +9,7 @@
 ///   it says, short);
 /// - `values`: names for selectors into the lesson's JSON (claim_values.h); a selector that
 ///   reaches nothing leaves its name unset;
-/// - `derived` (optional): names for expressions over the values, in order;
+/// - `derived` (optional): names for expressions over the values and over each other;
 /// - `measured`: a template, or a list of templates of which the first whose names are all set
 ///   is used;
 /// - either `holds_if` (an expression: non-zero means the claim holds), `holds` and `fails` (the

@@ -89,6 +89,7 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
                      run.command(run.oom_flags_).c_str(), run.oom_why_.c_str());
       return kExitFailure;
     }
+    if (out.silent) return 0;
     nlohmann::json j = std::move(out.json);
     std::vector<ClaimResult> claims;
     if (!out.claims_file.empty()) {
@@ -136,6 +137,19 @@ CLI::Validator at_least(int64_t minimum) {
         if (ec != std::errc() || end != text.data() + text.size()) return "";  // CLI11's to judge
         if (value >= minimum) return "";
         return "must be >= " + std::to_string(minimum) + ", got " + text;
+      },
+      "");
+}
+
+CLI::Validator in_range(int64_t minimum, int64_t maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size()) return "";  // CLI11's to judge
+        if (value >= minimum && value <= maximum) return "";
+        return "must be in [" + std::to_string(minimum) + ", " + std::to_string(maximum) +
+               "], got " + text;
       },
       "");
 }

@@ -61,6 +61,9 @@ struct LessonOutput {
   /// claims are evaluated against `json` (claims.h), added to it as "claims" and printed after
   /// `text`.
   std::string_view claims_file;
+  /// Print and save nothing: a rank other than 0 of a lesson that mpirun started, which only
+  /// trains (rank 0 speaks for every rank).
+  bool silent = false;
 };
 
 /// What a lesson's run may ask of the harness while it runs.
@@ -127,6 +130,10 @@ class LessonMain {
 /// smaller value is refused as "must be >= MINIMUM, got TEXT" (CLI11 prefixes the option's name).
 /// Text that is not an integer is left to CLI11's own conversion error.
 CLI::Validator at_least(int64_t minimum);
+
+/// \param minimum the smallest value allowed. \param maximum the largest. \return a CLI11 check
+/// of an integer option: a value outside is refused as "must be in [MINIMUM, MAXIMUM], got TEXT".
+CLI::Validator in_range(int64_t minimum, int64_t maximum);
 
 /// \return a CLI11 check of a real option: refused unless a finite number > 0 ("must be a finite
 /// number > 0, got TEXT").

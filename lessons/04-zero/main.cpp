@@ -16,41 +16,35 @@
 //
 // The figures go to <build>/lesson-output/04 unless --out-dir says otherwise.
 //
-// Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input (checked before
-// mpirun starts the ranks, so it is one line, once).
+// Exit codes (workbook::LessonMain): 0 success, 1 out of memory or another run-time failure, 2 bad
+// input (checked before mpirun starts the ranks, so it is one line, once).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/dist/launch_ranks.h"
 #include "common/dist/mpi_communicator.h"
 #include "common/memory/device.h"
-#include "common/memory/oom_error.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan_flags.h"
 #include "common/platform/blas.h"
 #include "common/platform/build_info.h"
 #include "common/platform/errors.h"
-#include "common/report/terminal.h"
 #include "common/train/trainer.h"
-#include "common/workbook/lesson_binary.h"
+#include "common/workbook/lesson_main.h"
+#include "lessons/04-zero/claims_file.h"
 #include "lessons/04-zero/exercise_results.h"
 #include "lessons/04-zero/zero_report.h"
 
 namespace {
 
 using namespace vramlab;
-namespace fs = std::filesystem;
 
 struct Options {
   std::string model;  // empty: the lesson's small model
@@ -58,8 +52,7 @@ struct Options {
   std::string device = "sim";
   uint64_t seed = 1;
   std::vector<std::string> strategies;  // empty: all four
-  bool prefetch = false, simulated = false, no_scale = false, json = false;
-  std::string out_dir;
+  bool prefetch = false, simulated = false, no_scale = false;
 };
 
 // A 4-layer GPT-2 (C = 64, 4 heads, V = 128): four blocks give ZeRO-3's timeline four
@@ -81,10 +74,6 @@ ModelConfig lesson_model(const std::string& name, int64_t seq) {
   return model;
 }
 
-std::string lesson_command(const std::string& flags) {
-  return workbook::lesson_command("04", workbook::lesson_runs_mine(), flags);
-}
-
 dist::ZeroStage parse_strategy(const std::string& name) {
   for (const dist::ZeroStage s : lesson04::kStages)
     if (dist::zero_stage_name(s) == name) return s;
@@ -93,13 +82,6 @@ dist::ZeroStage parse_strategy(const std::string& name) {
 
 // Everything the command line says, checked before any rank starts.
 lesson04::LessonSettings settings_of(const Options& o, const plan::Plan& plan) {
-  if (o.batch < 1) throw UsageError("--batch must be >= 1, got " + std::to_string(o.batch));
-  if (o.seq < 1) throw UsageError("--seq must be >= 1, got " + std::to_string(o.seq));
-  if (o.steps < 1) throw UsageError("--steps must be >= 1, got " + std::to_string(o.steps));
-  if (o.ranks < 1 || o.ranks > 64)
-    throw UsageError("--ranks must be in [1, 64], got " + std::to_string(o.ranks));
-  if (o.scale_ranks < 1 || o.scale_ranks > 1024)
-    throw UsageError("--scale-ranks must be in [1, 1024], got " + std::to_string(o.scale_ranks));
   lesson04::LessonSettings s;
   s.train.model = lesson_model(o.model, o.seq);
   s.train.batch = o.batch;
@@ -129,16 +111,16 @@ lesson04::LessonSettings settings_of(const Options& o, const plan::Plan& plan) {
   return s;
 }
 
-int run(const Options& o, const plan::Plan& plan, int argc, char** argv) {
+// Checked before mpirun starts the ranks (LessonMain checks the flags and prepares --out-dir
+// first), so bad input is one line, once, not one per rank and then mpirun's.
+workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::LessonRun& run,
+                           int argc, char** argv) {
   lesson04::Lesson lesson;
   lesson.settings = settings_of(o, plan);
-  // Made before any work, and before mpirun starts the ranks: an --out-dir that cannot be a
-  // folder is named once, in one line, not by every rank and then by mpirun.
-  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "04");
   const bool under_mpirun = dist::launched_by_mpirun();
   if (!under_mpirun && !o.simulated) {
     if (dist::mpirun_usable()) {
-      dist::exec_under_mpirun(argc, argv, o.ranks, report::use_colour(stdout));
+      dist::exec_under_mpirun(argc, argv, o.ranks, run.colour());
       lesson.launch = std::string("could not start ") + build_info::kMpiexec + " (" +
                       std::strerror(errno) + "): the ranks are simulated threads instead.";
     } else {
@@ -154,45 +136,30 @@ int run(const Options& o, const plan::Plan& plan, int argc, char** argv) {
     lesson.launch = "--simulated: the " + std::to_string(o.ranks) +
                     " ranks are threads of one process (dist::SimulatedCommunicator).";
   }
-  const bool speaks = dist::launched_rank() == 0;
-  void (*progress)(const std::string&) = speaks && !o.json ? workbook::print_progress : nullptr;
-  try {
-    lesson.training = lesson04::run_training(lesson.settings, under_mpirun, progress);
-  } catch (const memory::OutOfMemoryError& e) {
-    std::fprintf(stderr, "%s\n\nlesson 04: a rank does not fit %s. Try:\n  %s\n", e.what(),
-                 lesson.settings.train.device.name().c_str(),
-                 lesson_command("--device sim:a100-80g   # a larger simulated GPU").c_str());
-    return kExitFailure;
-  }
-  if (!speaks) return 0;
+  // Rank 0 speaks for every rank; the others only train.
+  workbook::LessonOutput out;
+  out.silent = dist::launched_rank() != 0;
+  run.on_out_of_memory(lesson.settings.train.device.name(), "--device sim:a100-80g",
+                       "a larger simulated GPU", "a rank");
+  void (*progress)(const std::string&) = out.silent ? nullptr : run.progress_function();
+  lesson.training = lesson04::run_training(lesson.settings, under_mpirun, progress);
+  if (out.silent) return out;
   if (lesson.settings.scale) lesson04::run_scale(lesson, progress);
 
-  const lesson04::FigurePaths figures = lesson04::write_figures(lesson, out_dir.string());
-  const std::vector<lesson04::ExerciseResult> exercises = lesson04::exercise_results(lesson);
-  if (o.json) {
-    nlohmann::json j = lesson04::to_json(lesson);
-    j["exercises"] = workbook::exercise_results_json(exercises);
-    j["figures"] = {{"memory_svg", figures.memory_svg},
-                    {"communication_svg", figures.communication_svg},
-                    {"timeline_svg", figures.timeline_svg}};
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  std::fputs(lesson04::render_text(lesson, report::use_colour(stdout)).c_str(), stdout);
-  std::fputs(
-      ("\n" + workbook::render_exercise_results(exercises, lesson04::kExercisesHeading)).c_str(),
-      stdout);
-  std::printf("\nFigures in %s: %s, %s, %s\n", workbook::out_dir_shown(out_dir).c_str(),
-              fs::path(figures.memory_svg).filename().c_str(),
-              fs::path(figures.communication_svg).filename().c_str(),
-              fs::path(figures.timeline_svg).filename().c_str());
-  std::printf("Next:\n  %s   # FSDP's prefetch: two units gathered at once\n",
-              lesson_command("--strategies zero3 --prefetch --no-scale").c_str());
-  std::printf("  %s   # bitwise-equal losses: ranks summing in a fixed order\n",
-              lesson_command("--simulated --no-scale").c_str());
-  std::printf(
-      "  vramlab estimate --model llama2-70b --zero 3 --dp 16   # how many GPUs 70B needs\n");
-  return 0;
+  const lesson04::FigurePaths figures = lesson04::write_figures(lesson, run.out_dir().string());
+  out.json = lesson04::to_json(lesson);
+  out.text = lesson04::render_text(lesson, run.colour());
+  out.figures = {{"memory_svg", figures.memory_svg},
+                 {"communication_svg", figures.communication_svg},
+                 {"timeline_svg", figures.timeline_svg}};
+  out.exercises = {std::string(lesson04::kExercisesHeading), lesson04::exercise_results(lesson)};
+  out.claims_file = lesson04::files::claims_json();
+  out.next = {{run.command("--strategies zero3 --prefetch --no-scale"),
+               "FSDP's prefetch: two units gathered at once"},
+              {run.command("--simulated --no-scale"),
+               "bitwise-equal losses: ranks summing in a fixed order"},
+              {"vramlab estimate --model llama2-70b --zero 3 --dp 16", "how many GPUs 70B needs"}};
+  return out;
 }
 
 }  // namespace
@@ -200,18 +167,24 @@ int run(const Options& o, const plan::Plan& plan, int argc, char** argv) {
 int main(int argc, char** argv) {
   platform::select_blas_core_or_reexec(argc, argv);
   Options o;
-  CLI::App app{
+  workbook::LessonMain lesson(
+      "04", "lesson04_zero",
       "Lesson 04: ZeRO 1/2/3 and FSDP. A small GPT-2 trained by 4 ranks (under mpirun) with DDP "
       "and each ZeRO stage: per-rank bytes, bytes sent, losses; then the ZeRO paper's 7.5B on 64 "
       "ranks, Llama 2 7B and 70B on 8, with simulated ranks on meta.",
-      "lesson04_zero"};
+      "zero_memory_per_rank.svg, zero_communication.svg and zero3_timeline.svg");
+  CLI::App& app = lesson.app();
   app.add_option("--model", o.model,
                  "Model to train (default: a 4-layer GPT-2, C=64, 4 heads, V=128)");
-  app.add_option("--batch", o.batch, "Sequences per rank per step B (default 8)");
-  app.add_option("--seq", o.seq, "Tokens per sequence T (default 64)");
-  app.add_option("--steps", o.steps, "Training steps per strategy (default 8)");
+  app.add_option("--batch", o.batch, "Sequences per rank per step B (default 8)")
+      ->check(workbook::at_least(1));
+  app.add_option("--seq", o.seq, "Tokens per sequence T (default 64)")
+      ->check(workbook::at_least(1));
+  app.add_option("--steps", o.steps, "Training steps per strategy (default 8)")
+      ->check(workbook::at_least(1));
   app.add_option("--ranks", o.ranks,
-                 "Data-parallel ranks N: mpirun's -np, or simulated threads (default 4)");
+                 "Data-parallel ranks N: mpirun's -np, or simulated threads (1 to 64, default 4)")
+      ->check(workbook::in_range(1, 64));
   app.add_flag("--simulated", o.simulated,
                "Run the ranks as threads of one process instead of under mpirun");
   app.add_option("--strategies", o.strategies, "Which strategies (default ddp,zero1,zero2,zero3)")
@@ -228,12 +201,10 @@ int main(int argc, char** argv) {
   const plan::PlanFlags plan_flags(app, defaults,
                                    {plan::PlanFlag::precision, plan::PlanFlag::learning_rate});
   app.add_option("--scale-ranks", o.scale_ranks,
-                 "Simulated ranks of the ZeRO paper's 7.5B on meta (default 64, its Figure 1)");
+                 "Simulated ranks of the ZeRO paper's 7.5B on meta (1 to 1024, default 64, its "
+                 "Figure 1)")
+      ->check(workbook::in_range(1, 1024));
   app.add_flag("--no-scale", o.no_scale, "Skip the large models on meta");
-  app.add_flag("--json", o.json, "One JSON object (printed by rank 0) instead of the tables");
-  app.add_option("--out-dir", o.out_dir,
-                 "Where zero_memory_per_rank.svg, zero_communication.svg and zero3_timeline.svg "
-                 "go (default: lesson-output/04 in the build directory)");
-  return workbook::run_lesson_main(app, argc, argv, "lesson04_zero",
-                                   [&] { return run(o, plan_flags.plan(), argc, argv); });
+  return lesson.run(
+      argc, argv, [&](workbook::LessonRun& r) { return run(o, plan_flags.plan(), r, argc, argv); });
 }

@@ -274,10 +274,6 @@ json to_json(const Lesson& lesson) {
     scale["llama2_70b_capacity_bytes"] = s.big_capacity_bytes;
   }
   j["scale"] = scale;
-  j["claims"] = json::array();
-  for (const ClaimRow& c : claims(lesson))
-    j["claims"].push_back(
-        {{"id", c.id}, {"claim", c.claim}, {"measured", c.measured}, {"verdict", c.verdict}});
   return j;
 }
 
@@ -592,12 +588,6 @@ std::string render_text(const Lesson& lesson, bool colour) {
                   " GPUs of 80 GB, more with the activations and the gathered "
                   "units; or offload the optimizer states (lesson 05): the GPU then keeps 2Ψ/N.");
   }
-
-  out += "\nThe seeds' claims, against these numbers\n";
-  report::Table ct({{"#", Align::kRight}, {"claim"}, {"measured here"}, {"verdict"}});
-  for (const ClaimRow& c : claims(lesson))
-    ct.add_row({std::to_string(c.id), c.claim, c.measured, c.verdict});
-  out += ct.render(colour);
   return out;
 }
 

@@ -1,5 +1,5 @@
 /// \file
-/// \brief Lesson 04's runs, tables, JSON, claims and figures: the four strategies trained on a
+/// \brief Lesson 04's runs, tables, JSON and figures: the four strategies trained on a
 /// small model by N ranks (under `mpirun`, or simulated), then at scale on `meta` with simulated
 /// ranks: the ZeRO paper's Figure 1 (7.5B over 64 ranks), the seeds' Llama 2 7B over 8 ranks,
 /// and Llama 2 70B over 8 ranks of 80 GB with ZeRO-3.
@@ -76,26 +76,13 @@ bool losses_bitwise_equal(const Lesson& lesson, dist::ZeroStage stage);
 /// two MPI ranks), so the page promises bitwise equality.
 bool reduction_order_fixed(const Lesson& lesson);
 
-/// One row of the claims table: a seed's claim (seed-claims #53–#71, #121, #124, #126, #132,
-/// #133), what the lesson measured and the verdict.
-struct ClaimRow {
-  int id = 0;            ///< the claim's number.
-  std::string claim;     ///< the claim, quoted short, with the seeds that make it.
-  std::string measured;  ///< the measured value(s) that settle it.
-  std::string verdict;   ///< holds / does not hold / depends, with the reason.
-};
-
-/// \param lesson the runs. \return the claims the runs settle (the at-scale ones only when the
-/// lesson ran at scale).
-std::vector<ClaimRow> claims(const Lesson& lesson);
-
 /// \param run one strategy. \return the object: {strategy, world_size, per_rank:
 /// [{rank, model_state_bytes: {parameters, gradients, optimizer_states}, peak_bytes,
 /// bytes_sent}], losses}, with a few keys more (the estimator, traffic classes, the paper's
 /// volume).
 nlohmann::json run_to_json(const StrategyRun& run);
 /// \param lesson the runs. \return the `--json` object: {lesson, world_size, backend, model,
-/// runs: [run_to_json...], scale: {...}, claims}.
+/// runs: [run_to_json...], scale: {...}} (LessonMain adds claims, exercises and figures).
 nlohmann::json to_json(const Lesson& lesson);
 
 /// \param lesson the runs. \param colour ANSI colours. \return the tables and notes.

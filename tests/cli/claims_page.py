@@ -20,6 +20,7 @@ import tempfile
 # claims read gradients and the accumulation table, which need a device that computes: sim).
 RUNS = {
     "03": ["lesson03_mixed_precision", "--steps", "1"],
+    "04": ["lesson04_zero", "--device", "meta", "--simulated", "--steps", "1"],
     "06": ["lesson06_flash_attention", "--device", "meta", "--no-training"],
     "07": ["lesson07_profiling", "--device", "meta", "--no-overhead"],
     "09": ["lesson09_optimizer_memory", "--device", "meta", "--steps", "1",

@@ -20,6 +20,8 @@
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
 #include "common/platform/errors.h"
+#include "common/workbook/claims.h"
+#include "lessons/04-zero/claims_file.h"
 #include "lessons/04-zero/zero_report.h"
 #include "lessons/04-zero/zero_runs.h"
 
@@ -295,7 +297,8 @@ TEST(Lesson04, ClaimsTableHasEveryClaimOfTheIssueWhenTheLessonRunsAtScale) {
   lesson.training = run_training(lesson.settings, false, nullptr);
   run_scale(lesson, nullptr);
   std::set<int> ids;
-  for (const ClaimRow& c : claims(lesson)) {
+  for (const workbook::ClaimResult& c :
+       workbook::evaluate_claims(files::claims_json(), "claims.json", to_json(lesson))) {
     ids.insert(c.id);
     EXPECT_FALSE(c.measured.empty()) << c.id;
     EXPECT_EQ(c.measured.find("nan"), std::string::npos) << c.id << ": " << c.measured;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 
@@ -172,6 +173,31 @@ TEST(ClaimsFile, VerdictsComeFromTheRun) {
                             {"claim", "8-bit: 1 B/param"},
                             {"measured", "2.03 B/param"},
                             {"verdict", "does not hold: 2.03"}}));
+}
+
+// A derived value may use another whichever comes first in the file (JSON objects keep no order:
+// "a_cut" sorts before the "z_" names it reads), and one that reads an unmeasured value stays
+// unset without hiding the rest.
+TEST(ClaimsFile, DerivedValuesMayUseEachOtherInAnyOrder) {
+  const std::vector<Claim> claims = parse_claims(claims_file(R"([
+    {"id": 1, "claim": "chain",
+     "values": {"a": "/optimizers[name=adamw]/bytes_per_param",
+                "e": "/optimizers[name=adamw-8bit]/bytes_per_param",
+                "l": "/optimizers[name=lion]/bytes_per_param"},
+     "derived": {"a_cut": "z_first / z_second", "z_first": "a * 2", "z_second": "z_third + 1",
+                 "z_third": "e - 1", "b_lion": "l * 2"},
+     "measured": ["{a_cut:.4f} {b_lion:.1f}", "{a_cut:.4f}"], "holds_if": "a_cut > 1",
+     "holds": "holds", "fails": "no"}
+  ])"),
+                                                 "test");
+  const std::vector<ClaimResult> results = evaluate_claims(claims, run());
+  ASSERT_EQ(results.size(), 1u);
+  const double a = run()["optimizers"][0]["bytes_per_param"].get<double>();
+  const double e = run()["optimizers"][1]["bytes_per_param"].get<double>();
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "%.4f", a * 2 / (e - 1 + 1));
+  EXPECT_EQ(results[0].measured, expected);
+  EXPECT_EQ(results[0].held, a * 2 / e > 1);
 }
 
 TEST(ClaimsFile, AMalformedSelectorNamesItsClaim) {

@@ -51,6 +51,19 @@ TEST(LessonMainChecks, AtLeastNamesTheMinimumAndTheValue) {
   EXPECT_EQ(word.find("must be >="), std::string::npos) << word;
 }
 
+TEST(LessonMainChecks, InRangeNamesTheBoundsAndTheValue) {
+  for (const char* inside : {"1", "2", "63", "64"})
+    EXPECT_EQ(parse_error(in_range(1, 64), inside), "");
+  for (const char* outside : {"0", "65", "-1", "9223372036854775807"}) {
+    const std::string e = parse_error(in_range(1, 64), outside);
+    EXPECT_NE(e.find("must be in [1, 64], got " + std::string(outside)), std::string::npos) << e;
+  }
+  EXPECT_EQ(parse_error(in_range(-3, -3), "-3"), "");
+  const std::string word = parse_error(in_range(1, 64), "4x");
+  EXPECT_NE(word, "");
+  EXPECT_EQ(word.find("must be in"), std::string::npos) << word;
+}
+
 TEST(LessonMainChecks, PositiveFiniteRefusesZeroNegativeAndNonFinite) {
   EXPECT_EQ(parse_error(positive_finite(), "0.001", true), "");
   EXPECT_EQ(parse_error(positive_finite(), "1e30", true), "");
