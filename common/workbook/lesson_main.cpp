@@ -65,6 +65,10 @@ void LessonRun::on_out_of_memory(std::string device, std::string flags, std::str
   oom_subject_ = std::move(subject);
 }
 
+void LessonRun::on_out_of_memory(std::string advice) {
+  oom_advice_ = std::move(advice);
+}
+
 LessonMain::LessonMain(std::string id, std::string program, std::string description,
                        std::string_view figures)
     : id_(std::move(id)), program_(std::move(program)), app_(std::move(description), program_) {
@@ -83,7 +87,9 @@ int LessonMain::run(int argc, char** argv, const std::function<LessonOutput(Less
       out = lesson(run);
     } catch (const memory::OutOfMemoryError& e) {
       std::fprintf(stderr, "%s\n", e.what());
-      if (!run.oom_flags_.empty())
+      if (!run.oom_advice_.empty())
+        std::fprintf(stderr, "\n%s", run.oom_advice_.c_str());
+      else if (!run.oom_flags_.empty())
         std::fprintf(stderr, "\nlesson %s: %s does not fit %s. Try:\n  %s   # %s\n", id_.c_str(),
                      run.oom_subject_.c_str(), run.oom_device_.c_str(),
                      run.command(run.oom_flags_).c_str(), run.oom_why_.c_str());

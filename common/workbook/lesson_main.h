@@ -90,13 +90,16 @@ class LessonRun {
   /// \param why the comment after them. \param subject what did not fit ("a run", "a rank").
   void on_out_of_memory(std::string device, std::string flags, std::string why,
                         std::string subject = "a run");
+  /// What to say if the run throws memory::OutOfMemoryError, in the lesson's own words: \p
+  /// advice (lines ending in "\n") is printed after PyTorch's message.
+  void on_out_of_memory(std::string advice);
 
  private:
   friend class LessonMain;
   std::string id_;
   std::filesystem::path out_dir_;
   bool json_ = false;
-  std::string oom_device_, oom_flags_, oom_why_, oom_subject_ = "a run";
+  std::string oom_device_, oom_flags_, oom_why_, oom_subject_ = "a run", oom_advice_;
 };
 
 /// A lesson binary's command line and its run.

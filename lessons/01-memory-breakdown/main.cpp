@@ -11,8 +11,9 @@
 // The figures go to <build>/lesson-output/01 unless --out-dir says otherwise: never into the
 // current directory, which is usually the checkout, where git would see them.
 //
-// Exit codes: 0 success, 1 out of memory (PyTorch's message) or another run-time failure, 2 bad
-// input or a step that needs more host RAM than this machine has for a sim or cpu device.
+// Exit codes (workbook::LessonMain): 0 success, 1 out of memory (PyTorch's message) or another
+// run-time failure, 2 bad input or a step that needs more host RAM than this machine has for a sim
+// or cpu device.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -26,7 +27,6 @@
 
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
-#include "common/memory/oom_error.h"
 #include "common/memory/trace_replay.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan_flags.h"
@@ -35,6 +35,7 @@
 #include "common/platform/errors.h"
 #include "common/report/terminal.h"
 #include "common/workbook/lesson_binary.h"
+#include "common/workbook/lesson_main.h"
 #include "common/workbook/manifest.h"
 #include "common/workbook/state.h"
 #include "lessons/01-memory-breakdown/breakdown_report.h"
@@ -50,8 +51,6 @@ struct Options {
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
   uint64_t seed = 1;
-  bool json = false;
-  std::string out_dir;  // "" = workbook::lesson_output_dir("01")
 };
 
 // How to call vramlab from here, so that every suggested command works as printed: the vramlab
@@ -77,25 +76,24 @@ std::string lesson_command(const std::string& flags) {
 
 // The next exercise of lesson 01 from the learner's workbook state, as a command to run, or the
 // news that all are done, from the same state file as vramlab's.
-std::string exercise_suggestion() {
+workbook::NextStep exercise_suggestion() {
   try {
     const fs::path root = build_info::kSourceDir;
     const workbook::Workbook book = workbook::load_workbook(root);
     const workbook::State state = workbook::load_state(workbook::state_file(root));
     for (const auto& ex : book.lesson("01").exercises)
       if (!state.is_done(ex.id))
-        return "  " + vramlab_command() + " check " + ex.id + "   # exercise " + ex.id +
-               ", the first not done yet: " + ex.stub + "\n";
-    return "  " + vramlab_command() + " list   # every exercise of lesson 01 is done\n";
+        return {vramlab_command() + " check " + ex.id,
+                "exercise " + ex.id + ", the first not done yet: " + ex.stub};
+    return {vramlab_command() + " list", "every exercise of lesson 01 is done"};
   } catch (const std::exception&) {
     // A checkout without the workbook's files still runs the lesson.
-    return "  " + vramlab_command() + " list   # the exercises and which are done\n";
+    return {vramlab_command() + " list", "the exercises and which are done"};
   }
 }
 
-// What to run next, one command per line; a comment after `#` says why, so each line can be
-// pasted into a shell as it is. The step just measured is not suggested again.
-std::string next_commands(const lesson01::StepSettings& s) {
+// What to run next; the step just measured is not suggested again.
+std::vector<workbook::NextStep> next_commands(const lesson01::StepSettings& s) {
   struct Suggestion {
     std::string model, flags, why;
     memory::DeviceKind kind;
@@ -108,12 +106,12 @@ std::string next_commands(const lesson01::StepSettings& s) {
       {"", "--model gpt2-tiny --device sim:64MiB", "an out-of-memory error on a small GPU",
        memory::DeviceKind::sim},
   };
-  std::string out = "Next:\n";
-  for (const auto& suggestion : all) {
-    if (suggestion.model == s.model.name && suggestion.kind == s.device.kind) continue;
-    out += "  " + lesson_command(suggestion.flags) + "   # " + suggestion.why + "\n";
-  }
-  return out + exercise_suggestion();
+  std::vector<workbook::NextStep> out;
+  for (const auto& suggestion : all)
+    if (suggestion.model != s.model.name || suggestion.kind != s.device.kind)
+      out.push_back({lesson_command(suggestion.flags), suggestion.why});
+  out.push_back(exercise_suggestion());
+  return out;
 }
 
 // The smallest simulated GPU preset that holds \p bytes with a quarter to spare for the caching
@@ -126,9 +124,8 @@ std::string larger_sim_device(int64_t bytes) {
   return "";
 }
 
-void explain_out_of_memory(const memory::OutOfMemoryError& error,
-                           const lesson01::StepSettings& settings, int64_t estimated_bytes) {
-  std::fprintf(stderr, "%s\n\n", error.what());
+// What to say if the step does not fit: what it needs, and commands that do fit.
+std::string out_of_memory_advice(const lesson01::StepSettings& settings, int64_t estimated_bytes) {
   const std::string model = "--model " + settings.model.name;
   const std::string shape =
       " --batch " + std::to_string(settings.batch) + " --seq " + std::to_string(settings.seq);
@@ -161,10 +158,10 @@ void explain_out_of_memory(const memory::OutOfMemoryError& error,
             lesson_command(model + shape + " --optimizer sgd-momentum --device " +
                            settings.device.name()) +
             "   # 4 bytes of optimizer state per parameter instead of 8 (sgd: none)\n";
-  std::fputs(advice.c_str(), stderr);
+  return advice;
 }
 
-int run(const Options& o, const plan::Plan& plan) {
+workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::LessonRun& run) {
   lesson01::StepSettings settings;
   settings.model = o.model.build(o.seq);
   settings.batch = o.batch.value_or(8);
@@ -173,37 +170,21 @@ int run(const Options& o, const plan::Plan& plan) {
   settings.seed = o.seed;
   settings.attention = plan.attention;
   settings.device = memory::parse_device(o.device);
-  // Made before any work: an --out-dir that cannot be a folder is named before the lesson runs.
-  const fs::path out_dir = workbook::prepare_out_dir(o.out_dir, "01");
   const estimate::Estimate before = lesson01::estimate_step(settings);
-  lesson01::StepMeasurement measurement;
-  try {
-    measurement = lesson01::measure_training_step(settings);
-  } catch (const memory::OutOfMemoryError& e) {
-    explain_out_of_memory(
-        e, settings,
-        before.total_bytes - before.activations.bytes + before.runtime_activation_bytes);
-    return kExitFailure;
-  }
-  const lesson01::Breakdown breakdown = lesson01::analyse(settings, std::move(measurement));
-  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, out_dir.string());
-  if (o.json) {
-    nlohmann::json j = lesson01::to_json(breakdown);
-    j["figures"] = {{"breakdown_svg", figures.breakdown_svg},
-                    {"measured_vs_estimated_svg", figures.measured_vs_estimated_svg},
-                    {"timeline_html", figures.timeline_html}};
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  const bool colour = report::use_colour(stdout);
-  std::fputs(lesson01::render_text(breakdown, colour).c_str(), stdout);
-  std::printf("\nFigures in %s: %s, %s, %s (open the .html in a browser)\n",
-              workbook::out_dir_shown(out_dir).c_str(),
-              fs::path(figures.breakdown_svg).filename().c_str(),
-              fs::path(figures.measured_vs_estimated_svg).filename().c_str(),
-              fs::path(figures.timeline_html).filename().c_str());
-  std::fputs(next_commands(settings).c_str(), stdout);
-  return 0;
+  run.on_out_of_memory(out_of_memory_advice(
+      settings, before.total_bytes - before.activations.bytes + before.runtime_activation_bytes));
+  const lesson01::Breakdown breakdown =
+      lesson01::analyse(settings, lesson01::measure_training_step(settings));
+  const lesson01::FigurePaths figures = lesson01::write_figures(breakdown, run.out_dir().string());
+  workbook::LessonOutput out;
+  out.json = lesson01::to_json(breakdown);
+  out.text = lesson01::render_text(breakdown, run.colour());
+  out.figures = {{"breakdown_svg", figures.breakdown_svg},
+                 {"measured_vs_estimated_svg", figures.measured_vs_estimated_svg},
+                 {"timeline_html", figures.timeline_html}};
+  out.figures_note = "(open the .html in a browser)";
+  out.next = next_commands(settings);
+  return out;
 }
 
 }  // namespace
@@ -211,10 +192,12 @@ int run(const Options& o, const plan::Plan& plan) {
 int main(int argc, char** argv) {
   platform::select_blas_core_or_reexec(argc, argv);
   Options o;
-  CLI::App app{
+  workbook::LessonMain lesson(
+      "01", "lesson01_memory_breakdown",
       "Lesson 01: one real training step, measured category by category beside the published "
       "formulas.",
-      "lesson01_memory_breakdown"};
+      "breakdown.svg, measured_vs_estimated.svg and timeline.html");
+  CLI::App& app = lesson.app();
   o.model.name = "gpt2-tiny";
   add_model_options(app, o.model);
   app.add_option("--batch", o.batch, "Sequences per step B (default 8)");
@@ -225,10 +208,6 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
   const plan::PlanFlags plan_flags(app, plan::Plan{},
                                    {plan::PlanFlag::optimizer, plan::PlanFlag::attention});
-  app.add_flag("--json", o.json, "One JSON object instead of the tables");
-  app.add_option("--out-dir", o.out_dir,
-                 "Where breakdown.svg, measured_vs_estimated.svg and timeline.html go "
-                 "(default: lesson-output/01 in the build directory)");
-  return workbook::run_lesson_main(app, argc, argv, "lesson01_memory_breakdown",
-                                   [&] { return run(o, plan_flags.plan()); });
+  return lesson.run(argc, argv,
+                    [&](workbook::LessonRun& r) { return run(o, plan_flags.plan(), r); });
 }

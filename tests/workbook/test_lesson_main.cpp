@@ -212,6 +212,26 @@ TEST_F(LessonMainRun, OutOfMemoryIsExitOneWithTheAdvice) {
       << err;
 }
 
+TEST_F(LessonMainRun, OutOfMemoryAdviceInTheLessonsOwnWordsFollowsPyTorchsMessage) {
+  std::string out, err;
+  const int code = run(
+      {},
+      [](LessonRun& r) -> LessonOutput {
+        r.on_out_of_memory("sim:64MiB", "--device sim:a100-80g", "a larger simulated GPU");
+        r.on_out_of_memory("lesson 99: too big.\nTry:\n  one\n  two\n");
+        throw memory::OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB", {});
+      },
+      &out, &err);
+  EXPECT_EQ(code, kExitFailure);
+  EXPECT_EQ(out, "");
+  const size_t pytorch = err.find("CUDA out of memory. Tried to allocate 2.00 MiB");
+  ASSERT_NE(pytorch, std::string::npos) << err;
+  EXPECT_NE(err.find("\n\nlesson 99: too big.\nTry:\n  one\n  two\n", pytorch), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("a larger simulated GPU"), std::string::npos)
+      << err;  // the advice replaces it
+}
+
 TEST_F(LessonMainRun, BadInputIsExitTwoInOneLine) {
   std::string out, err;
   bool ran = false;
