@@ -172,6 +172,20 @@ Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::st
       tell(progress, "at scale on meta: " + text);
       lesson.meta.push_back(run_policy(big, recompute::parse_recompute_spec(text)));
     }
+    // How the saved activations grow with the depth: linearly for none, with sqrt(L) spans for
+    // sqrt, and for full by one block input per layer.
+    RunSettings deep = run;
+    deep.device = memory::parse_device("meta");
+    deep.steps = 1;
+    deep.record_timeline = false;
+    for (const int64_t layers : settings.depths) {
+      deep.model.layers = layers;
+      tell(progress, "on meta at L=" + std::to_string(layers));
+      for (const char* text : {"none", "sqrt", "full"})
+        lesson.depth.push_back(
+            {layers, text,
+             run_policy(deep, recompute::parse_recompute_spec(text)).activation_peak_bytes});
+    }
   }
 
   if (settings.compression && computes) {
@@ -302,6 +316,11 @@ nlohmann::json to_json(const Lesson& lesson) {
                     {"peak_bytes", run.peak_bytes},
                     {"recomputed_forward_fraction", run.recomputed_forward_fraction}});
   j["meta"] = {{"model", s.meta_model.name}, {"batch", 1}, {"seq", s.meta_seq}, {"rows", meta}};
+  j["depth"] = nlohmann::json::array();
+  for (const DepthPoint& d : lesson.depth)
+    j["depth"].push_back({{"layers", d.layers},
+                          {"schedule", d.schedule},
+                          {"activation_peak_bytes", d.activation_peak_bytes}});
   nlohmann::json compression = nlohmann::json::array();
   for (const CompressionRow& row : lesson.compression)
     compression.push_back({{"name", row.name},
@@ -445,6 +464,31 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "  (arXiv:2205.05198): selective recompute keeps ~70% less activation memory for\n"
         "  ~2.7% more FLOPs on GPT-3 175B; full recompute is one extra forward, ~33% of the\n"
         "  training FLOPs.\n";
+  }
+
+  if (!lesson.depth.empty()) {
+    out += "\n" +
+           report::style::bold("Saved-activation peak as the model deepens, on meta (" +
+                                   s.run.model.name +
+                                   " at L layers, B=" + std::to_string(s.run.batch) +
+                                   ", T=" + std::to_string(s.run.seq) + ")",
+                               colour) +
+           "\n";
+    report::Table dt({{"L", Align::kRight},
+                      {"none", Align::kRight},
+                      {"sqrt", Align::kRight},
+                      {"full", Align::kRight}});
+    for (size_t i = 0; i + 2 < lesson.depth.size(); i += 3)
+      dt.add_row({std::to_string(lesson.depth[i].layers),
+                  report::format_bytes_or_zero(lesson.depth[i].activation_peak_bytes),
+                  report::format_bytes_or_zero(lesson.depth[i + 1].activation_peak_bytes),
+                  report::format_bytes_or_zero(lesson.depth[i + 2].activation_peak_bytes)});
+    out += dt.render(colour);
+    out += wrap_note(
+        "none keeps every layer's saved tensors: linear in L. sqrt checkpoints spans of "
+        "ceil(sqrt(L)) layers and keeps one span's tensors plus the span inputs: O(sqrt(L)), "
+        "Chen et al. 2016. full checkpoints every layer and keeps one input per layer: still "
+        "O(L), with a small slope.");
   }
 
   if (!lesson.compression.empty()) {

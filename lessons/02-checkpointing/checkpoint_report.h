@@ -31,6 +31,8 @@ struct LessonSettings {
   bool scale = true;                ///< run the meta table (meta_model at meta_seq, B = 1).
   ModelConfig meta_model;           ///< the model at scale.
   int64_t meta_seq = 4096;          ///< its T.
+  /// The depths of the table of saved-activation peaks as L grows (the run's model on meta).
+  std::vector<int64_t> depths = {16, 64, 256};
   bool compression = true;          ///< run the int8 rows (needs a computing device).
 };
 
@@ -77,6 +79,13 @@ struct TradeoffPoint {
   double recomputed_forward_fraction = 0.0;  ///< share of the forward re-run.
 };
 
+/// One schedule's saved-activation peak at one depth (the lesson's model with L layers, on meta).
+struct DepthPoint {
+  int64_t layers = 0;                 ///< L.
+  std::string schedule;               ///< none, sqrt or full.
+  int64_t activation_peak_bytes = 0;  ///< the store's peak.
+};
+
 /// Everything the lesson shows.
 struct Lesson {
   LessonSettings settings;                  ///< as run.
@@ -85,6 +94,7 @@ struct Lesson {
   std::vector<PolicyRow> policies;          ///< the schedule table, `none` first.
   std::vector<MaxBatchRow> max_batch;       ///< one per schedule.
   std::vector<PolicyRun> meta;              ///< the scale table (may be empty).
+  std::vector<DepthPoint> depth;            ///< none, sqrt, full as L grows (with the scale table).
   std::vector<CompressionRow> compression;  ///< the int8 rows (may be empty).
   std::vector<TradeoffPoint> sweep;         ///< budget-optimal schedules at many budgets.
   int64_t least_activation_peak_bytes = 0;  ///< the smallest peak any schedule reaches.

@@ -26,6 +26,7 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/workbook/lesson_main.h"
 #include "lessons/02-checkpointing/checkpoint_report.h"
+#include "lessons/02-checkpointing/claims_file.h"
 #include "lessons/02-checkpointing/exercise_results.h"
 
 namespace {
@@ -102,6 +103,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   out.text = lesson02::render_text(lesson, run.colour());
   out.figures = {{"memory_over_step_svg", figures.memory_over_step_svg},
                  {"tradeoff_svg", figures.tradeoff_svg}};
+  out.claims_file = lesson02::files::claims_json();
   out.exercises = {std::string(lesson02::kExercisesHeading), lesson02::exercise_results(lesson)};
   const ModelConfig& m = s.run.model;
   const bool named = o.model.name == m.name && !o.model.layers && !o.model.hidden &&

@@ -19,6 +19,7 @@ import tempfile
 # The runs whose JSON the page evaluates: fast, and the same bytes on every machine (lesson 03's
 # claims read gradients and the accumulation table, which need a device that computes: sim).
 RUNS = {
+    "02": ["lesson02_checkpointing", "--device", "meta", "--no-compression", "--steps", "1"],
     "03": ["lesson03_mixed_precision", "--steps", "1"],
     "04": ["lesson04_zero", "--device", "meta", "--simulated", "--steps", "1"],
     "06": ["lesson06_flash_attention", "--device", "meta", "--no-training"],
@@ -26,8 +27,9 @@ RUNS = {
     "09": ["lesson09_optimizer_memory", "--device", "meta", "--steps", "1",
            "--quantization-every", "0"],
 }
-# Claims a meta run cannot measure (they need a training run's losses or a kernel's time).
-NOT_ON_META = {82, 113}
+# Claims a meta run cannot measure (they need a training run's losses or gradients, or a kernel's
+# time).
+NOT_ON_META = {24, 25, 82, 113}
 # What differs between runs: times, lesson 07's step-time ratios, and its count of distinct C++
 # stacks (the compiler's inlining decides it).
 VARIES = re.compile(r"\d+\.\d+ s\b|step [\d.]+x slower \(median of steps 2..\d+\); step 1 took "

@@ -283,6 +283,41 @@ void expect_clean(const Figures& figures, const std::string& what) {
   }
 }
 
+// The depth table (on meta, with the scale runs): none and per-layer checkpointing grow by the same
+// bytes for every layer added, a sqrt(L)-span schedule with sqrt(L). Depths are squares, so the
+// spans tile the model exactly.
+TEST(Lesson02, SavedActivationsGrowLinearlyWithDepthExceptUnderSqrtSpans) {
+  LessonSettings s = odd_settings();
+  s.run.device = memory::parse_device("meta");
+  s.max_batch_device = memory::Device{};
+  s.scale = true;
+  s.meta_model = odd_model();
+  s.meta_seq = 37;
+  s.depths = {9, 36, 144};
+  const Lesson lesson = run_lesson(s);
+  ASSERT_EQ(lesson.depth.size(), 9u);
+  std::map<std::string, std::vector<int64_t>> peak;
+  for (size_t i = 0; i < lesson.depth.size(); ++i) {
+    const DepthPoint& d = lesson.depth[i];
+    EXPECT_EQ(d.layers, s.depths[i / 3]);
+    EXPECT_EQ(d.schedule, std::vector<std::string>({"none", "sqrt", "full"})[i % 3]);
+    peak[d.schedule].push_back(d.activation_peak_bytes);
+  }
+  for (const char* linear : {"none", "full"}) {
+    const std::vector<int64_t>& p = peak[linear];
+    EXPECT_GT(p[1], p[0]) << linear;
+    // 144 - 36 = 4 x (36 - 9) layers more: four times the bytes, to the byte.
+    EXPECT_EQ(p[2] - p[1], 4 * (p[1] - p[0])) << linear;
+  }
+  const std::vector<int64_t>& sqrt = peak["sqrt"];
+  for (size_t i = 1; i < 3; ++i) {
+    const double growth = static_cast<double>(sqrt[i]) / static_cast<double>(sqrt[i - 1]);
+    EXPECT_GT(growth, 1.6) << i;  // four times the layers: about twice the bytes
+    EXPECT_LT(growth, 2.4) << i;
+  }
+  EXPECT_LT(sqrt[2], peak["none"][2] / 4);
+}
+
 TEST(Lesson02Figures, NoTextOverlapsAnotherOrLeavesTheCanvas) {
   expect_clean(make_figures(odd_lesson()), "odd shape");
   // The lesson's default model and shape (the committed figures), one step per schedule on meta:
