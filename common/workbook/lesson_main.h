@@ -2,11 +2,11 @@
 /// \brief One main for every lesson binary. A lesson declares its flags on app(), and gives run()
 /// a function that measures and returns a LessonOutput: its JSON, its tables, the figures it
 /// wrote, its exercises' results, its claims file and the commands to try next. LessonMain writes
-/// the rest once:
-/// `--json` and `--out-dir`, progress on stderr, the advice after an out-of-memory error, the
-/// order of the text output, and the exit codes of lesson_binary.h (0; 1 out of memory or another
-/// run-time failure; 2 bad input, in one line naming the value). main() still calls
-/// platform::select_blas_core_or_reexec() first, before anything else runs.
+/// the rest once: `--json` and `--out-dir`, progress on stderr, the claims' verdicts, the advice
+/// after an out-of-memory error, the order of the text output, and the exit codes of
+/// lesson_binary.h (0; 1 out of memory or another run-time failure; 2 bad input, in one line
+/// naming the value). main() still calls platform::select_blas_core_or_reexec() first, before
+/// anything else runs.
 #pragma once
 
 #include <CLI/CLI.hpp>
