@@ -39,6 +39,8 @@
 #include "common/workbook/manifest.h"
 #include "common/workbook/state.h"
 #include "lessons/01-memory-breakdown/breakdown_report.h"
+#include "lessons/01-memory-breakdown/claims_file.h"
+#include "lessons/01-memory-breakdown/measure_scale.h"
 #include "lessons/01-memory-breakdown/measure_step.h"
 
 namespace {
@@ -51,6 +53,7 @@ struct Options {
   std::optional<int64_t> batch, seq;
   std::string device = "sim:t4-16g";
   uint64_t seed = 1;
+  bool no_scale = false;
 };
 
 // How to call vramlab from here, so that every suggested command works as printed: the vramlab
@@ -179,6 +182,12 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   workbook::LessonOutput out;
   out.json = lesson01::to_json(breakdown);
   out.text = lesson01::render_text(breakdown, run.colour());
+  if (!o.no_scale) {
+    const lesson01::Scale scale = lesson01::measure_scale(run.progress_function());
+    out.json["scale"] = lesson01::scale_json(scale);
+    out.text += lesson01::render_scale(scale, run.colour());
+  }
+  out.claims_file = lesson01::files::claims_json();
   out.figures = {{"breakdown_svg", figures.breakdown_svg},
                  {"measured_vs_estimated_svg", figures.measured_vs_estimated_svg},
                  {"timeline_html", figures.timeline_html}};
@@ -208,6 +217,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed of the weights and the tokens (default 1)");
   const plan::PlanFlags plan_flags(app, plan::Plan{},
                                    {plan::PlanFlag::optimizer, plan::PlanFlag::attention});
+  app.add_flag("--no-scale", o.no_scale,
+               "Skip the tutorials' large models on meta (Llama 2 7B, a 1.3B GPT) and the "
+               "estimator's 7B and 1B rows");
   return lesson.run(argc, argv,
                     [&](workbook::LessonRun& r) { return run(o, plan_flags.plan(), r); });
 }

@@ -19,6 +19,7 @@ import tempfile
 # The runs whose JSON the page evaluates: fast, and the same bytes on every machine (lesson 03's
 # claims read gradients and the accumulation table, which need a device that computes: sim).
 RUNS = {
+    "01": ["lesson01_memory_breakdown", "--device", "meta"],
     "02": ["lesson02_checkpointing", "--device", "meta", "--no-compression", "--steps", "1"],
     "03": ["lesson03_mixed_precision", "--steps", "1"],
     "04": ["lesson04_zero", "--device", "meta", "--simulated", "--steps", "1"],
