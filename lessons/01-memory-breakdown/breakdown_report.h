@@ -20,6 +20,7 @@
 #include "common/report/svg_plot.h"
 #include "lessons/01-memory-breakdown/api/bytes_per_param.h"
 #include "lessons/01-memory-breakdown/api/peak_from_trace.h"
+#include "lessons/01-memory-breakdown/measure_scale.h"
 #include "lessons/01-memory-breakdown/measure_step.h"
 
 namespace vramlab::lesson01 {
@@ -88,6 +89,10 @@ std::string render_text(const Breakdown& breakdown, bool colour);
 /// \return one JSON object: measured_bytes and estimated_bytes per category, peak_bytes,
 /// the per-layer activations, bytes per parameter, the live tensors at the peak and the inputs.
 nlohmann::json to_json(const Breakdown& breakdown);
+
+/// \param scale the runs at scale. \param colour ANSI styles. \return their two tables: the
+/// steps on meta, and the estimator's rows.
+std::string render_scale(const Scale& scale, bool colour);
 
 /// Paths of the figures written by write_figures().
 struct FigurePaths {

@@ -184,7 +184,7 @@ workbook::LessonOutput run(const Options& o, const plan::Plan& plan, workbook::L
   out.text = lesson01::render_text(breakdown, run.colour());
   if (!o.no_scale) {
     const lesson01::Scale scale = lesson01::measure_scale(run.progress_function());
-    out.json["scale"] = lesson01::scale_json(scale);
+    out.json["scale"] = nlohmann::json(scale);
     out.text += lesson01::render_scale(scale, run.colour());
   }
   out.claims_file = lesson01::files::claims_json();

@@ -8,9 +8,7 @@
 #include "common/memory/memory_category.h"
 #include "common/model/model_flags.h"
 #include "common/plan/plan.h"
-#include "common/report/table.h"
 #include "common/report/terminal.h"
-#include "common/report/text_wrap.h"
 #include "lessons/01-memory-breakdown/measure_step.h"
 
 namespace vramlab::lesson01 {
@@ -126,85 +124,6 @@ Scale measure_scale(void (*progress)(const std::string&)) {
     if (f.model.empty())
       f.name = report::format_count_short(static_cast<uint64_t>(f.parameter_count)) + ", " + f.name;
   return scale;
-}
-
-nlohmann::json scale_json(const Scale& scale) {
-  nlohmann::json steps = nlohmann::json::array(), formulas = nlohmann::json::array();
-  for (const ScaleStep& s : scale.steps)
-    steps.push_back({{"model", s.model},
-                     {"batch", s.batch},
-                     {"seq", s.seq},
-                     {"parameter_count", s.parameter_count},
-                     {"parameters", s.parameters},
-                     {"gradients", s.gradients},
-                     {"optimizer_states", s.optimizer_states},
-                     {"activations", s.activations},
-                     {"peak", s.peak}});
-  for (const ScaleFormula& f : scale.formulas)
-    formulas.push_back({{"name", f.name},
-                        {"model", f.model},
-                        {"precision", f.precision},
-                        {"optimizer", f.optimizer},
-                        {"zero", f.zero},
-                        {"offload", f.offload},
-                        {"parameter_count", f.parameter_count},
-                        {"batch", f.batch},
-                        {"parameters", f.parameters},
-                        {"gradients", f.gradients},
-                        {"optimizer_states", f.optimizer_states},
-                        {"activations", f.activations},
-                        {"device", f.device},
-                        {"host", f.host}});
-  return {{"steps", steps}, {"formulas", formulas}};
-}
-
-std::string render_scale(const Scale& scale, bool colour) {
-  using report::Align;
-  const auto gb = [](int64_t bytes) {
-    return report::format_bytes_decimal(static_cast<uint64_t>(bytes));
-  };
-  std::string out =
-      "\n" + report::style::bold("At scale on meta: one fp32 AdamW step each", colour) + "\n";
-  report::Table steps({{"model"},
-                       {"B", Align::kRight},
-                       {"T", Align::kRight},
-                       {"parameters", Align::kRight},
-                       {"gradients", Align::kRight},
-                       {"optimizer", Align::kRight},
-                       {"activations", Align::kRight},
-                       {"peak", Align::kRight}});
-  for (const ScaleStep& s : scale.steps)
-    steps.add_row({s.model, std::to_string(s.batch), std::to_string(s.seq), gb(s.parameters),
-                   gb(s.gradients), gb(s.optimizer_states), gb(s.activations), gb(s.peak)});
-  out += steps.render(colour);
-  out += report::wrap_note(
-      "GB = 10^9 bytes, as the tutorials count. The first step's peak comes in the optimizer "
-      "step, when AdamW's states are made after backward freed the activations; from the second "
-      "step on the states stay live, so the peak is about model states + activations.");
-  out += "\n" +
-         report::style::bold(
-             "The estimator (vramlab estimate): a bare parameter count's model "
-             "states, and the 1.3B shape with its activations",
-             colour) +
-         "\n";
-  report::Table formulas({{"plan"},
-                          {"parameters", Align::kRight},
-                          {"gradients", Align::kRight},
-                          {"optimizer", Align::kRight},
-                          {"activations", Align::kRight},
-                          {"device", Align::kRight},
-                          {"host", Align::kRight}});
-  for (const ScaleFormula& f : scale.formulas)
-    formulas.add_row(
-        {f.model.empty() ? f.name : f.model + ", B=" + std::to_string(f.batch) + ", " + f.name,
-         gb(f.parameters), gb(f.gradients), gb(f.optimizer_states),
-         f.model.empty() ? "-" : gb(f.activations), gb(f.device), gb(f.host)});
-  out += formulas.render(colour);
-  out += report::wrap_note(
-      "activations: Korthikanti et al. 2022's 16-bit count for one micro-batch (the runtime "
-      "trains in fp32, so the 16-bit rows are the estimator's). ZeRO over one rank shards "
-      "nothing; with offload the states live in host memory.");
-  return out;
 }
 
 }  // namespace vramlab::lesson01

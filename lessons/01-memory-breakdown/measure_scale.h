@@ -1,7 +1,8 @@
 /// \file
 /// \brief Lesson 01 at scale: the models the tutorials talk about, one fp32 AdamW step each on
 /// `meta` (the allocator's exact bytes, nothing allocated), beside `vramlab estimate`'s model
-/// states for a bare parameter count under other precisions, optimizers and offload.
+/// states for a bare parameter count under other precisions, optimizers and offload. Their
+/// tables are breakdown_report.h's render_scale().
 #pragma once
 
 #include <cstdint>
@@ -60,11 +61,15 @@ ModelConfig gpt_1_3b();
 /// \return the steps and rows.
 Scale measure_scale(void (*progress)(const std::string&) = nullptr);
 
-/// \param scale the steps and rows. \return {"steps": [...], "formulas": [...]}, each row an
-/// object of the struct's fields.
-nlohmann::json scale_json(const Scale& scale);
-
-/// \param scale the steps and rows. \param colour ANSI styles. \return the two tables.
-std::string render_scale(const Scale& scale, bool colour);
+// `--json`'s "scale": {"steps": [...], "formulas": [...]}, each row an object of its fields
+// (nlohmann's to_json/from_json; no documentation of their own).
+/// \cond
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ScaleStep, model, batch, seq, parameter_count, parameters,
+                                   gradients, optimizer_states, activations, peak)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ScaleFormula, name, model, precision, optimizer, zero, offload,
+                                   parameter_count, batch, parameters, gradients, optimizer_states,
+                                   activations, device, host)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Scale, steps, formulas)
+/// \endcond
 
 }  // namespace vramlab::lesson01

@@ -87,7 +87,7 @@ TEST(Lesson01Scale, TheClaimsFileReadsItsScaleClaimsFromTheseRows) {
       {"model", {{"name", "tiny"}}},
       {"batch", 8},
       {"seq", 128},
-      {"scale", scale_json(scale())}};
+      {"scale", scale()}};
   std::vector<int> ids;
   for (const workbook::ClaimResult& c :
        workbook::evaluate_claims(files::claims_json(), "claims.json", run))
