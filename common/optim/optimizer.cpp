@@ -1,6 +1,7 @@
 // SGD and AdamW over a ParameterStore (see optimizer.h).
 #include "common/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -9,6 +10,7 @@
 #include "common/dtype/counter_rng.h"
 #include "common/memory/memory_category.h"
 #include "common/platform/errors.h"
+#include "common/stream/event.h"
 
 namespace vramlab::optim {
 
@@ -33,13 +35,22 @@ void Optimizer::require_gradients(const nn::ParameterStore& params) {
 void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
   // The master (and, offloaded, the host's gradients and parameters) are made before the
   // moments: when they do not fit, those go too, so a failed first step leaves the optimizer as
-  // it found it (and its bytes free for a retry).
-  const bool first = master_.empty() && host_grads_.empty();
+  // it found it (and its bytes free for a retry). The staging may come from stream_gradients,
+  // during the backward before this first step.
+  const bool first = steps_ == 0;
   try {
     if (offloaded()) stage_gradients(params);
+    stream::Clock& host_clock = runtime_.clock();
+    const double host_before = host_clock.synchronize();
     update(params, grad_multiplier);
-    if (offloaded()) return_parameters(params);
+    if (offloaded()) {
+      // The device idles while the host updates (without a delayed parameter update).
+      last_host_update_seconds_ = host_clock.synchronize() - host_before;
+      parameters_runtime_->clock().host_work(last_host_update_seconds_);
+      return_parameters(params);
+    }
   } catch (...) {
+    streamed_.clear();
     if (first) {
       master_ = memory::Tensor();
       host_grads_ = memory::Tensor();
@@ -57,6 +68,8 @@ void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
         "this optimizer steps tensor by tensor and cannot keep its states apart "
         "from the parameters (offload supports SGD, AdamW and Lion)");
   parameters_runtime_ = &parameters == &runtime_ ? nullptr : &parameters;
+  if (parameters_runtime_ != nullptr)
+    copy_stream_ = parameters_runtime_->clock().new_stream("offload copies");
 }
 
 // Note [Optimizer offload]
@@ -66,31 +79,100 @@ void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
 // host's copy in place) with the states' runtime's kernels, and copies the host's copy back over
 // the parameters. The kernels are the same as without offload and get the same arguments, so
 // the parameters come back bitwise as the device's own step would have left them.
+// On the device's clock: the gradients' copies run on the optimizer's copy stream (during the
+// backward when GradientStreaming sends them, Note [Gradient streaming]), the host waits for
+// them, its update is the host's own work (the device idles: no delayed parameter update yet),
+// and the parameters go back on the copy stream with the compute stream waiting for them, so
+// what a step spends on copies that nothing hides shows as waiting, on the host or the stream.
+namespace {
+
+// Enqueues the copy of \p r's gradients in store elements [lo, hi) into \p host_grads.
+void copy_range_to_host(nn::Runtime& device, const memory::Tensor& host_grads,
+                        const nn::LocalRange& r, int64_t lo, int64_t hi, stream::StreamId stream) {
+  const int64_t at = lo - r.first_element, n = hi - lo;
+  device.copy_to_host_async(host_grads.view().slice(r.state_offset + at, {n}).data(),
+                            r.grads.slice(at, {n}), stream);
+}
+
+// The copy stream starts after what the compute stream has enqueued so far: the gradients.
+void copy_stream_waits_for_compute(stream::Clock& clock, stream::StreamId copy_stream) {
+  stream::Event computed;
+  computed.record(clock, stream::Clock::compute_stream());
+  computed.wait(clock, copy_stream);
+}
+
+}  // namespace
+
+void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
+  if (!host_grads_.empty()) return;
+  const std::vector<nn::LocalRange> ranges = params.local_ranges();
+  const DType grad_type = ranges.empty() ? DType::f32 : ranges.front().grads.dtype();
+  const DType value_type = ranges.empty() ? DType::f32 : ranges.front().values.dtype();
+  memory::Tensor grads = runtime_.allocate({params.local_numel()}, grad_type,
+                                           memory::MemoryCategory::gradient, "gradients");
+  memory::Tensor values = runtime_.allocate({params.local_numel()}, value_type,
+                                            memory::MemoryCategory::parameter, "parameters");
+  // The host's copy of the parameters starts as the device's: a copy like the gradients'.
+  copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
+  for (const nn::LocalRange& r : ranges)
+    parameters_runtime_->copy_to_host_async(
+        values.view().slice(r.state_offset, {r.values.numel()}).data(), r.values, copy_stream_);
+  host_grads_ = std::move(grads);
+  host_params_ = std::move(values);
+}
+
+void Optimizer::stream_gradients(nn::ParameterStore& params, int64_t first, int64_t count) {
+  if (!offloaded()) throw std::logic_error("stream_gradients: the optimizer is not offloaded");
+  require_gradients(params);
+  const int64_t end = first + count;
+  for (const auto& [lo, hi] : streamed_)
+    if (first < hi && lo < end)
+      throw std::logic_error("stream_gradients: elements [" + std::to_string(first) + ", " +
+                             std::to_string(end) + ") were streamed already this step");
+  allocate_host_staging(params);
+  copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
+  for (const nn::LocalRange& r : params.local_ranges()) {
+    const int64_t lo = std::max(first, r.first_element);
+    const int64_t hi = std::min(end, r.first_element + r.grads.numel());
+    if (lo < hi) copy_range_to_host(*parameters_runtime_, host_grads_, r, lo, hi, copy_stream_);
+  }
+  streamed_.emplace(std::upper_bound(streamed_.begin(), streamed_.end(), std::pair{first, end}),
+                    first, end);
+}
+
 void Optimizer::stage_gradients(nn::ParameterStore& params) {
   require_gradients(params);
-  const std::vector<nn::LocalRange> ranges = params.local_ranges();
-  if (host_grads_.empty()) {
-    const DType grad_type = ranges.empty() ? DType::f32 : ranges.front().grads.dtype();
-    const DType value_type = ranges.empty() ? DType::f32 : ranges.front().values.dtype();
-    memory::Tensor grads = runtime_.allocate({params.local_numel()}, grad_type,
-                                             memory::MemoryCategory::gradient, "gradients");
-    memory::Tensor values = runtime_.allocate({params.local_numel()}, value_type,
-                                              memory::MemoryCategory::parameter, "parameters");
-    for (const nn::LocalRange& r : ranges)
-      parameters_runtime_->copy_to_host(
-          values.view().slice(r.state_offset, {r.values.numel()}).data(), r.values);
-    host_grads_ = std::move(grads);
-    host_params_ = std::move(values);
+  allocate_host_staging(params);
+  stream::Clock& clock = parameters_runtime_->clock();
+  copy_stream_waits_for_compute(clock, copy_stream_);
+  for (const nn::LocalRange& r : params.local_ranges()) {
+    // What stream_gradients left: the gaps between the streamed ranges (sorted, disjoint).
+    int64_t next = r.first_element;
+    const int64_t end = r.first_element + r.grads.numel();
+    for (const auto& [lo, hi] : streamed_) {
+      if (hi <= next || lo >= end) continue;
+      if (lo > next)
+        copy_range_to_host(*parameters_runtime_, host_grads_, r, next, lo, copy_stream_);
+      next = std::max(next, hi);
+    }
+    if (next < end)
+      copy_range_to_host(*parameters_runtime_, host_grads_, r, next, end, copy_stream_);
   }
-  for (const nn::LocalRange& r : ranges)
-    parameters_runtime_->copy_to_host(
-        host_grads_.view().slice(r.state_offset, {r.grads.numel()}).data(), r.grads);
+  streamed_.clear();
+  // The host's update reads them: it waits for the copies (what did not hide is exposed).
+  clock.synchronize_stream(copy_stream_);
 }
 
 void Optimizer::return_parameters(nn::ParameterStore& params) {
   for (const nn::LocalRange& r : params.local_ranges())
-    parameters_runtime_->copy_to_device(
-        r.values, host_params_.view().slice(r.state_offset, {r.values.numel()}).data());
+    parameters_runtime_->copy_to_device_async(
+        r.values, host_params_.view().slice(r.state_offset, {r.values.numel()}).data(),
+        copy_stream_);
+  // The next forward reads them: the compute stream waits for the copies, the host does not.
+  stream::Clock& clock = parameters_runtime_->clock();
+  stream::Event returned;
+  returned.record(clock, copy_stream_);
+  returned.wait(clock, stream::Clock::compute_stream());
 }
 
 memory::Tensor Optimizer::make_state(int64_t numel, const char* name) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/amp/precision_policy.h"
@@ -23,6 +24,7 @@
 #include "common/memory/tensor.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
+#include "common/stream/clock.h"
 #include "kernels/cpu/optimizer.h"
 
 namespace vramlab::optim {
@@ -56,6 +58,19 @@ class Optimizer {
   void keep_parameters_on(nn::Runtime& parameters);
   /// \return true when keep_parameters_on() put the parameters on another runtime.
   [[nodiscard]] bool offloaded() const { return parameters_runtime_ != nullptr; }
+  /// Offloaded: copies the gradients of store elements [\p first, \p first + \p count) that
+  /// this rank updates to the host on the parameters' copy stream, after the work the compute
+  /// stream has so far (an event joins them), without the host waiting: ZeRO-Offload's gradient
+  /// streaming, called as each block's backward ends. The next step() copies only the rest.
+  /// The gradients must be final (reduced, the last micro-batch's). Allocates the host staging
+  /// buffers at the first call. \throws std::logic_error when not offloaded;
+  /// memory::OutOfMemoryError when the host cannot hold the staging buffers.
+  void stream_gradients(nn::ParameterStore& params, int64_t first, int64_t count);
+  /// Offloaded: forgets what stream_gradients copied (a step starts again from its zero-grad).
+  void forget_streamed_gradients() { streamed_.clear(); }
+  /// Seconds the last step() spent updating on the host (its kernels' time on the host's clock,
+  /// which step() also puts on the device's clock as the host's own work); 0 when not offloaded.
+  [[nodiscard]] double last_host_update_seconds() const { return last_host_update_seconds_; }
 
   /// Clears the gradients (PyTorch's optimizer.zero_grad). \p set_to_none frees the gradient
   /// block instead of zeroing it (the default since PyTorch 2.0), which returns its memory until
@@ -122,14 +137,21 @@ class Optimizer {
   int64_t steps_ = 0;  ///< steps taken so far
 
  private:
-  /// Offloaded: this rank's gradients into host_grads_, allocated at the first step.
+  /// Offloaded: host_grads_ and host_params_ (filled from the device), at the first call.
+  void allocate_host_staging(nn::ParameterStore& params);
+  /// Offloaded: the gradients stream_gradients did not copy into host_grads_, on the copy
+  /// stream; the host then waits for that stream.
   void stage_gradients(nn::ParameterStore& params);
   /// Offloaded: the updated parameters back to parameters_runtime_.
   void return_parameters(nn::ParameterStore& params);
 
   nn::Runtime* parameters_runtime_ = nullptr;  ///< where the parameters live, when not runtime_
+  stream::StreamId copy_stream_ = 0;           ///< offloaded: on parameters_runtime_'s clock
   memory::Tensor host_grads_;   ///< (local numel) offloaded: the gradients, in their dtype
   memory::Tensor host_params_;  ///< (local numel) offloaded mixed precision: the 16-bit copy
+  /// Store elements [first, end) copied by stream_gradients this step, sorted by first.
+  std::vector<std::pair<int64_t, int64_t>> streamed_;
+  double last_host_update_seconds_ = 0.0;
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.

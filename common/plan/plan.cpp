@@ -166,6 +166,11 @@ void validate(const Plan& plan) {
   if (plan.offload.parameters && p.zero != ZeroStage::parameters)
     throw UsageError("parameter offload needs ZeRO stage 3 (--zero 3), got stage " +
                      std::to_string(static_cast<int64_t>(p.zero)));
+  if (!plan.offload.overlap && !plan.offload.optimizer)
+    throw UsageError(
+        "--offload-overlap off says how offloaded gradients reach the host: it needs "
+        "--offload optimizer or both, got --offload " +
+        std::string(offload_name(plan.offload)));
 }
 
 LossScaleSpec effective_loss_scale(const AmpPlan& amp) {
@@ -204,7 +209,10 @@ json to_json(const Plan& plan) {
         {"tensor_parallel", p.tensor_parallel},
         {"sequence_parallel", p.sequence_parallel},
         {"prefetch", p.prefetch}}},
-      {"offload", {{"optimizer", plan.offload.optimizer}, {"parameters", plan.offload.parameters}}},
+      {"offload",
+       {{"optimizer", plan.offload.optimizer},
+        {"parameters", plan.offload.parameters},
+        {"overlap", plan.offload.overlap}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
   };
@@ -279,6 +287,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     ObjectReader offload(v, path);
     offload.boolean("optimizer", plan.offload.optimizer);
     offload.boolean("parameters", plan.offload.parameters);
+    offload.boolean("overlap", plan.offload.overlap);
     offload.finish();
   });
   top.field("dropout", [&](const json& v, const std::string& path) {

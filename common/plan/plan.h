@@ -96,6 +96,10 @@ struct ParallelPlan {
 struct OffloadPlan {
   bool optimizer = false;   ///< the (partitioned) optimizer states, master weights included
   bool parameters = false;  ///< the parameter partition (ZeRO stage 3 only)
+  /// With the optimizer offloaded: each block's gradients go to the host on a copy stream as
+  /// soon as its backward ends, hidden behind the blocks still running (ZeRO-Offload), instead of
+  /// all of them after the backward (`--offload-overlap off`).
+  bool overlap = true;
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };

@@ -40,7 +40,8 @@ float to_float(double value, const char* flag) {
 // What CLI11 parses each flag into, before plan() applies the given ones.
 struct PlanFlags::Values {
   std::string plan_file;
-  std::string precision, loss_scale, recompute, compression, attention, optimizer, offload;
+  std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
+      offload_overlap;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -212,7 +213,21 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "What lives in host memory: none | optimizer (states and master "
                                 "weights) | params (ZeRO-3) | both")
                      ->check(parsed_by(parse_offload, "{none,optimizer,params,both}"));
-        apply = [&v](Plan& p) { p.offload = parse_offload(v.offload); };
+        apply = [&v](Plan& p) {
+          const bool overlap = p.offload.overlap;  // its own flag's
+          p.offload = parse_offload(v.offload);
+          p.offload.overlap = overlap;
+        };
+        break;
+      case PlanFlag::offload_overlap:
+        v.offload_overlap = d.offload.overlap ? "on" : "off";
+        option = app.add_option("--offload-overlap", v.offload_overlap,
+                                "With --offload optimizer: on (each block's gradients copied to "
+                                "the host on a copy stream while the blocks before it run "
+                                "backward, as ZeRO-Offload) | off (all of them after the "
+                                "backward, the copy fully exposed)")
+                     ->check(CLI::IsMember({"on", "off"}));
+        apply = [&v](Plan& p) { p.offload.overlap = v.offload_overlap == "on"; };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;
@@ -254,7 +269,8 @@ std::vector<PlanFlag> train_plan_flags() {
 
 std::vector<PlanFlag> estimate_plan_flags() {
   return all_except({PlanFlag::stochastic_rounding, PlanFlag::loss_scale, PlanFlag::learning_rate,
-                     PlanFlag::clip_grad_norm, PlanFlag::prefetch, PlanFlag::dropout});
+                     PlanFlag::clip_grad_norm, PlanFlag::prefetch, PlanFlag::offload_overlap,
+                     PlanFlag::dropout});
 }
 
 PlanFlags::~PlanFlags() = default;

@@ -232,6 +232,11 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
+  if (options_.plan.offload.optimizer && options_.plan.offload.overlap &&
+      data_parallel_ == nullptr && parallel.tensor_parallel == nullptr) {
+    streaming_ = std::make_unique<optim::GradientStreaming>(*optimizer_);
+    model_->observers().add(*streaming_);
+  }
   model_->set_dropout(
       {options_.plan.dropout.p, dropout_seed(options_), options_.plan.dropout.preserve_rng_state});
   model_->set_attention(options_.plan.attention);
@@ -352,6 +357,7 @@ StepResult Trainer::step_unguarded() {
     result.activation_bytes_after_forward =
         std::max(result.activation_bytes_after_forward, saved.bytes());
     loss += micro_loss * static_cast<double>(b * T) / total_tokens;
+    if (streaming_) streaming_->set_last_micro_batch(first_row + b == B);
     model_->backward(saved, tokens, targets, b, T, loss_gradient);
     result.activation_peak_bytes = std::max(result.activation_peak_bytes, saved.peak_bytes());
     first_row += b;
@@ -391,7 +397,16 @@ StepResult Trainer::step_unguarded() {
     if (!result.skipped) {
       {
         const memory::ModuleScope module("optimizer");
+        // Offloaded, the host steps once the backward is done: what it waits for beyond that
+        // (the gradients' copies, the parameters' copy back) is copy time the step exposes.
+        if (host_) clock.synchronize_stream(stream::Clock::compute_stream());
+        const double host_before = clock.host_time();
         optimizer_->step(model_->parameters(), multiplier);
+        if (host_) {
+          result.host_update_seconds = optimizer_->last_host_update_seconds();
+          result.exposed_copy_seconds +=
+              clock.host_time() - host_before - result.host_update_seconds;
+        }
       }
       if (data_parallel_) data_parallel_->after_optimizer_step();
     }
@@ -405,7 +420,7 @@ StepResult Trainer::step_unguarded() {
   result.seconds = seconds;
   result.tokens_per_s = seconds > 0 ? total_tokens / seconds : 0.0;
   result.clock_seconds = clock.synchronize() - clock_start;
-  result.exposed_copy_seconds =
+  result.exposed_copy_seconds +=
       clock.waited_seconds(stream::Clock::compute_stream()) - waited_before;
   if (parallel.data_parallel) result.communication += parallel.data_parallel->stats();
   if (parallel.tensor_parallel) result.communication += parallel.tensor_parallel->stats();

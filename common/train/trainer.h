@@ -30,6 +30,7 @@
 #include "common/nn/runtime.h"
 #include "common/nn/saved_activations.h"
 #include "common/nn/step_observer.h"
+#include "common/optim/gradient_streaming.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/optimizer_factory.h"
 #include "common/plan/plan.h"
@@ -91,9 +92,12 @@ struct StepResult {
   /// The step on the device's stream clock (Note [The stream clock]): from a synchronize before
   /// it to the synchronize that reads its loss back (loss.item()), in seconds.
   double clock_seconds = 0.0;
-  /// Of clock_seconds, how long the compute stream waited for copies on other streams: the copy
-  /// time that overlap did not hide.
+  /// Of clock_seconds, the copy time that overlap did not hide: how long the compute stream
+  /// waited for copies on other streams and, with the optimizer offloaded, how long the host
+  /// waited for the gradients' copies beyond the backward and for the parameters' copy back.
   double exposed_copy_seconds = 0.0;
+  /// Of clock_seconds, with the optimizer offloaded: the host's update, while the device idles.
+  double host_update_seconds = 0.0;
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).
   int64_t activation_peak_bytes = 0;
@@ -237,6 +241,9 @@ class Trainer {
   // The host under `--offload optimizer` (before optimizer_: its states are freed first).
   std::unique_ptr<nn::Runtime> host_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  // `--offload optimizer --offload-overlap on` on one rank: copies each unit's gradients as its
+  // backward ends (Note [Gradient streaming]); null otherwise.
+  std::unique_ptr<optim::GradientStreaming> streaming_;
   memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
   memory::Tensor targets_;             // (ΣB, T) int32 next tokens
   // Pinned, as a DataLoader with pin_memory=True stages its batches.

@@ -96,6 +96,7 @@ Plan random_plan(std::mt19937_64& rng) {
   p.parallel.prefetch = p.parallel.zero == ZeroStage::parameters && coin();
   p.offload.optimizer = coin();
   p.offload.parameters = p.parallel.zero == ZeroStage::parameters && coin();
+  p.offload.overlap = !p.offload.optimizer || coin();
   p.dropout.p = coin() ? 0.0f : real(0.0f, 0.99f);
   p.dropout.preserve_rng_state = coin();
   return p;
@@ -194,6 +195,7 @@ TEST(PlanJson, RefusesUnknownKeysWrongTypesAndBadValuesNamingTheKey) {
   expect_refused(R"({"parallel": {"tensor_parallel": 0}})", {"--tp", "0"});
   expect_refused(R"({"parallel": {"prefetch": true}})", {"--prefetch", "--zero 3"});
   expect_refused(R"({"offload": {"parameters": true}})", {"offload", "stage 3"});
+  expect_refused(R"({"offload": {"overlap": false}})", {"--offload-overlap off", "optimizer"});
   expect_refused(R"({"dropout": {"p": 1}})", {"--dropout", "1"});
 }
 
@@ -272,7 +274,7 @@ TEST(PlanFlagsTest, EachFlagSetsItsField) {
   expected.optimizer = {Optimizer::adamw_8bit, 3e-4f, 0.0f, 1.5f, {128, 100, true}};
   expected.batch.grad_accum = 4;
   expected.parallel = {8, ZeroStage::parameters, 2, true, true};
-  expected.offload = {true, true};
+  expected.offload = {true, true, false};
   expected.dropout.p = 0.1f;
   const Plan got = parse_flags({"--precision",
                                 "mixed-fp16",
@@ -309,6 +311,8 @@ TEST(PlanFlagsTest, EachFlagSetsItsField) {
                                 "--prefetch",
                                 "--offload",
                                 "both",
+                                "--offload-overlap",
+                                "off",
                                 "--dropout",
                                 "0.1"});
   EXPECT_EQ(got, expected) << to_json(got).dump() << "\n" << to_json(expected).dump();
@@ -352,6 +356,8 @@ TEST(PlanFlagsTest, RefusesBadValuesNamingThem) {
                                                      {"--dropout", "1"},
                                                      {"--dropout", "-0.5"},
                                                      {"--offload", "disk"},
+                                                     {"--offload-overlap", "maybe"},
+                                                     {"--offload-overlap", "off"},
                                                      {"--clip-grad-norm", "-2"},
                                                      {"--prefetch"}};
   for (const std::vector<std::string>& args : bad) {

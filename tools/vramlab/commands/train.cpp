@@ -162,11 +162,17 @@ json host_memory_json(const memory::CachingHostAllocator& host) {
           {"peak_requested_bytes_by_category", category_json(requested)}};
 }
 
+// What the steps spent on the device's stream clock, summed over the run.
+struct ClockTotals {
+  double exposed_copy_seconds = 0.0;  // StepResult::exposed_copy_seconds
+  double host_update_seconds = 0.0;   // StepResult::host_update_seconds
+};
+
 // The run on the device's stream clock (Note [The stream clock]): the compute stream's kernel
 // time (measured, or on a meta preset each kernel's roofline: kernel_time says which), the
-// copies' time over the host link, and the time the compute stream waited for copies on other
-// streams (exposed); every figure is the whole run's, in seconds.
-json clock_json(nn::Runtime& runtime) {
+// copies' time over the host link, the steps' copy time that did not hide (exposed) and, with
+// the optimizer offloaded, the host's updates; every figure is the whole run's, in seconds.
+json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
   stream::Clock& clock = runtime.clock();
   const nn::TransferStats& copies = runtime.transfer_stats();
   const memory::DeviceSpec& spec = runtime.device().spec;
@@ -176,7 +182,8 @@ json clock_json(nn::Runtime& runtime) {
   return {{"seconds", clock.synchronize()},
           {"kernel_time", runtime.kernels().roofline() ? "roofline" : "measured"},
           {"compute_stream_busy_s", clock.busy_seconds(stream::Clock::compute_stream())},
-          {"exposed_copy_s", clock.waited_seconds(stream::Clock::compute_stream())},
+          {"exposed_copy_s", steps.exposed_copy_seconds},
+          {"host_update_s", steps.host_update_seconds},
           {"host_to_device_s", copies.host_to_device_seconds},
           {"device_to_host_s", copies.device_to_host_seconds},
           {"host_to_device_bytes", copies.host_to_device_bytes},
@@ -318,9 +325,12 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   int64_t activation_peak = 0;      // the saved-activation store's, over all steps
   int64_t bytes_after_forward = 0;  // the store's when the last step's forward ended
   int64_t skipped_steps = 0;
+  ClockTotals clock_totals;
   for (int64_t s = 0; s < o.steps; ++s) {
     const train::StepResult r = trainer.step();
     skipped_steps += r.skipped ? 1 : 0;
+    clock_totals.exposed_copy_seconds += r.exposed_copy_seconds;
+    clock_totals.host_update_seconds += r.host_update_seconds;
     seconds.push_back(r.seconds);
     activation_peak = std::max(activation_peak, r.activation_peak_bytes);
     bytes_after_forward = r.activation_bytes_after_forward;
@@ -335,6 +345,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                                {"tokens_per_s", r.tokens_per_s},
                                {"clock_s", r.clock_seconds},
                                {"exposed_copy_s", r.exposed_copy_seconds},
+                               {"host_update_s", r.host_update_seconds},
                                {"activation_peak_bytes", r.activation_peak_bytes},
                                {"loss_scale", r.loss_scale},
                                {"found_inf", r.found_inf},
@@ -413,7 +424,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
          {{"total", mem.peak_total_bytes}, {"by_category", category_json(mem.peak_bytes)}}},
         {"reserved_peak_bytes", mem.reserved_peak_bytes},
         {"host_memory", host_memory_json(runtime.host_allocator())},
-        {"clock", clock_json(runtime)},
+        {"clock", clock_json(runtime, clock_totals)},
         {"recompute",
          {{"schedule", schedule.name},
           {"pattern", recompute::schedule_pattern(schedule)},
@@ -454,6 +465,21 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         report::format_bytes(static_cast<uint64_t>(host->optimizer_states)).c_str(),
         report::format_bytes(static_cast<uint64_t>(host->gradients)).c_str(),
         report::format_bytes(static_cast<uint64_t>(host->parameters)).c_str());
+  if (options.plan.offload.optimizer) {
+    const nn::TransferStats& copies = runtime.transfer_stats();
+    std::printf(
+        "on the device's clock, over %lld steps: the host's updates %s, copies %s (%s to the "
+        "host, %s back), of which %s exposed (--offload-overlap %s)\n",
+        static_cast<long long>(o.steps),
+        report::format_duration_ms(clock_totals.host_update_seconds * 1e3).c_str(),
+        report::format_duration_ms((copies.device_to_host_seconds + copies.host_to_device_seconds) *
+                                   1e3)
+            .c_str(),
+        report::format_bytes(static_cast<uint64_t>(copies.device_to_host_bytes)).c_str(),
+        report::format_bytes(static_cast<uint64_t>(copies.host_to_device_bytes)).c_str(),
+        report::format_duration_ms(clock_totals.exposed_copy_seconds * 1e3).c_str(),
+        options.plan.offload.overlap ? "on" : "off");
+  }
   report::Table table({{"category"}, {"peak", report::Align::kRight}});
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
     table.add_row(

@@ -1,0 +1,197 @@
+// `--offload optimizer` on the device's stream clock (Note [Gradient streaming], Note [Optimizer
+// offload]): streaming each unit's gradients during the backward changes no bit of training, and
+// the copy time a step exposes is what an event-joined schedule of those copies predicts, from
+// the units' bytes and the link's bandwidth, on a meta device whose kernels take their roofline
+// time (so every time on the clock is exact and the same on every machine).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype/dtype.h"
+#include "common/memory/device.h"
+#include "common/model/model_config.h"
+#include "common/nn/decoder_model.h"
+#include "common/nn/runtime.h"
+#include "common/nn/step_observer.h"
+#include "common/recompute/recompute_spec.h"
+#include "common/stream/clock.h"
+#include "common/train/trainer.h"
+
+namespace vramlab::train {
+namespace {
+
+std::vector<unsigned char> parameter_bytes(nn::Runtime& runtime, Trainer& trainer) {
+  const memory::Tensor& values = trainer.model().parameters().values();
+  std::vector<unsigned char> bytes(static_cast<size_t>(values.bytes()));
+  runtime.copy_to_host(bytes.data(), values);
+  return bytes;
+}
+
+// Streaming copies the gradients as each unit's backward ends; only the last micro-batch's are
+// final, so a streamer that copied earlier ones, or copied a unit twice, or left one out, would
+// train on other gradients than the copies made after the backward (overlap off).
+TEST(GradientStreaming, TrainsBitwiseAsCopyingAfterTheBackward) {
+  struct Case {
+    std::string name;
+    TrainOptions options;
+  };
+  std::vector<Case> cases;
+  {
+    TrainOptions o;
+    o.model = gpt2_config("test-gpt2", 3, 32, 4, 48, 16);
+    o.batch = 4;
+    o.seq = 16;
+    o.seed = 21;
+    o.plan.amp.precision = plan::Precision::mixed_bf16;
+    o.plan.batch.grad_accum = 2;
+    cases.push_back({"gpt2 mixed-bf16, 2 micro-batches", o});
+  }
+  {
+    TrainOptions o;
+    o.model = llama_config("test-llama", 3, 32, 4, 2, 48, 40, 16);
+    o.batch = 3;
+    o.seq = 13;
+    o.seed = 22;
+    o.plan.recompute = recompute::parse_recompute_spec("every:2");
+    o.plan.optimizer.name = plan::Optimizer::lion;
+    cases.push_back({"llama fp32 lion, recompute every:2", o});
+  }
+  {
+    TrainOptions o;
+    o.model = gpt2_config("test-gpt2", 2, 32, 4, 48, 16);
+    o.batch = 5;
+    o.seq = 9;
+    o.seed = 23;
+    o.plan.amp.precision = plan::Precision::mixed_fp16;
+    o.plan.optimizer.name = plan::Optimizer::sgd_momentum;
+    o.plan.optimizer.max_grad_norm = 0.5f;
+    cases.push_back({"gpt2 mixed-fp16 sgd-momentum, clipped", o});
+  }
+  for (const Case& c : cases) {
+    TrainOptions after = c.options, streamed = c.options;
+    after.plan.offload.optimizer = streamed.plan.offload.optimizer = true;
+    after.plan.offload.overlap = false;
+    nn::Runtime after_runtime(memory::parse_device("sim:1GiB"));
+    nn::Runtime streamed_runtime(memory::parse_device("sim:1GiB"));
+    Trainer after_trainer(after_runtime, after);
+    Trainer streamed_trainer(streamed_runtime, streamed);
+    for (int step = 1; step <= 3; ++step) {
+      const StepResult a = after_trainer.step(), s = streamed_trainer.step();
+      EXPECT_EQ(s.loss, a.loss) << c.name << ", step " << step;
+    }
+    EXPECT_EQ(parameter_bytes(streamed_runtime, streamed_trainer),
+              parameter_bytes(after_runtime, after_trainer))
+        << c.name << ": parameters after 3 steps";
+    // The same bytes crossed the link, as many per step.
+    EXPECT_EQ(streamed_runtime.transfer_stats().device_to_host_bytes,
+              after_runtime.transfer_stats().device_to_host_bytes)
+        << c.name;
+    EXPECT_EQ(streamed_runtime.transfer_stats().host_to_device_bytes,
+              after_runtime.transfer_stats().host_to_device_bytes)
+        << c.name;
+  }
+}
+
+// When each unit's gradients are final on the compute stream's timeline, and how many bytes
+// they are: read from the clock as the phases end (the streamer's own event sees the same time).
+class BackwardTimes final : public nn::StepObserver {
+ public:
+  struct Unit {
+    double ready = 0.0;  // the compute stream's time when its backward ended
+    int64_t bytes = 0;   // its gradients
+  };
+  explicit BackwardTimes(stream::Clock& clock) : clock_(clock) {}
+  void before(const nn::PhaseEvent& event) override {
+    if (event.phase == nn::StepPhase::backward) units.clear();
+    if (event.phase == nn::StepPhase::optimizer_step)
+      backward_end = clock_.stream_time(stream::Clock::compute_stream());
+  }
+  void after(const nn::PhaseEvent& event) override {
+    const nn::ParameterStore& params = event.model->parameters();
+    int64_t unit = -1;
+    if (event.phase == nn::StepPhase::backward_head) unit = params.layout().find_unit(-1, true);
+    if (event.phase == nn::StepPhase::backward_layer) unit = params.layout().find_unit(event.layer);
+    if (event.phase == nn::StepPhase::backward_embedding)
+      unit = params.layout().find_unit(-1, false);
+    if (unit < 0) return;
+    const int64_t numel = params.layout().units()[static_cast<size_t>(unit)].padded_numel;
+    units.push_back({clock_.stream_time(stream::Clock::compute_stream()),
+                     numel * static_cast<int64_t>(dtype_size_bytes(params.grads().dtype()))});
+  }
+  std::vector<Unit> units;
+  double backward_end = 0.0;
+
+ private:
+  stream::Clock& clock_;
+};
+
+// The copy time a step leaves exposed, from first principles: each unit's copy starts when both
+// its gradients are final and the previous copy is done, and takes its bytes over the link; the
+// host waits for the last one after the backward, updates, and the compute stream then waits
+// for the parameters' copy back. Without overlap every copy starts after the backward. The first
+// step first copies the parameters themselves to the host, as its first copy.
+double predicted_exposed(const BackwardTimes& times, bool overlap, double gbps,
+                         int64_t parameter_bytes, bool first_step) {
+  const double bytes_per_s = gbps * 1e9;
+  double copied = 0.0;
+  if (first_step)
+    copied = (overlap ? times.units.front().ready : times.backward_end) +
+             static_cast<double>(parameter_bytes) / bytes_per_s;
+  for (const BackwardTimes::Unit& u : times.units)
+    copied = std::max(copied, overlap ? u.ready : times.backward_end) +
+             static_cast<double>(u.bytes) / bytes_per_s;
+  return std::max(0.0, copied - times.backward_end) +
+         static_cast<double>(parameter_bytes) / bytes_per_s;
+}
+
+TEST(GradientStreaming, ExposesWhatTheBackwardCannotHideAtEveryLinkBandwidth) {
+  for (const bool llama : {false, true}) {
+    TrainOptions o;
+    o.model = llama ? llama_config("llama-12l", 12, 1024, 16, 4, 2816, 32000, 1024)
+                    : gpt2_config("gpt2-12l", 12, 768, 12, 50257, 1024);
+    o.batch = 4;
+    o.seq = 1024;
+    o.plan.amp.precision = llama ? plan::Precision::mixed_bf16 : plan::Precision::fp32;
+    o.plan.offload.optimizer = true;
+    // PCIe 3.0 x16 and far faster; 2 GB/s is slower than the backward makes gradients.
+    for (const double gbps : {2.0, 15.75, 400.0}) {
+      double exposed[2] = {0.0, 0.0};
+      for (const bool overlap : {false, true}) {
+        memory::Device device = memory::parse_device("meta:a100-40g");
+        device.spec.host_to_device_bytes_per_s = device.spec.device_to_host_bytes_per_s =
+            gbps * 1e9;
+        o.plan.offload.overlap = overlap;
+        nn::Runtime runtime(device);
+        Trainer trainer(runtime, o);
+        BackwardTimes times(runtime.clock());
+        trainer.model().observers().add(times);
+        const std::string name = o.model.name + " at " + std::to_string(gbps) + " GB/s, overlap " +
+                                 (overlap ? "on" : "off");
+        for (int step = 1; step <= 2; ++step) {
+          const double busy_before = runtime.clock().busy_seconds(stream::Clock::compute_stream());
+          const StepResult r = trainer.step();
+          ASSERT_EQ(times.units.size(), static_cast<size_t>(o.model.layers + 2)) << name;
+          const double expected = predicted_exposed(
+              times, overlap, gbps, trainer.model().parameters().values().bytes(), step == 1);
+          EXPECT_NEAR(r.exposed_copy_seconds, expected, 1e-9 * expected)
+              << name << ", step " << step;
+          // The step is its compute, the host's update and the copies nothing hid.
+          const double busy =
+              runtime.clock().busy_seconds(stream::Clock::compute_stream()) - busy_before;
+          EXPECT_NEAR(r.clock_seconds, busy + r.host_update_seconds + r.exposed_copy_seconds,
+                      1e-9 * r.clock_seconds)
+              << name << ", step " << step;
+          exposed[overlap ? 1 : 0] = r.exposed_copy_seconds;
+        }
+      }
+      const std::string name = o.model.name + " at " + std::to_string(gbps) + " GB/s";
+      EXPECT_LT(exposed[1], exposed[0]) << name << ": streaming hid nothing";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vramlab::train
