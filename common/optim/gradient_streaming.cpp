@@ -16,7 +16,9 @@ namespace vramlab::optim {
 // unit's backward. Ren et al. (ZeRO-Offload, ATC 2021, §4.1) overlap the gradient offload with
 // backward the same way, bucket by bucket. What is left exposed is the last unit's copy and any
 // backlog when the link is slower than backward produces gradients: the host waits for the copy
-// stream before its update (Optimizer::step). Under DDP and ZeRO-1 the gradients are reduced
+// stream before its update (Optimizer::step). Under ZeRO-2 each rank streams its shard of a
+// unit's gradients once the unit's reduce-scatter is done (dist::DataParallel, told before this
+// observer): 1/N of the bytes, Ren et al.'s §4.2. Under DDP and ZeRO-1 the gradients are reduced
 // after the whole backward (dist::DataParallel::finish_backward), so there the trainer does not
 // register this observer and the step copies them all at once.
 

@@ -96,8 +96,8 @@ void validate(const TrainOptions& options) {
     throw UsageError(
         "parameter offload is the estimator's only so far (vramlab estimate --offload params); "
         "the runtime offloads the optimizer (--offload optimizer)");
-  if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::optimizer_states)
-    throw UsageError("--offload optimizer runs with --zero 0 or 1 so far, got --zero " +
+  if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::gradients)
+    throw UsageError("--offload optimizer runs with --zero 0, 1 or 2 so far, got --zero " +
                      std::to_string(static_cast<int64_t>(plan.parallel.zero)));
   const dist::ParallelGroups& groups = options.groups;
   if (plan.parallel.data_parallel != groups.data_parallel_size())
@@ -232,8 +232,11 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
+  // Under DDP and ZeRO-1 the gradients are reduced after the whole backward; ZeRO-2 reduces each
+  // unit's as its backward ends (the data-parallel observer, told first), so they stream.
   if (options_.plan.offload.optimizer && options_.plan.offload.overlap &&
-      data_parallel_ == nullptr && parallel.tensor_parallel == nullptr) {
+      parallel.tensor_parallel == nullptr &&
+      (data_parallel_ == nullptr || parallel.zero == plan::ZeroStage::gradients)) {
     streaming_ = std::make_unique<optim::GradientStreaming>(*optimizer_);
     model_->observers().add(*streaming_);
   }

@@ -1,9 +1,12 @@
 // DDP and ZeRO-1/2/3 on simulated ranks (common/dist/data_parallel.h): every stage trains the same
-// model as DDP to the bit, every rank holds the model-state bytes `vramlab estimate` predicts to
-// the byte, and every step sends the ZeRO paper's volumes (2Ψ, 3Ψ) as the ring counts them.
+// model as DDP to the bit (with the optimizer offloaded too), every rank holds the model-state
+// bytes `vramlab estimate` predicts to the byte, and every step sends the ZeRO paper's volumes
+// (2Ψ, 3Ψ) as the ring counts them.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,9 @@ struct RankRun {
   train::ModelStateMeasured state;             // after the last step
   std::vector<dist::CommunicationStats> comm;  // per step
   int64_t gathered_peak = 0;
+  std::optional<train::ModelStateMeasured> host;  // under --offload optimizer
+  std::vector<unsigned char> parameters;          // the rank's store after the last step
+  nn::TransferStats copies;                       // between its device and the host
 };
 
 // Runs `steps` steps on N simulated ranks of `device`; returns every rank's run.
@@ -70,7 +76,12 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
       run.comm.push_back(r.communication);
     }
     run.state = trainer.model_state();
+    run.host = trainer.host_model_state();
     run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
+    const memory::Tensor& values = trainer.model().parameters().values();
+    run.parameters.resize(static_cast<size_t>(values.bytes()));
+    if (d.kind != memory::DeviceKind::meta) runtime.copy_to_host(run.parameters.data(), values);
+    run.copies = runtime.transfer_stats();
   });
   return runs;
 }
@@ -114,6 +125,70 @@ TEST_P(EveryStage, LossesEqualDdpBitwiseAndStatesEqualTheEstimate) {
 INSTANTIATE_TEST_SUITE_P(StagesAndRanks, EveryStage,
                          ::testing::Combine(::testing::Values(1, 2, 3),
                                             ::testing::Values<int64_t>(1, 2, 3, 4)));
+
+// `--offload optimizer` under ZeRO-1 and ZeRO-2: each rank updates its partition on the host
+// (ZeRO-2 streams its shard of each unit's gradients as the unit's reduce-scatter ends) and
+// trains bitwise as DDP; the device holds no optimizer state, the host what the estimator says,
+// and each step moves the partition's gradients down and its parameters up: 1/N of the whole.
+TEST(DataParallel, OffloadedOptimizerOnEveryPartitioningStageTrainsAsDdp) {
+  for (const ZeroStage stage : {ZeroStage::optimizer_states, ZeroStage::gradients}) {
+    for (const int64_t N : {2, 3}) {
+      const ModelConfig model = stage == ZeroStage::gradients ? odd_llama() : odd_gpt2();
+      SCOPED_TRACE(model.name + ", zero " + std::to_string(static_cast<int>(stage)) + ", N " +
+                   std::to_string(N));
+      train::TrainOptions offloaded = options_for(model, stage, amp::Precision::mixed_bf16);
+      offloaded.plan.offload.optimizer = true;
+      const train::TrainOptions ddp =
+          options_for(model, ZeroStage::ddp, amp::Precision::mixed_bf16);
+      constexpr int kSteps = 3;
+      const std::vector<RankRun> o = run_ranks(offloaded, N, kSteps);
+      const std::vector<RankRun> d = run_ranks(ddp, N, kSteps);
+      const std::vector<RankRun> s =
+          run_ranks(options_for(model, stage, amp::Precision::mixed_bf16), N, kSteps);
+      estimate::EstimateInputs in;
+      in.model = model;
+      in.micro_batch = offloaded.batch;
+      in.seq = offloaded.seq;
+      in.plan = offloaded.plan;
+      in.plan.parallel.data_parallel = N;
+      const estimate::Estimate e = estimate::estimate_memory(in);
+      for (int64_t r = 0; r < N; ++r) {
+        const RankRun& run = o[static_cast<size_t>(r)];
+        EXPECT_EQ(run.losses, d[0].losses) << "rank " << r;
+        // The padded store's parameters, compared where DDP's unpadded store has them.
+        const dist::ShardLayout layout(model.parameters(), N);
+        for (const dist::ShardUnit& u : layout.units()) {
+          const dist::ShardLayout one(model.parameters(), 1);
+          const dist::ShardUnit& whole = one.units()[static_cast<size_t>(&u - &layout.units()[0])];
+          const size_t bytes = static_cast<size_t>(u.numel) * 2;  // bf16 working copy
+          EXPECT_EQ(
+              std::memcmp(run.parameters.data() + static_cast<size_t>(u.offset) * 2,
+                          d[0].parameters.data() + static_cast<size_t>(whole.offset) * 2, bytes),
+              0)
+              << "rank " << r << ", unit " << u.name;
+        }
+        EXPECT_EQ(run.state.optimizer_states, 0) << "rank " << r;
+        EXPECT_EQ(run.state.gradients, e.gradients.bytes) << "rank " << r;
+        ASSERT_TRUE(run.host.has_value()) << "rank " << r;
+        EXPECT_EQ(run.host->optimizer_states, e.host_optimizer_state_bytes) << "rank " << r;
+        EXPECT_EQ(run.host->gradients, e.host_gradient_bytes) << "rank " << r;
+        EXPECT_EQ(run.host->parameters, e.host_parameter_bytes) << "rank " << r;
+        // Per step the partition's bf16 gradients down and its bf16 parameters up; the first
+        // step also copies the partition's parameters down once (the host's copy starts there).
+        // Beyond what the same stage copies without offload (the batch, the loss, and whatever
+        // the simulated collectives stage through the host).
+        const RankRun& own = s[static_cast<size_t>(r)];
+        const int64_t partition = e.host_parameter_bytes;
+        EXPECT_EQ(run.copies.device_to_host_bytes - own.copies.device_to_host_bytes,
+                  (kSteps + 1) * partition)
+            << "rank " << r;
+        EXPECT_EQ(run.copies.host_to_device_bytes - own.copies.host_to_device_bytes,
+                  kSteps * partition)
+            << "rank " << r;
+      }
+    }
+  }
+}
 
 // Bytes a rank sends per step, counted from the layout alone (no communicator): DDP all-reduces
 // the unpadded Ψ, ZeRO-1/2 reduce-scatter and all-gather each padded unit once, ZeRO-3 gathers
