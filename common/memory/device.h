@@ -80,6 +80,11 @@ struct DeviceSpec {
   double device_to_host_bytes_per_s = 0.0;
 };
 
+/// A host's memory bandwidth, 204.8 GB/s: one server socket with eight channels of DDR4-3200
+/// (8 channels x 3200 MT/s x 8 bytes). The theoretical figure of a typical host, not a
+/// measurement: a CPU's optimizer step reaches less (bench/compare_cpu_adamw.py measures this
+/// machine's). What a meta device's host takes its optimizer update at (`--host-memory-gbps`).
+inline constexpr double kTypicalHostMemoryBytesPerS = 204.8e9;
 /// A typical PCIe 4.0 x4 NVMe SSD's sequential read, 7 GB/s: the x4 link carries 7.88 GB/s per
 /// direction (4 lanes x 16 GT/s x 128/130 / 8) and fast drives of that class are rated near 7 GB/s.
 /// A typical figure, not a measurement of any drive.

@@ -96,6 +96,9 @@ void validate(const TrainOptions& options) {
     throw UsageError(
         "parameter offload is the estimator's only so far (vramlab estimate --offload params); "
         "the runtime offloads the optimizer (--offload optimizer)");
+  if (!std::isfinite(options.host_memory_bytes_per_s) || options.host_memory_bytes_per_s <= 0.0)
+    throw UsageError("the host's memory bandwidth must be positive and finite, got " +
+                     std::to_string(options.host_memory_bytes_per_s) + " bytes/s");
   if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::gradients)
     throw UsageError("--offload optimizer runs with --zero 0, 1 or 2 so far, got --zero " +
                      std::to_string(static_cast<int64_t>(plan.parallel.zero)));
@@ -211,7 +214,14 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     // The states and the update on the host (Note [Optimizer offload]); a meta device's host is
     // meta too, so a model of any size can be sized without its bytes.
     const bool meta = runtime.device().kind == memory::DeviceKind::meta;
-    host_ = std::make_unique<nn::Runtime>(memory::parse_device(meta ? "meta" : "cpu"));
+    memory::Device host = memory::parse_device(meta ? "meta" : "cpu");
+    if (meta) {
+      // The update is elementwise: no matmul FLOPs, so only the memory roof can bind.
+      host.spec.memory_bandwidth_bytes_per_s = options_.host_memory_bytes_per_s;
+      const double unbounded = std::numeric_limits<double>::infinity();
+      host.spec.peak_flops = {unbounded, unbounded, unbounded, unbounded};
+    }
+    host_ = std::make_unique<nn::Runtime>(host);
   }
   optimizer_ = optim::make_optimizer(host_ ? *host_ : runtime, options_.plan.optimizer.name,
                                      optimizer_settings, precision, &options_.model,

@@ -49,9 +49,15 @@ using dist::ParallelGroups;
 struct TrainOptions {
   ModelConfig model;  ///< the model (validated by the trainer).
   /// How: precision, recompute, activation storage, attention, optimizer, micro-batches, the
-  /// parallel layout, dropout (common/plan/plan.h). Offload and sequence parallelism are the
-  /// estimator's only, so the trainer refuses a plan that asks for them.
+  /// parallel layout, optimizer offload, dropout (common/plan/plan.h). Parameter offload and
+  /// sequence parallelism are the estimator's only, so the trainer refuses a plan that asks for
+  /// them.
   plan::Plan plan;
+  /// With the optimizer offloaded from a meta device: the host's memory bandwidth in bytes per
+  /// second, which its update (elementwise, so memory-bound) takes its time at on the clock: the
+  /// bytes of its operands over this (a floor, as a meta kernel's roofline). On cpu and sim the
+  /// update runs and takes its measured time.
+  double host_memory_bytes_per_s = memory::kTypicalHostMemoryBytesPerS;
   int64_t batch = 8;          ///< B, sequences per micro-batch (≥ 1).
   int64_t seq = 128;          ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
   uint64_t seed = 1;          ///< initial weights and the token stream.

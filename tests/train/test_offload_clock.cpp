@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "common/nn/decoder_model.h"
 #include "common/nn/runtime.h"
 #include "common/nn/step_observer.h"
+#include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/stream/clock.h"
 #include "common/train/trainer.h"
@@ -190,6 +192,41 @@ TEST(GradientStreaming, ExposesWhatTheBackwardCannotHideAtEveryLinkBandwidth) {
       const std::string name = o.model.name + " at " + std::to_string(gbps) + " GB/s";
       EXPECT_LT(exposed[1], exposed[0]) << name << ": streaming hid nothing";
     }
+  }
+}
+
+// On a meta device nothing runs, the host's update included: it takes the bytes of its operands
+// over the host's memory bandwidth (TrainOptions::host_memory_bytes_per_s), as a meta kernel
+// takes its roofline. AdamW reads and writes each element's master (or parameter), gradient and
+// two moments, and writes the 16-bit working copy under mixed precision.
+TEST(GradientStreaming, AMetaHostsUpdateTakesItsBytesOverTheHostsBandwidth) {
+  for (const plan::Precision precision : {plan::Precision::fp32, plan::Precision::mixed_bf16}) {
+    for (const double gbps : {25.6, 204.8}) {
+      TrainOptions o;
+      o.model = llama_config("llama-4l", 4, 512, 8, 8, 1408, 32000, 512);
+      o.batch = 2;
+      o.seq = 512;
+      o.plan.amp.precision = precision;
+      o.plan.offload.optimizer = true;
+      o.host_memory_bytes_per_s = gbps * 1e9;
+      nn::Runtime runtime(memory::parse_device("meta:a100-40g"));
+      Trainer trainer(runtime, o);
+      const int64_t n = o.model.parameter_count();
+      const int64_t per_element =
+          precision == plan::Precision::fp32 ? 4 + 4 + 4 + 4 : 4 + 2 + 4 + 4 + 2;
+      const double expected = static_cast<double>(n * per_element) / (gbps * 1e9);
+      (void)trainer.step();  // the first also casts the master weights
+      const StepResult r = trainer.step();
+      EXPECT_NEAR(r.host_update_seconds, expected, 1e-12 * expected)
+          << plan::precision_name(precision) << " at " << gbps << " GB/s";
+    }
+  }
+  TrainOptions bad;
+  bad.model = gpt2_config("test-gpt2", 1, 32, 4, 48, 16);
+  bad.plan.offload.optimizer = true;
+  for (const double rate : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    bad.host_memory_bytes_per_s = rate;
+    EXPECT_THROW(validate(bad), UsageError) << rate;
   }
 }
 

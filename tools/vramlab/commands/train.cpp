@@ -79,6 +79,7 @@ struct TrainCommandOptions {
   uint64_t seed = 1;
   std::optional<double> link_gbps;  // overrides the device's host link, both directions
   std::optional<double> memory_gbps;       // overrides the device's memory bandwidth
+  std::optional<double> host_memory_gbps;  // a meta device's host, for an offloaded update
   std::optional<std::string> peak_tflops;  // overrides some of its peaks: "fp32=19.5,bf16=312"
   int64_t simulate_ranks = 0;       // 0: one process, or the ranks mpirun started
   bool json = false;
@@ -196,9 +197,6 @@ json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
-// The device flags that turn the clock: --link-gbps for every device with a clock, and the
-// roofline's rates (--memory-gbps, --peak-tflops), which only a meta device uses (on sim and cpu
-// a kernel takes its measured time, so a changed peak there would change nothing silently).
 // The host's model states under --offload optimizer (null without).
 json host_state_json(const std::optional<train::ModelStateMeasured>& host) {
   if (!host) return nullptr;
@@ -207,6 +205,9 @@ json host_state_json(const std::optional<train::ModelStateMeasured>& host) {
           {"optimizer_states", host->optimizer_states}};
 }
 
+// The device flags that turn the clock: --link-gbps for every device with a clock, and the
+// roofline's rates (--memory-gbps, --peak-tflops), which only a meta device uses (on sim and cpu
+// a kernel takes its measured time, so a changed peak there would change nothing silently).
 void apply_device_flags(const TrainCommandOptions& o, memory::Device& device) {
   if (o.link_gbps) {
     device.spec.host_to_device_bytes_per_s = platform::bandwidth_flag("--link-gbps", *o.link_gbps);
@@ -237,6 +238,20 @@ void run_train(const TrainCommandOptions& o) {
   apply_device_flags(o, device);
   train::TrainOptions options;
   options.plan = o.plan->plan();
+  if (o.host_memory_gbps) {
+    options.host_memory_bytes_per_s =
+        platform::bandwidth_flag("--host-memory-gbps", *o.host_memory_gbps);
+    if (device.kind != memory::DeviceKind::meta)
+      throw UsageError(
+          "--host-memory-gbps sets how long a meta device's host takes for its "
+          "update; on '" +
+          device.name() + "' the host's update runs and takes its measured time");
+    if (!options.plan.offload.optimizer)
+      throw UsageError(
+          "--host-memory-gbps times the host's optimizer update: it needs --offload "
+          "optimizer, got --offload " +
+          std::string(plan::offload_name(options.plan.offload)));
+  }
   options.model = o.model.build(o.seq);
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
@@ -448,6 +463,13 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
           {"gradients", outcome.state.gradients},
           {"optimizer_states", outcome.state.optimizer_states}}},
         {"offload", plan::offload_name(options.plan.offload)},
+        {"offload_overlap",
+         options.plan.offload.optimizer ? json(options.plan.offload.overlap) : json(nullptr)},
+        // The rate a meta device's host update takes its time at (null where it is measured).
+        {"host_memory_gbps",
+         options.plan.offload.optimizer && device.kind == memory::DeviceKind::meta
+             ? json(options.host_memory_bytes_per_s / 1e9)
+             : json(nullptr)},
         {"host_model_state_bytes", host_state_json(trainer.host_model_state())},
         {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
@@ -680,6 +702,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "Device-memory bandwidth in GB/s (default: the preset's, e.g. 1555 on "
                   "meta:a100-40g): on a meta device a kernel takes its roofline time, "
                   "max(FLOPs / peak, bytes / this bandwidth)");
+  cmd->add_option("--host-memory-gbps", opts->host_memory_gbps,
+                  "With --offload optimizer on a meta device: the host's memory bandwidth in GB/s "
+                  "(default 204.8, one socket of eight DDR4-3200 channels), which the host's "
+                  "update, memory-bound, takes its time at on the device's clock");
   cmd->add_option("--peak-tflops", opts->peak_tflops,
                   "Dense peak TFLOP/s of the listed dtypes, DTYPE=TFLOPS[,...] with DTYPE fp32, "
                   "bf16 or fp16 (default: the preset's, e.g. fp32=19.5,bf16=312 on "
