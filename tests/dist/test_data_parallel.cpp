@@ -53,7 +53,7 @@ struct RankRun {
   std::vector<dist::CommunicationStats> comm;  // per step
   int64_t gathered_peak = 0;
   std::optional<train::ModelStateMeasured> host;  // under --offload optimizer
-  std::vector<unsigned char> parameters;          // the rank's store after the last step
+  std::vector<unsigned char> parameters;          // the rank's store after the last step (not meta)
   nn::TransferStats copies;                       // between its device and the host
 };
 
@@ -79,8 +79,10 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
     run.host = trainer.host_model_state();
     run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
     const memory::Tensor& values = trainer.model().parameters().values();
-    run.parameters.resize(static_cast<size_t>(values.bytes()));
-    if (d.kind != memory::DeviceKind::meta) runtime.copy_to_host(run.parameters.data(), values);
+    if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
+      run.parameters.resize(static_cast<size_t>(values.bytes()));
+      runtime.copy_to_host(run.parameters.data(), values);
+    }
     run.copies = runtime.transfer_stats();
   });
   return runs;
