@@ -94,15 +94,26 @@ void DataParallel::begin_gradient(int64_t unit) {
   const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
   const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
   slot = model_.runtime().zeros({u.padded_numel}, memory::MemoryCategory::gradient,
-                                "gradient of " + u.name, store_.grads().dtype());  // (p_u)
+                                "gradient of " + u.name, store_.grad_dtype());  // (p_u)
 }
 
 void DataParallel::reduce_gradient(int64_t unit) {
   if (stage_ < ZeroStage::gradients || unit < 0) return;
   memory::Tensor& full = store_.unit_grads(unit);
   if (full.empty()) return;
-  const memory::TensorView shard = store_.local_grads(unit);  // (s_u)
   const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
+  if (nn::GradientShardSink* const sink = store_.gradient_shard_sink()) {
+    // ZeRO-Offload: the reduced shard goes where the shards live (the host); the device keeps
+    // it only until the sink has it.
+    const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
+    const memory::Tensor reduced = model_.runtime().temporary(
+        {u.shard_numel}, "reduce-scattered gradient", full.dtype());  // (s_u)
+    comm_.reduce_scatter(full.view(), reduced.view(), Traffic::gradients);
+    sink->take_gradient_shard(unit, reduced, micro_batch_ > 0);
+    full.reset();
+    return;
+  }
+  const memory::TensorView shard = store_.local_grads(unit);  // (s_u)
   if (micro_batch_ == 0) {
     // The shard is still zero: the reduce-scatter's result is the sum, bit for bit.
     comm_.reduce_scatter(full.view(), shard, Traffic::gradients);
@@ -212,9 +223,17 @@ void DataParallel::finish_backward(bool last_micro_batch) {
 nn::KernelBackend::GradientCheck DataParallel::check_gradients(float multiplier) {
   const nn::KernelBackend& kernels = model_.runtime().kernels();
   if (stage_ == ZeroStage::ddp) return kernels.check_gradients(store_.grads().view(), multiplier);
+  std::vector<memory::TensorView> shards;
+  for (const nn::LocalRange& range : store_.local_ranges()) shards.push_back(range.grads);
+  return check_gradients(multiplier, shards, kernels);
+}
+
+nn::KernelBackend::GradientCheck DataParallel::check_gradients(
+    float multiplier, const std::vector<memory::TensorView>& shards,
+    const nn::KernelBackend& kernels) {
   nn::KernelBackend::GradientCheck local;
-  for (const nn::LocalRange& range : store_.local_ranges()) {
-    const nn::KernelBackend::GradientCheck c = kernels.check_gradients(range.grads, multiplier);
+  for (const memory::TensorView& shard : shards) {
+    const nn::KernelBackend::GradientCheck c = kernels.check_gradients(shard, multiplier);
     local.found_inf = local.found_inf || c.found_inf;
     local.sum_of_squares += c.sum_of_squares;
   }

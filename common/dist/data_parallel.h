@@ -64,6 +64,14 @@ class DataParallel final : public nn::StepObserver {
   /// numbers (Traffic::metrics, in f32).
   /// \param multiplier as KernelBackend::check_gradients'. \return the global check.
   nn::KernelBackend::GradientCheck check_gradients(float multiplier);
+  /// As check_gradients(multiplier) over shards kept elsewhere (ZeRO-2 with the optimizer
+  /// offloaded: the host's, checked with the host's kernels).
+  /// \param multiplier as KernelBackend::check_gradients'. \param shards this rank's gradient
+  /// shards, memory \p kernels reads. \param kernels the kernels that check them.
+  /// \return the global check.
+  nn::KernelBackend::GradientCheck check_gradients(float multiplier,
+                                                   const std::vector<memory::TensorView>& shards,
+                                                   const nn::KernelBackend& kernels);
   /// After the optimizer step: ZeRO-1/2 all-gather the updated parameters (in place).
   void after_optimizer_step();
   /// \param local_loss this rank's mean loss over its tokens.

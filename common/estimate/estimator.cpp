@@ -221,6 +221,12 @@ Estimate estimate_memory(const EstimateInputs& in) {
           checked_mul(rank.parameters / rank_params, state_elements, "host parameter bytes");
     out.optimizer_states.source += "; offloaded to the host (ZeRO-Offload)";
     out.optimizer_states.bytes = 0;
+    if (stage == 2) {
+      // Each unit's reduced shard goes to the host as the backward makes it: the device holds
+      // gradients only while a unit's backward runs (not a model state kept across the step).
+      out.gradients.bytes = 0;
+      out.gradients.source += "; each reduced shard offloaded to the host as it is made";
+    }
     out.master_weight_bytes = 0;
     host = "optimizer states, staged gradients" +
            std::string(plan.offload.parameters ? "" : " and parameters");

@@ -111,14 +111,16 @@ memory::TensorView ParameterStore::local_grads(int64_t unit) const {
 }
 
 std::vector<LocalRange> ParameterStore::local_ranges() const {
-  if (grads_.empty()) throw std::logic_error("parameter store: no gradients to update from");
+  if (grads_.empty() && shard_sink_ == nullptr)
+    throw std::logic_error("parameter store: no gradients to update from");
   if (sharding_ == StoreSharding::none) return {LocalRange{values_.view(), grads_.view(), 0, 0}};
   std::vector<LocalRange> ranges;
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const auto unit = static_cast<int64_t>(u);
     const dist::ShardUnit& shard = layout_.units()[u];
-    ranges.push_back(LocalRange{local_values(unit), local_grads(unit), shard.shard_offset,
-                                shard.offset + rank_ * shard.shard_numel});
+    ranges.push_back(LocalRange{local_values(unit),
+                                shard_sink_ != nullptr ? memory::TensorView() : local_grads(unit),
+                                shard.shard_offset, shard.offset + rank_ * shard.shard_numel});
   }
   return ranges;
 }
@@ -144,8 +146,17 @@ Tensor& ParameterStore::unit_grads(int64_t unit) {
   return unit_grads_.at(static_cast<size_t>(unit));
 }
 
+void ParameterStore::keep_gradient_shards_off_device(GradientShardSink& sink) {
+  if (sharding_ != StoreSharding::gradients)
+    throw std::logic_error(
+        "parameter store: only a ZeRO-2 store keeps its gradient shards off "
+        "the device");
+  grads_.reset();
+  shard_sink_ = &sink;
+}
+
 void ParameterStore::ensure_grads() {
-  if (!grads_.empty()) return;
+  if (!grads_.empty() || shard_sink_ != nullptr) return;
   const int64_t held = sharding_ == StoreSharding::none ? numel_
                        : sharded_gradients(sharding_)   ? layout_.shard_numel()
                                                         : layout_.padded_numel();

@@ -69,6 +69,19 @@ struct LocalPart {
   int64_t first = 0;          ///< index of values' first element within the tensor
 };
 
+/// Where a ZeRO-2 store that keeps no gradient shard on the device sends each reduced shard
+/// (ParameterStore::keep_gradient_shards_off_device): the offloaded optimizer, whose host memory
+/// holds the shards (ZeRO-Offload).
+class GradientShardSink {
+ public:
+  virtual ~GradientShardSink() = default;
+  /// Takes unit \p unit's reduced gradient shard, (s_u) in device memory that is freed after the
+  /// call: the sink copies it out (and calls record_stream for a copy still in flight).
+  /// \p accumulate: add it to what the sink holds of the unit (a later micro-batch's) instead of
+  /// replacing that.
+  virtual void take_gradient_shard(int64_t unit, const memory::Tensor& shard, bool accumulate) = 0;
+};
+
 /// The parameters (category parameter) and gradients (category gradient) of one model.
 class ParameterStore {
  public:
@@ -122,6 +135,8 @@ class ParameterStore {
 
   /// \return what this rank holds.
   [[nodiscard]] StoreSharding sharding() const { return sharding_; }
+  /// \return the gradients' dtype (grads() may be empty).
+  [[nodiscard]] DType grad_dtype() const { return grad_dtype_; }
   /// \return the units (a single unpadded unit per layer when unsharded: dist::ShardLayout with
   /// one rank).
   [[nodiscard]] const dist::ShardLayout& layout() const { return layout_; }
@@ -130,7 +145,7 @@ class ParameterStore {
   /// \return elements this rank updates: numel() unsharded, the local shard's otherwise.
   [[nodiscard]] int64_t local_numel() const;
   /// \return the parts this rank updates (one unsharded, one per unit sharded), in state order.
-  /// The gradients must exist.
+  /// The gradients must exist, or be off the device (each range's grads is then none).
   [[nodiscard]] std::vector<LocalRange> local_ranges() const;
   /// \return this rank's shard of unit \p unit's values, (shard numel of the unit).
   [[nodiscard]] memory::TensorView local_values(int64_t unit) const;
@@ -145,8 +160,17 @@ class ParameterStore {
   /// the slot.
   [[nodiscard]] Tensor& unit_grads(int64_t unit);
 
+  /// ZeRO-2 with the optimizer offloaded: the local gradient shard lives with \p sink, not on the
+  /// device, so the device holds gradients only while a unit's backward runs. ensure_grads() then
+  /// allocates nothing, grads() stays empty, local_ranges() gives ranges without gradients, and
+  /// the data-parallel strategy hands each reduced shard to \p sink, which must outlive the
+  /// store. \throws std::logic_error unless the store is a ZeRO-2 store.
+  void keep_gradient_shards_off_device(GradientShardSink& sink);
+  /// \return the sink of keep_gradient_shards_off_device(), or null.
+  [[nodiscard]] GradientShardSink* gradient_shard_sink() const { return shard_sink_; }
+
   /// Makes sure a zeroed gradient block exists (allocates it if it was released): the whole
-  /// store's, or the local shard's under ZeRO-2/3.
+  /// store's, or the local shard's under ZeRO-2/3; nothing when the shards are off the device.
   /// \throws vramlab::memory::OutOfMemoryError when the device is full.
   void ensure_grads();
   /// Clears the gradients before the next backward.
@@ -169,6 +193,7 @@ class ParameterStore {
   Tensor grads_;                     // (numel | padded numel | shard numel) see grads(), or empty
   std::vector<Tensor> unit_values_;  // ZeRO-3, per unit: (padded unit numel) while gathered
   std::vector<Tensor> unit_grads_;   // ZeRO-2/3, per unit: (padded unit numel) during its backward
+  GradientShardSink* shard_sink_ = nullptr;  // ZeRO-2 offloaded: where the shards live
 };
 
 }  // namespace vramlab::nn

@@ -16,20 +16,17 @@ namespace vramlab::optim {
 // unit's backward. Ren et al. (ZeRO-Offload, ATC 2021, §4.1) overlap the gradient offload with
 // backward the same way, bucket by bucket. What is left exposed is the last unit's copy and any
 // backlog when the link is slower than backward produces gradients: the host waits for the copy
-// stream before its update (Optimizer::step). Under ZeRO-2 each rank streams its shard of a
-// unit's gradients once the unit's reduce-scatter is done (dist::DataParallel, told before this
-// observer): 1/N of the bytes, Ren et al.'s §4.2. Under DDP and ZeRO-1 the gradients are reduced
-// after the whole backward (dist::DataParallel::finish_backward), so there the trainer does not
-// register this observer and the step copies them all at once.
+// stream before its update (Optimizer::step). This observer serves one rank with the whole
+// gradient on the device. Under ZeRO-2 the device keeps no gradient shard at all: the
+// data-parallel strategy hands each unit's reduced shard to the optimizer as it is made
+// (Optimizer::take_gradient_shard), 1/N of the bytes (Ren et al. §4.2), and the device holds
+// gradients only while a unit's backward runs. Under DDP and ZeRO-1 the gradients are reduced
+// after the whole backward (dist::DataParallel::finish_backward), so the step copies them then.
+// The trainer forgets what a failed step streamed (Optimizer::forget_streamed_gradients).
 
 GradientStreaming::GradientStreaming(Optimizer& optimizer) : optimizer_(optimizer) {
   if (!optimizer.offloaded())
     throw std::logic_error("GradientStreaming needs an offloaded optimizer");
-}
-
-void GradientStreaming::before(const nn::PhaseEvent& event) {
-  // A step that failed and is run again streams every unit again.
-  if (event.phase == nn::StepPhase::zero_grad) optimizer_.forget_streamed_gradients();
 }
 
 void GradientStreaming::after(const nn::PhaseEvent& event) {

@@ -23,7 +23,6 @@ class GradientStreaming final : public nn::StepObserver {
   /// gradients final (with gradient accumulation the earlier ones add to them).
   void set_last_micro_batch(bool last) { last_micro_batch_ = last; }
 
-  void before(const nn::PhaseEvent& event) override;
   void after(const nn::PhaseEvent& event) override;
 
  private:

@@ -28,7 +28,7 @@ void Optimizer::require_adamw_hyperparameters(const kernels::cpu::AdamWHyperpara
 }
 
 void Optimizer::require_gradients(const nn::ParameterStore& params) {
-  if (params.grads().empty())
+  if (params.grads().empty() && params.gradient_shard_sink() == nullptr)
     throw std::logic_error("optimizer step without gradients (run backward first)");
 }
 
@@ -45,12 +45,14 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
     update(params, grad_multiplier);
     if (offloaded()) {
       // The device idles while the host updates (without a delayed parameter update).
-      last_host_update_seconds_ = host_clock.synchronize() - host_before;
-      parameters_runtime_->clock().host_work(last_host_update_seconds_);
+      const double update_seconds = host_clock.synchronize() - host_before;
+      parameters_runtime_->clock().host_work(update_seconds);
+      last_host_update_seconds_ = host_seconds_in_backward_ + update_seconds;
+      host_seconds_in_backward_ = 0.0;
       return_parameters(params);
     }
   } catch (...) {
-    streamed_.clear();
+    forget_streamed_gradients();
     if (first) {
       master_ = memory::Tensor();
       host_grads_ = memory::Tensor();
@@ -106,11 +108,9 @@ void copy_stream_waits_for_compute(stream::Clock& clock, stream::StreamId copy_s
 void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
   if (!host_grads_.empty()) return;
   const std::vector<nn::LocalRange> ranges = params.local_ranges();
-  const DType grad_type = ranges.empty() ? DType::f32 : ranges.front().grads.dtype();
-  const DType value_type = ranges.empty() ? DType::f32 : ranges.front().values.dtype();
-  memory::Tensor grads = runtime_.allocate({params.local_numel()}, grad_type,
+  memory::Tensor grads = runtime_.allocate({params.local_numel()}, params.grad_dtype(),
                                            memory::MemoryCategory::gradient, "gradients");
-  memory::Tensor values = runtime_.allocate({params.local_numel()}, value_type,
+  memory::Tensor values = runtime_.allocate({params.local_numel()}, params.values().dtype(),
                                             memory::MemoryCategory::parameter, "parameters");
   // The host's copy of the parameters starts as the device's: a copy like the gradients'.
   copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
@@ -133,22 +133,70 @@ void Optimizer::stream_gradients(nn::ParameterStore& params, int64_t first, int6
   copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
   for (const nn::LocalRange& r : params.local_ranges()) {
     const int64_t lo = std::max(first, r.first_element);
-    const int64_t hi = std::min(end, r.first_element + r.grads.numel());
+    const int64_t hi = std::min(end, r.first_element + r.values.numel());
     if (lo < hi) copy_range_to_host(*parameters_runtime_, host_grads_, r, lo, hi, copy_stream_);
   }
   streamed_.emplace(std::upper_bound(streamed_.begin(), streamed_.end(), std::pair{first, end}),
                     first, end);
 }
 
+void Optimizer::keep_gradient_shards(nn::ParameterStore& params) {
+  if (!offloaded()) throw std::logic_error("keep_gradient_shards: the optimizer is not offloaded");
+  params.keep_gradient_shards_off_device(*this);
+  shard_params_ = &params;
+}
+
+void Optimizer::take_gradient_shard(int64_t unit, const memory::Tensor& shard, bool accumulate) {
+  if (shard_params_ == nullptr)
+    throw std::logic_error("take_gradient_shard: the optimizer keeps no gradient shards");
+  allocate_host_staging(*shard_params_);
+  const dist::ShardUnit& u = shard_params_->layout().units().at(static_cast<size_t>(unit));
+  stream::Clock& clock = parameters_runtime_->clock();
+  copy_stream_waits_for_compute(clock, copy_stream_);
+  const memory::TensorView kept = host_grads_.view().slice(u.shard_offset, {u.shard_numel});
+  if (!accumulate) {
+    parameters_runtime_->copy_to_host_async(kept.data(), shard.view(), copy_stream_);
+  } else {
+    // A later micro-batch's shard adds to the earlier ones' on the host, once it is there (the
+    // same add the device's shard gets without offload, so the same bits).
+    const memory::Tensor arrived =
+        runtime_.temporary({u.shard_numel}, "gradient shard", shard.dtype());  // (s_u)
+    parameters_runtime_->copy_to_host_async(arrived.view().data(), shard.view(), copy_stream_);
+    clock.synchronize_stream(copy_stream_);
+    stream::Clock& host_clock = runtime_.clock();
+    const double before = host_clock.synchronize();
+    runtime_.kernels().residual_forward(kept, kept, arrived.view());
+    const double added = host_clock.synchronize() - before;
+    clock.host_work(added);
+    host_seconds_in_backward_ += added;
+  }
+  // The device frees the shard now; its block waits for the copy before it is reused.
+  shard.record_stream(copy_stream_);
+}
+
+std::vector<memory::TensorView> Optimizer::host_gradient_shards() {
+  if (shard_params_ == nullptr || host_grads_.empty())
+    throw std::logic_error("host_gradient_shards: no gradient shards on the host");
+  parameters_runtime_->clock().synchronize_stream(copy_stream_);
+  std::vector<memory::TensorView> shards;
+  for (const nn::LocalRange& r : shard_params_->local_ranges())
+    shards.push_back(host_grads_.view().slice(r.state_offset, {r.values.numel()}));
+  return shards;
+}
+
 void Optimizer::stage_gradients(nn::ParameterStore& params) {
   require_gradients(params);
   allocate_host_staging(params);
   stream::Clock& clock = parameters_runtime_->clock();
+  if (shard_params_ != nullptr) {  // the shards came as they were reduced
+    clock.synchronize_stream(copy_stream_);
+    return;
+  }
   copy_stream_waits_for_compute(clock, copy_stream_);
   for (const nn::LocalRange& r : params.local_ranges()) {
     // What stream_gradients left: the gaps between the streamed ranges (sorted, disjoint).
     int64_t next = r.first_element;
-    const int64_t end = r.first_element + r.grads.numel();
+    const int64_t end = r.first_element + r.values.numel();
     for (const auto& [lo, hi] : streamed_) {
       if (hi <= next || lo >= end) continue;
       if (lo > next)
@@ -198,7 +246,7 @@ std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& para
     // The host's copies stand in for the parameters and gradients (Note [Optimizer offload]).
     for (nn::LocalRange& r : ranges) {
       r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
-      r.grads = host_grads_.view().slice(r.state_offset, {r.grads.numel()});
+      r.grads = host_grads_.view().slice(r.state_offset, {r.values.numel()});
     }
   }
   if (precision_.master_weights && master_.empty()) {

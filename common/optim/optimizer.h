@@ -29,8 +29,9 @@
 
 namespace vramlab::optim {
 
-/// The interface of every optimizer.
-class Optimizer {
+/// The interface of every optimizer. Offloaded under ZeRO-2 it is also where the store's
+/// gradient shards live (keep_gradient_shards()).
+class Optimizer : public nn::GradientShardSink {
  public:
   virtual ~Optimizer() = default;
   /// Applies one update from the current gradients.
@@ -66,10 +67,31 @@ class Optimizer {
   /// buffers at the first call. \throws std::logic_error when not offloaded;
   /// memory::OutOfMemoryError when the host cannot hold the staging buffers.
   void stream_gradients(nn::ParameterStore& params, int64_t first, int64_t count);
-  /// Offloaded: forgets what stream_gradients copied (a step starts again from its zero-grad).
-  void forget_streamed_gradients() { streamed_.clear(); }
-  /// Seconds the last step() spent updating on the host (its kernels' time on the host's clock,
-  /// which step() also puts on the device's clock as the host's own work); 0 when not offloaded.
+  /// Offloaded: forgets what this step's backward copied and added on the host, as a step starts
+  /// (again, after a failure) from its zero-grad.
+  void forget_streamed_gradients() {
+    streamed_.clear();
+    host_seconds_in_backward_ = 0.0;
+  }
+  /// Offloaded, ZeRO-2 (ZeRO-Offload's data flow): \p params keeps no gradient shard on the
+  /// device; each reduced shard comes here (take_gradient_shard) and lives in the host's staging,
+  /// so the device holds gradients only while a unit's backward runs. Before the first backward.
+  /// \throws std::logic_error when not offloaded or \p params is not a ZeRO-2 store.
+  void keep_gradient_shards(nn::ParameterStore& params);
+  /// \return whether keep_gradient_shards() was called.
+  [[nodiscard]] bool keeps_gradient_shards() const { return shard_params_ != nullptr; }
+  /// Copies \p shard to the host on the copy stream, after the compute stream's work so far;
+  /// with \p accumulate the host waits for it and adds it to the unit's shard (the host's own
+  /// work on the device's clock). Allocates the staging at the first call.
+  /// \throws std::logic_error without keep_gradient_shards(); memory::OutOfMemoryError when the
+  /// host cannot hold the staging.
+  void take_gradient_shard(int64_t unit, const memory::Tensor& shard, bool accumulate) override;
+  /// Under keep_gradient_shards(): the host's shards, one per local range, once their copies are
+  /// done (the host waits for them): what the loss scaler's check and clipping read.
+  [[nodiscard]] std::vector<memory::TensorView> host_gradient_shards();
+  /// Seconds of the host's own work in the last step: its update (its kernels' time on the host's
+  /// clock, which step() also puts on the device's clock) and, under keep_gradient_shards() with
+  /// several micro-batches, its adds of their shards; 0 when not offloaded.
   [[nodiscard]] double last_host_update_seconds() const { return last_host_update_seconds_; }
 
   /// Clears the gradients (PyTorch's optimizer.zero_grad). \p set_to_none frees the gradient
@@ -151,6 +173,8 @@ class Optimizer {
   memory::Tensor host_params_;  ///< (local numel) offloaded mixed precision: the 16-bit copy
   /// Store elements [first, end) copied by stream_gradients this step, sorted by first.
   std::vector<std::pair<int64_t, int64_t>> streamed_;
+  nn::ParameterStore* shard_params_ = nullptr;  ///< keep_gradient_shards()'s store
+  double host_seconds_in_backward_ = 0.0;       ///< this step's host adds of later micro-batches
   double last_host_update_seconds_ = 0.0;
 };
 

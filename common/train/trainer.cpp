@@ -99,6 +99,11 @@ void validate(const TrainOptions& options) {
   if (!std::isfinite(options.host_memory_bytes_per_s) || options.host_memory_bytes_per_s <= 0.0)
     throw UsageError("the host's memory bandwidth must be positive and finite, got " +
                      std::to_string(options.host_memory_bytes_per_s) + " bytes/s");
+  if (plan.offload.optimizer && !plan.offload.overlap &&
+      plan.parallel.zero == plan::ZeroStage::gradients)
+    throw UsageError(
+        "--offload-overlap off: under --zero 2 each reduced gradient shard goes to "
+        "the host as the backward makes it, so there is nothing to copy after it");
   if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::gradients)
     throw UsageError("--offload optimizer runs with --zero 0, 1 or 2 so far, got --zero " +
                      std::to_string(static_cast<int64_t>(plan.parallel.zero)));
@@ -242,11 +247,13 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
-  // Under DDP and ZeRO-1 the gradients are reduced after the whole backward; ZeRO-2 reduces each
-  // unit's as its backward ends (the data-parallel observer, told first), so they stream.
-  if (options_.plan.offload.optimizer && options_.plan.offload.overlap &&
-      parallel.tensor_parallel == nullptr &&
-      (data_parallel_ == nullptr || parallel.zero == plan::ZeroStage::gradients)) {
+  // Where offloaded gradients go (Note [Gradient streaming]): under ZeRO-2 each reduced shard
+  // straight to the host; on one rank each unit's as its backward ends; under DDP and ZeRO-1
+  // (reduced after the whole backward) and tensor parallelism all of them after the backward.
+  if (options_.plan.offload.optimizer && parallel.zero == plan::ZeroStage::gradients) {
+    optimizer_->keep_gradient_shards(model_->parameters());
+  } else if (options_.plan.offload.optimizer && options_.plan.offload.overlap &&
+             data_parallel_ == nullptr && parallel.tensor_parallel == nullptr) {
     streaming_ = std::make_unique<optim::GradientStreaming>(*optimizer_);
     model_->observers().add(*streaming_);
   }
@@ -325,7 +332,7 @@ StepResult Trainer::step_unguarded() {
   const auto start = std::chrono::steady_clock::now();
   stream::Clock& clock = runtime_.clock();
   const double clock_start = clock.synchronize();
-  const double waited_before = clock.waited_seconds(stream::Clock::compute_stream());
+  const double busy_before = clock.busy_seconds(stream::Clock::compute_stream());
   const int64_t B = inputs_.shape()[0], T = options_.seq;  // B: sequences of all micro-batches
   const dist::ParallelGroups& parallel = options_.groups;
   const int64_t ranks = parallel.data_parallel_size();
@@ -343,6 +350,7 @@ StepResult Trainer::step_unguarded() {
   result.micro_batches = static_cast<int64_t>(micro_batch_sizes_.size());
   result.loss_scale = scaler_.scale();
   const nn::StepObservers& observers = model_->observers();
+  if (host_) optimizer_->forget_streamed_gradients();  // a step run again after a failure
   {
     // Before the first micro-batch's forward: observers see the store the step starts with.
     const memory::PhaseScope phase(memory::TrainingPhase::optimizer);
@@ -388,9 +396,12 @@ StepResult Trainer::step_unguarded() {
     result.grad_norm = std::numeric_limits<double>::quiet_NaN();
     if (scaler_.enabled() || options_.plan.optimizer.max_grad_norm > 0.0f) {
       const nn::KernelBackend::GradientCheck check =
-          data_parallel_ ? data_parallel_->check_gradients(scaler_.inverse_scale())
-                         : runtime_.kernels().check_gradients(model_->parameters().grads().view(),
-                                                              scaler_.inverse_scale());
+          !data_parallel_ ? runtime_.kernels().check_gradients(model_->parameters().grads().view(),
+                                                               scaler_.inverse_scale())
+          : optimizer_->keeps_gradient_shards()
+              ? data_parallel_->check_gradients(
+                    scaler_.inverse_scale(), optimizer_->host_gradient_shards(), host_->kernels())
+              : data_parallel_->check_gradients(scaler_.inverse_scale());
       result.found_inf = check.found_inf;
       result.grad_norm = std::sqrt(check.sum_of_squares);
       multiplier = scaler_.inverse_scale();
@@ -410,16 +421,8 @@ StepResult Trainer::step_unguarded() {
     if (!result.skipped) {
       {
         const memory::ModuleScope module("optimizer");
-        // Offloaded, the host steps once the backward is done: what it waits for beyond that
-        // (the gradients' copies, the parameters' copy back) is copy time the step exposes.
-        if (host_) clock.synchronize_stream(stream::Clock::compute_stream());
-        const double host_before = clock.host_time();
         optimizer_->step(model_->parameters(), multiplier);
-        if (host_) {
-          result.host_update_seconds = optimizer_->last_host_update_seconds();
-          result.exposed_copy_seconds +=
-              clock.host_time() - host_before - result.host_update_seconds;
-        }
+        if (host_) result.host_update_seconds = optimizer_->last_host_update_seconds();
       }
       if (data_parallel_) data_parallel_->after_optimizer_step();
     }
@@ -433,8 +436,11 @@ StepResult Trainer::step_unguarded() {
   result.seconds = seconds;
   result.tokens_per_s = seconds > 0 ? total_tokens / seconds : 0.0;
   result.clock_seconds = clock.synchronize() - clock_start;
-  result.exposed_copy_seconds +=
-      clock.waited_seconds(stream::Clock::compute_stream()) - waited_before;
+  // What was neither the device computing nor the host's own work: the compute stream waiting
+  // for a copy, or the host waiting for the gradients' copies before its update.
+  const double busy = clock.busy_seconds(stream::Clock::compute_stream()) - busy_before;
+  result.exposed_copy_seconds =
+      std::max(0.0, result.clock_seconds - busy - result.host_update_seconds);
   if (parallel.data_parallel) result.communication += parallel.data_parallel->stats();
   if (parallel.tensor_parallel) result.communication += parallel.tensor_parallel->stats();
   result.communication = result.communication.since(before);

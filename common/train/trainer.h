@@ -98,11 +98,13 @@ struct StepResult {
   /// The step on the device's stream clock (Note [The stream clock]): from a synchronize before
   /// it to the synchronize that reads its loss back (loss.item()), in seconds.
   double clock_seconds = 0.0;
-  /// Of clock_seconds, the copy time that overlap did not hide: how long the compute stream
-  /// waited for copies on other streams and, with the optimizer offloaded, how long the host
-  /// waited for the gradients' copies beyond the backward and for the parameters' copy back.
+  /// Of clock_seconds, the copy time that overlap did not hide: what was neither the compute
+  /// stream's work nor the host's (host_update_seconds): the compute stream waiting for copies
+  /// on other streams (the parameters' copy back, offloaded) and the host waiting for the
+  /// gradients' copies before its update.
   double exposed_copy_seconds = 0.0;
-  /// Of clock_seconds, with the optimizer offloaded: the host's update, while the device idles.
+  /// Of clock_seconds, with the optimizer offloaded: the host's own work while the device idles
+  /// (its update, and under ZeRO-2 its adds of later micro-batches' gradient shards).
   double host_update_seconds = 0.0;
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).

@@ -19,6 +19,7 @@
 #include "common/memory/oom_error.h"
 #include "common/nn/runtime.h"
 #include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 
 namespace vramlab {
@@ -190,6 +191,56 @@ TEST(DataParallel, OffloadedOptimizerOnEveryPartitioningStageTrainsAsDdp) {
       }
     }
   }
+}
+
+// ZeRO-2 with the optimizer offloaded keeps no gradient shard on the device: each reduced shard
+// goes to the host as it is made, and a later micro-batch's adds to it there. Loss scaling and
+// clipping then read the host's shards. Bitwise ZeRO-2's on the device, with both and two
+// micro-batches (DDP sums the micro-batches before the ranks, ZeRO-2 after: other roundings).
+TEST(DataParallel, OffloadedZero2AccumulatesScalesAndClipsOnTheHostAsOnTheDevice) {
+  for (const int64_t N : {1, 2, 3}) {
+    SCOPED_TRACE("N " + std::to_string(N));
+    train::TrainOptions offloaded =
+        options_for(odd_gpt2(), ZeroStage::gradients, amp::Precision::mixed_fp16);
+    offloaded.plan.batch.grad_accum = 2;
+    offloaded.plan.optimizer.max_grad_norm = 0.25f;
+    offloaded.plan.offload.optimizer = true;
+    train::TrainOptions own = offloaded;
+    own.plan.offload.optimizer = false;
+    const std::vector<RankRun> o = run_ranks(offloaded, N, 3);
+    const std::vector<RankRun> d = run_ranks(own, N, 3);
+    for (int64_t r = 0; r < N; ++r) {
+      const auto i = static_cast<size_t>(r);
+      EXPECT_EQ(o[i].losses, d[i].losses) << "rank " << r;
+      EXPECT_EQ(o[i].parameters, d[i].parameters) << "rank " << r;
+      EXPECT_EQ(o[i].state.gradients, 0) << "rank " << r;
+      EXPECT_GT(d[i].state.gradients, 0) << "rank " << r;
+    }
+  }
+}
+
+// ZeRO-Offload's headline (Ren et al., ATC 2021: a 13B model on one 32 GB V100): with the
+// optimizer's states, its fp32 master and the gradients on the host, one device holds the fp16
+// parameters (2 bytes each: 24.2 GiB for llama2-13b) and a step's activations. On 32 GiB it
+// fits; on 24 GB the parameters alone do not.
+TEST(DataParallel, ZeroOffloadTrainsLlama2_13bOnOne32GiBDeviceButNot24GB) {
+  train::TrainOptions o = options_for(model_config_by_name("llama2-13b"), ZeroStage::gradients,
+                                      amp::Precision::mixed_fp16);
+  o.batch = 1;
+  o.seq = 1024;
+  o.plan.recompute = recompute::parse_recompute_spec("full");
+  o.plan.offload.optimizer = true;
+  const std::vector<RankRun> runs = run_ranks(o, 1, 2, "meta:32GiB");
+  EXPECT_EQ(runs[0].state.optimizer_states, 0);
+  EXPECT_EQ(runs[0].state.gradients, 0);
+  EXPECT_EQ(runs[0].state.parameters, 2 * o.model.parameter_count());
+  ASSERT_TRUE(runs[0].host.has_value());
+  EXPECT_EQ(runs[0].host->optimizer_states, 12 * o.model.parameter_count());  // master, m, v
+  EXPECT_THROW((void)run_ranks(o, 1, 1, "meta:rtx4090-24g"), memory::OutOfMemoryError);
+  // Without the offload the states alone (14 bytes a parameter) exceed 32 GiB many times over.
+  train::TrainOptions own = o;
+  own.plan.offload.optimizer = false;
+  EXPECT_THROW((void)run_ranks(own, 1, 1, "meta:32GiB"), memory::OutOfMemoryError);
 }
 
 // Bytes a rank sends per step, counted from the layout alone (no communicator): DDP all-reduces

@@ -338,7 +338,13 @@ TEST(Estimator, OffloadMovesPartitionsToTheHost) {
   EXPECT_EQ(e.host_gradient_bytes, 234'375'000);
   EXPECT_EQ(e.host_parameter_bytes, 234'375'000);
   EXPECT_EQ(e.cpu_offload_bytes, 1'406'250'000 + 2 * 234'375'000);
-  EXPECT_EQ(e.total_bytes, 15'000'000'000 + 234'375'000);
+  // Under ZeRO-2 each reduced gradient shard goes to the host as it is made: the device keeps
+  // the fp16 parameters only (ZeRO-Offload's 2Ψ).
+  EXPECT_EQ(e.gradients.bytes, 0);
+  EXPECT_EQ(e.total_bytes, 15'000'000'000);
+  EstimateInputs stage1 = zero_figure1_inputs(1);
+  stage1.plan.offload.optimizer = true;
+  EXPECT_EQ(estimate_memory(stage1).gradients.bytes, 15'000'000'000);  // whole, until copied
 
   EstimateInputs params = zero_figure1_inputs(3);
   params.model = model_config_by_name("gpt2-1.5b");

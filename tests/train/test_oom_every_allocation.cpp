@@ -550,6 +550,16 @@ TEST(OomAtEveryAllocation, Gpt2Zero2OnTwoRanks) {
   EXPECT_GT(fail_every_allocation_on_ranks("gpt2 zero-2", o, 2).failed, 0);
 }
 
+// ZeRO-Offload: each reduced gradient shard goes to the host as it is made, a copy in flight
+// while the backward allocates the next unit's gradient (the device's allocations fail in turn).
+TEST(OomAtEveryAllocation, Gpt2Zero2OptimizerOffloadedOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.plan.parallel.zero = dist::ZeroStage::gradients;
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  EXPECT_GT(fail_every_allocation_on_ranks("gpt2 zero-2 offloaded", o, 2).failed, 0);
+}
+
 TEST(OomAtEveryAllocation, LlamaZero3WithPrefetchOnTwoRanks) {
   TrainOptions o = tiny(ModelFamily::llama);
   o.plan.parallel.zero = dist::ZeroStage::parameters;

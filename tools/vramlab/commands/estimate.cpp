@@ -122,8 +122,10 @@ DeepSpeedView deepspeed_view(const estimate::EstimateInputs& in, const estimate:
                       "fp16 parameters and gradients of the layer at work; this estimator holds "
                       "one gathered block, and only when the parameters are offloaded");
   v.notes.push_back(
-      "with the optimizer offloaded DeepSpeed counts no 16-bit gradients on the GPU; this "
-      "estimator keeps the device's gradient partition there until it is copied");
+      "with the optimizer offloaded DeepSpeed counts no 16-bit gradients on the GPU; nor does "
+      "this estimator under ZeRO-2, where each reduced shard goes to the host as the backward "
+      "makes it, while under ZeRO-3 it keeps the device's gradient partition until it is "
+      "copied");
   v.notes.push_back(
       "DeepSpeed's CPU figures are per node, times its buffer factor 1.5, and without offload "
       "are the fp32 model each process loads (4 bytes x parameters x GPUs; under ZeRO-3's "
