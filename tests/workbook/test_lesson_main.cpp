@@ -77,7 +77,11 @@ TEST(LessonMainChecks, PositiveFiniteRefusesZeroNegativeAndNonFinite) {
 class LessonMainRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "vramlab-lesson-main";
+    // One folder per test: ctest runs the tests as parallel processes, and one of them turns
+    // lesson.json into a directory to make the save fail.
+    dir_ = fs::path(::testing::TempDir()) /
+           ("vramlab-lesson-main-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
