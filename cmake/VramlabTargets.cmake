@@ -170,6 +170,26 @@ function(vramlab_add_test)
   vramlab_discover_tests(${A_NAME} TIMEOUT ${A_TIMEOUT} LABELS ${A_LABELS} ${_serial})
 endfunction()
 
+# vramlab_add_bad_input_cases(PREFIX <name> BINARY <target> CASES "name|arg,arg|expected" ...):
+# one ctest case per bad command line of a lesson binary, PREFIX_cli.bad_input.NAME (labels PREFIX
+# and cli), each run by tests/cli/check_lesson_bad_input.cmake: exit 2 and one line naming
+# EXPECTED.
+function(vramlab_add_bad_input_cases)
+  cmake_parse_arguments(A "" "PREFIX;BINARY" "CASES" ${ARGN})
+  foreach(case ${A_CASES})
+    string(REPLACE "|" ";" _parts "${case}")
+    list(GET _parts 0 _name)
+    list(GET _parts 1 _args)
+    list(GET _parts 2 _expect)
+    add_test(NAME ${A_PREFIX}_cli.bad_input.${_name}
+      COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${A_BINARY}> "-DARGS=${_args}"
+              "-DEXPECT=${_expect}" -DOUT_DIR=${CMAKE_CURRENT_BINARY_DIR}/bad_input
+              -P ${PROJECT_SOURCE_DIR}/tests/cli/check_lesson_bad_input.cmake)
+    set_tests_properties(${A_PREFIX}_cli.bad_input.${_name}
+                         PROPERTIES LABELS "${A_PREFIX};cli" TIMEOUT 60)
+  endforeach()
+endfunction()
+
 # vramlab_discover_tests(<target> TIMEOUT s [LABELS ...] [RESOURCE_LOCK ...] [RUN_SERIAL]): the
 # GoogleTest binary's cases as ctest tests, with these properties.
 #

@@ -51,12 +51,14 @@ inline int count_lines(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
+#ifdef VRAMLAB_CLI_PATH  // the test targets of tests/cli (vramlab_add_cli_test) define it
 // `vramlab ARGS...` (the binary this test target was built against).
 inline CliResult run_vramlab(const std::vector<std::string>& args, double timeout_seconds = 60.0) {
   std::vector<std::string> argv = {VRAMLAB_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv, timeout_seconds);
 }
+#endif
 
 // Every line of \p out that is a JSON object, parsed: a `--json` run prints one per step (or
 // trial), then its summary; stderr lines in between are skipped.
