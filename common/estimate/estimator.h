@@ -17,8 +17,9 @@
 /// per-device bytes: activations belong to one micro-batch and gradients accumulate in place.
 ///
 /// Offload: `plan.offload.optimizer` moves the (partitioned) optimizer states, master weights
-/// included, to host memory; gradients stay on the GPU (DeepSpeed also streams the gradient
-/// partition to the host, so this is an upper bound on its GPU bytes). `plan.offload.parameters`
+/// included, to host memory; under ZeRO stage 2 each reduced gradient shard goes to the host as
+/// the backward makes it, so the GPU keeps no gradient (DeepSpeed's 2Ψ GPU bytes); under the
+/// other stages the GPU keeps its gradients until they are copied. `plan.offload.parameters`
 /// needs ZeRO stage 3 (as DeepSpeed's offload_param does): the partition goes to the host and the
 /// GPU keeps one gathered layer (the largest block, in the working precision).
 #pragma once

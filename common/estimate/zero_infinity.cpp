@@ -84,6 +84,10 @@ double optimizer_state_intensity(int64_t batch, int64_t seq) {
   return static_cast<double>(tokens(batch, seq)) / 4.0;
 }
 
+double offloaded_optimizer_intensity(int64_t batch, int64_t seq, bool recompute) {
+  return (recompute ? 8.0 : 6.0) * static_cast<double>(tokens(batch, seq)) / 4.0;
+}
+
 double activation_checkpoint_intensity(int64_t hidden, int64_t ci) {
   require_positive(hidden, "hidden");
   require_positive(ci, "ci");

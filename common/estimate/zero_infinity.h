@@ -63,6 +63,14 @@ double parameter_gradient_intensity(int64_t batch, int64_t seq);
 /// and written once a step): 8·bsz·seq·Ψ / 32·Ψ = seq·bsz / 4 FLOPs per byte.
 double optimizer_state_intensity(int64_t batch, int64_t seq);
 
+/// ait of ZeRO-Offload's traffic in this model (Ren et al., "ZeRO-Offload", ATC 2021, §4.1: the
+/// least a step can move once the optimizer runs on the CPU is the 16-bit gradients down and the
+/// 16-bit parameters up, 4·Ψ bytes): 8·bsz·seq·Ψ FLOPs with the forward recomputed, as the paper
+/// counts, else 6·bsz·seq·Ψ, over 4·Ψ bytes: 2·seq·bsz or 1.5·seq·bsz FLOPs per byte.
+/// \param batch bsz (≥ 1). \param seq (≥ 1). \param recompute whether the backward recomputes
+/// the forward. \throws vramlab::UsageError for sizes ≤ 0 or an overflow.
+double offloaded_optimizer_intensity(int64_t batch, int64_t seq, bool recompute);
+
 /// ait of the activation checkpoints (written in the forward and read in the backward,
 /// 2·activation_checkpoint_bytes): 8·bsz·seq·12·nl·hd² / (4·bsz·seq·hd·nl / ci) = 24·hd·ci
 /// FLOPs per byte.

@@ -92,7 +92,8 @@ struct ParallelPlan {
   bool operator==(const ParallelPlan&) const = default;  ///< field by field
 };
 
-/// What lives in host memory instead of on the device (`--offload`; estimator only today).
+/// What lives in host memory instead of on the device (`--offload`). The trainer runs the
+/// optimizer offloaded (ZeRO-Offload); parameter offload is the estimator's only so far.
 struct OffloadPlan {
   bool optimizer = false;   ///< the (partitioned) optimizer states, master weights included
   bool parameters = false;  ///< the parameter partition (ZeRO stage 3 only)

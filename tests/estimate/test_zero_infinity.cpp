@@ -102,6 +102,12 @@ TEST(ZeroInfinity, RandomShapesKeepTheModelsRelations) {
                      flops / (8.0 * static_cast<double>(parameters(s))));
     EXPECT_DOUBLE_EQ(optimizer_state_intensity(b, t),
                      flops / (32.0 * static_cast<double>(parameters(s))));
+    // ZeRO-Offload moves 4Ψ bytes: half of what parameters and gradients move in Fig. 2a's
+    // model, so twice the intensity with the recompute, 1.5x without.
+    EXPECT_DOUBLE_EQ(offloaded_optimizer_intensity(b, t, true),
+                     flops / (4.0 * static_cast<double>(parameters(s))));
+    EXPECT_DOUBLE_EQ(offloaded_optimizer_intensity(b, t, false),
+                     0.75 * flops / (4.0 * static_cast<double>(parameters(s))));
     EXPECT_NEAR(activation_checkpoint_intensity(s.hidden, c),
                 flops / (2.0 * static_cast<double>(every_block)) * static_cast<double>(c),
                 1e-9 * activation_checkpoint_intensity(s.hidden, c));
