@@ -23,6 +23,7 @@ RUNS = {
     "02": ["lesson02_checkpointing", "--device", "meta", "--no-compression", "--steps", "1"],
     "03": ["lesson03_mixed_precision", "--steps", "1"],
     "04": ["lesson04_zero", "--device", "meta", "--simulated", "--steps", "1"],
+    "05": ["lesson05_offload", "--steps", "2", "--links", "32"],
     "06": ["lesson06_flash_attention", "--device", "meta", "--no-training"],
     "07": ["lesson07_profiling", "--device", "meta", "--no-overhead"],
     "09": ["lesson09_optimizer_memory", "--device", "meta", "--steps", "1",

@@ -197,6 +197,8 @@ def base_arguments(out_dir, empty_build, snapshot):
         # OpenMPI leaks at exit stop an ASan run; tests/dist runs mpirun on its own terms).
         b"lesson04": out + [b"--batch", b"1", b"--seq", b"8", b"--steps", b"1", b"--ranks", b"2",
                             b"--simulated", b"--no-scale"],
+        b"lesson05": out + [b"--batch", b"1", b"--seq", b"8", b"--steps", b"2", b"--sweep-model",
+                            b"gpt2-124m", b"--sweep-seq", b"64", b"--links", b"8", b"--no-scale"],
         b"lesson06": out + [b"--seqs", b"16", b"--batch", b"1", b"--no-training", b"--no-scale"],
         b"lesson07": out + [b"--batch", b"1", b"--seq", b"8", b"--steps", b"2", b"--no-scale"],
         b"lesson09": out + [b"--batch", b"1", b"--seq", b"8", b"--steps", b"1", b"--optimizers",

@@ -1,0 +1,417 @@
+// Lesson 05's runs, tables, JSON and figure (see offload_report.h).
+#include "lessons/05-offload/offload_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "common/estimate/zero_infinity.h"
+#include "common/platform/errors.h"
+#include "common/recompute/recompute_spec.h"
+#include "common/report/terminal.h"
+#include "common/report/text_wrap.h"
+#include "common/report/typed_table.h"
+
+namespace vramlab::lesson05 {
+
+namespace {
+
+using nlohmann::json;
+using report::TypedColumns;
+using report::Unit;
+using report::wrap_note;
+
+std::string precision_text(amp::Precision p) {
+  return std::string(amp::precision_name(p));
+}
+
+std::string link_text(const memory::Device& d) {
+  const double gbps = d.spec.host_to_device_bytes_per_s / 1e9;
+  return d.spec.host_link_name.empty()
+             ? fmt::format("{:.1f} GB/s", gbps)
+             : fmt::format("{}, {:.1f} GB/s", d.spec.host_link_name, gbps);
+}
+
+// What a run held and moved: the rows of the small model's table and of the scale table, and
+// (with its JSON keys) the records of "runs" and "scale".
+const TypedColumns<RunResult>& memory_columns() {
+  using R = RunResult;
+  static const TypedColumns<RunResult> columns = {
+      {{"label", "run"}, [](const R& r) { return r.label; }},
+      {{"device", ""}, [](const R& r) { return r.device_name; }},
+      {{"offload", ""}, [](const R& r) { return r.offload ? "optimizer" : "none"; }},
+      {{"overlap", ""},
+       [](const R& r) { return r.offload ? report::Value(r.overlap) : report::Value(); }},
+      {{"fits", ""}, [](const R& r) { return r.fits; }},
+      {{"device_parameter_bytes", "params", Unit::bytes},
+       [](const R& r) { return r.fits ? report::Value(r.device.parameters) : report::Value(); }},
+      {{"device_gradient_bytes", "grads", Unit::bytes},
+       [](const R& r) { return r.fits ? report::Value(r.device.gradients) : report::Value(); }},
+      {{"device_optimizer_state_bytes", "states", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.device.optimizer_states) : report::Value();
+       }},
+      {{"device_peak_bytes", "device peak", Unit::bytes},
+       [](const R& r) { return r.fits ? report::Value(r.device_peak_bytes) : report::Value(); }},
+      {{"host_optimizer_state_bytes", "host: states", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.host.optimizer_states) : report::Value();
+       }},
+      {{"host_staged_bytes", "grads+params", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.host.gradients + r.host.parameters) : report::Value();
+       }},
+      {{"equals_estimator", "= estimator"},
+       [](const R& r) { return r.fits ? report::Value(r.equals_estimate()) : report::Value(); }},
+      {{"out_of_memory", ""}, [](const R& r) { return r.out_of_memory; }},
+  };
+  return columns;
+}
+
+// A step on the clock: the small model's second table, the sweep's records.
+const TypedColumns<RunResult>& clock_columns() {
+  using R = RunResult;
+  static const TypedColumns<RunResult> columns = {
+      {{"", "run"}, [](const R& r) { return r.label; }},
+      {{"device_to_host_bytes", "to host", Unit::bytes},
+       [](const R& r) { return r.device_to_host_bytes; }},
+      {{"host_to_device_bytes", "to device", Unit::bytes},
+       [](const R& r) { return r.host_to_device_bytes; }},
+      {{"copy_seconds", "copies", Unit::seconds, 4}, [](const R& r) { return r.copy_seconds; }},
+      {{"compute_seconds", "compute", Unit::seconds, 4},
+       [](const R& r) { return r.compute_seconds(); }},
+      {{"host_update_seconds", "host update", Unit::seconds, 4},
+       [](const R& r) { return r.host_update_seconds; }},
+      {{"exposed_copy_seconds", "exposed", Unit::seconds, 4},
+       [](const R& r) { return r.exposed_copy_seconds; }},
+      {{"step_seconds", "step", Unit::seconds, 4}, [](const R& r) { return r.step_seconds; }},
+  };
+  return columns;
+}
+
+// compute / (compute + exposed copies): the fraction of the step the link did not take, leaving
+// the host's update aside as ZeRO-Infinity's model does.
+double link_efficiency(const RunResult& r) {
+  const double compute = r.compute_seconds();
+  return compute / (compute + r.exposed_copy_seconds);
+}
+
+const TypedColumns<SweepPoint>& sweep_columns() {
+  using P = SweepPoint;
+  static const TypedColumns<SweepPoint> columns = {
+      {{"link_gbps", "link GB/s", Unit::general}, [](const P& p) { return p.link_gbps; }},
+      {{"copy_seconds", "copies", Unit::seconds, 3}, [](const P& p) { return p.on.copy_seconds; }},
+      {{"compute_seconds", "compute", Unit::seconds, 3},
+       [](const P& p) { return p.on.compute_seconds(); }},
+      {{"host_update_seconds", "host update", Unit::seconds, 3},
+       [](const P& p) { return p.on.host_update_seconds; }},
+      {{"exposed_on_seconds", "exposed on", Unit::seconds, 3},
+       [](const P& p) { return p.on.exposed_copy_seconds; }},
+      {{"exposed_off_seconds", "exposed off", Unit::seconds, 3},
+       [](const P& p) { return p.off.exposed_copy_seconds; }},
+      {{"step_on_seconds", "step on", Unit::seconds, 3},
+       [](const P& p) { return p.on.step_seconds; }},
+      {{"step_off_seconds", "step off", Unit::seconds, 3},
+       [](const P& p) { return p.off.step_seconds; }},
+      {{"efficiency_on", "efficiency on", Unit::percent, 1},
+       [](const P& p) { return link_efficiency(p.on); }},
+      {{"efficiency_off", "off", Unit::percent, 1},
+       [](const P& p) { return link_efficiency(p.off); }},
+      {{"efficiency_model", "ZeRO-Infinity model", Unit::percent, 1},
+       [](const P& p) { return p.model_efficiency; }},
+  };
+  return columns;
+}
+
+// The record of one run: bytes by place, bytes moved by link, the step's times.
+json run_record(const RunResult& r, const RunResult* no_overlap) {
+  json j = report::record_json(memory_columns(), r);
+  j.update(report::record_json(clock_columns(), r));
+  j["host_bytes"] = {{"pinned", r.pinned_peak_bytes},
+                     {"pageable", r.host.parameters + r.host.gradients + r.host.optimizer_states}};
+  j["nvme_bytes"] = 0;  // no run of this lesson writes to NVMe yet
+  j["bytes_moved"] = {{"h2d", r.host_to_device_bytes},
+                      {"d2h", r.device_to_host_bytes},
+                      {"nvme_read", 0},
+                      {"nvme_write", 0}};
+  j["step_seconds_no_overlap"] = no_overlap ? json(no_overlap->step_seconds) : json(nullptr);
+  j["estimate"] = {{"device_parameter_bytes", r.estimate.parameters.bytes},
+                   {"device_gradient_bytes", r.estimate.gradients.bytes},
+                   {"device_optimizer_state_bytes", r.estimate.optimizer_states.bytes},
+                   {"host_optimizer_state_bytes", r.estimate.host_optimizer_state_bytes},
+                   {"host_gradient_bytes", r.estimate.host_gradient_bytes},
+                   {"host_parameter_bytes", r.estimate.host_parameter_bytes}};
+  j["losses"] = r.losses;
+  return j;
+}
+
+train::TrainOptions options_for(const ModelConfig& model, int64_t batch, int64_t seq,
+                                amp::Precision precision, uint64_t seed) {
+  train::TrainOptions o;
+  o.model = model;
+  o.batch = batch;
+  o.seq = seq;
+  o.seed = seed;
+  o.plan.amp.precision = precision;
+  return o;
+}
+
+RunSpec offloaded(RunSpec spec, bool overlap, std::string label) {
+  spec.label = std::move(label);
+  spec.train.plan.offload.optimizer = true;
+  spec.train.plan.offload.overlap = overlap;
+  return spec;
+}
+
+void say(void (*progress)(const std::string&), const std::string& text) {
+  if (progress) progress(text);
+}
+
+const ScaleRun* find_scale(const Lesson& lesson, std::string_view id) {
+  for (const ScaleRun& s : lesson.scale)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+// The sizes the scale runs use: the tutorials' 13B on one 32 GB device (the ZeRO-Offload paper's
+// V100) and on a 24 GB one, and 7B's cost on an A100 80GB.
+void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const std::string&)) {
+  // Llama 2 13B in mixed fp16 (the paper's V100 has no bf16), the forward recomputed, B=1, T=1024.
+  const ModelConfig l13 = model_config_by_name("llama2-13b");
+  RunSpec big{"llama2-13b, no offload",
+              options_for(l13, 1, 1024, amp::Precision::mixed_fp16, s.seed),
+              memory::parse_device("meta:32GiB"), 2};
+  big.train.plan.recompute = recompute::parse_recompute_spec("full");
+  big.train.plan.parallel.zero = plan::ZeroStage::gradients;
+  say(progress, "at scale: llama2-13b on meta:32GiB and meta:rtx4090-24g");
+  lesson.scale.push_back({"13b-none-32gib", l13.name, run(big)});
+  lesson.scale.push_back(
+      {"13b-offload-32gib", l13.name, run(offloaded(big, true, "llama2-13b, ZeRO-Offload"))});
+  RunSpec small_device = offloaded(big, true, "llama2-13b, ZeRO-Offload");
+  small_device.device = memory::parse_device("meta:rtx4090-24g");
+  lesson.scale.push_back({"13b-offload-24gb", l13.name, run(small_device)});
+
+  // 7B on the sweep's device at its own link: what offload saves and what it costs. Without
+  // offload it needs more than 80 GB, so that run gets the same device with room for it: the same
+  // kernels and link, a capacity no A100 has.
+  RunSpec seven{
+      s.sweep_model.name + ", no offload",
+      options_for(s.sweep_model, s.sweep_batch, s.sweep_seq, amp::Precision::mixed_bf16, s.seed),
+      s.sweep_device, 2};
+  seven.train.plan.recompute = recompute::parse_recompute_spec("full");
+  seven.train.plan.parallel.zero = plan::ZeroStage::gradients;
+  seven.device.spec.capacity_bytes = 4 * seven.device.spec.capacity_bytes;
+  say(progress, "at scale: " + s.sweep_model.name + " on " + s.sweep_device.name());
+  lesson.scale.push_back({"sweep-model-none-roomy", s.sweep_model.name, run(seven)});
+  seven.device = s.sweep_device;
+  lesson.scale.push_back({"sweep-model-offload", s.sweep_model.name,
+                          run(offloaded(seven, true, s.sweep_model.name + ", ZeRO-Offload"))});
+}
+
+}  // namespace
+
+Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&)) {
+  if (s.steps < 2) throw UsageError("--steps must be >= 2, got " + std::to_string(s.steps));
+  if (s.links_gbps.empty()) throw UsageError("--links must name at least one bandwidth");
+  Lesson lesson;
+  lesson.settings = s;
+
+  say(progress, "ZeRO-Offload on " + s.device.name() + ": " + s.model.name);
+  const RunSpec none{"no offload", options_for(s.model, s.batch, s.seq, s.precision, s.seed),
+                     s.device, s.steps};
+  lesson.runs.push_back(run(none));
+  lesson.runs.push_back(run(offloaded(none, true, "ZeRO-Offload, overlap on")));
+  lesson.runs.push_back(run(offloaded(none, false, "ZeRO-Offload, overlap off")));
+
+  RunSpec sweep{
+      "",
+      options_for(s.sweep_model, s.sweep_batch, s.sweep_seq, amp::Precision::mixed_bf16, s.seed),
+      s.sweep_device, 2};
+  sweep.train.plan.recompute = recompute::parse_recompute_spec("full");
+  const double ait =
+      estimate::zero_infinity::offloaded_optimizer_intensity(s.sweep_batch, s.sweep_seq, true);
+  for (const double gbps : s.links_gbps) {
+    say(progress, fmt::format("the link at {:g} GB/s: {} on {}", gbps, s.sweep_model.name,
+                              s.sweep_device.name()));
+    RunSpec at = sweep;
+    at.device.spec.host_to_device_bytes_per_s = gbps * 1e9;
+    at.device.spec.device_to_host_bytes_per_s = gbps * 1e9;
+    SweepPoint p;
+    p.link_gbps = gbps;
+    p.on = run(offloaded(at, true, "overlap on"));
+    p.off = run(offloaded(at, false, "overlap off"));
+    p.model_efficiency = estimate::zero_infinity::efficiency(
+        ait, gbps * 1e9, s.sweep_device.spec.peak_flops.bf16_tensor);
+    lesson.sweep.push_back(std::move(p));
+  }
+  if (s.scale) run_scale(s, lesson, progress);
+  return lesson;
+}
+
+json to_json(const Lesson& lesson) {
+  const LessonSettings& s = lesson.settings;
+  json j;
+  j["lesson"] = "05";
+  const ModelConfig& m = s.model;
+  j["model"] = {{"name", m.name},
+                {"parameter_count", m.parameter_count()},
+                {"batch", s.batch},
+                {"seq", s.seq},
+                {"steps", s.steps},
+                {"precision", precision_text(s.precision)},
+                {"device", s.device.name()},
+                {"link_gbps", s.device.spec.host_to_device_bytes_per_s / 1e9},
+                {"seed", s.seed}};
+  j["runs"] = json::array();
+  for (const RunResult& r : lesson.runs) {
+    const RunResult* off = nullptr;
+    if (r.offload && r.overlap)
+      for (const RunResult& o : lesson.runs)
+        if (o.offload && !o.overlap) off = &o;
+    json record = run_record(r, off);
+    record["losses_equal_no_offload"] = r.losses == lesson.runs.front().losses;
+    j["runs"].push_back(std::move(record));
+  }
+  j["sweep"] = {{"model", s.sweep_model.name},
+                {"parameter_count", s.sweep_model.parameter_count()},
+                {"device", s.sweep_device.name()},
+                {"batch", s.sweep_batch},
+                {"seq", s.sweep_seq},
+                {"peak_flops", s.sweep_device.spec.peak_flops.bf16_tensor},
+                {"intensity_flops_per_byte", estimate::zero_infinity::offloaded_optimizer_intensity(
+                                                 s.sweep_batch, s.sweep_seq, true)},
+                {"points", report::table_of(sweep_columns(), lesson.sweep).json()}};
+  j["scale"] = json::array();
+  for (const ScaleRun& r : lesson.scale) {
+    json record = run_record(r.run, nullptr);
+    record["id"] = r.id;
+    record["model"] = r.model;
+    j["scale"].push_back(std::move(record));
+  }
+  // What the claims compare: the sweep model's device peak saved and its step's slowdown.
+  const ScaleRun* none = find_scale(lesson, "sweep-model-none-roomy");
+  const ScaleRun* off = find_scale(lesson, "sweep-model-offload");
+  if (none && off && none->run.fits && off->run.fits)
+    j["offload_cost"] = {
+        {"model", s.sweep_model.name},
+        {"device_peak_saved", 1.0 - static_cast<double>(off->run.device_peak_bytes) /
+                                        static_cast<double>(none->run.device_peak_bytes)},
+        {"model_state_saved", 1.0 - static_cast<double>(off->run.device.total()) /
+                                        static_cast<double>(none->run.device.total())},
+        {"slowdown", off->run.step_seconds / none->run.step_seconds}};
+  return j;
+}
+
+std::string render_text(const Lesson& lesson, bool colour) {
+  const LessonSettings& s = lesson.settings;
+  const ModelConfig& m = s.model;
+  std::string out = report::style::bold("Lesson 05: offload", colour) + "\n\n";
+
+  out += fmt::format(
+      "ZeRO-Offload on {} (host link {}): {}, Ψ = {}, {}, B={}, T={}, one rank, the last of {} "
+      "steps\n",
+      s.device.name(), link_text(s.device), m.name, report::format_count(m.parameter_count()),
+      precision_text(s.precision), s.batch, s.seq, s.steps);
+  out += report::table_of(memory_columns(), lesson.runs).render(colour);
+  bool same_losses = true;
+  for (const RunResult& r : lesson.runs)
+    same_losses = same_losses && r.losses == lesson.runs.front().losses;
+  out += wrap_note(fmt::format(
+      "params, grads, states: the model states the device's allocator holds after the last step "
+      "(requested bytes); host: the fp32 master weights, m and v the host's AdamW keeps, and the "
+      "16-bit gradients and parameters it reads and writes. \"yes\": device and host bytes equal "
+      "`vramlab estimate --offload optimizer`'s to the byte. The losses of the three runs are {}.",
+      same_losses ? "bitwise the same: the host runs the same update on the same numbers"
+                  : "NOT the same"));
+  out += "\nThe last step on the device's clock\n";
+  out += report::table_of(clock_columns(), lesson.runs).render(colour);
+  out += wrap_note(
+      "to host: the 16-bit gradients; to device: the updated 16-bit parameters, 2Ψ bytes each "
+      "way, ZeRO-Offload's 4Ψ a step. copies: their time on the link. compute: the compute "
+      "stream's kernels; host update: AdamW on the host while the device waits; exposed: copy "
+      "time nothing hid. On sim the kernels run at this CPU's speed, far slower than the GPU "
+      "they stand for, so a real link hides behind them: the sweep below puts the step on a "
+      "GPU's roofline.");
+
+  if (!lesson.sweep.empty()) {
+    out += fmt::format(
+        "\nThe link swept on {}: {}, Ψ = {}, mixed-bf16, B={}, T={}, the forward recomputed\n",
+        s.sweep_device.name(), s.sweep_model.name,
+        report::format_count(s.sweep_model.parameter_count()), s.sweep_batch, s.sweep_seq);
+    out += report::table_of(sweep_columns(), lesson.sweep).render(colour);
+    const double ait =
+        estimate::zero_infinity::offloaded_optimizer_intensity(s.sweep_batch, s.sweep_seq, true);
+    const double peak = s.sweep_device.spec.peak_flops.bf16_tensor;
+    out += wrap_note(fmt::format(
+        "efficiency: compute / (compute + exposed), the host's update left aside as the model "
+        "leaves it. ZeRO-Infinity's model (Rajbhandari et al., SC21, §4): ait·bw / (ait·bw + "
+        "peak) with ait = 8·B·T·Ψ FLOPs over 4Ψ bytes = {:g} FLOPs per byte and peak = {:g} "
+        "TFLOPS (bf16): it overlaps nothing and runs at peak, so it needs {:.0f} GB/s for 90%. "
+        "The roofline's kernels run below peak, which gives the link more time to hide in; "
+        "overlap hides the gradients too. What stays: the parameters' copy back and the host's "
+        "update, which the step waits for (DeepSpeed's delayed parameter update moves both "
+        "behind the next step).",
+        ait, peak / 1e12, estimate::zero_infinity::bandwidth_for_efficiency(ait, peak, 0.9) / 1e9));
+  }
+
+  if (!lesson.scale.empty()) {
+    out += "\nAt scale on meta: one rank, ZeRO-2, the forward recomputed\n";
+    std::vector<RunResult> rows;
+    for (const ScaleRun& r : lesson.scale) rows.push_back(r.run);
+    TypedColumns<RunResult> columns = memory_columns();
+    columns.insert(columns.begin() + 1,
+                   {{"", "device"}, [](const RunResult& r) { return r.device_name; }});
+    columns.push_back({{"", "step", Unit::seconds, 3}, [](const RunResult& r) {
+                         return r.fits ? report::Value(r.step_seconds) : report::Value();
+                       }});
+    out += report::table_of(columns, rows).render(colour);
+    std::string note =
+        "llama2-13b in mixed fp16 (the ZeRO-Offload paper's V100 has no bf16), B=1, T=1024; a "
+        "32GiB device has no link on the clock "
+        "(memory only). An empty row did not fit: ";
+    for (const ScaleRun& r : lesson.scale)
+      if (!r.run.fits)
+        note += r.run.label + " on " + r.run.device_name + " (" + r.run.out_of_memory + "); ";
+    note += fmt::format(
+        "{} in mixed bf16 at B={}, T={} on {}; without offload it ran on the same device with "
+        "room for it (its capacity times 4: the same kernels and link).",
+        s.sweep_model.name, s.sweep_batch, s.sweep_seq, s.sweep_device.name());
+    out += wrap_note(note);
+  }
+  return out;
+}
+
+report::SvgFigure sweep_figure(const Lesson& lesson) {
+  report::LinePlot plot;
+  const LessonSettings& s = lesson.settings;
+  plot.title = fmt::format("ZeRO-Offload's link: {} on {}, B={}, T={}", s.sweep_model.name,
+                           s.sweep_device.name(), s.sweep_batch, s.sweep_seq);
+  plot.x_label = "host link, GB/s each way";
+  plot.y_label = "compute / (compute + exposed copies)";
+  plot.log_x = true;
+  plot.log_x_base = 2.0;
+  report::LineSeries on{"overlap on (measured)", {}, {}, "", false};
+  report::LineSeries off{"overlap off (measured)", {}, {}, "", false};
+  report::LineSeries model{"ZeRO-Infinity's model (no overlap, at peak)", {}, {}, "#555555", true};
+  for (const SweepPoint& p : lesson.sweep) {
+    on.x.push_back(p.link_gbps);
+    on.y.push_back(link_efficiency(p.on));
+    off.x.push_back(p.link_gbps);
+    off.y.push_back(link_efficiency(p.off));
+    model.x.push_back(p.link_gbps);
+    model.y.push_back(p.model_efficiency);
+  }
+  plot.series = {on, off, model};
+  return report::plot_line(plot);
+}
+
+std::string write_figures(const Lesson& lesson, const std::string& out_dir) {
+  std::filesystem::create_directories(out_dir);
+  const std::string path = (std::filesystem::path(out_dir) / "offload_link_sweep.svg").string();
+  report::write_text_file(path, sweep_figure(lesson).svg);
+  return path;
+}
+
+}  // namespace vramlab::lesson05

@@ -1,0 +1,82 @@
+/// \file
+/// \brief Lesson 05's runs and report: ZeRO-Offload on a small model on `sim` (what the device and
+/// the host hold, what crosses the link, overlap on and off, the losses against no offload), the
+/// host link swept on `meta` beside ZeRO-Infinity's efficiency model, and the large models the
+/// tutorials name (13B on one 32 GB device, 7B's memory saved and time lost), as tables, JSON and
+/// a figure (its claims: claims.json, which LessonMain evaluates).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/amp/precision_policy.h"
+#include "common/memory/device.h"
+#include "common/model/model_config.h"
+#include "common/report/svg_plot.h"
+#include "lessons/05-offload/offload_runs.h"
+
+namespace vramlab::lesson05 {
+
+/// What the lesson runs.
+struct LessonSettings {
+  ModelConfig model;      ///< the small model trained on device.
+  int64_t batch = 4;      ///< B.
+  int64_t seq = 64;       ///< T.
+  int64_t steps = 3;      ///< per run (≥ 2; the last is measured).
+  memory::Device device;  ///< a sim device with a link.
+  amp::Precision precision = amp::Precision::mixed_bf16;  ///< 16-bit gradients and parameters.
+  uint64_t seed = 1;                                      ///< weights and tokens.
+  ModelConfig sweep_model;                                ///< the link sweep's model, on meta.
+  memory::Device sweep_device;                            ///< a meta preset: its roofline and peak.
+  int64_t sweep_batch = 1;                                ///< its B.
+  int64_t sweep_seq = 4096;                               ///< its T.
+  std::vector<double> links_gbps = {4, 8, 16, 32, 64, 128};  ///< the link, each direction.
+  bool scale = true;  ///< run the large models on meta (13B's fit, 7B's cost).
+};
+
+/// One link bandwidth of the sweep: the same step with overlap on and off, and the model.
+struct SweepPoint {
+  double link_gbps = 0.0;   ///< each direction.
+  RunResult on;             ///< gradients streamed during the backward.
+  RunResult off;            ///< everything copied after the backward.
+  double model_efficiency;  ///< ZeRO-Infinity's ait·bw / (ait·bw + peak) for 4Ψ bytes.
+};
+
+/// A run at scale with the name the claims select it by.
+struct ScaleRun {
+  std::string id;     ///< e.g. "13b-offload-32gib" (no spaces: a claims selector's value).
+  std::string model;  ///< its model's name.
+  RunResult run;      ///< what it held and spent.
+};
+
+/// Everything the lesson shows.
+struct Lesson {
+  LessonSettings settings;        ///< as run.
+  std::vector<RunResult> runs;    ///< the small model: no offload, overlap on, overlap off.
+  std::vector<SweepPoint> sweep;  ///< one per link.
+  std::vector<ScaleRun> scale;    ///< with settings.scale.
+};
+
+/// Runs everything the settings ask for.
+/// \param settings the lesson's settings. \param progress if not null, told one line per run.
+/// \return the lesson. \throws vramlab::UsageError for bad settings.
+Lesson run_lesson(const LessonSettings& settings, void (*progress)(const std::string&) = nullptr);
+
+/// \param lesson the runs. \return the JSON object of `--json` (keys in offload_report.cpp).
+nlohmann::json to_json(const Lesson& lesson);
+
+/// \param lesson the runs. \param colour ANSI colours. \return the tables and notes.
+std::string render_text(const Lesson& lesson, bool colour);
+
+/// \param lesson the runs. \return the efficiency against the link: overlap on and off, measured,
+/// and ZeRO-Infinity's model.
+report::SvgFigure sweep_figure(const Lesson& lesson);
+
+/// Writes sweep_figure() as offload_link_sweep.svg into \p out_dir (created if needed).
+/// \return its path. \throws std::runtime_error when it cannot be written.
+std::string write_figures(const Lesson& lesson, const std::string& out_dir);
+
+}  // namespace vramlab::lesson05

@@ -1,0 +1,91 @@
+// Lesson 05's runs: one rank trained with or without the optimizer offloaded, measured (see
+// offload_runs.h).
+#include "lessons/05-offload/offload_runs.h"
+
+#include <string>
+
+#include "common/dist/launch_ranks.h"
+#include "common/memory/oom_error.h"
+#include "common/nn/runtime.h"
+#include "common/platform/errors.h"
+
+namespace vramlab::lesson05 {
+
+namespace {
+
+bool same(const train::ModelStateMeasured& a, int64_t parameters, int64_t gradients,
+          int64_t optimizer_states) {
+  return a.parameters == parameters && a.gradients == gradients &&
+         a.optimizer_states == optimizer_states;
+}
+
+// PyTorch's message up to the request ("CUDA out of memory. Tried to allocate 24.24 GiB"): the
+// rest (capacity, free, reserved) is the allocator's state, which the row's bytes show.
+std::string request_of(const std::string& text) {
+  const size_t at = text.find("Tried to allocate");
+  const size_t end = at == std::string::npos ? text.find('\n') : text.find(". ", at);
+  return text.substr(0, end);
+}
+
+// Trains spec.steps steps on this rank and fills \p r; the last step's copies, clock and losses.
+void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::LaunchedRank& rank,
+                RunResult& r) {
+  options.set_groups(rank.groups.data_parallel, rank.groups.tensor_parallel);
+  nn::Runtime runtime(spec.device);
+  train::Trainer trainer(runtime, options);
+  for (int64_t s = 1; s <= spec.steps; ++s) {
+    const nn::TransferStats before = runtime.transfer_stats();
+    const train::StepResult step = trainer.step();
+    r.losses.push_back(step.loss);
+    if (s < spec.steps) continue;
+    const nn::TransferStats& after = runtime.transfer_stats();
+    r.host_to_device_bytes = after.host_to_device_bytes - before.host_to_device_bytes;
+    r.device_to_host_bytes = after.device_to_host_bytes - before.device_to_host_bytes;
+    r.copy_seconds = (after.host_to_device_seconds - before.host_to_device_seconds) +
+                     (after.device_to_host_seconds - before.device_to_host_seconds);
+    r.step_seconds = step.clock_seconds;
+    r.host_update_seconds = step.host_update_seconds;
+    r.exposed_copy_seconds = step.exposed_copy_seconds;
+  }
+  r.device = trainer.model_state();
+  if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
+    r.host = *host;
+  r.device_peak_bytes = trainer.memory_report().peak_total_bytes;
+  r.pinned_peak_bytes = runtime.host_allocator().host_memory_stats().allocated_bytes.peak;
+}
+
+}  // namespace
+
+bool RunResult::equals_estimate() const {
+  return same(device, estimate.parameters.bytes, estimate.gradients.bytes,
+              estimate.optimizer_states.bytes) &&
+         same(host, estimate.host_parameter_bytes, estimate.host_gradient_bytes,
+              estimate.host_optimizer_state_bytes);
+}
+
+RunResult run(const RunSpec& spec) {
+  if (spec.steps < 2)
+    throw UsageError("--steps must be >= 2 (the last step is measured), got " +
+                     std::to_string(spec.steps));
+  RunResult r;
+  r.label = spec.label;
+  r.device_name = spec.device.name();
+  r.offload = spec.train.plan.offload.optimizer;
+  r.overlap = spec.train.plan.offload.overlap;
+  r.link_bytes_per_s = spec.device.spec.host_to_device_bytes_per_s;
+  r.estimate = train::estimate_step(spec.train, 1, 1);
+  // A ZeRO stage needs its data-parallel group, here of one simulated rank; plain training runs
+  // without one.
+  const bool zero = spec.train.plan.parallel.zero != plan::ZeroStage::ddp;
+  const dist::LaunchSpec ranks{zero ? 1 : 0, 1, spec.device.kind == memory::DeviceKind::meta};
+  try {
+    dist::launch_ranks(
+        ranks, [&](const dist::LaunchedRank& rank) { train_rank(spec, spec.train, rank, r); });
+  } catch (const memory::OutOfMemoryError& e) {
+    r.fits = false;
+    r.out_of_memory = request_of(e.what());
+  }
+  return r;
+}
+
+}  // namespace vramlab::lesson05

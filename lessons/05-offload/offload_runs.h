@@ -1,0 +1,71 @@
+/// \file
+/// \brief Lesson 05's measurements: one training run with or without the optimizer offloaded
+/// (ZeRO-Offload, the trainer's `--offload optimizer`), what the device and the host held, what
+/// crossed the host link in a step and how much of the step's clock it took.
+///
+/// Every run trains one rank: plain training, or with a ZeRO stage one simulated data-parallel
+/// rank (DeepSpeed's ZeRO-Offload is stage 2 with offload_optimizer; at N = 1 stage 2 is plain
+/// training whose offloaded run keeps no gradient on the device, but streams every gradient
+/// shard as the backward makes it, so its overlap cannot be turned off). The figures of a step
+/// are the last step's: the first one also stages the parameters on the host and makes the
+/// states.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/estimate/estimator.h"
+#include "common/memory/device.h"
+#include "common/train/trainer.h"
+
+namespace vramlab::lesson05 {
+
+/// One run to measure.
+struct RunSpec {
+  std::string label;          ///< the row's name, e.g. "ZeRO-Offload, overlap on".
+  train::TrainOptions train;  ///< model, plan (offload and overlap among it), B, T, seed.
+  memory::Device device;      ///< where it trains (its spec's link sets the copies' time).
+  int64_t steps = 2;          ///< optimizer steps (≥ 2: the last one is measured).
+};
+
+/// What one run held and spent.
+struct RunResult {
+  std::string label;        ///< RunSpec::label.
+  std::string device_name;  ///< the device's name.
+  bool fits = true;         ///< false: memory::OutOfMemoryError before the last step ended.
+  /// When it did not fit: the error up to its request (PyTorch's "CUDA out of memory. Tried to
+  /// allocate 24.24 GiB").
+  std::string out_of_memory;
+  bool offload = false;               ///< the optimizer offloaded.
+  bool overlap = true;                ///< its gradients streamed during the backward.
+  double link_bytes_per_s = 0.0;      ///< the host link, each direction (0: no link on the clock).
+  train::ModelStateMeasured device;   ///< model states on the device after the last step.
+  train::ModelStateMeasured host;     ///< on the host (zeros without offload).
+  estimate::Estimate estimate;        ///< the estimator's for the same options, one rank.
+  int64_t device_peak_bytes = 0;      ///< allocated bytes at their peak (rounded blocks).
+  int64_t pinned_peak_bytes = 0;      ///< the pinned host tier's peak (the batch's staging).
+  int64_t host_to_device_bytes = 0;   ///< over the link in the last step.
+  int64_t device_to_host_bytes = 0;   ///< over the link in the last step.
+  double copy_seconds = 0.0;          ///< the last step's copies on the link, both directions.
+  double step_seconds = 0.0;          ///< the last step on the device's clock.
+  double host_update_seconds = 0.0;   ///< of step_seconds: the host's own work.
+  double exposed_copy_seconds = 0.0;  ///< of step_seconds: copy time nothing hid.
+  std::vector<double> losses;         ///< per step, nats (0 on meta).
+
+  /// \return the compute stream's share of the step: neither the host's work nor exposed copies.
+  [[nodiscard]] double compute_seconds() const {
+    return step_seconds - host_update_seconds - exposed_copy_seconds;
+  }
+  /// \return the device's model states and the estimator's agree to the byte, and so do the
+  /// host's (model_state(), host_model_state(), estimate_step()).
+  [[nodiscard]] bool equals_estimate() const;
+};
+
+/// Trains \p spec on one simulated rank and measures it; an out-of-memory error is a result (fits
+/// = false), not an exception.
+/// \throws vramlab::UsageError for options the trainer refuses, or steps < 2.
+RunResult run(const RunSpec& spec);
+
+}  // namespace vramlab::lesson05

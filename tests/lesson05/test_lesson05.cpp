@@ -1,0 +1,162 @@
+// Lesson 05's measurements, on odd shapes: ZeRO-Offload's device and host bytes equal the
+// estimator's and the parameter count's (2Ψ on the device, 12Ψ of AdamW's states on the host),
+// exactly 2Ψ of gradients go down and 2Ψ of parameters come back a step, the losses are bitwise
+// the ones without offload; on meta with overlap off every copy is exposed, with overlap on the
+// parameters' copy back still is, and ZeRO-Infinity's efficiency is its formula; 13B fits one
+// 32 GiB device only offloaded; every claim of the lesson is measured; the figure lays out.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/estimate/zero_infinity.h"
+#include "common/memory/device.h"
+#include "common/model/model_config.h"
+#include "common/report/svg_plot.h"
+#include "common/workbook/claims.h"
+#include "lessons/05-offload/claims_file.h"
+#include "lessons/05-offload/offload_report.h"
+
+namespace vramlab::lesson05 {
+namespace {
+
+// A GPT-2 with odd sizes: no dimension a power of two.
+ModelConfig odd_model() {
+  return gpt2_config("gpt2-odd", 3, 72, 3, 131, 64);
+}
+
+LessonSettings settings(std::vector<double> links, bool scale) {
+  LessonSettings s;
+  s.model = odd_model();
+  s.batch = 3;
+  s.seq = 19;
+  s.steps = 3;
+  s.device = memory::parse_device("sim:a100-40g");
+  s.sweep_model = model_config_by_name("gpt2-1.5b");
+  s.sweep_device = memory::parse_device("meta:a100-40g");
+  s.sweep_seq = 1000;
+  s.links_gbps = std::move(links);
+  s.scale = scale;
+  return s;
+}
+
+TEST(Lesson05, OffloadHoldsTheEstimatorsBytesMovesFourPsiAndTrainsBitwiseAsWithout) {
+  for (const amp::Precision p : {amp::Precision::mixed_bf16, amp::Precision::mixed_fp16}) {
+    SCOPED_TRACE(std::string(amp::precision_name(p)));
+    LessonSettings s = settings({8}, false);
+    s.precision = p;
+    const Lesson lesson = run_lesson(s);
+    ASSERT_EQ(lesson.runs.size(), 3u);
+    const int64_t psi = s.model.parameter_count();
+    const RunResult& none = lesson.runs[0];
+    EXPECT_FALSE(none.offload);
+    for (const RunResult& r : lesson.runs) {
+      SCOPED_TRACE(r.label);
+      ASSERT_TRUE(r.fits);
+      EXPECT_TRUE(r.equals_estimate());
+      EXPECT_EQ(r.device.parameters, 2 * psi);
+      EXPECT_EQ(r.device.gradients, 2 * psi);  // plain training keeps its gradients
+      EXPECT_EQ(r.losses, none.losses);        // the same update on the same numbers, bitwise
+      ASSERT_EQ(r.losses.size(), 3u);
+      EXPECT_TRUE(std::isfinite(r.losses.back()));
+      if (!r.offload) continue;
+      EXPECT_EQ(r.device.optimizer_states, 0);
+      EXPECT_EQ(r.host.optimizer_states, 12 * psi);  // fp32 master, m, v
+      EXPECT_EQ(r.host.gradients + r.host.parameters, 4 * psi);
+      // ZeRO-Offload's minimum: 16-bit gradients down, 16-bit parameters up; the batch's tokens
+      // go up in both runs.
+      EXPECT_EQ(r.device_to_host_bytes, 2 * psi);
+      EXPECT_EQ(r.host_to_device_bytes - none.host_to_device_bytes, 2 * psi);
+      EXPECT_LT(r.device_peak_bytes, none.device_peak_bytes);
+      EXPECT_GT(r.host_update_seconds, 0.0);
+      EXPECT_NEAR(r.copy_seconds,
+                  4.0 * static_cast<double>(psi) / r.link_bytes_per_s +
+                      static_cast<double>(none.host_to_device_bytes) / r.link_bytes_per_s,
+                  1e-12);
+    }
+    EXPECT_EQ(none.device.optimizer_states, 12 * psi);
+    EXPECT_EQ(none.device_to_host_bytes, 0);
+  }
+}
+
+TEST(Lesson05, OnMetaOverlapOffExposesEveryCopyAndOverlapOnStillTheParametersCopyBack) {
+  const std::vector<double> links = {3, 17, 250};
+  const Lesson lesson = run_lesson(settings(links, false));
+  ASSERT_EQ(lesson.sweep.size(), links.size());
+  const LessonSettings& s = lesson.settings;
+  const double psi = static_cast<double>(s.sweep_model.parameter_count());
+  double previous = 0.0;
+  for (const SweepPoint& p : lesson.sweep) {
+    SCOPED_TRACE(p.link_gbps);
+    const double bw = p.link_gbps * 1e9;
+    // Meta moves no data, but the clock charges the bytes: 2Ψ each way, and the batch's tokens
+    // and targets (int32) up.
+    const int64_t tokens = s.sweep_batch * s.sweep_seq;
+    EXPECT_EQ(p.on.device_to_host_bytes, 2 * s.sweep_model.parameter_count());
+    EXPECT_EQ(p.on.host_to_device_bytes, 2 * s.sweep_model.parameter_count() + 8 * tokens);
+    EXPECT_NEAR(p.on.copy_seconds,
+                static_cast<double>(p.on.device_to_host_bytes + p.on.host_to_device_bytes) / bw,
+                1e-9 * p.on.copy_seconds);
+    // Every copy of the model states exposed (the batch's own copy runs on the compute stream,
+    // as the step's first work).
+    EXPECT_NEAR(p.off.exposed_copy_seconds, 4.0 * psi / bw, 1e-9 * p.off.copy_seconds);
+    // Overlap hides some of the gradients, never the parameters coming back after the update.
+    EXPECT_LT(p.on.exposed_copy_seconds, p.off.exposed_copy_seconds);
+    EXPECT_GE(p.on.exposed_copy_seconds, 2.0 * psi / bw * (1 - 1e-9));
+    // The same kernels and the same update in both.
+    EXPECT_NEAR(p.on.compute_seconds(), p.off.compute_seconds(), 1e-9 * p.on.compute_seconds());
+    EXPECT_NEAR(p.on.host_update_seconds, p.off.host_update_seconds, 1e-12);
+    const double ait = 8.0 * static_cast<double>(s.sweep_batch * s.sweep_seq) * psi / (4.0 * psi);
+    const double peak = s.sweep_device.spec.peak_flops.bf16_tensor;
+    EXPECT_NEAR(p.model_efficiency, ait * bw / (ait * bw + peak), 1e-12);
+    EXPECT_GT(p.model_efficiency, previous);
+    previous = p.model_efficiency;
+  }
+}
+
+TEST(Lesson05, ThirteenBillionFitsOne32GiBDeviceOnlyOffloadedAndEveryClaimIsMeasured) {
+  LessonSettings s = settings({16}, true);
+  s.sweep_model = model_config_by_name("llama2-7b");
+  s.sweep_device = memory::parse_device("meta:a100-80g");
+  s.sweep_seq = 4096;
+  const Lesson lesson = run_lesson(s);
+  const auto find = [&](const std::string& id) -> const RunResult& {
+    for (const ScaleRun& r : lesson.scale)
+      if (r.id == id) return r.run;
+    ADD_FAILURE() << id;
+    return lesson.scale.front().run;
+  };
+  const int64_t psi13 = model_config_by_name("llama2-13b").parameter_count();
+  const RunResult& offloaded = find("13b-offload-32gib");
+  ASSERT_TRUE(offloaded.fits) << offloaded.out_of_memory;
+  EXPECT_EQ(offloaded.device.parameters, 2 * psi13);
+  EXPECT_EQ(offloaded.device.gradients + offloaded.device.optimizer_states, 0);
+  EXPECT_EQ(offloaded.host.optimizer_states, 12 * psi13);
+  EXPECT_TRUE(offloaded.equals_estimate());
+  EXPECT_LE(offloaded.device_peak_bytes, memory::parse_device("meta:32GiB").spec.capacity_bytes);
+  EXPECT_FALSE(find("13b-none-32gib").fits);
+  EXPECT_FALSE(find("13b-offload-24gb").fits);
+  EXPECT_NE(find("13b-offload-24gb").out_of_memory.find("Tried to allocate"), std::string::npos);
+  const RunResult& roomy = find("sweep-model-none-roomy");
+  const RunResult& cheap = find("sweep-model-offload");
+  ASSERT_TRUE(roomy.fits && cheap.fits);
+  EXPECT_GT(roomy.device_peak_bytes, memory::parse_device("meta:a100-80g").spec.capacity_bytes);
+  EXPECT_GT(cheap.step_seconds, roomy.step_seconds);
+
+  std::vector<int> ids;
+  for (const workbook::ClaimResult& c :
+       workbook::evaluate_claims(files::claims_json(), "claims.json", to_json(lesson))) {
+    ids.push_back(c.id);
+    EXPECT_FALSE(c.measured.empty()) << c.id;
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int>{72, 73, 74}));
+
+  const std::vector<std::string> problems = report::text_layout_problems(sweep_figure(lesson));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+}  // namespace
+}  // namespace vramlab::lesson05

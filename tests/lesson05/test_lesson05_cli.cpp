@@ -1,0 +1,76 @@
+// The lesson 05 binary on the command line, on a short run: --json has the record per run
+// (offload, device_peak_bytes, host_bytes {pinned, pageable}, nvme_bytes, bytes_moved {h2d, d2h,
+// nvme_read, nvme_write}, step_seconds, step_seconds_no_overlap, exposed_copy_seconds), the sweep's
+// points and the claims; the figure is written where --out-dir says; the text names every table.
+// (Bad input exiting 2 is checked by plain ctest cases, see CMakeLists.txt.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using vramlab::cli_test::CliResult;
+
+// The binary with \p args and its figures in DIR/figures; stdout and stderr together.
+CliResult run_lesson(const std::string& args, const fs::path& dir) {
+  fs::remove_all(dir);
+  std::vector<std::string> argv = {LESSON05_BINARY};
+  for (const std::string& word : vramlab::cli_test::split_words(args)) argv.push_back(word);
+  argv.insert(argv.end(), {"--out-dir", (dir / "figures").string()});
+  return vramlab::cli_test::run_command(argv, 120.0);
+}
+
+const std::string kShortRun =
+    "--steps 2 --batch 3 --seq 19 --sweep-model gpt2-124m --sweep-seq 1000 --links 2,50";
+
+TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
+  const fs::path dir = fs::path(LESSON05_TEST_DIR) / "json";
+  const CliResult r = run_lesson(kShortRun + " --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // --json: stdout and stderr hold the object and nothing else.
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const int64_t psi = j.at("model").at("parameter_count");
+  ASSERT_EQ(j.at("runs").size(), 3u);
+  for (const nlohmann::json& run : j.at("runs")) {
+    SCOPED_TRACE(run.dump());
+    EXPECT_TRUE(run.at("equals_estimator").get<bool>());
+    EXPECT_GT(run.at("device_peak_bytes").get<int64_t>(), 0);
+    EXPECT_EQ(run.at("nvme_bytes"), 0);
+    EXPECT_TRUE(run.at("losses_equal_no_offload").get<bool>());
+    const bool offload = run.at("offload") == "optimizer";
+    EXPECT_EQ(run.at("host_bytes").at("pageable").get<int64_t>(), offload ? 16 * psi : 0);
+    EXPECT_GT(run.at("host_bytes").at("pinned").get<int64_t>(), 0);  // the staged batch
+    EXPECT_EQ(run.at("bytes_moved").at("d2h").get<int64_t>(), offload ? 2 * psi : 0);
+    EXPECT_EQ(run.at("bytes_moved").at("nvme_write"), 0);
+    EXPECT_GT(run.at("step_seconds").get<double>(), 0.0);
+    EXPECT_GE(run.at("exposed_copy_seconds").get<double>(), 0.0);
+    EXPECT_EQ(run.at("step_seconds_no_overlap").is_number(),
+              offload && run.at("overlap").get<bool>());
+  }
+  const nlohmann::json& points = j.at("sweep").at("points");
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].at("link_gbps"), 2.0);
+  EXPECT_GT(points[0].at("exposed_off_seconds").get<double>(),
+            points[1].at("exposed_off_seconds").get<double>());
+  EXPECT_EQ(j.at("claims").size(), 3u);
+  EXPECT_TRUE(fs::exists(dir / "figures" / "offload_link_sweep.svg"));
+  EXPECT_TRUE(fs::exists(dir / "figures" / "lesson.json"));
+}
+
+TEST(Lesson05Cli, TextNamesEveryTableAndNoScaleSkipsTheLargeModels) {
+  const fs::path dir = fs::path(LESSON05_TEST_DIR) / "text";
+  const CliResult r = run_lesson(kShortRun + " --no-scale", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* heading : {"ZeRO-Offload on sim:a100-40g", "The last step on the device's clock",
+                              "The link swept on meta:a100-80g", "The seeds' claims"})
+    EXPECT_NE(r.out.find(heading), std::string::npos) << heading << " in\n" << r.out;
+  EXPECT_EQ(r.out.find("At scale on meta"), std::string::npos);
+}
+
+}  // namespace
