@@ -22,6 +22,7 @@
 #include "common/platform/errors.h"
 #include "common/workbook/lesson_main.h"
 #include "lessons/05-offload/claims_file.h"
+#include "lessons/05-offload/exercise_results.h"
 #include "lessons/05-offload/offload_report.h"
 
 namespace {
@@ -75,6 +76,7 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   out.text = lesson05::render_text(lesson, run.colour());
   out.figures = {{"link_sweep_svg", lesson05::write_figures(lesson, run.out_dir().string())}};
   out.claims_file = lesson05::files::claims_json();
+  out.exercises = {std::string(lesson05::kExercisesHeading), lesson05::exercise_results(lesson)};
   out.next = {{run.command("--links 1,2,4 --no-scale"), "slower links: where overlap stops hiding"},
               {"vramlab train --model gpt2-tiny --device sim:a100-40g --offload optimizer "
                "--offload-overlap off --link-gbps 2 --steps 3",

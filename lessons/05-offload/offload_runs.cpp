@@ -33,6 +33,8 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   options.set_groups(rank.groups.data_parallel, rank.groups.tensor_parallel);
   nn::Runtime runtime(spec.device);
   train::Trainer trainer(runtime, options);
+  train::BackwardTimeline timeline(runtime.clock());
+  trainer.add_observer(timeline);
   for (int64_t s = 1; s <= spec.steps; ++s) {
     const nn::TransferStats before = runtime.transfer_stats();
     const train::StepResult step = trainer.step();
@@ -46,7 +48,11 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.step_seconds = step.clock_seconds;
     r.host_update_seconds = step.host_update_seconds;
     r.exposed_copy_seconds = step.exposed_copy_seconds;
+    r.backward_units = timeline.units();
+    r.backward_end_seconds = timeline.backward_end_seconds();
   }
+  trainer.remove_observer(timeline);
+  r.parameter_bytes = trainer.model().parameters().values().bytes();
   r.device = trainer.model_state();
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
     r.host = *host;

@@ -18,6 +18,7 @@
 
 #include "common/estimate/estimator.h"
 #include "common/memory/device.h"
+#include "common/train/backward_timeline.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::lesson05 {
@@ -53,6 +54,11 @@ struct RunResult {
   double host_update_seconds = 0.0;   ///< of step_seconds: the host's own work.
   double exposed_copy_seconds = 0.0;  ///< of step_seconds: copy time nothing hid.
   std::vector<double> losses;         ///< per step, nats (0 on meta).
+  /// The last step's backward: when each unit's gradients became final on the compute stream's
+  /// clock and their bytes, and when it ended (what exercise 05.1 predicts the exposed time from).
+  std::vector<train::BackwardTimeline::Unit> backward_units;
+  double backward_end_seconds = 0.0;  ///< see backward_units.
+  int64_t parameter_bytes = 0;        ///< the device's parameters (the copy back's bytes).
 
   /// \return the compute stream's share of the step: neither the host's work nor exposed copies.
   [[nodiscard]] double compute_seconds() const {

@@ -20,6 +20,7 @@
 #include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/stream/clock.h"
+#include "common/train/backward_timeline.h"
 #include "common/train/trainer.h"
 
 namespace vramlab::train {
@@ -97,55 +98,22 @@ TEST(GradientStreaming, TrainsBitwiseAsCopyingAfterTheBackward) {
   }
 }
 
-// When each unit's gradients are final on the compute stream's timeline, and how many bytes
-// they are: read from the clock as the phases end (the streamer's own event sees the same time).
-class BackwardTimes final : public nn::StepObserver {
- public:
-  struct Unit {
-    double ready = 0.0;  // the compute stream's time when its backward ended
-    int64_t bytes = 0;   // its gradients
-  };
-  explicit BackwardTimes(stream::Clock& clock) : clock_(clock) {}
-  void before(const nn::PhaseEvent& event) override {
-    if (event.phase == nn::StepPhase::backward) units.clear();
-    if (event.phase == nn::StepPhase::optimizer_step)
-      backward_end = clock_.stream_time(stream::Clock::compute_stream());
-  }
-  void after(const nn::PhaseEvent& event) override {
-    const nn::ParameterStore& params = event.model->parameters();
-    int64_t unit = -1;
-    if (event.phase == nn::StepPhase::backward_head) unit = params.layout().find_unit(-1, true);
-    if (event.phase == nn::StepPhase::backward_layer) unit = params.layout().find_unit(event.layer);
-    if (event.phase == nn::StepPhase::backward_embedding)
-      unit = params.layout().find_unit(-1, false);
-    if (unit < 0) return;
-    const int64_t numel = params.layout().units()[static_cast<size_t>(unit)].padded_numel;
-    units.push_back({clock_.stream_time(stream::Clock::compute_stream()),
-                     numel * static_cast<int64_t>(dtype_size_bytes(params.grads().dtype()))});
-  }
-  std::vector<Unit> units;
-  double backward_end = 0.0;
-
- private:
-  stream::Clock& clock_;
-};
-
 // The copy time a step leaves exposed, from first principles: each unit's copy starts when both
 // its gradients are final and the previous copy is done, and takes its bytes over the link; the
 // host waits for the last one after the backward, updates, and the compute stream then waits
 // for the parameters' copy back. Without overlap every copy starts after the backward. The first
 // step first copies the parameters themselves to the host, as its first copy.
-double predicted_exposed(const BackwardTimes& times, bool overlap, double gbps,
+double predicted_exposed(const BackwardTimeline& times, bool overlap, double gbps,
                          int64_t parameter_bytes, bool first_step) {
   const double bytes_per_s = gbps * 1e9;
   double copied = 0.0;
   if (first_step)
-    copied = (overlap ? times.units.front().ready : times.backward_end) +
+    copied = (overlap ? times.units().front().ready_seconds : times.backward_end_seconds()) +
              static_cast<double>(parameter_bytes) / bytes_per_s;
-  for (const BackwardTimes::Unit& u : times.units)
-    copied = std::max(copied, overlap ? u.ready : times.backward_end) +
+  for (const BackwardTimeline::Unit& u : times.units())
+    copied = std::max(copied, overlap ? u.ready_seconds : times.backward_end_seconds()) +
              static_cast<double>(u.bytes) / bytes_per_s;
-  return std::max(0.0, copied - times.backward_end) +
+  return std::max(0.0, copied - times.backward_end_seconds()) +
          static_cast<double>(parameter_bytes) / bytes_per_s;
 }
 
@@ -168,7 +136,7 @@ TEST(GradientStreaming, ExposesWhatTheBackwardCannotHideAtEveryLinkBandwidth) {
         o.plan.offload.overlap = overlap;
         nn::Runtime runtime(device);
         Trainer trainer(runtime, o);
-        BackwardTimes times(runtime.clock());
+        BackwardTimeline times(runtime.clock());
         trainer.model().observers().add(times);
         const std::string name = o.model.name + " at " + std::to_string(gbps) + " GB/s, overlap " +
                                  (overlap ? "on" : "off");
@@ -176,7 +144,7 @@ TEST(GradientStreaming, ExposesWhatTheBackwardCannotHideAtEveryLinkBandwidth) {
           const double waited_before =
               runtime.clock().waited_seconds(stream::Clock::compute_stream());
           const StepResult r = trainer.step();
-          ASSERT_EQ(times.units.size(), static_cast<size_t>(o.model.layers + 2)) << name;
+          ASSERT_EQ(times.units().size(), static_cast<size_t>(o.model.layers + 2)) << name;
           const double expected = predicted_exposed(
               times, overlap, gbps, trainer.model().parameters().values().bytes(), step == 1);
           EXPECT_NEAR(r.exposed_copy_seconds, expected, 1e-9 * expected)
