@@ -74,6 +74,35 @@ void require_signed(std::uint64_t allocated_bytes, std::size_t event) {
 
 }  // namespace
 
+nlohmann::json stream_lanes(const std::vector<stream::Span>& spans,
+                            const std::vector<std::string>& stream_names, int process_id,
+                            const std::string& process_name, double origin_seconds) {
+  json events = json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"ts", 0.0},
+                    {"pid", process_id},
+                    {"tid", 0},
+                    {"args", {{"name", process_name}}}});
+  for (std::size_t id = 0; id < stream_names.size(); ++id)
+    events.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"ts", 0.0},
+         {"pid", process_id},
+         {"tid", id},
+         {"args", {{"name", "stream " + std::to_string(id) + ": " + stream_names[id]}}}});
+  for (const stream::Span& span : spans)
+    events.push_back({{"name", span.name},
+                      {"cat", "stream"},
+                      {"ph", "X"},
+                      {"ts", (span.start - origin_seconds) * 1e6},
+                      {"dur", (span.end - span.start) * 1e6},
+                      {"pid", process_id},
+                      {"tid", span.stream}});
+  return events;
+}
+
 json chrome_trace(const Recording& recording) {
   json events = json::array();
   events.push_back(metadata("process_name", 0,
@@ -104,31 +133,11 @@ json chrome_trace(const Recording& recording) {
 
   // The stream clock's lanes: a process of their own, as their seconds are the clock's (Note [The
   // stream clock]), one thread per stream, so a copy that overlaps compute shows beside it.
-  if (!recording.stream_spans.empty()) {
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"ts", 0.0},
-                      {"pid", kStreamsProcessId},
-                      {"tid", 0},
-                      {"args", {{"name", "device streams (the stream clock's time)"}}}});
-    for (std::size_t id = 0; id < recording.stream_names.size(); ++id)
-      events.push_back(
-          {{"name", "thread_name"},
-           {"ph", "M"},
-           {"ts", 0.0},
-           {"pid", kStreamsProcessId},
-           {"tid", id},
-           {"args",
-            {{"name", "stream " + std::to_string(id) + ": " + recording.stream_names[id]}}}});
-    for (const stream::Span& span : recording.stream_spans)
-      events.push_back({{"name", span.name},
-                        {"cat", "stream"},
-                        {"ph", "X"},
-                        {"ts", span.start * 1e6},
-                        {"dur", (span.end - span.start) * 1e6},
-                        {"pid", kStreamsProcessId},
-                        {"tid", span.stream}});
-  }
+  if (!recording.stream_spans.empty())
+    for (nlohmann::json& e :
+         stream_lanes(recording.stream_spans, recording.stream_names, kStreamsProcessId,
+                      "device streams (the stream clock's time)"))
+      events.push_back(std::move(e));
 
   // Counters: the state before the first event at time 0, then one sample per event that changed
   // it. Times never go back (a counter track must not), and nothing precedes the recording.

@@ -38,6 +38,7 @@ struct Options {
   std::string sweep_device = "meta:a100-80g";
   int64_t sweep_seq = 4096;
   std::vector<double> links = {4, 8, 16, 32, 64, 128};
+  double timeline_gbps = 16;
   bool no_scale = false;
 };
 
@@ -67,6 +68,7 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
       throw UsageError(std::string(flag) + " " + std::to_string(seq) + " is longer than " +
                        model->name + "'s context, " + std::to_string(model->max_seq) + " tokens");
   s.links_gbps = o.links;
+  s.timeline_link_gbps = o.timeline_gbps;
   s.scale = !o.no_scale;
 
   run.on_out_of_memory(s.device.name(), "--device sim:a100-80g", "a larger simulated GPU");
@@ -74,7 +76,10 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   workbook::LessonOutput out;
   out.json = lesson05::to_json(lesson);
   out.text = lesson05::render_text(lesson, run.colour());
-  out.figures = {{"link_sweep_svg", lesson05::write_figures(lesson, run.out_dir().string())}};
+  const lesson05::FigurePaths figures = lesson05::write_figures(lesson, run.out_dir().string());
+  out.figures = {{"link_sweep_svg", figures.sweep_svg},
+                 {"streams_timeline_html", figures.timeline_html}};
+  out.figures_note = "(open the .html in a browser: one lane per stream)";
   out.claims_file = lesson05::files::claims_json();
   out.exercises = {std::string(lesson05::kExercisesHeading), lesson05::exercise_results(lesson)};
   out.next = {{run.command("--links 1,2,4 --no-scale"), "slower links: where overlap stops hiding"},
@@ -97,7 +102,7 @@ int main(int argc, char** argv) {
       "Lesson 05: offload. ZeRO-Offload measured on a small model (bytes on the device and the "
       "host, bytes over the link, overlap on and off), the link swept beside ZeRO-Infinity's "
       "model, 13B on one 32 GB device.",
-      "offload_link_sweep.svg");
+      "offload_link_sweep.svg and offload_streams.html");
   CLI::App& app = lesson.app();
   app.add_option("--model", o.model, "The small model trained on numbers (default gpt2-tiny)");
   app.add_option("--batch", o.batch, "Its sequences per step B (default 4)")
@@ -116,6 +121,9 @@ int main(int argc, char** argv) {
       ->check(workbook::at_least(1));
   app.add_option("--links", o.links, "The sweep's link bandwidths in GB/s (default 4,...,128)")
       ->delimiter(',')
+      ->check(workbook::positive_finite());
+  app.add_option("--timeline-gbps", o.timeline_gbps,
+                 "The link of the one-step timeline, GB/s (default 16)")
       ->check(workbook::positive_finite());
   app.add_flag("--no-scale", o.no_scale, "Skip the large models on meta");
   return lesson.run(argc, argv, [&](workbook::LessonRun& r) { return run(o, r); });

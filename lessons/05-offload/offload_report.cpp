@@ -4,14 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/core.h>
 
 #include "common/estimate/zero_infinity.h"
 #include "common/platform/errors.h"
+#include "common/profile/chrome_trace.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/report/terminal.h"
 #include "common/report/text_wrap.h"
+#include "common/report/trace_html.h"
 #include "common/report/typed_table.h"
 
 namespace vramlab::lesson05 {
@@ -121,6 +124,49 @@ const TypedColumns<SweepPoint>& sweep_columns() {
        [](const P& p) { return link_efficiency(p.off); }},
       {{"efficiency_model", "ZeRO-Infinity model", Unit::percent, 1},
        [](const P& p) { return p.model_efficiency; }},
+  };
+  return columns;
+}
+
+// Of the last step's copies (every stream but the compute stream), the seconds that ran while the
+// compute stream was busy: the copy time the overlap hid, read off the lanes of the trace.
+double hidden_copy_seconds(const RunResult& r) {
+  std::vector<std::pair<double, double>> compute;  // the compute stream's busy intervals, in order
+  for (const stream::Span& span : r.last_step_spans)
+    if (span.stream == stream::Clock::compute_stream()) {
+      if (!compute.empty() && span.start <= compute.back().second)
+        compute.back().second = std::max(compute.back().second, span.end);
+      else
+        compute.emplace_back(span.start, span.end);
+    }
+  double hidden = 0.0;
+  for (const stream::Span& span : r.last_step_spans) {
+    if (span.stream == stream::Clock::compute_stream()) continue;
+    for (const auto& [start, end] : compute)
+      hidden += std::max(0.0, std::min(end, span.end) - std::max(start, span.start));
+  }
+  return hidden;
+}
+
+const TypedColumns<RunResult>& timeline_columns() {
+  using R = RunResult;
+  static const TypedColumns<RunResult> columns = {
+      {{"label", "run"}, [](const R& r) { return r.label; }},
+      {{"copy_seconds", "copies", Unit::seconds, 3},
+       [](const R& r) {
+         // The copy streams' work (the batch's own copy runs on the compute stream).
+         double seconds = 0.0;
+         for (const stream::Span& span : r.last_step_spans)
+           if (span.stream != stream::Clock::compute_stream()) seconds += span.end - span.start;
+         return seconds;
+       }},
+      {{"hidden_copy_seconds", "beside compute", Unit::seconds, 3},
+       [](const R& r) { return hidden_copy_seconds(r); }},
+      {{"exposed_copy_seconds", "exposed", Unit::seconds, 3},
+       [](const R& r) { return r.exposed_copy_seconds; }},
+      {{"host_update_seconds", "host update", Unit::seconds, 3},
+       [](const R& r) { return r.host_update_seconds; }},
+      {{"step_seconds", "step", Unit::seconds, 3}, [](const R& r) { return r.step_seconds; }},
   };
   return columns;
 }
@@ -246,6 +292,14 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
         ait, gbps * 1e9, s.sweep_device.spec.peak_flops.bf16_tensor);
     lesson.sweep.push_back(std::move(p));
   }
+  say(progress, fmt::format("the timeline at {:g} GB/s", s.timeline_link_gbps));
+  RunSpec traced = sweep;
+  traced.keep_spans = true;
+  traced.device.spec.host_to_device_bytes_per_s = s.timeline_link_gbps * 1e9;
+  traced.device.spec.device_to_host_bytes_per_s = s.timeline_link_gbps * 1e9;
+  lesson.timeline.link_gbps = s.timeline_link_gbps;
+  lesson.timeline.on = run(offloaded(traced, true, "overlap on"));
+  lesson.timeline.off = run(offloaded(traced, false, "overlap off"));
   if (s.scale) run_scale(s, lesson, progress);
   return lesson;
 }
@@ -283,6 +337,11 @@ json to_json(const Lesson& lesson) {
                 {"intensity_flops_per_byte", estimate::zero_infinity::offloaded_optimizer_intensity(
                                                  s.sweep_batch, s.sweep_seq, true)},
                 {"points", report::table_of(sweep_columns(), lesson.sweep).json()}};
+  j["timeline"] = {
+      {"link_gbps", lesson.timeline.link_gbps},
+      {"steps", report::table_of(timeline_columns(),
+                                 std::vector<RunResult>{lesson.timeline.on, lesson.timeline.off})
+                    .json()}};
   j["scale"] = json::array();
   for (const ScaleRun& r : lesson.scale) {
     json record = run_record(r.run, nullptr);
@@ -356,6 +415,21 @@ std::string render_text(const Lesson& lesson, bool colour) {
         ait, peak / 1e12, estimate::zero_infinity::bandwidth_for_efficiency(ait, peak, 0.9) / 1e9));
   }
 
+  if (!lesson.timeline.on.last_step_spans.empty()) {
+    out +=
+        fmt::format("\nOne step on the stream clock's lanes at {:g} GB/s (offload_streams.html)\n",
+                    lesson.timeline.link_gbps);
+    out += report::table_of(timeline_columns(),
+                            std::vector<RunResult>{lesson.timeline.on, lesson.timeline.off})
+               .render(colour);
+    out += wrap_note(
+        "copies: the copy streams' spans; beside compute: their time that overlaps a kernel "
+        "on the compute stream, read off the trace's lanes. The rest of the copies' time, copies − "
+        "beside compute, is "
+        "the exposed time the clock reports: the trace and the clock's bookkeeping agree. The "
+        "trace page draws both steps, one lane per stream.");
+  }
+
   if (!lesson.scale.empty()) {
     out += "\nAt scale on meta: one rank, ZeRO-2, the forward recomputed\n";
     std::vector<RunResult> rows;
@@ -407,11 +481,35 @@ report::SvgFigure sweep_figure(const Lesson& lesson) {
   return report::plot_line(plot);
 }
 
-std::string write_figures(const Lesson& lesson, const std::string& out_dir) {
+json timeline_trace(const Lesson& lesson) {
+  json events = json::array();
+  int process = 0;
+  for (const RunResult* r : {&lesson.timeline.on, &lesson.timeline.off}) {
+    const std::string name = fmt::format(
+        "{}: step {:.3f} s on the clock, {:.3f} s of copies exposed, {:.3f} s of host update",
+        r->label, r->step_seconds, r->exposed_copy_seconds, r->host_update_seconds);
+    for (json& e : profile::stream_lanes(r->last_step_spans, r->stream_names, process++, name,
+                                         r->last_step_start_seconds))
+      events.push_back(std::move(e));
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir) {
   std::filesystem::create_directories(out_dir);
-  const std::string path = (std::filesystem::path(out_dir) / "offload_link_sweep.svg").string();
-  report::write_text_file(path, sweep_figure(lesson).svg);
-  return path;
+  const std::filesystem::path dir(out_dir);
+  const FigurePaths paths{(dir / "offload_link_sweep.svg").string(),
+                          (dir / "offload_streams.html").string()};
+  report::write_text_file(paths.sweep_svg, sweep_figure(lesson).svg);
+  const LessonSettings& s = lesson.settings;
+  report::write_text_file(
+      paths.timeline_html,
+      report::render_trace_html(
+          timeline_trace(lesson),
+          fmt::format("ZeRO-Offload's streams: one step of {} on {}, B={}, T={}, link {:g} GB/s",
+                      s.sweep_model.name, s.sweep_device.name(), s.sweep_batch, s.sweep_seq,
+                      s.timeline_link_gbps)));
+  return paths;
 }
 
 }  // namespace vramlab::lesson05

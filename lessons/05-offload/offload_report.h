@@ -34,6 +34,9 @@ struct LessonSettings {
   int64_t sweep_batch = 1;                                ///< its B.
   int64_t sweep_seq = 4096;                               ///< its T.
   std::vector<double> links_gbps = {4, 8, 16, 32, 64, 128};  ///< the link, each direction.
+  /// The timeline's link: one step of the sweep's model at it, overlap on and off, every kernel
+  /// and copy on the stream clock's lanes.
+  double timeline_link_gbps = 16;
   bool scale = true;  ///< run the large models on meta (13B's fit, 7B's cost).
 };
 
@@ -57,6 +60,7 @@ struct Lesson {
   LessonSettings settings;        ///< as run.
   std::vector<RunResult> runs;    ///< the small model: no offload, overlap on, overlap off.
   std::vector<SweepPoint> sweep;  ///< one per link.
+  SweepPoint timeline;            ///< at settings.timeline_link_gbps, with the last step's spans.
   std::vector<ScaleRun> scale;    ///< with settings.scale.
 };
 
@@ -75,8 +79,18 @@ std::string render_text(const Lesson& lesson, bool colour);
 /// and ZeRO-Infinity's model.
 report::SvgFigure sweep_figure(const Lesson& lesson);
 
-/// Writes sweep_figure() as offload_link_sweep.svg into \p out_dir (created if needed).
-/// \return its path. \throws std::runtime_error when it cannot be written.
-std::string write_figures(const Lesson& lesson, const std::string& out_dir);
+/// \param lesson the runs. \return the timeline's step with overlap on and with overlap off, each
+/// a process of a Chrome trace with one lane per stream (its kernels and copies).
+nlohmann::json timeline_trace(const Lesson& lesson);
+
+/// The figures' paths.
+struct FigurePaths {
+  std::string sweep_svg;      ///< offload_link_sweep.svg
+  std::string timeline_html;  ///< offload_streams.html (the trace page of timeline_trace())
+};
+
+/// Writes sweep_figure() and timeline_trace() into \p out_dir (created if needed).
+/// \return their paths. \throws std::runtime_error when one cannot be written.
+FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir);
 
 }  // namespace vramlab::lesson05

@@ -37,9 +37,20 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   trainer.add_observer(timeline);
   for (int64_t s = 1; s <= spec.steps; ++s) {
     const nn::TransferStats before = runtime.transfer_stats();
+    const bool last = s == spec.steps;
+    if (last && spec.keep_spans) {
+      r.last_step_start_seconds = runtime.clock().synchronize();
+      runtime.clock().keep_spans(true);
+    }
     const train::StepResult step = trainer.step();
     r.losses.push_back(step.loss);
-    if (s < spec.steps) continue;
+    if (!last) continue;
+    if (spec.keep_spans) {
+      r.last_step_spans = runtime.clock().spans();
+      for (int64_t id = 0; id < runtime.clock().stream_count(); ++id)
+        r.stream_names.push_back(runtime.clock().stream_name(id));
+      runtime.clock().keep_spans(false);
+    }
     const nn::TransferStats& after = runtime.transfer_stats();
     r.host_to_device_bytes = after.host_to_device_bytes - before.host_to_device_bytes;
     r.device_to_host_bytes = after.device_to_host_bytes - before.device_to_host_bytes;

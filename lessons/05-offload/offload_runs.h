@@ -18,6 +18,7 @@
 
 #include "common/estimate/estimator.h"
 #include "common/memory/device.h"
+#include "common/stream/clock.h"
 #include "common/train/backward_timeline.h"
 #include "common/train/trainer.h"
 
@@ -29,6 +30,8 @@ struct RunSpec {
   train::TrainOptions train;  ///< model, plan (offload and overlap among it), B, T, seed.
   memory::Device device;      ///< where it trains (its spec's link sets the copies' time).
   int64_t steps = 2;          ///< optimizer steps (≥ 2: the last one is measured).
+  /// Keep every kernel's and copy's span of the last step on the stream clock (for a timeline).
+  bool keep_spans = false;
 };
 
 /// What one run held and spent.
@@ -59,6 +62,10 @@ struct RunResult {
   std::vector<train::BackwardTimeline::Unit> backward_units;
   double backward_end_seconds = 0.0;  ///< see backward_units.
   int64_t parameter_bytes = 0;        ///< the device's parameters (the copy back's bytes).
+  /// With RunSpec::keep_spans: the last step's kernels and copies on the stream clock.
+  std::vector<stream::Span> last_step_spans;
+  std::vector<std::string> stream_names;  ///< the clock's streams, indexed by id.
+  double last_step_start_seconds = 0.0;   ///< the clock's time when the last step began.
 
   /// \return the compute stream's share of the step: neither the host's work nor exposed copies.
   [[nodiscard]] double compute_seconds() const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include "common/estimate/zero_infinity.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
@@ -114,6 +115,18 @@ TEST(Lesson05, OnMetaOverlapOffExposesEveryCopyAndOverlapOnStillTheParametersCop
     EXPECT_GT(p.model_efficiency, previous);
     previous = p.model_efficiency;
   }
+  // The timeline's lanes: the copies beside a compute kernel plus the exposed time are all the
+  // copies; without overlap none runs beside compute.
+  const nlohmann::json steps = to_json(lesson).at("timeline").at("steps");
+  ASSERT_EQ(steps.size(), 2u);
+  for (const nlohmann::json& step : steps) {
+    const double copies = step.at("copy_seconds"), hidden = step.at("hidden_copy_seconds");
+    EXPECT_NEAR(hidden + step.at("exposed_copy_seconds").get<double>(), copies, 1e-9 * copies)
+        << step.dump();
+  }
+  EXPECT_GT(steps[0].at("hidden_copy_seconds").get<double>(), 0.0);
+  EXPECT_EQ(steps[1].at("hidden_copy_seconds").get<double>(), 0.0);
+  EXPECT_FALSE(lesson.timeline.on.last_step_spans.empty());
 }
 
 TEST(Lesson05, ThirteenBillionFitsOne32GiBDeviceOnlyOffloadedAndEveryClaimIsMeasured) {
