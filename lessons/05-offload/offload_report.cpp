@@ -1,4 +1,4 @@
-// Lesson 05's runs, tables, JSON and figure (see offload_report.h).
+// Lesson 05's runs, tables, JSON and figures (see offload_report.h).
 #include "lessons/05-offload/offload_report.h"
 
 #include <algorithm>

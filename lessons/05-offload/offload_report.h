@@ -1,9 +1,10 @@
 /// \file
 /// \brief Lesson 05's runs and report: ZeRO-Offload on a small model on `sim` (what the device and
 /// the host hold, what crosses the link, overlap on and off, the losses against no offload), the
-/// host link swept on `meta` beside ZeRO-Infinity's efficiency model, and the large models the
-/// tutorials name (13B on one 32 GB device, 7B's memory saved and time lost), as tables, JSON and
-/// a figure (its claims: claims.json, which LessonMain evaluates).
+/// host link swept on `meta` beside ZeRO-Infinity's efficiency model, one step's streams as a
+/// trace, and the large models the tutorials name (13B on one 32 GB device, 7B's memory saved and
+/// time lost), as tables, JSON and two figures (its claims: claims.json, which LessonMain
+/// evaluates).
 #pragma once
 
 #include <cstdint>
