@@ -38,18 +38,35 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
   // it found it (and its bytes free for a retry). The staging may come from stream_gradients,
   // during the backward before this first step.
   const bool first = steps_ == 0;
+  const bool delayed = offloaded() && delay_from_ > 0 && steps_ + 1 >= delay_from_;
   try {
-    if (offloaded()) stage_gradients(params);
+    if (offloaded()) {
+      // The last delayed update goes to the device before this one overwrites the host's copy.
+      finish_delayed_update(params);
+      stage_gradients(params, delayed);
+    }
     stream::Clock& host_clock = runtime_.clock();
     const double host_before = host_clock.synchronize();
     update(params, grad_multiplier);
     if (offloaded()) {
-      // The device idles while the host updates (without a delayed parameter update).
       const double update_seconds = host_clock.synchronize() - host_before;
-      parameters_runtime_->clock().host_work(update_seconds);
-      last_host_update_seconds_ = host_seconds_in_backward_ + update_seconds;
+      stream::Clock& clock = parameters_runtime_->clock();
+      last_host_update_seconds_ = host_seconds_in_backward_;
       host_seconds_in_backward_ = 0.0;
-      return_parameters(params);
+      if (delayed) {
+        // The update runs on its thread while the host goes on to the next step (whose
+        // forward keeps the parameters the device has); its result goes up at that step's end.
+        clock.enqueue(update_thread_, update_seconds, "optimizer update (delayed)");
+        updated_.record(clock, update_thread_);
+        last_delayed_update_seconds_ = update_seconds;
+        return_pending_ = true;
+      } else {
+        // The device idles while the host updates.
+        clock.host_work(update_seconds);
+        last_host_update_seconds_ += update_seconds;
+        last_delayed_update_seconds_ = 0.0;
+        return_parameters(params);
+      }
     }
   } catch (...) {
     forget_streamed_gradients();
@@ -60,6 +77,24 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
     }
     throw;
   }
+}
+
+void Optimizer::delay_update_from(int64_t first_step) {
+  if (!offloaded())
+    throw std::logic_error("delay_update_from: only an offloaded optimizer can delay its update");
+  if (steps_ > 0) throw std::logic_error("delay_update_from: the optimizer has stepped already");
+  if (first_step < 0)
+    throw UsageError("the delayed update's first step must be >= 0 (0: never), got " +
+                     std::to_string(first_step));
+  delay_from_ = first_step;
+  if (delay_from_ > 0 && update_thread_ == 0)
+    update_thread_ = parameters_runtime_->clock().new_host_thread("cpu optimizer (delayed)");
+}
+
+void Optimizer::finish_delayed_update(nn::ParameterStore& params) {
+  if (!return_pending_) return;
+  return_parameters(params);
+  return_pending_ = false;
 }
 
 void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
@@ -83,9 +118,27 @@ void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
 // the parameters come back bitwise as the device's own step would have left them.
 // On the device's clock: the gradients' copies run on the optimizer's copy stream (during the
 // backward when GradientStreaming sends them, Note [Gradient streaming]), the host waits for
-// them, its update is the host's own work (the device idles: no delayed parameter update yet),
-// and the parameters go back on the copy stream with the compute stream waiting for them, so
-// what a step spends on copies that nothing hides shows as waiting, on the host or the stream.
+// them, its update is the host's own work (the device idles), and the parameters go back on the
+// copy stream with the compute stream waiting for them, so what a step spends on copies that
+// nothing hides shows as waiting, on the host or the stream.
+
+// Note [Delayed parameter update]
+// ZeRO-Offload's DPU (Ren et al., ATC 2021, §5.2): the GPU's forward and backward of step i + 1
+// run while the CPU applies step i's update, so they use the parameters of step i − 1 and the
+// update's time hides behind them. The first N − 1 steps run without it; at step N the paper's
+// CPU skips its step and from then on applies each update one step late. Here step N's update
+// runs at once but its parameters stay on the host until step N + 1's backward ends: the same
+// numbers (steps N and N + 1 both use the parameters of step N − 1, then each forward the
+// update before the last), with the bytes moved by the time the host's code moves on.
+// On the device's clock the update is work on a host thread (Clock::new_host_thread), after an
+// event on the copy stream (its gradients are there), and the next step does not wait for it
+// (synchronize() does not join a host thread). There is one staging buffer for the gradients
+// and one for the parameters, as without the delay: the copy stream's next copies (the next
+// step's gradients, the parameters' return) wait for the update's event, so an update longer
+// than the next forward and backward delays their copies and, through them, the compute
+// stream: what shows as exposed time. It costs no bytes: the host's copy holds the new
+// parameters while the device computes with the old ones.
+
 namespace {
 
 // Enqueues the copy of \p r's gradients in store elements [lo, hi) into \p host_grads.
@@ -96,14 +149,15 @@ void copy_range_to_host(nn::Runtime& device, const memory::Tensor& host_grads,
                             r.grads.slice(at, {n}), stream);
 }
 
-// The copy stream starts after what the compute stream has enqueued so far: the gradients.
-void copy_stream_waits_for_compute(stream::Clock& clock, stream::StreamId copy_stream) {
+}  // namespace
+
+void Optimizer::copy_stream_waits() {
+  stream::Clock& clock = parameters_runtime_->clock();
   stream::Event computed;
   computed.record(clock, stream::Clock::compute_stream());
-  computed.wait(clock, copy_stream);
+  computed.wait(clock, copy_stream_);
+  updated_.wait(clock, copy_stream_);  // nothing when no update was delayed
 }
-
-}  // namespace
 
 void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
   if (!host_grads_.empty()) return;
@@ -113,7 +167,7 @@ void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
   memory::Tensor values = runtime_.allocate({params.local_numel()}, params.values().dtype(),
                                             memory::MemoryCategory::parameter, "parameters");
   // The host's copy of the parameters starts as the device's: a copy like the gradients'.
-  copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
+  copy_stream_waits();
   for (const nn::LocalRange& r : ranges)
     parameters_runtime_->copy_to_host_async(
         values.view().slice(r.state_offset, {r.values.numel()}).data(), r.values, copy_stream_);
@@ -130,7 +184,7 @@ void Optimizer::stream_gradients(nn::ParameterStore& params, int64_t first, int6
       throw std::logic_error("stream_gradients: elements [" + std::to_string(first) + ", " +
                              std::to_string(end) + ") were streamed already this step");
   allocate_host_staging(params);
-  copy_stream_waits_for_compute(parameters_runtime_->clock(), copy_stream_);
+  copy_stream_waits();
   for (const nn::LocalRange& r : params.local_ranges()) {
     const int64_t lo = std::max(first, r.first_element);
     const int64_t hi = std::min(end, r.first_element + r.values.numel());
@@ -152,7 +206,7 @@ void Optimizer::take_gradient_shard(int64_t unit, const memory::Tensor& shard, b
   allocate_host_staging(*shard_params_);
   const dist::ShardUnit& u = shard_params_->layout().units().at(static_cast<size_t>(unit));
   stream::Clock& clock = parameters_runtime_->clock();
-  copy_stream_waits_for_compute(clock, copy_stream_);
+  copy_stream_waits();
   const memory::TensorView kept = host_grads_.view().slice(u.shard_offset, {u.shard_numel});
   if (!accumulate) {
     parameters_runtime_->copy_to_host_async(kept.data(), shard.view(), copy_stream_);
@@ -184,15 +238,25 @@ std::vector<memory::TensorView> Optimizer::host_gradient_shards() {
   return shards;
 }
 
-void Optimizer::stage_gradients(nn::ParameterStore& params) {
+void Optimizer::stage_gradients(nn::ParameterStore& params, bool delayed) {
   require_gradients(params);
   allocate_host_staging(params);
   stream::Clock& clock = parameters_runtime_->clock();
+  // The update reads the gradients: it waits for their copies (what did not hide is exposed).
+  const auto update_waits_for_copies = [&] {
+    if (!delayed) {
+      clock.synchronize_stream(copy_stream_);
+      return;
+    }
+    stream::Event copied;
+    copied.record(clock, copy_stream_);
+    copied.wait(clock, update_thread_);
+  };
   if (shard_params_ != nullptr) {  // the shards came as they were reduced
-    clock.synchronize_stream(copy_stream_);
+    update_waits_for_copies();
     return;
   }
-  copy_stream_waits_for_compute(clock, copy_stream_);
+  copy_stream_waits();
   for (const nn::LocalRange& r : params.local_ranges()) {
     // What stream_gradients left: the gaps between the streamed ranges (sorted, disjoint).
     int64_t next = r.first_element;
@@ -207,11 +271,11 @@ void Optimizer::stage_gradients(nn::ParameterStore& params) {
       copy_range_to_host(*parameters_runtime_, host_grads_, r, next, end, copy_stream_);
   }
   streamed_.clear();
-  // The host's update reads them: it waits for the copies (what did not hide is exposed).
-  clock.synchronize_stream(copy_stream_);
+  update_waits_for_copies();
 }
 
 void Optimizer::return_parameters(nn::ParameterStore& params) {
+  copy_stream_waits();
   for (const nn::LocalRange& r : params.local_ranges())
     parameters_runtime_->copy_to_device_async(
         r.values, host_params_.view().slice(r.state_offset, {r.values.numel()}).data(),

@@ -25,6 +25,7 @@
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
 #include "common/stream/clock.h"
+#include "common/stream/event.h"
 #include "kernels/cpu/optimizer.h"
 
 namespace vramlab::optim {
@@ -90,9 +91,25 @@ class Optimizer : public nn::GradientShardSink {
   /// done (the host waits for them): what the loss scaler's check and clipping read.
   [[nodiscard]] std::vector<memory::TensorView> host_gradient_shards();
   /// Seconds of the host's own work in the last step: its update (its kernels' time on the host's
-  /// clock, which step() also puts on the device's clock) and, under keep_gradient_shards() with
-  /// several micro-batches, its adds of their shards; 0 when not offloaded.
+  /// clock, which step() also puts on the device's clock) unless it was delayed and, under
+  /// keep_gradient_shards() with several micro-batches, its adds of their shards; 0 when not
+  /// offloaded.
   [[nodiscard]] double last_host_update_seconds() const { return last_host_update_seconds_; }
+  /// Offloaded: from the \p first_step-th step() on (1-based; 0: never), ZeRO-Offload's one-step
+  /// delayed parameter update (Note [Delayed parameter update]): a step's update runs on a host
+  /// thread of the device's clock beside the next step's forward and backward, and its
+  /// parameters reach the device at the end of that next step, so each forward uses the
+  /// parameters one update behind. Before the first step. \throws std::logic_error when not
+  /// offloaded or after the first step; vramlab::UsageError for \p first_step < 0.
+  void delay_update_from(int64_t first_step);
+  /// Seconds of the last step's update that ran delayed, beside the next step; 0 when it was not.
+  [[nodiscard]] double last_delayed_update_seconds() const { return last_delayed_update_seconds_; }
+  /// \return true when a delayed update has not reached the parameters yet.
+  [[nodiscard]] bool update_pending() const { return return_pending_; }
+  /// With a delayed update pending: copies it to the parameters now (the compute stream waits
+  /// for it), so that the store holds the last step's result, as at the end of training.
+  /// Nothing otherwise.
+  void finish_delayed_update(nn::ParameterStore& params);
 
   /// Clears the gradients (PyTorch's optimizer.zero_grad). \p set_to_none frees the gradient
   /// block instead of zeroing it (the default since PyTorch 2.0), which returns its memory until
@@ -162,10 +179,15 @@ class Optimizer : public nn::GradientShardSink {
   /// Offloaded: host_grads_ and host_params_ (filled from the device), at the first call.
   void allocate_host_staging(nn::ParameterStore& params);
   /// Offloaded: the gradients stream_gradients did not copy into host_grads_, on the copy
-  /// stream; the host then waits for that stream.
-  void stage_gradients(nn::ParameterStore& params);
+  /// stream; then the update waits for that stream: the host, or with \p delayed the update's
+  /// thread.
+  void stage_gradients(nn::ParameterStore& params, bool delayed);
   /// Offloaded: the updated parameters back to parameters_runtime_.
   void return_parameters(nn::ParameterStore& params);
+  /// Offloaded: the copy stream's next copies start after the compute stream's work so far (the
+  /// gradients they copy) and after a delayed update (it reads host_grads_ and writes
+  /// host_params_: one staging buffer each).
+  void copy_stream_waits();
 
   nn::Runtime* parameters_runtime_ = nullptr;  ///< where the parameters live, when not runtime_
   stream::StreamId copy_stream_ = 0;           ///< offloaded: on parameters_runtime_'s clock
@@ -176,6 +198,11 @@ class Optimizer : public nn::GradientShardSink {
   nn::ParameterStore* shard_params_ = nullptr;  ///< keep_gradient_shards()'s store
   double host_seconds_in_backward_ = 0.0;       ///< this step's host adds of later micro-batches
   double last_host_update_seconds_ = 0.0;
+  int64_t delay_from_ = 0;              ///< delay_update_from()'s step, 0: never
+  stream::StreamId update_thread_ = 0;  ///< delayed: the update's host thread on the clock
+  stream::Event updated_;               ///< delayed: where the last delayed update ends
+  bool return_pending_ = false;         ///< a delayed update not yet copied to the device
+  double last_delayed_update_seconds_ = 0.0;
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.

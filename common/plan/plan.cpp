@@ -132,6 +132,23 @@ std::string_view offload_name(const OffloadPlan& offload) {
   return "none";
 }
 
+int64_t parse_delay_update(std::string_view text) {
+  if (text == "off") return 0;
+  int64_t step = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, error] = std::from_chars(text.data(), end, step);
+  if (text.empty() || error != std::errc() || at != end || step < 1)
+    throw UsageError(
+        "--offload-dpu takes off or the step from which the update is delayed "
+        "(an integer >= 1), got '" +
+        std::string(text) + "'");
+  return step;
+}
+
+std::string delay_update_name(int64_t delay_update_from) {
+  return delay_update_from == 0 ? "off" : std::to_string(delay_update_from);
+}
+
 void check_dropout_probability(double p) {
   if (!(p >= 0 && p < 1)) throw UsageError("--dropout must be in [0, 1), got " + number_text(p));
 }
@@ -170,6 +187,15 @@ void validate(const Plan& plan) {
     throw UsageError(
         "--offload-overlap off says how offloaded gradients reach the host: it needs "
         "--offload optimizer or both, got --offload " +
+        std::string(offload_name(plan.offload)));
+  if (plan.offload.delay_update_from < 0)
+    throw UsageError("--offload-dpu must be off or a step >= 1, got " +
+                     std::to_string(plan.offload.delay_update_from));
+  if (plan.offload.delay_update_from > 0 && !plan.offload.optimizer)
+    throw UsageError(
+        "--offload-dpu " + std::to_string(plan.offload.delay_update_from) +
+        " delays the host's optimizer update: it needs --offload optimizer or both, got "
+        "--offload " +
         std::string(offload_name(plan.offload)));
 }
 
@@ -212,7 +238,8 @@ json to_json(const Plan& plan) {
       {"offload",
        {{"optimizer", plan.offload.optimizer},
         {"parameters", plan.offload.parameters},
-        {"overlap", plan.offload.overlap}}},
+        {"overlap", plan.offload.overlap},
+        {"delay_update_from", plan.offload.delay_update_from}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
   };
@@ -288,6 +315,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     offload.boolean("optimizer", plan.offload.optimizer);
     offload.boolean("parameters", plan.offload.parameters);
     offload.boolean("overlap", plan.offload.overlap);
+    offload.integer("delay_update_from", plan.offload.delay_update_from);
     offload.finish();
   });
   top.field("dropout", [&](const json& v, const std::string& path) {

@@ -93,7 +93,8 @@ struct ParallelPlan {
 };
 
 /// What lives in host memory instead of on the device (`--offload`). The trainer runs the
-/// optimizer offloaded (ZeRO-Offload); parameter offload is the estimator's only so far.
+/// optimizer offloaded (ZeRO-Offload), with or without its delayed parameter update; parameter
+/// offload is the estimator's only so far.
 struct OffloadPlan {
   bool optimizer = false;   ///< the (partitioned) optimizer states, master weights included
   bool parameters = false;  ///< the parameter partition (ZeRO stage 3 only)
@@ -101,6 +102,12 @@ struct OffloadPlan {
   /// soon as its backward ends, hidden behind the blocks still running (ZeRO-Offload), instead of
   /// all of them after the backward (`--offload-overlap off`).
   bool overlap = true;
+  /// `--offload-dpu N`: from step N on (1-based), ZeRO-Offload's one-step delayed parameter
+  /// update (Ren et al. §5.2): the host's update of step i runs beside step i + 1's forward and
+  /// backward, which use the parameters of step i − 1, so the update's time hides and the
+  /// gradients are one step stale. Steps before N update at once (the paper's first N − 1 steps;
+  /// its experiments start at 40). 0 (`off`, the default): never.
+  int64_t delay_update_from = 0;
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };
@@ -109,6 +116,11 @@ struct OffloadPlan {
 OffloadPlan parse_offload(std::string_view text);
 /// \return \p offload as parse_offload takes it.
 std::string_view offload_name(const OffloadPlan& offload);
+/// `--offload-dpu`'s values: off (0), or the step N ≥ 1 from which the update is delayed.
+/// \throws vramlab::UsageError naming anything else.
+int64_t parse_delay_update(std::string_view text);
+/// \return \p delay_update_from as parse_delay_update takes it.
+std::string delay_update_name(int64_t delay_update_from);
 
 /// Dropout of the attention probabilities and of both residual branches (GPT-2's attn_pdrop =
 /// resid_pdrop). The masks' seed is the run's, not the plan's.
@@ -144,7 +156,8 @@ void check_dropout_probability(double p);
 /// \throws vramlab::UsageError naming the flag and the value: a learning rate that is not a
 /// finite number > 0, a weight decay or clipping norm that is not finite and ≥ 0, a dropout
 /// outside [0, 1), 8-bit options validate() refuses, K outside [1, 2^24], a micro-batch < 1, a
-/// parallel degree < 1, `--prefetch` or parameter offload below ZeRO stage 3.
+/// parallel degree < 1, `--prefetch` or parameter offload below ZeRO stage 3, a delayed update
+/// (`--offload-dpu`) before step 1 or without the optimizer offloaded.
 void validate(const Plan& plan);
 
 /// The loss scaling \p amp runs with: its loss_scale, or the default for its precision

@@ -41,7 +41,7 @@ float to_float(double value, const char* flag) {
 struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
-      offload_overlap;
+      offload_overlap, offload_dpu;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -214,9 +214,10 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "weights) | params (ZeRO-3) | both")
                      ->check(parsed_by(parse_offload, "{none,optimizer,params,both}"));
         apply = [&v](Plan& p) {
-          const bool overlap = p.offload.overlap;  // its own flag's
+          const OffloadPlan kept = p.offload;  // the overlap and the delay: their own flags'
           p.offload = parse_offload(v.offload);
-          p.offload.overlap = overlap;
+          p.offload.overlap = kept.overlap;
+          p.offload.delay_update_from = kept.delay_update_from;
         };
         break;
       case PlanFlag::offload_overlap:
@@ -228,6 +229,16 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "backward, the copy fully exposed)")
                      ->check(CLI::IsMember({"on", "off"}));
         apply = [&v](Plan& p) { p.offload.overlap = v.offload_overlap == "on"; };
+        break;
+      case PlanFlag::offload_dpu:
+        v.offload_dpu = delay_update_name(d.offload.delay_update_from);
+        option = app.add_option("--offload-dpu", v.offload_dpu,
+                                "With --offload optimizer: off | N (from step N on, the host's "
+                                "update of a step runs beside the next step's forward and "
+                                "backward, which use the parameters one update behind: "
+                                "ZeRO-Offload's delayed parameter update)")
+                     ->check(parsed_by(parse_delay_update, "{off,N}"));
+        apply = [&v](Plan& p) { p.offload.delay_update_from = parse_delay_update(v.offload_dpu); };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;
@@ -270,7 +281,7 @@ std::vector<PlanFlag> train_plan_flags() {
 std::vector<PlanFlag> estimate_plan_flags() {
   return all_except({PlanFlag::stochastic_rounding, PlanFlag::loss_scale, PlanFlag::learning_rate,
                      PlanFlag::clip_grad_norm, PlanFlag::prefetch, PlanFlag::offload_overlap,
-                     PlanFlag::dropout});
+                     PlanFlag::offload_dpu, PlanFlag::dropout});
 }
 
 PlanFlags::~PlanFlags() = default;

@@ -46,6 +46,7 @@ enum class PlanFlag {
   prefetch,              ///< --prefetch
   offload,               ///< --offload
   offload_overlap,       ///< --offload-overlap
+  offload_dpu,           ///< --offload-dpu
   dropout,               ///< --dropout
 };
 
@@ -72,14 +73,15 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {PlanFlag::plan
                                                                   PlanFlag::prefetch,
                                                                   PlanFlag::offload,
                                                                   PlanFlag::offload_overlap,
+                                                                  PlanFlag::offload_dpu,
                                                                   PlanFlag::dropout};
 
 /// \return the technique flags `vramlab train` acts on: all but --dp (its ranks decide it) and
 /// --sp (the estimator's only, so far).
 std::vector<PlanFlag> train_plan_flags();
 /// \return the technique flags `vramlab estimate` acts on: those that change a byte (not --lr,
-/// --clip-grad-norm, --loss-scale, --stochastic-rounding, --prefetch, --offload-overlap or
-/// --dropout).
+/// --clip-grad-norm, --loss-scale, --stochastic-rounding, --prefetch, --offload-overlap,
+/// --offload-dpu or --dropout).
 std::vector<PlanFlag> estimate_plan_flags();
 
 /// The flags of one command and what the command line gave them (file comment).

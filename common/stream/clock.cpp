@@ -43,6 +43,15 @@ StreamId Clock::new_stream(std::string name) {
   return static_cast<StreamId>(streams_.size()) - 1;
 }
 
+StreamId Clock::new_host_thread(std::string name) {
+  streams_.push_back(Timeline{.name = std::move(name), .host_thread = true});
+  return static_cast<StreamId>(streams_.size()) - 1;
+}
+
+bool Clock::is_host_thread(StreamId stream) const {
+  return timeline(stream).host_thread;
+}
+
 Clock::Timeline& Clock::timeline(StreamId stream) {
   return const_cast<Timeline&>(std::as_const(*this).timeline(stream));
 }
@@ -87,7 +96,8 @@ void Clock::host_wait_until(double time) {
 }
 
 double Clock::synchronize() {
-  for (const Timeline& line : streams_) host_time_ = std::max(host_time_, line.ready);
+  for (const Timeline& line : streams_)
+    if (!line.host_thread) host_time_ = std::max(host_time_, line.ready);
   return host_time_;
 }
 

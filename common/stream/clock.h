@@ -41,6 +41,15 @@ class Clock {
   [[nodiscard]] static constexpr StreamId compute_stream() { return 0; }
   /// Makes a stream, named \p name in traces ("copy h2d"). \return its id (1, 2, ...).
   StreamId new_stream(std::string name);
+  /// Makes a timeline for work the host does on a thread of its own (the CPU optimizer step of a
+  /// delayed parameter update, ZeRO-Offload's DPU): work enqueued on it does not move host_time(),
+  /// and synchronize() does not wait for it, as torch.cuda.synchronize() waits for the device's
+  /// streams and not for the host's threads. Events order it as they order a stream;
+  /// synchronize_stream() joins it. \return its id, from the streams' numbers.
+  StreamId new_host_thread(std::string name);
+  /// \return whether \p stream was made by new_host_thread(). \throws vramlab::UsageError for an
+  /// unknown stream.
+  [[nodiscard]] bool is_host_thread(StreamId stream) const;
   /// \return how many streams the clock has (the compute stream included).
   [[nodiscard]] std::int64_t stream_count() const {
     return static_cast<std::int64_t>(streams_.size());
@@ -68,7 +77,8 @@ class Clock {
   [[nodiscard]] double host_time() const { return host_time_; }
   /// The host waits for \p stream (torch.cuda.Stream.synchronize()).
   void synchronize_stream(StreamId stream);
-  /// The host waits for every stream (torch.cuda.synchronize()). \return host_time() after.
+  /// The host waits for every stream (torch.cuda.synchronize()), not for its own threads
+  /// (new_host_thread()). \return host_time() after.
   double synchronize();
 
   /// Seconds \p stream sat idle waiting for an event of another stream (Event::wait): on the
@@ -97,6 +107,7 @@ class Clock {
     double ready = 0.0;   // when its last enqueued work ends
     double busy = 0.0;    // sum of its work's durations
     double waited = 0.0;  // idle time spent waiting on other streams' events
+    bool host_thread = false;  // new_host_thread(): synchronize() does not wait for it
   };
   Timeline& timeline(StreamId stream);
   [[nodiscard]] const Timeline& timeline(StreamId stream) const;

@@ -231,6 +231,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optimizer_ = optim::make_optimizer(host_ ? *host_ : runtime, options_.plan.optimizer.name,
                                      optimizer_settings, precision, &options_.model,
                                      host_ ? &runtime : nullptr);
+  if (host_) optimizer_->delay_update_from(options_.plan.offload.delay_update_from);
   dist::ParallelOptions parallel;
   static_cast<dist::ParallelGroups&>(parallel) = options_.groups;
   parallel.zero = options_.plan.parallel.zero;
@@ -422,7 +423,10 @@ StepResult Trainer::step_unguarded() {
       {
         const memory::ModuleScope module("optimizer");
         optimizer_->step(model_->parameters(), multiplier);
-        if (host_) result.host_update_seconds = optimizer_->last_host_update_seconds();
+        if (host_) {
+          result.host_update_seconds = optimizer_->last_host_update_seconds();
+          result.delayed_update_seconds = optimizer_->last_delayed_update_seconds();
+        }
       }
       if (data_parallel_) data_parallel_->after_optimizer_step();
     }

@@ -104,8 +104,13 @@ struct StepResult {
   /// gradients' copies before its update.
   double exposed_copy_seconds = 0.0;
   /// Of clock_seconds, with the optimizer offloaded: the host's own work while the device idles
-  /// (its update, and under ZeRO-2 its adds of later micro-batches' gradient shards).
+  /// (its update unless delayed, and under ZeRO-2 its adds of later micro-batches' gradient
+  /// shards).
   double host_update_seconds = 0.0;
+  /// With a delayed parameter update (`--offload-dpu`): the host's update of this step, which
+  /// runs on its own thread beside the next step's forward and backward (not in clock_seconds;
+  /// what of it the next step could not hide is in that step's exposed_copy_seconds).
+  double delayed_update_seconds = 0.0;
   /// The most bytes the step's saved-activation store held at once (requested bytes: the
   /// recompute schedule's peak, without the allocator's rounding).
   int64_t activation_peak_bytes = 0;

@@ -2,14 +2,14 @@
 // gradients streamed down during the backward, 16-bit parameters copied back) on a small model
 // on a simulated GPU, with the overlap on and off; the host link swept on meta beside
 // ZeRO-Infinity's efficiency model; 13B on one 32 GB device and 7B's memory saved and time lost;
-// the seeds' claims.
+// the delayed parameter update's time saved and loss curve; the seeds' claims.
 //
 //   build/bin/lesson05_offload                          everything, about 10 s on 2 cores
 //   build/bin/lesson05_offload --links 1,4,16 --no-scale
 //   build/bin/lesson05_offload --json --out-dir /tmp/l05
 //   build/bin/vramlab run 05
 //
-// The figure goes to <build>/lesson-output/05 unless --out-dir says otherwise.
+// The figures go to <build>/lesson-output/05 unless --out-dir says otherwise.
 //
 // Exit codes: 0 success, 1 out of memory or another run-time failure, 2 bad input.
 #include <string>
@@ -39,6 +39,8 @@ struct Options {
   int64_t sweep_seq = 4096;
   std::vector<double> links = {4, 8, 16, 32, 64, 128};
   double timeline_gbps = 16;
+  int64_t dpu_steps = 40;
+  std::vector<int64_t> dpu_from = {5, 20};
   bool no_scale = false;
 };
 
@@ -70,6 +72,8 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   s.links_gbps = o.links;
   s.timeline_link_gbps = o.timeline_gbps;
   s.scale = !o.no_scale;
+  s.dpu_steps = o.dpu_steps;
+  s.dpu_from = o.dpu_from;
 
   run.on_out_of_memory(s.device.name(), "--device sim:a100-80g", "a larger simulated GPU");
   const lesson05::Lesson lesson = lesson05::run_lesson(s, run.progress_function());
@@ -78,7 +82,8 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   out.text = lesson05::render_text(lesson, run.colour());
   const lesson05::FigurePaths figures = lesson05::write_figures(lesson, run.out_dir().string());
   out.figures = {{"link_sweep_svg", figures.sweep_svg},
-                 {"streams_timeline_html", figures.timeline_html}};
+                 {"streams_timeline_html", figures.timeline_html},
+                 {"dpu_losses_svg", figures.dpu_svg}};
   out.figures_note = "(open the .html in a browser: one lane per stream)";
   out.claims_file = lesson05::files::claims_json();
   out.exercises = {std::string(lesson05::kExercisesHeading), lesson05::exercise_results(lesson)};
@@ -102,7 +107,7 @@ int main(int argc, char** argv) {
       "Lesson 05: offload. ZeRO-Offload measured on a small model (bytes on the device and the "
       "host, bytes over the link, overlap on and off), the link swept beside ZeRO-Infinity's "
       "model, 13B on one 32 GB device.",
-      "offload_link_sweep.svg and offload_streams.html");
+      "offload_link_sweep.svg, offload_streams.html and offload_dpu_losses.svg");
   CLI::App& app = lesson.app();
   app.add_option("--model", o.model, "The small model trained on numbers (default gpt2-tiny)");
   app.add_option("--batch", o.batch, "Its sequences per step B (default 4)")
@@ -125,6 +130,13 @@ int main(int argc, char** argv) {
   app.add_option("--timeline-gbps", o.timeline_gbps,
                  "The link of the one-step timeline, GB/s (default 16)")
       ->check(workbook::positive_finite());
+  app.add_option("--dpu-steps", o.dpu_steps,
+                 "Steps of the delayed update's loss curves (default 40)")
+      ->check(workbook::at_least(2));
+  app.add_option("--dpu-from", o.dpu_from,
+                 "Their first delayed steps, each below --dpu-steps (default 5,20)")
+      ->delimiter(',')
+      ->check(workbook::at_least(1));
   app.add_flag("--no-scale", o.no_scale, "Skip the large models on meta");
   return lesson.run(argc, argv, [&](workbook::LessonRun& r) { return run(o, r); });
 }

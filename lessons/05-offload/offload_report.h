@@ -3,7 +3,8 @@
 /// the host hold, what crosses the link, overlap on and off, the losses against no offload), the
 /// host link swept on `meta` beside ZeRO-Infinity's efficiency model, one step's streams as a
 /// trace, and the large models the tutorials name (13B on one 32 GB device, 7B's memory saved and
-/// time lost), as tables, JSON and two figures (its claims: claims.json, which LessonMain
+/// time lost), the delayed parameter update's time saved and loss curve, as tables, JSON and
+/// three figures (its claims: claims.json, which LessonMain
 /// evaluates).
 #pragma once
 
@@ -39,6 +40,12 @@ struct LessonSettings {
   /// and copy on the stream clock's lanes.
   double timeline_link_gbps = 16;
   bool scale = true;  ///< run the large models on meta (13B's fit, 7B's cost).
+  /// The delayed parameter update's loss curves: the small model this many steps, updated at
+  /// once and delayed from each step of dpu_from (ZeRO-Offload's experiments start at 40).
+  int64_t dpu_steps = 40;
+  std::vector<int64_t> dpu_from = {5, 20};  ///< `--offload-dpu`'s first delayed steps (≥ 1).
+  /// Its time: the sweep's model at this link, updated at once and delayed from step 2.
+  double dpu_link_gbps = 32;
 };
 
 /// One link bandwidth of the sweep: the same step with overlap on and off, and the model.
@@ -56,6 +63,14 @@ struct ScaleRun {
   RunResult run;      ///< what it held and spent.
 };
 
+/// ZeRO-Offload's delayed parameter update (`--offload-dpu`): what it saves and what it changes.
+struct DelayedUpdate {
+  RunResult at_once;               ///< the small model on sim, settings.dpu_steps steps.
+  std::vector<RunResult> delayed;  ///< the same, delayed from each of settings.dpu_from.
+  RunResult time_at_once;          ///< the sweep's model at settings.dpu_link_gbps, 4 steps.
+  RunResult time_delayed;  ///< the same, delayed from step 2 (its last step is a steady one).
+};
+
 /// Everything the lesson shows.
 struct Lesson {
   LessonSettings settings;        ///< as run.
@@ -63,6 +78,7 @@ struct Lesson {
   std::vector<SweepPoint> sweep;  ///< one per link.
   SweepPoint timeline;            ///< at settings.timeline_link_gbps, with the last step's spans.
   std::vector<ScaleRun> scale;    ///< with settings.scale.
+  DelayedUpdate dpu;              ///< the delayed parameter update.
 };
 
 /// Runs everything the settings ask for.
@@ -80,6 +96,10 @@ std::string render_text(const Lesson& lesson, bool colour);
 /// and ZeRO-Infinity's model.
 report::SvgFigure sweep_figure(const Lesson& lesson);
 
+/// \param lesson the runs. \return the small model's loss per step, updated at once and delayed
+/// from each first step.
+report::SvgFigure dpu_loss_figure(const Lesson& lesson);
+
 /// \param lesson the runs. \return the timeline's step with overlap on and with overlap off, each
 /// a process of a Chrome trace with one lane per stream (its kernels and copies).
 nlohmann::json timeline_trace(const Lesson& lesson);
@@ -88,10 +108,11 @@ nlohmann::json timeline_trace(const Lesson& lesson);
 struct FigurePaths {
   std::string sweep_svg;      ///< offload_link_sweep.svg
   std::string timeline_html;  ///< offload_streams.html (the trace page of timeline_trace())
+  std::string dpu_svg;        ///< offload_dpu_losses.svg
 };
 
-/// Writes sweep_figure() and timeline_trace() into \p out_dir (created if needed).
-/// \return their paths. \throws std::runtime_error when one cannot be written.
+/// Writes sweep_figure(), timeline_trace() and dpu_loss_figure() into \p out_dir (created if
+/// needed). \return their paths. \throws std::runtime_error when one cannot be written.
 FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir);
 
 }  // namespace vramlab::lesson05

@@ -59,6 +59,7 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.step_seconds = step.clock_seconds;
     r.host_update_seconds = step.host_update_seconds;
     r.exposed_copy_seconds = step.exposed_copy_seconds;
+    r.delayed_update_seconds = step.delayed_update_seconds;
     r.backward_units = timeline.units();
     r.backward_end_seconds = timeline.backward_end_seconds();
   }

@@ -56,6 +56,9 @@ struct RunResult {
   double step_seconds = 0.0;          ///< the last step on the device's clock.
   double host_update_seconds = 0.0;   ///< of step_seconds: the host's own work.
   double exposed_copy_seconds = 0.0;  ///< of step_seconds: copy time nothing hid.
+  /// With `--offload-dpu`: the last step's update, on the host's own thread beside the next step
+  /// (not in step_seconds).
+  double delayed_update_seconds = 0.0;
   std::vector<double> losses;         ///< per step, nats (0 on meta).
   /// The last step's backward: when each unit's gradients became final on the compute stream's
   /// clock and their bytes, and when it ended (what exercise 05.1 predicts the exposed time from).

@@ -63,7 +63,7 @@ const std::map<std::string, std::vector<std::string>>& small_runs() {
        {"--batch", "1", "--seq", "8", "--steps", "1", "--ranks", "2", "--simulated", "--no-scale"}},
       {"lesson05",
        {"--batch", "1", "--seq", "8", "--steps", "2", "--sweep-model", "gpt2-124m", "--sweep-seq",
-        "64", "--links", "8", "--no-scale"}},
+        "64", "--links", "8", "--no-scale", "--dpu-steps", "3", "--dpu-from", "2"}},
       {"lesson06", {"--seqs", "16", "--batch", "1", "--no-training", "--no-scale"}},
       {"lesson07", {"--batch", "1", "--seq", "8", "--steps", "2", "--no-scale"}},
       {"lesson09",

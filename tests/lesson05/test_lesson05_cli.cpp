@@ -1,9 +1,9 @@
 // The lesson 05 binary on the command line, on a short run: --json has the record per run
 // (offload, device_peak_bytes, host_bytes {pinned, pageable}, nvme_bytes, bytes_moved {h2d, d2h,
 // nvme_read, nvme_write}, step_seconds, step_seconds_no_overlap, exposed_copy_seconds), the sweep's
-// points, the claims and the exercise's result; the figure is written where --out-dir says; the
-// text names every table. (Bad input exiting 2 is checked by plain ctest cases, see
-// CMakeLists.txt.)
+// points, the delayed update's loss curve and time, the claims and the exercise's result; the
+// figure is written where --out-dir says; the text names every table. (Bad input exiting 2 is
+// checked by plain ctest cases, see CMakeLists.txt.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,7 +28,8 @@ CliResult run_lesson(const std::string& args, const fs::path& dir) {
 }
 
 const std::string kShortRun =
-    "--steps 2 --batch 3 --seq 19 --sweep-model gpt2-124m --sweep-seq 1000 --links 2,50";
+    "--steps 2 --batch 3 --seq 19 --sweep-model gpt2-124m --sweep-seq 1000 --links 2,50 "
+    "--dpu-steps 4 --dpu-from 2";
 
 TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
   const fs::path dir = fs::path(LESSON05_TEST_DIR) / "json";
@@ -59,6 +60,20 @@ TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
   EXPECT_EQ(points[0].at("link_gbps"), 2.0);
   EXPECT_GT(points[0].at("exposed_off_seconds").get<double>(),
             points[1].at("exposed_off_seconds").get<double>());
+  // The delayed update: the same numbers up to its first step, the next forward one update behind.
+  const nlohmann::json& dpu = j.at("delayed_update");
+  ASSERT_EQ(dpu.at("losses").size(), 4u);
+  for (const nlohmann::json& row : dpu.at("losses")) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row.at("loss_delayed_from_2") == row.at("loss_at_once"),
+              row.at("step").get<int64_t>() <= 2);
+  }
+  ASSERT_EQ(dpu.at("time").size(), 2u);
+  EXPECT_EQ(dpu.at("time")[1].at("host_update_seconds"), 0.0);
+  EXPECT_EQ(dpu.at("time")[1].at("delayed_update_seconds"),
+            dpu.at("time")[0].at("host_update_seconds"));
+  EXPECT_GT(dpu.at("speedup").get<double>(), 1.0);
+  EXPECT_TRUE(fs::exists(dir / "figures" / "offload_dpu_losses.svg"));
   EXPECT_EQ(j.at("claims").size(), 3u);
   // The exercise's reference, run on the sweep's steps, agrees with the clock.
   ASSERT_EQ(j.at("exercises").size(), 1u);
@@ -72,8 +87,10 @@ TEST(Lesson05Cli, TextNamesEveryTableAndNoScaleSkipsTheLargeModels) {
   const fs::path dir = fs::path(LESSON05_TEST_DIR) / "text";
   const CliResult r = run_lesson(kShortRun + " --no-scale", dir);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  for (const char* heading : {"ZeRO-Offload on sim:a100-40g", "The last step on the device's clock",
-                              "The link swept on meta:a100-80g", "The seeds' claims"})
+  for (const char* heading :
+       {"ZeRO-Offload on sim:a100-40g", "The last step on the device's clock",
+        "The link swept on meta:a100-80g", "The delayed parameter update (--offload-dpu N)",
+        "Its loss curves", "The seeds' claims"})
     EXPECT_NE(r.out.find(heading), std::string::npos) << heading << " in\n" << r.out;
   EXPECT_EQ(r.out.find("At scale on meta"), std::string::npos);
 }

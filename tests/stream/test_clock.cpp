@@ -94,6 +94,36 @@ TEST(StreamClock, WorkEnqueuedAfterTheHostWaitedStartsWhenTheHostDid) {
   EXPECT_EQ(clock.stream_time(Clock::compute_stream()), 8.5);
 }
 
+TEST(StreamClock, AHostThreadRunsBesideTheHostWhichWaitsForItOnlyWhenItJoinsIt) {
+  // DPU's shape: the CPU optimizer of step i runs on a host thread while step i + 1 computes.
+  for (const auto& [update, compute] :
+       {std::pair{2.0, 3.0}, {3.0, 2.0}, {1.25, 1.25}, {0.0, 0.5}, {1e-9, 4096.0}}) {
+    Clock clock;
+    const StreamId optimizer = clock.new_host_thread("cpu optimizer");
+    const StreamId copy = clock.new_stream("copy");
+    EXPECT_TRUE(clock.is_host_thread(optimizer));
+    EXPECT_FALSE(clock.is_host_thread(copy));
+    EXPECT_FALSE(clock.is_host_thread(Clock::compute_stream()));
+    clock.enqueue(optimizer, update, "update");
+    EXPECT_EQ(clock.host_time(), 0.0);  // the host went on
+    Event updated;
+    updated.record(clock, optimizer);
+    clock.enqueue(Clock::compute_stream(), compute, "forward and backward");
+    // The device's streams are all synchronize() waits for.
+    EXPECT_EQ(clock.synchronize(), compute);
+    EXPECT_EQ(clock.stream_time(optimizer), update);
+    // The parameters' copy back starts once the update is done.
+    updated.wait(clock, copy);
+    EXPECT_EQ(clock.enqueue(copy, 0.5, "copy back").start, std::max(update, compute));
+    EXPECT_EQ(clock.busy_seconds(optimizer), update);
+    clock.synchronize_stream(optimizer);  // a join
+    EXPECT_EQ(clock.host_time(), std::max(update, compute));
+    EXPECT_EQ(clock.synchronize(), std::max(update, compute) + 0.5);
+  }
+  Clock clock;
+  EXPECT_THROW((void)clock.is_host_thread(1), UsageError);
+}
+
 TEST(StreamEvent, QueryIsTrueOnlyOnceTheHostHasReachedTheRecordedPoint) {
   Clock clock;
   const StreamId side = clock.new_stream("copy");

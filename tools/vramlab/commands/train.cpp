@@ -167,12 +167,14 @@ json host_memory_json(const memory::CachingHostAllocator& host) {
 struct ClockTotals {
   double exposed_copy_seconds = 0.0;  // StepResult::exposed_copy_seconds
   double host_update_seconds = 0.0;   // StepResult::host_update_seconds
+  double delayed_update_seconds = 0.0;  // StepResult::delayed_update_seconds
 };
 
 // The run on the device's stream clock (Note [The stream clock]): the compute stream's kernel
 // time (measured, or on a meta preset each kernel's roofline: kernel_time says which), the
 // copies' time over the host link, the steps' copy time that did not hide (exposed) and, with
-// the optimizer offloaded, the host's updates; every figure is the whole run's, in seconds.
+// the optimizer offloaded, the host's updates (those delayed apart); every figure is the whole
+// run's, in seconds.
 json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
   stream::Clock& clock = runtime.clock();
   const nn::TransferStats& copies = runtime.transfer_stats();
@@ -185,6 +187,7 @@ json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
           {"compute_stream_busy_s", clock.busy_seconds(stream::Clock::compute_stream())},
           {"exposed_copy_s", steps.exposed_copy_seconds},
           {"host_update_s", steps.host_update_seconds},
+          {"delayed_update_s", steps.delayed_update_seconds},
           {"host_to_device_s", copies.host_to_device_seconds},
           {"device_to_host_s", copies.device_to_host_seconds},
           {"host_to_device_bytes", copies.host_to_device_bytes},
@@ -346,6 +349,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     skipped_steps += r.skipped ? 1 : 0;
     clock_totals.exposed_copy_seconds += r.exposed_copy_seconds;
     clock_totals.host_update_seconds += r.host_update_seconds;
+    clock_totals.delayed_update_seconds += r.delayed_update_seconds;
     seconds.push_back(r.seconds);
     activation_peak = std::max(activation_peak, r.activation_peak_bytes);
     bytes_after_forward = r.activation_bytes_after_forward;
@@ -361,6 +365,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                                {"clock_s", r.clock_seconds},
                                {"exposed_copy_s", r.exposed_copy_seconds},
                                {"host_update_s", r.host_update_seconds},
+                               {"delayed_update_s", r.delayed_update_seconds},
                                {"activation_peak_bytes", r.activation_peak_bytes},
                                {"loss_scale", r.loss_scale},
                                {"found_inf", r.found_inf},
@@ -385,6 +390,9 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
     }
   }
   bar.finish();
+  // A delayed update's parameters reach the device only after the next step: the last one's now,
+  // so the model the run leaves is its last step's (its copy counts among the run's bytes).
+  trainer.optimizer().finish_delayed_update(trainer.model().parameters());
   std::optional<profile::ProfileFiles> files;
   std::string profile_line;
   json profile_json;
@@ -465,6 +473,9 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         {"offload", plan::offload_name(options.plan.offload)},
         {"offload_overlap",
          options.plan.offload.optimizer ? json(options.plan.offload.overlap) : json(nullptr)},
+        {"offload_dpu", options.plan.offload.optimizer
+                            ? json(plan::delay_update_name(options.plan.offload.delay_update_from))
+                            : json(nullptr)},
         // The rate a meta device's host update takes its time at (null where it is measured).
         {"host_memory_gbps",
          options.plan.offload.optimizer && device.kind == memory::DeviceKind::meta
@@ -489,9 +500,15 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         report::format_bytes(static_cast<uint64_t>(host->parameters)).c_str());
   if (options.plan.offload.optimizer) {
     const nn::TransferStats& copies = runtime.transfer_stats();
+    const std::string delayed_text =
+        clock_totals.delayed_update_seconds > 0.0
+            ? "; and " + report::format_duration_ms(clock_totals.delayed_update_seconds * 1e3) +
+                  " of delayed updates beside the next steps (--offload-dpu " +
+                  plan::delay_update_name(options.plan.offload.delay_update_from) + ")"
+            : std::string();
     std::printf(
         "on the device's clock, over %lld steps: the host's updates %s, copies %s (%s to the "
-        "host, %s back), of which %s exposed (--offload-overlap %s)\n",
+        "host, %s back), of which %s exposed (--offload-overlap %s)%s\n",
         static_cast<long long>(o.steps),
         report::format_duration_ms(clock_totals.host_update_seconds * 1e3).c_str(),
         report::format_duration_ms((copies.device_to_host_seconds + copies.host_to_device_seconds) *
@@ -500,7 +517,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         report::format_bytes(static_cast<uint64_t>(copies.device_to_host_bytes)).c_str(),
         report::format_bytes(static_cast<uint64_t>(copies.host_to_device_bytes)).c_str(),
         report::format_duration_ms(clock_totals.exposed_copy_seconds * 1e3).c_str(),
-        options.plan.offload.overlap ? "on" : "off");
+        options.plan.offload.overlap ? "on" : "off", delayed_text.c_str());
   }
   report::Table table({{"category"}, {"peak", report::Align::kRight}});
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
