@@ -15,11 +15,11 @@ const char* compiled_simd_level() {
 #endif
 }
 
-bool compiled_for_native_cpu() {
-#if defined(VRAMLAB_KERNELS_NATIVE_BUILD)
-  return true;
+const char* compiled_target() {
+#if defined(VRAMLAB_KERNELS_TARGET)
+  return VRAMLAB_KERNELS_TARGET;
 #else
-  return false;
+  return "generic";
 #endif
 }
 

@@ -1,9 +1,10 @@
 /// \file
 /// \brief Which vector instructions the CPU kernels were compiled for.
 ///
-/// The kernels are compiled for the building machine's vector units (-march=native, CMake option
-/// VRAMLAB_KERNELS_NATIVE), so a learner's own build uses AVX-512 or AVX2 where the CPU has them.
-/// `vramlab doctor` reports this beside the OpenBLAS core.
+/// The kernels are compiled for one fixed instruction set, x86-64-v3 (AVX2 and FMA), so that
+/// every such machine computes the same numbers (Note [The same numbers on every machine] in
+/// kernels/cpu/CMakeLists.txt; CMake option VRAMLAB_KERNELS_TARGET). `vramlab doctor` reports
+/// this beside the OpenBLAS core.
 #pragma once
 
 namespace vramlab::kernels::cpu {
@@ -12,7 +13,8 @@ namespace vramlab::kernels::cpu {
 /// "avx2", "avx" or "sse2", read from the compiler's predefined macros in the kernels' own build.
 const char* compiled_simd_level();
 
-/// Whether the kernels were compiled with -march=native.
-bool compiled_for_native_cpu();
+/// What the kernels were compiled for: "x86-64-v3", "native" (this machine's widest vectors) or
+/// "generic" (the compiler's default target).
+const char* compiled_target();
 
 }  // namespace vramlab::kernels::cpu

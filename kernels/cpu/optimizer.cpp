@@ -48,9 +48,9 @@ constexpr NoWorkingCopy* kNoWorkingCopy = nullptr;
 // An offloaded optimizer step (ZeRO-Offload) runs this loop on the host every step, and its speed
 // there is the question (DeepSpeed wrote a CPU-Adam with AVX-512/AVX2 intrinsics for it). Each
 // fp32 element reads p, g, m and v and writes p, m and v: 28 bytes against about 15 flops, so the
-// loop is bound by memory bandwidth long before the vector units. Compiled for the build machine
-// (-march=native, kernels/cpu/CMakeLists.txt), GCC vectorises the `omp simd` loop (8 lanes on an
-// AVX-512 Xeon: GCC's tuning there prefers 256-bit vectors), and the step runs at the floor: 73.4
+// loop is bound by memory bandwidth long before the vector units. GCC vectorises the `omp simd`
+// loop (8 lanes: 256-bit AVX2, kernels/cpu/CMakeLists.txt; so it was on the AVX-512 Xeon of this
+// measurement, whose tuning preferred 256-bit vectors), and the step runs at the floor: 73.4
 // ms for 100M parameters on 2 Xeon cores, 1.08x the time the same arrays take with the same traffic
 // and no arithmetic, the same as PyTorch 2.15's fused CPU AdamW and 7.5x faster than its default
 // one (bench/compare_cpu_adamw.py). Hand-written intrinsics or more unrolling cannot move a loop

@@ -7,7 +7,7 @@
 // What must hold, and why:
 // - v1 and v2 run the same per-element arithmetic and a maximum does not depend on the order:
 //   every buffer bit for bit equal between them.
-// - Against the CPU kernel, which is compiled with FMA contraction (-march=native) while the
+// - Against the CPU kernel, which is compiled with FMA contraction (x86-64-v3) while the
 //   emulated kernels are not: β·s + (1 − β)·g rounds once or twice, so m and v may differ by an
 //   ulp of their terms. The parameter and absmax are then within the elementwise tolerance, and a
 //   code may differ only where the new value lies within that error of the midpoint between two

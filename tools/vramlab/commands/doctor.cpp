@@ -143,7 +143,7 @@ json collect(bool measure_gemm) {
             {"threads", blas.threads}};
   if (!blas.detected_core.empty()) b["detected_core"] = blas.detected_core;
   r["cpu_kernels"] = {{"simd", kernels::cpu::compiled_simd_level()},
-                      {"march_native", kernels::cpu::compiled_for_native_cpu()}};
+                      {"target", kernels::cpu::compiled_target()}};
   if (measure_gemm) b["sgemm_gflops"] = platform::measure_sgemm_gflops(1024, 0.3);
   r["blas"] = b;
 
@@ -199,9 +199,8 @@ void print_human(const json& r) {
   core += ")";
   row("BLAS core", core);
   row("recommended core", b["recommended_core"]);
-  row("vramlab CPU kernels",
-      r["cpu_kernels"]["simd"].get<std::string>() +
-          (r["cpu_kernels"]["march_native"].get<bool>() ? " (compiled with -march=native)" : ""));
+  row("vramlab CPU kernels", r["cpu_kernels"]["simd"].get<std::string>() + " (compiled for " +
+                                 r["cpu_kernels"]["target"].get<std::string>() + ")");
   row("BLAS threading", b["parallel"].get<std::string>() + ", " +
                             std::to_string(b["threads"].get<int64_t>()) + " threads");
   if (b.contains("sgemm_gflops")) {
