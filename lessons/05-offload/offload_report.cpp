@@ -118,6 +118,8 @@ const TypedColumns<SweepPoint>& sweep_columns() {
        [](const P& p) { return p.on.step_seconds; }},
       {{"step_off_seconds", "step off", Unit::seconds, 3},
        [](const P& p) { return p.off.step_seconds; }},
+      {{"step_delayed_seconds", "step delayed", Unit::seconds, 3},
+       [](const P& p) { return p.delayed_on.step_seconds; }},
       {{"efficiency_on", "efficiency on", Unit::percent, 1},
        [](const P& p) { return link_efficiency(p.on); }},
       {{"efficiency_off", "off", Unit::percent, 1},
@@ -369,6 +371,10 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
     p.link_gbps = gbps;
     p.on = run(offloaded(at, true, "overlap on"));
     p.off = run(offloaded(at, false, "overlap off"));
+    RunSpec late = delayed(at, 2, "");
+    late.steps = 3;
+    p.delayed_on = run(offloaded(late, true, "delayed, overlap on"));
+    p.delayed_off = run(offloaded(late, false, "delayed, overlap off"));
     p.model_efficiency = estimate::zero_infinity::efficiency(
         ait, gbps * 1e9, s.sweep_device.spec.peak_flops.bf16_tensor);
     lesson.sweep.push_back(std::move(p));
@@ -501,8 +507,8 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "TFLOPS (bf16): it overlaps nothing and runs at peak, so it needs {:.0f} GB/s for 90%. "
         "The roofline's kernels run below peak, which gives the link more time to hide in; "
         "overlap hides the gradients too. What stays: the parameters' copy back and the host's "
-        "update, which the step waits for (ZeRO-Offload's delayed parameter update, below, moves "
-        "both behind the next step).",
+        "update, which the step waits for; ZeRO-Offload's delayed parameter update (below) runs "
+        "the update beside the next step: step delayed is that step, overlap on.",
         ait, peak / 1e12, estimate::zero_infinity::bandwidth_for_efficiency(ait, peak, 0.9) / 1e9));
   }
 

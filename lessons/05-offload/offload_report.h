@@ -53,6 +53,9 @@ struct SweepPoint {
   double link_gbps = 0.0;   ///< each direction.
   RunResult on;             ///< gradients streamed during the backward.
   RunResult off;            ///< everything copied after the backward.
+  /// The same with the update delayed from step 2 (`--offload-dpu 2`), overlap on and off; 3
+  /// steps, so that the last is a steady one.
+  RunResult delayed_on, delayed_off;
   double model_efficiency;  ///< ZeRO-Infinity's ait·bw / (ait·bw + peak) for 4Ψ bytes.
 };
 

@@ -38,13 +38,17 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   for (int64_t s = 1; s <= spec.steps; ++s) {
     const nn::TransferStats before = runtime.transfer_stats();
     const bool last = s == spec.steps;
-    if (last && spec.keep_spans) {
+    if (last) {
+      // The step's own start: the trainer synchronises the device's streams as it begins.
       r.last_step_start_seconds = runtime.clock().synchronize();
-      runtime.clock().keep_spans(true);
+      runtime.clock().keep_spans(spec.keep_spans);
     }
     const train::StepResult step = trainer.step();
     r.losses.push_back(step.loss);
-    if (!last) continue;
+    if (!last) {
+      r.previous_delayed_update_seconds = step.delayed_update_seconds;
+      continue;
+    }
     if (spec.keep_spans) {
       r.last_step_spans = runtime.clock().spans();
       for (int64_t id = 0; id < runtime.clock().stream_count(); ++id)

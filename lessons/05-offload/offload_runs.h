@@ -59,6 +59,8 @@ struct RunResult {
   /// With `--offload-dpu`: the last step's update, on the host's own thread beside the next step
   /// (not in step_seconds).
   double delayed_update_seconds = 0.0;
+  /// The step before the last one's delayed update: what ran beside the last step.
+  double previous_delayed_update_seconds = 0.0;
   std::vector<double> losses;         ///< per step, nats (0 on meta).
   /// The last step's backward: when each unit's gradients became final on the compute stream's
   /// clock and their bytes, and when it ended (what exercise 05.1 predicts the exposed time from).
