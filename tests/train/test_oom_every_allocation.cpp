@@ -232,6 +232,17 @@ TEST(OomAtEveryAllocation, Gpt2MixedBf16OptimizerOffloaded) {
   EXPECT_GT(fail_every_allocation("gpt2 mixed-bf16 offloaded", o).failed, 0);
 }
 
+// With the update delayed from the first step (--offload-dpu 1) an update is always waiting to
+// reach the device while a step runs: a failed step must leave it waiting, not lost or applied
+// twice, so the retry trains as a run without the failure would.
+TEST(OomAtEveryAllocation, Gpt2MixedBf16OptimizerOffloadedWithTheUpdateDelayed) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  o.plan.offload.delay_update_from = 1;
+  EXPECT_GT(fail_every_allocation("gpt2 mixed-bf16 delayed", o).failed, 0);
+}
+
 // Under --offload optimizer the host's allocations (the first step's states and staged copies;
 // later steps allocate nothing there) fail in turn: the host's "cpu out of memory" error, both
 // allocators consistent, nothing kept on either side, and a retry that trains as a fresh run.
