@@ -219,6 +219,40 @@ TEST(DataParallel, OffloadedZero2AccumulatesScalesAndClipsOnTheHostAsOnTheDevice
   }
 }
 
+// The delayed parameter update (--offload-dpu) on every data-parallel path of the offloaded
+// optimizer: DDP's and ZeRO-1's gradients go to the host after the backward, ZeRO-2's shards as
+// they are reduced. Each rank delays its own partition's update; the ranks' losses are DDP's to
+// the bit (as without the delay, EveryStage), and from the step after the first delayed one they
+// differ from a run updated at once (its forward is one update behind).
+TEST(DataParallel, TheDelayedUpdateTrainsTheSameOnEveryStageItOffloads) {
+  constexpr int kSteps = 4;
+  for (const int64_t N : {1, 2, 3}) {
+    for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+      SCOPED_TRACE(model.name + ", N " + std::to_string(N));
+      std::vector<std::vector<RankRun>> runs;
+      for (const ZeroStage stage :
+           {ZeroStage::ddp, ZeroStage::optimizer_states, ZeroStage::gradients}) {
+        train::TrainOptions o = options_for(model, stage, amp::Precision::fp32);
+        o.plan.offload.optimizer = true;
+        o.plan.offload.delay_update_from = 2;
+        runs.push_back(run_ranks(o, N, kSteps));
+      }
+      train::TrainOptions at_once = options_for(model, ZeroStage::ddp, amp::Precision::fp32);
+      at_once.plan.offload.optimizer = true;
+      const std::vector<RankRun> plain = run_ranks(at_once, N, kSteps);
+      for (size_t stage = 0; stage < runs.size(); ++stage)
+        for (int64_t r = 0; r < N; ++r) {
+          const std::vector<double>& losses = runs[stage][static_cast<size_t>(r)].losses;
+          EXPECT_EQ(losses, runs[0][0].losses) << "stage " << stage << ", rank " << r;
+          for (int s = 0; s < kSteps; ++s)
+            EXPECT_EQ(losses[static_cast<size_t>(s)] == plain[0].losses[static_cast<size_t>(s)],
+                      s < 2)
+                << "stage " << stage << ", rank " << r << ", step " << s + 1;
+        }
+    }
+  }
+}
+
 // ZeRO-Offload's headline (Ren et al., ATC 2021: a 13B model on one 32 GB V100): with the
 // optimizer's states, its fp32 master and the gradients on the host, one device holds the fp16
 // parameters (2 bytes each: 24.2 GiB for llama2-13b) and a step's activations. On 32 GiB it
