@@ -53,9 +53,13 @@ struct SweepPoint {
   double link_gbps = 0.0;   ///< each direction.
   RunResult on;             ///< gradients streamed during the backward.
   RunResult off;            ///< everything copied after the backward.
-  /// The same with the update delayed from step 2 (`--offload-dpu 2`), overlap on and off; 3
-  /// steps, so that the last is a steady one.
-  RunResult delayed_on, delayed_off;
+  /// The same with the update delayed from step 2 (`--offload-dpu 2`), overlap on; 3 steps, so
+  /// that the last is a steady one.
+  RunResult delayed_on;
+  RunResult delayed_off;  ///< delayed_on with overlap off.
+  /// Overlap on, updated at once, the parameters copied back tile by tile as the host's update
+  /// finishes each (`--offload-copy-back tiled`).
+  RunResult tiled;
   double model_efficiency;  ///< ZeRO-Infinity's ait·bw / (ait·bw + peak) for 4Ψ bytes.
 };
 
