@@ -61,11 +61,10 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
         last_delayed_update_seconds_ = update_seconds;
         return_pending_ = true;
       } else {
-        // The device idles while the host updates.
-        clock.host_work(update_seconds);
+        // The device idles while the host updates, then waits for the parameters.
         last_host_update_seconds_ += update_seconds;
         last_delayed_update_seconds_ = 0.0;
-        return_parameters(params);
+        return_parameters(params, update_seconds);
       }
     }
   } catch (...) {
@@ -93,8 +92,17 @@ void Optimizer::delay_update_from(int64_t first_step) {
 
 void Optimizer::finish_delayed_update(nn::ParameterStore& params) {
   if (!return_pending_) return;
-  return_parameters(params);
+  return_parameters(params, 0.0);
   return_pending_ = false;
+}
+
+void Optimizer::tile_copy_back(int64_t tile_elements) {
+  if (!offloaded())
+    throw std::logic_error("tile_copy_back: only an offloaded optimizer copies parameters back");
+  if (tile_elements < 0)
+    throw UsageError("the copy back's tile must be >= 0 elements (0: whole), got " +
+                     std::to_string(tile_elements));
+  copy_back_tile_ = tile_elements;
 }
 
 void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
@@ -274,14 +282,38 @@ void Optimizer::stage_gradients(nn::ParameterStore& params, bool delayed) {
   update_waits_for_copies();
 }
 
-void Optimizer::return_parameters(nn::ParameterStore& params) {
+// Note [Tiled copy back]
+// ZeRO-Offload's CPU-Adam (Ren et al., ATC 2021, §5.1; DeepSpeed's cpu_adam.h) updates the fp32
+// partition in tiles of 128·2^20 elements and copies each finished tile's 16-bit parameters to
+// the GPU while it updates the next, so after the update only the last tile's copy is left. Here
+// the update runs as one kernel call (the same bits whatever the tiling); on the clock its time is
+// spread over the tiles in proportion to their elements (exact on meta, where the update takes
+// its bytes over the host's bandwidth; the measured time's shares on sim), and each tile's copy
+// goes on the copy stream when its share of the host's work ends. Whole (a tile of 0): every copy
+// after the whole update, the same as one tile of everything.
+void Optimizer::return_parameters(nn::ParameterStore& params, double update_seconds) {
   copy_stream_waits();
-  for (const nn::LocalRange& r : params.local_ranges())
-    parameters_runtime_->copy_to_device_async(
-        r.values, host_params_.view().slice(r.state_offset, {r.values.numel()}).data(),
-        copy_stream_);
-  // The next forward reads them: the compute stream waits for the copies, the host does not.
   stream::Clock& clock = parameters_runtime_->clock();
+  const std::vector<nn::LocalRange> ranges = params.local_ranges();
+  const int64_t total = params.local_numel();  // the state offsets the ranges cover, [0, total)
+  const int64_t tile = copy_back_tile_ > 0 ? copy_back_tile_ : std::max<int64_t>(total, 1);
+  double worked = 0.0;
+  for (int64_t first = 0; first < total; first += tile) {
+    const int64_t end = std::min(total, first + tile);
+    const double until = update_seconds * static_cast<double>(end) / static_cast<double>(total);
+    clock.host_work(until - worked);
+    worked = until;
+    for (const nn::LocalRange& r : ranges) {
+      const int64_t lo = std::max(first, r.state_offset);
+      const int64_t hi = std::min(end, r.state_offset + r.values.numel());
+      if (lo < hi)
+        parameters_runtime_->copy_to_device_async(r.values.slice(lo - r.state_offset, {hi - lo}),
+                                                  host_params_.view().slice(lo, {hi - lo}).data(),
+                                                  copy_stream_);
+    }
+  }
+  if (total == 0) clock.host_work(update_seconds);
+  // The next forward reads them: the compute stream waits for the copies, the host does not.
   stream::Event returned;
   returned.record(clock, copy_stream_);
   returned.wait(clock, stream::Clock::compute_stream());

@@ -102,6 +102,10 @@ class Optimizer : public nn::GradientShardSink {
   /// parameters one update behind. Before the first step. \throws std::logic_error when not
   /// offloaded or after the first step; vramlab::UsageError for \p first_step < 0.
   void delay_update_from(int64_t first_step);
+  /// Offloaded: the parameters go back in tiles of \p tile_elements (0: whole, the default) as
+  /// the host's update finishes each, ZeRO-Offload's CPU-Adam (Note [Tiled copy back]).
+  /// \throws std::logic_error when not offloaded; vramlab::UsageError for \p tile_elements < 0.
+  void tile_copy_back(int64_t tile_elements);
   /// Seconds of the last step's update that ran delayed, beside the next step; 0 when it was not.
   [[nodiscard]] double last_delayed_update_seconds() const { return last_delayed_update_seconds_; }
   /// \return true when a delayed update has not reached the parameters yet.
@@ -182,8 +186,10 @@ class Optimizer : public nn::GradientShardSink {
   /// stream; then the update waits for that stream: the host, or with \p delayed the update's
   /// thread.
   void stage_gradients(nn::ParameterStore& params, bool delayed);
-  /// Offloaded: the updated parameters back to parameters_runtime_.
-  void return_parameters(nn::ParameterStore& params);
+  /// Offloaded: the updated parameters back to parameters_runtime_, after the host's
+  /// \p update_seconds of work (spread over the tiles when tiled; 0 when the update ran
+  /// elsewhere, on the delayed update's thread).
+  void return_parameters(nn::ParameterStore& params, double update_seconds);
   /// Offloaded: the copy stream's next copies start after the compute stream's work so far (the
   /// gradients they copy) and after a delayed update (it reads host_grads_ and writes
   /// host_params_: one staging buffer each).
@@ -199,6 +205,7 @@ class Optimizer : public nn::GradientShardSink {
   double host_seconds_in_backward_ = 0.0;       ///< this step's host adds of later micro-batches
   double last_host_update_seconds_ = 0.0;
   int64_t delay_from_ = 0;              ///< delay_update_from()'s step, 0: never
+  int64_t copy_back_tile_ = 0;          ///< tile_copy_back()'s elements, 0: whole
   stream::StreamId update_thread_ = 0;  ///< delayed: the update's host thread on the clock
   stream::Event updated_;               ///< delayed: where the last delayed update ends
   bool return_pending_ = false;         ///< a delayed update not yet copied to the device

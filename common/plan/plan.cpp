@@ -191,6 +191,11 @@ void validate(const Plan& plan) {
   if (plan.offload.delay_update_from < 0)
     throw UsageError("--offload-dpu must be off or a step >= 1, got " +
                      std::to_string(plan.offload.delay_update_from));
+  if (plan.offload.tiled_copy_back && !plan.offload.optimizer)
+    throw UsageError(
+        "--offload-copy-back tiled says how the host's update returns the parameters: it needs "
+        "--offload optimizer or both, got --offload " +
+        std::string(offload_name(plan.offload)));
   if (plan.offload.delay_update_from > 0 && !plan.offload.optimizer)
     throw UsageError(
         "--offload-dpu " + std::to_string(plan.offload.delay_update_from) +
@@ -239,7 +244,8 @@ json to_json(const Plan& plan) {
        {{"optimizer", plan.offload.optimizer},
         {"parameters", plan.offload.parameters},
         {"overlap", plan.offload.overlap},
-        {"delay_update_from", plan.offload.delay_update_from}}},
+        {"delay_update_from", plan.offload.delay_update_from},
+        {"tiled_copy_back", plan.offload.tiled_copy_back}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
   };
@@ -316,6 +322,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     offload.boolean("parameters", plan.offload.parameters);
     offload.boolean("overlap", plan.offload.overlap);
     offload.integer("delay_update_from", plan.offload.delay_update_from);
+    offload.boolean("tiled_copy_back", plan.offload.tiled_copy_back);
     offload.finish();
   });
   top.field("dropout", [&](const json& v, const std::string& path) {

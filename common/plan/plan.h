@@ -108,9 +108,18 @@ struct OffloadPlan {
   /// gradients are one step stale. Steps before N update at once (the paper's first N − 1 steps;
   /// its experiments start at 40). 0 (`off`, the default): never.
   int64_t delay_update_from = 0;
+  /// `--offload-copy-back tiled`: the host updates the parameters tile by tile (of
+  /// kCopyBackTileElements) and each finished tile's 16-bit parameters go back while it updates
+  /// the next, so only the last tile's copy waits after the update (ZeRO-Offload's CPU-Adam,
+  /// §5.1); `whole` (false, the default) copies them all once the update ends.
+  bool tiled_copy_back = false;
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };
+/// The tile of `--offload-copy-back tiled`, in parameters: DeepSpeed's CPU-Adam's TILE, 128·2^20
+/// elements (csrc/includes/cpu_adam.h).
+inline constexpr int64_t kCopyBackTileElements = int64_t{128} << 20;
+
 /// `--offload`'s values: none, optimizer, params, both. \throws vramlab::UsageError naming an
 /// unknown one.
 OffloadPlan parse_offload(std::string_view text);
@@ -157,7 +166,8 @@ void check_dropout_probability(double p);
 /// finite number > 0, a weight decay or clipping norm that is not finite and ≥ 0, a dropout
 /// outside [0, 1), 8-bit options validate() refuses, K outside [1, 2^24], a micro-batch < 1, a
 /// parallel degree < 1, `--prefetch` or parameter offload below ZeRO stage 3, a delayed update
-/// (`--offload-dpu`) before step 1 or without the optimizer offloaded.
+/// (`--offload-dpu`) before step 1 or without the optimizer offloaded, a tiled copy back
+/// without the optimizer offloaded.
 void validate(const Plan& plan);
 
 /// The loss scaling \p amp runs with: its loss_scale, or the default for its precision

@@ -41,7 +41,7 @@ float to_float(double value, const char* flag) {
 struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
-      offload_overlap, offload_dpu;
+      offload_overlap, offload_dpu, offload_copy_back;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -214,10 +214,11 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "weights) | params (ZeRO-3) | both")
                      ->check(parsed_by(parse_offload, "{none,optimizer,params,both}"));
         apply = [&v](Plan& p) {
-          const OffloadPlan kept = p.offload;  // the overlap and the delay: their own flags'
+          const OffloadPlan kept = p.offload;  // how it runs: the other --offload-* flags'
           p.offload = parse_offload(v.offload);
           p.offload.overlap = kept.overlap;
           p.offload.delay_update_from = kept.delay_update_from;
+          p.offload.tiled_copy_back = kept.tiled_copy_back;
         };
         break;
       case PlanFlag::offload_overlap:
@@ -239,6 +240,16 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "ZeRO-Offload's delayed parameter update)")
                      ->check(parsed_by(parse_delay_update, "{off,N}"));
         apply = [&v](Plan& p) { p.offload.delay_update_from = parse_delay_update(v.offload_dpu); };
+        break;
+      case PlanFlag::offload_copy_back:
+        v.offload_copy_back = d.offload.tiled_copy_back ? "tiled" : "whole";
+        option = app.add_option("--offload-copy-back", v.offload_copy_back,
+                                "With --offload optimizer: whole (the parameters go back once the "
+                                "host's update ends) | tiled (each finished tile of 128 Mi "
+                                "parameters goes back while the host updates the next, as "
+                                "ZeRO-Offload's CPU-Adam)")
+                     ->check(CLI::IsMember({"whole", "tiled"}));
+        apply = [&v](Plan& p) { p.offload.tiled_copy_back = v.offload_copy_back == "tiled"; };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;
@@ -281,7 +292,7 @@ std::vector<PlanFlag> train_plan_flags() {
 std::vector<PlanFlag> estimate_plan_flags() {
   return all_except({PlanFlag::stochastic_rounding, PlanFlag::loss_scale, PlanFlag::learning_rate,
                      PlanFlag::clip_grad_norm, PlanFlag::prefetch, PlanFlag::offload_overlap,
-                     PlanFlag::offload_dpu, PlanFlag::dropout});
+                     PlanFlag::offload_dpu, PlanFlag::offload_copy_back, PlanFlag::dropout});
 }
 
 PlanFlags::~PlanFlags() = default;

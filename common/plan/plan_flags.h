@@ -47,6 +47,7 @@ enum class PlanFlag {
   offload,               ///< --offload
   offload_overlap,       ///< --offload-overlap
   offload_dpu,           ///< --offload-dpu
+  offload_copy_back,     ///< --offload-copy-back
   dropout,               ///< --dropout
 };
 
@@ -74,6 +75,7 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {PlanFlag::plan
                                                                   PlanFlag::offload,
                                                                   PlanFlag::offload_overlap,
                                                                   PlanFlag::offload_dpu,
+                                                                  PlanFlag::offload_copy_back,
                                                                   PlanFlag::dropout};
 
 /// \return the technique flags `vramlab train` acts on: all but --dp (its ranks decide it) and
@@ -81,7 +83,7 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {PlanFlag::plan
 std::vector<PlanFlag> train_plan_flags();
 /// \return the technique flags `vramlab estimate` acts on: those that change a byte (not --lr,
 /// --clip-grad-norm, --loss-scale, --stochastic-rounding, --prefetch, --offload-overlap,
-/// --offload-dpu or --dropout).
+/// --offload-dpu, --offload-copy-back or --dropout).
 std::vector<PlanFlag> estimate_plan_flags();
 
 /// The flags of one command and what the command line gave them (file comment).

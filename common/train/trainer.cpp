@@ -231,7 +231,11 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   optimizer_ = optim::make_optimizer(host_ ? *host_ : runtime, options_.plan.optimizer.name,
                                      optimizer_settings, precision, &options_.model,
                                      host_ ? &runtime : nullptr);
-  if (host_) optimizer_->delay_update_from(options_.plan.offload.delay_update_from);
+  if (host_) {
+    optimizer_->delay_update_from(options_.plan.offload.delay_update_from);
+    if (options_.plan.offload.tiled_copy_back)
+      optimizer_->tile_copy_back(plan::kCopyBackTileElements);
+  }
   dist::ParallelOptions parallel;
   static_cast<dist::ParallelGroups&>(parallel) = options_.groups;
   parallel.zero = options_.plan.parallel.zero;

@@ -118,6 +118,8 @@ const TypedColumns<SweepPoint>& sweep_columns() {
        [](const P& p) { return p.on.step_seconds; }},
       {{"step_off_seconds", "step off", Unit::seconds, 3},
        [](const P& p) { return p.off.step_seconds; }},
+      {{"step_tiled_seconds", "step tiled", Unit::seconds, 3},
+       [](const P& p) { return p.tiled.step_seconds; }},
       {{"step_delayed_seconds", "step delayed", Unit::seconds, 3},
        [](const P& p) { return p.delayed_on.step_seconds; }},
       {{"efficiency_on", "efficiency on", Unit::percent, 1},
@@ -375,6 +377,9 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
     late.steps = 3;
     p.delayed_on = run(offloaded(late, true, "delayed, overlap on"));
     p.delayed_off = run(offloaded(late, false, "delayed, overlap off"));
+    RunSpec tiles = offloaded(at, true, "tiled copy back");
+    tiles.train.plan.offload.tiled_copy_back = true;
+    p.tiled = run(tiles);
     p.model_efficiency = estimate::zero_infinity::efficiency(
         ait, gbps * 1e9, s.sweep_device.spec.peak_flops.bf16_tensor);
     lesson.sweep.push_back(std::move(p));
@@ -507,8 +512,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
         "TFLOPS (bf16): it overlaps nothing and runs at peak, so it needs {:.0f} GB/s for 90%. "
         "The roofline's kernels run below peak, which gives the link more time to hide in; "
         "overlap hides the gradients too. What stays: the parameters' copy back and the host's "
-        "update, which the step waits for; ZeRO-Offload's delayed parameter update (below) runs "
-        "the update beside the next step: step delayed is that step, overlap on.",
+        "update, which the step waits for. step tiled: overlap on with the copy back tiled as "
+        "ZeRO-Offload's CPU-Adam does it (each 128 Mi parameters go back while the host updates "
+        "the next ones, --offload-copy-back tiled); step delayed: overlap on with its delayed "
+        "parameter update (below), the update beside the next step.",
         ait, peak / 1e12, estimate::zero_infinity::bandwidth_for_efficiency(ait, peak, 0.9) / 1e9));
   }
 

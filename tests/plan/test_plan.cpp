@@ -98,6 +98,7 @@ Plan random_plan(std::mt19937_64& rng) {
   p.offload.parameters = p.parallel.zero == ZeroStage::parameters && coin();
   p.offload.overlap = !p.offload.optimizer || coin();
   p.offload.delay_update_from = p.offload.optimizer && coin() ? 1 + pick(100) : 0;
+  p.offload.tiled_copy_back = p.offload.optimizer && coin();
   p.dropout.p = coin() ? 0.0f : real(0.0f, 0.99f);
   p.dropout.preserve_rng_state = coin();
   return p;
@@ -198,6 +199,8 @@ TEST(PlanJson, RefusesUnknownKeysWrongTypesAndBadValuesNamingTheKey) {
   expect_refused(R"({"offload": {"parameters": true}})", {"offload", "stage 3"});
   expect_refused(R"({"offload": {"overlap": false}})", {"--offload-overlap off", "optimizer"});
   expect_refused(R"({"offload": {"delay_update_from": 3}})", {"--offload-dpu 3", "optimizer"});
+  expect_refused(R"({"offload": {"tiled_copy_back": true}})",
+                 {"--offload-copy-back tiled", "optimizer"});
   expect_refused(R"({"offload": {"optimizer": true, "delay_update_from": -2}})",
                  {"--offload-dpu", "-2"});
   expect_refused(R"({"dropout": {"p": 1}})", {"--dropout", "1"});
@@ -278,7 +281,7 @@ TEST(PlanFlagsTest, EachFlagSetsItsField) {
   expected.optimizer = {Optimizer::adamw_8bit, 3e-4f, 0.0f, 1.5f, {128, 100, true}};
   expected.batch.grad_accum = 4;
   expected.parallel = {8, ZeroStage::parameters, 2, true, true};
-  expected.offload = {true, true, false, 40};
+  expected.offload = {true, true, false, 40, true};
   expected.dropout.p = 0.1f;
   const Plan got = parse_flags({"--precision",
                                 "mixed-fp16",
@@ -319,6 +322,8 @@ TEST(PlanFlagsTest, EachFlagSetsItsField) {
                                 "off",
                                 "--offload-dpu",
                                 "40",
+                                "--offload-copy-back",
+                                "tiled",
                                 "--dropout",
                                 "0.1"});
   EXPECT_EQ(got, expected) << to_json(got).dump() << "\n" << to_json(expected).dump();
@@ -367,6 +372,8 @@ TEST(PlanFlagsTest, RefusesBadValuesNamingThem) {
                                                      {"--offload-dpu", "0"},
                                                      {"--offload-dpu", "on"},
                                                      {"--offload-dpu", "3"},
+                                                     {"--offload-copy-back", "halves"},
+                                                     {"--offload-copy-back", "tiled"},
                                                      {"--clip-grad-norm", "-2"},
                                                      {"--prefetch"}};
   for (const std::vector<std::string>& args : bad) {

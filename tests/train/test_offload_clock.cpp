@@ -200,5 +200,79 @@ TEST(GradientStreaming, AMetaHostsUpdateTakesItsBytesOverTheHostsBandwidth) {
   }
 }
 
+// --offload-copy-back tiled (Note [Tiled copy back]) changes when the parameters' copies go, not
+// what they carry: tiles of any size train bitwise as the whole copy, with the same bytes.
+TEST(TiledCopyBack, TrainsBitwiseAsTheWholeCopyWithTheSameBytes) {
+  TrainOptions o;
+  o.model = gpt2_config("test-gpt2", 2, 32, 4, 48, 16);
+  o.batch = 3;
+  o.seq = 11;
+  o.seed = 24;
+  o.plan.amp.precision = plan::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  nn::Runtime whole_runtime(memory::parse_device("sim:1GiB"));
+  Trainer whole(whole_runtime, o);
+  for (const int64_t tile : {int64_t{1}, int64_t{1000}, int64_t{4097}}) {
+    nn::Runtime runtime(memory::parse_device("sim:1GiB"));
+    Trainer tiled(runtime, o);
+    tiled.optimizer().tile_copy_back(tile);
+    nn::Runtime fresh_runtime(memory::parse_device("sim:1GiB"));
+    Trainer fresh(fresh_runtime, o);
+    for (int step = 1; step <= 3; ++step)
+      EXPECT_EQ(tiled.step().loss, fresh.step().loss) << "tile " << tile << ", step " << step;
+    EXPECT_EQ(parameter_bytes(runtime, tiled), parameter_bytes(fresh_runtime, fresh))
+        << "tile " << tile;
+    EXPECT_EQ(runtime.transfer_stats().host_to_device_bytes,
+              fresh_runtime.transfer_stats().host_to_device_bytes)
+        << "tile " << tile;
+  }
+  EXPECT_THROW(whole.optimizer().tile_copy_back(-1), UsageError);
+}
+
+// On a meta device the host's update takes its bytes over the host's bandwidth, so each tile's
+// share is exact: tile t's copy starts when the update has done tiles 1..t and the copy before it
+// has ended, and the compute stream waits from the update's end to the last copy's end, where
+// the whole copy makes it wait for every byte.
+TEST(TiledCopyBack, TheComputeStreamWaitsOnlyForWhatTheTilesLeftAfterTheUpdate) {
+  TrainOptions o;
+  o.model = llama_config("llama-8l", 8, 1536, 12, 4, 4096, 32000, 512);  // ~0.27B: 3 tiles
+  o.batch = 1;
+  o.seq = 512;
+  o.plan.amp.precision = plan::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  const int64_t n = o.model.parameter_count();
+  ASSERT_GT(n, 2 * plan::kCopyBackTileElements);
+  for (const double gbps : {4.0, 16.0, 400.0}) {
+    double waited_each[2] = {0.0, 0.0};
+    for (const bool tiled : {false, true}) {
+      o.plan.offload.tiled_copy_back = tiled;
+      memory::Device device = memory::parse_device("meta:a100-40g");
+      device.spec.host_to_device_bytes_per_s = device.spec.device_to_host_bytes_per_s = gbps * 1e9;
+      nn::Runtime runtime(device);
+      Trainer trainer(runtime, o);
+      (void)trainer.step();
+      const double waited_before = runtime.clock().waited_seconds(stream::Clock::compute_stream());
+      const StepResult r = trainer.step();
+      const double waited =
+          runtime.clock().waited_seconds(stream::Clock::compute_stream()) - waited_before;
+      // The copies from the update's start: 2 bytes a parameter (bf16) over the link.
+      const double update = r.host_update_seconds;
+      double copied = 0.0;  // when the copy stream is free, from the update's start
+      const int64_t tile = tiled ? plan::kCopyBackTileElements : n;
+      for (int64_t first = 0; first < n; first += tile) {
+        const int64_t end = std::min(n, first + tile);
+        const double tile_done = update * static_cast<double>(end) / static_cast<double>(n);
+        copied =
+            std::max(copied, tile_done) + static_cast<double>(2 * (end - first)) / (gbps * 1e9);
+      }
+      const double expected = copied - update;
+      EXPECT_NEAR(waited, expected, 1e-9 * expected)
+          << (tiled ? "tiled" : "whole") << " at " << gbps << " GB/s";
+      waited_each[tiled ? 1 : 0] = waited;
+    }
+    EXPECT_LT(waited_each[1], waited_each[0]) << gbps << " GB/s: the tiles hid nothing";
+  }
+}
+
 }  // namespace
 }  // namespace vramlab::train

@@ -473,6 +473,9 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         {"offload", plan::offload_name(options.plan.offload)},
         {"offload_overlap",
          options.plan.offload.optimizer ? json(options.plan.offload.overlap) : json(nullptr)},
+        {"offload_copy_back", options.plan.offload.optimizer
+                                  ? json(options.plan.offload.tiled_copy_back ? "tiled" : "whole")
+                                  : json(nullptr)},
         {"offload_dpu", options.plan.offload.optimizer
                             ? json(plan::delay_update_name(options.plan.offload.delay_update_from))
                             : json(nullptr)},
@@ -508,7 +511,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
             : std::string();
     std::printf(
         "on the device's clock, over %lld steps: the host's updates %s, copies %s (%s to the "
-        "host, %s back), of which %s exposed (--offload-overlap %s)%s\n",
+        "host, %s back), of which %s exposed (--offload-overlap %s, --offload-copy-back %s)%s\n",
         static_cast<long long>(o.steps),
         report::format_duration_ms(clock_totals.host_update_seconds * 1e3).c_str(),
         report::format_duration_ms((copies.device_to_host_seconds + copies.host_to_device_seconds) *
@@ -517,7 +520,8 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         report::format_bytes(static_cast<uint64_t>(copies.device_to_host_bytes)).c_str(),
         report::format_bytes(static_cast<uint64_t>(copies.host_to_device_bytes)).c_str(),
         report::format_duration_ms(clock_totals.exposed_copy_seconds * 1e3).c_str(),
-        options.plan.offload.overlap ? "on" : "off", delayed_text.c_str());
+        options.plan.offload.overlap ? "on" : "off",
+        options.plan.offload.tiled_copy_back ? "tiled" : "whole", delayed_text.c_str());
   }
   report::Table table({{"category"}, {"peak", report::Align::kRight}});
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
