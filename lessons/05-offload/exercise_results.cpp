@@ -1,6 +1,7 @@
 // Lesson 05's exercises beside the runtime (see exercise_results.h).
 #include "lessons/05-offload/exercise_results.h"
 
+#include <array>
 #include <cmath>
 #include <exception>
 #include <string>
@@ -26,34 +27,6 @@ double predicted(const RunResult& r) {
   return exposed_copy_seconds(step);
 }
 
-workbook::ExerciseResult exposed_copies(const Lesson& lesson) {
-  workbook::ExerciseResult r{"05.1", false, false, ""};
-  try {
-    int64_t steps = 0, agreeing = 0;
-    std::string example;
-    for (const SweepPoint& p : lesson.sweep)
-      for (const RunResult* run : {&p.on, &p.off}) {
-        const double mine = predicted(*run);
-        const double clock = run->exposed_copy_seconds;
-        ++steps;
-        const bool agrees = std::fabs(mine - clock) <= 1e-9 * std::max(1e-12, std::fabs(clock));
-        agreeing += agrees ? 1 : 0;
-        if (example.empty() || !agrees)
-          example =
-              fmt::format("at {:g} GB/s, overlap {}: {:.6f} s predicted, {:.6f} s on the clock",
-                          p.link_gbps, run->overlap ? "on" : "off", mine, clock);
-      }
-    r.ran = true;
-    r.agrees = steps > 0 && agreeing == steps;
-    r.text = fmt::format("{} of {} sweep steps' exposed copy time to 1e-9 ({})", agreeing, steps,
-                         example.empty() ? "no sweep ran" : example);
-  } catch (const std::exception& e) {
-    r.text = e.what();
-    r.text = r.text.substr(0, r.text.find('\n'));
-  }
-  return r;
-}
-
 // 05.2 on one measured steady step of a delayed run: times from the step's start.
 double predicted_delayed(const RunResult& r) {
   DelayedStep step;
@@ -67,15 +40,19 @@ double predicted_delayed(const RunResult& r) {
   return delayed_step_seconds(step);
 }
 
-workbook::ExerciseResult delayed_steps(const Lesson& lesson) {
-  workbook::ExerciseResult r{"05.2", false, false, ""};
+// One exercise on the sweep: \p predict on each of the two runs \p runs picks from every point,
+// against \p measured of the same run, to 1e-9 relative; \p what names the figure.
+template <typename Runs, typename Predict, typename Measured>
+workbook::ExerciseResult on_the_sweep(const Lesson& lesson, const char* id, const char* what,
+                                      Runs runs, Predict predict, Measured measured) {
+  workbook::ExerciseResult r{id, false, false, ""};
   try {
     int64_t steps = 0, agreeing = 0;
     std::string example;
     for (const SweepPoint& p : lesson.sweep)
-      for (const RunResult* run : {&p.delayed_on, &p.delayed_off}) {
-        const double mine = predicted_delayed(*run);
-        const double clock = run->step_seconds;
+      for (const RunResult* run : runs(p)) {
+        const double mine = predict(*run);
+        const double clock = measured(*run);
         ++steps;
         const bool agrees = std::fabs(mine - clock) <= 1e-9 * std::max(1e-12, std::fabs(clock));
         agreeing += agrees ? 1 : 0;
@@ -86,7 +63,7 @@ workbook::ExerciseResult delayed_steps(const Lesson& lesson) {
       }
     r.ran = true;
     r.agrees = steps > 0 && agreeing == steps;
-    r.text = fmt::format("{} of {} delayed sweep steps' time to 1e-9 ({})", agreeing, steps,
+    r.text = fmt::format("{} of {} {} to 1e-9 ({})", agreeing, steps, what,
                          example.empty() ? "no sweep ran" : example);
   } catch (const std::exception& e) {
     r.text = e.what();
@@ -98,7 +75,18 @@ workbook::ExerciseResult delayed_steps(const Lesson& lesson) {
 }  // namespace
 
 std::vector<workbook::ExerciseResult> exercise_results(const Lesson& lesson) {
-  return {exposed_copies(lesson), delayed_steps(lesson)};
+  return {on_the_sweep(
+              lesson, "05.1", "sweep steps' exposed copy time",
+              [](const SweepPoint& p) {
+                return std::array{&p.on, &p.off};
+              },
+              predicted, [](const RunResult& r) { return r.exposed_copy_seconds; }),
+          on_the_sweep(
+              lesson, "05.2", "delayed sweep steps' time",
+              [](const SweepPoint& p) {
+                return std::array{&p.delayed_on, &p.delayed_off};
+              },
+              predicted_delayed, [](const RunResult& r) { return r.step_seconds; })};
 }
 
 }  // namespace vramlab::lesson05
