@@ -10,8 +10,9 @@
 /// states and its update live on the host. The compute stream runs the backward; each unit's
 /// 16-bit gradients (the head, each block from the last, the embedding) must then go to the host
 /// over the link, on one copy stream, and the host updates once all of them are there. Then the
-/// updated 16-bit parameters come back over the link, and the compute stream waits for them
-/// before the next step.
+/// updated 16-bit parameters come back over the link, all of them once the update has ended
+/// (`--offload-copy-back whole`, the default), and the compute stream waits for them before the
+/// next step.
 ///
 /// The copy stream runs its copies one at a time, in the units' order. A copy takes its bytes
 /// over link_bytes_per_s and starts as soon as both
