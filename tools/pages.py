@@ -29,6 +29,12 @@ block quotes (--times takes the new run's everywhere). --check runs the same com
 --out-dir moved to a temporary folder (for the page's later blocks too, which may read what an
 earlier one wrote), and compares each block with the output word by word, times aside (a number
 followed by s, ms, us or min): every other number must match. PAGE limits the run to those files.
+
+Every command runs with OpenBLAS's Haswell kernels (OPENBLAS_CORETYPE=Haswell on a CPU with
+AVX2; blas_env()), whatever the machine: OpenBLAS's AVX-512 GEMM sums in another order, and the
+pages' rounding-error figures would move with the machine that reruns them. The CPU kernels are
+compiled for one instruction set for the same reason (Note [The same numbers on every machine]).
+A lesson run by hand uses the machine's fastest kernels, so its last digits may differ.
 """
 import argparse
 import difflib
@@ -106,12 +112,22 @@ def find_blocks(page):
     return lines, blocks
 
 
+def blas_env():
+    """The environment that pins OpenBLAS's kernel set for the pages' commands (module comment):
+    Haswell's on a CPU with AVX2, nothing on one without (which cannot run them)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            avx2 = any(line.startswith("flags") and " avx2" in line for line in cpuinfo)
+    except OSError:
+        avx2 = False
+    return {"OPENBLAS_CORETYPE": "Haswell"} if avx2 else {}
+
 def run(block, root, build_dir, moved_dirs=None):
     """The command's stdout. With moved_dirs (check mode), an --out-dir is moved to a temporary
     folder, and a path an earlier block of the page moved is moved for this block too (a later
     block may read what an earlier one wrote); the output names the original paths."""
     words = shlex.split(block.command)
-    env = dict(os.environ)
+    env = dict(os.environ, **blas_env())
     while words and re.match(r"^[A-Z_]+=", words[0]):
         name, value = words.pop(0).split("=", 1)
         env[name] = value

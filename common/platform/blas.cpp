@@ -43,14 +43,28 @@ bool env_set(const char* name) {
 
 std::string recommended_openblas_core(const CpuFeatures& features) {
   const std::string level = simd_level(features);
-  if (level == "avx512" || level == "avx2") return "Haswell";
+  if (level == "avx512") return "SkylakeX";
+  if (level == "avx2") return "Haswell";
   if (level == "avx") return "Sandybridge";
   return "";
 }
 
+int openblas_core_simd_rank(const std::string& core_name) {
+  const std::string c = lower(core_name);
+  for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (c == name) return 3;
+  for (const char* name : {"haswell", "zen", "skylake", "excavator"})
+    if (c == name) return 2;
+  for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
+    if (c == name) return 1;
+  return 0;
+}
+
 std::string blas_core_to_select(const std::string& detected_core, const CpuFeatures& features) {
   const std::string recommended = recommended_openblas_core(features);
-  if (recommended.empty() || lower(detected_core) == lower(recommended)) return "";
+  if (recommended.empty() ||
+      openblas_core_simd_rank(detected_core) >= openblas_core_simd_rank(recommended))
+    return "";
   return recommended;
 }
 

@@ -28,26 +28,21 @@ struct BlasInfo {
       detected_core;  ///< when vramlab selected the core: what OpenBLAS had detected on its own
 };
 
-/// The OpenBLAS core (OPENBLAS_CORETYPE value) vramlab runs on a CPU with \p features: "Haswell"
-/// with AVX2 and FMA (AVX-512 too), "Sandybridge" with AVX only, "" otherwise.
-///
-/// Not the widest one: the lesson pages show real output and a test compares every number with a
-/// rerun, so every machine must round a GEMM as the one that wrote the page did. OpenBLAS's
-/// kernel sets sum in different orders (SkylakeX's AVX-512 GEMM moved lesson 02's and 03's
-/// rounding-error figures in their second or third digit against Haswell's, which Zen's match), so
-/// every AVX2 machine runs Haswell's: the CPU kernels' target (x86-64-v3, Note [The same numbers on
-/// every machine] in kernels/cpu/CMakeLists.txt). Set OPENBLAS_CORETYPE for another.
+/// The OpenBLAS core (OPENBLAS_CORETYPE value) that matches the CPU's features: "SkylakeX" with
+/// AVX-512 (F, BW, VL, DQ), "Haswell" with AVX2 and FMA, "Sandybridge" with AVX, "" otherwise.
 std::string recommended_openblas_core(const CpuFeatures& features);
 
+/// The SIMD level an OpenBLAS core name implies: 3 AVX-512, 2 AVX2, 1 AVX, 0 older or unknown.
+int openblas_core_simd_rank(const std::string& core_name);
+
 /// The core select_blas_core_or_reexec() switches to, given what OpenBLAS detected: the
-/// recommended core unless OpenBLAS detected that very core, "" when no change is needed (or the
-/// CPU has no AVX).
+/// recommended core when the detected one implies a lower SIMD level, "" when no change is needed.
 /// \param detected_core what openblas_get_corename() reports, e.g. "Prescott"
 /// \param features the host CPU's features
 std::string blas_core_to_select(const std::string& detected_core, const CpuFeatures& features);
 
 /// Call first thing in main(). If OPENBLAS_CORETYPE is unset and the core OpenBLAS detected is
-/// not recommended_openblas_core(), sets OPENBLAS_CORETYPE and re-executes the binary
+/// weaker than recommended_openblas_core(), sets OPENBLAS_CORETYPE and re-executes the binary
 /// (once: VRAMLAB_BLAS_CORE_SELECTED guards against loops). Otherwise returns at once.
 /// Setting VRAMLAB_NO_BLAS_CORE_SELECTION=1 turns the behaviour off.
 /// \param argc,argv main()'s arguments, passed on unchanged to the re-executed binary.

@@ -10,11 +10,15 @@ lesson's claims.json measured by its run.
 """
 import glob
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from pages import blas_env  # noqa: E402  (the pages' OpenBLAS kernel set, tools/pages.py)
 
 # The runs whose JSON the page evaluates: fast, and the same bytes on every machine (lesson 03's
 # claims read gradients and the accumulation table, which need a device that computes: sim).
@@ -44,15 +48,16 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     out = tempfile.mkdtemp(prefix="vramlab-claims-page-")
+    env = dict(os.environ, **blas_env())
     try:
         for lesson, argv in RUNS.items():
             subprocess.run([f"{bin_dir}/{argv[0]}", *argv[1:], "--out-dir", f"{out}/{lesson}"],
-                           check=True, capture_output=True, timeout=300)
+                           check=True, capture_output=True, timeout=300, env=env)
         claims = [f"{bin_dir}/vramlab", "claims", "--lesson-output", out]
         page = subprocess.run(claims + ["--markdown"], check=True, capture_output=True,
-                              text=True, timeout=120).stdout
+                              text=True, timeout=120, env=env).stdout
         table = json.loads(subprocess.run(claims + ["--json"], check=True, capture_output=True,
-                                          text=True, timeout=120).stdout)
+                                          text=True, timeout=120, env=env).stdout)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
