@@ -267,6 +267,13 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.runtime_bytes_after_forward =
         runtime_bytes_after_forward(m, in.micro_batch, out.seq, out.runtime_schedule,
                                     plan.activations.compression, runtime_dtype, plan.attention);
+    if (plan.activations.offload) {
+      const OffloadedActivationBytes offloaded = runtime_offloaded_activation_bytes(
+          m, in.micro_batch, out.seq, out.runtime_schedule, runtime_dtype, plan.attention);
+      out.runtime_bytes_after_forward = offloaded.device;
+      out.host_activation_bytes = offloaded.host_pinned;
+      out.host_activation_requested_bytes = offloaded.host_requested;
+    }
     using Kind = recompute::RecomputeSpec::Kind;
     const Kind kind = plan.recompute.kind;
     const bool table_row = kind == Kind::none || kind == Kind::selective || kind == Kind::full;
@@ -312,6 +319,32 @@ Estimate estimate_memory(const EstimateInputs& in) {
     if (flash && kind != Kind::full)
       out.activations.source +=
           "; FlashAttention saves no s×s tensor, so the paper's selective row applies";
+    if (plan.activations.offload) {
+      // On the device: the layer whose backward runs and the next one, prefetched; under a
+      // recompute span, the span's re-run layers and the checkpoint prefetched before it.
+      int64_t longest_span = 0, span = 0;
+      bool kept_layers = false;
+      for (const recompute::LayerPlan& layer : out.runtime_schedule.layers) {
+        if (layer.recompute != recompute::LayerRecompute::full) {
+          kept_layers = true;
+          span = 0;
+          continue;
+        }
+        span = layer.span_start ? 1 : span + 1;
+        longest_span = std::max(longest_span, span);
+      }
+      const int64_t kept = per_layer(
+          plan.recompute.kind == Kind::selective || flash ? Recompute::selective : Recompute::none);
+      const int64_t in_span = per_layer(flash ? Recompute::selective : Recompute::none);
+      out.activations.bytes = std::max(
+          kept_layers ? checked_mul(kept, 2, "activation bytes") : 0,
+          longest_span == 0 ? 0
+                            : checked_add(checked_mul(in_span, longest_span, "activation bytes"),
+                                          per_layer(Recompute::full), "activation bytes"));
+      out.activations.source +=
+          "; offloaded (--offload-activations on): the device holds the layer in its backward "
+          "and the one prefetched, or a recomputed span and the checkpoint before it";
+    }
     if (m.mlp != MlpKind::gelu || m.ffn_hidden != 4 * m.hidden || m.kv_heads != m.heads)
       out.activations.source +=
           "; the paper assumes a 4h GeLU MLP and full multi-head attention, so for this model it "

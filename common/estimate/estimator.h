@@ -93,6 +93,11 @@ struct Estimate {
   /// What the runtime's store holds when the forward ends under the schedule and the compression
   /// (fp32; what `vramlab train` reports as activation_bytes_after_forward).
   int64_t runtime_bytes_after_forward = 0;
+  /// Under `--offload-activations on`: the saved activations in pinned host memory when the
+  /// forward ends, in power-of-two blocks (runtime_offloaded_activation_bytes), and their own
+  /// bytes; not in cpu_offload_bytes, which counts model states. 0 without the offload.
+  int64_t host_activation_bytes = 0;
+  int64_t host_activation_requested_bytes = 0;  ///< see host_activation_bytes
   int64_t total_bytes = 0;         ///< parameters + gradients + optimizer_states + activations.
   int64_t cpu_offload_bytes = 0;   ///< bytes moved to host memory per device (the three below).
   std::string cpu_offload_source;  ///< what is on the host.

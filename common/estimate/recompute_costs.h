@@ -42,6 +42,25 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
                                     DType dtype = DType::f32,
                                     AttentionKind attention = AttentionKind::naive);
 
+/// Where the saved activations are when the forward ends under activation offload
+/// (`--offload-activations on`): every kept block tensor but the norms' (B, T) statistics in
+/// pinned host memory, the rest on the device.
+struct OffloadedActivationBytes {
+  int64_t device = 0;          ///< what the store still holds on the device (requested bytes)
+  int64_t host_requested = 0;  ///< the offloaded tensors' own bytes
+  /// The pinned blocks that hold them: PyTorch's CachingHostAllocator rounds each request up to
+  /// a power of two (c10::llvm::PowerOf2Ceil in CachingHostAllocator.h), one block per tensor.
+  int64_t host_pinned = 0;
+};
+
+/// The bytes of OffloadedActivationBytes, under \p schedule (what runtime_bytes_after_forward
+/// keeps). \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per
+/// layer. \param dtype the activations' type. \param attention naive or flash.
+/// \throws vramlab::UsageError for bad sizes or an overflow.
+OffloadedActivationBytes runtime_offloaded_activation_bytes(
+    const ModelConfig& model, int64_t B, int64_t T, const recompute::RecomputeSchedule& schedule,
+    DType dtype = DType::f32, AttentionKind attention = AttentionKind::naive);
+
 /// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
 /// model_forward_flops (blocks and LM head).
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.

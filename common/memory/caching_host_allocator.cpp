@@ -109,11 +109,14 @@ nlohmann::json HostStats::to_json() const {
           {"host_free_time", duration_json(host_free_time)}};
 }
 
-CachingHostAllocator::CachingHostAllocator(stream::Clock& clock, HostMemoryKind kind)
+CachingHostAllocator::CachingHostAllocator(stream::Clock& clock, HostMemoryKind kind,
+                                           HostMemoryBacking backing)
     : clock_(clock),
       kind_(kind),
       // No capacity of its own: only the process's host budget limits host memory.
-      backing_(make_host_backing(std::numeric_limits<std::uint64_t>::max())) {}
+      backing_(backing == HostMemoryBacking::meta
+                   ? make_meta_backing(std::numeric_limits<std::uint64_t>::max())
+                   : make_host_backing(std::numeric_limits<std::uint64_t>::max())) {}
 
 CachingHostAllocator::~CachingHostAllocator() {
   for (const auto& [key, block] : blocks_) backing_->free_segment(block->address, block->size);

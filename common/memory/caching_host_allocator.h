@@ -45,6 +45,15 @@ enum class HostMemoryKind : unsigned char {
   pinned,    ///< page-locked memory for asynchronous copies: power-of-two blocks, cached
 };
 
+/// What stands behind a CachingHostAllocator's blocks.
+enum class HostMemoryBacking : unsigned char {
+  ram,  ///< this machine's RAM, taken from the process's host-RAM budget
+  /// addresses only, no memory (make_meta_backing), for the host beside a meta device: the
+  /// blocks and their statistics are as with RAM, so a 70B model's pinned bytes can be counted
+  /// on a laptop, and nothing may read or write them.
+  meta,
+};
+
 /// One block of host memory, owned by its CachingHostAllocator (PyTorch's HostBlock).
 struct HostBlock {
   std::uint64_t address = 0;       ///< page-aligned host memory the program may touch
@@ -102,7 +111,9 @@ class CachingHostAllocator {
   /// \param kind pinned (cached power-of-two blocks) or pageable (exact, uncached).
   /// \throws vramlab::UsageError when `VRAMLAB_HOST_MEMORY_LIMIT` is set to something that is not
   ///         a size (resolve_host_memory_limit).
-  explicit CachingHostAllocator(stream::Clock& clock, HostMemoryKind kind = HostMemoryKind::pinned);
+  /// \param backing RAM, or addresses only beside a meta device (HostMemoryBacking).
+  explicit CachingHostAllocator(stream::Clock& clock, HostMemoryKind kind = HostMemoryKind::pinned,
+                                HostMemoryBacking backing = HostMemoryBacking::ram);
   /// Returns every block to the system and its bytes to the host budget (live blocks too).
   ~CachingHostAllocator();
   CachingHostAllocator(const CachingHostAllocator&) = delete;

@@ -24,7 +24,7 @@ class InPlaceStorage final : public ActivationStorage {
     (void)tensor;
     return nullptr;
   }
-  [[nodiscard]] Tensor unpack(Runtime& runtime, const PackedActivation& packed,
+  [[nodiscard]] Tensor unpack(Runtime& runtime, PackedActivation& packed,
                               const std::vector<int64_t>& shape, DType dtype,
                               const std::string& name) override {
     (void)runtime, (void)packed, (void)shape, (void)dtype, (void)name;
@@ -73,7 +73,7 @@ class Int8Storage final : public ActivationStorage {
     return std::make_unique<Int8Packed>(std::move(values), std::move(scales));
   }
 
-  [[nodiscard]] Tensor unpack(Runtime& runtime, const PackedActivation& packed,
+  [[nodiscard]] Tensor unpack(Runtime& runtime, PackedActivation& packed,
                               const std::vector<int64_t>& shape, DType dtype,
                               const std::string& name) override {
     const auto& int8 = dynamic_cast<const Int8Packed&>(packed);

@@ -8,10 +8,11 @@
 /// unpack() it before the backward reads it. What "packed" means is the strategy's:
 /// - `none` keeps the tensor as it is (pack() declines);
 /// - `int8` and `int8-block` keep int8 values with an fp32 absmax scale per tensor or per
-///   kInt8ActivationBlock elements, and dequantise into a fresh tensor of the saved dtype.
-/// The host and NVMe tiers of activation offload are strategies of the same kind, whose prefetch
-/// starts the copy back ahead of the backward (torch.autograd.graph.save_on_cpu keeps every saved
-/// tensor in host memory in the same way).
+///   kInt8ActivationBlock elements, and dequantise into a fresh tensor of the saved dtype;
+/// - `offload` keeps the bytes in pinned host memory, copied there on a copy stream, and its
+///   prefetch starts the copy back ahead of the backward (Note [Activation offload];
+///   torch.autograd.graph.save_on_cpu keeps every saved tensor in host memory in the same way,
+///   without the prefetch).
 ///
 /// The order of allocations is the one a pack hook has: the packed form is allocated while the
 /// tensor still exists, and the tensor is freed after; the unpacked tensor is allocated while the
@@ -53,19 +54,21 @@ class ActivationStorage {
   /// \throws memory::OutOfMemoryError when the device is full.
   [[nodiscard]] virtual std::unique_ptr<PackedActivation> pack(Runtime& runtime,
                                                                const Tensor& tensor) = 0;
-  /// The backward reaches this tensor's layer soon: a strategy that moves bytes starts now.
+  /// The backward reaches this tensor's layer soon: a strategy that moves bytes starts now. What
+  /// it brings to the device counts in \p packed's bytes() from here.
   virtual void prefetch(Runtime& runtime, PackedActivation& packed) {
     (void)runtime;
     (void)packed;
   }
   /// \param runtime the runtime pack() was given.
-  /// \param packed what pack() returned (the caller frees it after).
+  /// \param packed what pack() returned (the caller frees it after); a strategy may take from it
+  /// what prefetch() brought.
   /// \param shape the tensor's shape, as saved.
   /// \param dtype the tensor's dtype, as saved.
   /// \param name the tensor's name, as saved.
   /// \return the tensor again, allocated with the category activation.
   /// \throws memory::OutOfMemoryError when the device is full.
-  [[nodiscard]] virtual Tensor unpack(Runtime& runtime, const PackedActivation& packed,
+  [[nodiscard]] virtual Tensor unpack(Runtime& runtime, PackedActivation& packed,
                                       const std::vector<int64_t>& shape, DType dtype,
                                       const std::string& name) = 0;
 };
@@ -74,5 +77,9 @@ class ActivationStorage {
 /// quantise them (file comment).
 [[nodiscard]] std::unique_ptr<ActivationStorage> make_activation_storage(
     recompute::ActivationCompression compression);
+/// \return the `offload` strategy (file comment): its copies go on \p copy_stream, a stream of the
+/// clock of the runtime given to pack(), made once per run (clock().new_stream()).
+[[nodiscard]] std::unique_ptr<ActivationStorage> make_offloading_activation_storage(
+    stream::StreamId copy_stream);
 
 }  // namespace vramlab::nn

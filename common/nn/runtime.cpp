@@ -92,7 +92,11 @@ Runtime::Runtime(const memory::Device& device, KernelKind kernels) : device_(dev
   // Nothing runs on meta: a kernel's time is its roofline (Note [A meta kernel's time: its
   // roofline] in roofline.cpp), when the preset gives the peaks; else the time spent here.
   if (device.kind == memory::DeviceKind::meta) kernels_->set_roofline(Roofline::of(device.spec));
-  host_allocator_ = std::make_unique<memory::CachingHostAllocator>(clock_);
+  // Beside a meta device the host is meta too: its pinned blocks are counted, never touched.
+  host_allocator_ = std::make_unique<memory::CachingHostAllocator>(
+      clock_, memory::HostMemoryKind::pinned,
+      device.kind == memory::DeviceKind::meta ? memory::HostMemoryBacking::meta
+                                              : memory::HostMemoryBacking::ram);
   allocator_->set_clock(&clock_);
 }
 

@@ -120,10 +120,12 @@ void SavedActivations::unpack(int64_t layer, std::string_view name) {
   if (e.packed == nullptr) return;
   const std::string full_name =
       layer < 0 ? std::string(name) : layer_module_name(layer) + "." + std::string(name);
+  const int64_t packed_before = e.packed->bytes();  // a prefetched tensor counts from there
   e.buffer = storage_->unpack(runtime_, *e.packed, e.shape, e.dtype, full_name);
-  bytes_ += e.buffer.bytes();
+  const int64_t packed_after = e.packed->bytes();  // what the unpack left in the packed form
+  bytes_ += e.buffer.bytes() - (packed_before - packed_after);
   peak_bytes_ = std::max(peak_bytes_, bytes_);
-  bytes_ -= e.packed->bytes();
+  bytes_ -= packed_after;
   e.packed.reset();
 }
 
@@ -143,8 +145,13 @@ void SavedActivations::unpack_layer(int64_t layer) {
 }
 
 void SavedActivations::prefetch_layer(int64_t layer) {
-  for (Entry& e : slots_[slot(layer)])
-    if (e.packed != nullptr) storage_->prefetch(runtime_, *e.packed);
+  for (Entry& e : slots_[slot(layer)]) {
+    if (e.packed == nullptr) continue;
+    const int64_t before = e.packed->bytes();
+    storage_->prefetch(runtime_, *e.packed);
+    bytes_ += e.packed->bytes() - before;
+    peak_bytes_ = std::max(peak_bytes_, bytes_);
+  }
 }
 
 void SavedActivations::pack_after_forward(int64_t layer) {

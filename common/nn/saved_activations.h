@@ -18,7 +18,8 @@
 /// store's ActivationStorage (activation_storage.h; set_storage): the model calls the seam once per
 /// layer (pack_after_forward, unpack_for_backward, unpack_span_input) and the storage packs each
 /// packable tensor once the forward is done with it and unpacks it before the backward reads it,
-/// as a saved_tensors_hooks pack/unpack pair does (today: in place, or int8 with absmax scales).
+/// as a saved_tensors_hooks pack/unpack pair does (in place, int8 with absmax scales, or in pinned
+/// host memory: activation offload).
 /// Every saved tensor is allocated with the category `activation` and the name "blocks.L.NAME"
 /// (or "NAME" outside the blocks), so snapshots and OOM messages name it.
 #pragma once

@@ -188,6 +188,11 @@ void validate(const Plan& plan) {
         "--offload-overlap off says how offloaded gradients reach the host: it needs "
         "--offload optimizer or both, got --offload " +
         std::string(offload_name(plan.offload)));
+  if (plan.activations.offload && plan.activations.compression != ActivationCompression::none)
+    throw UsageError(
+        "--offload-activations on moves the saved tensors as they are; --compress-activations " +
+        std::string(compression_name(plan.activations.compression)) +
+        " keeps them on the device in int8: choose one");
   if (plan.offload.delay_update_from < 0)
     throw UsageError("--offload-dpu must be off or a step >= 1, got " +
                      std::to_string(plan.offload.delay_update_from));
@@ -220,7 +225,9 @@ json to_json(const Plan& plan) {
         {"stochastic_rounding", plan.amp.stochastic_rounding},
         {"loss_scale", loss_scale_json(plan.amp.loss_scale)}}},
       {"recompute", to_string(plan.recompute)},
-      {"activations", {{"compression", compression_name(plan.activations.compression)}}},
+      {"activations",
+       {{"compression", compression_name(plan.activations.compression)},
+        {"offload", plan.activations.offload}}},
       {"attention", attention_kind_name(plan.attention)},
       {"optimizer",
        {{"name", optimizer_name(o.name)},
@@ -277,6 +284,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
   top.field("activations", [&](const json& v, const std::string& path) {
     ObjectReader activations(v, path);
     activations.text("compression", plan.activations.compression, parse_compression);
+    activations.boolean("offload", plan.activations.offload);
     activations.finish();
   });
   top.text("attention", plan.attention, parse_attention_kind);

@@ -52,6 +52,11 @@ struct AmpPlan {
 struct ActivationPlan {
   /// `--compress-activations`: int8 with an absmax scale per tensor or per block.
   ActivationCompression compression = ActivationCompression::none;
+  /// `--offload-activations on`: each layer's saved tensors go to pinned host memory on a copy
+  /// stream once its forward is done with them, and come back one layer ahead of its backward
+  /// (torchtune's OffloadActivations; Note [Activation offload] in activation_storage.cpp). With a
+  /// recompute schedule only the kept checkpoints travel.
+  bool offload = false;
 
   bool operator==(const ActivationPlan&) const = default;  ///< field by field
 };

@@ -41,7 +41,7 @@ float to_float(double value, const char* flag) {
 struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
-      offload_overlap, offload_dpu, offload_copy_back;
+      offload_overlap, offload_dpu, offload_copy_back, offload_activations;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -112,6 +112,15 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "between forward and backward")
                      ->check(parsed_by(parse_compression, "{" + join(compression_names()) + "}"));
         apply = [&v](Plan& p) { p.activations.compression = parse_compression(v.compression); };
+        break;
+      case PlanFlag::offload_activations:
+        v.offload_activations = d.activations.offload ? "on" : "off";
+        option = app.add_option("--offload-activations", v.offload_activations,
+                                "on: each layer's saved tensors go to pinned host memory on a "
+                                "copy stream after its forward and come back one layer ahead "
+                                "of its backward (torchtune's activation offloading) | off")
+                     ->check(CLI::IsMember({"on", "off"}));
+        apply = [&v](Plan& p) { p.activations.offload = v.offload_activations == "on"; };
         break;
       case PlanFlag::attention:
         v.attention = attention_kind_name(d.attention);

@@ -31,6 +31,7 @@ enum class PlanFlag {
   loss_scale,            ///< --loss-scale
   recompute,             ///< --recompute
   compress_activations,  ///< --compress-activations
+  offload_activations,   ///< --offload-activations
   attention,             ///< --attention
   optimizer,             ///< --optimizer
   learning_rate,         ///< --lr
@@ -59,6 +60,7 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {PlanFlag::plan
                                                                   PlanFlag::loss_scale,
                                                                   PlanFlag::recompute,
                                                                   PlanFlag::compress_activations,
+                                                                  PlanFlag::offload_activations,
                                                                   PlanFlag::attention,
                                                                   PlanFlag::optimizer,
                                                                   PlanFlag::learning_rate,

@@ -228,6 +228,8 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     }
     host_ = std::make_unique<nn::Runtime>(host);
   }
+  if (options_.plan.activations.offload)
+    activation_stream_ = runtime.clock().new_stream("activation offload");
   optimizer_ = optim::make_optimizer(host_ ? *host_ : runtime, options_.plan.optimizer.name,
                                      optimizer_settings, precision, &options_.model,
                                      host_ ? &runtime : nullptr);
@@ -347,7 +349,9 @@ StepResult Trainer::step_unguarded() {
   if (parallel.tensor_parallel) before += parallel.tensor_parallel->stats();
   // Every rank draws the global batch and keeps its rows: the same data as one process would
   // train on with N times the batch.
-  data_.next_batch(host_inputs_.as<int32_t>(), host_targets_.as<int32_t>(), ranks * B, T);
+  // Beside a meta device the pinned batch has addresses and no memory: nothing reads it there.
+  if (runtime_.device().kind != memory::DeviceKind::meta)
+    data_.next_batch(host_inputs_.as<int32_t>(), host_targets_.as<int32_t>(), ranks * B, T);
   const auto mine = static_cast<size_t>(rank * B * T);
   runtime_.copy_to_device(inputs_, host_inputs_.as<int32_t>() + mine);
   runtime_.copy_to_device(targets_, host_targets_.as<int32_t>() + mine);
@@ -376,7 +380,9 @@ StepResult Trainer::step_unguarded() {
     // Local to the micro-batch: unwinding from an out-of-memory error frees whatever was saved.
     nn::SavedActivations saved(runtime_, options_.model.layers);
     saved.set_plan(schedule_.layers);
-    saved.set_storage(nn::make_activation_storage(options_.plan.activations.compression));
+    saved.set_storage(options_.plan.activations.offload
+                          ? nn::make_offloading_activation_storage(activation_stream_)
+                          : nn::make_activation_storage(options_.plan.activations.compression));
     const memory::TensorView tokens = inputs_.view(first_row * T, {b, T});    // (b, T)
     const memory::TensorView targets = targets_.view(first_row * T, {b, T});  // (b, T)
     const double micro_loss = model_->forward(saved, tokens, targets, b, T);

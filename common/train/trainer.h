@@ -257,6 +257,8 @@ class Trainer {
   // `--offload optimizer --offload-overlap on` on one rank: copies each unit's gradients as its
   // backward ends (Note [Gradient streaming]); null otherwise.
   std::unique_ptr<optim::GradientStreaming> streaming_;
+  // `--offload-activations on`: the stream the saved tensors' copies go on (made once).
+  stream::StreamId activation_stream_ = 0;
   memory::Tensor inputs_;              // (ΣB, T) int32 token ids, every micro-batch's
   memory::Tensor targets_;             // (ΣB, T) int32 next tokens
   // Pinned, as a DataLoader with pin_memory=True stages its batches.

@@ -466,6 +466,28 @@ TEST_F(CachingHostAllocatorBudget, ARefusedRequestThrowsNamingTheBytesAndChanges
   allocator.free(held);
 }
 
+// Beside a meta device the blocks are addresses only: 13B's pinned states (5 × 52 GB requests)
+// are counted with their rounding and cached as with RAM, and take nothing from the budget.
+TEST_F(CachingHostAllocatorBudget, AMetaBackedAllocatorCountsBlocksAndTakesNoBudget) {
+  set_host_memory_limit(1 * kGiB);
+  CachingHostAllocator allocator(clock_, HostMemoryKind::pinned, HostMemoryBacking::meta);
+  const std::size_t request = 52'000'000'000;  // 13e9 fp32 values: 48.4 GiB, rounds to 64 GiB
+  std::vector<HostBlock*> blocks;
+  for (int i = 0; i < 5; ++i)
+    blocks.push_back(allocator.allocate(request, MemoryCategory::optimizer_state, "state"));
+  EXPECT_EQ(host_memory_held_bytes(), 0u);
+  EXPECT_EQ(allocator.host_memory_stats().allocated_bytes.current, 5 * 64 * kGiB);
+  EXPECT_EQ(allocator.category_stats().requested(MemoryCategory::optimizer_state).current,
+            static_cast<std::int64_t>(5 * request));
+  for (std::size_t i = 1; i < blocks.size(); ++i) EXPECT_NE(blocks[i]->address, blocks[0]->address);
+  HostBlock* first = blocks.front();
+  allocator.free(first);
+  EXPECT_EQ(allocator.allocate(request - 1), first) << "the cached block serves its size again";
+  for (HostBlock* block : blocks) allocator.free(block);
+  allocator.empty_host_cache();
+  EXPECT_EQ(allocator.host_memory_stats().allocated_bytes.current, 0);
+}
+
 TEST_F(CachingHostAllocatorBudget, CachedBlocksCountUntilEmptied) {
   set_host_memory_limit(1 * kGiB);
   CachingHostAllocator allocator(clock_);

@@ -59,7 +59,7 @@ class RecordingStorage final : public ActivationStorage {
     (void)runtime;
     calls.push_back({'f', dynamic_cast<CopyPacked&>(packed).name()});
   }
-  [[nodiscard]] Tensor unpack(Runtime& runtime, const PackedActivation& packed,
+  [[nodiscard]] Tensor unpack(Runtime& runtime, PackedActivation& packed,
                               const std::vector<int64_t>& shape, DType dtype,
                               const std::string& name) override {
     const auto& copy = dynamic_cast<const CopyPacked&>(packed);

@@ -78,6 +78,7 @@ Plan random_plan(std::mt19937_64& rng) {
                             : int64_t{1} + static_cast<int64_t>(rng() % (int64_t{1} << 50))};
   }
   p.activations.compression = static_cast<ActivationCompression>(pick(3));
+  p.activations.offload = p.activations.compression == ActivationCompression::none && coin();
   p.attention = static_cast<AttentionKind>(pick(2));
   p.optimizer.name = static_cast<Optimizer>(pick(7));
   p.optimizer.learning_rate = real(1e-7f, 1.0f);
@@ -270,6 +271,21 @@ Plan parse_flags(std::vector<std::string> args, const Plan& defaults = {}) {
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
   app.parse(args);
   return flags.plan();
+}
+
+TEST(PlanFlagsTest, OffloadActivationsSetsItsFieldAndRefusesInt8BesideIt) {
+  EXPECT_TRUE(parse_flags({"--offload-activations", "on"}).activations.offload);
+  Plan on;
+  on.activations.offload = true;
+  EXPECT_FALSE(parse_flags({"--offload-activations", "off"}, on).activations.offload);
+  EXPECT_THROW(parse_flags({"--offload-activations", "yes"}), CLI::ValidationError);
+  try {
+    (void)parse_flags({"--offload-activations", "on", "--compress-activations", "int8"});
+    ADD_FAILURE() << "int8 compression beside activation offload was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--compress-activations int8"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(PlanFlagsTest, EachFlagSetsItsField) {

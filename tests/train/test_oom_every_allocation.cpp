@@ -357,6 +357,18 @@ TEST(OomAtEveryAllocation, LlamaFlashAttentionWithInt8Activations) {
   EXPECT_GT(fail_every_allocation("llama flash int8 acts", o).failed, 0);
 }
 
+// Activation offload allocates each tensor's way back during the backward (prefetch) and frees
+// device blocks the copy stream still reads: a failure anywhere leaves neither allocator holding
+// anything of the step, and the retry trains as a fresh run.
+TEST(OomAtEveryAllocation, Gpt2MixedBf16ActivationsOffloadedWithCheckpoints) {
+  TrainOptions o = tiny(ModelFamily::gpt2);
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.recompute = recompute::parse_recompute_spec("every:2");
+  o.plan.activations.offload = true;
+  o.plan.offload.optimizer = true;
+  EXPECT_GT(fail_every_allocation("gpt2 activations offloaded", o).failed, 0);
+}
+
 TEST(OomAtEveryAllocation, EveryOtherOptimizer) {
   for (const estimate::Optimizer kind :
        {estimate::Optimizer::sgd_momentum, estimate::Optimizer::lion,

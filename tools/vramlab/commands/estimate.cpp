@@ -484,6 +484,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
         {"activation_peak_bytes", e.runtime_schedule_peak_bytes},
         {"compress_activations", recompute::compression_name(in.plan.activations.compression)},
         {"bytes_after_forward", e.runtime_bytes_after_forward},
+        {"offload_activations", in.plan.activations.offload},
+        {"host_pinned_bytes", e.host_activation_bytes},
+        {"host_requested_bytes", e.host_activation_requested_bytes},
         {"recomputed_forward_fraction", e.recomputed_forward_fraction}};
   } else {
     r["activations_per_layer_bytes"] = nullptr;
@@ -571,6 +574,15 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
                    format_bytes_decimal(static_cast<uint64_t>(e.cpu_offload_bytes)), "",
                    e.cpu_offload_source},
                   report::RowStyle::kDim);
+  if (e.host_activation_bytes > 0)
+    table.add_row(
+        {"host (activations)", format_bytes(static_cast<uint64_t>(e.host_activation_bytes)),
+         format_bytes_decimal(static_cast<uint64_t>(e.host_activation_bytes)), "",
+         "saved activations offloaded after the forward, in pinned blocks rounded up to powers "
+         "of two (" +
+             format_bytes(static_cast<uint64_t>(e.host_activation_requested_bytes)) +
+             " asked for)"},
+        report::RowStyle::kDim);
   std::fputs(table.render(colour, 2).c_str(), stdout);
 
   std::printf("\n  total per device: %s = %s (decimal)\n",
