@@ -13,17 +13,21 @@
 namespace vramlab::nn {
 
 // Note [Activation offload]
-// torchtune's OffloadActivations (torchtune/training/_activation_offloading.py) is a
-// saved_tensors_hooks pair: the pack hook copies each saved tensor to pinned host memory on a side
-// stream once the forward has made it, the unpack hook brings it back, and, to hide the way back,
-// the backward of layer L starts the copies of layer L − 1's tensors. Here the same three steps
-// are the seam's pack, prefetch and unpack, all on one copy stream the caller gives:
+// PyTorch offloads saved tensors with a saved_tensors_hooks pair: torch.autograd.graph.save_on_cpu
+// copies each one to (pinned) host memory on the current stream and back when the backward
+// unpacks it; torchtune's OffloadActivations (torchtune/training/_activation_offloading.py) makes
+// the copies on a second stream and keeps the last few tensors alive until their copies end (its
+// forward stash, 5 by default), but also brings each one back only when it is unpacked;
+// Megatron-LM's fine-grained activation offloading (megatron/core/transformer, its README) reloads
+// the next module's tensors while the backward runs the current one. Here the three steps are the
+// seam's pack, prefetch and unpack, all on one copy stream the caller gives:
 // - pack: the copy stream waits for the compute stream (the tensor is final), the bytes go to a
 //   pinned block (power-of-two rounded, cached: the host's bytes count the rounding), and the
 //   device block is marked as used by the copy stream (record_stream), so the caller may free it
 //   at once: the caching allocator does not hand it out again before the copy has ended. That is
-//   torchtune's bounded stash, kept by the allocator: a forward that outruns the link keeps more
-//   blocks waiting, and the device's memory shows it.
+//   torchtune's stash kept by the allocator, and unbounded: a forward that outruns the link keeps
+//   more blocks waiting (torchtune's compute stream would wait instead), and the device's memory
+//   shows it.
 // - prefetch (SavedActivations calls it for layer L − 1 when layer L's backward starts): a device
 //   tensor is allocated and filled on the copy stream, after the compute stream's work so far;
 //   from here its bytes are on the device again.

@@ -54,7 +54,7 @@ struct ActivationPlan {
   ActivationCompression compression = ActivationCompression::none;
   /// `--offload-activations on`: each layer's saved tensors go to pinned host memory on a copy
   /// stream once its forward is done with them, and come back one layer ahead of its backward
-  /// (torchtune's OffloadActivations; Note [Activation offload] in activation_storage.cpp). With a
+  /// (Note [Activation offload] in activation_offload.cpp). With a
   /// recompute schedule only the kept checkpoints travel.
   bool offload = false;
 

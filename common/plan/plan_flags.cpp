@@ -118,7 +118,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
         option = app.add_option("--offload-activations", v.offload_activations,
                                 "on: each layer's saved tensors go to pinned host memory on a "
                                 "copy stream after its forward and come back one layer ahead "
-                                "of its backward (torchtune's activation offloading) | off")
+                                "of its backward | off")
                      ->check(CLI::IsMember({"on", "off"}));
         apply = [&v](Plan& p) { p.activations.offload = v.offload_activations == "on"; };
         break;

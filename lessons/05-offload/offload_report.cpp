@@ -287,6 +287,79 @@ void run_delayed_update(const LessonSettings& s, const RunSpec& small, const Run
   dpu.time_delayed = run(delayed(timed, 2, s.sweep_model.name + ", delayed"));
 }
 
+// Activation offload: the small model kept and offloaded, then the sweep's model at a batch whose
+// activations do not fit beside its parameters, kept, recomputed, offloaded, and both (the
+// checkpoints offloaded), its optimizer offloaded under ZeRO-2 as ZeRO-Offload runs it.
+void run_activation_offload(const LessonSettings& s, const RunSpec& small,
+                            ActivationOffload& activations, void (*progress)(const std::string&)) {
+  say(progress, "activation offload: " + s.model.name + " on " + s.device.name());
+  RunSpec kept = small;
+  kept.label = "activations kept";
+  activations.small.push_back(run(kept));
+  RunSpec moved = small;
+  moved.label = "activations offloaded";
+  moved.train.plan.activations.offload = true;
+  activations.small.push_back(run(moved));
+
+  say(progress, fmt::format("activation offload: {} at B={}, {:g} GB/s", s.sweep_model.name,
+                            s.activation_batch, s.activation_link_gbps));
+  RunSpec large{"",
+                options_for(s.sweep_model, s.activation_batch, s.sweep_seq,
+                            amp::Precision::mixed_bf16, s.seed),
+                s.sweep_device, 2};
+  large.train.plan.attention = plan::AttentionKind::flash;
+  large.train.plan.parallel.zero = plan::ZeroStage::gradients;
+  large.train.plan.offload.optimizer = true;
+  large.device.spec.host_to_device_bytes_per_s = s.activation_link_gbps * 1e9;
+  large.device.spec.device_to_host_bytes_per_s = s.activation_link_gbps * 1e9;
+  for (const bool recomputed : {false, true}) {
+    for (const bool offloaded_activations : {false, true}) {
+      RunSpec r = large;
+      r.train.plan.recompute = recompute::parse_recompute_spec(recomputed ? "full" : "none");
+      r.train.plan.activations.offload = offloaded_activations;
+      r.label = std::string(recomputed ? "recomputed" : "kept") +
+                (offloaded_activations ? ", offloaded" : "");
+      activations.large.push_back(run(r));
+    }
+  }
+}
+
+// Activation offload's table: where the saved activations were and what moving them cost.
+const TypedColumns<RunResult>& activation_columns() {
+  using R = RunResult;
+  static const TypedColumns<RunResult> columns = {
+      {{"label", "activations"}, [](const R& r) { return r.label; }},
+      {{"fits", ""}, [](const R& r) { return r.fits; }},
+      {{"device_peak_bytes", "device peak", Unit::bytes},
+       [](const R& r) { return r.fits ? report::Value(r.device_peak_bytes) : report::Value(); }},
+      {{"activation_peak_bytes", "saved: peak", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.activation_peak_bytes) : report::Value();
+       }},
+      {{"activation_bytes_after_forward", "after fwd", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.activation_bytes_after_forward) : report::Value();
+       }},
+      {{"pinned_activation_bytes", "pinned host", Unit::bytes},
+       [](const R& r) {
+         return r.fits ? report::Value(r.pinned_activation_bytes) : report::Value();
+       }},
+      {{"equals_estimator", "= estimator"},
+       [](const R& r) {
+         return r.fits ? report::Value(r.activations_equal_estimate()) : report::Value();
+       }},
+      {{"device_to_host_bytes", "to host", Unit::bytes},
+       [](const R& r) { return r.fits ? report::Value(r.device_to_host_bytes) : report::Value(); }},
+      {{"compute_seconds", "compute", Unit::seconds, 3},
+       [](const R& r) { return r.fits ? report::Value(r.compute_seconds()) : report::Value(); }},
+      {{"exposed_copy_seconds", "exposed", Unit::seconds, 3},
+       [](const R& r) { return r.fits ? report::Value(r.exposed_copy_seconds) : report::Value(); }},
+      {{"step_seconds", "step", Unit::seconds, 3},
+       [](const R& r) { return r.fits ? report::Value(r.step_seconds) : report::Value(); }},
+  };
+  return columns;
+}
+
 // The loss table's rows: the first step and every second one (the heading says so); the JSON
 // and the figure have every step.
 constexpr int64_t kLossRowStride = 2;
@@ -394,6 +467,7 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
   lesson.timeline.off = run(offloaded(traced, false, "overlap off"));
   if (s.scale) run_scale(s, lesson, progress);
   run_delayed_update(s, none, sweep, lesson.dpu, progress);
+  run_activation_offload(s, none, lesson.activations, progress);
   return lesson;
 }
 
@@ -451,6 +525,17 @@ json to_json(const Lesson& lesson) {
                                 std::vector<RunResult>{dpu.time_at_once, dpu.time_delayed})
                    .json()},
       {"speedup", dpu.time_at_once.step_seconds / dpu.time_delayed.step_seconds}};
+  const ActivationOffload& acts = lesson.activations;
+  j["activation_offload"] = {
+      {"small", report::table_of(activation_columns(), acts.small).json()},
+      {"small_losses_equal",
+       acts.small.size() == 2 && acts.small[0].losses == acts.small[1].losses},
+      {"large",
+       {{"model", s.sweep_model.name},
+        {"batch", s.activation_batch},
+        {"seq", s.sweep_seq},
+        {"link_gbps", s.activation_link_gbps},
+        {"runs", report::table_of(activation_columns(), acts.large).json()}}}};
   // What the claims compare: the sweep model's device peak saved and its step's slowdown.
   const ScaleRun* none = find_scale(lesson, "sweep-model-none-roomy");
   const ScaleRun* off = find_scale(lesson, "sweep-model-offload");
@@ -575,6 +660,38 @@ std::string render_text(const Lesson& lesson, bool colour) {
         " (offload_dpu_losses.svg). Early in training the gradient changes fast from one step to "
         "the next, and an update one step old can overshoot; ZeRO-Offload runs its first steps "
         "without the delay for this reason (40 in its experiments).";
+    out += wrap_note(note);
+  }
+
+  const ActivationOffload& acts = lesson.activations;
+  if (acts.small.size() == 2) {
+    out += fmt::format("\nActivation offload (--offload-activations on): {} on {}\n", s.model.name,
+                       s.device.name());
+    out += report::table_of(activation_columns(), acts.small).render(colour);
+    out += wrap_note(fmt::format(
+        "saved: the tensors the layers keep for their backward, on the device (peak, and when the "
+        "forward ends); pinned host: the blocks that held them, each rounded up to a power of two "
+        "({} asked for); = estimator: both equal vramlab estimate --offload-activations on. The "
+        "losses are {} the same: the backward reads the bytes the forward saved.",
+        report::format_bytes(
+            static_cast<uint64_t>(acts.small[1].pinned_activation_requested_bytes)),
+        acts.small[0].losses == acts.small[1].losses ? "bitwise" : "NOT"));
+  }
+  if (!acts.large.empty()) {
+    out += fmt::format(
+        "\n{} at B={}, T={} on {}, flash attention, ZeRO-Offload, the link at {:g} GB/s\n",
+        s.sweep_model.name, s.activation_batch, s.sweep_seq, s.sweep_device.name(),
+        s.activation_link_gbps);
+    out += report::table_of(activation_columns(), acts.large).render(colour);
+    std::string note =
+        "kept: every saved tensor stays on the device until its backward; recomputed: each layer "
+        "keeps its input and runs its forward again in the backward (--recompute full); "
+        "offloaded: each layer's tensors go to the host after its forward and come back one layer "
+        "ahead of its backward; recomputed, offloaded: only the layer inputs (the checkpoints) "
+        "travel. exposed: copy time the compute did not hide, the gradients' copies included; the "
+        "step adds the host's update. An empty row did not fit: ";
+    for (const RunResult& r : acts.large)
+      if (!r.fits) note += r.label + " (" + r.out_of_memory + "); ";
     out += wrap_note(note);
   }
 

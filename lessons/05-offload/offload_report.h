@@ -46,6 +46,11 @@ struct LessonSettings {
   std::vector<int64_t> dpu_from = {5, 20};  ///< `--offload-dpu`'s first delayed steps (≥ 1).
   /// Its time: the sweep's model at this link, updated at once and delayed from step 2.
   double dpu_link_gbps = 32;
+  /// Activation offload at scale: the sweep's model at this B (T = sweep_seq, flash attention,
+  /// the optimizer offloaded under ZeRO-2) with its activations kept, recomputed, offloaded, and
+  /// both, at activation_link_gbps.
+  int64_t activation_batch = 4;
+  double activation_link_gbps = 32;  ///< see activation_batch
 };
 
 /// One link bandwidth of the sweep: the same step with overlap on and off, and the model.
@@ -78,6 +83,14 @@ struct DelayedUpdate {
   RunResult time_delayed;  ///< the same, delayed from step 2 (its last step is a steady one).
 };
 
+/// Activation offload (`--offload-activations on`): the small model on sim with its activations
+/// kept and offloaded (the same losses; the bytes against the estimator), and the sweep's model
+/// where its activations do not fit (LessonSettings::activation_batch).
+struct ActivationOffload {
+  std::vector<RunResult> small;  ///< kept, offloaded.
+  std::vector<RunResult> large;  ///< kept, recomputed, offloaded, recomputed and offloaded.
+};
+
 /// Everything the lesson shows.
 struct Lesson {
   LessonSettings settings;        ///< as run.
@@ -86,6 +99,7 @@ struct Lesson {
   SweepPoint timeline;            ///< at settings.timeline_link_gbps, with the last step's spans.
   std::vector<ScaleRun> scale;    ///< with settings.scale.
   DelayedUpdate dpu;              ///< the delayed parameter update.
+  ActivationOffload activations;  ///< activation offload.
 };
 
 /// Runs everything the settings ask for.

@@ -64,6 +64,8 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.host_update_seconds = step.host_update_seconds;
     r.exposed_copy_seconds = step.exposed_copy_seconds;
     r.delayed_update_seconds = step.delayed_update_seconds;
+    r.activation_peak_bytes = step.activation_peak_bytes;
+    r.activation_bytes_after_forward = step.activation_bytes_after_forward;
     r.backward_units = timeline.units();
     r.backward_end_seconds = timeline.backward_end_seconds();
   }
@@ -74,6 +76,9 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.host = *host;
   r.device_peak_bytes = trainer.memory_report().peak_total_bytes;
   r.pinned_peak_bytes = runtime.host_allocator().host_memory_stats().allocated_bytes.peak;
+  const memory::CategoryStats pinned = runtime.host_allocator().category_stats();
+  r.pinned_activation_bytes = pinned.of(memory::MemoryCategory::activation).peak;
+  r.pinned_activation_requested_bytes = pinned.requested(memory::MemoryCategory::activation).peak;
 }
 
 }  // namespace
@@ -85,6 +90,12 @@ bool RunResult::equals_estimate() const {
               estimate.host_optimizer_state_bytes);
 }
 
+bool RunResult::activations_equal_estimate() const {
+  return activation_bytes_after_forward == estimate.runtime_bytes_after_forward &&
+         pinned_activation_bytes == estimate.host_activation_bytes &&
+         pinned_activation_requested_bytes == estimate.host_activation_requested_bytes;
+}
+
 RunResult run(const RunSpec& spec) {
   if (spec.steps < 2)
     throw UsageError("--steps must be >= 2 (the last step is measured), got " +
@@ -94,6 +105,7 @@ RunResult run(const RunSpec& spec) {
   r.device_name = spec.device.name();
   r.offload = spec.train.plan.offload.optimizer;
   r.overlap = spec.train.plan.offload.overlap;
+  r.activations_offloaded = spec.train.plan.activations.offload;
   r.link_bytes_per_s = spec.device.spec.host_to_device_bytes_per_s;
   r.estimate = train::estimate_step(spec.train, 1, 1);
   // A ZeRO stage needs its data-parallel group, here of one simulated rank; plain training runs

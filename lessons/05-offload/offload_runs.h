@@ -61,6 +61,14 @@ struct RunResult {
   double delayed_update_seconds = 0.0;
   /// The step before the last one's delayed update: what ran beside the last step.
   double previous_delayed_update_seconds = 0.0;
+  /// Saved activations (`--offload-activations on` when activations_offloaded): the store's
+  /// bytes at their peak and when the last step's forward ended, on the device; and the pinned
+  /// host blocks that held them at their peak (power-of-two rounded) and the bytes asked for.
+  bool activations_offloaded = false;
+  int64_t activation_peak_bytes = 0;              ///< see activations_offloaded
+  int64_t activation_bytes_after_forward = 0;     ///< see activations_offloaded
+  int64_t pinned_activation_bytes = 0;            ///< see activations_offloaded
+  int64_t pinned_activation_requested_bytes = 0;  ///< see activations_offloaded
   std::vector<double> losses;         ///< per step, nats (0 on meta).
   /// The last step's backward: when each unit's gradients became final on the compute stream's
   /// clock and their bytes, and when it ended (what exercise 05.1 predicts the exposed time from).
@@ -79,6 +87,9 @@ struct RunResult {
   /// \return the device's model states and the estimator's agree to the byte, and so do the
   /// host's (model_state(), host_model_state(), estimate_step()).
   [[nodiscard]] bool equals_estimate() const;
+  /// \return the store's bytes after the forward and the pinned activation blocks equal the
+  /// estimator's (runtime_bytes_after_forward, host_activation_bytes and its requested bytes).
+  [[nodiscard]] bool activations_equal_estimate() const;
 };
 
 /// Trains \p spec on one simulated rank and measures it; an out-of-memory error is a result (fits
