@@ -271,6 +271,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
       const OffloadedActivationBytes offloaded = runtime_offloaded_activation_bytes(
           m, in.micro_batch, out.seq, out.runtime_schedule, runtime_dtype, plan.attention);
       out.runtime_bytes_after_forward = offloaded.device;
+      out.runtime_schedule_peak_bytes = offloaded.device_peak;
       out.host_activation_bytes = offloaded.host_pinned;
       out.host_activation_requested_bytes = offloaded.host_requested;
     }

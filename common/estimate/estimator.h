@@ -88,7 +88,8 @@ struct Estimate {
   /// most bytes of saved activations the runtime holds under it (what `vramlab train` measures as
   /// activation_peak_bytes; f32 for fp32 training, 2-byte otherwise); 0 without a model.
   recompute::RecomputeSchedule runtime_schedule;
-  int64_t runtime_schedule_peak_bytes = 0;   ///< see runtime_schedule
+  int64_t runtime_schedule_peak_bytes =
+      0;  ///< see runtime_schedule (offloaded: OffloadedActivationBytes::device_peak)
   double recomputed_forward_fraction = 0.0;  ///< of the runtime's forward FLOPs (see above)
   /// What the runtime's store holds when the forward ends under the schedule and the compression
   /// (fp32; what `vramlab train` reports as activation_bytes_after_forward).

@@ -1,6 +1,7 @@
 // The runtime's chain of blocks for the recompute planner (see recompute_costs.h).
 #include "common/estimate/recompute_costs.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -61,6 +62,100 @@ void for_each_kept_block_tensor(const ModelConfig& model, int64_t B, int64_t T,
   }
 }
 
+// The store's bytes through one step with every packable tensor offloaded, in the runtime's order
+// (DecoderModel::forward and backward, SavedActivations' pack_after_forward, unpack_for_backward,
+// unpack_span_input; prefetched tensors count from their prefetch): the largest of them.
+int64_t offloaded_device_peak(const ModelConfig& model, int64_t B, int64_t T,
+                              const recompute::RecomputeSchedule& schedule, DType dtype,
+                              AttentionKind attention) {
+  const char* what = "activation bytes";
+  const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
+  const auto bytes_of = [&](const SavedActivationSpec& spec) {
+    return checked_mul(spec.numel(), spec.always_f32 ? int64_t{4} : element, what);
+  };
+  // One layer: everything (F), its attention probabilities, norm statistics and output.
+  int64_t F = 0, att = 0, stats = 0, out = 0;
+  for (const SavedActivationSpec& spec :
+       runtime_saved_activations_per_layer(model, B, T, attention)) {
+    const int64_t b = bytes_of(spec);
+    F = checked_add(F, b, what);
+    if (spec.name == saved::att) att = b;
+    if (spec.always_f32) stats = checked_add(stats, b, what);
+    if (spec.name == saved::residual3) out = b;
+  }
+  int64_t encoded = 0, head_norm = 0, head_loss = 0;
+  for (const SavedActivationSpec& spec : runtime_saved_activations_outside_layers(model, B, T)) {
+    const int64_t b = bytes_of(spec);
+    if (spec.name == saved::encoded) {
+      encoded = b;
+    } else if (spec.name == saved::probs || spec.name == saved::losses) {
+      head_loss = checked_add(head_loss, b, what);
+    } else {
+      head_norm = checked_add(head_norm, b, what);  // lnf and its statistics
+    }
+  }
+  const std::vector<recompute::LayerPlan>& plans = schedule.layers;
+  const auto L = static_cast<int64_t>(plans.size());
+  using recompute::LayerRecompute;
+  const auto full = [&](int64_t l) { return plans[l].recompute == LayerRecompute::full; };
+  const auto span_last = [&](int64_t l) {
+    return l + 1 == L || !full(l + 1) || plans[l + 1].span_start;
+  };
+  const auto span_first = [&](int64_t l) {
+    while (l > 0 && !plans[l].span_start) --l;
+    return l;
+  };
+  // What a layer keeps after its forward, and of it what stays on the device (its statistics).
+  const auto kept = [&](int64_t l) {
+    if (full(l)) return out;
+    return plans[l].recompute == LayerRecompute::selective ? F - att : F;
+  };
+  // What the layer packs besides its output, and what prefetch_layer brings back of it.
+  const auto packed_rest = [&](int64_t l) { return full(l) ? int64_t{0} : kept(l) - stats - out; };
+  int64_t bytes = encoded, peak = bytes;
+  const auto add = [&](int64_t b) {
+    bytes = checked_add(bytes, b, what);
+    peak = std::max(peak, bytes);
+  };
+  for (int64_t l = 0; l < L; ++l) {
+    add(F);
+    bytes -= F - kept(l);  // drop_by_policy
+    const bool input_released = full(l) && !plans[l].span_start;
+    if (input_released) bytes -= out;
+    bytes -= packed_rest(l);                     // pack_after_forward(l): the layer's tensors
+    if (l > 0 && !input_released) bytes -= out;  // and its input
+  }
+  add(head_norm);
+  if (L > 0) bytes -= out;  // the head packs the last output
+  add(head_loss);
+  // Backward: the head brings the last layer's output back and prefetches the rest of the layer.
+  const auto bring_back_before = [&](int64_t l) {  // unpack_for_backward(l + 1) for layer l
+    add(out);                                      // its output, unpacked
+    add(packed_rest(l));                           // prefetch_layer(l)
+    if (full(l) && span_last(l) && span_first(l) > 0) add(out);  // its span's input
+  };
+  if (L > 0) bring_back_before(L - 1);
+  bytes -= head_norm + head_loss;
+  for (int64_t l = L - 1; l >= 0; --l) {
+    if (full(l) && span_last(l)) {
+      bytes -= out;  // the span's last output, recomputed with the rest
+      for (int64_t k = span_first(l); k <= l; ++k) add(F);
+    }
+    if (l > 0) {
+      // The input is back already when a span recomputed it or prefetched it as its input.
+      if (full(l)) {
+        add(0);
+        add(packed_rest(l - 1));
+        if (full(l - 1) && span_last(l - 1) && span_first(l - 1) > 0) add(out);
+      } else {
+        bring_back_before(l - 1);
+      }
+    }
+    bytes -= full(l) ? F : kept(l);  // release_layer(l) after its backward
+  }
+  return peak;
+}
+
 }  // namespace
 
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
@@ -101,6 +196,7 @@ OffloadedActivationBytes runtime_offloaded_activation_bytes(
           throw UsageError(std::string(what) + ": a pinned block beyond 2^63 bytes");
         out.host_pinned = checked_add(out.host_pinned, static_cast<int64_t>(pinned), what);
       });
+  out.device_peak = offloaded_device_peak(model, B, T, schedule, dtype, attention);
   return out;
 }
 

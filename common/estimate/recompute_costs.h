@@ -51,6 +51,11 @@ struct OffloadedActivationBytes {
   /// The pinned blocks that hold them: PyTorch's CachingHostAllocator rounds each request up to
   /// a power of two (c10::llvm::PowerOf2Ceil in CachingHostAllocator.h), one block per tensor.
   int64_t host_pinned = 0;
+  /// The most the store holds on the device during the step (SavedActivations::peak_bytes under
+  /// the runtime's order of saves, packs, prefetches and releases): a layer's forward on top of
+  /// what stays, the head, or a layer's backward with the next one's tensors on their way back
+  /// (and a recomputed span's forward with its input).
+  int64_t device_peak = 0;
 };
 
 /// The bytes of OffloadedActivationBytes, under \p schedule (what runtime_bytes_after_forward

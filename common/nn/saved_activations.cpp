@@ -144,14 +144,16 @@ void SavedActivations::unpack_layer(int64_t layer) {
   for (const std::string& name : names) unpack(layer, name);
 }
 
+void SavedActivations::prefetch_entry(Entry& e) {
+  if (e.packed == nullptr) return;
+  const int64_t before = e.packed->bytes();
+  storage_->prefetch(runtime_, *e.packed);
+  bytes_ += e.packed->bytes() - before;
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+}
+
 void SavedActivations::prefetch_layer(int64_t layer) {
-  for (Entry& e : slots_[slot(layer)]) {
-    if (e.packed == nullptr) continue;
-    const int64_t before = e.packed->bytes();
-    storage_->prefetch(runtime_, *e.packed);
-    bytes_ += e.packed->bytes() - before;
-    peak_bytes_ = std::max(peak_bytes_, bytes_);
-  }
+  for (Entry& e : slots_[slot(layer)]) prefetch_entry(e);
 }
 
 void SavedActivations::pack_after_forward(int64_t layer) {
@@ -168,6 +170,13 @@ void SavedActivations::unpack_for_backward(int64_t layer) {
     const memory::ModuleScope module(layer_module_name(layer - 1));
     unpack(layer - 1, saved::residual3);
     prefetch_layer(layer - 1);
+    // A recomputed span that ends at layer − 1 runs its forward again next, from its input.
+    const int64_t previous = layer - 1;
+    if (policy(previous).recompute == Recompute::full && span_last(previous)) {
+      const int64_t first = span_first(previous);
+      if (first > 0 && contains(first - 1, saved::residual3))
+        prefetch_entry(entry(first - 1, saved::residual3));
+    }
   }
 }
 

@@ -140,8 +140,10 @@ class SavedActivations {
   /// \throws memory::OutOfMemoryError when full.
   void pack_after_forward(int64_t layer);
   /// Layer \p layer's backward runs next: unpacks what it saved and its input (the output of
-  /// layer − 1), and prefetches what the backward of layer − 1 will unpack. \p layer == layers()
-  /// is the head, whose input is the last layer's output. \throws memory::OutOfMemoryError.
+  /// layer − 1), and prefetches what the backward of layer − 1 will unpack (and, when layer − 1
+  /// ends a recomputed span, the span's input, which its re-run forward reads first). \p layer ==
+  /// layers() is the head, whose input is the last layer's output.
+  /// \throws memory::OutOfMemoryError.
   void unpack_for_backward(int64_t layer);
   /// The span that starts at layer \p first is recomputed next: unpacks its input (the output of
   /// \p first − 1; nothing for layer 0, whose input is never packed).
@@ -184,6 +186,7 @@ class SavedActivations {
   void pack_layer(int64_t layer, std::string_view except);
   void unpack_layer(int64_t layer);
   void prefetch_layer(int64_t layer);
+  void prefetch_entry(Entry& entry);  // asks the storage to bring it back if packed
   [[nodiscard]] size_t slot(int64_t layer) const;
 
   Runtime& runtime_;

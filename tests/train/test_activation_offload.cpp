@@ -125,6 +125,8 @@ TEST(ActivationOffload, DeviceAndPinnedHostBytesAreTheEstimators) {
       const StepResult r = trainer.step();
       EXPECT_EQ(r.activation_bytes_after_forward, e.runtime_bytes_after_forward)
           << c.name << ", step " << step;
+      EXPECT_EQ(r.activation_peak_bytes, e.runtime_schedule_peak_bytes)
+          << c.name << ", step " << step;
     }
     const memory::CategoryStats host = runtime.host_allocator().category_stats();
     EXPECT_EQ(host.of(memory::MemoryCategory::activation).peak, e.host_activation_bytes) << c.name;
