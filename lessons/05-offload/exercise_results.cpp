@@ -8,8 +8,14 @@
 
 #include <fmt/core.h>
 
+#include "common/amp/precision_policy.h"
+#include "common/dtype/dtype.h"
+#include "common/estimate/runtime_activations.h"
+#include "common/report/terminal.h"
+
 #include "lessons/05-offload/api/delayed_step.h"
 #include "lessons/05-offload/api/exposed_copies.h"
+#include "lessons/05-offload/api/pinned_activations.h"
 
 namespace vramlab::lesson05 {
 
@@ -72,6 +78,53 @@ workbook::ExerciseResult on_the_sweep(const Lesson& lesson, const char* id, cons
   return r;
 }
 
+// 05.3 on the activation runs that offloaded: the learner's pinned bytes against the pinned
+// allocator's, exactly.
+workbook::ExerciseResult pinned_on_the_activation_runs(const Lesson& lesson) {
+  workbook::ExerciseResult r{"05.3", false, false, ""};
+  try {
+    int64_t runs = 0, agreeing = 0;
+    std::string example;
+    std::vector<const RunResult*> offloaded;
+    for (const auto* group : {&lesson.activations.small, &lesson.activations.large})
+      for (const RunResult& run : *group)
+        if (run.activations_offloaded && run.fits) offloaded.push_back(&run);
+    for (const RunResult* run : offloaded) {
+      const train::TrainOptions& o = run->options;
+      const auto element = static_cast<int64_t>(dtype_size_bytes(
+          amp::precision_policy(o.plan.amp.precision, o.plan.amp.fp32_grads).activations));
+      OffloadedActivations forward;
+      for (const estimate::SavedActivationSpec& spec :
+           estimate::runtime_saved_activations_per_layer(o.model, o.batch, o.seq, o.plan.attention))
+        forward.layer.push_back(
+            {spec.name, spec.numel() * (spec.always_f32 ? 4 : element), spec.always_f32});
+      for (const recompute::LayerPlan& layer : run->schedule.layers)
+        forward.schedule.push_back(
+            {layer.recompute == recompute::LayerRecompute::full        ? BlockRecompute::full
+             : layer.recompute == recompute::LayerRecompute::selective ? BlockRecompute::selective
+                                                                       : BlockRecompute::none,
+             layer.span_start});
+      const int64_t mine = pinned_activation_bytes(forward);
+      ++runs;
+      const bool agrees = mine == run->pinned_activation_bytes;
+      agreeing += agrees ? 1 : 0;
+      if (example.empty() || !agrees)
+        example =
+            fmt::format("{}, {}: {} predicted, {} pinned", o.model.name, run->label,
+                        report::format_bytes(static_cast<uint64_t>(mine)),
+                        report::format_bytes(static_cast<uint64_t>(run->pinned_activation_bytes)));
+    }
+    r.ran = true;
+    r.agrees = runs > 0 && agreeing == runs;
+    r.text = fmt::format("{} of {} offloaded runs' pinned activation bytes exactly ({})", agreeing,
+                         runs, example.empty() ? "no offloaded run" : example);
+  } catch (const std::exception& e) {
+    r.text = e.what();
+    r.text = r.text.substr(0, r.text.find('\n'));
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<workbook::ExerciseResult> exercise_results(const Lesson& lesson) {
@@ -86,7 +139,8 @@ std::vector<workbook::ExerciseResult> exercise_results(const Lesson& lesson) {
               [](const SweepPoint& p) {
                 return std::array{&p.delayed_on, &p.delayed_off};
               },
-              predicted_delayed, [](const RunResult& r) { return r.step_seconds; })};
+              predicted_delayed, [](const RunResult& r) { return r.step_seconds; }),
+          pinned_on_the_activation_runs(lesson)};
 }
 
 }  // namespace vramlab::lesson05

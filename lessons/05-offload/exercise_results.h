@@ -16,7 +16,8 @@ inline constexpr std::string_view kExercisesHeading =
     "Exercises (lessons/05-offload/EXERCISES.md) on this run's numbers:";
 
 /// 05.1: the exposed copy time of every sweep step (overlap on and off) predicted from its
-/// backward, against the clock's; 05.2: the time of every delayed sweep step, likewise.
+/// backward, against the clock's; 05.2: the time of every delayed sweep step, likewise; 05.3: the
+/// pinned host bytes of every run with its activations offloaded, against the pinned allocator's.
 /// \param lesson the run. \return one result per exercise.
 std::vector<workbook::ExerciseResult> exercise_results(const Lesson& lesson);
 

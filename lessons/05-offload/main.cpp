@@ -91,6 +91,9 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
               {"vramlab train --model gpt2-tiny --device sim:a100-40g --offload optimizer "
                "--offload-overlap off --link-gbps 2 --steps 3",
                "one run by hand"},
+              {"vramlab estimate --model llama2-7b --batch 4 --seq 4096 --attention flash "
+               "--precision mixed-bf16 --offload-activations on --recompute full",
+               "what offloading the checkpoints leaves on the device and pins on the host"},
               {"vramlab estimate --model llama2-13b --precision mixed-fp16 --zero 2 --offload "
                "optimizer --deepspeed",
                "the estimator's bytes beside DeepSpeed's"}};

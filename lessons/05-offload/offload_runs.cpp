@@ -70,6 +70,7 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.backward_end_seconds = timeline.backward_end_seconds();
   }
   trainer.remove_observer(timeline);
+  r.schedule = trainer.schedule();
   r.parameter_bytes = trainer.model().parameters().values().bytes();
   r.device = trainer.model_state();
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
@@ -106,6 +107,8 @@ RunResult run(const RunSpec& spec) {
   r.offload = spec.train.plan.offload.optimizer;
   r.overlap = spec.train.plan.offload.overlap;
   r.activations_offloaded = spec.train.plan.activations.offload;
+  r.options = spec.train;
+  r.options.groups = {};
   r.link_bytes_per_s = spec.device.spec.host_to_device_bytes_per_s;
   r.estimate = train::estimate_step(spec.train, 1, 1);
   // A ZeRO stage needs its data-parallel group, here of one simulated rank; plain training runs

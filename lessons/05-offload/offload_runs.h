@@ -18,6 +18,7 @@
 
 #include "common/estimate/estimator.h"
 #include "common/memory/device.h"
+#include "common/recompute/recompute_schedule.h"
 #include "common/stream/clock.h"
 #include "common/train/backward_timeline.h"
 #include "common/train/trainer.h"
@@ -65,6 +66,10 @@ struct RunResult {
   /// bytes at their peak and when the last step's forward ended, on the device; and the pinned
   /// host blocks that held them at their peak (power-of-two rounded) and the bytes asked for.
   bool activations_offloaded = false;
+  /// The options it trained with (no parallel groups: those lived only during the run) and the
+  /// recompute schedule the trainer made from them (what exercise 05.3 reads).
+  train::TrainOptions options;
+  recompute::RecomputeSchedule schedule;
   int64_t activation_peak_bytes = 0;              ///< see activations_offloaded
   int64_t activation_bytes_after_forward = 0;     ///< see activations_offloaded
   int64_t pinned_activation_bytes = 0;            ///< see activations_offloaded

@@ -551,15 +551,21 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
          format_bytes_decimal(static_cast<uint64_t>(e.runtime_activation_bytes)), "",
          e.runtime_activation_source + " (not in the total)"},
         report::RowStyle::kDim);
-  if (e.has_activations && in.plan.recompute.kind != recompute::RecomputeSpec::Kind::none) {
-    char source[160];
-    std::snprintf(source, sizeof source,
-                  "its peak under %s (%s), %.1f%% of the forward re-run (not in the total)",
-                  e.runtime_schedule.name.c_str(),
-                  recompute::schedule_pattern(e.runtime_schedule).c_str(),
-                  100.0 * e.recomputed_forward_fraction);
+  const bool recomputed = in.plan.recompute.kind != recompute::RecomputeSpec::Kind::none;
+  const bool offloaded = in.plan.activations.offload;
+  if (e.has_activations && (recomputed || offloaded)) {
+    std::string source = offloaded ? "its peak with the saved activations offloaded" : "its peak";
+    if (recomputed) {
+      char fraction[32];
+      std::snprintf(fraction, sizeof fraction, "%.1f%%", 100.0 * e.recomputed_forward_fraction);
+      source += " under " + e.runtime_schedule.name + " (" +
+                recompute::schedule_pattern(e.runtime_schedule) + "), " + fraction +
+                " of the forward re-run";
+    }
+    source += " (not in the total)";
     table.add_row(
-        {"  runtime, recompute", format_bytes(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)),
+        {offloaded ? "  runtime, offloaded" : "  runtime, recompute",
+         format_bytes(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)),
          format_bytes_decimal(static_cast<uint64_t>(e.runtime_schedule_peak_bytes)), "", source},
         report::RowStyle::kDim);
   }
