@@ -8,14 +8,12 @@
 
 #include <fmt/core.h>
 
-#include "common/amp/precision_policy.h"
-#include "common/dtype/dtype.h"
-#include "common/estimate/runtime_activations.h"
 #include "common/report/terminal.h"
 
 #include "lessons/05-offload/api/delayed_step.h"
 #include "lessons/05-offload/api/exposed_copies.h"
 #include "lessons/05-offload/api/pinned_activations.h"
+#include "lessons/05-offload/pinned_inputs.h"
 
 namespace vramlab::lesson05 {
 
@@ -91,19 +89,7 @@ workbook::ExerciseResult pinned_on_the_activation_runs(const Lesson& lesson) {
         if (run.activations_offloaded && run.fits) offloaded.push_back(&run);
     for (const RunResult* run : offloaded) {
       const train::TrainOptions& o = run->options;
-      const auto element = static_cast<int64_t>(dtype_size_bytes(
-          amp::precision_policy(o.plan.amp.precision, o.plan.amp.fp32_grads).activations));
-      OffloadedActivations forward;
-      for (const estimate::SavedActivationSpec& spec :
-           estimate::runtime_saved_activations_per_layer(o.model, o.batch, o.seq, o.plan.attention))
-        forward.layer.push_back(
-            {spec.name, spec.numel() * (spec.always_f32 ? 4 : element), spec.always_f32});
-      for (const recompute::LayerPlan& layer : run->schedule.layers)
-        forward.schedule.push_back(
-            {layer.recompute == recompute::LayerRecompute::full        ? BlockRecompute::full
-             : layer.recompute == recompute::LayerRecompute::selective ? BlockRecompute::selective
-                                                                       : BlockRecompute::none,
-             layer.span_start});
+      const OffloadedActivations forward = offloaded_activations(o, run->schedule);
       const int64_t mine = pinned_activation_bytes(forward);
       ++runs;
       const bool agrees = mine == run->pinned_activation_bytes;

@@ -4,7 +4,7 @@
 // activations offloaded (`--offload-activations on`) on a meta A100, whose host memory is counted
 // without being touched, under every kind of recompute schedule, with both attention kernels and
 // in fp32 and mixed bf16; the tensors one block saves come from the runtime's layout
-// (estimate::runtime_saved_activations_per_layer), and your answer must equal the pinned bytes
+// (lessons/05-offload/pinned_inputs.h), and your answer must equal the pinned bytes
 // the allocator handed out for activations, to the byte. Then blocks built by hand whose answer
 // follows from the contract alone, and bad input.
 #include <gtest/gtest.h>
@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype/dtype.h"
-#include "common/estimate/runtime_activations.h"
 #include "common/memory/device.h"
 #include "common/memory/memory_category.h"
 #include "common/model/model_config.h"
@@ -25,30 +23,12 @@
 #include "common/workbook/comparison.h"
 #include "common/workbook/expect.h"
 #include "lessons/05-offload/api/pinned_activations.h"
+#include "lessons/05-offload/pinned_inputs.h"
 
 namespace vramlab::lesson05 {
 namespace {
 
 using workbook::Comparison;
-
-// The forward the runtime ran, in the exercise's terms.
-OffloadedActivations forward_of(const train::Trainer& trainer, const train::TrainOptions& o,
-                                DType activations) {
-  OffloadedActivations forward;
-  for (const estimate::SavedActivationSpec& spec :
-       estimate::runtime_saved_activations_per_layer(o.model, o.batch, o.seq, o.plan.attention))
-    forward.layer.push_back(
-        {spec.name,
-         spec.numel() * (spec.always_f32 ? 4 : static_cast<int64_t>(dtype_size_bytes(activations))),
-         spec.always_f32});
-  for (const recompute::LayerPlan& layer : trainer.schedule().layers)
-    forward.schedule.push_back(
-        {layer.recompute == recompute::LayerRecompute::full        ? BlockRecompute::full
-         : layer.recompute == recompute::LayerRecompute::selective ? BlockRecompute::selective
-                                                                   : BlockRecompute::none,
-         layer.span_start});
-  return forward;
-}
 
 //! [test]
 TEST(PinnedActivations, EqualsThePinnedAllocatorForEveryScheduleModelAndAttention) {
@@ -71,12 +51,11 @@ TEST(PinnedActivations, EqualsThePinnedAllocatorForEveryScheduleModelAndAttentio
         (void)trainer.step();
         const int64_t measured =
             runtime.host_allocator().category_stats().of(memory::MemoryCategory::activation).peak;
-        const DType activations = llama ? DType::bf16 : DType::f32;
-        bytes.add(
-            o.model.name + ", " + schedule + ", " +
-                std::string(plan::attention_kind_name(attention)),
-            static_cast<double>(measured),
-            static_cast<double>(pinned_activation_bytes(forward_of(trainer, o, activations))));
+        bytes.add(o.model.name + ", " + schedule + ", " +
+                      std::string(plan::attention_kind_name(attention)),
+                  static_cast<double>(measured),
+                  static_cast<double>(
+                      pinned_activation_bytes(offloaded_activations(o, trainer.schedule()))));
       }
     }
   }
