@@ -75,10 +75,32 @@ TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
   EXPECT_GT(dpu.at("speedup").get<double>(), 1.0);
   EXPECT_TRUE(fs::exists(dir / "figures" / "offload_dpu_losses.svg"));
   EXPECT_EQ(j.at("claims").size(), 3u);
-  // The exercises' references, run on the sweep's steps, agree with the clock.
-  ASSERT_EQ(j.at("exercises").size(), 2u);
+  // Activation offload: the small model's bytes equal the estimator's and its losses are the
+  // same; the sweep model's four runs (kept, offloaded, recomputed, both) likewise, the offloaded
+  // ones pinning host memory.
+  const nlohmann::json& acts = j.at("activation_offload");
+  EXPECT_TRUE(acts.at("small_losses_equal").get<bool>());
+  ASSERT_EQ(acts.at("small").size(), 2u);
+  for (const nlohmann::json& run : acts.at("small")) EXPECT_TRUE(run.at("equals_estimator"));
+  EXPECT_GT(acts.at("small")[1].at("pinned_activation_bytes").get<int64_t>(), 0);
+  EXPECT_LT(acts.at("small")[1].at("activation_peak_bytes").get<int64_t>(),
+            acts.at("small")[0].at("activation_peak_bytes").get<int64_t>());
+  const nlohmann::json& large = acts.at("large").at("runs");
+  ASSERT_EQ(large.size(), 4u);
+  for (const nlohmann::json& run : large) {
+    SCOPED_TRACE(run.dump());
+    ASSERT_TRUE(run.at("fits").get<bool>());
+    EXPECT_TRUE(run.at("equals_estimator").get<bool>());
+    const bool offloaded =
+        run.at("label").get<std::string>().find("offloaded") != std::string::npos;
+    EXPECT_EQ(run.at("pinned_activation_bytes").get<int64_t>() > 0, offloaded);
+  }
+  // The exercises' references, run on the sweep's steps and the offloaded runs, agree with the
+  // clock and the pinned allocator.
+  ASSERT_EQ(j.at("exercises").size(), 3u);
   EXPECT_EQ(j.at("exercises")[0].at("id"), "05.1");
   EXPECT_EQ(j.at("exercises")[1].at("id"), "05.2");
+  EXPECT_EQ(j.at("exercises")[2].at("id"), "05.3");
   for (const nlohmann::json& e : j.at("exercises"))
     EXPECT_TRUE(e.at("agrees").get<bool>()) << j.at("exercises").dump();
   EXPECT_TRUE(fs::exists(dir / "figures" / "offload_link_sweep.svg"));
@@ -92,7 +114,7 @@ TEST(Lesson05Cli, TextNamesEveryTableAndNoScaleSkipsTheLargeModels) {
   for (const char* heading :
        {"ZeRO-Offload on sim:a100-40g", "The last step on the device's clock",
         "The link swept on meta:a100-80g", "The delayed parameter update (--offload-dpu N)",
-        "Its loss curves", "The seeds' claims"})
+        "Its loss curves", "Activation offload (--offload-activations on)", "The seeds' claims"})
     EXPECT_NE(r.out.find(heading), std::string::npos) << heading << " in\n" << r.out;
   EXPECT_EQ(r.out.find("At scale on meta"), std::string::npos);
 }
