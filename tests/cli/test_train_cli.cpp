@@ -438,6 +438,59 @@ TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
   EXPECT_NE(text.out.find("int8-block"), std::string::npos) << text.out;
 }
 
+// Issue #33: the offload techniques run from `vramlab train` together and with the others (the
+// optimizer offloaded or not, its update delayed or not, its parameters copied back whole or
+// tiled, the activations offloaded or not, recompute, flash attention, accumulation, ZeRO-2 on
+// two simulated ranks), and each run's saved activations after the forward and at their peak,
+// and its pinned activation blocks, are what `vramlab estimate` predicts for the same flags; the
+// activations' offload changes no loss.
+TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts) {
+  const std::string shape = " --model gpt2-tiny --batch 2 --seq 32";
+  const struct {
+    const char* train;  // flags only train takes
+    const char* both;   // flags both take
+  } cases[] = {
+      {"", " --precision mixed-bf16"},
+      {" --offload-dpu 2", " --precision mixed-bf16 --offload optimizer"},
+      {" --offload-copy-back tiled", " --precision mixed-bf16 --offload optimizer"},
+      {" --offload-overlap off", " --precision fp32 --offload optimizer --recompute every:2"},
+      {"", " --precision mixed-fp16 --attention flash --recompute selective --grad-accum 2"},
+      {" --offload-dpu 1",
+       " --precision mixed-bf16 --offload optimizer --attention flash "
+       "--recompute full"},
+      {" --simulate-ranks 2", " --precision mixed-bf16 --zero 2 --offload optimizer"},
+  };
+  for (const auto& c : cases) {
+    std::vector<double> losses[2];
+    for (const bool offloaded : {false, true}) {
+      const std::string flags =
+          std::string(c.both) + " --offload-activations " + (offloaded ? "on" : "off");
+      const Result trained =
+          vramlab("train" + shape + " --device sim:a100-40g --steps 3 --json" + flags + c.train);
+      ASSERT_EQ(trained.exit_code, 0) << flags << c.train << ": " << trained.out;
+      const std::string data_parallel =
+          std::string(c.train).find("--simulate-ranks 2") != std::string::npos ? " --dp 2" : "";
+      const Result estimated = vramlab("estimate" + shape + " --json" + flags + data_parallel);
+      ASSERT_EQ(estimated.exit_code, 0) << flags << ": " << estimated.out;
+      const auto e = nlohmann::json::parse(estimated.out).at("runtime_recompute");
+      EXPECT_EQ(summary_value(trained.out, "activation_bytes_after_forward"),
+                e.at("bytes_after_forward").get<int64_t>())
+          << flags << c.train;
+      EXPECT_EQ(summary_value(trained.out, "activation_peak_bytes"),
+                e.at("activation_peak_bytes").get<int64_t>())
+          << flags << c.train;
+      const nlohmann::json summary = last_json_line(trained.out);
+      EXPECT_EQ(summary.at("host_memory").at("peak_bytes_by_category").at("activation"),
+                e.at("host_pinned_bytes"))
+          << flags << c.train;
+      for (const nlohmann::json& step : json_lines(trained.out))
+        if (step.contains("step")) losses[offloaded ? 1 : 0].push_back(step.at("loss"));
+    }
+    EXPECT_EQ(losses[1], losses[0]) << c.both << c.train;
+    EXPECT_EQ(losses[0].size(), 3u) << c.both << c.train;
+  }
+}
+
 }  // namespace
 
 namespace {
