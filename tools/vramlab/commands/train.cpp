@@ -523,6 +523,31 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         options.plan.offload.overlap ? "on" : "off",
         options.plan.offload.tiled_copy_back ? "tiled" : "whole", delayed_text.c_str());
   }
+  if (options.plan.activations.offload) {
+    const memory::CategoryStats pinned = runtime.host_allocator().category_stats();
+    std::printf(
+        "activations offloaded (--offload-activations on): %s of pinned host blocks at their peak "
+        "for %s of saved tensors (each request rounded up to a power of two)\n",
+        report::format_bytes(
+            static_cast<uint64_t>(pinned.of(memory::MemoryCategory::activation).peak))
+            .c_str(),
+        report::format_bytes(
+            static_cast<uint64_t>(pinned.requested(memory::MemoryCategory::activation).peak))
+            .c_str());
+    if (!options.plan.offload.optimizer) {
+      const nn::TransferStats& copies = runtime.transfer_stats();
+      std::printf(
+          "on the device's clock, over %lld steps: copies %s (%s to the host, %s back), of which "
+          "%s exposed\n",
+          static_cast<long long>(o.steps),
+          report::format_duration_ms(
+              (copies.device_to_host_seconds + copies.host_to_device_seconds) * 1e3)
+              .c_str(),
+          report::format_bytes(static_cast<uint64_t>(copies.device_to_host_bytes)).c_str(),
+          report::format_bytes(static_cast<uint64_t>(copies.host_to_device_bytes)).c_str(),
+          report::format_duration_ms(clock_totals.exposed_copy_seconds * 1e3).c_str());
+    }
+  }
   report::Table table({{"category"}, {"peak", report::Align::kRight}});
   for (const memory::MemoryCategory cat : memory::kAllMemoryCategories)
     table.add_row(
@@ -538,9 +563,9 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   if (options.groups.tensor_parallel_size() == 1)
     std::printf(
         "  saved activations at their peak: %s (the tensors' own bytes, as vramlab estimate "
-        "--recompute %s predicts them)\n",
-        report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(),
-        schedule.name.c_str());
+        "--recompute %s%s predicts them)\n",
+        report::format_bytes(static_cast<uint64_t>(activation_peak)).c_str(), schedule.name.c_str(),
+        options.plan.activations.offload ? " --offload-activations on" : "");
   else
     std::printf(
         "  saved activations at their peak: %s (the tensors' own bytes; this tensor-parallel "
