@@ -66,9 +66,9 @@ struct RunResult {
   /// bytes at their peak and when the last step's forward ended, on the device; and the pinned
   /// host blocks that held them at their peak (power-of-two rounded) and the bytes asked for.
   bool activations_offloaded = false;
-  /// The options it trained with (no parallel groups: those lived only during the run) and the
-  /// recompute schedule the trainer made from them (what exercise 05.3 reads).
+  /// The options it trained with (no parallel groups: those lived only during the run).
   train::TrainOptions options;
+  /// The recompute schedule the trainer made from them (what exercise 05.3 reads).
   recompute::RecomputeSchedule schedule;
   int64_t activation_peak_bytes = 0;              ///< see activations_offloaded
   int64_t activation_bytes_after_forward = 0;     ///< see activations_offloaded
