@@ -49,11 +49,11 @@ class HostPacked final : public PackedActivation {
   // What it holds on the device: the prefetched tensor, once prefetch() has allocated it.
   [[nodiscard]] int64_t bytes() const override { return device_.bytes(); }
 
-  memory::HostBuffer host_;     // pinned, the tensor's bytes
+  memory::HostBuffer host_;     // (shape_) in dtype_, pinned: the tensor's bytes
   std::vector<int64_t> shape_;  // as saved
   DType dtype_;                 // as saved
   std::string name_;            // as saved
-  Tensor device_;               // the tensor on its way back (empty until prefetch)
+  Tensor device_;               // (shape_) on its way back to the device; empty until prefetch
   stream::Event arrived_;       // recorded on the copy stream after device_ is filled
 };
 
