@@ -26,6 +26,12 @@ std::string text_at(const json& object, const char* key, const std::string& wher
   return object.at(key).get<std::string>();
 }
 
+// \p key's string, or \p fallback when the key is absent; any other value is refused by name.
+std::string optional_text_at(const json& object, const char* key, const char* fallback,
+                             const std::string& where) {
+  return object.contains(key) ? text_at(object, key, where) : std::string(fallback);
+}
+
 std::vector<std::string> texts_at(const json& object, const char* key, const std::string& where) {
   std::vector<std::string> texts;
   if (!object.contains(key)) return texts;
@@ -170,10 +176,10 @@ Lesson parse_lesson_manifest(const json& manifest, const std::string& dir) {
   Lesson lesson;
   lesson.dir = dir;
   lesson.id = text_at(manifest, "id", where);
-  lesson.title = manifest.value("title", "");
+  lesson.title = optional_text_at(manifest, "title", "", where);
   lesson.requires_list = texts_at(manifest, "requires", where);
-  lesson.binary = manifest.value("binary", "");
-  lesson.exercises_page = manifest.value("exercises_page", "");
+  lesson.binary = optional_text_at(manifest, "binary", "", where);
+  lesson.exercises_page = optional_text_at(manifest, "exercises_page", "", where);
   if (manifest.contains("exercises") && !manifest.at("exercises").is_array())
     throw UsageError(where + ": \"exercises\" must be a list");
   for (const auto& item : manifest.value("exercises", json::array())) {
@@ -188,7 +194,7 @@ Lesson parse_lesson_manifest(const json& manifest, const std::string& dir) {
     ex.reference = text_at(item, "reference", ex_where);
     ex.api = text_at(item, "api", ex_where);
     ex.tests = texts_at(item, "tests", ex_where);
-    ex.test_filter = item.value("test_filter", "*");
+    ex.test_filter = optional_text_at(item, "test_filter", "*", ex_where);
     ex.requires_list = texts_at(item, "requires", ex_where);
     if (item.contains("hints")) ex.hints_file = text_at(item, "hints", ex_where);
     for (const auto& w : item.value("wrong", json::array())) {
