@@ -63,7 +63,26 @@ DataParallel::DataParallel(nn::DecoderModel& model, const ParallelOptions& optio
       unit_modules_.push_back("lm_head");
     }
   }
+  if (store_.values_offloaded()) {
+    fetch_stream_ = model.runtime().clock().new_stream("parameter fetch");
+    fetched_.resize(store_.layout().units().size());
+    fetched_shards_.resize(store_.layout().units().size());
+  }
 }
+
+// Note [Parameter fetch]
+// ZeRO-Infinity (Rajbhandari et al., SC21, arXiv:2104.07857, §5's offload engine and
+// overlap-centric design) keeps each rank's parameter partition in host memory (or on NVMe) and
+// brings a unit's shard to the device before the all-gather that makes the unit whole, its
+// prefetcher starting the next operators' copies while the current one runs (DeepSpeed's
+// `offload_param`; FSDP2's CPUOffloadPolicy also copies the sharded parameters to the device
+// before the all-gather). Here the shard goes to a device buffer on the "parameter fetch"
+// stream, which first waits for the compute stream's work so far: that is when FSDP's all-gather
+// stream may start (its output is allocated then, and the allocator hands out memory the
+// compute stream has finished with). Gathering block l + 1 while block l is about to run
+// (--prefetch) therefore copies it beside block l's kernels; gathering block l itself copies it
+// after block l − 1 and the compute stream waits for all of it: exposed. The compute stream waits
+// for a unit's copy (its event) only in the phase that reads it.
 
 void DataParallel::gather(int64_t unit) {
   if (stage_ != ZeroStage::parameters || unit < 0) return;
@@ -71,13 +90,40 @@ void DataParallel::gather(int64_t unit) {
   if (!slot.empty()) return;
   const ShardUnit& u = store_.layout().units()[static_cast<size_t>(unit)];
   const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
-  memory::Tensor full = model_.runtime().allocate({u.padded_numel}, store_.values().dtype(),
-                                                  memory::MemoryCategory::parameter,
-                                                  "gathered " + u.name);  // (p_u)
-  comm_.all_gather(store_.local_values(unit), full.view(), Traffic::parameters);
+  nn::Runtime& runtime = model_.runtime();
+  memory::Tensor full =
+      runtime.allocate({u.padded_numel}, store_.values().dtype(), memory::MemoryCategory::parameter,
+                       "gathered " + u.name);  // (p_u)
+  if (store_.values_offloaded()) {
+    // Note [Parameter fetch]
+    stream::Clock& clock = runtime.clock();
+    memory::Tensor& shard = fetched_shards_[static_cast<size_t>(unit)];
+    shard = runtime.allocate({u.shard_numel}, store_.values().dtype(),
+                             memory::MemoryCategory::parameter,
+                             "fetched shard of " + u.name);  // (s_u)
+    stream::Event computed;
+    computed.record(clock, stream::Clock::compute_stream());
+    computed.wait(clock, fetch_stream_);
+    runtime.copy_to_device_async(shard.view(), store_.local_values(unit).data(), fetch_stream_);
+    fetched_[static_cast<size_t>(unit)].record(clock, fetch_stream_);
+    comm_.all_gather(shard.view(), full.view(), Traffic::parameters);
+  } else {
+    comm_.all_gather(store_.local_values(unit), full.view(), Traffic::parameters);
+  }
   gathered_bytes_ += full.bytes();
   gathered_peak_bytes_ = std::max(gathered_peak_bytes_, gathered_bytes_);
   slot = std::move(full);
+}
+
+void DataParallel::use(int64_t unit) {
+  gather(unit);
+  if (!store_.values_offloaded() || unit < 0) return;
+  stream::Clock& clock = model_.runtime().clock();
+  fetched_[static_cast<size_t>(unit)].wait(clock, stream::Clock::compute_stream());
+  // The compute stream is past the copy now: its shard is free to go without record_stream (a
+  // block pending on the fetch stream would not be reused until the host waited for it, and
+  // the host runs ahead of the streams for the whole forward).
+  fetched_shards_[static_cast<size_t>(unit)].reset();
 }
 
 void DataParallel::release(int64_t unit) {
@@ -85,6 +131,12 @@ void DataParallel::release(int64_t unit) {
   memory::Tensor& slot = store_.unit_values(unit);
   gathered_bytes_ -= slot.bytes();
   slot.reset();
+  if (store_.values_offloaded()) {
+    // Released unused (an error mid-step): its shard waits for its copy before reuse.
+    memory::Tensor& shard = fetched_shards_[static_cast<size_t>(unit)];
+    if (!shard.empty()) shard.record_stream(fetch_stream_);
+    shard.reset();
+  }
 }
 
 void DataParallel::begin_gradient(int64_t unit) {
@@ -133,34 +185,34 @@ void DataParallel::before(const nn::PhaseEvent& event) {
   const auto block = [&](int64_t l) { return block_units_[static_cast<size_t>(l)]; };
   switch (event.phase) {
     case nn::StepPhase::forward_embedding:
-      gather(embedding_unit_);
+      use(embedding_unit_);
       break;
     case nn::StepPhase::forward_layer:
-      gather(block(event.layer));
+      use(block(event.layer));
       if (prefetch_ && event.layer + 1 < layers) gather(block(event.layer + 1));
       break;
     case nn::StepPhase::forward_head:
-      gather(head_unit_);
-      if (tied_) gather(embedding_unit_);
+      use(head_unit_);
+      if (tied_) use(embedding_unit_);
       break;
     case nn::StepPhase::backward_head:
-      gather(head_unit_);
+      use(head_unit_);
       begin_gradient(head_unit_);
       if (tied_) {
-        gather(embedding_unit_);
+        use(embedding_unit_);
         begin_gradient(embedding_unit_);
       }
       break;
     case nn::StepPhase::recompute_layer:
-      gather(block(event.layer));
+      use(block(event.layer));
       break;
     case nn::StepPhase::backward_layer:
-      gather(block(event.layer));
+      use(block(event.layer));
       if (prefetch_ && event.layer > 0) gather(block(event.layer - 1));
       begin_gradient(block(event.layer));
       break;
     case nn::StepPhase::backward_embedding:
-      gather(embedding_unit_);
+      use(embedding_unit_);
       begin_gradient(embedding_unit_);
       break;
     default:

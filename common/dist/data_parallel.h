@@ -24,6 +24,12 @@
 /// first backward use to the last (ZeRO-2 and 3); then it is reduce-scattered into the local
 /// shard (added to it after the first micro-batch) and freed.
 ///
+/// **Parameter offload** (ZeRO-Infinity; the store's shard on the host, ParameterStore's
+/// values_offloaded()): a gather first copies this rank's shard of the unit to the device on a
+/// copy stream ("parameter fetch"), after the compute stream's work so far, and the compute
+/// stream waits for that copy only when a phase uses the unit: so a prefetched unit's copy runs
+/// beside the layer before it, and without prefetch each copy is exposed (Note [Parameter fetch]).
+///
 /// Equality with DDP: the gradients reach every stage through sums of the same ranks' values;
 /// with the simulated communicator (rank-order sums) every stage's gradients, and so its losses,
 /// are bitwise DDP's for one micro-batch per step; under MPI they are bitwise for 2 ranks (a
@@ -35,9 +41,12 @@
 #include <vector>
 
 #include "common/dist/parallel_options.h"
+#include "common/memory/tensor.h"
 #include "common/nn/decoder_model.h"
 #include "common/nn/kernel_backend.h"
 #include "common/nn/step_observer.h"
+#include "common/stream/clock.h"
+#include "common/stream/event.h"
 
 namespace vramlab::dist {
 
@@ -93,6 +102,9 @@ class DataParallel final : public nn::StepObserver {
 
  private:
   void gather(int64_t unit);
+  // gather(), then the compute stream waits for the unit's fetch (with the parameters offloaded):
+  // the phase about to run reads it.
+  void use(int64_t unit);
   void release(int64_t unit);
   void begin_gradient(int64_t unit);
   void reduce_gradient(int64_t unit);
@@ -111,6 +123,11 @@ class DataParallel final : public nn::StepObserver {
   // (units) the module path each unit's gathers and reductions allocate under, as the parameter
   // names: "wte"/"embed", "blocks.N", "lm_head"
   std::vector<std::string> unit_modules_;
+  stream::StreamId fetch_stream_ = 0;   // parameter offload: the shards' copies to the device
+  std::vector<stream::Event> fetched_;  // (units) parameter offload: where each unit's copy ends
+  // (units) parameter offload: each unit's fetched shard (s_u) until the compute stream has
+  // waited for its copy, after which it is freed on the compute stream with nothing pending
+  std::vector<memory::Tensor> fetched_shards_;
   int64_t micro_batch_ = 0;          // micro-batches whose backward finished this step
   int64_t gathered_bytes_ = 0;       // requested bytes of the gathered units now
   int64_t gathered_peak_bytes_ = 0;  // and at most

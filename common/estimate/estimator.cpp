@@ -221,7 +221,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
           checked_mul(rank.parameters / rank_params, state_elements, "host parameter bytes");
     out.optimizer_states.source += "; offloaded to the host (ZeRO-Offload)";
     out.optimizer_states.bytes = 0;
-    if (stage == 2) {
+    if (stage >= 2) {
       // Each unit's reduced shard goes to the host as the backward makes it: the device holds
       // gradients only while a unit's backward runs (not a model state kept across the step).
       out.gradients.bytes = 0;
@@ -233,17 +233,10 @@ Estimate estimate_memory(const EstimateInputs& in) {
   }
   if (plan.offload.parameters) {
     out.host_parameter_bytes = out.parameters.bytes;
-    int64_t gathered = 0;
-    if (in.model) {
-      const int64_t layer_params =
-          in.model->rank_largest_layer_parameter_count(parallel.tensor_parallel);
-      gathered = checked_mul(layer_params, plan.amp.precision == Precision::fp32 ? 4 : 2,
-                             "parameter bytes");
-    }
-    out.parameters.bytes = gathered;
+    out.parameters.bytes = 0;
     out.parameters.source +=
-        in.model ? "; offloaded to the host, the GPU holds one gathered layer (the largest block)"
-                 : "; offloaded to the host (no shapes: the gathered layer is not counted)";
+        "; offloaded to the host (ZeRO-Infinity): a unit is on the GPU only while gathered, "
+        "working memory as under ZeRO-3 without offload";
     host += host.empty() ? "parameters" : " and parameters";
   }
   out.cpu_offload_bytes = checked_add(

@@ -17,11 +17,12 @@
 /// per-device bytes: activations belong to one micro-batch and gradients accumulate in place.
 ///
 /// Offload: `plan.offload.optimizer` moves the (partitioned) optimizer states, master weights
-/// included, to host memory; under ZeRO stage 2 each reduced gradient shard goes to the host as
-/// the backward makes it, so the GPU keeps no gradient (DeepSpeed's 2Ψ GPU bytes); under the
-/// other stages the GPU keeps its gradients until they are copied. `plan.offload.parameters`
-/// needs ZeRO stage 3 (as DeepSpeed's offload_param does): the partition goes to the host and the
-/// GPU keeps one gathered layer (the largest block, in the working precision).
+/// included, to host memory; under ZeRO stages 2 and 3 each reduced gradient shard goes to the
+/// host as the backward makes it, so the GPU keeps no gradient (DeepSpeed's 2Ψ GPU bytes); under
+/// the other stages the GPU keeps its gradients until they are copied. `plan.offload.parameters`
+/// needs ZeRO stage 3 (as DeepSpeed's offload_param does): the partition lives on the host and
+/// the GPU keeps none of it between uses; a unit exists on the GPU while it is gathered, working
+/// memory as under ZeRO-3 without offload (not a model state: not counted here).
 #pragma once
 
 #include <cstdint>

@@ -68,7 +68,8 @@ ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
   const std::vector<ParameterSpec> specs = rank_parameters(runtime, config, tensor_parallel);
   if (sharding.sharding == StoreSharding::none)
     return ParameterStore(runtime, specs, precision.parameters, precision.gradients);
-  return ParameterStore(runtime, specs, precision.parameters, precision.gradients,
+  return ParameterStore(runtime, sharding.parameters_on ? *sharding.parameters_on : runtime, specs,
+                        precision.parameters, precision.gradients,
                         dist::ShardLayout(specs, sharding.world_size), sharding.rank,
                         sharding.sharding);
 }
@@ -109,7 +110,8 @@ void DecoderModel::initialise(uint64_t seed) {
     // ZeRO-3: this rank's shard of the tensor only, from element part.first of it.
     const LocalPart part = params_.local_part(view);
     if (!part.values.none()) {
-      runtime_.kernels().fill_from_host(
+      // The kernels of the memory the shard lives in (the host's, with the parameters offloaded).
+      params_.values_runtime().kernels().fill_from_host(
           part.values, [&](float* chunk, int64_t first, int64_t count) {
             if (view.init == InitKind::zeros) {
               std::fill(chunk, chunk + count, 0.0f);

@@ -44,6 +44,9 @@ struct ModelSharding {
   int64_t world_size = 1;                        ///< data-parallel ranks N
   int64_t rank = 0;                              ///< this rank
   StoreSharding sharding = StoreSharding::none;  ///< none: the whole store, unpadded
+  /// ZeRO-3 with the parameters offloaded: the runtime (the host's) that holds this rank's shard
+  /// of the parameters, initialised there; null: the model's own runtime.
+  Runtime* parameters_on = nullptr;
 };
 
 /// The model: parameters, modules, forward and backward.

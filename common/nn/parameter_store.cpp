@@ -36,7 +36,7 @@ bool sharded_gradients(StoreSharding s) {
 
 ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
                                DType value_dtype, DType grad_dtype)
-    : runtime_(runtime), grad_dtype_(grad_dtype), layout_(specs, 1) {
+    : runtime_(runtime), values_runtime_(&runtime), grad_dtype_(grad_dtype), layout_(specs, 1) {
   views_ = make_views(specs, layout_);
   numel_ = layout_.numel();
   values_ =
@@ -46,7 +46,14 @@ ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec
 ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
                                DType value_dtype, DType grad_dtype, const dist::ShardLayout& layout,
                                int64_t rank, StoreSharding sharding)
+    : ParameterStore(runtime, runtime, specs, value_dtype, grad_dtype, layout, rank, sharding) {}
+
+ParameterStore::ParameterStore(Runtime& runtime, Runtime& values_runtime,
+                               const std::vector<ParameterSpec>& specs, DType value_dtype,
+                               DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
+                               StoreSharding sharding)
     : runtime_(runtime),
+      values_runtime_(&values_runtime),
       grad_dtype_(grad_dtype),
       layout_(layout),
       rank_(rank),
@@ -62,9 +69,13 @@ ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec
   numel_ = layout_.numel();
   if (sharding_ == StoreSharding::none && layout_.padded_numel() != numel_)
     throw UsageError("an unsharded store cannot be padded (use a layout of one rank)");
+  if (values_offloaded() && sharding_ != StoreSharding::parameters)
+    throw UsageError(
+        "only a ZeRO-3 store keeps its parameters on another runtime (parameter offload needs "
+        "--zero 3)");
   const int64_t held =
       sharding_ == StoreSharding::parameters ? layout_.shard_numel() : layout_.padded_numel();
-  values_ = runtime_.zeros(
+  values_ = values_runtime_->zeros(
       {held}, memory::MemoryCategory::parameter,
       sharding_ == StoreSharding::parameters ? "parameters (shard)" : "parameters", value_dtype);
   unit_values_.resize(layout_.units().size());
@@ -147,9 +158,9 @@ Tensor& ParameterStore::unit_grads(int64_t unit) {
 }
 
 void ParameterStore::keep_gradient_shards_off_device(GradientShardSink& sink) {
-  if (sharding_ != StoreSharding::gradients)
+  if (!sharded_gradients(sharding_))
     throw std::logic_error(
-        "parameter store: only a ZeRO-2 store keeps its gradient shards off "
+        "parameter store: only a ZeRO-2 or ZeRO-3 store keeps its gradient shards off "
         "the device");
   grads_.reset();
   shard_sink_ = &sink;

@@ -17,6 +17,10 @@
 ///   exist while the strategy has gathered them (unit_values()), and the modules read them there.
 /// Modules never see the difference: value() and grad() point wherever the tensor lives now, and
 /// reading a tensor that is not there is an InternalError naming it.
+///
+/// **Parameter offload (ZeRO-Infinity).** A ZeRO-3 store may keep its shard on another runtime
+/// (the host's): values() then lives there, the strategy copies a unit's shard to the device
+/// before gathering it, and the offloaded optimizer updates the shard where it lies.
 #pragma once
 
 #include <cstdint>
@@ -102,6 +106,14 @@ class ParameterStore {
   ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs, DType value_dtype,
                  DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
                  StoreSharding sharding);
+  /// As the sharded constructor, with the local shard of parameters on \p values_runtime (a
+  /// ZeRO-3 store with its parameters offloaded; see the file comment); gradients and gathered
+  /// units stay on \p runtime. \param values_runtime must outlive the store.
+  /// \throws vramlab::UsageError unless \p sharding is `parameters`;
+  /// vramlab::memory::OutOfMemoryError when \p values_runtime is full.
+  ParameterStore(Runtime& runtime, Runtime& values_runtime, const std::vector<ParameterSpec>& specs,
+                 DType value_dtype, DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
+                 StoreSharding sharding);
 
   /// Linear search over the names; modules call it once, at construction. \throws std::logic_error
   /// if absent.
@@ -135,6 +147,11 @@ class ParameterStore {
 
   /// \return what this rank holds.
   [[nodiscard]] StoreSharding sharding() const { return sharding_; }
+  /// \return the runtime whose memory holds values(): the store's own, or the host's when the
+  /// parameters are offloaded.
+  [[nodiscard]] Runtime& values_runtime() const { return *values_runtime_; }
+  /// \return true when values() lives on another runtime than the gradients (parameter offload).
+  [[nodiscard]] bool values_offloaded() const { return values_runtime_ != &runtime_; }
   /// \return the gradients' dtype (grads() may be empty).
   [[nodiscard]] DType grad_dtype() const { return grad_dtype_; }
   /// \return the units (a single unpadded unit per layer when unsharded: dist::ShardLayout with
@@ -160,11 +177,11 @@ class ParameterStore {
   /// the slot.
   [[nodiscard]] Tensor& unit_grads(int64_t unit);
 
-  /// ZeRO-2 with the optimizer offloaded: the local gradient shard lives with \p sink, not on the
-  /// device, so the device holds gradients only while a unit's backward runs. ensure_grads() then
-  /// allocates nothing, grads() stays empty, local_ranges() gives ranges without gradients, and
-  /// the data-parallel strategy hands each reduced shard to \p sink, which must outlive the
-  /// store. \throws std::logic_error unless the store is a ZeRO-2 store.
+  /// ZeRO-2 or 3 with the optimizer offloaded: the local gradient shard lives with \p sink, not on
+  /// the device, so the device holds gradients only while a unit's backward runs. ensure_grads()
+  /// then allocates nothing, grads() stays empty, local_ranges() gives ranges without gradients,
+  /// and the data-parallel strategy hands each reduced shard to \p sink, which must outlive the
+  /// store. \throws std::logic_error unless the store is a ZeRO-2 or ZeRO-3 store.
   void keep_gradient_shards_off_device(GradientShardSink& sink);
   /// \return the sink of keep_gradient_shards_off_device(), or null.
   [[nodiscard]] GradientShardSink* gradient_shard_sink() const { return shard_sink_; }
@@ -183,6 +200,7 @@ class ParameterStore {
                                 const char* what) const;
 
   Runtime& runtime_;
+  Runtime* values_runtime_;  // where values_ lives: &runtime_ unless offloaded
   DType grad_dtype_;
   dist::ShardLayout layout_;
   int64_t rank_ = 0;

@@ -39,6 +39,10 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
   // during the backward before this first step.
   const bool first = steps_ == 0;
   const bool delayed = offloaded() && delay_from_ > 0 && steps_ + 1 >= delay_from_;
+  if (delayed && params.values_offloaded())
+    throw UsageError(
+        "a delayed parameter update needs the device to keep the parameters the update does not "
+        "touch; with the parameters offloaded the update writes the only copy");
   try {
     if (offloaded()) {
       // The last delayed update goes to the device before this one overwrites the host's copy.
@@ -172,6 +176,14 @@ void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
   const std::vector<nn::LocalRange> ranges = params.local_ranges();
   memory::Tensor grads = runtime_.allocate({params.local_numel()}, params.grad_dtype(),
                                            memory::MemoryCategory::gradient, "gradients");
+  if (params.values_offloaded()) {
+    // ZeRO-Infinity: the parameters' shard already lives here and is updated where it lies.
+    if (&params.values_runtime() != &runtime_)
+      throw std::logic_error(
+          "optimizer offload: the store's parameters live on another runtime than the states");
+    host_grads_ = std::move(grads);
+    return;
+  }
   memory::Tensor values = runtime_.allocate({params.local_numel()}, params.values().dtype(),
                                             memory::MemoryCategory::parameter, "parameters");
   // The host's copy of the parameters starts as the device's: a copy like the gradients'.
@@ -292,8 +304,13 @@ void Optimizer::stage_gradients(nn::ParameterStore& params, bool delayed) {
 // goes on the copy stream when its share of the host's work ends. Whole (a tile of 0): every copy
 // after the whole update, the same as one tile of everything.
 void Optimizer::return_parameters(nn::ParameterStore& params, double update_seconds) {
-  copy_stream_waits();
   stream::Clock& clock = parameters_runtime_->clock();
+  if (params.values_offloaded()) {
+    // Nothing goes back: the next gathers copy the updated shards (Note [Parameter fetch]).
+    clock.host_work(update_seconds);
+    return;
+  }
+  copy_stream_waits();
   const std::vector<nn::LocalRange> ranges = params.local_ranges();
   const int64_t total = params.local_numel();  // the state offsets the ranges cover, [0, total)
   const int64_t tile = copy_back_tile_ > 0 ? copy_back_tile_ : std::max<int64_t>(total, 1);
@@ -339,9 +356,11 @@ memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
 std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& params) {
   std::vector<nn::LocalRange> ranges = params.local_ranges();
   if (offloaded()) {
-    // The host's copies stand in for the parameters and gradients (Note [Optimizer offload]).
+    // The host's copies stand in for the parameters and gradients (Note [Optimizer offload]);
+    // offloaded parameters are the host's already.
     for (nn::LocalRange& r : ranges) {
-      r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
+      if (!params.values_offloaded())
+        r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
       r.grads = host_grads_.view().slice(r.state_offset, {r.values.numel()});
     }
   }

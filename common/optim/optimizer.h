@@ -57,6 +57,9 @@ class Optimizer : public nn::GradientShardSink {
   /// element by element (SGD, AdamW, Lion).
   /// \throws std::logic_error after the first step; vramlab::UsageError for an optimizer that
   /// steps tensor by tensor.
+  /// A ZeRO-3 store whose shard lives on the states' runtime (parameter offload,
+  /// ParameterStore::values_offloaded()) is updated in place there: no copy up, the gathers fetch
+  /// the shards (Note [Parameter fetch] in data_parallel.cpp).
   void keep_parameters_on(nn::Runtime& parameters);
   /// \return true when keep_parameters_on() put the parameters on another runtime.
   [[nodiscard]] bool offloaded() const { return parameters_runtime_ != nullptr; }
@@ -74,10 +77,10 @@ class Optimizer : public nn::GradientShardSink {
     streamed_.clear();
     host_seconds_in_backward_ = 0.0;
   }
-  /// Offloaded, ZeRO-2 (ZeRO-Offload's data flow): \p params keeps no gradient shard on the
+  /// Offloaded, ZeRO-2 or 3 (ZeRO-Offload's data flow): \p params keeps no gradient shard on the
   /// device; each reduced shard comes here (take_gradient_shard) and lives in the host's staging,
   /// so the device holds gradients only while a unit's backward runs. Before the first backward.
-  /// \throws std::logic_error when not offloaded or \p params is not a ZeRO-2 store.
+  /// \throws std::logic_error when not offloaded or \p params is not a ZeRO-2 or 3 store.
   void keep_gradient_shards(nn::ParameterStore& params);
   /// \return whether keep_gradient_shards() was called.
   [[nodiscard]] bool keeps_gradient_shards() const { return shard_params_ != nullptr; }

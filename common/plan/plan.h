@@ -98,8 +98,8 @@ struct ParallelPlan {
 };
 
 /// What lives in host memory instead of on the device (`--offload`). The trainer runs the
-/// optimizer offloaded (ZeRO-Offload), with or without its delayed parameter update; parameter
-/// offload is the estimator's only so far.
+/// optimizer offloaded (ZeRO-Offload), with or without its delayed parameter update, and under
+/// ZeRO-3 the parameters with it (`both`, ZeRO-Infinity: each gather fetches its unit's shard).
 struct OffloadPlan {
   bool optimizer = false;   ///< the (partitioned) optimizer states, master weights included
   bool parameters = false;  ///< the parameter partition (ZeRO stage 3 only)

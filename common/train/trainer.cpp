@@ -35,6 +35,7 @@ void validate_without_groups(const TrainOptions& options) {
   TrainOptions without_groups = options;
   without_groups.groups = {};
   without_groups.plan.parallel = {};
+  without_groups.plan.offload.parameters = false;  // needs ZeRO-3, which is the parallel plan's
   validate(without_groups);
 }
 
@@ -92,21 +93,28 @@ void validate(const TrainOptions& options) {
     throw UsageError(
         "sequence parallelism is the estimator's only (vramlab estimate --sp): the "
         "runtime's tensor parallelism keeps the norms' activations whole");
-  if (plan.offload.parameters)
+  if (plan.offload.parameters && !plan.offload.optimizer)
     throw UsageError(
-        "parameter offload is the estimator's only so far (vramlab estimate --offload params); "
-        "the runtime offloads the optimizer (--offload optimizer)");
+        "--offload params: the runtime offloads the parameters with the optimizer (--offload "
+        "both), whose host update then writes them where they lie");
+  if (plan.offload.parameters && plan.offload.delay_update_from > 0)
+    throw UsageError(
+        "--offload-dpu " + std::to_string(plan.offload.delay_update_from) +
+        " with --offload both: a delayed update needs the device to keep the parameters the "
+        "update does not touch, and offloaded parameters have one copy, on the host");
+  if (plan.offload.parameters && plan.offload.tiled_copy_back)
+    throw UsageError(
+        "--offload-copy-back tiled with --offload both: offloaded parameters are not copied back "
+        "after the update (each gather fetches them)");
   if (!std::isfinite(options.host_memory_bytes_per_s) || options.host_memory_bytes_per_s <= 0.0)
     throw UsageError("the host's memory bandwidth must be positive and finite, got " +
                      std::to_string(options.host_memory_bytes_per_s) + " bytes/s");
   if (plan.offload.optimizer && !plan.offload.overlap &&
-      plan.parallel.zero == plan::ZeroStage::gradients)
-    throw UsageError(
-        "--offload-overlap off: under --zero 2 each reduced gradient shard goes to "
-        "the host as the backward makes it, so there is nothing to copy after it");
-  if (plan.offload.optimizer && plan.parallel.zero > plan::ZeroStage::gradients)
-    throw UsageError("--offload optimizer runs with --zero 0, 1 or 2 so far, got --zero " +
-                     std::to_string(static_cast<int64_t>(plan.parallel.zero)));
+      plan.parallel.zero >= plan::ZeroStage::gradients)
+    throw UsageError("--offload-overlap off: under --zero " +
+                     std::to_string(static_cast<int64_t>(plan.parallel.zero)) +
+                     " each reduced gradient shard goes to the host as the backward makes it, so "
+                     "there is nothing to copy after it");
   const dist::ParallelGroups& groups = options.groups;
   if (plan.parallel.data_parallel != groups.data_parallel_size())
     throw UsageError("the plan's data_parallel " + std::to_string(plan.parallel.data_parallel) +
@@ -247,17 +255,18 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   const memory::PhaseScope setup(memory::TrainingPhase::setup);
   const nn::ModelSharding sharding{ranks,
                                    parallel.data_parallel ? parallel.data_parallel->rank() : 0,
-                                   dist::store_sharding(parallel.zero)};
+                                   dist::store_sharding(parallel.zero),
+                                   options_.plan.offload.parameters ? host_.get() : nullptr};
   model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
                                               sharding, parallel.tensor_parallel);
   if (parallel.data_parallel != nullptr) {
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
   }
-  // Where offloaded gradients go (Note [Gradient streaming]): under ZeRO-2 each reduced shard
-  // straight to the host; on one rank each unit's as its backward ends; under DDP and ZeRO-1
-  // (reduced after the whole backward) and tensor parallelism all of them after the backward.
-  if (options_.plan.offload.optimizer && parallel.zero == plan::ZeroStage::gradients) {
+  // Where offloaded gradients go (Note [Gradient streaming]): under ZeRO-2 and 3 each reduced
+  // shard straight to the host; on one rank each unit's as its backward ends; under DDP and
+  // ZeRO-1 (reduced after the whole backward) and tensor parallelism all after the backward.
+  if (options_.plan.offload.optimizer && parallel.zero >= plan::ZeroStage::gradients) {
     optimizer_->keep_gradient_shards(model_->parameters());
   } else if (options_.plan.offload.optimizer && options_.plan.offload.overlap &&
              data_parallel_ == nullptr && parallel.tensor_parallel == nullptr) {

@@ -249,10 +249,11 @@ class Trainer {
   nn::Runtime& runtime_;
   TrainOptions options_;
   SyntheticTokenStream data_;
+  // The host under `--offload optimizer` (before model_ and optimizer_: offloaded parameters and
+  // the states are freed before it).
+  std::unique_ptr<nn::Runtime> host_;
   std::unique_ptr<nn::DecoderModel> model_;
   std::unique_ptr<dist::DataParallel> data_parallel_;  // with a data-parallel group
-  // The host under `--offload optimizer` (before optimizer_: its states are freed first).
-  std::unique_ptr<nn::Runtime> host_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   // `--offload optimizer --offload-overlap on` on one rank: copies each unit's gradients as its
   // backward ends (Note [Gradient streaming]); null otherwise.

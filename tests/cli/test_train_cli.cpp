@@ -441,9 +441,9 @@ TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
 // Issue #33: the offload techniques run from `vramlab train` together and with the others (the
 // optimizer offloaded or not, its update delayed or not, its parameters copied back whole or
 // tiled, the activations offloaded or not, recompute, flash attention, accumulation, ZeRO-2 on
-// two simulated ranks), and each run's saved activations after the forward and at their peak,
-// and its pinned activation blocks, are what `vramlab estimate` predicts for the same flags; the
-// activations' offload changes no loss.
+// two simulated ranks, ZeRO-3 with the parameters offloaded too and prefetched), and each run's
+// saved activations after the forward and at their peak, and its pinned activation blocks, are what
+// `vramlab estimate` predicts for the same flags; the activations' offload changes no loss.
 TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts) {
   const std::string shape = " --model gpt2-tiny --batch 2 --seq 32";
   const struct {
@@ -459,6 +459,8 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
        " --precision mixed-bf16 --offload optimizer --attention flash "
        "--recompute full"},
       {" --simulate-ranks 2", " --precision mixed-bf16 --zero 2 --offload optimizer"},
+      {" --simulate-ranks 2 --prefetch",
+       " --precision mixed-bf16 --zero 3 --offload both --recompute every:2"},
   };
   for (const auto& c : cases) {
     std::vector<double> losses[2];

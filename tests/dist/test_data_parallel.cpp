@@ -4,6 +4,7 @@
 // (2Ψ, 3Ψ) as the ring counts them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -18,8 +19,10 @@
 #include "common/memory/device.h"
 #include "common/memory/oom_error.h"
 #include "common/nn/runtime.h"
+#include "common/plan/plan.h"
 #include "common/platform/errors.h"
 #include "common/recompute/recompute_spec.h"
+#include "common/stream/clock.h"
 #include "common/train/trainer.h"
 
 namespace vramlab {
@@ -79,12 +82,17 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
     run.state = trainer.model_state();
     run.host = trainer.host_model_state();
     run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
-    const memory::Tensor& values = trainer.model().parameters().values();
+    run.copies = runtime.transfer_stats();  // the training's, before the test reads the store
+    const nn::ParameterStore& store = trainer.model().parameters();
+    const memory::Tensor& values = store.values();
     if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
       run.parameters.resize(static_cast<size_t>(values.bytes()));
-      runtime.copy_to_host(run.parameters.data(), values);
+      if (store.values_offloaded()) {  // the host's memory
+        std::memcpy(run.parameters.data(), values.view().data(), run.parameters.size());
+      } else {
+        runtime.copy_to_host(run.parameters.data(), values);
+      }
     }
-    run.copies = runtime.transfer_stats();
   });
   return runs;
 }
@@ -219,6 +227,69 @@ TEST(DataParallel, OffloadedZero2AccumulatesScalesAndClipsOnTheHostAsOnTheDevice
   }
 }
 
+// ZeRO-3 with the optimizer offloaded (`--offload optimizer`) and with the parameters too
+// (`--offload both`, ZeRO-Infinity): bitwise ZeRO-3 on the device, with and without prefetch,
+// accumulation and clipping. The device keeps no model state but, optimizer only, its parameter
+// shard; the host holds what the estimator says. Per micro-batch each reduced gradient shard goes
+// down; optimizer only, the updated shard goes up once a step (and down once, at the first);
+// offloaded, nothing goes up after the update but each gather fetches its unit's shard: twice a
+// micro-batch (the forward and the backward gather every unit once).
+TEST(DataParallel, Zero3WithTheOptimizerAndTheParametersOffloadedTrainsAsOnTheDevice) {
+  constexpr int kSteps = 3;
+  for (const int64_t N : {1, 2, 3}) {
+    for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+      for (const bool prefetch : {false, true}) {
+        for (const int64_t accum : {1, 2}) {
+          SCOPED_TRACE(model.name + ", N " + std::to_string(N) + (prefetch ? ", prefetch" : "") +
+                       ", accum " + std::to_string(accum));
+          train::TrainOptions own =
+              options_for(model, ZeroStage::parameters, amp::Precision::mixed_bf16);
+          own.plan.batch.grad_accum = accum;
+          own.plan.optimizer.max_grad_norm = accum == 2 ? 0.05f : 0.0f;
+          const std::vector<RankRun> d = run_ranks(own, N, kSteps, "sim:1GiB", prefetch);
+          for (const char* offload : {"optimizer", "both"}) {
+            SCOPED_TRACE(offload);
+            train::TrainOptions o = own;
+            o.plan.offload = plan::parse_offload(offload);
+            const bool params = o.plan.offload.parameters;
+            const std::vector<RankRun> runs = run_ranks(o, N, kSteps, "sim:1GiB", prefetch);
+            estimate::EstimateInputs in;
+            in.model = model;
+            in.micro_batch = o.batch;
+            in.seq = o.seq;
+            in.plan = o.plan;
+            in.plan.parallel.data_parallel = N;
+            const estimate::Estimate e = estimate::estimate_memory(in);
+            for (int64_t r = 0; r < N; ++r) {
+              const RankRun& run = runs[static_cast<size_t>(r)];
+              const RankRun& mine = d[static_cast<size_t>(r)];
+              EXPECT_EQ(run.losses, mine.losses) << "rank " << r;
+              EXPECT_EQ(run.parameters, mine.parameters) << "rank " << r;
+              EXPECT_EQ(run.state.optimizer_states, 0) << "rank " << r;
+              EXPECT_EQ(run.state.gradients, 0) << "rank " << r;
+              EXPECT_EQ(run.state.parameters, params ? 0 : mine.state.parameters) << "rank " << r;
+              EXPECT_EQ(run.state.parameters, e.parameters.bytes) << "rank " << r;
+              EXPECT_EQ(run.state.gradients, e.gradients.bytes) << "rank " << r;
+              ASSERT_TRUE(run.host.has_value()) << "rank " << r;
+              EXPECT_EQ(run.host->optimizer_states, e.host_optimizer_state_bytes) << "rank " << r;
+              EXPECT_EQ(run.host->gradients, e.host_gradient_bytes) << "rank " << r;
+              EXPECT_EQ(run.host->parameters, e.host_parameter_bytes) << "rank " << r;
+              const int64_t partition = e.host_parameter_bytes;  // the rank's bf16 shard
+              EXPECT_EQ(partition, mine.state.parameters) << "rank " << r;
+              EXPECT_EQ(run.copies.device_to_host_bytes - mine.copies.device_to_host_bytes,
+                        (kSteps * accum + (params ? 0 : 1)) * partition)
+                  << "rank " << r;
+              EXPECT_EQ(run.copies.host_to_device_bytes - mine.copies.host_to_device_bytes,
+                        (params ? 2 * accum : 1) * kSteps * partition)
+                  << "rank " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The delayed parameter update (--offload-dpu) on every data-parallel path of the offloaded
 // optimizer: DDP's and ZeRO-1's gradients go to the host after the backward, ZeRO-2's shards as
 // they are reduced. Each rank delays its own partition's update; the ranks' losses are DDP's to
@@ -257,7 +328,7 @@ TEST(DataParallel, TheDelayedUpdateTrainsTheSameOnEveryStageItOffloads) {
 // optimizer's states, its fp32 master and the gradients on the host, one device holds the fp16
 // parameters (2 bytes each: 24.2 GiB for llama2-13b) and a step's activations. On 32 GiB it
 // fits; on 24 GB the parameters alone do not.
-TEST(DataParallel, ZeroOffloadTrainsLlama2_13bOnOne32GiBDeviceButNot24GB) {
+TEST(DataParallel, ZeroOffloadTrainsLlama2_13bOnOne32GiBDeviceButNot24GBUnlessTheParametersGoToo) {
   train::TrainOptions o = options_for(model_config_by_name("llama2-13b"), ZeroStage::gradients,
                                       amp::Precision::mixed_fp16);
   o.batch = 1;
@@ -275,6 +346,70 @@ TEST(DataParallel, ZeroOffloadTrainsLlama2_13bOnOne32GiBDeviceButNot24GB) {
   train::TrainOptions own = o;
   own.plan.offload.optimizer = false;
   EXPECT_THROW((void)run_ranks(own, 1, 1, "meta:32GiB"), memory::OutOfMemoryError);
+  // ZeRO-Infinity: ZeRO-3 with the parameters on the host too. The device keeps no model state
+  // and holds a unit while it is gathered: 24 GB is enough, the host holds 2 + 2 + 12 bytes a
+  // parameter (its shard of parameters, staged gradients, master and moments).
+  train::TrainOptions infinity = o;
+  infinity.plan.parallel.zero = ZeroStage::parameters;
+  infinity.plan.offload = plan::parse_offload("both");
+  const std::vector<RankRun> fits = run_ranks(infinity, 1, 2, "meta:rtx4090-24g");
+  EXPECT_EQ(fits[0].state.parameters + fits[0].state.gradients + fits[0].state.optimizer_states, 0);
+  ASSERT_TRUE(fits[0].host.has_value());
+  const dist::ShardLayout layout(o.model.parameters(), 1);
+  EXPECT_EQ(fits[0].host->parameters, 2 * layout.padded_numel());
+  EXPECT_EQ(fits[0].host->gradients, 2 * layout.padded_numel());
+  EXPECT_EQ(fits[0].host->optimizer_states, 12 * layout.padded_numel());
+}
+
+// Parameter offload on the clock (meta: every time exact). Without prefetch a unit's shard is
+// fetched once the layers before it are done, so the compute stream waits for every fetch: at
+// least all of their time is exposed. With prefetch a block's fetch runs beside the block
+// before it, and on a link that moves a block faster than the device computes one, those hide:
+// what stays exposed is less than the fetches' time, by at least the blocks fetched while another
+// computed.
+TEST(DataParallel, PrefetchHidesParameterFetchesBehindTheLayerBefore) {
+  train::TrainOptions o = options_for(llama_config("llama-8l", 8, 1024, 16, 4, 2816, 32000, 1024),
+                                      ZeroStage::parameters, amp::Precision::mixed_bf16);
+  o.batch = 2;
+  o.seq = 1024;
+  o.plan.offload = plan::parse_offload("both");
+  memory::Device device = memory::parse_device("meta:a100-40g");
+  device.spec.host_to_device_bytes_per_s = device.spec.device_to_host_bytes_per_s = 400e9;
+  struct Measured {
+    double exposed = 0.0, fetches = 0.0, compute = 0.0;
+  };
+  const auto run = [&](bool prefetch) {
+    Measured m;
+    dist::run_simulated_ranks(1, false, [&](dist::Communicator& comm) {
+      comm.set_move_data(false);
+      nn::Runtime runtime(device);
+      train::TrainOptions mine = o;
+      mine.set_groups(&comm);
+      mine.plan.parallel.prefetch = prefetch;
+      train::Trainer trainer(runtime, mine);
+      (void)trainer.step();
+      const nn::TransferStats before = runtime.transfer_stats();
+      const double busy = runtime.clock().busy_seconds(stream::Clock::compute_stream());
+      const train::StepResult r = trainer.step();
+      m.exposed = r.exposed_copy_seconds;
+      m.fetches = runtime.transfer_stats().host_to_device_seconds - before.host_to_device_seconds;
+      m.compute = runtime.clock().busy_seconds(stream::Clock::compute_stream()) - busy;
+    });
+    return m;
+  };
+  const Measured plain = run(false), ahead = run(true);
+  std::printf(
+      "parameter fetches %.4f s beside %.4f s of compute: exposed %.4f s, prefetched %.4f s\n",
+      plain.fetches, plain.compute, plain.exposed, ahead.exposed);
+  EXPECT_EQ(ahead.fetches, plain.fetches);
+  EXPECT_EQ(ahead.compute, plain.compute);
+  EXPECT_GE(plain.exposed, plain.fetches * (1 - 1e-9));
+  // Of each pass's 8 blocks, 7 are fetched during the block before and hide whole (the first
+  // comes after the embedding or the head, which prefetch does not look past).
+  const dist::ShardLayout layout(o.model.parameters(), 1);
+  const dist::ShardUnit& block = layout.units()[static_cast<size_t>(layout.find_unit(3))];
+  const double block_fetch = static_cast<double>(2 * block.padded_numel) / 400e9;  // bf16
+  EXPECT_NEAR(plain.exposed - ahead.exposed, 2 * 7 * block_fetch, 1e-9);
 }
 
 // Bytes a rank sends per step, counted from the layout alone (no communicator): DDP all-reduces

@@ -86,11 +86,13 @@ for key, (gpu, cpu) in expected.items():
     assert rows[key]["deepspeed_gpu_bytes"] == gpu, (key, rows[key], gpu)
     assert rows[key]["deepspeed_cpu_bytes"] == cpu, (key, rows[key], cpu)
 # Ours (P divides by N here): 2 bytes of parameters, 2 of gradients, K = 12 of Adam states; an
-# offloaded optimizer's host also stages the rank's 16-bit gradients and parameters (2 + 2), and
-# under ZeRO-2 the device keeps no gradient shard (each goes to the host as it is reduced).
+# offloaded optimizer's host also stages the rank's 16-bit gradients and parameters (2 + 2) or,
+# with the parameters offloaded, holds them; under ZeRO-2 and 3 the device keeps no gradient shard
+# (each goes to the host as it is reduced), and with the parameters offloaded no parameter either.
 assert P % N == 0
 ours = {(2, "none"): (2 * P + 14 * P // N, 0), (2, "optimizer"): (2 * P, 16 * P),
-        (3, "none"): (16 * P // N, 0), (3, "optimizer"): (4 * P // N, 16 * P)}
+        (3, "none"): (16 * P // N, 0), (3, "optimizer"): (2 * P // N, 16 * P),
+        (3, "both"): (0, 16 * P)}
 for key, (device, host) in ours.items():
     assert rows[key]["our_device_model_state_bytes"] == device, (key, rows[key], device)
     assert rows[key]["our_host_bytes"] == host, (key, rows[key], host)

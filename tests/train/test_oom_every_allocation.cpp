@@ -36,6 +36,7 @@
 #include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/nn/runtime.h"
+#include "common/plan/plan.h"
 #include "common/recompute/recompute_spec.h"
 #include "common/train/trainer.h"
 #include "tests/sanitized_build.h"
@@ -588,6 +589,19 @@ TEST(OomAtEveryAllocation, LlamaZero3WithPrefetchOnTwoRanks) {
   o.plan.parallel.zero = dist::ZeroStage::parameters;
   o.plan.parallel.prefetch = true;
   EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 prefetch", o, 2).failed, 0);
+}
+
+// ZeRO-Infinity: ZeRO-3 with the parameters and the optimizer on the host. Each gather allocates
+// the unit's fetched shard beside it (its copy in flight on the fetch stream, prefetched one
+// block ahead), recomputed blocks fetch theirs again, and each reduced gradient shard goes down.
+TEST(OomAtEveryAllocation, LlamaZero3ParametersOffloadedWithPrefetchAndCheckpointsOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.plan.parallel.zero = dist::ZeroStage::parameters;
+  o.plan.parallel.prefetch = true;
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload = plan::parse_offload("both");
+  o.plan.recompute = recompute::parse_recompute_spec("every:2");
+  EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 params offloaded", o, 2).failed, 0);
 }
 
 TEST(OomAtEveryAllocation, Gpt2TensorParallelOnTwoRanks) {

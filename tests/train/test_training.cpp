@@ -290,10 +290,22 @@ TEST(OptimizerOffload, RefusesWhatTheRuntimeDoesNotOffload) {
     }
     return std::string("accepted");
   };
+  // Parameters go with the optimizer (whose host update writes them); a delayed update or a
+  // tiled copy back needs a device copy of the parameters, which offloaded parameters lack.
   TrainOptions o = small_gpt2(1);
   o.plan.offload.parameters = true;
   o.plan.parallel.zero = plan::ZeroStage::parameters;
-  EXPECT_NE(message(o).find("parameter offload"), std::string::npos) << message(o);
+  EXPECT_NE(message(o).find("--offload both"), std::string::npos) << message(o);
+  o.plan.offload.optimizer = true;  // accepted on ranks (tests/dist: DataParallel.Zero3With...)
+  TrainOptions delayed = o;
+  delayed.plan.offload.delay_update_from = 3;
+  EXPECT_NE(message(delayed).find("--offload-dpu 3"), std::string::npos) << message(delayed);
+  TrainOptions tiled = o;
+  tiled.plan.offload.tiled_copy_back = true;
+  EXPECT_NE(message(tiled).find("--offload-copy-back tiled"), std::string::npos) << message(tiled);
+  TrainOptions overlap_off = o;
+  overlap_off.plan.offload.overlap = false;
+  EXPECT_NE(message(overlap_off).find("--zero 3"), std::string::npos) << message(overlap_off);
   nn::Runtime runtime(memory::parse_device("sim:1GiB"));
   TrainOptions adafactor = small_gpt2(1);
   adafactor.plan.offload.optimizer = true;

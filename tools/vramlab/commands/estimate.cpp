@@ -119,13 +119,13 @@ DeepSpeedView deepspeed_view(const estimate::EstimateInputs& in, const estimate:
     v.notes.push_back("DeepSpeed's ZeRO-3 GPU figure adds 4 bytes x its largest layer (" +
                       report::format_count(v.largest_layer_params) +
                       " parameters: the module holding the most, usually the embedding) for the "
-                      "fp16 parameters and gradients of the layer at work; this estimator holds "
-                      "one gathered block, and only when the parameters are offloaded");
+                      "fp16 parameters and gradients of the layer at work; this estimator "
+                      "counts the model states a device keeps between uses, and a gathered "
+                      "unit is working memory");
   v.notes.push_back(
-      "with the optimizer offloaded DeepSpeed counts no 16-bit gradients on the GPU; nor does "
-      "this estimator under ZeRO-2, where each reduced shard goes to the host as the backward "
-      "makes it, while under ZeRO-3 it keeps the device's gradient partition until it is "
-      "copied");
+      "with the optimizer offloaded DeepSpeed counts no 16-bit gradients on the GPU under ZeRO-2 "
+      "and 2 bytes a partitioned parameter under ZeRO-3; this estimator counts none under "
+      "either: each reduced shard goes to the host as the backward makes it");
   v.notes.push_back(
       "DeepSpeed's CPU figures are per node, times its buffer factor 1.5, and without offload "
       "are the fp32 model each process loads (4 bytes x parameters x GPUs; under ZeRO-3's "
