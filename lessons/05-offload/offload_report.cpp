@@ -44,7 +44,8 @@ const TypedColumns<RunResult>& memory_columns() {
   static const TypedColumns<RunResult> columns = {
       {{"label", "run"}, [](const R& r) { return r.label; }},
       {{"device", ""}, [](const R& r) { return r.device_name; }},
-      {{"offload", ""}, [](const R& r) { return r.offload ? "optimizer" : "none"; }},
+      {{"offload", ""},
+       [](const R& r) { return std::string(plan::offload_name(r.options.plan.offload)); }},
       {{"overlap", ""},
        [](const R& r) { return r.offload ? report::Value(r.overlap) : report::Value(); }},
       {{"fits", ""}, [](const R& r) { return r.fits; }},
@@ -215,6 +216,16 @@ RunSpec offloaded(RunSpec spec, bool overlap, std::string label) {
   return spec;
 }
 
+// \p spec (the optimizer offloaded) under ZeRO-3 with the parameters on the host too, each
+// block fetched one ahead (--zero 3 --offload both --prefetch).
+RunSpec infinity(RunSpec spec, std::string label) {
+  spec.label = std::move(label);
+  spec.train.plan.parallel.zero = plan::ZeroStage::parameters;
+  spec.train.plan.parallel.prefetch = true;
+  spec.train.plan.offload.parameters = true;
+  return spec;
+}
+
 void say(void (*progress)(const std::string&), const std::string& text) {
   if (progress) progress(text);
 }
@@ -242,6 +253,8 @@ void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const s
   RunSpec small_device = offloaded(big, true, "llama2-13b, ZeRO-Offload");
   small_device.device = memory::parse_device("meta:rtx4090-24g");
   lesson.scale.push_back({"13b-offload-24gb", l13.name, run(small_device)});
+  lesson.scale.push_back(
+      {"13b-infinity-24gb", l13.name, run(infinity(small_device, "llama2-13b, ZeRO-Infinity"))});
 
   // 7B on the sweep's device at its own link: what offload saves and what it costs. Without
   // offload it needs more than 80 GB, so that run gets the same device with room for it: the same
@@ -258,6 +271,9 @@ void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const s
   seven.device = s.sweep_device;
   lesson.scale.push_back({"sweep-model-offload", s.sweep_model.name,
                           run(offloaded(seven, true, s.sweep_model.name + ", ZeRO-Offload"))});
+  lesson.scale.push_back(
+      {"sweep-model-infinity", s.sweep_model.name,
+       run(infinity(offloaded(seven, true, ""), s.sweep_model.name + ", ZeRO-Infinity"))});
 }
 
 RunSpec delayed(RunSpec spec, int64_t first, std::string label) {
@@ -547,6 +563,13 @@ json to_json(const Lesson& lesson) {
         {"model_state_saved", 1.0 - static_cast<double>(off->run.device.total()) /
                                         static_cast<double>(none->run.device.total())},
         {"slowdown", off->run.step_seconds / none->run.step_seconds}};
+  const ScaleRun* params = find_scale(lesson, "sweep-model-infinity");
+  if (j.contains("offload_cost") && params && params->run.fits)
+    j["offload_cost"]["parameters"] = {
+        {"device_peak_saved", 1.0 - static_cast<double>(params->run.device_peak_bytes) /
+                                        static_cast<double>(none->run.device_peak_bytes)},
+        {"slowdown", params->run.step_seconds / none->run.step_seconds},
+        {"slowdown_over_optimizer_offload", params->run.step_seconds / off->run.step_seconds}};
   return j;
 }
 
@@ -696,7 +719,9 @@ std::string render_text(const Lesson& lesson, bool colour) {
   }
 
   if (!lesson.scale.empty()) {
-    out += "\nAt scale on meta: one rank, ZeRO-2, the forward recomputed\n";
+    out +=
+        "\nAt scale on meta: one rank, ZeRO-2 (ZeRO-Infinity: ZeRO-3 with the parameters "
+        "offloaded too, prefetched), the forward recomputed\n";
     std::vector<RunResult> rows;
     for (const ScaleRun& r : lesson.scale) rows.push_back(r.run);
     TypedColumns<RunResult> columns = memory_columns();
@@ -715,7 +740,10 @@ std::string render_text(const Lesson& lesson, bool colour) {
         note += r.run.label + " on " + r.run.device_name + " (" + r.run.out_of_memory + "); ";
     note += fmt::format(
         "{} in mixed bf16 at B={}, T={} on {}; without offload it ran on the same device with "
-        "room for it (its capacity times 4: the same kernels and link).",
+        "room for it (its capacity times 4: the same kernels and link). ZeRO-Infinity keeps no "
+        "model state on the device: each step fetches every unit's 16-bit shard for the forward, "
+        "again for the recomputed forward and for the backward (3 x 2 bytes a parameter up, "
+        "against ZeRO-Offload's 2), each block while the one before computes.",
         s.sweep_model.name, s.sweep_batch, s.sweep_seq, s.sweep_device.name());
     out += wrap_note(note);
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "common/dist/shard_layout.h"
 #include "common/estimate/zero_infinity.h"
 #include "common/memory/device.h"
 #include "common/model/model_config.h"
@@ -152,11 +153,33 @@ TEST(Lesson05, ThirteenBillionFitsOne32GiBDeviceOnlyOffloadedAndEveryClaimIsMeas
   EXPECT_FALSE(find("13b-none-32gib").fits);
   EXPECT_FALSE(find("13b-offload-24gb").fits);
   EXPECT_NE(find("13b-offload-24gb").out_of_memory.find("Tried to allocate"), std::string::npos);
+  // ZeRO-Infinity: with the parameters offloaded too the device keeps no model state, and 13B
+  // trains on the 24 GB device; the host holds the 16 bytes a parameter of the states, the staged
+  // gradients and the parameters.
+  const RunResult& infinity = find("13b-infinity-24gb");
+  ASSERT_TRUE(infinity.fits) << infinity.out_of_memory;
+  EXPECT_EQ(infinity.device.total(), 0);
+  EXPECT_EQ(infinity.host.total(), offloaded.host.total());
+  EXPECT_TRUE(infinity.equals_estimate());
+  EXPECT_LE(infinity.device_peak_bytes,
+            memory::parse_device("meta:rtx4090-24g").spec.capacity_bytes);
   const RunResult& roomy = find("sweep-model-none-roomy");
   const RunResult& cheap = find("sweep-model-offload");
-  ASSERT_TRUE(roomy.fits && cheap.fits);
+  const RunResult& fetched = find("sweep-model-infinity");
+  ASSERT_TRUE(roomy.fits && cheap.fits && fetched.fits);
   EXPECT_GT(roomy.device_peak_bytes, memory::parse_device("meta:a100-80g").spec.capacity_bytes);
   EXPECT_GT(cheap.step_seconds, roomy.step_seconds);
+  // Every unit fetched for the forward and the backward, each block once more for its
+  // recomputed forward, against one copy back of everything: more bytes up, a longer step, less
+  // device memory.
+  int64_t block_bytes = 0;
+  const dist::ShardLayout layout(s.sweep_model.parameters(), 1);
+  for (const dist::ShardUnit& u : layout.units())
+    if (u.layer >= 0) block_bytes += 2 * u.padded_numel;  // bf16
+  EXPECT_EQ(fetched.host_to_device_bytes - (2 * fetched.host.parameters + block_bytes),
+            cheap.host_to_device_bytes - cheap.host.parameters);
+  EXPECT_GT(fetched.step_seconds, cheap.step_seconds);
+  EXPECT_LT(fetched.device_peak_bytes, cheap.device_peak_bytes);
 
   std::vector<int> ids;
   for (const workbook::ClaimResult& c :
@@ -165,7 +188,7 @@ TEST(Lesson05, ThirteenBillionFitsOne32GiBDeviceOnlyOffloadedAndEveryClaimIsMeas
     EXPECT_FALSE(c.measured.empty()) << c.id;
   }
   std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(ids, (std::vector<int>{72, 73, 74}));
+  EXPECT_EQ(ids, (std::vector<int>{72, 73, 74, 76}));
 
   const std::vector<std::string> problems = report::text_layout_problems(sweep_figure(lesson));
   EXPECT_TRUE(problems.empty()) << problems.front();

@@ -74,7 +74,7 @@ TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
             dpu.at("time")[0].at("host_update_seconds"));
   EXPECT_GT(dpu.at("speedup").get<double>(), 1.0);
   EXPECT_TRUE(fs::exists(dir / "figures" / "offload_dpu_losses.svg"));
-  EXPECT_EQ(j.at("claims").size(), 3u);
+  EXPECT_EQ(j.at("claims").size(), 4u);
   // Activation offload: the small model's bytes equal the estimator's and its losses are the
   // same; the sweep model's four runs (kept, offloaded, recomputed, both) likewise, the offloaded
   // ones pinning host memory.
