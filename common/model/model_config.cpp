@@ -174,14 +174,6 @@ int64_t count_parameters(const ModelConfig& c, int64_t tp_size = 1) {
                      "parameter count");
 }
 
-int64_t count_layer_parameters(const ModelConfig& c, int64_t tp_size) {
-  (void)count_parameters(c, tp_size);
-  int64_t one_layer = 0;  // every block has the same shapes
-  for (const auto& s : build_parameters(c, 1, 0, tp_size))
-    if (s.layer == 0) one_layer += s.numel();
-  return one_layer;
-}
-
 }  // namespace
 
 int64_t ParameterSpec::numel() const {
@@ -254,16 +246,8 @@ int64_t ModelConfig::parameter_count() const {
   return count_parameters(*this);
 }
 
-int64_t ModelConfig::largest_layer_parameter_count() const {
-  return count_layer_parameters(*this, 1);
-}
-
 int64_t ModelConfig::rank_parameter_count(int64_t tp_size) const {
   return count_parameters(*this, tp_size);
-}
-
-int64_t ModelConfig::rank_largest_layer_parameter_count(int64_t tp_size) const {
-  return count_layer_parameters(*this, tp_size);
 }
 
 ModelConfig gpt2_config(std::string name, int64_t layers, int64_t hidden, int64_t heads,

@@ -132,18 +132,10 @@ struct ModelConfig {
   /// \return the count. \throws vramlab::UsageError if validate() fails.
   [[nodiscard]] int64_t parameter_count() const;
 
-  /// Parameters of the largest single transformer block (what ZeRO-3 gathers at once).
-  /// \return the count. \throws vramlab::UsageError if validate() fails.
-  [[nodiscard]] int64_t largest_layer_parameter_count() const;
-
   /// Exact number of parameters one of \p tp_size tensor-parallel ranks holds (sum of numel over
   /// parameters(0, t): the replicated tensors whole, so more than parameter_count() / t).
   /// \param tp_size t. \return the count. \throws vramlab::UsageError as parameters(0, t).
   [[nodiscard]] int64_t rank_parameter_count(int64_t tp_size) const;
-
-  /// As largest_layer_parameter_count(), for one of \p tp_size tensor-parallel ranks.
-  /// \param tp_size t. \return the count. \throws vramlab::UsageError as parameters(0, t).
-  [[nodiscard]] int64_t rank_largest_layer_parameter_count(int64_t tp_size) const;
 };
 
 /// A GPT-2 family configuration (tied, learned positions, LayerNorm, GELU, biases, F = 4C).

@@ -43,7 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const ModelConfig model = flags.build(seq);
     model.validate();
     const std::int64_t count = model.parameter_count();
-    (void)model.largest_layer_parameter_count();
     if (count < 1) fuzz::contract_broken("parameter_count", std::to_string(count));
     if (model.layers <= 4 && count <= (std::int64_t{1} << 24)) {
       std::int64_t sum = 0;

@@ -494,10 +494,16 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
   std::printf("median step %s  (%.0f tokens/s)\n",
               report::format_duration_ms(median_s * 1e3).c_str(),
               static_cast<double>(options.batch * options.seq) / median_s);
+  const bool parameters_offloaded = options.plan.offload.parameters;
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
     std::printf(
-        "optimizer offloaded (ZeRO-Offload): the host holds %s of optimizer states and the staged "
-        "%s of gradients and %s of parameters its step reads and writes; none on the device\n",
+        parameters_offloaded
+            ? "optimizer and parameters offloaded (ZeRO-Infinity): the host holds %s of optimizer "
+              "states, the staged %s of gradients and the %s parameter shard each gather fetches; "
+              "the device keeps none of them\n"
+            : "optimizer offloaded (ZeRO-Offload): the host holds %s of optimizer states and the "
+              "staged %s of gradients and %s of parameters its step reads and writes; none on the "
+              "device\n",
         report::format_bytes(static_cast<uint64_t>(host->optimizer_states)).c_str(),
         report::format_bytes(static_cast<uint64_t>(host->gradients)).c_str(),
         report::format_bytes(static_cast<uint64_t>(host->parameters)).c_str());
@@ -511,7 +517,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
             : std::string();
     std::printf(
         "on the device's clock, over %lld steps: the host's updates %s, copies %s (%s to the "
-        "host, %s back), of which %s exposed (--offload-overlap %s, --offload-copy-back %s)%s\n",
+        "host, %s back), of which %s exposed (%s)%s\n",
         static_cast<long long>(o.steps),
         report::format_duration_ms(clock_totals.host_update_seconds * 1e3).c_str(),
         report::format_duration_ms((copies.device_to_host_seconds + copies.host_to_device_seconds) *
@@ -520,8 +526,14 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
         report::format_bytes(static_cast<uint64_t>(copies.device_to_host_bytes)).c_str(),
         report::format_bytes(static_cast<uint64_t>(copies.host_to_device_bytes)).c_str(),
         report::format_duration_ms(clock_totals.exposed_copy_seconds * 1e3).c_str(),
-        options.plan.offload.overlap ? "on" : "off",
-        options.plan.offload.tiled_copy_back ? "tiled" : "whole", delayed_text.c_str());
+        parameters_offloaded
+            ? (options.plan.parallel.prefetch ? "the parameters fetched one block ahead, --prefetch"
+                                              : "each gather waiting for its fetch: add --prefetch")
+            : (std::string("--offload-overlap ") + (options.plan.offload.overlap ? "on" : "off") +
+               ", --offload-copy-back " +
+               (options.plan.offload.tiled_copy_back ? "tiled" : "whole"))
+                  .c_str(),
+        delayed_text.c_str());
   }
   if (options.plan.activations.offload) {
     const memory::CategoryStats pinned = runtime.host_allocator().category_stats();
