@@ -23,6 +23,18 @@ add_library(vramlab::dnnl ALIAS vramlab_dnnl)
 target_link_libraries(vramlab_dnnl INTERFACE ${DNNL_LIBRARY})
 target_include_directories(vramlab_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
 
+# liburing (Debian's liburing-dev): the NVMe tier's io_uring requests (common/storage).
+find_path(LIBURING_INCLUDE_DIR liburing.h)
+find_library(LIBURING_LIBRARY uring)
+if(NOT LIBURING_INCLUDE_DIR OR NOT LIBURING_LIBRARY)
+  message(FATAL_ERROR "liburing not found (liburing.h and liburing): the NVMe tier needs it. "
+                      "Install Debian's liburing-dev (tools/setup.sh does).")
+endif()
+add_library(vramlab_uring INTERFACE)
+add_library(vramlab::uring ALIAS vramlab_uring)
+target_link_libraries(vramlab_uring INTERFACE ${LIBURING_LIBRARY})
+target_include_directories(vramlab_uring SYSTEM INTERFACE ${LIBURING_INCLUDE_DIR})
+
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(MPI COMPONENTS CXX)
 find_package(Threads REQUIRED)
