@@ -108,7 +108,10 @@ class ParameterStore {
                  StoreSharding sharding);
   /// As the sharded constructor, with the local shard of parameters on \p values_runtime (a
   /// ZeRO-3 store with its parameters offloaded; see the file comment); gradients and gathered
-  /// units stay on \p runtime. \param values_runtime must outlive the store.
+  /// units stay on \p runtime. \param runtime must outlive the store. \param values_runtime
+  /// likewise. \param specs as the sharded constructor's. \param value_dtype likewise.
+  /// \param grad_dtype likewise. \param layout likewise. \param rank likewise.
+  /// \param sharding likewise.
   /// \throws vramlab::UsageError unless \p sharding is `parameters`;
   /// vramlab::memory::OutOfMemoryError when \p values_runtime is full.
   ParameterStore(Runtime& runtime, Runtime& values_runtime, const std::vector<ParameterSpec>& specs,
