@@ -69,7 +69,10 @@ TEST(Lesson01Scale, EachEstimatorRowHoldsItsPlansBytesPerParameter) {
   // ZeRO-Offload at ZeRO-2: the gradients' shards go to the host too; the GPU keeps 2 B/param.
   EXPECT_DOUBLE_EQ(bpp(row("|0|7000000000|mixed-bf16|adamw|optimizer")), 2.0);
   EXPECT_DOUBLE_EQ(row("|0|7000000000|mixed-bf16|adamw|optimizer").host, 16 * seven);
-  EXPECT_DOUBLE_EQ(bpp(row("|0|7000000000|mixed-bf16|adamw|both")), 2.0);
+  // ZeRO-Infinity at ZeRO-3: the parameters' shards too; the GPU keeps no model state between
+  // uses (a gathered unit is working memory), the host the same 16 B/param.
+  EXPECT_DOUBLE_EQ(bpp(row("|0|7000000000|mixed-bf16|adamw|both")), 0.0);
+  EXPECT_DOUBLE_EQ(row("|0|7000000000|mixed-bf16|adamw|both").host, 16 * seven);
   EXPECT_DOUBLE_EQ(bpp(row("|0|1000000000|fp32|adamw|none")), 16.0);
   const std::string psi = std::to_string(gpt_1_3b().parameter_count());
   const ScaleFormula& one = row("gpt-1.3b|1|" + psi + "|mixed-bf16|adamw|none");
