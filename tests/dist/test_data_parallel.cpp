@@ -97,14 +97,13 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
   return runs;
 }
 
+// What `vramlab estimate` says of \p o's plan on N data-parallel ranks.
 estimate::Estimate estimate_for(const train::TrainOptions& o, int64_t N) {
   estimate::EstimateInputs in;
   in.model = o.model;
   in.micro_batch = o.batch;
   in.seq = o.seq;
-  in.plan.amp.precision = o.plan.amp.precision;
-  in.plan.optimizer.name = o.plan.optimizer.name;
-  in.plan.parallel.zero = o.plan.parallel.zero;
+  in.plan = o.plan;
   in.plan.parallel.data_parallel = N;
   return estimate::estimate_memory(in);
 }
@@ -156,13 +155,7 @@ TEST(DataParallel, OffloadedOptimizerOnEveryPartitioningStageTrainsAsDdp) {
       const std::vector<RankRun> d = run_ranks(ddp, N, kSteps);
       const std::vector<RankRun> s =
           run_ranks(options_for(model, stage, amp::Precision::mixed_bf16), N, kSteps);
-      estimate::EstimateInputs in;
-      in.model = model;
-      in.micro_batch = offloaded.batch;
-      in.seq = offloaded.seq;
-      in.plan = offloaded.plan;
-      in.plan.parallel.data_parallel = N;
-      const estimate::Estimate e = estimate::estimate_memory(in);
+      const estimate::Estimate e = estimate_for(offloaded, N);
       for (int64_t r = 0; r < N; ++r) {
         const RankRun& run = o[static_cast<size_t>(r)];
         EXPECT_EQ(run.losses, d[0].losses) << "rank " << r;
@@ -253,13 +246,7 @@ TEST(DataParallel, Zero3WithTheOptimizerAndTheParametersOffloadedTrainsAsOnTheDe
             o.plan.offload = plan::parse_offload(offload);
             const bool params = o.plan.offload.parameters;
             const std::vector<RankRun> runs = run_ranks(o, N, kSteps, "sim:1GiB", prefetch);
-            estimate::EstimateInputs in;
-            in.model = model;
-            in.micro_batch = o.batch;
-            in.seq = o.seq;
-            in.plan = o.plan;
-            in.plan.parallel.data_parallel = N;
-            const estimate::Estimate e = estimate::estimate_memory(in);
+            const estimate::Estimate e = estimate_for(o, N);
             for (int64_t r = 0; r < N; ++r) {
               const RankRun& run = runs[static_cast<size_t>(r)];
               const RankRun& mine = d[static_cast<size_t>(r)];
