@@ -481,11 +481,23 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
   lesson.timeline.link_gbps = s.timeline_link_gbps;
   lesson.timeline.on = run(offloaded(traced, true, "overlap on"));
   lesson.timeline.off = run(offloaded(traced, false, "overlap off"));
+  lesson.timeline_fetched = run(infinity(offloaded(traced, true, ""), "ZeRO-Infinity, prefetched"));
   if (s.scale) run_scale(s, lesson, progress);
   run_delayed_update(s, none, sweep, lesson.dpu, progress);
   run_activation_offload(s, none, lesson.activations, progress);
   return lesson;
 }
+
+namespace {
+
+// The timeline's steps: overlap on, overlap off, and ZeRO-Infinity when it ran.
+std::vector<RunResult> timeline_rows(const Lesson& lesson) {
+  std::vector<RunResult> rows{lesson.timeline.on, lesson.timeline.off};
+  if (!lesson.timeline_fetched.last_step_spans.empty()) rows.push_back(lesson.timeline_fetched);
+  return rows;
+}
+
+}  // namespace
 
 json to_json(const Lesson& lesson) {
   const LessonSettings& s = lesson.settings;
@@ -520,11 +532,8 @@ json to_json(const Lesson& lesson) {
                 {"intensity_flops_per_byte", estimate::zero_infinity::offloaded_optimizer_intensity(
                                                  s.sweep_batch, s.sweep_seq, true)},
                 {"points", report::table_of(sweep_columns(), lesson.sweep).json()}};
-  j["timeline"] = {
-      {"link_gbps", lesson.timeline.link_gbps},
-      {"steps", report::table_of(timeline_columns(),
-                                 std::vector<RunResult>{lesson.timeline.on, lesson.timeline.off})
-                    .json()}};
+  j["timeline"] = {{"link_gbps", lesson.timeline.link_gbps},
+                   {"steps", report::table_of(timeline_columns(), timeline_rows(lesson)).json()}};
   j["scale"] = json::array();
   for (const ScaleRun& r : lesson.scale) {
     json record = run_record(r.run, nullptr);
@@ -631,15 +640,16 @@ std::string render_text(const Lesson& lesson, bool colour) {
     out +=
         fmt::format("\nOne step on the stream clock's lanes at {:g} GB/s (offload_streams.html)\n",
                     lesson.timeline.link_gbps);
-    out += report::table_of(timeline_columns(),
-                            std::vector<RunResult>{lesson.timeline.on, lesson.timeline.off})
-               .render(colour);
+    out += report::table_of(timeline_columns(), timeline_rows(lesson)).render(colour);
     out += wrap_note(
         "copies: the copy streams' spans; beside compute: their time that overlaps a kernel "
-        "on the compute stream, read off the trace's lanes. The rest of the copies' time, copies − "
-        "beside compute, is "
-        "the exposed time the clock reports: the trace and the clock's bookkeeping agree. The "
-        "trace page draws both steps, one lane per stream.");
+        "on the compute stream, read off the trace's lanes. With one copy stream the rest of the "
+        "copies' time, copies − beside compute, is the exposed time the clock reports: the trace "
+        "and the clock's bookkeeping agree. ZeRO-Infinity, prefetched: the same step under ZeRO-3 "
+        "with the parameters on the host too (--zero 3 --offload both --prefetch); its parameter "
+        "fetches go up on a lane of their own while the gradients go down, two copies at once, so "
+        "its copies can exceed beside compute plus exposed. The trace page draws every step, one "
+        "lane per stream.");
   }
 
   {
@@ -797,7 +807,8 @@ report::SvgFigure dpu_loss_figure(const Lesson& lesson) {
 json timeline_trace(const Lesson& lesson) {
   json events = json::array();
   int process = 0;
-  for (const RunResult* r : {&lesson.timeline.on, &lesson.timeline.off}) {
+  for (const RunResult& step : timeline_rows(lesson)) {
+    const RunResult* r = &step;
     const std::string name = fmt::format(
         "{}: step {:.3f} s on the clock, {:.3f} s of copies exposed, {:.3f} s of host update",
         r->label, r->step_seconds, r->exposed_copy_seconds, r->host_update_seconds);
@@ -821,7 +832,7 @@ FigurePaths write_figures(const Lesson& lesson, const std::string& out_dir) {
       paths.timeline_html,
       report::render_trace_html(
           timeline_trace(lesson),
-          fmt::format("ZeRO-Offload's streams: one step of {} on {}, B={}, T={}, link {:g} GB/s",
+          fmt::format("Offload's streams: one step of {} on {}, B={}, T={}, link {:g} GB/s",
                       s.sweep_model.name, s.sweep_device.name(), s.sweep_batch, s.sweep_seq,
                       s.timeline_link_gbps)));
   return paths;

@@ -97,6 +97,9 @@ struct Lesson {
   std::vector<RunResult> runs;    ///< the small model: no offload, overlap on, overlap off.
   std::vector<SweepPoint> sweep;  ///< one per link.
   SweepPoint timeline;            ///< at settings.timeline_link_gbps, with the last step's spans.
+  /// The timeline's step under ZeRO-3 with the parameters offloaded too, prefetched: the
+  /// "parameter fetch" lane beside the others.
+  RunResult timeline_fetched;
   std::vector<ScaleRun> scale;    ///< with settings.scale.
   DelayedUpdate dpu;              ///< the delayed parameter update.
   ActivationOffload activations;  ///< activation offload.
@@ -121,8 +124,9 @@ report::SvgFigure sweep_figure(const Lesson& lesson);
 /// from each first step.
 report::SvgFigure dpu_loss_figure(const Lesson& lesson);
 
-/// \param lesson the runs. \return the timeline's step with overlap on and with overlap off, each
-/// a process of a Chrome trace with one lane per stream (its kernels and copies).
+/// \param lesson the runs. \return the timeline's step with overlap on, with overlap off and
+/// under ZeRO-Infinity, each a process of a Chrome trace with one lane per stream (its kernels and
+/// copies).
 nlohmann::json timeline_trace(const Lesson& lesson);
 
 /// The figures' paths.

@@ -116,17 +116,28 @@ TEST(Lesson05, OnMetaOverlapOffExposesEveryCopyAndOverlapOnStillTheParametersCop
     EXPECT_GT(p.model_efficiency, previous);
     previous = p.model_efficiency;
   }
-  // The timeline's lanes: the copies beside a compute kernel plus the exposed time are all the
-  // copies; without overlap none runs beside compute.
+  // The timeline's lanes: with one copy stream the copies beside a compute kernel plus the
+  // exposed time are all the copies; without overlap none runs beside compute. ZeRO-Infinity's
+  // fetches (a lane of their own) and gradients can cross at once: its copies are at least
+  // beside compute plus exposed, and some of its fetches hide.
   const nlohmann::json steps = to_json(lesson).at("timeline").at("steps");
-  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps.size(), 3u);
   for (const nlohmann::json& step : steps) {
     const double copies = step.at("copy_seconds"), hidden = step.at("hidden_copy_seconds");
-    EXPECT_NEAR(hidden + step.at("exposed_copy_seconds").get<double>(), copies, 1e-9 * copies)
-        << step.dump();
+    const double exposed = step.at("exposed_copy_seconds");
+    if (&step == &steps[2]) {
+      EXPECT_GE(copies, (hidden + exposed) * (1 - 1e-9)) << step.dump();
+    } else {
+      EXPECT_NEAR(hidden + exposed, copies, 1e-9 * copies) << step.dump();
+    }
   }
   EXPECT_GT(steps[0].at("hidden_copy_seconds").get<double>(), 0.0);
   EXPECT_EQ(steps[1].at("hidden_copy_seconds").get<double>(), 0.0);
+  EXPECT_GT(steps[2].at("hidden_copy_seconds").get<double>(), 0.0);
+  bool fetch_lane = false;
+  for (const std::string& name : lesson.timeline_fetched.stream_names)
+    fetch_lane = fetch_lane || name == "parameter fetch";
+  EXPECT_TRUE(fetch_lane);
   EXPECT_FALSE(lesson.timeline.on.last_step_spans.empty());
 }
 
