@@ -257,7 +257,8 @@ void NvmeTier::transfer_io_uring(Direction direction, const File& file, unsigned
   std::vector<Slot> slots(buffers_.size());
   std::vector<size_t> free_slots;
   for (size_t i = buffers_.size(); i > 0; --i) free_slots.push_back(i - 1);
-  int64_t next = 0, in_flight = 0;
+  int64_t next = 0, in_flight = 0;  // requests prepared and not yet completed
+  int64_t in_kernel = 0;            // of them, those the kernel has taken
   int error = 0;
   // After an error, no new request goes out, but those in flight are waited for: their buffers
   // are the tier's and the kernel still writes to them.
@@ -284,19 +285,27 @@ void NvmeTier::transfer_io_uring(Direction direction, const File& file, unsigned
       ++next;
       ++in_flight;
     }
-    const int submitted = io_uring_submit(&ring);
-    if (submitted < 0 && submitted != -EINTR && error == 0) error = -submitted;
+    int submitted = io_uring_submit(&ring);
+    while (submitted == -EINTR) submitted = io_uring_submit(&ring);
+    if (submitted > 0) {
+      in_kernel += submitted;
+    } else if (submitted < 0 && submitted != -EAGAIN && submitted != -EBUSY) {
+      give_up_ring(in_kernel);  // the kernel takes nothing more from this ring
+      fail(writing, bytes, file.path, -submitted);
+    }
     if (in_flight == 0) break;
+    if (in_kernel == 0) continue;  // the kernel was short of resources (EAGAIN): submit again
     io_uring_cqe* cqe = nullptr;
     const int waited = io_uring_wait_cqe(&ring, &cqe);
     if (waited == -EINTR) continue;
     if (waited < 0) {
-      // The ring itself failed: nothing more will complete.
+      give_up_ring(in_kernel);
       fail(writing, bytes, file.path, -waited);
     }
     const auto s = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
     const int result = cqe->res;
     io_uring_cqe_seen(&ring, cqe);
+    --in_kernel;
     --in_flight;
     free_slots.push_back(s);
     const Slot& slot = slots[s];
@@ -310,6 +319,23 @@ void NvmeTier::transfer_io_uring(Direction direction, const File& file, unsigned
     }
   }
   if (error != 0) fail(writing, bytes, file.path, error);
+}
+
+void NvmeTier::give_up_ring(int64_t in_kernel) {
+  // The kernel may still be filling or reading the bounce buffers: wait for what it took (as far
+  // as the ring still answers), then close the ring, which drops what it never took, and go on
+  // with threads, so no later request meets a stale one.
+  io_uring& ring = ring_->ring;
+  for (; in_kernel > 0; --in_kernel) {
+    io_uring_cqe* cqe = nullptr;
+    int waited = io_uring_wait_cqe(&ring, &cqe);
+    while (waited == -EINTR) waited = io_uring_wait_cqe(&ring, &cqe);
+    if (waited < 0) break;
+    io_uring_cqe_seen(&ring, cqe);
+  }
+  io_uring_queue_exit(&ring);
+  ring_.reset();
+  engine_ = NvmeEngine::threads;
 }
 
 void NvmeTier::transfer_threads(Direction direction, const File& file, unsigned char* memory,

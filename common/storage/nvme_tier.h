@@ -96,7 +96,7 @@ class NvmeTier {
   /// bytes than the file has.
   void read(int64_t file, void* destination, int64_t bytes);
 
-  /// \return the engine in use (io_uring or threads).
+  /// \return the engine in use (io_uring or threads; threads after the ring itself failed).
   [[nodiscard]] NvmeEngine engine() const { return engine_; }
   /// \return true when the files are opened with O_DIRECT (no page cache).
   [[nodiscard]] bool direct() const { return direct_; }
@@ -123,6 +123,9 @@ class NvmeTier {
                          int64_t bytes);
   void transfer_threads(Direction direction, const File& file, unsigned char* memory,
                         int64_t bytes);
+  // After the ring itself failed: waits for the \p in_kernel requests it took, closes it and
+  // goes on with the threads engine.
+  void give_up_ring(int64_t in_kernel);
 
   struct Ring;  // liburing's io_uring, kept out of this header
 
