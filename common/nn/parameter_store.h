@@ -214,7 +214,7 @@ class ParameterStore {
   Tensor grads_;                     // (numel | padded numel | shard numel) see grads(), or empty
   std::vector<Tensor> unit_values_;  // ZeRO-3, per unit: (padded unit numel) while gathered
   std::vector<Tensor> unit_grads_;   // ZeRO-2/3, per unit: (padded unit numel) during its backward
-  GradientShardSink* shard_sink_ = nullptr;  // ZeRO-2 offloaded: where the shards live
+  GradientShardSink* shard_sink_ = nullptr;  // ZeRO-2/3 offloaded: where the shards live
 };
 
 }  // namespace vramlab::nn

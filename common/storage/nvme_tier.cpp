@@ -55,27 +55,15 @@ std::string safe_name(std::string_view name) {
   return out.empty() ? "tensor" : out;
 }
 
-// pwrite/pread of all \p length bytes at \p offset. \return 0 or the errno of the failure (a
-// write that makes no progress is a full disk; a read that ends early, EIO).
-int write_all(int fd, const unsigned char* buffer, int64_t length, int64_t offset) {
+// pwrite (\p writing) or pread of all \p length bytes at \p offset. \return 0 or the errno of
+// the failure (a write that makes no progress is a full disk; a read that ends early, EIO).
+int move_all(bool writing, int fd, unsigned char* buffer, int64_t length, int64_t offset) {
   while (length > 0) {
-    const ssize_t n = ::pwrite(fd, buffer, static_cast<size_t>(length), offset);
+    const ssize_t n = writing ? ::pwrite(fd, buffer, static_cast<size_t>(length), offset)
+                              : ::pread(fd, buffer, static_cast<size_t>(length), offset);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
-    if (n == 0) return ENOSPC;
-    buffer += n;
-    length -= n;
-    offset += n;
-  }
-  return 0;
-}
-
-int read_all(int fd, unsigned char* buffer, int64_t length, int64_t offset) {
-  while (length > 0) {
-    const ssize_t n = ::pread(fd, buffer, static_cast<size_t>(length), offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
+    if (n == 0) return writing ? ENOSPC : EIO;
     buffer += n;
     length -= n;
     offset += n;
@@ -353,9 +341,9 @@ void NvmeTier::transfer_threads(Direction direction, const File& file, unsigned 
       if (writing) {
         std::memcpy(buffer, memory + offset, static_cast<size_t>(length));
         std::memset(buffer + length, 0, static_cast<size_t>(padded - length));
-        e = write_all(file.fd, buffer, padded, offset);
+        e = move_all(true, file.fd, buffer, padded, offset);
       } else {
-        e = read_all(file.fd, buffer, padded, offset);
+        e = move_all(false, file.fd, buffer, padded, offset);
         if (e == 0) std::memcpy(memory + offset, buffer, static_cast<size_t>(length));
       }
       int none = 0;
