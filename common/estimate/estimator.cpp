@@ -239,6 +239,42 @@ Estimate estimate_memory(const EstimateInputs& in) {
         "working memory as under ZeRO-3 without offload";
     host += host.empty() ? "parameters" : " and parameters";
   }
+  if (plan.offload.optimizer_device == plan::OffloadDevice::nvme) {
+    // ZeRO-Infinity's states on NVMe (DeepSpeed's offload_optimizer.device: nvme, ZeRO-3 only):
+    // a file per state (the fp32 master, each moment) and unit shard s_u, each rounded up to the
+    // 4096 bytes O_DIRECT aligns to; the host holds two units' states, the one being updated and
+    // the next being read.
+    std::vector<int64_t> shards;
+    if (in.model) {
+      const dist::ShardLayout layout(in.model->parameters(0, parallel.tensor_parallel), nd);
+      for (const dist::ShardUnit& u : layout.units()) shards.push_back(u.shard_numel);
+    } else {
+      shards.push_back(state_elements);
+    }
+    const int64_t moments = plan.optimizer.name == Optimizer::adamw ? 2
+                            : plan.optimizer.name == Optimizer::sgd ? 0
+                                                                    : 1;
+    const int64_t master_e = rank.master_weights / rank_params;
+    const int64_t moment_e = moments > 0 ? rank.optimizer_moments / rank_params / moments : 0;
+    const auto file = [](int64_t bytes) { return ceil_div(bytes, int64_t{4096}) * 4096; };
+    int64_t largest = 0;
+    for (const int64_t s_u : shards) {
+      largest = std::max(largest, s_u);
+      if (master_e > 0)
+        out.nvme_optimizer_state_bytes =
+            checked_add(out.nvme_optimizer_state_bytes,
+                        file(checked_mul(master_e, s_u, "NVMe bytes")), "NVMe bytes");
+      for (int64_t m = 0; m < moments; ++m)
+        out.nvme_optimizer_state_bytes =
+            checked_add(out.nvme_optimizer_state_bytes,
+                        file(checked_mul(moment_e, s_u, "NVMe bytes")), "NVMe bytes");
+    }
+    out.host_optimizer_state_bytes =
+        checked_mul(2 * (master_e + moments * moment_e), largest, "host staging bytes");
+    out.optimizer_states.source +=
+        "; on NVMe, a file per state and unit, two units' states staged on the host "
+        "(ZeRO-Infinity)";
+  }
   out.cpu_offload_bytes = checked_add(
       checked_add(out.host_optimizer_state_bytes, out.host_gradient_bytes, "host bytes"),
       out.host_parameter_bytes, "host bytes");

@@ -111,6 +111,10 @@ struct Estimate {
   /// Of cpu_offload_bytes: the parameters on the host, offloaded (`--offload params`) or, with
   /// the optimizer only, the staged copy its step writes before the copy back to the device.
   int64_t host_parameter_bytes = 0;
+  /// Under `--offload-optimizer-device nvme`: the optimizer states' files on the drive, one per
+  /// state and ZeRO-3 unit, each rounded up to 4096 bytes for O_DIRECT (host_optimizer_state_bytes
+  /// is then the host's staging: two units' states); 0 otherwise.
+  int64_t nvme_optimizer_state_bytes = 0;
   ModelStateBytes unpartitioned;   ///< model states of all Ψ on one device (bytes/param source).
 };
 

@@ -50,17 +50,15 @@ Lion::Lion(nn::Runtime& runtime, const kernels::cpu::LionHyperparameters& hp,
 }
 
 void Lion::update(nn::ParameterStore& params, float grad_multiplier) {
-  require_gradients(params);
-  const std::vector<Update> updates = local_updates(params);
-  if (m_.empty()) m_ = make_state(params.local_numel(), "lion.exp_avg");
-  ++steps_;
-  for (const Update& u : updates)
-    runtime_.kernels().lion_update(u.values, u.grads, state_slice(m_, u), u.working_copy, hp_,
-                                   update_step(grad_multiplier, u.first_element));
+  update_parts(params, {"lion.exp_avg"},
+               [&](const Update& u, const std::vector<memory::TensorView>& states) {
+                 runtime_.kernels().lion_update(u.values, u.grads, states[0], u.working_copy, hp_,
+                                                update_step(grad_multiplier, u.first_element));
+               });
 }
 
 int64_t Lion::state_bytes() const {
-  return m_.bytes() + master_.bytes();
+  return elementwise_state_bytes();
 }
 
 // ---- Adam-mini -----------------------------------------------------------------------------

@@ -35,7 +35,6 @@ class Lion final : public Optimizer {
   void update(nn::ParameterStore& params, float grad_multiplier) override;
   [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::LionHyperparameters hp_;
-  memory::Tensor m_;  // (numel) momentum
 };
 
 /// Adam-mini (Zhang et al. 2024): AdamW's m per parameter, one v per block of the paper's

@@ -37,8 +37,13 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
   // moments: when they do not fit, those go too, so a failed first step leaves the optimizer as
   // it found it (and its bytes free for a retry). The staging may come from stream_gradients,
   // during the backward before this first step.
+  if (!swap_lost_.empty())
+    throw storage::StorageError(
+        "the optimizer's states on NVMe are incomplete since a transfer failed (" + swap_lost_ +
+        "): the run cannot go on");
   const bool first = steps_ == 0;
   const bool delayed = offloaded() && delay_from_ > 0 && steps_ + 1 >= delay_from_;
+  delayed_now_ = delayed;
   if (delayed && params.values_offloaded())
     throw UsageError(
         "a delayed parameter update needs the device to keep the parameters the update does not "
@@ -60,7 +65,8 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
       if (delayed) {
         // The update runs on its thread while the host goes on to the next step (whose
         // forward keeps the parameters the device has); its result goes up at that step's end.
-        clock.enqueue(update_thread_, update_seconds, "optimizer update (delayed)");
+        if (!swap_)  // else each part's update is on the thread already, between its transfers
+          clock.enqueue(update_thread_, update_seconds, "optimizer update (delayed)");
         updated_.record(clock, update_thread_);
         last_delayed_update_seconds_ = update_seconds;
         return_pending_ = true;
@@ -68,7 +74,7 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
         // The device idles while the host updates, then waits for the parameters.
         last_host_update_seconds_ += update_seconds;
         last_delayed_update_seconds_ = 0.0;
-        return_parameters(params, update_seconds);
+        return_parameters(params, swap_ ? 0.0 : update_seconds);
       }
     }
   } catch (...) {
@@ -388,6 +394,144 @@ memory::TensorView Optimizer::state_slice(const memory::Tensor& state, const Upd
   return state.view().slice(update.state_offset, {update.values.numel()});
 }
 
+void Optimizer::update_parts(nn::ParameterStore& params,
+                             const std::vector<std::string>& state_names,
+                             const PartUpdate& update) {
+  require_gradients(params);
+  if (swap_) {
+    update_swapped(params, state_names, update);
+    return;
+  }
+  const std::vector<Update> updates = local_updates(params);
+  if (states_.size() != state_names.size()) {
+    // All or none: an out-of-memory error on the last frees the others, so a retry starts clean.
+    std::vector<memory::Tensor> made;
+    for (const std::string& name : state_names)
+      made.push_back(make_state(params.local_numel(), name.c_str()));
+    states_ = std::move(made);
+  }
+  ++steps_;
+  for (const Update& u : updates) {
+    std::vector<memory::TensorView> slices;
+    for (const memory::Tensor& state : states_) slices.push_back(state_slice(state, u));
+    update(u, slices);
+  }
+}
+
+int64_t Optimizer::elementwise_state_bytes() const {
+  int64_t bytes = master_.bytes() + (swap_ ? swap_->staging_bytes() : 0);
+  for (const memory::Tensor& state : states_) bytes += state.bytes();
+  return bytes;
+}
+
+void Optimizer::keep_states_on_nvme(const NvmeSwapOptions& options) {
+  if (!offloaded()) throw std::logic_error("keep_states_on_nvme: the optimizer is not offloaded");
+  if (steps_ > 0 || !master_.empty() || !states_.empty())
+    throw std::logic_error("keep_states_on_nvme: the optimizer has stepped already");
+  swap_ = std::make_unique<StateSwap>(runtime_, options);
+  nvme_lane_ = parameters_runtime_->clock().new_host_thread("nvme (optimizer states)");
+}
+
+// Note [Optimizer states on NVMe]
+// ZeRO-Infinity (Rajbhandari et al., SC21, §5; DeepSpeed's `offload_optimizer.device: nvme`)
+// keeps the optimizer states, fp32 master included, on NVMe and brings them to host memory a
+// sub-group at a time for the CPU's update. Here a sub-group is a part of the local partition
+// (nn::LocalRange: a ZeRO-3 unit's shard), with one file per state and part, and host memory for
+// two parts' states: the step reads part p + 1 into one set while it updates part p in the
+// other, then writes part p back (DeepSpeed's pipeline_read and pipeline_write). The first step
+// reads nothing (the moments start at zero, the master is made from the parameters). The
+// transfers really happen, through the NVMe tier (common/storage), one after another; their
+// time on the device's clock is the drive's bandwidth (NvmeSwapOptions), on a host thread of
+// the clock for the drive, so a read that takes longer than the update before it shows as the
+// host waiting (exposed), and the last write overlaps whatever comes next. The kernels get the
+// same arguments as with the states in host memory, so a step updates to the same bits.
+// A transfer that fails at the first step leaves the optimizer as it was (no files, no staging,
+// no step); later, the files no longer hold one step's states, so the optimizer refuses to go on.
+void Optimizer::update_swapped(nn::ParameterStore& params,
+                               const std::vector<std::string>& state_names,
+                               const PartUpdate& update) {
+  std::vector<nn::LocalRange> ranges = params.local_ranges();
+  for (nn::LocalRange& r : ranges) {  // the host's copies, as in local_updates
+    if (!params.values_offloaded())
+      r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
+    r.grads = host_grads_.view().slice(r.state_offset, {r.values.numel()});
+  }
+  const bool first = !swap_->prepared();
+  const bool master = precision_.master_weights;
+  if (first) {
+    std::vector<SwappedState> states;
+    if (master) states.push_back({"master_weights", DType::f32});
+    for (const std::string& name : state_names)
+      states.push_back({name, precision_.optimizer_states});
+    std::vector<int64_t> numels;
+    for (const nn::LocalRange& r : ranges) numels.push_back(r.values.numel());
+    swap_->prepare(numels, std::move(states));
+  }
+  stream::Clock& clock = parameters_runtime_->clock();
+  stream::Clock& host_clock = runtime_.clock();
+  const auto parts = static_cast<int64_t>(ranges.size());
+  const NvmeSwapOptions& drive = swap_->options();
+  std::vector<stream::Event> read(static_cast<size_t>(parts));
+  const std::vector<dist::ShardUnit>& units = params.layout().units();
+  const auto part_name = [&](int64_t p) {  // a ZeRO unit's name, in the clock's trace
+    return units.size() == ranges.size() ? units[static_cast<size_t>(p)].name
+                                         : "part " + std::to_string(p);
+  };
+  const auto enqueue_read = [&](int64_t p) {
+    if (first) return;
+    clock.enqueue(nvme_lane_, static_cast<double>(swap_->part_bytes(p)) / drive.read_bytes_per_s,
+                  "nvme read " + part_name(p));
+    read[static_cast<size_t>(p)].record(clock, nvme_lane_);
+  };
+  const int64_t steps_before = steps_;
+  ++steps_;
+  try {
+    if (parts > 0) enqueue_read(0);
+    for (int64_t p = 0; p < parts; ++p) {
+      if (p + 1 < parts) enqueue_read(p + 1);
+      const nn::LocalRange& r = ranges[static_cast<size_t>(p)];
+      const std::vector<memory::TensorView> staged = swap_->staged(p);
+      if (first) {
+        for (size_t s = master ? 1 : 0; s < staged.size(); ++s)
+          runtime_.kernels().fill_zero(staged[s]);
+      } else {
+        swap_->read(p);
+        // The update of this part waits for its read: the host, or the delayed update's thread.
+        if (delayed_now_)
+          read[static_cast<size_t>(p)].wait(clock, update_thread_);
+        else
+          read[static_cast<size_t>(p)].synchronize();
+      }
+      const double before = host_clock.synchronize();
+      if (first && master) runtime_.kernels().cast(staged[0], r.values);
+      const Update u = master ? Update{staged[0], r.grads, r.values, 0, r.first_element}
+                              : Update{r.values, r.grads, memory::TensorView(), 0, r.first_element};
+      update(u, std::vector<memory::TensorView>(staged.begin() + (master ? 1 : 0), staged.end()));
+      const double seconds = host_clock.synchronize() - before;
+      const std::string name = part_name(p);
+      if (delayed_now_) {
+        clock.enqueue(update_thread_, seconds, "optimizer update (delayed) " + name);
+        stream::Event updated;
+        updated.record(clock, update_thread_);
+        updated.wait(clock, nvme_lane_);
+      } else {
+        clock.host_work(seconds);  // the write below starts after it: the host enqueues it now
+      }
+      swap_->write(p);
+      clock.enqueue(nvme_lane_, static_cast<double>(swap_->part_bytes(p)) / drive.write_bytes_per_s,
+                    "nvme write " + name);
+    }
+  } catch (const storage::StorageError& error) {
+    if (!first) {
+      swap_lost_ = error.what();
+      throw;
+    }
+    steps_ = steps_before;
+    swap_ = std::make_unique<StateSwap>(runtime_, drive);  // the files and the staging go
+    throw;
+  }
+}
+
 nn::ParameterRounding Optimizer::rounding() const {
   return {precision_.stochastic_rounding,
           splitmix64_mix(0x0b5e55ed5eedull + static_cast<uint64_t>(steps_))};
@@ -416,24 +560,16 @@ AdamW::AdamW(nn::Runtime& runtime, const kernels::cpu::AdamWHyperparameters& hp,
 }
 
 void AdamW::update(nn::ParameterStore& params, float grad_multiplier) {
-  require_gradients(params);
-  const std::vector<Update> updates = local_updates(params);
-  if (m_.empty()) {
-    // Both or neither: an out-of-memory error on v frees m, so a retry starts clean.
-    memory::Tensor m = make_state(params.local_numel(), "adamw.exp_avg");
-    memory::Tensor v = make_state(params.local_numel(), "adamw.exp_avg_sq");
-    m_ = std::move(m);
-    v_ = std::move(v);
-  }
-  ++steps_;
-  for (const Update& u : updates)
-    runtime_.kernels().adamw_update(u.values, u.grads, state_slice(m_, u), state_slice(v_, u),
-                                    u.working_copy, hp_,
-                                    update_step(grad_multiplier, u.first_element));
+  update_parts(params, {"adamw.exp_avg", "adamw.exp_avg_sq"},
+               [&](const Update& u, const std::vector<memory::TensorView>& states) {
+                 runtime_.kernels().adamw_update(u.values, u.grads, states[0], states[1],
+                                                 u.working_copy, hp_,
+                                                 update_step(grad_multiplier, u.first_element));
+               });
 }
 
 int64_t AdamW::state_bytes() const {
-  return m_.bytes() + v_.bytes() + master_.bytes();
+  return elementwise_state_bytes();
 }
 
 Sgd::Sgd(nn::Runtime& runtime, const kernels::cpu::SgdHyperparameters& hp,
@@ -446,20 +582,17 @@ Sgd::Sgd(nn::Runtime& runtime, const kernels::cpu::SgdHyperparameters& hp,
 }
 
 void Sgd::update(nn::ParameterStore& params, float grad_multiplier) {
-  require_gradients(params);
-  const std::vector<Update> updates = local_updates(params);
-  if (hp_.momentum > 0 && momentum_buffer_.empty())
-    momentum_buffer_ = make_state(params.local_numel(), "sgd.momentum");
-  ++steps_;
-  for (const Update& u : updates)
-    runtime_.kernels().sgd_update(
-        u.values, u.grads,
-        hp_.momentum > 0 ? state_slice(momentum_buffer_, u) : memory::TensorView(), u.working_copy,
-        hp_, update_step(grad_multiplier, u.first_element));
+  std::vector<std::string> states;
+  if (hp_.momentum > 0) states.emplace_back("sgd.momentum");
+  update_parts(params, states, [&](const Update& u, const std::vector<memory::TensorView>& state) {
+    runtime_.kernels().sgd_update(u.values, u.grads,
+                                  state.empty() ? memory::TensorView() : state[0], u.working_copy,
+                                  hp_, update_step(grad_multiplier, u.first_element));
+  });
 }
 
 int64_t Sgd::state_bytes() const {
-  return momentum_buffer_.bytes() + master_.bytes();
+  return elementwise_state_bytes();
 }
 
 }  // namespace vramlab::optim

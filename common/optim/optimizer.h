@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "common/memory/tensor.h"
 #include "common/nn/parameter_store.h"
 #include "common/nn/runtime.h"
+#include "common/optim/state_swap.h"
 #include "common/stream/clock.h"
 #include "common/stream/event.h"
 #include "kernels/cpu/optimizer.h"
@@ -109,6 +112,19 @@ class Optimizer : public nn::GradientShardSink {
   /// the host's update finishes each, ZeRO-Offload's CPU-Adam (Note [Tiled copy back]).
   /// \throws std::logic_error when not offloaded; vramlab::UsageError for \p tile_elements < 0.
   void tile_copy_back(int64_t tile_elements);
+  /// Offloaded: the states (master weights included) live in files of the NVMe tier, one per
+  /// state and part (a ZeRO-3 unit's shard: nn::LocalRange), and each step reads a part into
+  /// host memory, updates it and writes it back, the next part's read beside this part's update
+  /// (Note [Optimizer states on NVMe]). Before the first step, for the elementwise optimizers.
+  /// \throws std::logic_error when not offloaded or after the first step; vramlab::UsageError
+  /// for options StateSwap refuses; storage::StorageError for a path the tier refuses.
+  void keep_states_on_nvme(const NvmeSwapOptions& options);
+  /// \return the states' files and staging, or null when they are in host memory.
+  [[nodiscard]] const StateSwap* state_swap() const { return swap_.get(); }
+  /// \return the NVMe drive's timeline on the device's clock (a host thread: its reads and
+  /// writes run beside the host's work); 0 without keep_states_on_nvme().
+  [[nodiscard]] stream::StreamId nvme_lane() const { return nvme_lane_; }
+
   /// Seconds of the last step's update that ran delayed, beside the next step; 0 when it was not.
   [[nodiscard]] double last_delayed_update_seconds() const { return last_delayed_update_seconds_; }
   /// \return true when a delayed update has not reached the parameters yet.
@@ -160,6 +176,18 @@ class Optimizer : public nn::GradientShardSink {
   /// The elementwise optimizers' view of a step: one Update per nn::LocalRange (one unsharded,
   /// one per unit under ZeRO), with the master (of the local part only) made at the first step.
   std::vector<Update> local_updates(nn::ParameterStore& params);
+  /// One part's update of an elementwise optimizer: its kernel over \p update with \p states
+  /// (the part's slices of each state, in the order update_parts() was given their names).
+  using PartUpdate =
+      std::function<void(const Update& update, const std::vector<memory::TensorView>& states)>;
+  /// An elementwise optimizer's step: makes the states named \p state_names at the first call
+  /// (zeroed, in the policy's state type; all or none), counts the step and calls \p update
+  /// for each part, with its states in host memory or brought there from the NVMe tier.
+  void update_parts(nn::ParameterStore& params, const std::vector<std::string>& state_names,
+                    const PartUpdate& update);
+  /// \return what update_parts() holds in host memory: the states and the master, or under
+  /// keep_states_on_nvme() their staging.
+  [[nodiscard]] int64_t elementwise_state_bytes() const;
   /// \return the part of \p state (local_numel elements) that \p update's states occupy.
   static memory::TensorView state_slice(const memory::Tensor& state, const Update& update);
   /// \return how this step rounds 16-bit parameters: the policy's choice, with random bits that
@@ -183,6 +211,9 @@ class Optimizer : public nn::GradientShardSink {
   int64_t steps_ = 0;  ///< steps taken so far
 
  private:
+  /// update_parts() under keep_states_on_nvme() (Note [Optimizer states on NVMe]).
+  void update_swapped(nn::ParameterStore& params, const std::vector<std::string>& state_names,
+                      const PartUpdate& update);
   /// Offloaded: host_grads_ and host_params_ (filled from the device), at the first call.
   void allocate_host_staging(nn::ParameterStore& params);
   /// Offloaded: the gradients stream_gradients did not copy into host_grads_, on the copy
@@ -213,6 +244,13 @@ class Optimizer : public nn::GradientShardSink {
   stream::Event updated_;               ///< delayed: where the last delayed update ends
   bool return_pending_ = false;         ///< a delayed update not yet copied to the device
   double last_delayed_update_seconds_ = 0.0;
+  std::vector<memory::Tensor> states_;  ///< update_parts()'s states, each (local numel)
+  std::unique_ptr<StateSwap> swap_;     ///< keep_states_on_nvme(): the states' files
+  stream::StreamId nvme_lane_ = 0;      ///< keep_states_on_nvme(): the drive on the clock
+  bool delayed_now_ = false;            ///< this step's update runs on update_thread_
+  /// A write to the drive failed after the first step: the files no longer hold one step's
+  /// states, and step() refuses to go on (a StorageError, as the failure was).
+  std::string swap_lost_;
 };
 
 /// AdamW (torch.optim.AdamW semantics): exp_avg and exp_avg_sq, fp32, 8 bytes per parameter.
@@ -231,8 +269,6 @@ class AdamW final : public Optimizer {
   void update(nn::ParameterStore& params, float grad_multiplier) override;
   [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::AdamWHyperparameters hp_;
-  memory::Tensor m_;  // (numel) first moment
-  memory::Tensor v_;  // (numel) second moment
 };
 
 /// SGD with momentum (torch.optim.SGD, dampening 0): 4 bytes per parameter with momentum, 0
@@ -252,7 +288,6 @@ class Sgd final : public Optimizer {
   void update(nn::ParameterStore& params, float grad_multiplier) override;
   [[nodiscard]] bool steps_elementwise() const override { return true; }
   kernels::cpu::SgdHyperparameters hp_;
-  memory::Tensor momentum_buffer_;  // (numel), only with momentum > 0
 };
 
 }  // namespace vramlab::optim

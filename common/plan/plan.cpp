@@ -132,6 +132,16 @@ std::string_view offload_name(const OffloadPlan& offload) {
   return "none";
 }
 
+OffloadDevice parse_offload_device(std::string_view text) {
+  if (text == "cpu") return OffloadDevice::cpu;
+  if (text == "nvme") return OffloadDevice::nvme;
+  throw UsageError("unknown offload device '" + std::string(text) + "' (expected cpu or nvme)");
+}
+
+std::string_view offload_device_name(OffloadDevice device) {
+  return device == OffloadDevice::nvme ? "nvme" : "cpu";
+}
+
 int64_t parse_delay_update(std::string_view text) {
   if (text == "off") return 0;
   int64_t step = 0;
@@ -201,6 +211,25 @@ void validate(const Plan& plan) {
         "--offload-copy-back tiled says how the host's update returns the parameters: it needs "
         "--offload optimizer or both, got --offload " +
         std::string(offload_name(plan.offload)));
+  if (plan.offload.optimizer_device == OffloadDevice::nvme && !plan.offload.optimizer)
+    throw UsageError(
+        "--offload-optimizer-device nvme says where the offloaded optimizer states live: it needs "
+        "--offload optimizer or both, got --offload " +
+        std::string(offload_name(plan.offload)));
+  // DeepSpeed's rule (docs/_pages/config-json.md: "NVMe offloading is available only with ZeRO
+  // stage 3"): the states come to host memory one ZeRO-3 unit at a time.
+  if (plan.offload.optimizer_device == OffloadDevice::nvme && p.zero != ZeroStage::parameters)
+    throw UsageError(
+        "--offload-optimizer-device nvme swaps the states one ZeRO-3 unit at a time: it needs "
+        "--zero 3, got stage " +
+        std::to_string(static_cast<int64_t>(p.zero)));
+  const Optimizer kind = plan.optimizer.name;
+  if (plan.offload.optimizer_device == OffloadDevice::nvme && kind != Optimizer::sgd &&
+      kind != Optimizer::sgd_momentum && kind != Optimizer::adamw && kind != Optimizer::lion)
+    throw UsageError(
+        "--offload-optimizer-device nvme swaps states element by element, part by "
+        "part: it needs sgd, sgd-momentum, adamw or lion, got " +
+        std::string(optimizer_name(kind)));
   if (plan.offload.delay_update_from > 0 && !plan.offload.optimizer)
     throw UsageError(
         "--offload-dpu " + std::to_string(plan.offload.delay_update_from) +
@@ -252,7 +281,8 @@ json to_json(const Plan& plan) {
         {"parameters", plan.offload.parameters},
         {"overlap", plan.offload.overlap},
         {"delay_update_from", plan.offload.delay_update_from},
-        {"tiled_copy_back", plan.offload.tiled_copy_back}}},
+        {"tiled_copy_back", plan.offload.tiled_copy_back},
+        {"optimizer_device", offload_device_name(plan.offload.optimizer_device)}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
   };
@@ -331,6 +361,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     offload.boolean("overlap", plan.offload.overlap);
     offload.integer("delay_update_from", plan.offload.delay_update_from);
     offload.boolean("tiled_copy_back", plan.offload.tiled_copy_back);
+    offload.text("optimizer_device", plan.offload.optimizer_device, parse_offload_device);
     offload.finish();
   });
   top.field("dropout", [&](const json& v, const std::string& path) {

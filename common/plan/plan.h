@@ -97,6 +97,14 @@ struct ParallelPlan {
   bool operator==(const ParallelPlan&) const = default;  ///< field by field
 };
 
+/// Where an offloaded state lives: host memory, or files on an NVMe drive (DeepSpeed's
+/// `offload_optimizer.device` / `offload_param.device`).
+enum class OffloadDevice { cpu, nvme };
+/// `--offload-optimizer-device`'s values: cpu, nvme. \throws vramlab::UsageError naming another.
+OffloadDevice parse_offload_device(std::string_view text);
+/// \return \p device as parse_offload_device takes it.
+std::string_view offload_device_name(OffloadDevice device);
+
 /// What lives in host memory instead of on the device (`--offload`). The trainer runs the
 /// optimizer offloaded (ZeRO-Offload), with or without its delayed parameter update, and under
 /// ZeRO-3 the parameters with it (`both`, ZeRO-Infinity: each gather fetches its unit's shard).
@@ -118,6 +126,11 @@ struct OffloadPlan {
   /// the next, so only the last tile's copy waits after the update (ZeRO-Offload's CPU-Adam,
   /// §5.1); `whole` (false, the default) copies them all once the update ends.
   bool tiled_copy_back = false;
+  /// `--offload-optimizer-device nvme`: the offloaded optimizer states (master weights included)
+  /// live in files of the NVMe tier and come to host memory one ZeRO-3 unit at a time for the
+  /// update (ZeRO-Infinity; DeepSpeed's `offload_optimizer.device: nvme`, which it allows under
+  /// stage 3 only, as here); `cpu` (the default) keeps them all in host memory.
+  OffloadDevice optimizer_device = OffloadDevice::cpu;
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };

@@ -41,7 +41,8 @@ float to_float(double value, const char* flag) {
 struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
-      offload_overlap, offload_dpu, offload_copy_back, offload_activations;
+      offload_overlap, offload_dpu, offload_copy_back, offload_activations,
+      offload_optimizer_device;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -228,6 +229,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
           p.offload.overlap = kept.overlap;
           p.offload.delay_update_from = kept.delay_update_from;
           p.offload.tiled_copy_back = kept.tiled_copy_back;
+          p.offload.optimizer_device = kept.optimizer_device;
         };
         break;
       case PlanFlag::offload_overlap:
@@ -259,6 +261,17 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                                 "ZeRO-Offload's CPU-Adam)")
                      ->check(CLI::IsMember({"whole", "tiled"}));
         apply = [&v](Plan& p) { p.offload.tiled_copy_back = v.offload_copy_back == "tiled"; };
+        break;
+      case PlanFlag::offload_optimizer_device:
+        v.offload_optimizer_device = std::string(offload_device_name(d.offload.optimizer_device));
+        option = app.add_option("--offload-optimizer-device", v.offload_optimizer_device,
+                                "With --offload optimizer under --zero 3: cpu (the states in host "
+                                "memory) | nvme (in files under --nvme-path, brought to host "
+                                "memory one unit at a time for the update: ZeRO-Infinity)")
+                     ->check(parsed_by(parse_offload_device, "{cpu,nvme}"));
+        apply = [&v](Plan& p) {
+          p.offload.optimizer_device = parse_offload_device(v.offload_optimizer_device);
+        };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;

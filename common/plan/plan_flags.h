@@ -24,61 +24,64 @@ namespace vramlab::plan {
 
 /// One technique flag (its spelling in the comment).
 enum class PlanFlag {
-  plan_file,             ///< --plan FILE
-  precision,             ///< --precision
-  fp32_grads,            ///< --fp32-grads
-  stochastic_rounding,   ///< --stochastic-rounding
-  loss_scale,            ///< --loss-scale
-  recompute,             ///< --recompute
-  compress_activations,  ///< --compress-activations
-  offload_activations,   ///< --offload-activations
-  attention,             ///< --attention
-  optimizer,             ///< --optimizer
-  learning_rate,         ///< --lr
-  block_size,            ///< --block-size
-  min_8bit_size,         ///< --min-8bit-size
-  fp32_embeddings,       ///< --fp32-embeddings
-  clip_grad_norm,        ///< --clip-grad-norm
-  grad_accum,            ///< --grad-accum
-  zero,                  ///< --zero
-  data_parallel,         ///< --dp
-  tensor_parallel,       ///< --tp
-  sequence_parallel,     ///< --sp
-  prefetch,              ///< --prefetch
-  offload,               ///< --offload
-  offload_overlap,       ///< --offload-overlap
-  offload_dpu,           ///< --offload-dpu
-  offload_copy_back,     ///< --offload-copy-back
-  dropout,               ///< --dropout
+  plan_file,                 ///< --plan FILE
+  precision,                 ///< --precision
+  fp32_grads,                ///< --fp32-grads
+  stochastic_rounding,       ///< --stochastic-rounding
+  loss_scale,                ///< --loss-scale
+  recompute,                 ///< --recompute
+  compress_activations,      ///< --compress-activations
+  offload_activations,       ///< --offload-activations
+  attention,                 ///< --attention
+  optimizer,                 ///< --optimizer
+  learning_rate,             ///< --lr
+  block_size,                ///< --block-size
+  min_8bit_size,             ///< --min-8bit-size
+  fp32_embeddings,           ///< --fp32-embeddings
+  clip_grad_norm,            ///< --clip-grad-norm
+  grad_accum,                ///< --grad-accum
+  zero,                      ///< --zero
+  data_parallel,             ///< --dp
+  tensor_parallel,           ///< --tp
+  sequence_parallel,         ///< --sp
+  prefetch,                  ///< --prefetch
+  offload,                   ///< --offload
+  offload_overlap,           ///< --offload-overlap
+  offload_dpu,               ///< --offload-dpu
+  offload_copy_back,         ///< --offload-copy-back
+  offload_optimizer_device,  ///< --offload-optimizer-device
+  dropout,                   ///< --dropout
 };
 
 /// Every technique flag.
-inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {PlanFlag::plan_file,
-                                                                  PlanFlag::precision,
-                                                                  PlanFlag::fp32_grads,
-                                                                  PlanFlag::stochastic_rounding,
-                                                                  PlanFlag::loss_scale,
-                                                                  PlanFlag::recompute,
-                                                                  PlanFlag::compress_activations,
-                                                                  PlanFlag::offload_activations,
-                                                                  PlanFlag::attention,
-                                                                  PlanFlag::optimizer,
-                                                                  PlanFlag::learning_rate,
-                                                                  PlanFlag::block_size,
-                                                                  PlanFlag::min_8bit_size,
-                                                                  PlanFlag::fp32_embeddings,
-                                                                  PlanFlag::clip_grad_norm,
-                                                                  PlanFlag::grad_accum,
-                                                                  PlanFlag::zero,
-                                                                  PlanFlag::data_parallel,
-                                                                  PlanFlag::tensor_parallel,
-                                                                  PlanFlag::sequence_parallel,
-                                                                  PlanFlag::prefetch,
-                                                                  PlanFlag::offload,
-                                                                  PlanFlag::offload_overlap,
-                                                                  PlanFlag::offload_dpu,
-                                                                  PlanFlag::offload_copy_back,
-                                                                  PlanFlag::dropout};
+inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {
+    PlanFlag::plan_file,
+    PlanFlag::precision,
+    PlanFlag::fp32_grads,
+    PlanFlag::stochastic_rounding,
+    PlanFlag::loss_scale,
+    PlanFlag::recompute,
+    PlanFlag::compress_activations,
+    PlanFlag::offload_activations,
+    PlanFlag::attention,
+    PlanFlag::optimizer,
+    PlanFlag::learning_rate,
+    PlanFlag::block_size,
+    PlanFlag::min_8bit_size,
+    PlanFlag::fp32_embeddings,
+    PlanFlag::clip_grad_norm,
+    PlanFlag::grad_accum,
+    PlanFlag::zero,
+    PlanFlag::data_parallel,
+    PlanFlag::tensor_parallel,
+    PlanFlag::sequence_parallel,
+    PlanFlag::prefetch,
+    PlanFlag::offload,
+    PlanFlag::offload_overlap,
+    PlanFlag::offload_dpu,
+    PlanFlag::offload_copy_back,
+    PlanFlag::offload_optimizer_device,
+    PlanFlag::dropout};
 
 /// \return the technique flags `vramlab train` acts on: all but --dp (its ranks decide it) and
 /// --sp (the estimator's only, so far).

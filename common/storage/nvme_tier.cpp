@@ -16,6 +16,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/platform/printable.h"
+
 namespace vramlab::storage {
 
 // Note [NVMe requests]
@@ -41,6 +43,12 @@ std::string reason(int error) {
   std::string text = std::strerror(error);
   if (error == ENOSPC || error == EFBIG || error == EDQUOT) text += " (the disk is full)";
   return text;
+}
+
+// Unique within the process: several tiers (one per simulated rank) may share a directory.
+int64_t next_serial() {
+  static std::atomic<int64_t> serial{0};
+  return serial++;
 }
 
 int64_t round_up(int64_t bytes) {
@@ -88,7 +96,7 @@ std::string_view nvme_engine_name(NvmeEngine engine) {
 NvmeEngine parse_nvme_engine(std::string_view text) {
   for (const NvmeEngine e : {NvmeEngine::automatic, NvmeEngine::io_uring, NvmeEngine::threads})
     if (text == nvme_engine_name(e)) return e;
-  throw UsageError("unknown NVMe engine '" + std::string(text) +
+  throw UsageError("unknown NVMe engine '" + platform::printable(text) +
                    "' (expected one of: auto, io_uring, threads)");
 }
 
@@ -104,17 +112,19 @@ NvmeTier::NvmeTier(NvmeOptions options) : options_(std::move(options)) {
   if (dir.empty()) throw UsageError("--nvme-path: no directory given");
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0)
-    throw StorageError("--nvme-path " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) throw StorageError("--nvme-path " + dir + ": not a directory");
+    throw StorageError("--nvme-path " + platform::printable(dir) + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw StorageError("--nvme-path " + platform::printable(dir) + ": not a directory");
   // A probe file: can this process create files there, and does the file system take O_DIRECT?
-  const std::string probe = dir + "/.vramlab-probe-" + std::to_string(::getpid());
+  const std::string probe =
+      dir + "/.vramlab-probe-" + std::to_string(::getpid()) + "-" + std::to_string(next_serial());
   int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_RDWR | O_DIRECT, 0600);
   if (fd < 0 && errno == EINVAL) {
     direct_ = false;
     fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   }
   if (fd < 0)
-    throw StorageError("--nvme-path " + dir +
+    throw StorageError("--nvme-path " + platform::printable(dir) +
                        ": cannot create a file there: " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
@@ -137,7 +147,7 @@ NvmeTier::NvmeTier(NvmeOptions options) : options_(std::move(options)) {
         0) {
       for (unsigned char* b : buffers_) std::free(b);
       if (ring_) io_uring_queue_exit(&ring_->ring);
-      throw StorageError("--nvme-path " + dir + ": no host memory for " +
+      throw StorageError("--nvme-path " + platform::printable(dir) + ": no host memory for " +
                          std::to_string(options_.queue_depth) + " buffers of " +
                          std::to_string(bs) + " bytes");
     }
@@ -146,29 +156,36 @@ NvmeTier::NvmeTier(NvmeOptions options) : options_(std::move(options)) {
 }
 
 NvmeTier::~NvmeTier() {
+  remove_files();
+  for (unsigned char* b : buffers_) std::free(b);
+  if (ring_) io_uring_queue_exit(&ring_->ring);
+}
+
+void NvmeTier::remove_files() {
   for (const File& f : files_) {
     ::close(f.fd);
     ::unlink(f.path.c_str());
   }
-  for (unsigned char* b : buffers_) std::free(b);
-  if (ring_) io_uring_queue_exit(&ring_->ring);
+  files_.clear();
 }
 
 int64_t NvmeTier::create(std::string_view name, int64_t bytes) {
   if (bytes < 0) throw UsageError("an NVMe file of " + std::to_string(bytes) + " bytes");
   File f;
   f.path = options_.path + "/vramlab-" + std::to_string(::getpid()) + "-" +
-           std::to_string(serial_++) + "-" + safe_name(name) + ".swap";
+           std::to_string(next_serial()) + "-" + safe_name(name) + ".swap";
   f.bytes = round_up(bytes);
   f.fd = ::open(f.path.c_str(), O_CREAT | O_EXCL | O_RDWR | (direct_ ? O_DIRECT : 0), 0600);
-  if (f.fd < 0) throw StorageError("cannot create " + f.path + ": " + std::strerror(errno));
+  if (f.fd < 0)
+    throw StorageError("cannot create " + platform::printable(f.path) + ": " +
+                       std::strerror(errno));
   // Reserved now: a full disk shows here, before a byte of the caller's is written.
   const int error = f.bytes > 0 ? ::posix_fallocate(f.fd, 0, f.bytes) : 0;
   if (error != 0) {
     ::close(f.fd);
     ::unlink(f.path.c_str());
-    throw StorageError("no room for " + std::to_string(f.bytes) + " bytes in " + f.path + ": " +
-                       reason(error));
+    throw StorageError("no room for " + std::to_string(f.bytes) + " bytes in " +
+                       platform::printable(f.path) + ": " + reason(error));
   }
   files_.push_back(std::move(f));
   return static_cast<int64_t>(files_.size()) - 1;
@@ -179,8 +196,8 @@ const NvmeTier::File& NvmeTier::file_at(int64_t file, int64_t bytes) const {
     throw UsageError("no NVMe file " + std::to_string(file));
   const File& f = files_[static_cast<size_t>(file)];
   if (bytes < 0 || bytes > f.bytes)
-    throw UsageError(std::to_string(bytes) + " bytes for " + f.path + ", which holds " +
-                     std::to_string(f.bytes));
+    throw UsageError(std::to_string(bytes) + " bytes for " + platform::printable(f.path) +
+                     ", which holds " + std::to_string(f.bytes));
   return f;
 }
 
@@ -226,7 +243,8 @@ namespace {
 
 [[noreturn]] void fail(bool writing, int64_t bytes, const std::string& path, int error) {
   throw StorageError(std::string(writing ? "writing " : "reading ") + std::to_string(bytes) +
-                     " bytes " + (writing ? "to " : "from ") + path + ": " + reason(error));
+                     " bytes " + (writing ? "to " : "from ") + platform::printable(path) + ": " +
+                     reason(error));
 }
 
 }  // namespace

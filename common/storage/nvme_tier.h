@@ -96,6 +96,10 @@ class NvmeTier {
   /// bytes than the file has.
   void read(int64_t file, void* destination, int64_t bytes);
 
+  /// Closes and removes every file made so far (their indices are no longer valid); the tier
+  /// stays usable.
+  void remove_files();
+
   /// \return the engine in use (io_uring or threads; threads after the ring itself failed).
   [[nodiscard]] NvmeEngine engine() const { return engine_; }
   /// \return true when the files are opened with O_DIRECT (no page cache).
@@ -136,7 +140,6 @@ class NvmeTier {
   std::vector<File> files_;
   std::vector<unsigned char*> buffers_;  // (queue_depth) bounce buffers of block_size, aligned
   NvmeStats stats_;
-  int64_t serial_ = 0;  // makes each file's name unique within the tier
 };
 
 }  // namespace vramlab::storage

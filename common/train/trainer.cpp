@@ -35,7 +35,9 @@ void validate_without_groups(const TrainOptions& options) {
   TrainOptions without_groups = options;
   without_groups.groups = {};
   without_groups.plan.parallel = {};
-  without_groups.plan.offload.parameters = false;  // needs ZeRO-3, which is the parallel plan's
+  // Both need ZeRO-3, which is the parallel plan's.
+  without_groups.plan.offload.parameters = false;
+  without_groups.plan.offload.optimizer_device = plan::OffloadDevice::cpu;
   validate(without_groups);
 }
 
@@ -245,6 +247,8 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
     optimizer_->delay_update_from(options_.plan.offload.delay_update_from);
     if (options_.plan.offload.tiled_copy_back)
       optimizer_->tile_copy_back(plan::kCopyBackTileElements);
+    if (options_.plan.offload.optimizer_device == plan::OffloadDevice::nvme)
+      optimizer_->keep_states_on_nvme(options_.nvme);
   }
   dist::ParallelOptions parallel;
   static_cast<dist::ParallelGroups&>(parallel) = options_.groups;

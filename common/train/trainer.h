@@ -58,6 +58,10 @@ struct TrainOptions {
   /// bytes of its operands over this (a floor, as a meta kernel's roofline). On cpu and sim the
   /// update runs and takes its measured time.
   double host_memory_bytes_per_s = memory::kTypicalHostMemoryBytesPerS;
+  /// With `--offload-optimizer-device nvme`: the directory the states' files go in and the
+  /// requests' shape (`--nvme-*`; not used on meta, which makes no files), and the drive's
+  /// bandwidths the clock times their transfers at.
+  optim::NvmeSwapOptions nvme;
   int64_t batch = 8;          ///< B, sequences per micro-batch (≥ 1).
   int64_t seq = 128;          ///< T, tokens per sequence (1 ≤ T ≤ model.max_seq).
   uint64_t seed = 1;          ///< initial weights and the token stream.

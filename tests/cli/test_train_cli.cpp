@@ -17,6 +17,7 @@
 
 #include "common/platform/gpu_probe.h"
 #include "tests/cli/cli_run.h"
+#include "tests/temp_dir.h"
 
 namespace {
 
@@ -441,13 +442,16 @@ TEST(TrainCli, EveryRecomputeScheduleMeasuresThePeakTheEstimatorPredicts) {
 // Issue #33: the offload techniques run from `vramlab train` together and with the others (the
 // optimizer offloaded or not, its update delayed or not, its parameters copied back whole or
 // tiled, the activations offloaded or not, recompute, flash attention, accumulation, ZeRO-2 on
-// two simulated ranks, ZeRO-3 with the parameters offloaded too and prefetched), and each run's
+// two simulated ranks, ZeRO-3 with the parameters offloaded too and prefetched, the optimizer's
+// states on NVMe), and each run's
 // saved activations after the forward and at their peak, and its pinned activation blocks, are what
 // `vramlab estimate` predicts for the same flags; the activations' offload changes no loss.
 TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts) {
   const std::string shape = " --model gpt2-tiny --batch 2 --seq 32";
+  const vramlab::test_build::TempDir nvme;
+  const std::string on_nvme = " --simulate-ranks 2 --nvme-path " + nvme.path;
   const struct {
-    const char* train;  // flags only train takes
+    std::string train;  // flags only train takes
     const char* both;   // flags both take
   } cases[] = {
       {"", " --precision mixed-bf16"},
@@ -461,6 +465,11 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
       {" --simulate-ranks 2", " --precision mixed-bf16 --zero 2 --offload optimizer"},
       {" --simulate-ranks 2 --prefetch",
        " --precision mixed-bf16 --zero 3 --offload both --recompute every:2"},
+      {on_nvme + " --offload-dpu 2",
+       " --precision mixed-bf16 --zero 3 --offload optimizer --offload-optimizer-device nvme"},
+      {on_nvme + " --prefetch",
+       " --precision fp32 --zero 3 --offload both --offload-optimizer-device nvme "
+       "--attention flash"},
   };
   for (const auto& c : cases) {
     std::vector<double> losses[2];
@@ -471,7 +480,7 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
           vramlab("train" + shape + " --device sim:a100-40g --steps 3 --json" + flags + c.train);
       ASSERT_EQ(trained.exit_code, 0) << flags << c.train << ": " << trained.out;
       const std::string data_parallel =
-          std::string(c.train).find("--simulate-ranks 2") != std::string::npos ? " --dp 2" : "";
+          c.train.find("--simulate-ranks 2") != std::string::npos ? " --dp 2" : "";
       const Result estimated = vramlab("estimate" + shape + " --json" + flags + data_parallel);
       ASSERT_EQ(estimated.exit_code, 0) << flags << ": " << estimated.out;
       const auto e = nlohmann::json::parse(estimated.out).at("runtime_recompute");
@@ -485,12 +494,59 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
       EXPECT_EQ(summary.at("host_memory").at("peak_bytes_by_category").at("activation"),
                 e.at("host_pinned_bytes"))
           << flags << c.train;
+      if (c.train.find("--nvme-path") != std::string::npos) {  // the states' files, estimated
+        const nlohmann::json all = nlohmann::json::parse(estimated.out);
+        EXPECT_EQ(summary.at("nvme").at("file_bytes"), all.at("nvme_bytes").at("optimizer_states"))
+            << flags << c.train;
+        EXPECT_EQ(summary.at("nvme").at("host_staging_bytes"),
+                  all.at("host_bytes").at("optimizer_states"))
+            << flags << c.train;
+        EXPECT_EQ(nvme.files(), 0) << "files left in " << nvme.path;
+      }
       for (const nlohmann::json& step : json_lines(trained.out))
         if (step.contains("step")) losses[offloaded ? 1 : 0].push_back(step.at("loss"));
     }
     EXPECT_EQ(losses[1], losses[0]) << c.both << c.train;
     EXPECT_EQ(losses[0].size(), 3u) << c.both << c.train;
   }
+}
+
+// --offload-optimizer-device nvme and the --nvme-* flags: each bad value or combination exits 2 in
+// one line naming it, before anything is trained.
+TEST(TrainCli, NvmeFlagsRefuseBadValuesByName) {
+  const vramlab::test_build::TempDir dir;
+  const std::string nvme =
+      " --simulate-ranks 1 --zero 3 --offload optimizer --offload-optimizer-device nvme";
+  const std::string path = " --nvme-path " + dir.path;
+  const struct {
+    std::string args;
+    std::string named;
+  } cases[] = {
+      {nvme, "--nvme-path"},
+      {nvme + " --nvme-path " + dir.path + "/missing", dir.path + "/missing"},
+      {" --nvme-path " + dir.path, "--offload-optimizer-device nvme"},
+      {nvme + path + " --nvme-block-size 5000B", "--nvme-block-size 5000"},
+      {nvme + path + " --nvme-block-size lots", "--nvme-block-size"},
+      {nvme + path + " --nvme-block-size 2GiB", "--nvme-block-size 2GiB"},
+      {nvme + path + " --nvme-queue-depth 0", "--nvme-queue-depth 0"},
+      {nvme + path + " --nvme-engine turbo", "'turbo'"},
+      {nvme + path + " --nvme-read-gbps 0", "--nvme-read-gbps"},
+      {nvme + path + " --nvme-write-gbps -3", "--nvme-write-gbps"},
+      {" --simulate-ranks 2 --zero 2 --offload optimizer --offload-optimizer-device nvme" + path,
+       "--zero 3"},
+      {" --simulate-ranks 1 --zero 3 --offload-optimizer-device nvme" + path,
+       "--offload optimizer"},
+      {nvme + path + " --optimizer adafactor", "adafactor"},
+      {" --offload-optimizer-device ssd", "'ssd'"},
+      {nvme + path + " --device meta", "meta"},
+  };
+  for (const auto& c : cases) {
+    const Result r = vramlab(std::string(kTiny) + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(count_lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.named), std::string::npos) << c.args << ": " << r.out;
+  }
+  EXPECT_EQ(dir.files(), 0);
 }
 
 }  // namespace

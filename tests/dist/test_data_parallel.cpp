@@ -24,6 +24,7 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/stream/clock.h"
 #include "common/train/trainer.h"
+#include "tests/temp_dir.h"
 
 namespace vramlab {
 namespace {
@@ -59,6 +60,11 @@ struct RankRun {
   std::optional<train::ModelStateMeasured> host;  // under --offload optimizer
   std::vector<unsigned char> parameters;          // the rank's store after the last step (not meta)
   nn::TransferStats copies;                       // between its device and the host
+  // --offload-optimizer-device nvme: the files' bytes, the host's staging, what went to and
+  // from the drive, and the drive's busy time on the device's clock
+  int64_t nvme_file_bytes = 0, nvme_staging_bytes = 0;
+  optim::SwapTraffic nvme_traffic;
+  double nvme_busy_seconds = 0.0;
 };
 
 // Runs `steps` steps on N simulated ranks of `device`; returns every rank's run.
@@ -83,6 +89,12 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
     run.host = trainer.host_model_state();
     run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
     run.copies = runtime.transfer_stats();  // the training's, before the test reads the store
+    if (const optim::StateSwap* swap = trainer.optimizer().state_swap()) {
+      run.nvme_file_bytes = swap->file_bytes();
+      run.nvme_staging_bytes = swap->staging_bytes();
+      run.nvme_traffic = swap->traffic();
+      run.nvme_busy_seconds = runtime.clock().busy_seconds(trainer.optimizer().nvme_lane());
+    }
     const nn::ParameterStore& store = trainer.model().parameters();
     const memory::Tensor& values = store.values();
     if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
@@ -277,6 +289,67 @@ TEST(DataParallel, Zero3WithTheOptimizerAndTheParametersOffloadedTrainsAsOnTheDe
   }
 }
 
+// ZeRO-Infinity's optimizer states on NVMe (--offload-optimizer-device nvme): in real files under
+// a fresh directory, each step reading every unit's states (but the first's) and writing them
+// back, the run trains to the bit as with the states in host memory, on 1-3 ranks, both
+// families, fp32 and mixed precision (the master goes too), the parameters offloaded or not,
+// and with the delayed update. The host holds two units' states, the drive a file per state and
+// unit, each what the estimator says (files rounded to 4096 bytes: these odd units are not
+// multiples of it); nothing is left in the directory after the run.
+TEST(DataParallel, Zero3WithTheOptimizerStatesOnNvmeTrainsAsWithThemInHostMemory) {
+  constexpr int kSteps = 3;
+  for (const int64_t N : {1, 2, 3}) {
+    for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+      for (const amp::Precision precision : {amp::Precision::fp32, amp::Precision::mixed_bf16}) {
+        for (const char* offload : {"optimizer", "both"}) {
+          for (const int64_t dpu : {0, 2}) {
+            if (dpu > 0 && std::string(offload) == "both") continue;  // refused: one copy
+            SCOPED_TRACE(model.name + ", N " + std::to_string(N) + ", " +
+                         std::string(amp::precision_name(precision)) + ", " + offload + ", dpu " +
+                         std::to_string(dpu));
+            train::TrainOptions host = options_for(model, ZeroStage::parameters, precision);
+            host.plan.offload = plan::parse_offload(offload);
+            host.plan.offload.delay_update_from = dpu;
+            host.plan.batch.grad_accum = 2;
+            const std::vector<RankRun> h = run_ranks(host, N, kSteps);
+            const test_build::TempDir dir;
+            train::TrainOptions o = host;
+            o.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+            o.nvme.files.path = dir.path;
+            o.nvme.files.block_size = 8192;  // several requests for the larger files
+            const std::vector<RankRun> runs = run_ranks(o, N, kSteps);
+            EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
+            const estimate::Estimate e = estimate_for(o, N);
+            const estimate::Estimate in_memory = estimate_for(host, N);
+            for (int64_t r = 0; r < N; ++r) {
+              const RankRun& run = runs[static_cast<size_t>(r)];
+              const RankRun& mine = h[static_cast<size_t>(r)];
+              EXPECT_EQ(run.losses, mine.losses) << "rank " << r;
+              EXPECT_EQ(run.parameters, mine.parameters) << "rank " << r;
+              ASSERT_TRUE(run.host.has_value()) << "rank " << r;
+              EXPECT_EQ(run.host->optimizer_states, e.host_optimizer_state_bytes) << "rank " << r;
+              EXPECT_EQ(run.host->optimizer_states, run.nvme_staging_bytes) << "rank " << r;
+              EXPECT_EQ(run.host->gradients, mine.host->gradients) << "rank " << r;
+              EXPECT_EQ(run.host->parameters, mine.host->parameters) << "rank " << r;
+              EXPECT_EQ(run.nvme_file_bytes, e.nvme_optimizer_state_bytes) << "rank " << r;
+              // Every state once: the files hold the rank's partition, padded per file.
+              const int64_t partition = in_memory.host_optimizer_state_bytes;
+              EXPECT_GE(run.nvme_file_bytes, partition) << "rank " << r;
+              EXPECT_EQ(run.nvme_traffic.write_bytes, kSteps * partition) << "rank " << r;
+              EXPECT_EQ(run.nvme_traffic.read_bytes, (kSteps - 1) * partition) << "rank " << r;
+              EXPECT_NEAR(run.nvme_busy_seconds,
+                          (kSteps - 1) * partition / o.nvme.read_bytes_per_s +
+                              kSteps * partition / o.nvme.write_bytes_per_s,
+                          1e-12)
+                  << "rank " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The delayed parameter update (--offload-dpu) on every data-parallel path of the offloaded
 // optimizer: DDP's and ZeRO-1's gradients go to the host after the backward, ZeRO-2's shards as
 // they are reduced. Each rank delays its own partition's update; the ranks' losses are DDP's to
@@ -397,6 +470,81 @@ TEST(DataParallel, PrefetchHidesParameterFetchesBehindTheLayerBefore) {
   const dist::ShardUnit& block = layout.units()[static_cast<size_t>(layout.find_unit(3))];
   const double block_fetch = static_cast<double>(2 * block.padded_numel) / 400e9;  // bf16
   EXPECT_NEAR(plain.exposed - ahead.exposed, 2 * 7 * block_fetch, 1e-9);
+}
+
+// The drive on the clock (Note [Optimizer states on NVMe]), on meta, where the host's update of a
+// unit takes its operands' bytes over the host's bandwidth (16 a parameter for mixed-bf16 AdamW:
+// master 4, gradient 2, m and v 4 each, the bf16 copy 2). Each step after the first: the drive
+// reads unit 0, then unit p + 1 before it writes unit p, every transfer its bytes (12 a
+// parameter) over the drive's bandwidth, one after another; the host updates unit p once its read
+// is done and the unit before is updated, and the write of unit p starts when both the drive and
+// that update are done (DeepSpeed's pipeline_read and pipeline_write). A drive fast enough hides
+// every transfer but the first read: the step then takes what it takes with the states in host
+// memory, plus that read.
+TEST(DataParallel, NvmeReadsRunAheadOfTheHostsUpdateAndWritesFollowIt) {
+  train::TrainOptions o = options_for(llama_config("llama-8l", 8, 1024, 16, 4, 2816, 32000, 1024),
+                                      ZeroStage::parameters, amp::Precision::mixed_bf16);
+  o.batch = 2;
+  o.seq = 1024;
+  o.plan.offload = plan::parse_offload("optimizer");
+  constexpr double kHost = 204.8e9;
+  o.host_memory_bytes_per_s = kHost;
+  const dist::ShardLayout layout(o.model.parameters(), 1);
+  const auto run = [&](bool nvme, double drive) {
+    std::vector<stream::Span> lane;  // the drive's spans of the third step
+    double step_seconds = 0.0;
+    dist::run_simulated_ranks(1, false, [&](dist::Communicator& comm) {
+      comm.set_move_data(false);
+      nn::Runtime runtime(memory::parse_device("meta:a100-40g"));
+      train::TrainOptions mine = o;
+      mine.set_groups(&comm);
+      if (nvme) mine.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+      mine.nvme.read_bytes_per_s = mine.nvme.write_bytes_per_s = drive;
+      train::Trainer trainer(runtime, mine);
+      (void)trainer.step();
+      (void)trainer.step();
+      runtime.clock().keep_spans(true);
+      step_seconds = trainer.step().clock_seconds;
+      for (const stream::Span& span : runtime.clock().spans())
+        if (nvme && span.stream == trainer.optimizer().nvme_lane()) lane.push_back(span);
+    });
+    return std::pair{step_seconds, lane};
+  };
+  const double in_memory = run(false, 1.0).first;
+  const size_t n = layout.units().size();
+  for (const double drive : {1e9, 20e9, 1e15}) {
+    SCOPED_TRACE("drive " + std::to_string(drive / 1e9) + " GB/s");
+    const auto [seconds, lane] = run(true, drive);
+    ASSERT_EQ(lane.size(), 2 * n);
+    const auto numel = [&](size_t p) { return static_cast<double>(layout.units()[p].numel); };
+    size_t at = 0;
+    double host = lane[0].start;  // the update's start: the drive idled before it (long forward)
+    std::vector<double> read_end(n);
+    // Unit p's read is enqueued once the host has updated unit p - 2 (units 0 and 1 at the
+    // update's start), before it waits for unit p - 1's, and starts once the drive is free.
+    const auto expect_read = [&](size_t p, double enqueued) {
+      const stream::Span& s = lane[at++];
+      EXPECT_EQ(s.name, "nvme read " + layout.units()[p].name);
+      if (at > 1) {
+        EXPECT_NEAR(s.start, std::max(lane[at - 2].end, enqueued), 1e-12 * s.end) << p;
+      }
+      EXPECT_NEAR(s.end - s.start, 12 * numel(p) / drive, 1e-12 * s.end);
+      read_end[p] = s.end;
+    };
+    expect_read(0, host);
+    for (size_t p = 0; p < n; ++p) {
+      if (p + 1 < n) expect_read(p + 1, host);
+      host = std::max(host, read_end[p]) + 16 * numel(p) / kHost;
+      const stream::Span& w = lane[at++];
+      EXPECT_EQ(w.name, "nvme write " + layout.units()[p].name);
+      EXPECT_NEAR(w.start, std::max(lane[at - 2].end, host), 1e-12 * w.end) << "unit " << p;
+      EXPECT_NEAR(w.end - w.start, 12 * numel(p) / drive, 1e-12 * w.end);
+    }
+    if (drive == 1e15)
+      EXPECT_NEAR(seconds, in_memory + 12 * numel(0) / drive, 1e-12 * seconds);
+    else
+      EXPECT_GT(seconds, in_memory + 12 * numel(0) / drive);
+  }
 }
 
 // Bytes a rank sends per step, counted from the layout alone (no communicator): DDP all-reduces

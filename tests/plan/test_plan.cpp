@@ -100,6 +100,13 @@ Plan random_plan(std::mt19937_64& rng) {
   p.offload.overlap = !p.offload.optimizer || coin();
   p.offload.delay_update_from = p.offload.optimizer && coin() ? 1 + pick(100) : 0;
   p.offload.tiled_copy_back = p.offload.optimizer && coin();
+  const bool elementwise =
+      p.optimizer.name == Optimizer::sgd || p.optimizer.name == Optimizer::sgd_momentum ||
+      p.optimizer.name == Optimizer::adamw || p.optimizer.name == Optimizer::lion;
+  p.offload.optimizer_device =
+      p.offload.optimizer && p.parallel.zero == ZeroStage::parameters && elementwise && coin()
+          ? OffloadDevice::nvme
+          : OffloadDevice::cpu;
   p.dropout.p = coin() ? 0.0f : real(0.0f, 0.99f);
   p.dropout.preserve_rng_state = coin();
   return p;
@@ -202,6 +209,13 @@ TEST(PlanJson, RefusesUnknownKeysWrongTypesAndBadValuesNamingTheKey) {
   expect_refused(R"({"offload": {"delay_update_from": 3}})", {"--offload-dpu 3", "optimizer"});
   expect_refused(R"({"offload": {"tiled_copy_back": true}})",
                  {"--offload-copy-back tiled", "optimizer"});
+  expect_refused(R"({"offload": {"optimizer_device": "nvme"}})",
+                 {"--offload-optimizer-device nvme", "--offload optimizer"});
+  expect_refused(
+      R"({"parallel": {"zero": "zero2"}, "offload": {"optimizer": true, "optimizer_device": "nvme"}})",
+      {"--offload-optimizer-device nvme", "--zero 3", "stage 2"});
+  expect_refused(R"({"offload": {"optimizer": true, "optimizer_device": "disk"}})",
+                 {"offload device", "disk"});
   expect_refused(R"({"offload": {"optimizer": true, "delay_update_from": -2}})",
                  {"--offload-dpu", "-2"});
   expect_refused(R"({"dropout": {"p": 1}})", {"--dropout", "1"});

@@ -20,25 +20,14 @@
 #include <vector>
 
 #include "common/storage/nvme_tier.h"
+#include "tests/temp_dir.h"
 
 namespace vramlab::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the test's temporary directory, removed with everything in it.
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::path(testing::TempDir()) / "nvme-tier-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] int64_t files() const {
-    return std::distance(fs::directory_iterator(path), fs::directory_iterator());
-  }
-  std::string path;
-};
+using test_build::TempDir;
 
 std::vector<unsigned char> random_bytes(int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

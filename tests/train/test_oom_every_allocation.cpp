@@ -17,7 +17,10 @@
 // Under the sanitizers (VRAMLAB_SANITIZE) only every 7th k runs, and the output says so.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -38,8 +41,10 @@
 #include "common/nn/runtime.h"
 #include "common/plan/plan.h"
 #include "common/recompute/recompute_spec.h"
+#include "common/storage/nvme_tier.h"
 #include "common/train/trainer.h"
 #include "tests/sanitized_build.h"
+#include "tests/temp_dir.h"
 
 namespace vramlab::train {
 namespace {
@@ -609,6 +614,171 @@ TEST(OomAtEveryAllocation, Gpt2TensorParallelOnTwoRanks) {
                                            Group::tensor_parallel)
                 .failed,
             0);
+}
+
+// ZeRO-Infinity's optimizer states on NVMe, on two ranks: the device's allocations fail in turn
+// as everywhere else, the files under a directory of their own.
+TEST(OomAtEveryAllocation, LlamaZero3OptimizerStatesOnNvmeOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.plan.parallel.zero = dist::ZeroStage::parameters;
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  o.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+  const test_build::TempDir dir;
+  o.nvme.files.path = dir.path;
+  EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 states on nvme", o, 2).failed, 0);
+  EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
+}
+
+// The process's file-size limit for a scope: a write beyond it fails with EFBIG, as on a full
+// disk (the kernel checks it on every write and fallocate), and SIGXFSZ is ignored meanwhile so
+// the failure is an error code, not the end of the process.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  void (*previous_)(int) = nullptr;
+};
+
+// One rank's ZeRO-3 job with its optimizer states on NVMe under \p dir (a communicator of one,
+// as `vramlab train --simulate-ranks 1` makes).
+template <typename Body>
+void on_one_rank(const TrainOptions& options, const std::string& dir, Body body) {
+  dist::run_simulated_ranks(1, true, [&](dist::Communicator& comm) {
+    TrainOptions o = options;
+    o.set_groups(&comm);
+    o.nvme.files.path = dir;
+    nn::Runtime runtime(memory::parse_device(kDevice));
+    body(runtime, o);
+  });
+}
+
+TrainOptions states_on_nvme() {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.plan.parallel.zero = dist::ZeroStage::parameters;
+  o.plan.amp.precision = amp::Precision::mixed_bf16;
+  o.plan.offload.optimizer = true;
+  o.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+  o.batch = kRetryBatch;
+  return o;
+}
+
+// The first step makes the files, then the host's staging: an out-of-memory error at each of the
+// host's allocations, or a disk too small for the files, leaves no file, no host byte and no
+// step, and the step run again trains as a fresh job's first.
+TEST(NvmeOptimizerStates, AFirstStepThatFailsLeavesNothingAndARetryTrainsAsFresh) {
+  const test_build::TempDir dir;
+  StepOutcome fresh;
+  int64_t host_n = 0;
+  on_one_rank(states_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+    Trainer trainer(runtime, o);
+    fresh = outcome(runtime, trainer, trainer.step().loss);
+    host_n =
+        trainer.optimizer_runtime().allocator().stats().allocation[memory::kAggregate].allocated;
+  });
+  EXPECT_GE(host_n, 3);  // the staged gradients, parameters and states at least
+  for (int64_t k = 0; k <= host_n; ++k) {
+    const std::string where =
+        k == 0 ? std::string("a full disk") : "host allocation " + std::to_string(k);
+    on_one_rank(states_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+      Trainer trainer(runtime, o);
+      memory::CachingAllocator& host = trainer.optimizer_runtime().allocator();
+      try {
+        if (k == 0) {
+          const FileSizeLimit full(4096);  // every file of the tiny model's units is larger
+          (void)trainer.step();
+        } else {
+          host.inject_out_of_memory(static_cast<uint64_t>(k));
+          (void)trainer.step();
+        }
+        ADD_FAILURE() << where << ": the step did not fail";
+      } catch (const storage::StorageError& e) {
+        EXPECT_EQ(k, 0) << where << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find(dir.path), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("the disk is full"), std::string::npos) << e.what();
+      } catch (const memory::OutOfMemoryError& e) {
+        EXPECT_NE(k, 0) << where << ": " << e.what();
+      }
+      host.inject_out_of_memory(0);
+      EXPECT_EQ(dir.files(), 0) << where << ": files left";
+      EXPECT_NO_THROW(host.check_invariants()) << where;
+      EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, 0) << where;
+      EXPECT_EQ(trainer.optimizer().steps(), 0) << where;
+      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh, where);
+    });
+    if (testing::Test::HasFailure()) return;
+  }
+}
+
+// After the first step the files are the only copy of the states: a write that fails (the disk
+// gives out) is one StorageError naming the path, and the next step refuses to go on rather than
+// update from states that are half one step's and half the next's.
+TEST(NvmeOptimizerStates, AWriteThatFailsLaterStopsTheRunWithAClearError) {
+  const test_build::TempDir dir;
+  on_one_rank(states_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+    Trainer trainer(runtime, o);
+    (void)trainer.step();
+    {
+      const FileSizeLimit full(4096);
+      try {
+        (void)trainer.step();
+        ADD_FAILURE() << "the step wrote past the file-size limit";
+      } catch (const storage::StorageError& e) {
+        EXPECT_NE(std::string(e.what()).find(dir.path), std::string::npos) << e.what();
+      }
+    }
+    try {
+      (void)trainer.step();
+      ADD_FAILURE() << "the step after a failed write went on";
+    } catch (const storage::StorageError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot go on"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(runtime.allocator().check_invariants());
+    EXPECT_NO_THROW(trainer.optimizer_runtime().allocator().check_invariants());
+  });
+  EXPECT_EQ(dir.files(), 0);
+}
+
+// Where the files cannot go, the job stops before it starts: a path that is not a directory, one
+// this process cannot write (a directory made read-only; root writes anywhere, so not as root),
+// and no path at all on a device that makes files.
+TEST(NvmeOptimizerStates, APathTheTierCannotUseStopsTheTrainerBeforeItStarts) {
+  const test_build::TempDir dir;
+  nn::Runtime runtime(memory::parse_device(kDevice));
+  const auto refused = [&](const std::string& path, const std::string& says) {
+    on_one_rank(states_on_nvme(), path, [&](nn::Runtime& rank_runtime, const TrainOptions& o) {
+      try {
+        Trainer trainer(rank_runtime, o);
+        ADD_FAILURE() << "'" << path << "' was accepted";
+      } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(rank_runtime.allocator().stats().allocated_bytes[memory::kAggregate].current, 0);
+    });
+  };
+  refused(dir.path + "/missing", dir.path + "/missing");
+  refused("", "--nvme-path");
+  if (::geteuid() != 0) {
+    const std::string locked = dir.path + "/locked";
+    std::filesystem::create_directory(locked);
+    std::filesystem::permissions(
+        locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    refused(locked, locked);
+  }
 }
 
 }  // namespace

@@ -461,6 +461,7 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   r["host_bytes"] = {{"optimizer_states", e.host_optimizer_state_bytes},
                      {"gradients", e.host_gradient_bytes},
                      {"parameters", e.host_parameter_bytes}};
+  r["nvme_bytes"] = {{"optimizer_states", e.nvme_optimizer_state_bytes}};
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
                   {"optimizer_states", e.optimizer_states.source},
@@ -580,6 +581,13 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
                    format_bytes_decimal(static_cast<uint64_t>(e.cpu_offload_bytes)), "",
                    e.cpu_offload_source},
                   report::RowStyle::kDim);
+  if (e.nvme_optimizer_state_bytes > 0)
+    table.add_row(
+        {"NVMe (offload)", format_bytes(static_cast<uint64_t>(e.nvme_optimizer_state_bytes)),
+         format_bytes_decimal(static_cast<uint64_t>(e.nvme_optimizer_state_bytes)), "",
+         "the optimizer states, fp32 master included: a file per state and unit, each "
+         "rounded up to 4096 bytes; the host stages two units' states"},
+        report::RowStyle::kDim);
   if (e.host_activation_bytes > 0)
     table.add_row(
         {"host (activations)", format_bytes(static_cast<uint64_t>(e.host_activation_bytes)),

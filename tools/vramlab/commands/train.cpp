@@ -42,6 +42,7 @@
 #include "common/nn/kernel_backend.h"
 #include "common/nn/roofline.h"
 #include "common/nn/runtime.h"
+#include "common/optim/state_swap.h"
 #include "common/plan/plan.h"
 #include "common/plan/plan_flags.h"
 #include "common/platform/errors.h"
@@ -80,6 +81,10 @@ struct TrainCommandOptions {
   std::optional<double> link_gbps;  // overrides the device's host link, both directions
   std::optional<double> memory_gbps;       // overrides the device's memory bandwidth
   std::optional<double> host_memory_gbps;  // a meta device's host, for an offloaded update
+  // --offload-optimizer-device nvme: the drive's directory, requests and bandwidths
+  std::string nvme_path, nvme_block_size, nvme_engine;
+  std::optional<int64_t> nvme_queue_depth;
+  std::optional<double> nvme_read_gbps, nvme_write_gbps;
   std::optional<std::string> peak_tflops;  // overrides some of its peaks: "fp32=19.5,bf16=312"
   int64_t simulate_ranks = 0;       // 0: one process, or the ranks mpirun started
   bool json = false;
@@ -200,6 +205,61 @@ json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
+// The optimizer states on NVMe (--offload-optimizer-device nvme), null without: the files, the
+// bytes moved, the drive's busy time on the clock and, with real files, the measured bandwidth.
+json nvme_json(train::Trainer& trainer, nn::Runtime& runtime) {
+  const optim::StateSwap* swap = trainer.optimizer().state_swap();
+  if (swap == nullptr) return nullptr;
+  const storage::NvmeTier* tier = swap->tier();
+  json measured = nullptr;
+  if (tier != nullptr)
+    measured = {{"read_gbps", tier->stats().read_bytes_per_s() / 1e9},
+                {"write_gbps", tier->stats().write_bytes_per_s() / 1e9},
+                {"engine", storage::nvme_engine_name(tier->engine())},
+                {"direct", tier->direct()}};
+  return {{"path", tier ? json(tier->options().path) : json(nullptr)},
+          {"file_bytes", swap->file_bytes()},
+          {"host_staging_bytes", swap->staging_bytes()},
+          {"read_bytes", swap->traffic().read_bytes},
+          {"write_bytes", swap->traffic().write_bytes},
+          {"clock_read_gbps", swap->options().read_bytes_per_s / 1e9},
+          {"clock_write_gbps", swap->options().write_bytes_per_s / 1e9},
+          {"drive_busy_s", runtime.clock().busy_seconds(trainer.optimizer().nvme_lane())},
+          {"measured", measured}};
+}
+
+std::string gbps_text(double bytes_per_s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB/s", bytes_per_s / 1e9);
+  return text;
+}
+
+// The text summary's line for nvme_json.
+void print_nvme(train::Trainer& trainer, nn::Runtime& runtime, int64_t steps) {
+  const optim::StateSwap* swap = trainer.optimizer().state_swap();
+  if (swap == nullptr) return;
+  const storage::NvmeTier* tier = swap->tier();
+  std::string where = "no files on meta: the clock's drive only";
+  if (tier != nullptr)
+    where = "under " + platform::printable(tier->options().path) + " (" +
+            std::string(storage::nvme_engine_name(tier->engine())) +
+            (tier->direct() ? ", O_DIRECT" : ", page cache: the file system refuses O_DIRECT") +
+            "; measured " + gbps_text(tier->stats().read_bytes_per_s()) + " read, " +
+            gbps_text(tier->stats().write_bytes_per_s()) + " write)";
+  std::printf(
+      "optimizer states on NVMe (ZeRO-Infinity): %s in %lld files %s; the host stages two units' "
+      "states, %s; over %lld steps read %s and wrote %s, the drive busy %s on the clock\n",
+      report::format_bytes(static_cast<uint64_t>(swap->file_bytes())).c_str(),
+      static_cast<long long>(swap->part_count() * swap->state_count()), where.c_str(),
+      report::format_bytes(static_cast<uint64_t>(swap->staging_bytes())).c_str(),
+      static_cast<long long>(steps),
+      report::format_bytes(static_cast<uint64_t>(swap->traffic().read_bytes)).c_str(),
+      report::format_bytes(static_cast<uint64_t>(swap->traffic().write_bytes)).c_str(),
+      report::format_duration_ms(runtime.clock().busy_seconds(trainer.optimizer().nvme_lane()) *
+                                 1e3)
+          .c_str());
+}
+
 // The host's model states under --offload optimizer (null without).
 json host_state_json(const std::optional<train::ModelStateMeasured>& host) {
   if (!host) return nullptr;
@@ -233,6 +293,59 @@ void apply_device_flags(const TrainCommandOptions& o, memory::Device& device) {
                      "fp32, bf16 and fp16 (or a preset, e.g. meta:a100-40g)");
 }
 
+// --nvme-*: where the optimizer states' files go and how fast the drive is on the clock.
+void apply_nvme_flags(const TrainCommandOptions& o, const memory::Device& device,
+                      train::TrainOptions& options) {
+  // The first --nvme-* flag given, as typed: what a refusal names.
+  std::string given;
+  const auto note = [&](bool set, const char* flag, const std::string& value) {
+    if (set && given.empty()) given = std::string(flag) + " " + platform::printable(value);
+  };
+  note(!o.nvme_path.empty(), "--nvme-path", o.nvme_path);
+  note(!o.nvme_block_size.empty(), "--nvme-block-size", o.nvme_block_size);
+  note(!o.nvme_engine.empty(), "--nvme-engine", o.nvme_engine);
+  note(o.nvme_queue_depth.has_value(), "--nvme-queue-depth",
+       o.nvme_queue_depth ? std::to_string(*o.nvme_queue_depth) : "");
+  note(o.nvme_read_gbps.has_value(), "--nvme-read-gbps",
+       o.nvme_read_gbps ? number_text(*o.nvme_read_gbps) : "");
+  note(o.nvme_write_gbps.has_value(), "--nvme-write-gbps",
+       o.nvme_write_gbps ? number_text(*o.nvme_write_gbps) : "");
+  const bool nvme = options.plan.offload.optimizer_device == plan::OffloadDevice::nvme;
+  if (!given.empty() && !nvme)
+    throw UsageError(given +
+                     ": the --nvme-* flags say where and how the optimizer states go to NVMe; "
+                     "they need --offload-optimizer-device nvme");
+  if (!nvme) return;
+  optim::NvmeSwapOptions& swap = options.nvme;
+  swap.files.path = o.nvme_path;
+  if (!o.nvme_block_size.empty()) {
+    uint64_t bytes = 0;
+    try {
+      bytes = memory::parse_size_bytes(o.nvme_block_size);
+    } catch (const UsageError& e) {
+      throw UsageError("--nvme-block-size " + platform::printable(o.nvme_block_size) + ": " +
+                       e.what());
+    }
+    if (bytes > static_cast<uint64_t>(int64_t{1} << 30))
+      throw UsageError("--nvme-block-size " + o.nvme_block_size + " is beyond 1 GiB");
+    swap.files.block_size = static_cast<int64_t>(bytes);
+  }
+  if (o.nvme_queue_depth) swap.files.queue_depth = *o.nvme_queue_depth;
+  if (!o.nvme_engine.empty()) swap.files.engine = storage::parse_nvme_engine(o.nvme_engine);
+  if (o.nvme_read_gbps)
+    swap.read_bytes_per_s = platform::bandwidth_flag("--nvme-read-gbps", *o.nvme_read_gbps);
+  if (o.nvme_write_gbps)
+    swap.write_bytes_per_s = platform::bandwidth_flag("--nvme-write-gbps", *o.nvme_write_gbps);
+  if (device.kind == memory::DeviceKind::meta && !o.nvme_path.empty())
+    throw UsageError("--nvme-path " + platform::printable(o.nvme_path) +
+                     ": a meta device makes no files (its drive is the clock's, "
+                     "--nvme-read-gbps and --nvme-write-gbps)");
+  if (device.kind != memory::DeviceKind::meta && o.nvme_path.empty())
+    throw UsageError(
+        "--offload-optimizer-device nvme needs --nvme-path DIR: the directory, on the drive, "
+        "where the optimizer states' files go");
+}
+
 void run_train(const TrainCommandOptions& o) {
   if (o.threads > 0) {
     platform::choose_openmp_threads(static_cast<int>(o.threads));
@@ -255,6 +368,7 @@ void run_train(const TrainCommandOptions& o) {
           "optimizer, got --offload " +
           std::string(plan::offload_name(options.plan.offload)));
   }
+  apply_nvme_flags(o, device, options);
   options.model = o.model.build(o.seq);
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
@@ -485,6 +599,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
              ? json(options.host_memory_bytes_per_s / 1e9)
              : json(nullptr)},
         {"host_model_state_bytes", host_state_json(trainer.host_model_state())},
+        {"nvme", nvme_json(trainer, runtime)},
         {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
     outcome.summary = std::move(summary);
@@ -535,6 +650,7 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                   .c_str(),
         delayed_text.c_str());
   }
+  print_nvme(trainer, runtime, o.steps);
   if (options.plan.activations.offload) {
     const memory::CategoryStats pinned = runtime.host_allocator().category_stats();
     std::printf(
@@ -764,6 +880,22 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "With --offload optimizer on a meta device: the host's memory bandwidth in GB/s "
                   "(default 204.8, one socket of eight DDR4-3200 channels), which the host's "
                   "update, memory-bound, takes its time at on the device's clock");
+  cmd->add_option("--nvme-path", opts->nvme_path,
+                  "With --offload-optimizer-device nvme: the directory the optimizer states' files "
+                  "go in (DeepSpeed's nvme_path; not on meta, which makes no files)");
+  cmd->add_option("--nvme-block-size", opts->nvme_block_size,
+                  "Bytes per NVMe request, a multiple of 4096 (default 1MiB, DeepSpeed's aio "
+                  "block_size)");
+  cmd->add_option("--nvme-queue-depth", opts->nvme_queue_depth,
+                  "NVMe requests in flight, 1 to 256 (default 8, DeepSpeed's aio queue_depth)");
+  cmd->add_option("--nvme-engine", opts->nvme_engine,
+                  "How requests reach the drive: auto (io_uring where the kernel allows it, "
+                  "default) | io_uring | threads");
+  cmd->add_option("--nvme-read-gbps", opts->nvme_read_gbps,
+                  "The drive's read bandwidth in GB/s on the device's clock (default 7, a PCIe "
+                  "4.0 x4 drive's)");
+  cmd->add_option("--nvme-write-gbps", opts->nvme_write_gbps,
+                  "The drive's write bandwidth in GB/s on the device's clock (default 5)");
   cmd->add_option("--peak-tflops", opts->peak_tflops,
                   "Dense peak TFLOP/s of the listed dtypes, DTYPE=TFLOPS[,...] with DTYPE fp32, "
                   "bf16 or fp16 (default: the preset's, e.g. fp32=19.5,bf16=312 on "
