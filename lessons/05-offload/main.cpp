@@ -42,6 +42,7 @@ struct Options {
   int64_t dpu_steps = 40;
   std::vector<int64_t> dpu_from = {5, 20};
   bool no_scale = false;
+  std::string nvme_path;
 };
 
 workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
@@ -74,6 +75,7 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   s.scale = !o.no_scale;
   s.dpu_steps = o.dpu_steps;
   s.dpu_from = o.dpu_from;
+  s.nvme_path = o.nvme_path;
 
   run.on_out_of_memory(s.device.name(), "--device sim:a100-80g", "a larger simulated GPU");
   const lesson05::Lesson lesson = lesson05::run_lesson(s, run.progress_function());
@@ -141,5 +143,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(workbook::at_least(1));
   app.add_flag("--no-scale", o.no_scale, "Skip the large models on meta");
+  app.add_option("--nvme-path", o.nvme_path,
+                 "Where the run with the optimizer's states on NVMe writes its files (default: a "
+                 "directory of its own in the system's temporary directory, removed after)");
   return lesson.run(argc, argv, [&](workbook::LessonRun& r) { return run(o, r); });
 }

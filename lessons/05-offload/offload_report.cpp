@@ -67,6 +67,10 @@ const TypedColumns<RunResult>& memory_columns() {
        [](const R& r) {
          return r.fits ? report::Value(r.host.gradients + r.host.parameters) : report::Value();
        }},
+      {{"nvme_file_bytes", "NVMe", Unit::bytes},
+       [](const R& r) {
+         return r.fits && r.nvme_bytes > 0 ? report::Value(r.nvme_bytes) : report::Value();
+       }},
       {{"equals_estimator", "= estimator"},
        [](const R& r) { return r.fits ? report::Value(r.equals_estimate()) : report::Value(); }},
       {{"out_of_memory", ""}, [](const R& r) { return r.out_of_memory; }},
@@ -88,6 +92,10 @@ const TypedColumns<RunResult>& clock_columns() {
        [](const R& r) { return r.compute_seconds(); }},
       {{"host_update_seconds", "host update", Unit::seconds, 4},
        [](const R& r) { return r.host_update_seconds; }},
+      {{"nvme_seconds", "NVMe", Unit::seconds, 4},
+       [](const R& r) {
+         return r.nvme_bytes > 0 ? report::Value(r.nvme_seconds) : report::Value();
+       }},
       {{"exposed_copy_seconds", "exposed", Unit::seconds, 4},
        [](const R& r) { return r.exposed_copy_seconds; }},
       {{"step_seconds", "step", Unit::seconds, 4}, [](const R& r) { return r.step_seconds; }},
@@ -182,18 +190,22 @@ json run_record(const RunResult& r, const RunResult* no_overlap) {
   j.update(report::record_json(clock_columns(), r));
   j["host_bytes"] = {{"pinned", r.pinned_peak_bytes},
                      {"pageable", r.host.parameters + r.host.gradients + r.host.optimizer_states}};
-  j["nvme_bytes"] = 0;  // no run of this lesson writes to NVMe yet
+  j["nvme_bytes"] = r.nvme_bytes;
   j["bytes_moved"] = {{"h2d", r.host_to_device_bytes},
                       {"d2h", r.device_to_host_bytes},
-                      {"nvme_read", 0},
-                      {"nvme_write", 0}};
+                      {"nvme_read", r.nvme_read_bytes},
+                      {"nvme_write", r.nvme_write_bytes}};
+  if (r.nvme_read_bytes_per_s > 0.0)
+    j["nvme_measured_gbps"] = {{"read", r.nvme_read_bytes_per_s / 1e9},
+                               {"write", r.nvme_write_bytes_per_s / 1e9}};
   j["step_seconds_no_overlap"] = no_overlap ? json(no_overlap->step_seconds) : json(nullptr);
   j["estimate"] = {{"device_parameter_bytes", r.estimate.parameters.bytes},
                    {"device_gradient_bytes", r.estimate.gradients.bytes},
                    {"device_optimizer_state_bytes", r.estimate.optimizer_states.bytes},
                    {"host_optimizer_state_bytes", r.estimate.host_optimizer_state_bytes},
                    {"host_gradient_bytes", r.estimate.host_gradient_bytes},
-                   {"host_parameter_bytes", r.estimate.host_parameter_bytes}};
+                   {"host_parameter_bytes", r.estimate.host_parameter_bytes},
+                   {"nvme_bytes", r.estimate.nvme_optimizer_state_bytes}};
   j["losses"] = r.losses;
   return j;
 }
@@ -236,6 +248,9 @@ const ScaleRun* find_scale(const Lesson& lesson, std::string_view id) {
   return nullptr;
 }
 
+// The larger batch of the sweep model's runs with the states on NVMe.
+constexpr int64_t kNvmeWideBatch = 8;
+
 // The sizes the scale runs use: the tutorials' 13B on one 32 GB device (the ZeRO-Offload paper's
 // V100) and on a 24 GB one, and 7B's cost on an A100 80GB.
 void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const std::string&)) {
@@ -274,6 +289,36 @@ void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const s
   lesson.scale.push_back(
       {"sweep-model-infinity", s.sweep_model.name,
        run(infinity(offloaded(seven, true, ""), s.sweep_model.name + ", ZeRO-Infinity"))});
+  // The states on NVMe: the first step reads nothing and its writes run into the second's, so
+  // the third is the one measured.
+  RunSpec drive = on_nvme(seven, s.sweep_model.name + ", ZeRO-Infinity, states on NVMe");
+  drive.steps = 3;
+  lesson.scale.push_back({"sweep-model-nvme", s.sweep_model.name, run(drive)});
+  // The drive's time per step is fixed by Ψ; the compute grows with the tokens: the same two
+  // runs at a larger batch.
+  RunSpec wide = seven;
+  wide.train.batch = kNvmeWideBatch;
+  wide.device.spec.capacity_bytes = 4 * s.sweep_device.spec.capacity_bytes;
+  wide.label = fmt::format("{}, no offload, B={}", s.sweep_model.name, kNvmeWideBatch);
+  lesson.scale.push_back({"sweep-model-none-roomy-wide", s.sweep_model.name, run(wide)});
+  RunSpec wide_drive = drive;
+  wide_drive.train.batch = kNvmeWideBatch;
+  wide_drive.label = fmt::format("{}, B={}", drive.label, kNvmeWideBatch);
+  lesson.scale.push_back({"sweep-model-nvme-wide", s.sweep_model.name, run(wide_drive)});
+
+  // 70B on one device of the sweep's kind, as ZeRO-Infinity's paper puts it: the parameters on
+  // the host, the optimizer's states in host memory or on NVMe. What the host must hold.
+  const ModelConfig l70 = model_config_by_name("llama2-70b");
+  RunSpec seventy{"", options_for(l70, 1, s.sweep_seq, amp::Precision::mixed_bf16, s.seed),
+                  s.sweep_device, 2};
+  seventy.train.plan.recompute = recompute::parse_recompute_spec("full");
+  say(progress, "at scale: llama2-70b on " + s.sweep_device.name());
+  lesson.scale.push_back(
+      {"70b-infinity", l70.name,
+       run(infinity(offloaded(seventy, true, ""), "llama2-70b, ZeRO-Infinity"))});
+  RunSpec seventy_drive = on_nvme(seventy, "llama2-70b, ZeRO-Infinity, states on NVMe");
+  seventy_drive.steps = 3;
+  lesson.scale.push_back({"70b-nvme", l70.name, run(seventy_drive)});
 }
 
 RunSpec delayed(RunSpec spec, int64_t first, std::string label) {
@@ -444,6 +489,9 @@ Lesson run_lesson(const LessonSettings& s, void (*progress)(const std::string&))
   lesson.runs.push_back(run(none));
   lesson.runs.push_back(run(offloaded(none, true, "ZeRO-Offload, overlap on")));
   lesson.runs.push_back(run(offloaded(none, false, "ZeRO-Offload, overlap off")));
+  RunSpec drive = on_nvme(none, "ZeRO-Infinity, states on NVMe");
+  drive.train.nvme.files.path = s.nvme_path;
+  lesson.runs.push_back(run(drive));
 
   RunSpec sweep{
       "",
@@ -579,6 +627,23 @@ json to_json(const Lesson& lesson) {
                                         static_cast<double>(none->run.device_peak_bytes)},
         {"slowdown", params->run.step_seconds / none->run.step_seconds},
         {"slowdown_over_optimizer_offload", params->run.step_seconds / off->run.step_seconds}};
+  const ScaleRun* nvme = find_scale(lesson, "sweep-model-nvme");
+  if (j.contains("offload_cost") && nvme && nvme->run.fits)
+    j["offload_cost"]["nvme"] = {
+        {"device_peak_saved", 1.0 - static_cast<double>(nvme->run.device_peak_bytes) /
+                                        static_cast<double>(none->run.device_peak_bytes)},
+        {"slowdown", nvme->run.step_seconds / none->run.step_seconds},
+        {"nvme_seconds", nvme->run.nvme_seconds},
+        {"wide_batch", kNvmeWideBatch},
+        {"slowdown_over_host_memory", params && params->run.fits
+                                          ? json(nvme->run.step_seconds / params->run.step_seconds)
+                                          : json(nullptr)}};
+  const ScaleRun* wide = find_scale(lesson, "sweep-model-none-roomy-wide");
+  const ScaleRun* wide_nvme = find_scale(lesson, "sweep-model-nvme-wide");
+  if (j.contains("offload_cost") && j["offload_cost"].contains("nvme") && wide && wide_nvme &&
+      wide->run.fits && wide_nvme->run.fits)
+    j["offload_cost"]["nvme"]["wide_slowdown"] =
+        wide_nvme->run.step_seconds / wide->run.step_seconds;
   return j;
 }
 
@@ -600,7 +665,12 @@ std::string render_text(const Lesson& lesson, bool colour) {
       "params, grads, states: the model states the device's allocator holds after the last step "
       "(requested bytes); host: the fp32 master weights, m and v the host's AdamW keeps, and the "
       "16-bit gradients and parameters it reads and writes. \"yes\": device and host bytes equal "
-      "`vramlab estimate --offload optimizer`'s to the byte. The losses of the three runs are {}.",
+      "`vramlab estimate --offload optimizer`'s to the byte. ZeRO-Infinity, states on NVMe: "
+      "ZeRO-3 on one rank with the parameters on the host too and the optimizer's states (fp32 "
+      "master, m, v) in real files (--offload-optimizer-device nvme), one per state and unit; "
+      "host: states is then the two units' states the host stages, NVMe the files, each rounded "
+      "up to 4096 bytes, both as the estimator says. The losses of the {} runs are {}.",
+      lesson.runs.size(),
       same_losses ? "bitwise the same: the host runs the same update on the same numbers"
                   : "NOT the same"));
   out += "\nThe last step on the device's clock\n";
@@ -608,8 +678,11 @@ std::string render_text(const Lesson& lesson, bool colour) {
   out += wrap_note(
       "to host: the 16-bit gradients; to device: the updated 16-bit parameters, 2Ψ bytes each "
       "way, ZeRO-Offload's 4Ψ a step. copies: their time on the link. compute: the compute "
-      "stream's kernels; host update: AdamW on the host while the device waits; exposed: copy "
-      "time nothing hid. On sim the kernels run at this CPU's speed, far slower than the GPU "
+      "stream's kernels; host update: AdamW on the host while the device waits; NVMe: the "
+      "drive's busy time, every state read and written once at a typical drive's 7 GB/s and "
+      "5 GB/s (the clock's, not this disk's: the files really move, and the JSON has the "
+      "bandwidth the tier measured); exposed: copy and drive time nothing hid. On sim the kernels "
+      "run at this CPU's speed, far slower than the GPU "
       "they stand for, so a real link hides behind them: the sweep below puts the step on a "
       "GPU's roofline.");
 

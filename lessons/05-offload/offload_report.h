@@ -51,6 +51,9 @@ struct LessonSettings {
   /// both, at activation_link_gbps.
   int64_t activation_batch = 4;
   double activation_link_gbps = 32;  ///< see activation_batch
+  /// The small model's run with its optimizer's states on NVMe writes its files here
+  /// (`--nvme-path`); empty: a directory of its own in the system's temporary directory.
+  std::string nvme_path;
 };
 
 /// One link bandwidth of the sweep: the same step with overlap on and off, and the model.

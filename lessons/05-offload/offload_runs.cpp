@@ -2,11 +2,15 @@
 // offload_runs.h).
 #include "lessons/05-offload/offload_runs.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <string>
 
 #include "common/dist/launch_ranks.h"
 #include "common/memory/oom_error.h"
 #include "common/nn/runtime.h"
+#include "common/optim/state_swap.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::lesson05 {
@@ -35,8 +39,12 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   train::Trainer trainer(runtime, options);
   train::BackwardTimeline timeline(runtime.clock());
   trainer.add_observer(timeline);
+  const optim::StateSwap* swap = trainer.optimizer().state_swap();
+  const stream::StreamId drive = trainer.optimizer().nvme_lane();
   for (int64_t s = 1; s <= spec.steps; ++s) {
     const nn::TransferStats before = runtime.transfer_stats();
+    const optim::SwapTraffic swapped = swap ? swap->traffic() : optim::SwapTraffic{};
+    const double drive_busy = swap ? runtime.clock().busy_seconds(drive) : 0.0;
     const bool last = s == spec.steps;
     if (last) {
       // The step's own start: the trainer synchronises the device's streams as it begins.
@@ -68,6 +76,18 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.activation_bytes_after_forward = step.activation_bytes_after_forward;
     r.backward_units = timeline.units();
     r.backward_end_seconds = timeline.backward_end_seconds();
+    if (swap != nullptr) {
+      r.nvme_read_bytes = swap->traffic().read_bytes - swapped.read_bytes;
+      r.nvme_write_bytes = swap->traffic().write_bytes - swapped.write_bytes;
+      r.nvme_seconds = runtime.clock().busy_seconds(drive) - drive_busy;
+    }
+  }
+  if (swap != nullptr) {
+    r.nvme_bytes = swap->file_bytes();
+    if (const storage::NvmeTier* tier = swap->tier()) {
+      r.nvme_read_bytes_per_s = tier->stats().read_bytes_per_s();
+      r.nvme_write_bytes_per_s = tier->stats().write_bytes_per_s();
+    }
   }
   trainer.remove_observer(timeline);
   r.schedule = trainer.schedule();
@@ -88,7 +108,18 @@ bool RunResult::equals_estimate() const {
   return same(device, estimate.parameters.bytes, estimate.gradients.bytes,
               estimate.optimizer_states.bytes) &&
          same(host, estimate.host_parameter_bytes, estimate.host_gradient_bytes,
-              estimate.host_optimizer_state_bytes);
+              estimate.host_optimizer_state_bytes) &&
+         nvme_bytes == estimate.nvme_optimizer_state_bytes;
+}
+
+RunSpec on_nvme(RunSpec spec, std::string label) {
+  spec.label = std::move(label);
+  spec.train.plan.parallel.zero = plan::ZeroStage::parameters;
+  spec.train.plan.parallel.prefetch = true;
+  spec.train.plan.offload.optimizer = true;
+  spec.train.plan.offload.parameters = true;
+  spec.train.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+  return spec;
 }
 
 bool RunResult::activations_equal_estimate() const {
@@ -115,13 +146,28 @@ RunResult run(const RunSpec& spec) {
   // without one.
   const bool zero = spec.train.plan.parallel.zero != plan::ZeroStage::ddp;
   const dist::LaunchSpec ranks{zero ? 1 : 0, 1, spec.device.kind == memory::DeviceKind::meta};
+  train::TrainOptions options = spec.train;
+  // The states' files, on a device that makes them: a directory of the run's own unless given.
+  std::string made;
+  if (options.plan.offload.optimizer_device == plan::OffloadDevice::nvme &&
+      spec.device.kind != memory::DeviceKind::meta && options.nvme.files.path.empty()) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "vramlab-lesson05-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw UsageError("cannot make a directory for the NVMe run's files: " + pattern);
+    made = options.nvme.files.path = pattern;
+  }
   try {
-    dist::launch_ranks(
-        ranks, [&](const dist::LaunchedRank& rank) { train_rank(spec, spec.train, rank, r); });
+    dist::launch_ranks(ranks,
+                       [&](const dist::LaunchedRank& rank) { train_rank(spec, options, rank, r); });
   } catch (const memory::OutOfMemoryError& e) {
     r.fits = false;
     r.out_of_memory = request_of(e.what());
+  } catch (...) {
+    if (!made.empty()) std::filesystem::remove_all(made);
+    throw;
   }
+  if (!made.empty()) std::filesystem::remove_all(made);
   return r;
 }
 

@@ -35,6 +35,12 @@ struct RunSpec {
   bool keep_spans = false;
 };
 
+/// \p spec with its offloaded optimizer's states on NVMe (`--offload-optimizer-device nvme`):
+/// ZeRO-3 with the parameters offloaded, each block prefetched (ZeRO-Infinity). On cpu and sim
+/// its files go under train.nvme.files.path, or when that is empty under a directory run() makes
+/// in the system's temporary directory and removes after.
+RunSpec on_nvme(RunSpec spec, std::string label);
+
 /// What one run held and spent.
 struct RunResult {
   std::string label;        ///< RunSpec::label.
@@ -83,6 +89,15 @@ struct RunResult {
   /// With RunSpec::keep_spans: the last step's kernels and copies on the stream clock.
   std::vector<stream::Span> last_step_spans;
   std::vector<std::string> stream_names;  ///< the clock's streams, indexed by id.
+  /// With the optimizer's states on NVMe: the files' bytes on the drive; what the last step read
+  /// and wrote, and the drive's busy time on the clock then; with real files (cpu, sim) the
+  /// tier's measured bandwidth over the whole run (0 on meta).
+  int64_t nvme_bytes = 0;
+  int64_t nvme_read_bytes = 0;            ///< see nvme_bytes
+  int64_t nvme_write_bytes = 0;           ///< see nvme_bytes
+  double nvme_seconds = 0.0;              ///< see nvme_bytes
+  double nvme_read_bytes_per_s = 0.0;     ///< see nvme_bytes
+  double nvme_write_bytes_per_s = 0.0;    ///< see nvme_bytes
   double last_step_start_seconds = 0.0;   ///< the clock's time when the last step began.
 
   /// \return the compute stream's share of the step: neither the host's work nor exposed copies.
@@ -90,7 +105,7 @@ struct RunResult {
     return step_seconds - host_update_seconds - exposed_copy_seconds;
   }
   /// \return the device's model states and the estimator's agree to the byte, and so do the
-  /// host's (model_state(), host_model_state(), estimate_step()).
+  /// host's and the NVMe files' (model_state(), host_model_state(), estimate_step()).
   [[nodiscard]] bool equals_estimate() const;
   /// \return the store's bytes after the forward and the pinned activation blocks equal the
   /// estimator's (runtime_bytes_after_forward, host_activation_bytes and its requested bytes).
