@@ -3,6 +3,7 @@
 #include "common/estimate/estimator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstdio>
 #include <string>
@@ -274,6 +275,31 @@ Estimate estimate_memory(const EstimateInputs& in) {
     out.optimizer_states.source +=
         "; on NVMe, a file per state and unit, two units' states staged on the host "
         "(ZeRO-Infinity)";
+  }
+  if (plan.offload.optimizer && plan.offload.pin_memory) {
+    // DeepSpeed's pin_memory (stage_1_and_2.py pins the fp32 partition, the 16-bit parameter
+    // buffer and the gradient partition; CPU-Adam's moments are pageable): page-locked blocks,
+    // each rounded up to a power of two by PyTorch's CachingHostAllocator. The runtime pins its
+    // staged gradients and parameters and its master (which under NVMe is staged per unit).
+    const auto block = [](int64_t bytes) {
+      return bytes > 0 ? static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(bytes))) : 0;
+    };
+    const bool master =
+        rank.master_weights > 0 && plan.offload.optimizer_device != plan::OffloadDevice::nvme;
+    out.host_pinned_requested_bytes =
+        checked_add(out.host_gradient_bytes, plan.offload.parameters ? 0 : out.host_parameter_bytes,
+                    "pinned bytes");
+    out.host_pinned_bytes =
+        checked_add(block(out.host_gradient_bytes),
+                    plan.offload.parameters ? 0 : block(out.host_parameter_bytes), "pinned bytes");
+    if (master) {
+      const int64_t master_bytes =
+          checked_mul(rank.master_weights / rank_params, state_elements, "master bytes");
+      out.host_pinned_requested_bytes =
+          checked_add(out.host_pinned_requested_bytes, master_bytes, "pinned bytes");
+      out.host_pinned_bytes =
+          checked_add(out.host_pinned_bytes, block(master_bytes), "pinned bytes");
+    }
   }
   out.cpu_offload_bytes = checked_add(
       checked_add(out.host_optimizer_state_bytes, out.host_gradient_bytes, "host bytes"),

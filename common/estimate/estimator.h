@@ -115,6 +115,12 @@ struct Estimate {
   /// state and ZeRO-3 unit, each rounded up to 4096 bytes for O_DIRECT (host_optimizer_state_bytes
   /// is then the host's staging: two units' states); 0 otherwise.
   int64_t nvme_optimizer_state_bytes = 0;
+  /// Under `--offload-pin-memory on` (the default with the optimizer offloaded): of
+  /// cpu_offload_bytes, the page-locked buffers (the staged gradients and parameters, and the
+  /// fp32 master unless it is on NVMe) as requested, and the blocks that hold them, each a power
+  /// of two (PyTorch's pinned allocator): what the machine gives up. 0 otherwise.
+  int64_t host_pinned_requested_bytes = 0;
+  int64_t host_pinned_bytes = 0;   ///< see host_pinned_requested_bytes
   ModelStateBytes unpartitioned;   ///< model states of all Ψ on one device (bytes/param source).
 };
 

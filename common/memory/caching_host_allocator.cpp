@@ -125,6 +125,14 @@ CachingHostAllocator::~CachingHostAllocator() {
 HostBlock* CachingHostAllocator::allocate(std::size_t bytes, MemoryCategory category,
                                           std::string_view name) {
   if (bytes == 0) return nullptr;
+  if (refuse_countdown_ > 0 && --refuse_countdown_ == 0) {
+    const HostMemoryRefusal refusal{
+        bytes, host_memory_held_bytes(),
+        HostMemoryLimit{host_memory_held_bytes(), "an injected refusal"}};
+    throw host_memory_error(kind_ == HostMemoryKind::pinned ? "the pinned host allocator"
+                                                            : "the pageable host allocator",
+                            refusal, format_size(bytes) + " requested");
+  }
   // Everything that can throw happens before a block is taken off its free list, so an
   // exception leaves every list and statistic as it was.
   std::string owned_name(name);

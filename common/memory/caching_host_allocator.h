@@ -160,6 +160,11 @@ class CachingHostAllocator {
   /// category).
   void reset_accumulated_host_memory_stats();
 
+  /// Makes the \p k-th allocate() from now (1: the next) refuse as a full host would: the
+  /// HostMemoryError of the host budget, naming the request; nothing is taken. Fires once; 0
+  /// disarms. For the tests that fail every allocation of a step in turn.
+  void inject_refusal(std::uint64_t k) { refuse_countdown_ = k; }
+
   /// \return pinned or pageable.
   HostMemoryKind kind() const { return kind_; }
   /// \return the clock whose streams the events are recorded on.
@@ -182,6 +187,7 @@ class CachingHostAllocator {
       events_;  // newest at the front (splice: no throw)
   HostStats stats_;
   CategoryStats category_stats_;
+  std::uint64_t refuse_countdown_ = 0;  // inject_refusal(): allocations to go, 0 when disarmed
 };
 
 }  // namespace vramlab::memory

@@ -80,9 +80,9 @@ void Optimizer::step(nn::ParameterStore& params, float grad_multiplier) {
   } catch (...) {
     forget_streamed_gradients();
     if (first) {
-      master_ = memory::Tensor();
-      host_grads_ = memory::Tensor();
-      host_params_ = memory::Tensor();
+      master_ = memory::HostTensor();
+      host_grads_ = memory::HostTensor();
+      host_params_ = memory::HostTensor();
     }
     throw;
   }
@@ -160,7 +160,7 @@ void Optimizer::keep_parameters_on(nn::Runtime& parameters) {
 namespace {
 
 // Enqueues the copy of \p r's gradients in store elements [lo, hi) into \p host_grads.
-void copy_range_to_host(nn::Runtime& device, const memory::Tensor& host_grads,
+void copy_range_to_host(nn::Runtime& device, const memory::HostTensor& host_grads,
                         const nn::LocalRange& r, int64_t lo, int64_t hi, stream::StreamId stream) {
   const int64_t at = lo - r.first_element, n = hi - lo;
   device.copy_to_host_async(host_grads.view().slice(r.state_offset + at, {n}).data(),
@@ -180,8 +180,8 @@ void Optimizer::copy_stream_waits() {
 void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
   if (!host_grads_.empty()) return;
   const std::vector<nn::LocalRange> ranges = params.local_ranges();
-  memory::Tensor grads = runtime_.allocate({params.local_numel()}, params.grad_dtype(),
-                                           memory::MemoryCategory::gradient, "gradients");
+  memory::HostTensor grads = host_buffer(params.local_numel(), params.grad_dtype(),
+                                         memory::MemoryCategory::gradient, "gradients");
   if (params.values_offloaded()) {
     // ZeRO-Infinity: the parameters' shard already lives here and is updated where it lies.
     if (&params.values_runtime() != &runtime_)
@@ -190,8 +190,8 @@ void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
     host_grads_ = std::move(grads);
     return;
   }
-  memory::Tensor values = runtime_.allocate({params.local_numel()}, params.values().dtype(),
-                                            memory::MemoryCategory::parameter, "parameters");
+  memory::HostTensor values = host_buffer(params.local_numel(), params.values().dtype(),
+                                          memory::MemoryCategory::parameter, "parameters");
   // The host's copy of the parameters starts as the device's: a copy like the gradients'.
   copy_stream_waits();
   for (const nn::LocalRange& r : ranges)
@@ -352,8 +352,8 @@ memory::TensorView Optimizer::updated_values(nn::ParameterStore& params) {
     throw UsageError("this optimizer steps whole tensors and cannot update a ZeRO shard");
   if (!precision_.master_weights) return params.values().view();
   if (master_.empty()) {
-    master_ = runtime_.allocate({params.numel()}, DType::f32,
-                                memory::MemoryCategory::optimizer_state, "master weights");
+    master_ = memory::HostTensor(runtime_.allocate(
+        {params.numel()}, DType::f32, memory::MemoryCategory::optimizer_state, "master weights"));
     runtime_.kernels().cast(master_.view(), params.values().view());
   }
   return master_.view();
@@ -372,9 +372,9 @@ std::vector<Optimizer::Update> Optimizer::local_updates(nn::ParameterStore& para
   }
   if (precision_.master_weights && master_.empty()) {
     // The fp32 master of this rank's part only (ZeRO shards it with the other states).
-    memory::Tensor master =
-        runtime_.allocate({params.local_numel()}, DType::f32,
-                          memory::MemoryCategory::optimizer_state, "master weights");
+    memory::HostTensor master =
+        host_buffer(params.local_numel(), DType::f32, memory::MemoryCategory::optimizer_state,
+                    "master weights");
     for (const nn::LocalRange& r : ranges)
       runtime_.kernels().cast(master.view().slice(r.state_offset, {r.values.numel()}), r.values);
     master_ = std::move(master);
@@ -422,6 +422,24 @@ int64_t Optimizer::elementwise_state_bytes() const {
   int64_t bytes = master_.bytes() + (swap_ ? swap_->staging_bytes() : 0);
   for (const memory::Tensor& state : states_) bytes += state.bytes();
   return bytes;
+}
+
+void Optimizer::pin_host_buffers(memory::CachingHostAllocator& pinned) {
+  if (!offloaded()) throw std::logic_error("pin_host_buffers: the optimizer is not offloaded");
+  if (steps_ > 0 || !master_.empty() || !host_grads_.empty())
+    throw std::logic_error("pin_host_buffers: the optimizer has stepped already");
+  pinned_ = &pinned;
+}
+
+memory::HostTensor Optimizer::host_buffer(int64_t numel, DType dtype,
+                                          memory::MemoryCategory category, const char* name) {
+  if (pinned_ == nullptr)
+    return memory::HostTensor(runtime_.allocate({numel}, dtype, category, name));
+  memory::HostBuffer block(*pinned_, static_cast<size_t>(numel) * dtype_size_bytes(dtype), category,
+                           name);
+  // The copy stream reads and writes it: once freed, the block waits for that stream's work.
+  if (block.block() != nullptr) pinned_->record_stream(block.block(), copy_stream_);
+  return memory::HostTensor(std::move(block), dtype, numel);
 }
 
 void Optimizer::keep_states_on_nvme(const NvmeSwapOptions& options) {
@@ -549,7 +567,7 @@ nn::UpdateStep Optimizer::update_step(float grad_multiplier, int64_t first_eleme
 }
 
 memory::TensorView Optimizer::working_copy(const nn::ParameterStore& params,
-                                           const memory::Tensor& master) {
+                                           const memory::HostTensor& master) {
   return master.empty() ? memory::TensorView() : params.values().view();
 }
 

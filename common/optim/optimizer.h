@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "common/amp/precision_policy.h"
+#include "common/memory/caching_host_allocator.h"
+#include "common/memory/host_tensor.h"
 
 #include "common/memory/tensor.h"
 #include "common/nn/parameter_store.h"
@@ -64,6 +66,15 @@ class Optimizer : public nn::GradientShardSink {
   /// ParameterStore::values_offloaded()) is updated in place there: no copy up, the gathers fetch
   /// the shards (Note [Parameter fetch] in data_parallel.cpp).
   void keep_parameters_on(nn::Runtime& parameters);
+  /// Offloaded: the host's buffers that the link's copies touch, the staged gradients and 16-bit
+  /// parameters, and the fp32 master come from \p pinned (page-locked, each block rounded up to
+  /// a power of two, PyTorch's CachingHostAllocator), as DeepSpeed's `pin_memory: true` pins
+  /// them; the moments stay pageable (DeepSpeed's CPU-Adam makes them with zeros_like). Before
+  /// the first step. \param pinned the device's pinned pool; it must outlive the optimizer.
+  /// \throws std::logic_error when not offloaded or after the first step.
+  void pin_host_buffers(memory::CachingHostAllocator& pinned);
+  /// \return true when the optimizer was made to pin_host_buffers().
+  [[nodiscard]] bool pins_host_buffers() const { return pinned_ != nullptr; }
   /// \return true when keep_parameters_on() put the parameters on another runtime.
   [[nodiscard]] bool offloaded() const { return parameters_runtime_ != nullptr; }
   /// Offloaded: copies the gradients of store elements [\p first, \p first + \p count) that
@@ -202,12 +213,12 @@ class Optimizer : public nn::GradientShardSink {
   [[nodiscard]] nn::UpdateStep update_step(float grad_multiplier, int64_t first_element = 0) const;
   /// \return the 16-bit parameters the kernel writes back (mixed precision), else none.
   static memory::TensorView working_copy(const nn::ParameterStore& params,
-                                         const memory::Tensor& master);
+                                         const memory::HostTensor& master);
 
   nn::Runtime& runtime_;            ///< holds the states
   amp::PrecisionPolicy precision_;  ///< state type, master or not
-  /// (local numel) fp32 master copy: under mixed precision, and always when offloaded
-  memory::Tensor master_;
+  /// (local numel) fp32 master copy, under mixed precision (pinned when pin_host_buffers())
+  memory::HostTensor master_;
   int64_t steps_ = 0;  ///< steps taken so far
 
  private:
@@ -231,8 +242,13 @@ class Optimizer : public nn::GradientShardSink {
 
   nn::Runtime* parameters_runtime_ = nullptr;  ///< where the parameters live, when not runtime_
   stream::StreamId copy_stream_ = 0;           ///< offloaded: on parameters_runtime_'s clock
-  memory::Tensor host_grads_;   ///< (local numel) offloaded: the gradients, in their dtype
-  memory::Tensor host_params_;  ///< (local numel) offloaded mixed precision: the 16-bit copy
+  /// Offloaded: (numel) of \p dtype on the host, pinned when pin_host_buffers() said so.
+  memory::HostTensor host_buffer(int64_t numel, DType dtype, memory::MemoryCategory category,
+                                 const char* name);
+
+  memory::HostTensor host_grads_;   ///< (local numel) offloaded: the gradients, in their dtype
+  memory::HostTensor host_params_;  ///< (local numel) offloaded: the parameters, in their dtype
+  memory::CachingHostAllocator* pinned_ = nullptr;  ///< pin_host_buffers()'s pool
   /// Store elements [first, end) copied by stream_gradients this step, sorted by first.
   std::vector<std::pair<int64_t, int64_t>> streamed_;
   nn::ParameterStore* shard_params_ = nullptr;  ///< keep_gradient_shards()'s store

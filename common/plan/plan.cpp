@@ -198,6 +198,11 @@ void validate(const Plan& plan) {
         "--offload-overlap off says how offloaded gradients reach the host: it needs "
         "--offload optimizer or both, got --offload " +
         std::string(offload_name(plan.offload)));
+  if (!plan.offload.pin_memory && !plan.offload.optimizer)
+    throw UsageError(
+        "--offload-pin-memory off says how the offloaded optimizer's host buffers are held: it "
+        "needs --offload optimizer or both, got --offload " +
+        std::string(offload_name(plan.offload)));
   if (plan.activations.offload && plan.activations.compression != ActivationCompression::none)
     throw UsageError(
         "--offload-activations on moves the saved tensors as they are; --compress-activations " +
@@ -282,7 +287,8 @@ json to_json(const Plan& plan) {
         {"overlap", plan.offload.overlap},
         {"delay_update_from", plan.offload.delay_update_from},
         {"tiled_copy_back", plan.offload.tiled_copy_back},
-        {"optimizer_device", offload_device_name(plan.offload.optimizer_device)}}},
+        {"optimizer_device", offload_device_name(plan.offload.optimizer_device)},
+        {"pin_memory", plan.offload.pin_memory}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
   };
@@ -362,6 +368,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     offload.integer("delay_update_from", plan.offload.delay_update_from);
     offload.boolean("tiled_copy_back", plan.offload.tiled_copy_back);
     offload.text("optimizer_device", plan.offload.optimizer_device, parse_offload_device);
+    offload.boolean("pin_memory", plan.offload.pin_memory);
     offload.finish();
   });
   top.field("dropout", [&](const json& v, const std::string& path) {

@@ -131,6 +131,11 @@ struct OffloadPlan {
   /// update (ZeRO-Infinity; DeepSpeed's `offload_optimizer.device: nvme`, which it allows under
   /// stage 3 only, as here); `cpu` (the default) keeps them all in host memory.
   OffloadDevice optimizer_device = OffloadDevice::cpu;
+  /// `--offload-pin-memory`: with the optimizer offloaded, the host's buffers the link's copies
+  /// touch (the staged gradients and parameters) and the fp32 master are page-locked, each block
+  /// rounded up to a power of two as PyTorch's pinned allocator does (DeepSpeed's `pin_memory`,
+  /// true by default, pins the same buffers); off: pageable, exact sizes.
+  bool pin_memory = true;
 
   bool operator==(const OffloadPlan&) const = default;  ///< field by field
 };

@@ -42,7 +42,7 @@ struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
       offload_overlap, offload_dpu, offload_copy_back, offload_activations,
-      offload_optimizer_device;
+      offload_optimizer_device, offload_pin_memory;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -230,6 +230,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
           p.offload.delay_update_from = kept.delay_update_from;
           p.offload.tiled_copy_back = kept.tiled_copy_back;
           p.offload.optimizer_device = kept.optimizer_device;
+          p.offload.pin_memory = kept.pin_memory;
         };
         break;
       case PlanFlag::offload_overlap:
@@ -272,6 +273,16 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
         apply = [&v](Plan& p) {
           p.offload.optimizer_device = parse_offload_device(v.offload_optimizer_device);
         };
+        break;
+      case PlanFlag::offload_pin_memory:
+        v.offload_pin_memory = d.offload.pin_memory ? "on" : "off";
+        option = app.add_option("--offload-pin-memory", v.offload_pin_memory,
+                                "With --offload optimizer: on (the host's staged gradients and "
+                                "parameters and the fp32 master in page-locked memory, each block "
+                                "a power of two, as DeepSpeed's pin_memory) | off (pageable, exact "
+                                "sizes)")
+                     ->check(CLI::IsMember({"on", "off"}));
+        apply = [&v](Plan& p) { p.offload.pin_memory = v.offload_pin_memory == "on"; };
         break;
       case PlanFlag::dropout:
         v.dropout = d.dropout.p;

@@ -50,6 +50,7 @@ enum class PlanFlag {
   offload_dpu,               ///< --offload-dpu
   offload_copy_back,         ///< --offload-copy-back
   offload_optimizer_device,  ///< --offload-optimizer-device
+  offload_pin_memory,        ///< --offload-pin-memory
   dropout,                   ///< --dropout
 };
 

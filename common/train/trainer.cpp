@@ -249,6 +249,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
       optimizer_->tile_copy_back(plan::kCopyBackTileElements);
     if (options_.plan.offload.optimizer_device == plan::OffloadDevice::nvme)
       optimizer_->keep_states_on_nvme(options_.nvme);
+    if (options_.plan.offload.pin_memory) optimizer_->pin_host_buffers(runtime.host_allocator());
   }
   dist::ParallelOptions parallel;
   static_cast<dist::ParallelGroups&>(parallel) = options_.groups;
@@ -492,7 +493,24 @@ ModelStateMeasured Trainer::model_state() const {
 
 std::optional<ModelStateMeasured> Trainer::host_model_state() const {
   if (!host_) return std::nullopt;
-  return model_state_of(*host_);
+  ModelStateMeasured held = model_state_of(*host_);
+  const ModelStateMeasured pinned = host_pinned_model_state(false);
+  held.parameters += pinned.parameters;
+  held.gradients += pinned.gradients;
+  held.optimizer_states += pinned.optimizer_states;
+  return held;
+}
+
+ModelStateMeasured Trainer::host_pinned_model_state(bool blocks) const {
+  // The device's pinned pool: only the offloaded optimizer puts model states there (the batch's
+  // staging and offloaded activations have categories of their own).
+  const memory::CategoryStats c = runtime_.host_allocator().category_stats();
+  const auto held = [&](memory::MemoryCategory category) {
+    return blocks ? c.of(category).current : c.requested(category).current;
+  };
+  return ModelStateMeasured{held(memory::MemoryCategory::parameter),
+                            held(memory::MemoryCategory::gradient),
+                            held(memory::MemoryCategory::optimizer_state)};
 }
 
 MemoryReport Trainer::memory_report() const {

@@ -222,9 +222,13 @@ class Trainer {
   [[nodiscard]] ModelStateMeasured model_state() const;
   /// Under `--offload optimizer`, the model states the host holds (Note [Optimizer offload]): the
   /// optimizer states and fp32 master, and the staged copies of this rank's gradients and
-  /// parameters the update reads and writes; requested bytes, as model_state().
+  /// parameters the update reads and writes; requested bytes, as model_state(), pinned or not.
   /// \return them, or nothing without optimizer offload.
   [[nodiscard]] std::optional<ModelStateMeasured> host_model_state() const;
+  /// Of host_model_state(), what sits in the device's pinned pool (`--offload-pin-memory on`).
+  /// \param blocks the blocks' bytes (each a power of two: what the machine gives up) rather
+  /// than the bytes asked for. \return them (zeros with nothing pinned).
+  [[nodiscard]] ModelStateMeasured host_pinned_model_state(bool blocks) const;
   /// \return the runtime the optimizer's states live on: the host's under `--offload optimizer`,
   /// else the device's.
   [[nodiscard]] nn::Runtime& optimizer_runtime() { return host_ ? *host_ : runtime_; }

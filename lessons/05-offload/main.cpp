@@ -20,6 +20,7 @@
 #include "common/model/model_config.h"
 #include "common/platform/blas.h"
 #include "common/platform/errors.h"
+#include "common/storage/nvme_tier.h"
 #include "common/workbook/lesson_main.h"
 #include "lessons/05-offload/claims_file.h"
 #include "lessons/05-offload/exercise_results.h"
@@ -76,6 +77,8 @@ workbook::LessonOutput run(const Options& o, workbook::LessonRun& run) {
   s.dpu_steps = o.dpu_steps;
   s.dpu_from = o.dpu_from;
   s.nvme_path = o.nvme_path;
+  // The tier's own checks (a writable directory), before anything runs.
+  if (!s.nvme_path.empty()) (void)storage::NvmeTier(storage::NvmeOptions{s.nvme_path});
 
   run.on_out_of_memory(s.device.name(), "--device sim:a100-80g", "a larger simulated GPU");
   const lesson05::Lesson lesson = lesson05::run_lesson(s, run.progress_function());

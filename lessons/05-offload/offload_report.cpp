@@ -67,6 +67,12 @@ const TypedColumns<RunResult>& memory_columns() {
        [](const R& r) {
          return r.fits ? report::Value(r.host.gradients + r.host.parameters) : report::Value();
        }},
+      {{"pinned_model_state_bytes", "of host pinned", Unit::bytes},
+       [](const R& r) {
+         return r.fits && r.pinned_model_state_blocks > 0
+                    ? report::Value(r.pinned_model_state_blocks)
+                    : report::Value();
+       }},
       {{"nvme_file_bytes", "NVMe", Unit::bytes},
        [](const R& r) {
          return r.fits && r.nvme_bytes > 0 ? report::Value(r.nvme_bytes) : report::Value();
@@ -188,8 +194,14 @@ const TypedColumns<RunResult>& timeline_columns() {
 json run_record(const RunResult& r, const RunResult* no_overlap) {
   json j = report::record_json(memory_columns(), r);
   j.update(report::record_json(clock_columns(), r));
+  // pinned: the pool's peak in blocks (the batch's staging, offloaded activations, and the
+  // optimizer's pinned buffers); pageable: the rest of the host's model states.
   j["host_bytes"] = {{"pinned", r.pinned_peak_bytes},
-                     {"pageable", r.host.parameters + r.host.gradients + r.host.optimizer_states}};
+                     {"pinned_model_states", r.pinned_model_state_blocks},
+                     {"pageable", r.host.total() - r.pinned_model_state_requested},
+                     // The RAM the model states take: the pageable bytes and the pinned blocks.
+                     {"model_states_ram", r.host.total() - r.pinned_model_state_requested +
+                                              r.pinned_model_state_blocks}};
   j["nvme_bytes"] = r.nvme_bytes;
   j["bytes_moved"] = {{"h2d", r.host_to_device_bytes},
                       {"d2h", r.device_to_host_bytes},
@@ -205,7 +217,8 @@ json run_record(const RunResult& r, const RunResult* no_overlap) {
                    {"host_optimizer_state_bytes", r.estimate.host_optimizer_state_bytes},
                    {"host_gradient_bytes", r.estimate.host_gradient_bytes},
                    {"host_parameter_bytes", r.estimate.host_parameter_bytes},
-                   {"nvme_bytes", r.estimate.nvme_optimizer_state_bytes}};
+                   {"nvme_bytes", r.estimate.nvme_optimizer_state_bytes},
+                   {"host_pinned_bytes", r.estimate.host_pinned_bytes}};
   j["losses"] = r.losses;
   return j;
 }
@@ -664,8 +677,11 @@ std::string render_text(const Lesson& lesson, bool colour) {
   out += wrap_note(fmt::format(
       "params, grads, states: the model states the device's allocator holds after the last step "
       "(requested bytes); host: the fp32 master weights, m and v the host's AdamW keeps, and the "
-      "16-bit gradients and parameters it reads and writes. \"yes\": device and host bytes equal "
-      "`vramlab estimate --offload optimizer`'s to the byte. ZeRO-Infinity, states on NVMe: "
+      "16-bit gradients and parameters it reads and writes; of host pinned: the blocks of the "
+      "staged gradients and parameters and the fp32 master, page-locked as DeepSpeed's "
+      "pin_memory does it (--offload-pin-memory on), each rounded up to a power of two. "
+      "\"yes\": device, host and pinned bytes equal `vramlab estimate --offload optimizer`'s to "
+      "the byte. ZeRO-Infinity, states on NVMe: "
       "ZeRO-3 on one rank with the parameters on the host too and the optimizer's states (fp32 "
       "master, m, v) in real files (--offload-optimizer-device nvme), one per state and unit; "
       "host: states is then the two units' states the host stages, NVMe the files, each rounded "

@@ -95,6 +95,8 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   r.device = trainer.model_state();
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
     r.host = *host;
+  r.pinned_model_state_requested = trainer.host_pinned_model_state(false).total();
+  r.pinned_model_state_blocks = trainer.host_pinned_model_state(true).total();
   r.device_peak_bytes = trainer.memory_report().peak_total_bytes;
   r.pinned_peak_bytes = runtime.host_allocator().host_memory_stats().allocated_bytes.peak;
   const memory::CategoryStats pinned = runtime.host_allocator().category_stats();
@@ -109,7 +111,9 @@ bool RunResult::equals_estimate() const {
               estimate.optimizer_states.bytes) &&
          same(host, estimate.host_parameter_bytes, estimate.host_gradient_bytes,
               estimate.host_optimizer_state_bytes) &&
-         nvme_bytes == estimate.nvme_optimizer_state_bytes;
+         nvme_bytes == estimate.nvme_optimizer_state_bytes &&
+         pinned_model_state_requested == estimate.host_pinned_requested_bytes &&
+         pinned_model_state_blocks == estimate.host_pinned_bytes;
 }
 
 RunSpec on_nvme(RunSpec spec, std::string label) {

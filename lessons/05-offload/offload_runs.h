@@ -56,7 +56,11 @@ struct RunResult {
   train::ModelStateMeasured host;     ///< on the host (zeros without offload).
   estimate::Estimate estimate;        ///< the estimator's for the same options, one rank.
   int64_t device_peak_bytes = 0;      ///< allocated bytes at their peak (rounded blocks).
-  int64_t pinned_peak_bytes = 0;      ///< the pinned host tier's peak (the batch's staging).
+  int64_t pinned_peak_bytes = 0;      ///< the pinned host tier's peak (blocks), all of it.
+  /// Of host: what sits in the pinned pool (`--offload-pin-memory on`: the staged gradients and
+  /// parameters, the fp32 master), as asked for and in its power-of-two blocks.
+  int64_t pinned_model_state_requested = 0;
+  int64_t pinned_model_state_blocks = 0;  ///< see pinned_model_state_requested
   int64_t host_to_device_bytes = 0;   ///< over the link in the last step.
   int64_t device_to_host_bytes = 0;   ///< over the link in the last step.
   double copy_seconds = 0.0;          ///< the last step's copies on the link, both directions.

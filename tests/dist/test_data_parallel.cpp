@@ -63,6 +63,7 @@ struct RankRun {
   // --offload-optimizer-device nvme: the files' bytes, the host's staging, what went to and
   // from the drive, and the drive's busy time on the device's clock
   int64_t nvme_file_bytes = 0, nvme_staging_bytes = 0;
+  int64_t pinned_blocks = 0;  // the host's pinned model-state blocks (--offload-pin-memory on)
   optim::SwapTraffic nvme_traffic;
   double nvme_busy_seconds = 0.0;
 };
@@ -87,6 +88,7 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
     }
     run.state = trainer.model_state();
     run.host = trainer.host_model_state();
+    run.pinned_blocks = trainer.host_pinned_model_state(true).total();
     run.gathered_peak = trainer.data_parallel()->gathered_peak_bytes();
     run.copies = runtime.transfer_stats();  // the training's, before the test reads the store
     if (const optim::StateSwap* swap = trainer.optimizer().state_swap()) {
@@ -273,6 +275,7 @@ TEST(DataParallel, Zero3WithTheOptimizerAndTheParametersOffloadedTrainsAsOnTheDe
               EXPECT_EQ(run.host->optimizer_states, e.host_optimizer_state_bytes) << "rank " << r;
               EXPECT_EQ(run.host->gradients, e.host_gradient_bytes) << "rank " << r;
               EXPECT_EQ(run.host->parameters, e.host_parameter_bytes) << "rank " << r;
+              EXPECT_EQ(run.pinned_blocks, e.host_pinned_bytes) << "rank " << r;
               const int64_t partition = e.host_parameter_bytes;  // the rank's bf16 shard
               EXPECT_EQ(partition, mine.state.parameters) << "rank " << r;
               EXPECT_EQ(run.copies.device_to_host_bytes - mine.copies.device_to_host_bytes,
@@ -332,6 +335,7 @@ TEST(DataParallel, Zero3WithTheOptimizerStatesOnNvmeTrainsAsWithThemInHostMemory
               EXPECT_EQ(run.host->gradients, mine.host->gradients) << "rank " << r;
               EXPECT_EQ(run.host->parameters, mine.host->parameters) << "rank " << r;
               EXPECT_EQ(run.nvme_file_bytes, e.nvme_optimizer_state_bytes) << "rank " << r;
+              EXPECT_EQ(run.pinned_blocks, e.host_pinned_bytes) << "rank " << r;
               // Every state once: the files hold the rank's partition, padded per file.
               const int64_t partition = in_memory.host_optimizer_state_bytes;
               EXPECT_GE(run.nvme_file_bytes, partition) << "rank " << r;

@@ -53,7 +53,11 @@ TEST(Lesson05Cli, JsonHasEveryRunsRecordTheSweepAndTheClaims) {
     }
     EXPECT_EQ(run.at("nvme_bytes"), 0);
     const bool offload = run.at("offload") == "optimizer";
-    EXPECT_EQ(run.at("host_bytes").at("pageable").get<int64_t>(), offload ? 16 * psi : 0);
+    // Pinned by default: the staged gradients and parameters and the master (2 + 2 + 4 bytes a
+    // parameter) in power-of-two blocks; m and v (8) pageable.
+    EXPECT_EQ(run.at("host_bytes").at("pageable").get<int64_t>(), offload ? 8 * psi : 0);
+    EXPECT_EQ(run.at("host_bytes").at("pinned_model_states"),
+              run.at("estimate").at("host_pinned_bytes"));
     EXPECT_GT(run.at("host_bytes").at("pinned").get<int64_t>(), 0);  // the staged batch
     EXPECT_EQ(run.at("bytes_moved").at("d2h").get<int64_t>(), offload ? 2 * psi : 0);
     EXPECT_EQ(run.at("bytes_moved").at("nvme_write"), 0);

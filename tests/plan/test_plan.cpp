@@ -107,6 +107,7 @@ Plan random_plan(std::mt19937_64& rng) {
       p.offload.optimizer && p.parallel.zero == ZeroStage::parameters && elementwise && coin()
           ? OffloadDevice::nvme
           : OffloadDevice::cpu;
+  p.offload.pin_memory = !p.offload.optimizer || coin();
   p.dropout.p = coin() ? 0.0f : real(0.0f, 0.99f);
   p.dropout.preserve_rng_state = coin();
   return p;
@@ -209,6 +210,8 @@ TEST(PlanJson, RefusesUnknownKeysWrongTypesAndBadValuesNamingTheKey) {
   expect_refused(R"({"offload": {"delay_update_from": 3}})", {"--offload-dpu 3", "optimizer"});
   expect_refused(R"({"offload": {"tiled_copy_back": true}})",
                  {"--offload-copy-back tiled", "optimizer"});
+  expect_refused(R"({"offload": {"pin_memory": false}})",
+                 {"--offload-pin-memory off", "--offload optimizer"});
   expect_refused(R"({"offload": {"optimizer_device": "nvme"}})",
                  {"--offload-optimizer-device nvme", "--offload optimizer"});
   expect_refused(

@@ -460,7 +460,9 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
   r["cpu_offload_bytes"] = e.cpu_offload_bytes;
   r["host_bytes"] = {{"optimizer_states", e.host_optimizer_state_bytes},
                      {"gradients", e.host_gradient_bytes},
-                     {"parameters", e.host_parameter_bytes}};
+                     {"parameters", e.host_parameter_bytes},
+                     {"pinned_requested", e.host_pinned_requested_bytes},
+                     {"pinned_blocks", e.host_pinned_bytes}};
   r["nvme_bytes"] = {{"optimizer_states", e.nvme_optimizer_state_bytes}};
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
@@ -580,6 +582,14 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
     table.add_row({"host (offload)", format_bytes(static_cast<uint64_t>(e.cpu_offload_bytes)),
                    format_bytes_decimal(static_cast<uint64_t>(e.cpu_offload_bytes)), "",
                    e.cpu_offload_source},
+                  report::RowStyle::kDim);
+  if (e.host_pinned_bytes > 0)
+    table.add_row({"host (pinned)", format_bytes(static_cast<uint64_t>(e.host_pinned_bytes)),
+                   format_bytes_decimal(static_cast<uint64_t>(e.host_pinned_bytes)), "",
+                   "page-locked blocks, each a power of two (PyTorch's pinned allocator), for " +
+                       format_bytes(static_cast<uint64_t>(e.host_pinned_requested_bytes)) +
+                       " of staged gradients and parameters and fp32 master (DeepSpeed's "
+                       "pin_memory; --offload-pin-memory off: pageable)"},
                   report::RowStyle::kDim);
   if (e.nvme_optimizer_state_bytes > 0)
     table.add_row(

@@ -599,6 +599,10 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
              ? json(options.host_memory_bytes_per_s / 1e9)
              : json(nullptr)},
         {"host_model_state_bytes", host_state_json(trainer.host_model_state())},
+        // Of them, the page-locked blocks (--offload-pin-memory on): each a power of two.
+        {"host_pinned_model_state_bytes", options.plan.offload.optimizer
+                                              ? json(trainer.host_pinned_model_state(true).total())
+                                              : json(nullptr)},
         {"nvme", nvme_json(trainer, runtime)},
         {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
@@ -649,6 +653,16 @@ RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& 
                (options.plan.offload.tiled_copy_back ? "tiled" : "whole"))
                   .c_str(),
         delayed_text.c_str());
+  }
+  if (options.plan.offload.optimizer && options.plan.offload.pin_memory) {
+    const train::ModelStateMeasured asked = trainer.host_pinned_model_state(false);
+    std::printf(
+        "of the host's bytes, %s are pinned (the staged gradients and parameters and the fp32 "
+        "master, page-locked as DeepSpeed's pin_memory) in %s of power-of-two blocks; "
+        "--offload-pin-memory off keeps them pageable\n",
+        report::format_bytes(static_cast<uint64_t>(asked.total())).c_str(),
+        report::format_bytes(static_cast<uint64_t>(trainer.host_pinned_model_state(true).total()))
+            .c_str());
   }
   print_nvme(trainer, runtime, o.steps);
   if (options.plan.activations.offload) {
