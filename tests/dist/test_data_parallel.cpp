@@ -518,7 +518,10 @@ TEST(DataParallel, NvmeReadsRunAheadOfTheHostsUpdateAndWritesFollowIt) {
   const size_t n = layout.units().size();
   for (const double drive : {1e9, 20e9, 1e15}) {
     SCOPED_TRACE("drive " + std::to_string(drive / 1e9) + " GB/s");
-    const auto [seconds, lane] = run(true, drive);
+    // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+    const std::pair<double, std::vector<stream::Span>> measured = run(true, drive);
+    const double seconds = measured.first;
+    const std::vector<stream::Span>& lane = measured.second;
     ASSERT_EQ(lane.size(), 2 * n);
     const auto numel = [&](size_t p) { return static_cast<double>(layout.units()[p].numel); };
     size_t at = 0;
