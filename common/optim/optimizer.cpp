@@ -463,8 +463,10 @@ void Optimizer::keep_states_on_nvme(const NvmeSwapOptions& options) {
 // the clock for the drive, so a read that takes longer than the update before it shows as the
 // host waiting (exposed), and the last write overlaps whatever comes next. The kernels get the
 // same arguments as with the states in host memory, so a step updates to the same bits.
-// A transfer that fails at the first step leaves the optimizer as it was (no files, no staging,
-// no step); later, the files no longer hold one step's states, so the optimizer refuses to go on.
+// The files and the staging are made before any part is updated: a drive or a host too small for
+// them leaves the optimizer as it was (no file, no staging, no step). Once a part is updated, a
+// transfer that fails leaves the parameters and the files holding different steps, so the
+// optimizer refuses to go on.
 void Optimizer::update_swapped(nn::ParameterStore& params,
                                const std::vector<std::string>& state_names,
                                const PartUpdate& update) {
@@ -501,7 +503,6 @@ void Optimizer::update_swapped(nn::ParameterStore& params,
                   "nvme read " + part_name(p));
     read[static_cast<size_t>(p)].record(clock, nvme_lane_);
   };
-  const int64_t steps_before = steps_;
   ++steps_;
   try {
     if (parts > 0) enqueue_read(0);
@@ -540,12 +541,7 @@ void Optimizer::update_swapped(nn::ParameterStore& params,
                     "nvme write " + name);
     }
   } catch (const storage::StorageError& error) {
-    if (!first) {
-      swap_lost_ = error.what();
-      throw;
-    }
-    steps_ = steps_before;
-    swap_ = std::make_unique<StateSwap>(runtime_, drive);  // the files and the staging go
+    swap_lost_ = error.what();
     throw;
   }
 }
