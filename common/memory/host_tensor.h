@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <utility>
-#include <vector>
 
 #include "common/dtype/dtype.h"
 #include "common/memory/host_buffer.h"

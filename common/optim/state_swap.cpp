@@ -20,10 +20,6 @@ void require_bandwidth(double bytes_per_s, const char* what) {
                      std::to_string(bytes_per_s) + " bytes/s");
 }
 
-int64_t round_up_to_alignment(int64_t bytes) {
-  return ceil_div(bytes, storage::kNvmeAlignment) * storage::kNvmeAlignment;
-}
-
 }  // namespace
 
 StateSwap::StateSwap(nn::Runtime& host, NvmeSwapOptions options)
@@ -52,7 +48,7 @@ void StateSwap::prepare(const std::vector<int64_t>& part_numels, std::vector<Swa
         const int64_t bytes = checked_mul(
             part_numels[p], static_cast<int64_t>(dtype_size_bytes(s.dtype)), "state bytes");
         if (tier_) files.push_back(tier_->create("part" + std::to_string(p) + "." + s.name, bytes));
-        file_bytes = checked_add(file_bytes, round_up_to_alignment(bytes), "NVMe bytes");
+        file_bytes = checked_add(file_bytes, storage::nvme_aligned_bytes(bytes), "NVMe bytes");
       }
     std::vector<memory::Tensor> staging;
     for (int set = 0; set < 2; ++set)

@@ -51,10 +51,6 @@ int64_t next_serial() {
   return serial++;
 }
 
-int64_t round_up(int64_t bytes) {
-  return (bytes + kNvmeAlignment - 1) / kNvmeAlignment * kNvmeAlignment;
-}
-
 std::string safe_name(std::string_view name) {
   std::string out;
   for (const char c : name)
@@ -174,7 +170,7 @@ int64_t NvmeTier::create(std::string_view name, int64_t bytes) {
   File f;
   f.path = options_.path + "/vramlab-" + std::to_string(::getpid()) + "-" +
            std::to_string(next_serial()) + "-" + safe_name(name) + ".swap";
-  f.bytes = round_up(bytes);
+  f.bytes = nvme_aligned_bytes(bytes);
   f.fd = ::open(f.path.c_str(), O_CREAT | O_EXCL | O_RDWR | (direct_ ? O_DIRECT : 0), 0600);
   if (f.fd < 0)
     throw StorageError("cannot create " + platform::printable(f.path) + ": " +
@@ -275,7 +271,7 @@ void NvmeTier::transfer_io_uring(Direction direction, const File& file, unsigned
       Slot& slot = slots[s];
       slot.offset = next * bs;
       slot.length = std::min(bs, bytes - slot.offset);
-      slot.padded = round_up(slot.length);
+      slot.padded = nvme_aligned_bytes(slot.length);
       unsigned char* buffer = buffers_[s];
       io_uring_sqe* sqe = io_uring_get_sqe(&ring);  // never null: one entry per buffer
       if (writing) {
@@ -354,7 +350,7 @@ void NvmeTier::transfer_threads(Direction direction, const File& file, unsigned 
   const auto work = [&](unsigned char* buffer) {
     for (int64_t i = next++; i < blocks && error.load() == 0; i = next++) {
       const int64_t offset = i * bs, length = std::min(bs, bytes - offset);
-      const int64_t padded = round_up(length);
+      const int64_t padded = nvme_aligned_bytes(length);
       int e = 0;
       if (writing) {
         std::memcpy(buffer, memory + offset, static_cast<size_t>(length));

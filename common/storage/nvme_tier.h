@@ -68,6 +68,12 @@ struct NvmeStats {
 /// today's drives and file systems (4096; 512 on older ones, which 4096 also satisfies).
 inline constexpr int64_t kNvmeAlignment = 4096;
 
+/// \param bytes ≥ 0. \return \p bytes rounded up to kNvmeAlignment: what a file of \p bytes
+/// takes on disk (NvmeTier::create reserves it) and what a request of \p bytes moves.
+inline constexpr int64_t nvme_aligned_bytes(int64_t bytes) {
+  return (bytes + kNvmeAlignment - 1) / kNvmeAlignment * kNvmeAlignment;
+}
+
 /// Files of the tier under one directory (see the file comment). Not thread-safe: one caller.
 class NvmeTier {
  public:
