@@ -13,7 +13,9 @@ memory bandwidth that build/bin/adamw_step_tool measures in the same run: the sa
 with AdamW's traffic and none of its arithmetic (p += g, m += g, v += g), counted as STREAM counts
 (bench/kernels_cpu/adamw_step_tool.cpp). A STREAM copy is printed beside it for reference.
 
-Each round runs the tool (one untimed step, then --steps timed ones) and each PyTorch variant
+The tool also times each vector path this CPU has (the plain loop, the compiled AVX2 one, the
+AVX-512 one the CPU picks where it has it), the paths taking turns; the ratios use the picked one.
+Each round runs the tool (one untimed step, then --steps timed ones on each path) and each PyTorch variant
 (the same), in turn; a variant's time is the median of all its timed steps. Prints the table, the
 three ratios with their targets, and exits 1 if a target is missed (2 on bad usage).
 PyTorch 2.x comes from `tools/setup.sh --with-peers` (venv-torch/).
@@ -76,10 +78,15 @@ def main():
     torch.set_num_threads(options.threads)
 
     times = {"vramlab": [], "torch default": [], "torch fused": []}
+    path_times = {}  # vector path -> seconds (the tool's paths take turns within its run)
+    chosen = None
     floor_bandwidth = copy_bandwidth = 0.0
     for _ in range(options.rounds):
         run = tool_steps(options.tool, options.params, options.steps, options.threads)
         times["vramlab"] += run["adamw_seconds"]
+        chosen = run["path"]
+        for path, seconds in run["path_seconds"].items():
+            path_times.setdefault(path, []).extend(seconds)
         floor_bandwidth = max(floor_bandwidth, run["floor_bytes_per_s"])
         copy_bandwidth = max(copy_bandwidth, run["copy_bytes_per_s"])
         times["torch default"] += torch_steps(options.params, options.steps, fused=False)
@@ -94,8 +101,16 @@ def main():
           f"STREAM copy {copy_bandwidth / 1e9:.1f} GB/s")
     print(f"{'implementation':<16} {'ms/step':>9} {'GB/s':>6}")
     for name, seconds in median.items():
-        print(f"{name:<16} {seconds * 1e3:9.1f} "
+        label = f"vramlab ({chosen})" if name == "vramlab" else name
+        print(f"{label:<16} {seconds * 1e3:9.1f} "
               f"{BYTES_PER_PARAM * options.params / seconds / 1e9:6.1f}")
+    print("vramlab's vector paths, taking turns step by step (the CPU picks "
+          f"{chosen}; kernels/cpu/kernel_set.h):")
+    for path, seconds in path_times.items():
+        path_median = statistics.median(seconds)
+        print(f"  {path:<14} {path_median * 1e3:9.1f} "
+              f"{BYTES_PER_PARAM * options.params / path_median / 1e9:6.1f}"
+              f"   {path_median / floor:5.2f}x the floor")
     checks = [
         ("torch default / vramlab", median["torch default"] / median["vramlab"], ">=", 3.0),
         ("torch fused / vramlab", median["torch fused"] / median["vramlab"], ">=", 1.0),

@@ -1,9 +1,12 @@
 // The CPU AdamW step on N fp32 parameters, for bench/compare_cpu_adamw.py, which runs it beside
 // PyTorch's CPU torch.optim.AdamW on the same N and threads (issue #33: the offloaded optimizer
 // step). Prints one JSON object:
-//   {"params": N, "threads": T, "adamw_seconds": [s, ...], "floor_bytes_per_s": B,
-//    "copy_bytes_per_s": B}
-// adamw_seconds: each timed step of kernels/cpu adamw_update after one untimed step.
+//   {"params": N, "threads": T, "path": "avx512", "adamw_seconds": [s, ...],
+//    "path_seconds": {"plain": [s, ...], "avx2": [...], "avx512": [...]},
+//    "floor_bytes_per_s": B, "copy_bytes_per_s": B}
+// adamw_seconds: each timed step of kernels/cpu adamw_update after one untimed step, on the path
+// the CPU picks (path). path_seconds: the same steps on each vector path this CPU has
+// (kernel_set.h), the paths taking turns step by step, so that each sees the same machine.
 // floor_bytes_per_s: the memory floor's bandwidth, measured in the same process on the same four
 // arrays with AdamW's traffic and none of its arithmetic (p += g, m += g, v += g: read four,
 // write three, 28 bytes per element), best of five passes, counted as STREAM counts (bytes read
@@ -19,11 +22,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/dtype/counter_rng.h"
 #include "common/platform/errors.h"
+#include "kernels/cpu/kernel_set.h"
 #include "kernels/cpu/optimizer.h"
 
 namespace {
@@ -87,13 +92,26 @@ int run(int argc, char** argv) {
   for (int64_t i = 0; i < n; i++) v[static_cast<size_t>(i)] *= v[static_cast<size_t>(i)];
 
   const vramlab::kernels::cpu::AdamWHyperparameters hp{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
-  vramlab::kernels::cpu::adamw_update(param.data(), grad.data(), m.data(), v.data(), n, hp, 1);
-  std::vector<double> adamw_seconds;
-  for (int64_t step = 2; step < 2 + steps; step++) {
-    const Clock::time_point start = Clock::now();
-    vramlab::kernels::cpu::adamw_update(param.data(), grad.data(), m.data(), v.data(), n, hp, step);
-    adamw_seconds.push_back(seconds_since(start));
+  namespace cpu = vramlab::kernels::cpu;
+  const cpu::VectorPath chosen = cpu::optimizer_vector_path();
+  std::vector<cpu::VectorPath> paths;
+  for (const cpu::VectorPath path :
+       {cpu::VectorPath::plain, cpu::VectorPath::compiled, cpu::VectorPath::avx512})
+    if (cpu::vector_path_available(path)) paths.push_back(path);
+  cpu::adamw_update(param.data(), grad.data(), m.data(), v.data(), n, hp, 1);
+  std::vector<std::vector<double>> path_seconds(paths.size());  // (paths, steps)
+  int64_t step = 2;
+  for (int64_t round = 0; round < steps; round++) {
+    for (size_t k = 0; k < paths.size(); k++) {
+      cpu::force_optimizer_vector_path(paths[k]);
+      const Clock::time_point start = Clock::now();
+      cpu::adamw_update(param.data(), grad.data(), m.data(), v.data(), n, hp, step++);
+      path_seconds[k].push_back(seconds_since(start));
+    }
   }
+  cpu::force_optimizer_vector_path(std::nullopt);
+  const std::vector<double>& adamw_seconds = path_seconds[static_cast<size_t>(
+      std::find(paths.begin(), paths.end(), chosen) - paths.begin())];
 
   // The floor, on the optimizer's own arrays (their values no longer matter).
   float* p = param.data();
@@ -113,11 +131,21 @@ int run(int argc, char** argv) {
     for (int64_t i = 0; i < n; i++) m1[i] = m2[i];
   });
 
-  std::printf("{\"params\": %lld, \"threads\": %d, \"adamw_seconds\": [", static_cast<long long>(n),
-              omp_get_max_threads());
-  for (size_t i = 0; i < adamw_seconds.size(); i++)
-    std::printf("%s%.6f", i == 0 ? "" : ", ", adamw_seconds[i]);
-  std::printf("], \"floor_bytes_per_s\": %.0f, \"copy_bytes_per_s\": %.0f}\n", floor, copy);
+  const auto print_seconds = [](const std::vector<double>& seconds) {
+    std::printf("[");
+    for (size_t i = 0; i < seconds.size(); i++)
+      std::printf("%s%.6f", i == 0 ? "" : ", ", seconds[i]);
+    std::printf("]");
+  };
+  std::printf("{\"params\": %lld, \"threads\": %d, \"path\": \"%s\", \"adamw_seconds\": ",
+              static_cast<long long>(n), omp_get_max_threads(), cpu::vector_path_name(chosen));
+  print_seconds(adamw_seconds);
+  std::printf(", \"path_seconds\": {");
+  for (size_t k = 0; k < paths.size(); k++) {
+    std::printf("%s\"%s\": ", k == 0 ? "" : ", ", cpu::vector_path_name(paths[k]));
+    print_seconds(path_seconds[k]);
+  }
+  std::printf("}, \"floor_bytes_per_s\": %.0f, \"copy_bytes_per_s\": %.0f}\n", floor, copy);
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "common/dtype/convert.h"
 #include "common/dtype/counter_rng.h"
 
+#include "kernels/cpu/kernel_set.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/storage.h"
 
@@ -41,30 +42,121 @@ inline P round_parameter(float x, const ParameterRounding& rounding, int64_t i) 
 /// (fma(multiplier, grad, ·)); fused, the update would no longer be the f32 kernel's on the
 /// unscaled gradient (other bits, and other bits again where the loop runs scalar).
 template <typename Gr>
-inline void scale_gradient(float* scaled, const Gr* grad, int64_t count, float grad_multiplier) {
+[[gnu::always_inline]] inline void scale_gradient(float* scaled, const Gr* grad, int64_t count,
+                                                  float grad_multiplier) {
 #pragma omp simd
   for (int64_t j = 0; j < count; j++) scaled[j] = grad_multiplier * widen(grad[j]);
 }
 
-/// Calls body(i, g) for every element in parallel, g = widen(grad[i]) (kScaled false: the f32
+// Note [Vector paths at run time]
+// The elementwise optimizers (AdamW, SGD, Lion) are one loop body each, run by for_each_gradient
+// over [0, n) in chunks spread over the threads. A chunk takes one of three paths (VectorPath in
+// kernel_set.h): the body vectorised for the kernels' compiled target (AVX2 on the x86-64-v3
+// build), the same source compiled again inside a function whose target attribute adds AVX-512
+// (512-bit vectors preferred), taken when the CPU has it, or a plain loop that calls the body
+// one element at a time through a function that is never inlined (so nothing vectorises it).
+// The body is inlined into each path's function and compiled with that function's instructions;
+// an inline function it calls and the compiler keeps out of line is compiled once, for the
+// build's target, so no AVX-512 code can reach a CPU without it (which a separate translation
+// unit compiled with -mavx512f would risk: the linker keeps one copy of each inline function). The
+// paths compute the same bits: each element's arithmetic is independent of the others, IEEE
+// square root and division are exact to the rounding on every path, and the compiled target
+// already has FMA, so the compiler fuses the same multiply-adds on all three (the paths are
+// offered only then: on a generic build the compiled path is the only one). A chunk is a
+// multiple of any vector's width and of kScaledBlock. DeepSpeed's CPU-Adam (csrc/includes/simd.h)
+// picks AVX-512 or AVX2 at build time with intrinsics; the loop is at the memory floor either way
+// (Note [CPU AdamW: at the memory floor] in optimizer.cpp), where the wider vectors save
+// instructions, not time.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__FMA__)
+#define VRAMLAB_OPTIMIZER_AVX512_PATH 1
+#if defined(__clang__)
+#define VRAMLAB_TARGET_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), min_vector_width(512)))
+#else
+#define VRAMLAB_TARGET_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512")))
+#endif
+#else
+#define VRAMLAB_OPTIMIZER_AVX512_PATH 0
+#endif
+
+/// Elements per chunk of for_each_gradient: a multiple of kScaledBlock and of every vector width.
+inline constexpr int64_t kGradientChunk = 16 * 1024;
+
+/// Calls body(i, g) for i in [begin, end), vectorised: g = widen(grad[i]) (kScaled false: the f32
 /// kernels' loop) or g = grad_multiplier · widen(grad[i]) rounded to f32 (kScaled true, through
-/// scale_gradient in chunks of kScaledBlock).
+/// scale_gradient in chunks of kScaledBlock). Inlined into each path's function.
+template <bool kScaled, typename Gr, typename Body>
+[[gnu::always_inline]] inline void gradient_range(const Gr* grad, int64_t begin, int64_t end,
+                                                  float grad_multiplier, const Body& body) {
+  if constexpr (!kScaled) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; i++) body(i, widen(grad[i]));
+  } else {
+    for (int64_t first = begin; first < end; first += kScaledBlock) {
+      const int64_t count = end - first < kScaledBlock ? end - first : kScaledBlock;
+      float scaled[kScaledBlock];  // (kScaledBlock) multiplier · grad of this block
+      scale_gradient(scaled, grad + first, count, grad_multiplier);
+#pragma omp simd
+      for (int64_t j = 0; j < count; j++) body(first + j, scaled[j]);
+    }
+  }
+}
+
+template <bool kScaled, typename Gr, typename Body>
+void gradient_range_compiled(const Gr* grad, int64_t begin, int64_t end, float grad_multiplier,
+                             const Body& body) {
+  gradient_range<kScaled>(grad, begin, end, grad_multiplier, body);
+}
+
+#if VRAMLAB_OPTIMIZER_AVX512_PATH
+template <bool kScaled, typename Gr, typename Body>
+VRAMLAB_TARGET_AVX512 void gradient_range_avx512(const Gr* grad, int64_t begin, int64_t end,
+                                                 float grad_multiplier, const Body& body) {
+  gradient_range<kScaled>(grad, begin, end, grad_multiplier, body);
+}
+#endif
+
+// The plain path's one element: never inlined, so the loop around it stays scalar.
+template <typename Body>
+[[gnu::noinline]] void body_at(const Body& body, int64_t i, float g) {
+  body(i, g);
+}
+
+template <bool kScaled, typename Gr, typename Body>
+void gradient_range_plain(const Gr* grad, int64_t begin, int64_t end, float grad_multiplier,
+                          const Body& body) {
+  for (int64_t i = begin; i < end; i++) {
+    // The product is rounded to f32 before the body sees it, as scale_gradient's store does.
+    const float g = kScaled ? grad_multiplier * widen(grad[i]) : widen(grad[i]);
+    body_at(body, i, g);
+  }
+}
+
+/// Calls body(i, g) for every element in parallel on the path optimizer_vector_path() names
+/// (Note [Vector paths at run time]), g as in gradient_range.
 template <bool kScaled, typename Gr, typename Body>
 void for_each_gradient(const Gr* grad, int64_t n, float grad_multiplier, const Body& body) {
-  if constexpr (!kScaled) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; i++) body(i, widen(grad[i]));
-  } else {
-    const int64_t blocks = (n + kScaledBlock - 1) / kScaledBlock;
+  using Range = void (*)(const Gr*, int64_t, int64_t, float, const Body&);
+  Range range = &gradient_range_compiled<kScaled, Gr, Body>;
+  switch (optimizer_vector_path()) {
+    case VectorPath::plain:
+      range = &gradient_range_plain<kScaled, Gr, Body>;
+      break;
+    case VectorPath::avx512:
+#if VRAMLAB_OPTIMIZER_AVX512_PATH
+      range = &gradient_range_avx512<kScaled, Gr, Body>;
+#endif
+      break;
+    case VectorPath::compiled:
+      break;
+  }
+  const int64_t chunks = (n + kGradientChunk - 1) / kGradientChunk;
 #pragma omp parallel for schedule(static)
-    for (int64_t block = 0; block < blocks; block++) {
-      const int64_t begin = block * kScaledBlock;
-      const int64_t count = n - begin < kScaledBlock ? n - begin : kScaledBlock;
-      float scaled[kScaledBlock];  // (kScaledBlock) multiplier · grad of this block
-      scale_gradient(scaled, grad + begin, count, grad_multiplier);
-#pragma omp simd
-      for (int64_t j = 0; j < count; j++) body(begin + j, scaled[j]);
-    }
+  for (int64_t chunk = 0; chunk < chunks; chunk++) {
+    const int64_t begin = chunk * kGradientChunk;
+    range(grad, begin, begin + kGradientChunk < n ? begin + kGradientChunk : n, grad_multiplier,
+          body);
   }
 }
 

@@ -142,8 +142,10 @@ json collect(bool measure_gemm) {
             {"parallel", blas.parallel},
             {"threads", blas.threads}};
   if (!blas.detected_core.empty()) b["detected_core"] = blas.detected_core;
-  r["cpu_kernels"] = {{"simd", kernels::cpu::compiled_simd_level()},
-                      {"target", kernels::cpu::compiled_target()}};
+  r["cpu_kernels"] = {
+      {"simd", kernels::cpu::compiled_simd_level()},
+      {"target", kernels::cpu::compiled_target()},
+      {"optimizer_path", kernels::cpu::vector_path_name(kernels::cpu::optimizer_vector_path())}};
   if (measure_gemm) b["sgemm_gflops"] = platform::measure_sgemm_gflops(1024, 0.3);
   r["blas"] = b;
 
@@ -200,7 +202,8 @@ void print_human(const json& r) {
   row("BLAS core", core);
   row("recommended core", b["recommended_core"]);
   row("vramlab CPU kernels", r["cpu_kernels"]["simd"].get<std::string>() + " (compiled for " +
-                                 r["cpu_kernels"]["target"].get<std::string>() + ")");
+                                 r["cpu_kernels"]["target"].get<std::string>() + "; optimizers: " +
+                                 r["cpu_kernels"]["optimizer_path"].get<std::string>() + ")");
   row("BLAS threading", b["parallel"].get<std::string>() + ", " +
                             std::to_string(b["threads"].get<int64_t>()) + " threads");
   if (b.contains("sgemm_gflops")) {
