@@ -92,18 +92,31 @@ void DataParallel::gather(int64_t unit) {
   const memory::ModuleScope module(unit_modules_[static_cast<size_t>(unit)]);
   nn::Runtime& runtime = model_.runtime();
   memory::Tensor full =
-      runtime.allocate({u.padded_numel}, store_.values().dtype(), memory::MemoryCategory::parameter,
+      runtime.allocate({u.padded_numel}, store_.value_dtype(), memory::MemoryCategory::parameter,
                        "gathered " + u.name);  // (p_u)
   if (store_.values_offloaded()) {
     // Note [Parameter fetch]
     stream::Clock& clock = runtime.clock();
     memory::Tensor& shard = fetched_shards_[static_cast<size_t>(unit)];
-    shard = runtime.allocate({u.shard_numel}, store_.values().dtype(),
-                             memory::MemoryCategory::parameter,
-                             "fetched shard of " + u.name);  // (s_u)
+    shard =
+        runtime.allocate({u.shard_numel}, store_.value_dtype(), memory::MemoryCategory::parameter,
+                         "fetched shard of " + u.name);  // (s_u)
     stream::Event computed;
     computed.record(clock, stream::Clock::compute_stream());
     computed.wait(clock, fetch_stream_);
+    if (store_.values_on_nvme()) {
+      // Note [Parameters on NVMe]: the shard comes off the drive first; the copy waits for it.
+      store_.swap_in(unit);
+      // The drive's lane: the trainer's (read_parameters_on), else one of its own.
+      if (nvme_lane_ == stream::Clock::compute_stream()) nvme_lane_ = clock.new_host_thread("nvme");
+      clock.enqueue(
+          nvme_lane_,
+          static_cast<double>(store_.local_bytes(unit)) / store_.nvme_drive().read_bytes_per_s,
+          "nvme read parameters " + u.name);
+      stream::Event read;
+      read.record(clock, nvme_lane_);
+      read.wait(clock, fetch_stream_);
+    }
     runtime.copy_to_device_async(shard.view(), store_.local_values(unit).data(), fetch_stream_);
     fetched_[static_cast<size_t>(unit)].record(clock, fetch_stream_);
     comm_.all_gather(shard.view(), full.view(), Traffic::parameters);
@@ -124,6 +137,8 @@ void DataParallel::use(int64_t unit) {
   // block pending on the fetch stream would not be reused until the host waited for it, and
   // the host runs ahead of the streams for the whole forward).
   fetched_shards_[static_cast<size_t>(unit)].reset();
+  // Likewise the host's copy of a shard read from NVMe.
+  if (store_.swapped_in(unit)) store_.swap_out(unit, false);
 }
 
 void DataParallel::release(int64_t unit) {
@@ -136,6 +151,7 @@ void DataParallel::release(int64_t unit) {
     memory::Tensor& shard = fetched_shards_[static_cast<size_t>(unit)];
     if (!shard.empty()) shard.record_stream(fetch_stream_);
     shard.reset();
+    if (store_.swapped_in(unit)) store_.swap_out(unit, false);
   }
 }
 

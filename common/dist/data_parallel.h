@@ -29,6 +29,9 @@
 /// copy stream ("parameter fetch"), after the compute stream's work so far, and the compute
 /// stream waits for that copy only when a phase uses the unit: so a prefetched unit's copy runs
 /// beside the layer before it, and without prefetch each copy is exposed (Note [Parameter fetch]).
+/// With the parameters on NVMe (ParameterStore::values_on_nvme()) the gather first reads the
+/// unit's shard from its file on a host thread of the clock for the drive, and the copy waits for
+/// that read (Note [Parameters on NVMe] in common/nn/parameter_store.cpp).
 ///
 /// Equality with DDP: the gradients reach every stage through sums of the same ranks' values;
 /// with the simulated communicator (rank-order sums) every stage's gradients, and so its losses,
@@ -91,6 +94,11 @@ class DataParallel final : public nn::StepObserver {
   /// unwinding skipped the phases' after()).
   void release_all();
 
+  /// With the parameters on NVMe: times the reads on \p lane (a host thread of the model
+  /// runtime's clock) instead of a lane of its own, so that one drive is one timeline (the
+  /// optimizer's, whose states are on the same drive).
+  void read_parameters_on(stream::StreamId lane) { nvme_lane_ = lane; }
+
   /// \return N.
   [[nodiscard]] int64_t world_size() const { return comm_.world_size(); }
   /// \return this rank.
@@ -128,6 +136,9 @@ class DataParallel final : public nn::StepObserver {
   // (units) parameter offload: each unit's fetched shard (s_u) until the compute stream has
   // waited for its copy, after which it is freed on the compute stream with nothing pending
   std::vector<memory::Tensor> fetched_shards_;
+  // parameters on NVMe: the drive's reads (the compute stream until read_parameters_on or the
+  // first read names a host thread)
+  stream::StreamId nvme_lane_ = stream::Clock::compute_stream();
   int64_t micro_batch_ = 0;          // micro-batches whose backward finished this step
   int64_t gathered_bytes_ = 0;       // requested bytes of the gathered units now
   int64_t gathered_peak_bytes_ = 0;  // and at most

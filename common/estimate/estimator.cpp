@@ -211,6 +211,7 @@ Estimate estimate_memory(const EstimateInputs& in) {
 
   // Host offload.
   std::string host;
+  std::vector<int64_t> unit_shards;  // (units) s_u, with anything on NVMe
   if (plan.offload.optimizer) {
     // The step runs on the host over this rank's partition: its gradients come down and its
     // updated parameters go up through copies staged there, in their own dtypes.
@@ -240,26 +241,43 @@ Estimate estimate_memory(const EstimateInputs& in) {
         "working memory as under ZeRO-3 without offload";
     host += host.empty() ? "parameters" : " and parameters";
   }
+  const auto nvme_file = [](int64_t bytes) { return ceil_div(bytes, int64_t{4096}) * 4096; };
+  if (plan.offload.optimizer_device == plan::OffloadDevice::nvme ||
+      plan.offload.param_device == plan::OffloadDevice::nvme) {
+    if (in.model) {
+      const dist::ShardLayout layout(in.model->parameters(0, parallel.tensor_parallel), nd);
+      for (const dist::ShardUnit& u : layout.units()) unit_shards.push_back(u.shard_numel);
+    } else {
+      unit_shards.push_back(state_elements);
+    }
+  }
+  if (plan.offload.param_device == plan::OffloadDevice::nvme) {
+    // ZeRO-Infinity's parameters on NVMe (DeepSpeed's offload_param.device: nvme): a file per
+    // unit shard s_u in the parameters' dtype, each rounded up to 4096 bytes; the host holds one
+    // unit's shard at a time, read for a fetch (until the device's copy of it) or for an update.
+    const int64_t p_e = rank.parameters / rank_params;
+    int64_t largest = 0;
+    for (const int64_t s_u : unit_shards) {
+      largest = std::max(largest, s_u);
+      out.nvme_parameter_bytes = checked_add(
+          out.nvme_parameter_bytes, nvme_file(checked_mul(p_e, s_u, "NVMe bytes")), "NVMe bytes");
+    }
+    out.host_parameter_bytes = checked_mul(p_e, largest, "host parameter bytes");
+    out.parameters.source += "; on NVMe, a file per unit, one unit at a time on the host";
+  }
   if (plan.offload.optimizer_device == plan::OffloadDevice::nvme) {
     // ZeRO-Infinity's states on NVMe (DeepSpeed's offload_optimizer.device: nvme, ZeRO-3 only):
     // a file per state (the fp32 master, each moment) and unit shard s_u, each rounded up to the
     // 4096 bytes O_DIRECT aligns to; the host holds two units' states, the one being updated and
     // the next being read.
-    std::vector<int64_t> shards;
-    if (in.model) {
-      const dist::ShardLayout layout(in.model->parameters(0, parallel.tensor_parallel), nd);
-      for (const dist::ShardUnit& u : layout.units()) shards.push_back(u.shard_numel);
-    } else {
-      shards.push_back(state_elements);
-    }
     const int64_t moments = plan.optimizer.name == Optimizer::adamw ? 2
                             : plan.optimizer.name == Optimizer::sgd ? 0
                                                                     : 1;
     const int64_t master_e = rank.master_weights / rank_params;
     const int64_t moment_e = moments > 0 ? rank.optimizer_moments / rank_params / moments : 0;
-    const auto file = [](int64_t bytes) { return ceil_div(bytes, int64_t{4096}) * 4096; };
+    const auto& file = nvme_file;
     int64_t largest = 0;
-    for (const int64_t s_u : shards) {
+    for (const int64_t s_u : unit_shards) {
       largest = std::max(largest, s_u);
       if (master_e > 0)
         out.nvme_optimizer_state_bytes =

@@ -115,6 +115,10 @@ struct Estimate {
   /// state and ZeRO-3 unit, each rounded up to 4096 bytes for O_DIRECT (host_optimizer_state_bytes
   /// is then the host's staging: two units' states); 0 otherwise.
   int64_t nvme_optimizer_state_bytes = 0;
+  /// Under `--offload-param-device nvme`: the parameters' files, one per ZeRO-3 unit shard, each
+  /// rounded up to 4096 bytes (host_parameter_bytes is then the one unit's shard the host holds
+  /// at a time, for a fetch or an update); 0 otherwise.
+  int64_t nvme_parameter_bytes = 0;
   /// Under `--offload-pin-memory on` (the default with the optimizer offloaded): of
   /// cpu_offload_bytes, the page-locked buffers (the staged gradients and parameters, and the
   /// fp32 master unless it is on NVMe) as requested, and the blocks that hold them, each a power

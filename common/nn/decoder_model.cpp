@@ -71,7 +71,7 @@ ParameterStore make_store(Runtime& runtime, const ModelConfig& config,
   return ParameterStore(runtime, sharding.parameters_on ? *sharding.parameters_on : runtime, specs,
                         precision.parameters, precision.gradients,
                         dist::ShardLayout(specs, sharding.world_size), sharding.rank,
-                        sharding.sharding);
+                        sharding.sharding, sharding.parameters_on_nvme);
 }
 
 }  // namespace
@@ -101,44 +101,63 @@ void DecoderModel::initialise(uint64_t seed) {
   // weights are its slice of the one-rank model's.
   const std::vector<ParameterSpec> specs =
       config_.parameters(dist::rank_in(tensor_parallel_), dist::size_of(tensor_parallel_));
-  int64_t whole_offset = 0;  // of the tensor in the whole model's store
-  for (size_t p = 0; p < specs.size(); ++p) {
+  std::vector<int64_t> whole_offsets;  // (tensors) of each tensor in the whole model's store
+  int64_t whole_offset = 0;
+  for (const ParameterSpec& spec : specs) {
+    whole_offsets.push_back(whole_offset);
+    int64_t whole_numel = 1;
+    for (int64_t d : spec.full_shape()) whole_numel *= d;
+    whole_offset += whole_numel;
+  }
+  const auto fill = [&](size_t p) {
     const ParameterSpec& spec = specs[p];
     const ParameterView& view = params_.views()[p];
     const float std = view.init == InitKind::residual_normal ? residual_std : 0.02f;
     const int64_t width = spec.shape.back();  // a row is contiguous in the whole tensor too
     // ZeRO-3: this rank's shard of the tensor only, from element part.first of it.
     const LocalPart part = params_.local_part(view);
-    if (!part.values.none()) {
-      // The kernels of the memory the shard lives in (the host's, with the parameters offloaded).
-      params_.values_runtime().kernels().fill_from_host(
-          part.values, [&](float* chunk, int64_t first, int64_t count) {
-            if (view.init == InitKind::zeros) {
-              std::fill(chunk, chunk + count, 0.0f);
-            } else if (view.init == InitKind::ones) {
-              std::fill(chunk, chunk + count, 1.0f);
-            } else {
+    if (part.values.none()) return;
+    // The kernels of the memory the shard lives in (the host's, with the parameters offloaded).
+    params_.values_runtime().kernels().fill_from_host(part.values, [&](float* chunk, int64_t first,
+                                                                       int64_t count) {
+      if (view.init == InitKind::zeros) {
+        std::fill(chunk, chunk + count, 0.0f);
+      } else if (view.init == InitKind::ones) {
+        std::fill(chunk, chunk + count, 1.0f);
+      } else {
 #pragma omp parallel
-              {
-                int64_t row = -1;
-                int64_t row_start = 0;  // index in the whole store of the row's first element
+        {
+          int64_t row = -1;
+          int64_t row_start = 0;  // index in the whole store of the row's first element
 #pragma omp for schedule(static)
-                for (int64_t i = 0; i < count; ++i) {
-                  const int64_t local = part.first + first + i;  // within this rank's tensor
-                  if (local / width != row) {
-                    row = local / width;
-                    row_start = whole_offset + spec.full_index(row * width);
-                  }
-                  chunk[i] =
-                      std * normal_sample(seed, static_cast<uint64_t>(row_start + local % width));
-                }
-              }
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t local = part.first + first + i;  // within this rank's tensor
+            if (local / width != row) {
+              row = local / width;
+              row_start = whole_offsets[p] + spec.full_index(row * width);
             }
-          });
+            chunk[i] = std * normal_sample(seed, static_cast<uint64_t>(row_start + local % width));
+          }
+        }
+      }
+    });
+  };
+  if (!params_.values_on_nvme()) {
+    for (size_t p = 0; p < specs.size(); ++p) fill(p);
+    return;
+  }
+  // On NVMe (Note [Parameters on NVMe]): a unit at a time, each written to its file.
+  for (size_t u = 0; u < params_.layout().units().size(); ++u) {
+    const auto unit = static_cast<int64_t>(u);
+    params_.swap_in(unit, false);
+    try {
+      for (size_t p = 0; p < specs.size(); ++p)
+        if (params_.views()[p].unit == unit) fill(p);
+    } catch (...) {
+      params_.swap_out(unit, false);
+      throw;
     }
-    int64_t whole_numel = 1;
-    for (int64_t d : spec.full_shape()) whole_numel *= d;
-    whole_offset += whole_numel;
+    params_.swap_out(unit, true);
   }
 }
 

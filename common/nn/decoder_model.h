@@ -47,6 +47,9 @@ struct ModelSharding {
   /// ZeRO-3 with the parameters offloaded: the runtime (the host's) that holds this rank's shard
   /// of the parameters, initialised there; null: the model's own runtime.
   Runtime* parameters_on = nullptr;
+  /// With parameters_on: the drive whose files hold the shard instead (ParameterStore's
+  /// parameters on NVMe); null: parameters_on's memory holds it.
+  const NvmeDrive* parameters_on_nvme = nullptr;
 };
 
 /// The model: parameters, modules, forward and backward.

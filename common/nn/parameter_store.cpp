@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "common/memory/memory_category.h"
+#include "common/model/checked_int.h"
 #include "common/platform/errors.h"
 
 namespace vramlab::nn {
@@ -36,7 +38,11 @@ bool sharded_gradients(StoreSharding s) {
 
 ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec>& specs,
                                DType value_dtype, DType grad_dtype)
-    : runtime_(runtime), values_runtime_(&runtime), grad_dtype_(grad_dtype), layout_(specs, 1) {
+    : runtime_(runtime),
+      values_runtime_(&runtime),
+      value_dtype_(value_dtype),
+      grad_dtype_(grad_dtype),
+      layout_(specs, 1) {
   views_ = make_views(specs, layout_);
   numel_ = layout_.numel();
   values_ =
@@ -51,9 +57,10 @@ ParameterStore::ParameterStore(Runtime& runtime, const std::vector<ParameterSpec
 ParameterStore::ParameterStore(Runtime& runtime, Runtime& values_runtime,
                                const std::vector<ParameterSpec>& specs, DType value_dtype,
                                DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
-                               StoreSharding sharding)
+                               StoreSharding sharding, const NvmeDrive* values_on_nvme)
     : runtime_(runtime),
       values_runtime_(&values_runtime),
+      value_dtype_(value_dtype),
       grad_dtype_(grad_dtype),
       layout_(layout),
       rank_(rank),
@@ -73,13 +80,138 @@ ParameterStore::ParameterStore(Runtime& runtime, Runtime& values_runtime,
     throw UsageError(
         "only a ZeRO-3 store keeps its parameters on another runtime (parameter offload needs "
         "--zero 3)");
+  unit_values_.resize(layout_.units().size());
+  unit_grads_.resize(layout_.units().size());
+  if (values_on_nvme != nullptr) {
+    if (!values_offloaded())
+      throw UsageError(
+          "the parameters go to NVMe from the host: --offload-param-device nvme "
+          "needs the parameters offloaded (--offload both)");
+    make_nvme_files(*values_on_nvme);
+    return;
+  }
   const int64_t held =
       sharding_ == StoreSharding::parameters ? layout_.shard_numel() : layout_.padded_numel();
   values_ = values_runtime_->zeros(
       {held}, memory::MemoryCategory::parameter,
       sharding_ == StoreSharding::parameters ? "parameters (shard)" : "parameters", value_dtype);
-  unit_values_.resize(layout_.units().size());
-  unit_grads_.resize(layout_.units().size());
+}
+
+ParameterStore::~ParameterStore() = default;
+ParameterStore::ParameterStore(ParameterStore&&) noexcept = default;
+
+// Note [Parameters on NVMe]
+// ZeRO-Infinity (Rajbhandari et al., SC21, §5; DeepSpeed's `offload_param.device: nvme`, its
+// AsyncPartitionedParameterSwapper) keeps each rank's 16-bit parameter partition on NVMe and
+// reads a sub-module's partition into a pinned buffer just before its all-gather. Here each
+// unit's shard has a file, made (zero) with the store; a unit comes into host memory for three
+// users and leaves after: the initialisation (written unit by unit, so the host never holds the
+// shard), the strategy's fetch (read, copied to the device, freed once the compute stream has
+// waited for that copy: Note [Parameter fetch]), and the optimizer's update (read only when the
+// update reads the parameters, written back after it: Note [Optimizer states on NVMe]). The
+// callers put the drive's time on the clock; the store moves the bytes.
+struct ParameterStore::NvmeShards {
+  NvmeDrive drive;
+  std::unique_ptr<storage::NvmeTier> tier;  // null on meta
+  std::vector<int64_t> files;               // (units) the tier's file of each unit
+  std::vector<memory::TensorView> in;       // (units) a unit's shard while swapped in, else none
+  std::vector<Tensor> owned;                // (units) the memory of `in` when swap_in made it
+  int64_t file_bytes = 0;
+  int64_t read_bytes = 0;
+  int64_t write_bytes = 0;
+};
+
+void ParameterStore::make_nvme_files(const NvmeDrive& drive) {
+  auto shards = std::make_unique<NvmeShards>();
+  shards->drive = drive;
+  shards->tier = open_drive(*values_runtime_, drive, "--offload-param-device");
+  shards->in.resize(layout_.units().size());
+  shards->owned.resize(layout_.units().size());
+  try {
+    for (size_t u = 0; u < layout_.units().size(); ++u) {
+      const int64_t bytes = checked_mul(layout_.units()[u].shard_numel,
+                                        static_cast<int64_t>(dtype_size_bytes(value_dtype_)),
+                                        "parameter shard bytes");
+      if (shards->tier)
+        shards->files.push_back(
+            shards->tier->create("parameters." + layout_.units()[u].name, bytes));
+      shards->file_bytes =
+          checked_add(shards->file_bytes, storage::nvme_aligned_bytes(bytes), "NVMe bytes");
+    }
+  } catch (...) {
+    if (shards->tier) shards->tier->remove_files();  // a drive too small: none is left
+    throw;
+  }
+  nvme_ = std::move(shards);
+}
+
+const NvmeDrive& ParameterStore::nvme_drive() const {
+  if (!nvme_) throw std::logic_error("parameter store: the parameters are not on NVMe");
+  return nvme_->drive;
+}
+
+memory::TensorView ParameterStore::swap_in(int64_t unit, bool read) {
+  if (!nvme_) throw std::logic_error("parameter store: swap_in without the parameters on NVMe");
+  if (swapped_in(unit)) throw std::logic_error("parameter store: unit swapped in twice");
+  const dist::ShardUnit& u = layout_.units().at(static_cast<size_t>(unit));
+  Tensor shard =
+      read ? values_runtime_->allocate({u.shard_numel}, value_dtype_,
+                                       memory::MemoryCategory::parameter, "parameters (from NVMe)")
+           : values_runtime_->zeros({u.shard_numel}, memory::MemoryCategory::parameter,
+                                    "parameters (from NVMe)", value_dtype_);  // (s_u)
+  const memory::TensorView view = swap_in(unit, read, shard.view());
+  nvme_->owned[static_cast<size_t>(unit)] = std::move(shard);
+  return view;
+}
+
+memory::TensorView ParameterStore::swap_in(int64_t unit, bool read, memory::TensorView buffer) {
+  if (!nvme_) throw std::logic_error("parameter store: swap_in without the parameters on NVMe");
+  if (swapped_in(unit)) throw std::logic_error("parameter store: unit swapped in twice");
+  const dist::ShardUnit& u = layout_.units().at(static_cast<size_t>(unit));
+  if (buffer.dtype() != value_dtype_ || buffer.numel() < u.shard_numel)
+    throw std::logic_error("parameter store: a swap buffer smaller than unit " + u.name);
+  const memory::TensorView shard = buffer.slice(0, {u.shard_numel});  // (s_u)
+  if (read) {
+    if (nvme_->tier)
+      nvme_->tier->read(nvme_->files[static_cast<size_t>(unit)], shard.data(), local_bytes(unit));
+    nvme_->read_bytes += local_bytes(unit);
+  }
+  nvme_->in[static_cast<size_t>(unit)] = shard;
+  return shard;
+}
+
+void ParameterStore::swap_out(int64_t unit, bool write) {
+  if (!swapped_in(unit)) throw std::logic_error("parameter store: swap_out of a unit not in");
+  const auto u = static_cast<size_t>(unit);
+  const memory::TensorView shard = nvme_->in[u];
+  Tensor owned = std::move(nvme_->owned[u]);  // freed on return, written or not
+  nvme_->owned[u] = Tensor();
+  nvme_->in[u] = memory::TensorView();
+  if (!write) return;
+  if (nvme_->tier) nvme_->tier->write(nvme_->files[u], shard.data(), local_bytes(unit));
+  nvme_->write_bytes += local_bytes(unit);
+}
+
+bool ParameterStore::swapped_in(int64_t unit) const {
+  return nvme_ && !nvme_->in.at(static_cast<size_t>(unit)).none();
+}
+
+int64_t ParameterStore::local_bytes(int64_t unit) const {
+  return layout_.units().at(static_cast<size_t>(unit)).shard_numel *
+         static_cast<int64_t>(dtype_size_bytes(value_dtype_));
+}
+
+int64_t ParameterStore::nvme_file_bytes() const {
+  return nvme_ ? nvme_->file_bytes : 0;
+}
+int64_t ParameterStore::nvme_read_bytes() const {
+  return nvme_ ? nvme_->read_bytes : 0;
+}
+int64_t ParameterStore::nvme_write_bytes() const {
+  return nvme_ ? nvme_->write_bytes : 0;
+}
+const storage::NvmeTier* ParameterStore::nvme_tier() const {
+  return nvme_ ? nvme_->tier.get() : nullptr;
 }
 
 const ParameterView& ParameterStore::find(std::string_view name) const {
@@ -110,6 +242,13 @@ int64_t ParameterStore::local_numel() const {
 
 memory::TensorView ParameterStore::local_values(int64_t unit) const {
   const dist::ShardUnit& u = layout_.units().at(static_cast<size_t>(unit));
+  if (nvme_) {
+    const memory::TensorView& in = nvme_->in[static_cast<size_t>(unit)];
+    if (in.none())
+      throw InternalError("the parameters of unit " + u.name +
+                          " were used while on NVMe (not swapped in)");
+    return in;
+  }
   if (sharding_ == StoreSharding::parameters) return values_.view(u.shard_offset, {u.shard_numel});
   return values_.view(u.offset + rank_ * u.shard_numel, {u.shard_numel});
 }
@@ -129,9 +268,10 @@ std::vector<LocalRange> ParameterStore::local_ranges() const {
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const auto unit = static_cast<int64_t>(u);
     const dist::ShardUnit& shard = layout_.units()[u];
-    ranges.push_back(LocalRange{local_values(unit),
-                                shard_sink_ != nullptr ? memory::TensorView() : local_grads(unit),
-                                shard.shard_offset, shard.offset + rank_ * shard.shard_numel});
+    ranges.push_back(
+        LocalRange{nvme_ && !swapped_in(unit) ? memory::TensorView() : local_values(unit),
+                   shard_sink_ != nullptr ? memory::TensorView() : local_grads(unit),
+                   shard.shard_offset, shard.offset + rank_ * shard.shard_numel});
   }
   return ranges;
 }
@@ -145,6 +285,9 @@ LocalPart ParameterStore::local_part(const ParameterView& view) const {
   const int64_t shard_begin = rank_ * u.shard_numel, shard_end = shard_begin + u.shard_numel;
   const int64_t first = std::max(begin, shard_begin), last = std::min(end, shard_end);
   if (first >= last) return LocalPart{};
+  if (nvme_)
+    return LocalPart{local_values(view.unit).slice(first - shard_begin, {last - first}),
+                     first - begin};
   return LocalPart{values_.view(u.shard_offset + (first - shard_begin), {last - first}),
                    first - begin};
 }

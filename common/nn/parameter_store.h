@@ -21,9 +21,16 @@
 /// **Parameter offload (ZeRO-Infinity).** A ZeRO-3 store may keep its shard on another runtime
 /// (the host's): values() then lives there, the strategy copies a unit's shard to the device
 /// before gathering it, and the offloaded optimizer updates the shard where it lies.
+///
+/// **Parameters on NVMe (ZeRO-Infinity's `offload_param.device: nvme`).** The shard may live in
+/// files on a drive instead, one per unit: values() is then empty, and a unit's shard is in host
+/// memory only between swap_in() and swap_out() (the strategy's fetch, the optimizer's update,
+/// the initialisation), so the host holds a unit at a time, not the shard (Note [Parameters on
+/// NVMe] in parameter_store.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +38,7 @@
 #include "common/dist/shard_layout.h"
 #include "common/memory/tensor.h"
 #include "common/model/model_config.h"
+#include "common/nn/nvme_drive.h"
 #include "common/nn/runtime.h"
 
 namespace vramlab::nn {
@@ -112,11 +120,20 @@ class ParameterStore {
   /// likewise. \param specs as the sharded constructor's. \param value_dtype likewise.
   /// \param grad_dtype likewise. \param layout likewise. \param rank likewise.
   /// \param sharding likewise.
+  /// \param values_on_nvme not null: the shard lives in files on this drive, made here, zero
+  /// (see the file comment); \p values_runtime's memory holds a unit while it is swapped in.
   /// \throws vramlab::UsageError unless \p sharding is `parameters`;
-  /// vramlab::memory::OutOfMemoryError when \p values_runtime is full.
+  /// vramlab::memory::OutOfMemoryError when \p values_runtime is full; storage::StorageError
+  /// when the drive refuses the path or cannot hold the files (none is left).
   ParameterStore(Runtime& runtime, Runtime& values_runtime, const std::vector<ParameterSpec>& specs,
                  DType value_dtype, DType grad_dtype, const dist::ShardLayout& layout, int64_t rank,
-                 StoreSharding sharding);
+                 StoreSharding sharding, const NvmeDrive* values_on_nvme = nullptr);
+  ~ParameterStore();
+  /// Moves the store (the files go with it).
+  ParameterStore(ParameterStore&&) noexcept;
+  ParameterStore& operator=(ParameterStore&&) = delete;
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
 
   /// Linear search over the names; modules call it once, at construction. \throws std::logic_error
   /// if absent.
@@ -142,8 +159,10 @@ class ParameterStore {
     return unit_slice(unit_grads_, view, "gradient");
   }
   /// \return the parameter block: (numel) unsharded, (padded numel) under ZeRO-1/2, this rank's
-  /// local shard (shard numel) under ZeRO-3.
+  /// local shard (shard numel) under ZeRO-3; empty with the parameters on NVMe.
   [[nodiscard]] const Tensor& values() const { return values_; }
+  /// \return the parameters' dtype (values() may be empty).
+  [[nodiscard]] DType value_dtype() const { return value_dtype_; }
   /// \return the gradient block, shaped as values() for none and ZeRO-1, the local shard under
   /// ZeRO-2/3; empty when gradients are released.
   [[nodiscard]] const Tensor& grads() const { return grads_; }
@@ -168,7 +187,42 @@ class ParameterStore {
   /// The gradients must exist, or be off the device (each range's grads is then none).
   [[nodiscard]] std::vector<LocalRange> local_ranges() const;
   /// \return this rank's shard of unit \p unit's values, (shard numel of the unit).
+  /// \throws vramlab::InternalError with the parameters on NVMe when the unit is not swapped in.
   [[nodiscard]] memory::TensorView local_values(int64_t unit) const;
+
+  /// \return true when the shard lives in files on NVMe (the file comment).
+  [[nodiscard]] bool values_on_nvme() const { return nvme_ != nullptr; }
+  /// \return the drive, as given. Only with values_on_nvme().
+  [[nodiscard]] const NvmeDrive& nvme_drive() const;
+  /// Brings unit \p unit's shard into host memory (values_runtime(), category parameter).
+  /// \param unit the unit. \param read false: zeros instead of the file's contents (the caller
+  /// overwrites all of it). \return the shard, (shard numel of the unit), also what local_values()
+  /// gives until swap_out. \throws std::logic_error unless on NVMe and the unit is out;
+  /// memory::OutOfMemoryError; storage::StorageError (the unit stays out).
+  memory::TensorView swap_in(int64_t unit, bool read = true);
+  /// As swap_in(), into \p buffer (the caller's, at least the unit's shard, \p read or not: its
+  /// contents are then the caller's), which allocates nothing. \param unit the unit.
+  /// \param read false: \p buffer's contents stand. \param buffer the memory.
+  /// \return the shard, a view of \p buffer. \throws as swap_in(), but for memory.
+  memory::TensorView swap_in(int64_t unit, bool read, memory::TensorView buffer);
+  /// Frees unit \p unit's shard from host memory (a caller's buffer stays the caller's), first
+  /// writing it to its file if \p write. \param unit the unit. \param write whether to.
+  /// \throws std::logic_error unless swapped in; storage::StorageError (the unit is out, and its
+  /// file holds what it held before or a partial write: the caller cannot go on from it).
+  void swap_out(int64_t unit, bool write);
+  /// \return whether unit \p unit is in host memory now.
+  [[nodiscard]] bool swapped_in(int64_t unit) const;
+  /// \return bytes of unit \p unit's shard (what a swap moves).
+  [[nodiscard]] int64_t local_bytes(int64_t unit) const;
+  /// \return bytes of the files on the drive, each rounded up to storage::kNvmeAlignment (counted
+  /// the same on meta, where no file is made); 0 unless on NVMe.
+  [[nodiscard]] int64_t nvme_file_bytes() const;
+  /// \return the shards' bytes swap_in read and swap_out wrote so far (initialisation included).
+  [[nodiscard]] int64_t nvme_read_bytes() const;
+  /// \return see nvme_read_bytes().
+  [[nodiscard]] int64_t nvme_write_bytes() const;
+  /// \return the tier holding the files; null on meta or unless on NVMe.
+  [[nodiscard]] const storage::NvmeTier* nvme_tier() const;
   /// \return this rank's shard of unit \p unit's gradients (they must exist).
   [[nodiscard]] memory::TensorView local_grads(int64_t unit) const;
   /// \return the part of \p view's tensor this rank holds in values() (what initialisation fills).
@@ -202,8 +256,12 @@ class ParameterStore {
   memory::TensorView unit_slice(const std::vector<Tensor>& slots, const ParameterView& view,
                                 const char* what) const;
 
+  struct NvmeShards;  // the files and the swapped-in units (parameter_store.cpp)
+  void make_nvme_files(const NvmeDrive& drive);
+
   Runtime& runtime_;
   Runtime* values_runtime_;  // where values_ lives: &runtime_ unless offloaded
+  DType value_dtype_;
   DType grad_dtype_;
   dist::ShardLayout layout_;
   int64_t rank_ = 0;
@@ -215,6 +273,7 @@ class ParameterStore {
   std::vector<Tensor> unit_values_;  // ZeRO-3, per unit: (padded unit numel) while gathered
   std::vector<Tensor> unit_grads_;   // ZeRO-2/3, per unit: (padded unit numel) during its backward
   GradientShardSink* shard_sink_ = nullptr;  // ZeRO-2/3 offloaded: where the shards live
+  std::unique_ptr<NvmeShards> nvme_;         // the parameters on NVMe, else null
 };
 
 }  // namespace vramlab::nn

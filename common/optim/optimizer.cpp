@@ -190,7 +190,7 @@ void Optimizer::allocate_host_staging(nn::ParameterStore& params) {
     host_grads_ = std::move(grads);
     return;
   }
-  memory::HostTensor values = host_buffer(params.local_numel(), params.values().dtype(),
+  memory::HostTensor values = host_buffer(params.local_numel(), params.value_dtype(),
                                           memory::MemoryCategory::parameter, "parameters");
   // The host's copy of the parameters starts as the device's: a copy like the gradients'.
   copy_stream_waits();
@@ -447,7 +447,7 @@ void Optimizer::keep_states_on_nvme(const NvmeSwapOptions& options) {
   if (steps_ > 0 || !master_.empty() || !states_.empty())
     throw std::logic_error("keep_states_on_nvme: the optimizer has stepped already");
   swap_ = std::make_unique<StateSwap>(runtime_, options);
-  nvme_lane_ = parameters_runtime_->clock().new_host_thread("nvme (optimizer states)");
+  nvme_lane_ = parameters_runtime_->clock().new_host_thread("nvme");
 }
 
 // Note [Optimizer states on NVMe]
@@ -471,11 +471,26 @@ void Optimizer::update_swapped(nn::ParameterStore& params,
                                const std::vector<std::string>& state_names,
                                const PartUpdate& update) {
   std::vector<nn::LocalRange> ranges = params.local_ranges();
-  for (nn::LocalRange& r : ranges) {  // the host's copies, as in local_updates
+  const std::vector<dist::ShardUnit>& units = params.layout().units();
+  // With the parameters on NVMe too (ZeRO-3: a part is a unit) a part's values come in with its
+  // states (Note [Parameters on NVMe] in parameter_store.cpp).
+  const bool params_on_nvme = params.values_on_nvme();
+  std::vector<int64_t> numels;  // (parts)
+  for (size_t p = 0; p < ranges.size(); ++p)
+    numels.push_back(params_on_nvme ? units[p].shard_numel : ranges[p].values.numel());
+  for (size_t p = 0; p < ranges.size(); ++p) {  // the host's copies, as in local_updates
+    nn::LocalRange& r = ranges[p];
     if (!params.values_offloaded())
-      r.values = host_params_.view().slice(r.state_offset, {r.values.numel()});
-    r.grads = host_grads_.view().slice(r.state_offset, {r.values.numel()});
+      r.values = host_params_.view().slice(r.state_offset, {numels[p]});
+    r.grads = host_grads_.view().slice(r.state_offset, {numels[p]});
   }
+  // The parameters' host memory for the update, made before anything changes: the loop below
+  // then allocates nothing, so the host running out leaves the step to be tried again.
+  memory::Tensor parameter_staging;  // (the largest part) a part's parameters from NVMe
+  if (params_on_nvme)
+    parameter_staging =
+        runtime_.allocate({*std::max_element(numels.begin(), numels.end())}, params.value_dtype(),
+                          memory::MemoryCategory::parameter, "parameters (staged from NVMe)");
   const bool first = !swap_->prepared();
   const bool master = precision_.master_weights;
   if (first) {
@@ -483,38 +498,51 @@ void Optimizer::update_swapped(nn::ParameterStore& params,
     if (master) states.push_back({"master_weights", DType::f32});
     for (const std::string& name : state_names)
       states.push_back({name, precision_.optimizer_states});
-    std::vector<int64_t> numels;
-    for (const nn::LocalRange& r : ranges) numels.push_back(r.values.numel());
     swap_->prepare(numels, std::move(states));
   }
+  // The update overwrites a 16-bit working copy whole; it reads the parameters themselves only
+  // without a master, or to make the master at the first step.
+  const bool read_params = params_on_nvme && (!master || first);
   stream::Clock& clock = parameters_runtime_->clock();
   stream::Clock& host_clock = runtime_.clock();
   const auto parts = static_cast<int64_t>(ranges.size());
   const NvmeSwapOptions& drive = swap_->options();
   std::vector<stream::Event> read(static_cast<size_t>(parts));
-  const std::vector<dist::ShardUnit>& units = params.layout().units();
+  std::vector<bool> reads(static_cast<size_t>(parts), false);  // (parts) a read was enqueued
   const auto part_name = [&](int64_t p) {  // a ZeRO unit's name, in the clock's trace
     return units.size() == ranges.size() ? units[static_cast<size_t>(p)].name
                                          : "part " + std::to_string(p);
   };
+  const auto bytes_of = [&](int64_t p, bool states, bool values) {
+    return (states ? swap_->part_bytes(p) : 0) + (values ? params.local_bytes(p) : 0);
+  };
   const auto enqueue_read = [&](int64_t p) {
-    if (first) return;
-    clock.enqueue(nvme_lane_, static_cast<double>(swap_->part_bytes(p)) / drive.read_bytes_per_s,
+    const int64_t bytes = bytes_of(p, !first, read_params);
+    if (bytes == 0) return;
+    clock.enqueue(nvme_lane_, static_cast<double>(bytes) / drive.read_bytes_per_s,
                   "nvme read " + part_name(p));
     read[static_cast<size_t>(p)].record(clock, nvme_lane_);
+    reads[static_cast<size_t>(p)] = true;
   };
   ++steps_;
+  int64_t in = -1;  // the part whose parameters are swapped in
   try {
     if (parts > 0) enqueue_read(0);
     for (int64_t p = 0; p < parts; ++p) {
       if (p + 1 < parts) enqueue_read(p + 1);
-      const nn::LocalRange& r = ranges[static_cast<size_t>(p)];
+      nn::LocalRange& r = ranges[static_cast<size_t>(p)];
       const std::vector<memory::TensorView> staged = swap_->staged(p);
+      if (params_on_nvme) {
+        r.values = params.swap_in(p, read_params, parameter_staging.view());
+        in = p;
+      }
       if (first) {
         for (size_t s = master ? 1 : 0; s < staged.size(); ++s)
           runtime_.kernels().fill_zero(staged[s]);
       } else {
         swap_->read(p);
+      }
+      if (reads[static_cast<size_t>(p)]) {
         // The update of this part waits for its read: the host, or the delayed update's thread.
         if (delayed_now_)
           read[static_cast<size_t>(p)].wait(clock, update_thread_);
@@ -537,11 +565,21 @@ void Optimizer::update_swapped(nn::ParameterStore& params,
         clock.host_work(seconds);  // the write below starts after it: the host enqueues it now
       }
       swap_->write(p);
-      clock.enqueue(nvme_lane_, static_cast<double>(swap_->part_bytes(p)) / drive.write_bytes_per_s,
-                    "nvme write " + name);
+      if (params_on_nvme) {
+        in = -1;
+        params.swap_out(p, true);
+      }
+      clock.enqueue(
+          nvme_lane_,
+          static_cast<double>(bytes_of(p, true, params_on_nvme)) / drive.write_bytes_per_s,
+          "nvme write " + name);
     }
   } catch (const storage::StorageError& error) {
+    if (in >= 0) params.swap_out(in, false);
     swap_lost_ = error.what();
+    throw;
+  } catch (...) {
+    if (in >= 0) params.swap_out(in, false);
     throw;
   }
 }

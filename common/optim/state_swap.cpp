@@ -12,27 +12,10 @@
 
 namespace vramlab::optim {
 
-namespace {
-
-void require_bandwidth(double bytes_per_s, const char* what) {
-  if (!std::isfinite(bytes_per_s) || bytes_per_s <= 0.0)
-    throw UsageError(std::string("the NVMe drive's ") + what + " bandwidth must be > 0, got " +
-                     std::to_string(bytes_per_s) + " bytes/s");
-}
-
-}  // namespace
-
 StateSwap::StateSwap(nn::Runtime& host, NvmeSwapOptions options)
-    : host_(host), options_(std::move(options)) {
-  require_bandwidth(options_.read_bytes_per_s, "read");
-  require_bandwidth(options_.write_bytes_per_s, "write");
-  if (host_.device().kind == memory::DeviceKind::meta) return;
-  if (options_.files.path.empty())
-    throw UsageError(
-        "--offload-optimizer-device nvme needs --nvme-path DIR: the directory, on the drive, "
-        "where the optimizer states' files go");
-  tier_ = std::make_unique<storage::NvmeTier>(options_.files);
-}
+    : host_(host),
+      options_(std::move(options)),
+      tier_(nn::open_drive(host_, options_, "--offload-optimizer-device")) {}
 
 StateSwap::~StateSwap() = default;
 

@@ -16,19 +16,14 @@
 #include "common/dtype/dtype.h"
 #include "common/memory/device.h"
 #include "common/memory/tensor.h"
+#include "common/nn/nvme_drive.h"
 #include "common/nn/runtime.h"
 #include "common/storage/nvme_tier.h"
 
 namespace vramlab::optim {
 
 /// Where and how the states reach the drive (`--nvme-*` flags).
-struct NvmeSwapOptions {
-  storage::NvmeOptions files;  ///< the directory and the requests' shape (not used on meta)
-  /// The drive as the device's clock times its reads and writes (HostSpec's typical drive by
-  /// default), on every device: as a copy's time comes from the link's bandwidth, not a watch.
-  double read_bytes_per_s = memory::kTypicalNvmeReadBytesPerS;
-  double write_bytes_per_s = memory::kTypicalNvmeWriteBytesPerS;  ///< see read_bytes_per_s
-};
+using NvmeSwapOptions = nn::NvmeDrive;
 
 /// One state every part has (the fp32 master, a moment): its name and element type.
 struct SwappedState {

@@ -221,6 +221,16 @@ void validate(const Plan& plan) {
         "--offload-optimizer-device nvme says where the offloaded optimizer states live: it needs "
         "--offload optimizer or both, got --offload " +
         std::string(offload_name(plan.offload)));
+  if (plan.offload.param_device == OffloadDevice::nvme && !plan.offload.parameters)
+    throw UsageError(
+        "--offload-param-device nvme says where the offloaded parameters live: it needs "
+        "--offload both, got --offload " +
+        std::string(offload_name(plan.offload)));
+  if (plan.offload.param_device == OffloadDevice::nvme &&
+      plan.offload.optimizer_device != OffloadDevice::nvme)
+    throw UsageError(
+        "--offload-param-device nvme writes a unit's parameters where the update swaps its "
+        "states: it needs --offload-optimizer-device nvme");
   // DeepSpeed's rule (docs/_pages/config-json.md: "NVMe offloading is available only with ZeRO
   // stage 3"): the states come to host memory one ZeRO-3 unit at a time.
   if (plan.offload.optimizer_device == OffloadDevice::nvme && p.zero != ZeroStage::parameters)
@@ -288,6 +298,7 @@ json to_json(const Plan& plan) {
         {"delay_update_from", plan.offload.delay_update_from},
         {"tiled_copy_back", plan.offload.tiled_copy_back},
         {"optimizer_device", offload_device_name(plan.offload.optimizer_device)},
+        {"param_device", offload_device_name(plan.offload.param_device)},
         {"pin_memory", plan.offload.pin_memory}}},
       {"dropout",
        {{"p", shortest(plan.dropout.p)}, {"preserve_rng_state", plan.dropout.preserve_rng_state}}},
@@ -368,6 +379,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     offload.integer("delay_update_from", plan.offload.delay_update_from);
     offload.boolean("tiled_copy_back", plan.offload.tiled_copy_back);
     offload.text("optimizer_device", plan.offload.optimizer_device, parse_offload_device);
+    offload.text("param_device", plan.offload.param_device, parse_offload_device);
     offload.boolean("pin_memory", plan.offload.pin_memory);
     offload.finish();
   });

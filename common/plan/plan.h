@@ -131,6 +131,12 @@ struct OffloadPlan {
   /// update (ZeRO-Infinity; DeepSpeed's `offload_optimizer.device: nvme`, which it allows under
   /// stage 3 only, as here); `cpu` (the default) keeps them all in host memory.
   OffloadDevice optimizer_device = OffloadDevice::cpu;
+  /// `--offload-param-device nvme`: the offloaded parameters (each rank's 16-bit shard) live in
+  /// files of the NVMe tier, one per ZeRO-3 unit, read for each fetch and written after each
+  /// update (ZeRO-Infinity; DeepSpeed's `offload_param.device: nvme`). Here it needs the
+  /// optimizer's states on NVMe too: the update writes a unit's parameters where it swaps its
+  /// states. `cpu` (the default) keeps the shard in host memory.
+  OffloadDevice param_device = OffloadDevice::cpu;
   /// `--offload-pin-memory`: with the optimizer offloaded, the host's buffers the link's copies
   /// touch (the staged gradients and parameters) and the fp32 master are page-locked, each block
   /// rounded up to a power of two as PyTorch's pinned allocator does (DeepSpeed's `pin_memory`,

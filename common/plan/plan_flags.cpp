@@ -42,7 +42,7 @@ struct PlanFlags::Values {
   std::string plan_file;
   std::string precision, loss_scale, recompute, compression, attention, optimizer, offload,
       offload_overlap, offload_dpu, offload_copy_back, offload_activations,
-      offload_optimizer_device, offload_pin_memory;
+      offload_optimizer_device, offload_param_device, offload_pin_memory;
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
@@ -230,6 +230,7 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
           p.offload.delay_update_from = kept.delay_update_from;
           p.offload.tiled_copy_back = kept.tiled_copy_back;
           p.offload.optimizer_device = kept.optimizer_device;
+          p.offload.param_device = kept.param_device;
           p.offload.pin_memory = kept.pin_memory;
         };
         break;
@@ -272,6 +273,17 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
                      ->check(parsed_by(parse_offload_device, "{cpu,nvme}"));
         apply = [&v](Plan& p) {
           p.offload.optimizer_device = parse_offload_device(v.offload_optimizer_device);
+        };
+        break;
+      case PlanFlag::offload_param_device:
+        v.offload_param_device = std::string(offload_device_name(d.offload.param_device));
+        option = app.add_option("--offload-param-device", v.offload_param_device,
+                                "With --offload both and the optimizer's states on NVMe: cpu (the "
+                                "parameters' shard in host memory) | nvme (a file per unit under "
+                                "--nvme-path, read for each fetch: ZeRO-Infinity)")
+                     ->check(parsed_by(parse_offload_device, "{cpu,nvme}"));
+        apply = [&v](Plan& p) {
+          p.offload.param_device = parse_offload_device(v.offload_param_device);
         };
         break;
       case PlanFlag::offload_pin_memory:

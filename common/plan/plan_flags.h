@@ -50,6 +50,7 @@ enum class PlanFlag {
   offload_dpu,               ///< --offload-dpu
   offload_copy_back,         ///< --offload-copy-back
   offload_optimizer_device,  ///< --offload-optimizer-device
+  offload_param_device,      ///< --offload-param-device
   offload_pin_memory,        ///< --offload-pin-memory
   dropout,                   ///< --dropout
 };
@@ -82,6 +83,8 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {
     PlanFlag::offload_dpu,
     PlanFlag::offload_copy_back,
     PlanFlag::offload_optimizer_device,
+    PlanFlag::offload_param_device,
+    PlanFlag::offload_pin_memory,
     PlanFlag::dropout};
 
 /// \return the technique flags `vramlab train` acts on: all but --dp (its ranks decide it) and

@@ -38,6 +38,7 @@ void validate_without_groups(const TrainOptions& options) {
   // Both need ZeRO-3, which is the parallel plan's.
   without_groups.plan.offload.parameters = false;
   without_groups.plan.offload.optimizer_device = plan::OffloadDevice::cpu;
+  without_groups.plan.offload.param_device = plan::OffloadDevice::cpu;
   validate(without_groups);
 }
 
@@ -258,15 +259,18 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   const int64_t ranks = parallel.data_parallel_size();
   // The phase tells the parameters and the batch apart from the step's tensors in a snapshot.
   const memory::PhaseScope setup(memory::TrainingPhase::setup);
-  const nn::ModelSharding sharding{ranks,
-                                   parallel.data_parallel ? parallel.data_parallel->rank() : 0,
-                                   dist::store_sharding(parallel.zero),
-                                   options_.plan.offload.parameters ? host_.get() : nullptr};
+  const nn::ModelSharding sharding{
+      ranks, parallel.data_parallel ? parallel.data_parallel->rank() : 0,
+      dist::store_sharding(parallel.zero), options_.plan.offload.parameters ? host_.get() : nullptr,
+      options_.plan.offload.param_device == plan::OffloadDevice::nvme ? &options_.nvme : nullptr};
   model_ = std::make_unique<nn::DecoderModel>(runtime, options_.model, options_.seed, precision,
                                               sharding, parallel.tensor_parallel);
   if (parallel.data_parallel != nullptr) {
     data_parallel_ = std::make_unique<dist::DataParallel>(*model_, parallel);
     model_->observers().add(*data_parallel_);  // first: it gathers what the others may read
+    // One drive, one timeline: the fetches' reads and the update's transfers.
+    if (model_->parameters().values_on_nvme())
+      data_parallel_->read_parameters_on(optimizer_->nvme_lane());
   }
   // Where offloaded gradients go (Note [Gradient streaming]): under ZeRO-2 and 3 each reduced
   // shard straight to the host; on one rank each unit's as its backward ends; under DDP and

@@ -67,6 +67,7 @@ template <typename Gr>
 // picks AVX-512 or AVX2 at build time with intrinsics; the loop is at the memory floor either way
 // (Note [CPU AdamW: at the memory floor] in optimizer.cpp), where the wider vectors save
 // instructions, not time.
+/// 1 where the AVX-512 path is compiled (Note [Vector paths at run time]), else 0.
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__FMA__)
 #define VRAMLAB_OPTIMIZER_AVX512_PATH 1
 #if defined(__clang__)
@@ -103,6 +104,7 @@ template <bool kScaled, typename Gr, typename Body>
   }
 }
 
+/// gradient_range compiled for the kernels' target: VectorPath::compiled.
 template <bool kScaled, typename Gr, typename Body>
 void gradient_range_compiled(const Gr* grad, int64_t begin, int64_t end, float grad_multiplier,
                              const Body& body) {
@@ -110,6 +112,7 @@ void gradient_range_compiled(const Gr* grad, int64_t begin, int64_t end, float g
 }
 
 #if VRAMLAB_OPTIMIZER_AVX512_PATH
+/// gradient_range compiled with AVX-512: VectorPath::avx512.
 template <bool kScaled, typename Gr, typename Body>
 VRAMLAB_TARGET_AVX512 void gradient_range_avx512(const Gr* grad, int64_t begin, int64_t end,
                                                  float grad_multiplier, const Body& body) {
@@ -117,12 +120,13 @@ VRAMLAB_TARGET_AVX512 void gradient_range_avx512(const Gr* grad, int64_t begin, 
 }
 #endif
 
-// The plain path's one element: never inlined, so the loop around it stays scalar.
+/// The plain path's one element: never inlined, so the loop around it stays scalar.
 template <typename Body>
 [[gnu::noinline]] void body_at(const Body& body, int64_t i, float g) {
   body(i, g);
 }
 
+/// gradient_range one element at a time, no vectors: VectorPath::plain.
 template <bool kScaled, typename Gr, typename Body>
 void gradient_range_plain(const Gr* grad, int64_t begin, int64_t end, float grad_multiplier,
                           const Body& body) {

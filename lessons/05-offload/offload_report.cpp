@@ -211,14 +211,15 @@ json run_record(const RunResult& r, const RunResult* no_overlap) {
     j["nvme_measured_gbps"] = {{"read", r.nvme_read_bytes_per_s / 1e9},
                                {"write", r.nvme_write_bytes_per_s / 1e9}};
   j["step_seconds_no_overlap"] = no_overlap ? json(no_overlap->step_seconds) : json(nullptr);
-  j["estimate"] = {{"device_parameter_bytes", r.estimate.parameters.bytes},
-                   {"device_gradient_bytes", r.estimate.gradients.bytes},
-                   {"device_optimizer_state_bytes", r.estimate.optimizer_states.bytes},
-                   {"host_optimizer_state_bytes", r.estimate.host_optimizer_state_bytes},
-                   {"host_gradient_bytes", r.estimate.host_gradient_bytes},
-                   {"host_parameter_bytes", r.estimate.host_parameter_bytes},
-                   {"nvme_bytes", r.estimate.nvme_optimizer_state_bytes},
-                   {"host_pinned_bytes", r.estimate.host_pinned_bytes}};
+  j["estimate"] = {
+      {"device_parameter_bytes", r.estimate.parameters.bytes},
+      {"device_gradient_bytes", r.estimate.gradients.bytes},
+      {"device_optimizer_state_bytes", r.estimate.optimizer_states.bytes},
+      {"host_optimizer_state_bytes", r.estimate.host_optimizer_state_bytes},
+      {"host_gradient_bytes", r.estimate.host_gradient_bytes},
+      {"host_parameter_bytes", r.estimate.host_parameter_bytes},
+      {"nvme_bytes", r.estimate.nvme_optimizer_state_bytes + r.estimate.nvme_parameter_bytes},
+      {"host_pinned_bytes", r.estimate.host_pinned_bytes}};
   j["losses"] = r.losses;
   return j;
 }
@@ -332,6 +333,11 @@ void run_scale(const LessonSettings& s, Lesson& lesson, void (*progress)(const s
   RunSpec seventy_drive = on_nvme(seventy, "llama2-70b, ZeRO-Infinity, states on NVMe");
   seventy_drive.steps = 3;
   lesson.scale.push_back({"70b-nvme", l70.name, run(seventy_drive)});
+  // And the parameters too: the host keeps one unit's 16-bit shard instead of all 140 GB.
+  RunSpec all_drive = seventy_drive;
+  all_drive.train.plan.offload.param_device = plan::OffloadDevice::nvme;
+  all_drive.label = "llama2-70b, ZeRO-Infinity, states and parameters on NVMe";
+  lesson.scale.push_back({"70b-all-nvme", l70.name, run(all_drive)});
 }
 
 RunSpec delayed(RunSpec spec, int64_t first, std::string label) {

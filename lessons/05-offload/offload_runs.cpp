@@ -41,9 +41,12 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   trainer.add_observer(timeline);
   const optim::StateSwap* swap = trainer.optimizer().state_swap();
   const stream::StreamId drive = trainer.optimizer().nvme_lane();
+  const nn::ParameterStore& store = trainer.model().parameters();
   for (int64_t s = 1; s <= spec.steps; ++s) {
     const nn::TransferStats before = runtime.transfer_stats();
     const optim::SwapTraffic swapped = swap ? swap->traffic() : optim::SwapTraffic{};
+    const int64_t parameters_read = store.nvme_read_bytes();
+    const int64_t parameters_written = store.nvme_write_bytes();
     const double drive_busy = swap ? runtime.clock().busy_seconds(drive) : 0.0;
     const bool last = s == spec.steps;
     if (last) {
@@ -77,13 +80,16 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
     r.backward_units = timeline.units();
     r.backward_end_seconds = timeline.backward_end_seconds();
     if (swap != nullptr) {
-      r.nvme_read_bytes = swap->traffic().read_bytes - swapped.read_bytes;
-      r.nvme_write_bytes = swap->traffic().write_bytes - swapped.write_bytes;
+      // The parameters' files too, with --offload-param-device nvme (one drive).
+      r.nvme_read_bytes = swap->traffic().read_bytes - swapped.read_bytes +
+                          store.nvme_read_bytes() - parameters_read;
+      r.nvme_write_bytes = swap->traffic().write_bytes - swapped.write_bytes +
+                           store.nvme_write_bytes() - parameters_written;
       r.nvme_seconds = runtime.clock().busy_seconds(drive) - drive_busy;
     }
   }
   if (swap != nullptr) {
-    r.nvme_bytes = swap->file_bytes();
+    r.nvme_bytes = swap->file_bytes() + store.nvme_file_bytes();
     if (const storage::NvmeTier* tier = swap->tier()) {
       r.nvme_read_bytes_per_s = tier->stats().read_bytes_per_s();
       r.nvme_write_bytes_per_s = tier->stats().write_bytes_per_s();
@@ -95,6 +101,14 @@ void train_rank(const RunSpec& spec, train::TrainOptions options, const dist::La
   r.device = trainer.model_state();
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
     r.host = *host;
+  // On NVMe the host holds a unit's parameters only while a fetch or the update uses them: what
+  // it needs is the most it held at once.
+  if (store.values_on_nvme())
+    r.host.parameters = trainer.optimizer_runtime()
+                            .allocator()
+                            .category_stats()
+                            .requested(memory::MemoryCategory::parameter)
+                            .peak;
   r.pinned_model_state_requested = trainer.host_pinned_model_state(false).total();
   r.pinned_model_state_blocks = trainer.host_pinned_model_state(true).total();
   r.device_peak_bytes = trainer.memory_report().peak_total_bytes;
@@ -111,7 +125,7 @@ bool RunResult::equals_estimate() const {
               estimate.optimizer_states.bytes) &&
          same(host, estimate.host_parameter_bytes, estimate.host_gradient_bytes,
               estimate.host_optimizer_state_bytes) &&
-         nvme_bytes == estimate.nvme_optimizer_state_bytes &&
+         nvme_bytes == estimate.nvme_optimizer_state_bytes + estimate.nvme_parameter_bytes &&
          pinned_model_state_requested == estimate.host_pinned_requested_bytes &&
          pinned_model_state_blocks == estimate.host_pinned_bytes;
 }

@@ -93,7 +93,8 @@ struct RunResult {
   /// With RunSpec::keep_spans: the last step's kernels and copies on the stream clock.
   std::vector<stream::Span> last_step_spans;
   std::vector<std::string> stream_names;  ///< the clock's streams, indexed by id.
-  /// With the optimizer's states on NVMe: the files' bytes on the drive; what the last step read
+  /// With the optimizer's states on NVMe (and the parameters', with --offload-param-device nvme):
+  /// the files' bytes on the drive; what the last step read
   /// and wrote, and the drive's busy time on the clock then; with real files (cpu, sim) the
   /// tier's measured bandwidth over the whole run (0 on meta).
   int64_t nvme_bytes = 0;

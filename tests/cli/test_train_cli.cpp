@@ -470,6 +470,9 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
       {on_nvme + " --prefetch",
        " --precision fp32 --zero 3 --offload both --offload-optimizer-device nvme "
        "--attention flash"},
+      {on_nvme + " --prefetch",
+       " --precision mixed-bf16 --zero 3 --offload both --offload-optimizer-device nvme "
+       "--offload-param-device nvme --recompute every:2 --grad-accum 2"},
   };
   for (const auto& c : cases) {
     std::vector<double> losses[2];
@@ -501,6 +504,12 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
         EXPECT_EQ(summary.at("nvme").at("host_staging_bytes"),
                   all.at("host_bytes").at("optimizer_states"))
             << flags << c.train;
+        const nlohmann::json& parameters = summary.at("nvme").at("parameters");
+        if (std::string(c.both).find("--offload-param-device nvme") != std::string::npos)
+          EXPECT_EQ(parameters.at("file_bytes"), all.at("nvme_bytes").at("parameters"))
+              << flags << c.train;
+        else
+          EXPECT_TRUE(parameters.is_null()) << flags << c.train;
         EXPECT_EQ(nvme.files(), 0) << "files left in " << nvme.path;
       }
       for (const nlohmann::json& step : json_lines(trained.out))
@@ -538,6 +547,10 @@ TEST(TrainCli, NvmeFlagsRefuseBadValuesByName) {
        "--offload optimizer"},
       {nvme + path + " --optimizer adafactor", "adafactor"},
       {" --offload-optimizer-device ssd", "'ssd'"},
+      {nvme + path + " --offload-param-device nvme", "--offload both"},
+      {" --simulate-ranks 1 --zero 3 --offload both --offload-param-device nvme" + path,
+       "--offload-optimizer-device nvme"},
+      {nvme + path + " --offload-param-device disk", "'disk'"},
       {nvme + path + " --device meta", "meta"},
   };
   for (const auto& c : cases) {

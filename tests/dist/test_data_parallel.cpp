@@ -66,6 +66,10 @@ struct RankRun {
   int64_t pinned_blocks = 0;  // the host's pinned model-state blocks (--offload-pin-memory on)
   optim::SwapTraffic nvme_traffic;
   double nvme_busy_seconds = 0.0;
+  // --offload-param-device nvme: the parameters' files, what went to and from them, and the most
+  // host memory a swapped-in unit took
+  int64_t parameter_file_bytes = 0, parameter_read_bytes = 0, parameter_write_bytes = 0;
+  int64_t host_parameter_peak = 0;
 };
 
 // Runs `steps` steps on N simulated ranks of `device`; returns every rank's run.
@@ -97,9 +101,28 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
       run.nvme_traffic = swap->traffic();
       run.nvme_busy_seconds = runtime.clock().busy_seconds(trainer.optimizer().nvme_lane());
     }
-    const nn::ParameterStore& store = trainer.model().parameters();
+    nn::ParameterStore& store = trainer.model().parameters();
+    run.parameter_file_bytes = store.nvme_file_bytes();
+    run.parameter_read_bytes = store.nvme_read_bytes();
+    run.parameter_write_bytes = store.nvme_write_bytes();
+    run.host_parameter_peak = trainer.optimizer_runtime()
+                                  .allocator()
+                                  .category_stats()
+                                  .requested(memory::MemoryCategory::parameter)
+                                  .peak;
     const memory::Tensor& values = store.values();
-    if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
+    if (d.kind != memory::DeviceKind::meta && store.values_on_nvme()) {
+      // The files' contents, unit by unit, laid out as values() would hold them.
+      const auto element = static_cast<int64_t>(dtype_size_bytes(store.value_dtype()));
+      run.parameters.resize(static_cast<size_t>(store.layout().shard_numel() * element));
+      for (size_t u = 0; u < store.layout().units().size(); ++u) {
+        const auto unit = static_cast<int64_t>(u);
+        const memory::TensorView shard = store.swap_in(unit);
+        std::memcpy(run.parameters.data() + store.layout().units()[u].shard_offset * element,
+                    shard.data(), static_cast<size_t>(store.local_bytes(unit)));
+        store.swap_out(unit, false);
+      }
+    } else if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
       run.parameters.resize(static_cast<size_t>(values.bytes()));
       if (store.values_offloaded()) {  // the host's memory
         std::memcpy(run.parameters.data(), values.view().data(), run.parameters.size());
@@ -347,6 +370,72 @@ TEST(DataParallel, Zero3WithTheOptimizerStatesOnNvmeTrainsAsWithThemInHostMemory
                           1e-12)
                   << "rank " << r;
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ZeRO-Infinity with everything on NVMe (--offload-param-device nvme beside the states): each
+// rank's parameter shard lives in a file per unit, written unit by unit at initialisation, read
+// for every fetch (twice a micro-batch) and, without an fp32 master, for the update, which writes
+// it back. The run trains to the bit as with the shard in host memory, on 1-3 ranks, both
+// families, fp32 and mixed precision, with and without prefetch; the host never holds more than
+// one unit's shard, the files are what the estimator says, and nothing is left after the run.
+TEST(DataParallel, Zero3WithTheParametersOnNvmeTrainsAsWithThemInHostMemory) {
+  constexpr int kSteps = 3;
+  constexpr int64_t kAccum = 2;
+  for (const int64_t N : {1, 2, 3}) {
+    for (const ModelConfig& model : {odd_gpt2(), odd_llama()}) {
+      for (const amp::Precision precision : {amp::Precision::fp32, amp::Precision::mixed_bf16}) {
+        for (const bool prefetch : {false, true}) {
+          SCOPED_TRACE(model.name + ", N " + std::to_string(N) + ", " +
+                       std::string(amp::precision_name(precision)) +
+                       (prefetch ? ", prefetch" : ""));
+          const test_build::TempDir dir;
+          train::TrainOptions host = options_for(model, ZeroStage::parameters, precision);
+          host.plan.offload = plan::parse_offload("both");
+          host.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+          host.plan.batch.grad_accum = kAccum;
+          host.nvme.files.path = dir.path;
+          host.nvme.files.block_size = 8192;
+          const std::vector<RankRun> h = run_ranks(host, N, kSteps, "sim:1GiB", prefetch);
+          train::TrainOptions o = host;
+          o.plan.offload.param_device = plan::OffloadDevice::nvme;
+          const std::vector<RankRun> runs = run_ranks(o, N, kSteps, "sim:1GiB", prefetch);
+          EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
+          const estimate::Estimate e = estimate_for(o, N);
+          train::TrainOptions all_in_memory = host;
+          all_in_memory.plan.offload.optimizer_device = plan::OffloadDevice::cpu;
+          const estimate::Estimate in_memory = estimate_for(all_in_memory, N);
+          for (int64_t r = 0; r < N; ++r) {
+            const RankRun& run = runs[static_cast<size_t>(r)];
+            const RankRun& mine = h[static_cast<size_t>(r)];
+            EXPECT_EQ(run.losses, mine.losses) << "rank " << r;
+            EXPECT_EQ(run.parameters, mine.parameters) << "rank " << r;
+            EXPECT_EQ(run.state.parameters, 0) << "rank " << r;
+            EXPECT_EQ(run.parameter_file_bytes, e.nvme_parameter_bytes) << "rank " << r;
+            EXPECT_EQ(run.host_parameter_peak, e.host_parameter_bytes) << "rank " << r;
+            EXPECT_LT(run.host_parameter_peak, mine.host_parameter_peak) << "rank " << r;
+            EXPECT_EQ(run.nvme_file_bytes, e.nvme_optimizer_state_bytes) << "rank " << r;
+            // The rank's shard: written at initialisation and by each update; read twice a
+            // micro-batch, and by the update where it has no master (or makes it: step 1).
+            const int64_t shard = in_memory.host_parameter_bytes;
+            EXPECT_GE(run.parameter_file_bytes, shard) << "rank " << r;
+            const int64_t update_reads = precision == amp::Precision::fp32 ? kSteps : 1;
+            EXPECT_EQ(run.parameter_write_bytes, (1 + kSteps) * shard) << "rank " << r;
+            EXPECT_EQ(run.parameter_read_bytes, (2 * kAccum * kSteps + update_reads) * shard)
+                << "rank " << r;
+            // One drive: the states' and the parameters' transfers on one timeline, fetches
+            // included (the initialisation's writes are not on the clock).
+            const int64_t states = in_memory.host_optimizer_state_bytes;
+            EXPECT_NEAR(run.nvme_busy_seconds,
+                        ((kSteps - 1) * states + (2 * kAccum * kSteps + update_reads) * shard) /
+                                o.nvme.read_bytes_per_s +
+                            kSteps * (states + shard) / o.nvme.write_bytes_per_s,
+                        1e-12)
+                << "rank " << r;
           }
         }
       }

@@ -239,6 +239,24 @@ TEST(Lesson05, ThirteenBillionFitsOne32GiBDeviceOnlyOffloadedAndEveryClaimIsMeas
               in_memory.step_seconds + transfers - last_writes - in_memory.host_update_seconds);
   }
 
+  // 70B with the parameters on NVMe too: the same device, the host one unit's 16-bit shard of
+  // the 140 GB, the drive every parameter twice more a step (a fetch each for the forward, the
+  // backward and the recomputed forward, and the update's write) and the step longer for it.
+  {
+    const RunResult& all = find("70b-all-nvme");
+    const RunResult& states_only = find("70b-nvme");
+    ASSERT_TRUE(all.fits);
+    EXPECT_TRUE(all.equals_estimate());
+    EXPECT_EQ(all.device_peak_bytes, states_only.device_peak_bytes);
+    EXPECT_EQ(all.host.optimizer_states, states_only.host.optimizer_states);
+    EXPECT_LT(all.host.parameters, states_only.host.parameters / 50);
+    const int64_t shard = states_only.host.parameters;  // 2 bytes a parameter
+    EXPECT_GE(all.nvme_bytes, states_only.nvme_bytes + shard);
+    EXPECT_EQ(all.nvme_write_bytes, states_only.nvme_write_bytes + shard);
+    EXPECT_GE(all.nvme_read_bytes, states_only.nvme_read_bytes + 2 * shard);
+    EXPECT_GT(all.step_seconds, states_only.step_seconds);
+  }
+
   std::vector<int> ids;
   for (const workbook::ClaimResult& c :
        workbook::evaluate_claims(files::claims_json(), "claims.json", to_json(lesson))) {

@@ -107,6 +107,10 @@ Plan random_plan(std::mt19937_64& rng) {
       p.offload.optimizer && p.parallel.zero == ZeroStage::parameters && elementwise && coin()
           ? OffloadDevice::nvme
           : OffloadDevice::cpu;
+  p.offload.param_device =
+      p.offload.parameters && p.offload.optimizer_device == OffloadDevice::nvme && coin()
+          ? OffloadDevice::nvme
+          : OffloadDevice::cpu;
   p.offload.pin_memory = !p.offload.optimizer || coin();
   p.dropout.p = coin() ? 0.0f : real(0.0f, 0.99f);
   p.dropout.preserve_rng_state = coin();
@@ -217,6 +221,12 @@ TEST(PlanJson, RefusesUnknownKeysWrongTypesAndBadValuesNamingTheKey) {
   expect_refused(
       R"({"parallel": {"zero": "zero2"}, "offload": {"optimizer": true, "optimizer_device": "nvme"}})",
       {"--offload-optimizer-device nvme", "--zero 3", "stage 2"});
+  expect_refused(
+      R"({"parallel": {"zero": "zero3"}, "offload": {"optimizer": true, "optimizer_device": "nvme", "param_device": "nvme"}})",
+      {"--offload-param-device nvme", "--offload both", "--offload optimizer"});
+  expect_refused(
+      R"({"parallel": {"zero": "zero3"}, "offload": {"optimizer": true, "parameters": true, "param_device": "nvme"}})",
+      {"--offload-param-device nvme", "--offload-optimizer-device nvme"});
   expect_refused(R"({"offload": {"optimizer": true, "optimizer_device": "disk"}})",
                  {"offload device", "disk"});
   expect_refused(R"({"offload": {"optimizer": true, "delay_update_from": -2}})",

@@ -81,7 +81,18 @@ StepOutcome outcome(nn::Runtime& runtime, Trainer& trainer, double loss) {
   o.optimizer_steps = trainer.optimizer().steps();
   o.loss_scale = trainer.scaler().scale();
   o.growth_tracker = trainer.scaler().growth_tracker();
-  const memory::Tensor& values = trainer.model().parameters().values();
+  nn::ParameterStore& store = trainer.model().parameters();
+  if (store.values_on_nvme()) {  // the files' contents, unit by unit
+    for (size_t u = 0; u < store.layout().units().size(); ++u) {
+      const memory::TensorView shard = store.swap_in(static_cast<int64_t>(u));
+      const auto* bytes = static_cast<const unsigned char*>(shard.data());
+      o.parameters.insert(o.parameters.end(), bytes,
+                          bytes + store.local_bytes(static_cast<int64_t>(u)));
+      store.swap_out(static_cast<int64_t>(u), false);
+    }
+    return o;
+  }
+  const memory::Tensor& values = store.values();
   o.parameters.resize(static_cast<size_t>(values.bytes()));
   runtime.copy_to_host(o.parameters.data(), values);
   return o;
@@ -633,6 +644,22 @@ TEST(OomAtEveryAllocation, LlamaZero3OptimizerStatesOnNvmeOnTwoRanks) {
   EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
 }
 
+// ZeRO-Infinity with the parameters on NVMe too, prefetched: each gather reads its unit's shard
+// into host memory first, and the update reads and writes the parameters beside the states.
+TEST(OomAtEveryAllocation, LlamaZero3ParametersAndStatesOnNvmeWithPrefetchOnTwoRanks) {
+  TrainOptions o = tiny(ModelFamily::llama);
+  o.plan.parallel.zero = dist::ZeroStage::parameters;
+  o.plan.parallel.prefetch = true;
+  o.plan.amp.precision = amp::Precision::fp32;
+  o.plan.offload = plan::parse_offload("both");
+  o.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+  o.plan.offload.param_device = plan::OffloadDevice::nvme;
+  const test_build::TempDir dir;
+  o.nvme.files.path = dir.path;
+  EXPECT_GT(fail_every_allocation_on_ranks("llama zero-3 everything on nvme", o, 2).failed, 0);
+  EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
+}
+
 // The process's file-size limit for a scope: a write beyond it fails with EFBIG, as on a full
 // disk (the kernel checks it on every write and fallocate), and SIGXFSZ is ignored meanwhile so
 // the failure is an error code, not the end of the process.
@@ -725,6 +752,69 @@ TEST(NvmeOptimizerStates, AFirstStepThatFailsLeavesNothingAndARetryTrainsAsFresh
     });
     if (testing::Test::HasFailure()) return;
   }
+}
+
+TrainOptions everything_on_nvme() {
+  TrainOptions o = states_on_nvme();
+  o.plan.amp.precision = amp::Precision::fp32;  // the update reads the parameters every step
+  o.plan.offload = plan::parse_offload("both");
+  o.plan.offload.optimizer_device = plan::OffloadDevice::nvme;
+  o.plan.offload.param_device = plan::OffloadDevice::nvme;
+  return o;
+}
+
+// With the parameters on NVMe the files are made and written with the model: a disk too small
+// for them stops the trainer before it starts (one StorageError naming the path, no file left);
+// then each of the host's allocations of the first step fails in turn (the fetches' shards, the
+// update's), leaving no step and only the parameters' files, and the step run again trains as a
+// fresh job's first.
+TEST(NvmeParameters, AFullDiskStopsTheTrainerAndAFailedFirstStepLeavesNoStep) {
+  const test_build::TempDir dir;
+  on_one_rank(everything_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+    const FileSizeLimit full(4096);
+    try {
+      Trainer trainer(runtime, o);
+      ADD_FAILURE() << "the trainer wrote its parameters past the file-size limit";
+    } catch (const storage::StorageError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir.path), std::string::npos) << e.what();
+    }
+  });
+  EXPECT_EQ(dir.files(), 0) << "files left after a full disk";
+  StepOutcome fresh;
+  int64_t host_n = 0, parameter_files = 0;
+  on_one_rank(everything_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+    Trainer trainer(runtime, o);
+    parameter_files = dir.files();
+    const memory::CachingAllocator& host = trainer.optimizer_runtime().allocator();
+    const int64_t before = host.stats().allocation[memory::kAggregate].allocated;
+    const double loss = trainer.step().loss;
+    host_n = host.stats().allocation[memory::kAggregate].allocated - before;
+    fresh = outcome(runtime, trainer, loss);
+  });
+  EXPECT_GT(parameter_files, 0);
+  EXPECT_GE(host_n, 6);  // a shard per fetch and update, the staged gradients, the states
+  for (int64_t k = 1; k <= host_n; ++k) {
+    const std::string where = "host allocation " + std::to_string(k) + " of the first step";
+    on_one_rank(everything_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
+      Trainer trainer(runtime, o);
+      memory::CachingAllocator& host = trainer.optimizer_runtime().allocator();
+      const int64_t held = host.stats().allocated_bytes[memory::kAggregate].current;
+      host.inject_out_of_memory(static_cast<uint64_t>(k));
+      try {
+        (void)trainer.step();
+        ADD_FAILURE() << where << ": the step did not fail";
+      } catch (const memory::OutOfMemoryError&) {
+      }
+      host.inject_out_of_memory(0);
+      EXPECT_EQ(dir.files(), parameter_files) << where << ": more than the parameters' files";
+      EXPECT_NO_THROW(host.check_invariants()) << where;
+      EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, held) << where;
+      EXPECT_EQ(trainer.optimizer().steps(), 0) << where;
+      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh, where);
+    });
+    if (testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(dir.files(), 0);
 }
 
 // After the first step the files are the only copy of the states: a write that fails (the disk

@@ -463,7 +463,8 @@ json to_json(const estimate::EstimateInputs& in, const estimate::Estimate& e) {
                      {"parameters", e.host_parameter_bytes},
                      {"pinned_requested", e.host_pinned_requested_bytes},
                      {"pinned_blocks", e.host_pinned_bytes}};
-  r["nvme_bytes"] = {{"optimizer_states", e.nvme_optimizer_state_bytes}};
+  r["nvme_bytes"] = {{"optimizer_states", e.nvme_optimizer_state_bytes},
+                     {"parameters", e.nvme_parameter_bytes}};
   r["sources"] = {{"parameters", e.parameters.source},
                   {"gradients", e.gradients.source},
                   {"optimizer_states", e.optimizer_states.source},
@@ -598,6 +599,12 @@ void print_human(const estimate::EstimateInputs& in, const estimate::Estimate& e
          "the optimizer states, fp32 master included: a file per state and unit, each "
          "rounded up to 4096 bytes; the host stages two units' states"},
         report::RowStyle::kDim);
+  if (e.nvme_parameter_bytes > 0)
+    table.add_row({"NVMe (parameters)", format_bytes(static_cast<uint64_t>(e.nvme_parameter_bytes)),
+                   format_bytes_decimal(static_cast<uint64_t>(e.nvme_parameter_bytes)), "",
+                   "the parameters' shard: a file per unit, each rounded up to 4096 bytes; the "
+                   "host holds one unit at a time"},
+                  report::RowStyle::kDim);
   if (e.host_activation_bytes > 0)
     table.add_row(
         {"host (activations)", format_bytes(static_cast<uint64_t>(e.host_activation_bytes)),

@@ -205,6 +205,17 @@ json clock_json(nn::Runtime& runtime, const ClockTotals& steps) {
 void run_ranks(const TrainCommandOptions& o, const train::TrainOptions& options,
                const memory::Device& device);
 
+// The parameters on NVMe (--offload-param-device nvme), null without: their files and the bytes
+// the fetches and updates moved (the initialisation's writes included).
+json parameters_nvme_json(train::Trainer& trainer) {
+  const nn::ParameterStore& store = trainer.model().parameters();
+  if (!store.values_on_nvme()) return nullptr;
+  return {{"file_bytes", store.nvme_file_bytes()},
+          {"files", store.layout().units().size()},
+          {"read_bytes", store.nvme_read_bytes()},
+          {"write_bytes", store.nvme_write_bytes()}};
+}
+
 // The optimizer states on NVMe (--offload-optimizer-device nvme), null without: the files, the
 // bytes moved, the drive's busy time on the clock and, with real files, the measured bandwidth.
 json nvme_json(train::Trainer& trainer, nn::Runtime& runtime) {
@@ -225,7 +236,8 @@ json nvme_json(train::Trainer& trainer, nn::Runtime& runtime) {
           {"clock_read_gbps", swap->options().read_bytes_per_s / 1e9},
           {"clock_write_gbps", swap->options().write_bytes_per_s / 1e9},
           {"drive_busy_s", runtime.clock().busy_seconds(trainer.optimizer().nvme_lane())},
-          {"measured", measured}};
+          {"measured", measured},
+          {"parameters", parameters_nvme_json(trainer)}};
 }
 
 std::string gbps_text(double bytes_per_s) {
@@ -258,6 +270,15 @@ void print_nvme(train::Trainer& trainer, nn::Runtime& runtime, int64_t steps) {
       report::format_duration_ms(runtime.clock().busy_seconds(trainer.optimizer().nvme_lane()) *
                                  1e3)
           .c_str());
+  const nn::ParameterStore& store = trainer.model().parameters();
+  if (store.values_on_nvme())
+    std::printf(
+        "parameters on NVMe (ZeRO-Infinity): %s in %lld files; the fetches and updates read %s "
+        "and wrote %s (the initialisation's writes included), on the same drive\n",
+        report::format_bytes(static_cast<uint64_t>(store.nvme_file_bytes())).c_str(),
+        static_cast<long long>(store.layout().units().size()),
+        report::format_bytes(static_cast<uint64_t>(store.nvme_read_bytes())).c_str(),
+        report::format_bytes(static_cast<uint64_t>(store.nvme_write_bytes())).c_str());
 }
 
 // The host's model states under --offload optimizer (null without).
@@ -896,7 +917,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "update, memory-bound, takes its time at on the device's clock");
   cmd->add_option("--nvme-path", opts->nvme_path,
                   "With --offload-optimizer-device nvme: the directory the optimizer states' files "
-                  "go in (DeepSpeed's nvme_path; not on meta, which makes no files)");
+                  "(and with --offload-param-device nvme the parameters') go in (DeepSpeed's "
+                  "nvme_path; not on meta, which makes no files)");
   cmd->add_option("--nvme-block-size", opts->nvme_block_size,
                   "Bytes per NVMe request, a multiple of 4096 (default 1MiB, DeepSpeed's aio "
                   "block_size)");
