@@ -520,6 +520,28 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
   }
 }
 
+// --offload-pin-memory on|off from the command line: the offloaded optimizer's pinned blocks are
+// what `vramlab estimate` gives for the same flag (none when off), and a bad value exits 2 naming
+// it.
+TEST(TrainCli, OffloadPinMemoryChoosesPinnedOrPageableHostBuffers) {
+  const std::string flags =
+      " --model gpt2-tiny --batch 2 --seq 32 --precision mixed-bf16 --offload optimizer";
+  for (const char* pin : {"on", "off"}) {
+    const std::string both = flags + " --offload-pin-memory " + pin;
+    const Result trained = vramlab("train" + both + " --device sim --steps 2 --json");
+    ASSERT_EQ(trained.exit_code, 0) << both << ": " << trained.out;
+    const Result estimated = vramlab("estimate" + both + " --json");
+    ASSERT_EQ(estimated.exit_code, 0) << both << ": " << estimated.out;
+    const int64_t blocks =
+        nlohmann::json::parse(estimated.out).at("host_bytes").at("pinned_blocks").get<int64_t>();
+    EXPECT_EQ(blocks > 0, std::string(pin) == "on") << both;
+    EXPECT_EQ(summary_value(trained.out, "host_pinned_model_state_bytes"), blocks) << both;
+  }
+  const Result bad = vramlab("train" + flags + " --offload-pin-memory maybe");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("maybe"), std::string::npos) << bad.out;
+}
+
 // --offload-optimizer-device nvme and the --nvme-* flags: each bad value or combination exits 2 in
 // one line naming it, before anything is trained.
 TEST(TrainCli, NvmeFlagsRefuseBadValuesByName) {
