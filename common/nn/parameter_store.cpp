@@ -201,6 +201,23 @@ int64_t ParameterStore::local_bytes(int64_t unit) const {
          static_cast<int64_t>(dtype_size_bytes(value_dtype_));
 }
 
+std::vector<unsigned char> ParameterStore::read_values() {
+  if (!nvme_) {
+    std::vector<unsigned char> bytes(static_cast<size_t>(values_.bytes()));
+    values_runtime_->copy_to_host(bytes.data(), values_);
+    return bytes;
+  }
+  const auto element = static_cast<int64_t>(dtype_size_bytes(value_dtype_));
+  std::vector<unsigned char> bytes(static_cast<size_t>(layout_.shard_numel() * element));
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const auto unit = static_cast<int64_t>(u);
+    const memory::TensorView shard = swap_in(unit);
+    values_runtime_->copy_to_host(bytes.data() + layout_.units()[u].shard_offset * element, shard);
+    swap_out(unit, false);
+  }
+  return bytes;
+}
+
 int64_t ParameterStore::nvme_file_bytes() const {
   return nvme_ ? nvme_->file_bytes : 0;
 }

@@ -221,6 +221,10 @@ class ParameterStore {
   [[nodiscard]] int64_t nvme_read_bytes() const;
   /// \return see nvme_read_bytes().
   [[nodiscard]] int64_t nvme_write_bytes() const;
+  /// \return this rank's parameters' bytes, laid out as values() (whole, padded or the local
+  /// shard): from the device, the host, or the files unit by unit (through host memory, one unit
+  /// at a time). \throws memory::OutOfMemoryError, storage::StorageError.
+  [[nodiscard]] std::vector<unsigned char> read_values();
   /// \return the tier holding the files; null on meta or unless on NVMe.
   [[nodiscard]] const storage::NvmeTier* nvme_tier() const;
   /// \return this rank's shard of unit \p unit's gradients (they must exist).

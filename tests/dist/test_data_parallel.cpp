@@ -110,26 +110,8 @@ std::vector<RankRun> run_ranks(const train::TrainOptions& base, int64_t N, int s
                                   .category_stats()
                                   .requested(memory::MemoryCategory::parameter)
                                   .peak;
-    const memory::Tensor& values = store.values();
-    if (d.kind != memory::DeviceKind::meta && store.values_on_nvme()) {
-      // The files' contents, unit by unit, laid out as values() would hold them.
-      const auto element = static_cast<int64_t>(dtype_size_bytes(store.value_dtype()));
-      run.parameters.resize(static_cast<size_t>(store.layout().shard_numel() * element));
-      for (size_t u = 0; u < store.layout().units().size(); ++u) {
-        const auto unit = static_cast<int64_t>(u);
-        const memory::TensorView shard = store.swap_in(unit);
-        std::memcpy(run.parameters.data() + store.layout().units()[u].shard_offset * element,
-                    shard.data(), static_cast<size_t>(store.local_bytes(unit)));
-        store.swap_out(unit, false);
-      }
-    } else if (d.kind != memory::DeviceKind::meta) {  // a meta store has no bytes, only a size
-      run.parameters.resize(static_cast<size_t>(values.bytes()));
-      if (store.values_offloaded()) {  // the host's memory
-        std::memcpy(run.parameters.data(), values.view().data(), run.parameters.size());
-      } else {
-        runtime.copy_to_host(run.parameters.data(), values);
-      }
-    }
+    // A meta store has no bytes, only a size.
+    if (d.kind != memory::DeviceKind::meta) run.parameters = store.read_values();
   });
   return runs;
 }

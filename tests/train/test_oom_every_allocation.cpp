@@ -75,26 +75,13 @@ struct StepOutcome {
   int64_t growth_tracker = 0;
 };
 
-StepOutcome outcome(nn::Runtime& runtime, Trainer& trainer, double loss) {
+StepOutcome outcome(Trainer& trainer, double loss) {
   StepOutcome o;
   o.loss = loss;
   o.optimizer_steps = trainer.optimizer().steps();
   o.loss_scale = trainer.scaler().scale();
   o.growth_tracker = trainer.scaler().growth_tracker();
-  nn::ParameterStore& store = trainer.model().parameters();
-  if (store.values_on_nvme()) {  // the files' contents, unit by unit
-    for (size_t u = 0; u < store.layout().units().size(); ++u) {
-      const memory::TensorView shard = store.swap_in(static_cast<int64_t>(u));
-      const auto* bytes = static_cast<const unsigned char*>(shard.data());
-      o.parameters.insert(o.parameters.end(), bytes,
-                          bytes + store.local_bytes(static_cast<int64_t>(u)));
-      store.swap_out(static_cast<int64_t>(u), false);
-    }
-    return o;
-  }
-  const memory::Tensor& values = store.values();
-  o.parameters.resize(static_cast<size_t>(values.bytes()));
-  runtime.copy_to_host(o.parameters.data(), values);
+  o.parameters = trainer.model().parameters().read_values();
   return o;
 }
 
@@ -205,7 +192,7 @@ Counts fail_every_allocation(const std::string& name, TrainOptions options) {
   nn::Runtime runtime(device);
   nn::Runtime fresh_runtime(device);
   Trainer fresh(fresh_runtime, retry_options);
-  const StepOutcome fresh_first = outcome(fresh_runtime, fresh, fresh.step().loss);
+  const StepOutcome fresh_first = outcome(fresh, fresh.step().loss);
   for (int64_t k = 1; k <= first_n; k += kEveryKth) {
     const std::string where =
         name + ", first step, allocation " + std::to_string(k) + " of " + std::to_string(first_n);
@@ -213,22 +200,22 @@ Counts fail_every_allocation(const std::string& name, TrainOptions options) {
     fail_step_at(runtime, trainer, k, first_n, where);
     ++failed;
     trainer.set_batch(kRetryBatch);
-    expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, where);
+    expect_same(outcome(trainer, trainer.step().loss), fresh_first, where);
     if (testing::Test::HasFailure()) return {failed, 0.0};
   }
 
   // Steady steps: one trainer for every k, a fresh run beside it step for step.
   Trainer trainer(runtime, options);
   trainer.set_batch(kRetryBatch);
-  expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, name + ", step 1");
+  expect_same(outcome(trainer, trainer.step().loss), fresh_first, name + ", step 1");
   for (int64_t k = 1; k <= steady_n; k += kEveryKth) {
     const std::string where = name + ", step " + std::to_string(k + 1) + ", allocation " +
                               std::to_string(k) + " of " + std::to_string(steady_n);
     fail_step_at(runtime, trainer, k, steady_n, where);
     ++failed;
     trainer.set_batch(kRetryBatch);
-    const StepOutcome retried = outcome(runtime, trainer, trainer.step().loss);
-    expect_same(retried, outcome(fresh_runtime, fresh, fresh.step().loss), where);
+    const StepOutcome retried = outcome(trainer, trainer.step().loss);
+    expect_same(retried, outcome(fresh, fresh.step().loss), where);
     if (testing::Test::HasFailure()) break;
   }
   const double seconds =
@@ -280,7 +267,7 @@ TEST(OomAtEveryAllocation, OffloadedOptimizersHostAllocations) {
     const memory::Device device = memory::parse_device(kDevice);
     nn::Runtime fresh_runtime(device);
     Trainer fresh(fresh_runtime, retry);
-    const StepOutcome fresh_first = outcome(fresh_runtime, fresh, fresh.step().loss);
+    const StepOutcome fresh_first = outcome(fresh, fresh.step().loss);
     int64_t host_n = 0;
     {
       nn::Runtime runtime(device);
@@ -310,7 +297,7 @@ TEST(OomAtEveryAllocation, OffloadedOptimizersHostAllocations) {
       EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, 0) << where;
       EXPECT_EQ(allocated_bytes(runtime), device_before) << where;
       trainer.set_batch(kRetryBatch);
-      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh_first, where);
+      expect_same(outcome(trainer, trainer.step().loss), fresh_first, where);
       if (testing::Test::HasFailure()) return;
     }
   }
@@ -469,7 +456,7 @@ Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions opti
     dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
       const auto r = static_cast<size_t>(comm.rank());
       Trainer trainer(*runtimes[r], on_rank(comm, retry_options));
-      fresh[r] = outcome(*runtimes[r], trainer, trainer.step().loss);
+      fresh[r] = outcome(trainer, trainer.step().loss);
     });
   }
 
@@ -551,7 +538,7 @@ Counts fail_every_allocation_on_ranks(const std::string& name, TrainOptions opti
         dist::run_simulated_ranks(ranks, true, [&](dist::Communicator& comm) {
           const auto r = static_cast<size_t>(comm.rank());
           Trainer trainer(*runtimes[r], on_rank(comm, retry_options));
-          retried[r] = outcome(*runtimes[r], trainer, trainer.step().loss);
+          retried[r] = outcome(trainer, trainer.step().loss);
         });
         for (int64_t r = 0; r < ranks; ++r) {
           expect_same(retried[static_cast<size_t>(r)], fresh[static_cast<size_t>(r)],
@@ -716,7 +703,7 @@ TEST(NvmeOptimizerStates, AFirstStepThatFailsLeavesNothingAndARetryTrainsAsFresh
   int64_t host_n = 0;
   on_one_rank(states_on_nvme(), dir.path, [&](nn::Runtime& runtime, const TrainOptions& o) {
     Trainer trainer(runtime, o);
-    fresh = outcome(runtime, trainer, trainer.step().loss);
+    fresh = outcome(trainer, trainer.step().loss);
     host_n =
         trainer.optimizer_runtime().allocator().stats().allocation[memory::kAggregate].allocated;
   });
@@ -748,7 +735,7 @@ TEST(NvmeOptimizerStates, AFirstStepThatFailsLeavesNothingAndARetryTrainsAsFresh
       EXPECT_NO_THROW(host.check_invariants()) << where;
       EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, 0) << where;
       EXPECT_EQ(trainer.optimizer().steps(), 0) << where;
-      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh, where);
+      expect_same(outcome(trainer, trainer.step().loss), fresh, where);
     });
     if (testing::Test::HasFailure()) return;
   }
@@ -789,7 +776,7 @@ TEST(NvmeParameters, AFullDiskStopsTheTrainerAndAFailedFirstStepLeavesNoStep) {
     const int64_t before = host.stats().allocation[memory::kAggregate].allocated;
     const double loss = trainer.step().loss;
     host_n = host.stats().allocation[memory::kAggregate].allocated - before;
-    fresh = outcome(runtime, trainer, loss);
+    fresh = outcome(trainer, loss);
   });
   EXPECT_GT(parameter_files, 0);
   EXPECT_GE(host_n, 6);  // a shard per fetch and update, the staged gradients, the states
@@ -810,7 +797,7 @@ TEST(NvmeParameters, AFullDiskStopsTheTrainerAndAFailedFirstStepLeavesNoStep) {
       EXPECT_NO_THROW(host.check_invariants()) << where;
       EXPECT_EQ(host.stats().allocated_bytes[memory::kAggregate].current, held) << where;
       EXPECT_EQ(trainer.optimizer().steps(), 0) << where;
-      expect_same(outcome(runtime, trainer, trainer.step().loss), fresh, where);
+      expect_same(outcome(trainer, trainer.step().loss), fresh, where);
     });
     if (testing::Test::HasFailure()) return;
   }
