@@ -141,6 +141,22 @@ Block* CachingAllocator::malloc(std::size_t bytes, StreamId stream, MemoryCatego
   // See Note [Stacks captured outside the lock]
   const StackId stack_id =
       record_stacks_.load(std::memory_order_relaxed) ? capture_call_stack(1) : 0;
+  try {
+    return malloc_locked(bytes, stream, category, name, stack_id);
+  } catch (const OutOfMemoryError& error) {
+    // As PyTorch calls its out-of-memory observers: after the lock is released (an observer may
+    // take a snapshot), before the error reaches anyone who could free something.
+    if (oom_observer_) oom_observer_(error);
+    throw;
+  }
+}
+
+void CachingAllocator::attach_out_of_memory_observer(OutOfMemoryObserver observer) {
+  oom_observer_ = std::move(observer);
+}
+
+Block* CachingAllocator::malloc_locked(std::size_t bytes, StreamId stream, MemoryCategory category,
+                                       std::string_view name, StackId stack_id) {
   AllocatorLock lock(mutex_);  // See Note [Lock skipped while single-threaded]
   // See Note [Injected out-of-memory]
   if (bytes >= cold_request_bytes_) [[unlikely]]

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,6 +105,13 @@ class CachingAllocator {
   ///         cache, or when \p bytes ≥ 1 EiB.
   Block* malloc(std::size_t bytes, StreamId stream = 0,
                 MemoryCategory category = MemoryCategory::other, std::string_view name = {});
+  /// Called with each OutOfMemoryError malloc() raises, after the allocator's lock is released and
+  /// before the error propagates, so the allocator's state is the failure's (what
+  /// torch._C._cuda_attach_out_of_memory_observer gives PyTorch's OOM-snapshot recipe).
+  using OutOfMemoryObserver = std::function<void(const OutOfMemoryError&)>;
+  /// Replaces the observer (an empty one removes it). Not while another thread allocates.
+  /// \param observer it must not allocate from this allocator.
+  void attach_out_of_memory_observer(OutOfMemoryObserver observer);
   /// Frees a block returned by malloc (nullptr is ignored). The block returns to the cache at once,
   /// or once the events of the streams given to record_stream complete.
   void free(Block* block);
@@ -220,6 +228,9 @@ class CachingAllocator {
 
   // The Notes named in comments ("See Note [Name]") are at the end of caching_allocator.cpp.
 
+  // malloc() under the lock, its stack captured before it.
+  Block* malloc_locked(std::size_t bytes, StreamId stream, MemoryCategory category,
+                       std::string_view name, StackId stack_id);
   // A request's parameters, labelled with the current module and phase (malloc, and an injected
   // failure: see Note [Injected out-of-memory]).
   AllocParams request_params(std::size_t bytes, StreamId stream, MemoryCategory category,
@@ -306,6 +317,7 @@ class CachingAllocator {
   std::atomic<bool> record_stacks_{false};
   std::size_t max_trace_entries_ = SIZE_MAX;
   HistorySettings history_settings_;
+  OutOfMemoryObserver oom_observer_;  // attach_out_of_memory_observer()'s, or empty
   std::vector<TraceEntry> trace_;
   std::size_t trace_next_ = 0;
   std::int64_t event_counter_ = 0;

@@ -3,6 +3,8 @@
 // Opcodes and their encodings are those documented in CPython's Lib/pickletools.py.
 #include "common/snapshot/snapshot_pickle.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -289,11 +291,17 @@ std::string encode_pickle(const nlohmann::json& value) {
 
 void write_snapshot_pickle(const nlohmann::json& snapshot, const std::string& path) {
   const std::string bytes = encode_pickle(snapshot);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  // Written beside the target and renamed over it: a full disk or a failed write leaves whatever
+  // was at `path` as it was, and no partial file.
+  const std::string partial = path + ".partial-" + std::to_string(::getpid());
+  std::ofstream file(partial, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error("cannot open snapshot file '" + path + "' for writing");
   file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   file.close();
-  if (!file) throw std::runtime_error("cannot write snapshot file '" + path + "'");
+  if (!file || std::rename(partial.c_str(), path.c_str()) != 0) {
+    std::remove(partial.c_str());
+    throw std::runtime_error("cannot write snapshot file '" + path + "' (a full disk?)");
+  }
 }
 
 namespace {

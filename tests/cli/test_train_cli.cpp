@@ -520,6 +520,50 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
   }
 }
 
+// --snapshot-on-oom FILE (PyTorch's out-of-memory observer recipe): a run that runs out of memory
+// in its forward still exits 1 with PyTorch's message, which now names the file; the file holds the
+// allocator's state at the failure (the forward's activations live, read back by vramlab
+// profile); with ranks each writes its own; a run that fits writes nothing; a path that cannot be
+// written is refused before training (exit 2, one line naming it).
+TEST(TrainCli, SnapshotOnOomWritesTheAllocatorsStateAtTheFailure) {
+  const vramlab::test_build::TempDir dir;
+  const std::string failing =
+      " --model gpt2-tiny --device sim:64MiB --batch 64 --seq 128 --steps 2";
+  const std::string file = dir.path + "/oom.pickle";
+  const Result oom = vramlab("train" + failing + " --snapshot-on-oom " + file);
+  EXPECT_EQ(oom.exit_code, 1) << oom.out;
+  EXPECT_NE(oom.out.find("out of memory. Tried to allocate"), std::string::npos) << oom.out;
+  EXPECT_NE(oom.out.find("failure is in " + file), std::string::npos) << oom.out;
+  const Result read = vramlab("profile " + file + " --json");
+  ASSERT_EQ(read.exit_code, 0) << read.out;
+  const nlohmann::json profile = nlohmann::json::parse(read.out);
+  EXPECT_GT(profile.at("peak_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(profile.at("peak_owner").at("phase"), "forward") << read.out;
+
+  const Result ranks =
+      vramlab("train" + failing + " --zero 3 --simulate-ranks 2 --snapshot-on-oom " + dir.path +
+              "/ranks.pickle");
+  EXPECT_EQ(ranks.exit_code, 1) << ranks.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.path + "/ranks.rank0.pickle")) << ranks.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.path + "/ranks.rank1.pickle")) << ranks.out;
+
+  const Result fits = vramlab(
+      "train --model gpt2-tiny --device sim --batch 2 --seq 16 --steps 1 "
+      "--snapshot-on-oom " +
+      dir.path + "/none.pickle");
+  EXPECT_EQ(fits.exit_code, 0) << fits.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/none.pickle"));
+
+  for (const std::string& bad : {dir.path + "/missing/oom.pickle", dir.path, std::string()}) {
+    std::vector<std::string> args = vramlab::cli_test::split_words("train" + failing);
+    args.insert(args.end(), {"--snapshot-on-oom", bad});  // an empty word too
+    const Result refused = vramlab::cli_test::run_vramlab(args);
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out;
+    EXPECT_EQ(count_lines(refused.out), 1) << bad << ": " << refused.out;
+    EXPECT_NE(refused.out.find("--snapshot-on-oom"), std::string::npos) << refused.out;
+  }
+}
+
 // --offload-pin-memory on|off from the command line: the offloaded optimizer's pinned blocks are
 // what `vramlab estimate` gives for the same flag (none when off), and a bad value exits 2 naming
 // it.

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -756,6 +757,36 @@ TEST(GarbageCollection, FreesOldCachedBlocksAboveTheThreshold) {
   const DeviceStats without_gc = run("");
   EXPECT_EQ(without_gc.num_device_free, 0);
   EXPECT_EQ(without_gc.reserved_bytes[kAggregate].current, static_cast<std::int64_t>(100 * kMiB));
+}
+
+// The out-of-memory observer (torch._C._cuda_attach_out_of_memory_observer) sees each failure with
+// the allocator unlocked and in the failure's state: it can take a snapshot (which locks) in which
+// the failed request is the trace's last entry and every block the caller held is still live.
+TEST(OutOfMemoryObserver, SeesTheFailuresStateWithTheLockReleased) {
+  std::thread([] {}).join();  // from now on the process is multithreaded: the lock is real
+  auto allocator = make_sim_allocator(64 * kMiB);
+  allocator->record_history(RecordMode::all);
+  int calls = 0;
+  std::string last_action;
+  std::int64_t allocated_then = 0;
+  allocator->attach_out_of_memory_observer([&](const OutOfMemoryError& error) {
+    ++calls;
+    const nlohmann::json snapshot = allocator->snapshot();  // locks: no deadlock
+    const nlohmann::json& trace = snapshot.at("device_traces").at(0);
+    last_action = trace.at(trace.size() - 2).at("action");  // before the snapshot's own entry
+    allocated_then = allocator->stats().allocated_bytes[kAggregate].current;
+    EXPECT_EQ(error.details().allocated_bytes, allocated_then);
+  });
+  Block* held = allocator->malloc(40 * kMiB);
+  EXPECT_THROW(allocator->malloc(40 * kMiB), OutOfMemoryError);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(last_action, "oom");
+  EXPECT_EQ(allocated_then, static_cast<std::int64_t>(40 * kMiB));
+  allocator->attach_out_of_memory_observer({});
+  EXPECT_THROW(allocator->malloc(40 * kMiB), OutOfMemoryError);
+  EXPECT_EQ(calls, 1);  // removed
+  allocator->free(held);
+  allocator->check_invariants();
 }
 
 TEST(GarbageCollection, DoesNothingWithoutAMemoryFraction) {

@@ -2,10 +2,13 @@
 // as CPython's pickletools documents them. (check_pickle_roundtrip.py loads them in Python.)
 // Run: build/tests/bin/test_report --gtest_filter='EncodePickle.*:WriteSnapshotPickle.*'
 #include "common/snapshot/snapshot_pickle.h"
+#include "tests/file_size_limit.h"
+#include "tests/temp_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -145,6 +148,29 @@ TEST(WriteSnapshotPickle, WritesTheEncodingAndNamesAnUnwritablePath) {
     EXPECT_NE(std::string(error.what()).find("/nonexistent-dir/snap.pickle"), std::string::npos)
         << error.what();
   }
+}
+
+// A write that fails (the disk fills: a file-size limit below the snapshot's size) is an error
+// naming the path, and the snapshot already there stays whole; no partial file is left.
+TEST(WriteSnapshotPickle, AFailedWriteLeavesTheFileThereAsItWas) {
+  testing::ExampleWorkload workload;
+  const json snapshot = testing::make_example_snapshot(workload);
+  const test_build::TempDir dir;
+  const std::string path = dir.path + "/snap.pickle";
+  write_snapshot_pickle(json::object({{"segments", json::array()}}), path);
+  const auto before = std::filesystem::file_size(path);
+  ASSERT_GT(encode_pickle(snapshot).size(), 2 * before);
+  {
+    const test_build::FileSizeLimit full(before + 1);
+    try {
+      write_snapshot_pickle(snapshot, path);
+      ADD_FAILURE() << "the write went past the file-size limit";
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(std::filesystem::file_size(path), before);
+  EXPECT_EQ(dir.files(), 1);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/storage/nvme_tier.h"
 #include "common/train/trainer.h"
+#include "tests/file_size_limit.h"
 #include "tests/sanitized_build.h"
 #include "tests/temp_dir.h"
 
@@ -647,29 +648,7 @@ TEST(OomAtEveryAllocation, LlamaZero3ParametersAndStatesOnNvmeWithPrefetchOnTwoR
   EXPECT_EQ(dir.files(), 0) << "files left in " << dir.path;
 }
 
-// The process's file-size limit for a scope: a write beyond it fails with EFBIG, as on a full
-// disk (the kernel checks it on every write and fallocate), and SIGXFSZ is ignored meanwhile so
-// the failure is an error code, not the end of the process.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_ = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved_);
-    std::signal(SIGXFSZ, previous_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-
- private:
-  rlimit saved_{};
-  void (*previous_)(int) = nullptr;
-};
+using test_build::FileSizeLimit;
 
 // One rank's ZeRO-3 job with its optimizer states on NVMe under \p dir (a communicator of one,
 // as `vramlab train --simulate-ranks 1` makes).

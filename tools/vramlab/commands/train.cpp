@@ -16,6 +16,7 @@
 //   vramlab train --model gpt2-tiny --steps 2 --device sim --profile prof
 //                 (prof/: snapshot.pickle for memory_viz, trace.json for Perfetto, ops.txt, ...)
 #include <omp.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "common/memory/device.h"
 #include "common/memory/host_memory.h"
 #include "common/memory/memory_category.h"
+#include "common/memory/oom_error.h"
 #include "common/model/model_config.h"
 #include "common/model/model_flags.h"
 #include "common/nn/kernel_backend.h"
@@ -58,6 +60,7 @@
 #include "common/report/table.h"
 #include "common/report/terminal.h"
 #include "common/snapshot/snapshot_analysis.h"
+#include "common/snapshot/snapshot_pickle.h"
 #include "common/stream/clock.h"
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
@@ -92,6 +95,8 @@ struct TrainCommandOptions {
   bool profile_given = false;
   std::string profile_stacks = "on";
   bool profile_stacks_given = false;
+  std::string snapshot_on_oom;  // empty: none
+  bool snapshot_on_oom_given = false;
 };
 
 // What one data-parallel rank measured, for rank 0's per-rank table.
@@ -131,6 +136,40 @@ void check_profile_options(const TrainCommandOptions& o) {
   if (error || !std::filesystem::is_directory(o.profile_dir))
     throw UsageError("--profile '" + o.profile_dir + "': cannot create the directory" +
                      (error ? " (" + error.message() + ")" : " (a file has that name)"));
+}
+
+// The --snapshot-on-oom file of a rank: PATH for one process; with ranks, each its own, the rank
+// before the extension (PATH's stem.rankR.pickle), as Megatron-LM names one per rank.
+std::string oom_snapshot_path(const TrainCommandOptions& o, const train::TrainOptions& options) {
+  if (!options.groups.data_parallel && !options.groups.tensor_parallel) return o.snapshot_on_oom;
+  const int64_t rank =
+      options.groups.tensor_parallel
+          ? options.groups.data_parallel->rank() * options.groups.tensor_parallel->world_size() +
+                options.groups.tensor_parallel->rank()
+          : options.groups.data_parallel->rank();
+  const std::filesystem::path path(o.snapshot_on_oom);
+  return (path.parent_path() /
+          (path.stem().string() + ".rank" + std::to_string(rank) + path.extension().string()))
+      .string();
+}
+
+// Checked before training: a snapshot that cannot be written is found out now, not at the OOM.
+void check_snapshot_on_oom(const TrainCommandOptions& o) {
+  if (!o.snapshot_on_oom_given) return;
+  const std::string shown = platform::printable(o.snapshot_on_oom);
+  if (o.snapshot_on_oom.empty()) throw UsageError("--snapshot-on-oom needs a file, got ''");
+  const std::filesystem::path path(o.snapshot_on_oom);
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
+  std::error_code error;
+  if (!std::filesystem::is_directory(parent, error))
+    throw UsageError("--snapshot-on-oom " + shown + ": the directory " +
+                     platform::printable(parent.string()) + " does not exist");
+  if (std::filesystem::is_directory(path, error))
+    throw UsageError("--snapshot-on-oom " + shown + " is a directory; give a file, e.g. " +
+                     platform::printable((path / "oom.pickle").string()));
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw UsageError("--snapshot-on-oom " + shown + ": the directory " +
+                     platform::printable(parent.string()) + " is not writable");
 }
 
 // One line on the peak: how big, who reached it (module, phase, tensor) and where it was
@@ -395,15 +434,53 @@ void run_train(const TrainCommandOptions& o) {
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.seed = o.seed;
   check_profile_options(o);
+  check_snapshot_on_oom(o);
   run_ranks(o, options, device);
 }
 
+RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
+                     const train::TrainOptions& options, const memory::Device& device, bool speak);
+
+// Note [Snapshot on OOM]
+// PyTorch's recipe for an out-of-memory error that happens far into a run
+// (torch.cuda.memory._record_memory_history(max_entries=100000) at the start, and an observer
+// attached with torch._C._cuda_attach_out_of_memory_observer that calls _dump_snapshot() when the
+// allocator gives up; Megatron-LM does the same, a file per rank): the allocator's history is
+// recorded from the start, and the error writes the snapshot, so the file holds every live block
+// with its module, phase and tensor, the segments with their free space (the fragmentation
+// question), and the trace up to the failed request. The error itself then goes on as without
+// the flag; a snapshot that cannot be written is reported beside it.
 RankOutcome train_rank(const TrainCommandOptions& o, const train::TrainOptions& options,
                        const memory::Device& device, bool speak) {
-  const recompute::RecomputeSchedule schedule = train::recompute_schedule(options);
   const nn::KernelKind kernels = o.kernels.empty() ? nn::Runtime::default_kernel_kind(device)
                                                    : nn::parse_kernel_kind(o.kernels);
   nn::Runtime runtime(device, kernels);
+  if (o.snapshot_on_oom.empty()) return train_on(runtime, o, options, device, speak);
+  // A profile records already (with its own settings); otherwise the recipe's.
+  if (o.profile_dir.empty()) runtime.allocator().record_history(memory::RecordMode::all, 100000);
+  const std::string path = oom_snapshot_path(o, options);
+  std::string written;  // what became of the snapshot: the note the error gains
+  runtime.allocator().attach_out_of_memory_observer([&](const memory::OutOfMemoryError&) {
+    if (!written.empty()) return;  // the first failure's state
+    try {
+      snapshot::write_snapshot_pickle(runtime.allocator().snapshot(), path);
+      written = "The allocator's state at the failure is in " + platform::printable(path) +
+                " (vramlab profile " + platform::printable(path) + ", or pytorch.org/memory_viz).";
+    } catch (const std::exception& failed) {
+      written = "(the snapshot was not written: " + platform::printable(failed.what()) + ")";
+    }
+  });
+  try {
+    return train_on(runtime, o, options, device, speak);
+  } catch (const memory::OutOfMemoryError& e) {
+    if (written.empty()) throw;
+    throw memory::OutOfMemoryError(std::string(e.what()) + "\n" + written, e.details());
+  }
+}
+
+RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
+                     const train::TrainOptions& options, const memory::Device& device, bool speak) {
+  const recompute::RecomputeSchedule schedule = train::recompute_schedule(options);
   const std::string kernels_name(nn::kernel_kind_name(runtime.kernel_kind()));
   // Made before the trainer, so the parameters' and optimizer states' allocations are recorded
   // with their modules and stacks (as _record_memory_history() called before building the model).
@@ -961,6 +1038,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "timeline.html; with ranks, DIR/rank0, DIR/rank1, ... (read one with vramlab "
                   "profile DIR/snapshot.pickle). Step times then include the recording's cost")
       ->each([opts](const std::string&) { opts->profile_given = true; });
+  cmd->add_option("--snapshot-on-oom", opts->snapshot_on_oom,
+                  "Record the allocator's history and, if the run runs out of memory, write the "
+                  "snapshot at that moment to FILE (a pickle for vramlab profile and "
+                  "pytorch.org/memory_viz; with ranks FILE's stem.rankR.pickle each), as "
+                  "PyTorch's out-of-memory observer recipe does")
+      ->each([opts](const std::string&) { opts->snapshot_on_oom_given = true; });
   cmd->add_option("--profile-stacks", opts->profile_stacks,
                   "on (default): capture a C++ call stack with every allocation; off: module, "
                   "phase and tensor only, for the lowest recording overhead")
