@@ -520,6 +520,44 @@ TEST(TrainCli, EveryOffloadCombinationTrainsAndMeasuresWhatTheEstimatorPredicts)
   }
 }
 
+// vramlab maxbatch: the search's trials and answer as one JSON object (each trial that fitted
+// below the capacity, the largest fitting and its successor failing), the text form's last lines,
+// and bad input in one line with exit 2.
+TEST(MaxBatchCli, FindsTheLargestBatchAndRefusesBadInput) {
+  const std::string args = "maxbatch --model gpt2-124m --device meta:t4-16g --seq 1024";
+  const Result found = vramlab(args + " --json");
+  ASSERT_EQ(found.exit_code, 0) << found.out;
+  const nlohmann::json j = nlohmann::json::parse(found.out);
+  const int64_t largest = j.at("largest_batch");
+  EXPECT_GT(largest, 0);
+  EXPECT_GE(j.at("predicted_largest_batch").get<int64_t>(), largest);
+  bool next_failed = false;
+  for (const nlohmann::json& t : j.at("trials")) {
+    if (t.at("fits")) {
+      EXPECT_LE(t.at("peak_bytes").get<int64_t>(), j.at("capacity_bytes").get<int64_t>());
+      EXPECT_LE(t.at("batch").get<int64_t>(), largest);
+    }
+    if (t.at("batch") == largest + 1) next_failed = !t.at("fits");
+  }
+  EXPECT_TRUE(next_failed) << found.out;
+  const Result text = vramlab(args);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("largest micro-batch that fits: B=" + std::to_string(largest)),
+            std::string::npos)
+      << text.out;
+  for (const auto& [bad, named] : {std::pair<std::string, std::string>{" --mode halve", "halve"},
+                                   {" --steps-per-trial 1", "--steps-per-trial 1"},
+                                   {" --init 0", "--init"}}) {
+    const Result refused = vramlab(args + bad);
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out;
+    EXPECT_EQ(count_lines(refused.out), 1) << bad << ": " << refused.out;
+    EXPECT_NE(refused.out.find(named), std::string::npos) << refused.out;
+  }
+  const Result cpu = vramlab("maxbatch --model gpt2-tiny --device cpu");
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.out;
+  EXPECT_NE(cpu.out.find("--device cpu"), std::string::npos) << cpu.out;
+}
+
 // --snapshot-on-oom FILE (PyTorch's out-of-memory observer recipe): a run that runs out of memory
 // in its forward still exits 1 with PyTorch's message, which now names the file; the file holds the
 // allocator's state at the failure (the forward's activations live, read back by vramlab
