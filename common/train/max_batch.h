@@ -29,7 +29,7 @@ BatchSearch parse_batch_search(const std::string& text);
 
 /// What the search does.
 struct MaxBatchOptions {
-  BatchSearch search = BatchSearch::binsearch;
+  BatchSearch search = BatchSearch::binsearch;  ///< power or binsearch
   int64_t first_batch = 2;      ///< the first trial's micro-batch (Lightning's init_val)
   int64_t steps_per_trial = 3;  ///< whole steps per trial, ≥ 2: the states exist from the first
   int64_t max_trials = 25;      ///< trials at most (Lightning's max_trials)
@@ -38,8 +38,8 @@ struct MaxBatchOptions {
 
 /// One trial: the micro-batch, whether it ran its steps, and its peak.
 struct BatchTrial {
-  int64_t batch = 0;
-  bool fits = false;
+  int64_t batch = 0;            ///< the micro-batch B
+  bool fits = false;            ///< it ran its steps
   int64_t peak_bytes = 0;       ///< allocated_bytes.all.peak over its steps (0 when it failed)
   int64_t reserved_bytes = 0;   ///< reserved_bytes.all.peak (what the device gave the cache)
   int64_t predicted_bytes = 0;  ///< the estimator's peak for this batch (max_batch.cpp)
