@@ -602,6 +602,51 @@ TEST(TrainCli, SnapshotOnOomWritesTheAllocatorsStateAtTheFailure) {
   }
 }
 
+// vramlab diagnose on a real failure: the log of a run that ran out of memory in its forward and
+// the snapshot it wrote give the phase, the category and the tensor (the attention's
+// probabilities, so flash attention is the first fix); PyTorch's own text with --message; bad input
+// in one line with exit 2.
+TEST(DiagnoseCli, ExplainsARealFailureAndPyTorchsText) {
+  const vramlab::test_build::TempDir dir;
+  const std::string file = dir.path + "/oom.pickle";
+  const Result oom = vramlab(
+      "train --model gpt2-tiny --device sim:64MiB --batch 64 --seq 128 "
+      "--steps 2 --snapshot-on-oom " +
+      file);
+  ASSERT_EQ(oom.exit_code, 1) << oom.out;
+  const std::string log = dir.path + "/train.log";
+  std::ofstream(log) << oom.out;
+  const Result d = vramlab("diagnose " + log + " --snapshot " + file + " --json");
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  const nlohmann::json j = nlohmann::json::parse(d.out);
+  EXPECT_EQ(j.at("device"), "sim:64MiB");
+  EXPECT_EQ(j.at("capacity_bytes"), 64 << 20);
+  EXPECT_EQ(j.at("phase"), "forward");
+  EXPECT_EQ(j.at("category"), "activation");
+  EXPECT_EQ(j.at("fixes").at(0).at("change"), "--attention flash") << d.out;
+  EXPECT_GT(j.at("live_by_category").at("activation").get<int64_t>(), 0);
+  const Result text = vramlab("diagnose " + log);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("--snapshot FILE"), std::string::npos) << text.out;
+
+  const std::vector<std::string> pytorch = {
+      "diagnose", "--json", "--message",
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+      "capacity of 79.15 GiB of which 2.81 MiB is free. Of the allocated memory 78.51 GiB is "
+      "allocated by PyTorch, and 137.06 MiB is reserved by PyTorch but unallocated."};
+  const Result p = vramlab::cli_test::run_vramlab(pytorch);
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_EQ(nlohmann::json::parse(p.out).at("fragmentation"), true) << p.out;
+
+  for (const std::string& bad :
+       {"diagnose " + dir.path + "/missing.log", "diagnose " + file, std::string("diagnose"),
+        "diagnose " + log + " --snapshot " + log}) {
+    const Result refused = vramlab(bad);
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out;
+    EXPECT_EQ(count_lines(refused.out), 1) << bad << ": " << refused.out;
+  }
+}
+
 // --offload-pin-memory on|off from the command line: the offloaded optimizer's pinned blocks are
 // what `vramlab estimate` gives for the same flag (none when off), and a bad value exits 2 naming
 // it.

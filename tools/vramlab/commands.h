@@ -23,6 +23,8 @@ void add_estimate_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab train`: trains a model on a chosen device on a learnable synthetic token stream.
 void add_train_command(CLI::App& app, int& exit_code);
 
+/// Adds `vramlab diagnose`: an out-of-memory error explained, with the fixes and their flags.
+void add_diagnose_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab maxbatch`: the largest micro-batch that fits a device, found by running steps.
 void add_maxbatch_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab profile`: summarises a memory snapshot (the peak, its owners, what was live there)

@@ -1,0 +1,174 @@
+// An out-of-memory error's message parsed, and its diagnosis (see oom_diagnosis.h).
+#include "common/snapshot/oom_diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/platform/errors.h"
+
+namespace vramlab::snapshot {
+
+namespace {
+
+// A size as PyTorch's format_size writes it: "512 bytes", "1.50 KiB", "20.00 MiB", "79.15 GiB".
+const char* const kSize = R"(([0-9]+(?:\.[0-9]+)?) (bytes|KiB|MiB|GiB|TiB))";
+
+int64_t size_bytes(const std::string& number, const std::string& unit) {
+  double scale = 1.0;
+  if (unit == "KiB") scale = 1024.0;
+  if (unit == "MiB") scale = 1024.0 * 1024.0;
+  if (unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
+  if (unit == "TiB") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  // Two decimals: the message is exact to 1% of its unit, and so is this.
+  return static_cast<int64_t>(std::llround(std::stod(number) * scale));
+}
+
+int64_t size_at(const std::smatch& m, size_t first) {
+  return size_bytes(m[first].str(), m[first + 1].str());
+}
+
+// The word before " out of memory" ahead of \p at: "CUDA", "sim:2GiB".
+std::string device_before(const std::string& text, size_t at) {
+  const size_t end = text.rfind(" out of memory", at);
+  if (end == std::string::npos || end == 0) return "";
+  const size_t space = text.find_last_of(" \t\n", end - 1);
+  const size_t begin = space == std::string::npos ? 0 : space + 1;
+  return text.substr(begin, end - begin);
+}
+
+void add(std::vector<OomFix>& fixes, std::string change, std::string effect, std::string cost) {
+  fixes.push_back({std::move(change), std::move(effect), std::move(cost)});
+}
+
+}  // namespace
+
+std::optional<OomMessage> parse_oom_message(std::string_view view) {
+  const std::string text(view);
+  std::smatch m;
+  OomMessage out;
+  // PyTorch 2.x (and vramlab's allocator).
+  // Between "is free." and "Of the allocated memory" PyTorch may list other processes ("Process
+  // 4711 has 1.00 GiB memory in use."), this one's use and a memory fraction's allowance.
+  static const std::regex current(
+      std::string("Tried to allocate ") + kSize + R"(\. GPU [0-9]+ has a total capacity of )" +
+      kSize + " of which " + kSize + R"( is free\.([\s\S]*?)Of the allocated memory )" + kSize +
+      " is allocated by PyTorch, and " + kSize + " is reserved by PyTorch but unallocated");
+  if (std::regex_search(text, m, current)) {
+    out.requested_bytes = size_at(m, 1);
+    out.capacity_bytes = size_at(m, 3);
+    out.free_bytes = size_at(m, 5);
+    out.allocated_bytes = size_at(m, 8);
+    out.reserved_unallocated_bytes = size_at(m, 10);
+    out.device = device_before(text, static_cast<size_t>(m.position(0)));
+    static const std::regex process(std::string("this process has ") + kSize + " memory in use");
+    const std::string between = m[7].str();
+    std::smatch p;
+    if (std::regex_search(between, p, process)) out.process_bytes = size_at(p, 1);
+    return out;
+  }
+  // PyTorch 1.x.
+  static const std::regex older(std::string("Tried to allocate ") + kSize + R"( \(GPU [0-9]+; )" +
+                                kSize + " total capacity; " + kSize + " already allocated; " +
+                                kSize + " free; " + kSize + " reserved in total by PyTorch");
+  if (std::regex_search(text, m, older)) {
+    out.requested_bytes = size_at(m, 1);
+    out.capacity_bytes = size_at(m, 3);
+    out.allocated_bytes = size_at(m, 5);
+    out.free_bytes = size_at(m, 7);
+    out.reserved_unallocated_bytes = std::max<int64_t>(0, size_at(m, 9) - out.allocated_bytes);
+    out.device = device_before(text, static_cast<size_t>(m.position(0)));
+    return out;
+  }
+  return std::nullopt;
+}
+
+OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snapshot) {
+  OomDiagnosis d;
+  d.message = message;
+  d.fragmentation =
+      message.reserved_unallocated_bytes >= message.requested_bytes && message.requested_bytes > 0;
+  bool states_existed = true;
+  if (snapshot != nullptr) {
+    // The trace's last "oom" entry is the failed request, with vramlab's labels.
+    const nlohmann::json* oom = nullptr;
+    if (snapshot->contains("device_traces"))
+      for (const nlohmann::json& trace : snapshot->at("device_traces"))
+        for (const nlohmann::json& entry : trace)
+          if (entry.is_object() && entry.value("action", "") == "oom") oom = &entry;
+    if (oom == nullptr)
+      throw UsageError(
+          "the snapshot has no \"oom\" entry in its trace: take it at the failure (vramlab train "
+          "--snapshot-on-oom FILE, or an out-of-memory observer with history recorded)");
+    d.phase = oom->value("phase", "");
+    d.category = oom->value("category", "");
+    d.module = oom->value("module", "");
+    d.tensor = oom->value("tensor", "");
+    std::map<std::string, int64_t> live;
+    static const nlohmann::json kNone = nlohmann::json::array();
+    const nlohmann::json& segments =
+        snapshot->contains("segments") ? snapshot->at("segments") : kNone;
+    for (const nlohmann::json& segment : segments)
+      for (const nlohmann::json& block : segment.contains("blocks") ? segment.at("blocks") : kNone)
+        if (block.value("state", "") == "active_allocated")
+          live[block.value("category", "other")] += block.value("requested_size", int64_t{0});
+    states_existed = live.count("optimizer_state") > 0;
+    d.live_by_category.assign(live.begin(), live.end());
+    std::stable_sort(d.live_by_category.begin(), d.live_by_category.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (d.phase == "optimizer")
+      d.phase = states_existed || d.category != "optimizer_state" ? "optimizer step"
+                                                                  : "first optimizer step";
+  }
+
+  std::vector<OomFix>& f = d.fixes;
+  if (d.fragmentation)
+    add(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        "one growing segment per stream: pieces freed in different segments merge (holes between "
+        "live blocks stay holes: then make the sizes vary less, e.g. bucket the sequence lengths)",
+        "none to speak of (the driver maps 20 MiB pages as the segment grows)");
+  const bool activations = d.category == "activation" || d.phase == "forward" ||
+                           d.phase == "backward" || d.phase == "recompute";
+  if (activations) {
+    if (d.tensor.find(".att") != std::string::npos || d.module.find("attn") != std::string::npos)
+      add(f, "--attention flash",
+          "keeps the (B, H, T) log-sum-exp instead of the (B, H, T, T) attention probabilities",
+          "none: faster at long sequences");
+    add(f, "--recompute selective",
+        "drops the attention's T-squared tensors, recomputed in backward",
+        "a few percent more FLOPs");
+    add(f, "--compress-activations int8", "saved activations in 8 bits instead of 32",
+        "a quantisation error in the gradients");
+    add(f, "--recompute full", "keeps one input per block and reruns the block in backward",
+        "about a third more compute (a second forward)");
+    add(f, "--offload-activations on", "saved activations to pinned host memory between the passes",
+        "copies over the host link: hidden only when it is fast enough");
+  }
+  if (d.category == "optimizer_state" || d.phase == "first optimizer step" ||
+      d.phase == "optimizer step") {
+    add(f, "--optimizer adamw-8bit", "8-bit moments: 2 bytes a parameter instead of 8",
+        "a blockwise quantisation error in the update");
+    add(f, "--zero 1 over N ranks", "each rank keeps 1/N of the optimizer's states",
+        "a reduce-scatter and an all-gather a step; N devices");
+    add(f, "--offload optimizer", "the states and the update on the host (ZeRO-Offload)",
+        "the host's update time and the copies over the link");
+  }
+  if (d.category == "gradient")
+    add(f, "--zero 2 over N ranks", "each rank keeps 1/N of the gradients (and the states)",
+        "a reduce-scatter per unit in backward; N devices");
+  if (d.category == "parameter" || d.phase == "setup") {
+    add(f, "--zero 3 over N ranks", "each rank keeps 1/N of the parameters, gathered per unit",
+        "two all-gathers and a reduce-scatter a step; N devices");
+    add(f, "--zero 3 --offload both", "the parameters and the states on the host (ZeRO-Infinity)",
+        "every unit crosses the link twice a step");
+  }
+  add(f, "--batch B/2 --grad-accum 2", "halves what grows with the batch; the same global batch",
+      "smaller kernels: lower throughput");
+  return d;
+}
+
+}  // namespace vramlab::snapshot
