@@ -149,7 +149,8 @@ endfunction()
 # GoogleTest headers, parsed and emitted once per batch, are most of a small test file's compile
 # time, so a folder's test files of the same TIMEOUT and LABELS share one binary.
 function(vramlab_add_test)
-  cmake_parse_arguments(A "RUN_SERIAL;NO_UNITY" "NAME;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "RUN_SERIAL;NO_UNITY" "NAME;TIMEOUT;ENVIRONMENT" "SOURCES;DEPS;LABELS"
+                        ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 60)
   endif()
@@ -167,7 +168,12 @@ function(vramlab_add_test)
   if(A_RUN_SERIAL)
     set(_serial RUN_SERIAL)
   endif()
-  vramlab_discover_tests(${A_NAME} TIMEOUT ${A_TIMEOUT} LABELS ${A_LABELS} ${_serial})
+  set(_environment)
+  if(A_ENVIRONMENT)
+    set(_environment ENVIRONMENT ${A_ENVIRONMENT})
+  endif()
+  vramlab_discover_tests(${A_NAME} TIMEOUT ${A_TIMEOUT} LABELS ${A_LABELS} ${_serial}
+                         ${_environment})
 endfunction()
 
 # vramlab_add_bad_input_cases(PREFIX <name> BINARY <target> CASES "name|arg,arg|expected" ...):
@@ -190,8 +196,8 @@ function(vramlab_add_bad_input_cases)
   endforeach()
 endfunction()
 
-# vramlab_discover_tests(<target> TIMEOUT s [LABELS ...] [RESOURCE_LOCK ...] [RUN_SERIAL]): the
-# GoogleTest binary's cases as ctest tests, with these properties.
+# vramlab_discover_tests(<target> TIMEOUT s [LABELS ...] [RESOURCE_LOCK ...] [RUN_SERIAL]
+# [ENVIRONMENT VAR=value]): the GoogleTest binary's cases as ctest tests, with these properties.
 #
 # Note [Test properties after discovery]
 # gtest_discover_tests (CMake 3.25) writes its PROPERTIES into the generated script one word at a
@@ -200,8 +206,11 @@ endfunction()
 # The list-valued properties are therefore set by a second script that ctest includes after the
 # discovered tests (TEST_INCLUDE_FILES runs in order), on the list of names the first one defines.
 function(vramlab_discover_tests target)
-  cmake_parse_arguments(A "RUN_SERIAL" "TIMEOUT" "LABELS;RESOURCE_LOCK" ${ARGN})
+  cmake_parse_arguments(A "RUN_SERIAL" "TIMEOUT;ENVIRONMENT" "LABELS;RESOURCE_LOCK" ${ARGN})
   set(_props TIMEOUT ${A_TIMEOUT})
+  if(A_ENVIRONMENT)  # one VAR=value: a single word survives the script (the Note below)
+    list(APPEND _props ENVIRONMENT ${A_ENVIRONMENT})
+  endif()
   if(A_RUN_SERIAL)
     list(APPEND _props RUN_SERIAL TRUE)
   endif()

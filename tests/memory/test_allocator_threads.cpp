@@ -50,8 +50,9 @@ TEST(AllocatorLock, LocksOnceTheProcessHasHadASecondThread) {
 // at destruction would release the test's lock.
 TEST(AllocatorLock, KeepsItsDecisionWhenTheProcessGainsAThread) {
   if (AllocatorLock::process_is_multithreaded()) {
-    GTEST_SKIP() << "this process already had a second thread before the test (run the test alone "
-                    "with --gtest_filter, as ctest does)";
+    GTEST_SKIP() << "this process already had a second thread before the test (run it alone with "
+                    "--gtest_filter and OPENBLAS_NUM_THREADS=1, as ctest does: OpenBLAS starts "
+                    "its threads when it loads)";
   }
   std::mutex mutex;
   std::optional<AllocatorLock> guard;
