@@ -95,11 +95,22 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
   bool states_existed = true;
   if (snapshot != nullptr) {
     // The trace's last "oom" entry is the failed request, with vramlab's labels.
+    // And the optimizer's states made in this step: those allocated after the step's last
+    // forward allocation (the trace may have lost older entries; the live states are checked
+    // against these below).
     const nlohmann::json* oom = nullptr;
+    int64_t states_this_step = 0;
     if (snapshot->contains("device_traces"))
       for (const nlohmann::json& trace : snapshot->at("device_traces"))
-        for (const nlohmann::json& entry : trace)
-          if (entry.is_object() && entry.value("action", "") == "oom") oom = &entry;
+        for (const nlohmann::json& entry : trace) {
+          if (!entry.is_object()) continue;
+          const std::string action = entry.value("action", "");
+          if (action == "oom") oom = &entry;
+          if (action != "alloc") continue;
+          if (entry.value("phase", "") == "forward") states_this_step = 0;
+          if (entry.value("category", "") == "optimizer_state")
+            states_this_step += entry.value("size", int64_t{0});
+        }
     if (oom == nullptr)
       throw UsageError(
           "the snapshot has no \"oom\" entry in its trace: take it at the failure (vramlab train "
@@ -116,7 +127,10 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
       for (const nlohmann::json& block : segment.contains("blocks") ? segment.at("blocks") : kNone)
         if (block.value("state", "") == "active_allocated")
           live[block.value("category", "other")] += block.value("requested_size", int64_t{0});
-    states_existed = live.count("optimizer_state") > 0;
+    // Every live state made in this step: the optimizer had none before (PyTorch's are made
+    // lazily, at the first step()).
+    const auto states = live.find("optimizer_state");
+    states_existed = states != live.end() && states->second > states_this_step;
     d.live_by_category.assign(live.begin(), live.end());
     std::stable_sort(d.live_by_category.begin(), d.live_by_category.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });

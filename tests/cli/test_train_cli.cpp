@@ -629,6 +629,22 @@ TEST(DiagnoseCli, ExplainsARealFailureAndPyTorchsText) {
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("--snapshot FILE"), std::string::npos) << text.out;
 
+  // Forward and backward fit, AdamW's states made at the first step() do not: whether the first
+  // moment or the second is the one that fails, it is the first optimizer step.
+  for (const char* capacity : {"48MiB", "64MiB"}) {
+    const Result step =
+        vramlab(std::string("train --model gpt2-tiny --batch 2 --seq 16 --steps 1 ") +
+                "--device sim:" + capacity + " --snapshot-on-oom " + file);
+    ASSERT_EQ(step.exit_code, 1) << step.out;
+    std::ofstream(log) << step.out;
+    const Result first = vramlab("diagnose " + log + " --snapshot " + file + " --json");
+    ASSERT_EQ(first.exit_code, 0) << first.out;
+    const nlohmann::json f = nlohmann::json::parse(first.out);
+    EXPECT_EQ(f.at("phase"), "first optimizer step") << capacity << ": " << first.out;
+    EXPECT_EQ(f.at("category"), "optimizer_state") << capacity;
+    EXPECT_EQ(f.at("fixes").at(0).at("change"), "--optimizer adamw-8bit") << capacity;
+  }
+
   const std::vector<std::string> pytorch = {
       "diagnose", "--json", "--message",
       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
