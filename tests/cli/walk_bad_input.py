@@ -184,6 +184,12 @@ def base_arguments(out_dir, empty_build, snapshot):
         b"train": tiny + [b"--seq", b"8", b"--batch", b"1", b"--steps", b"1", b"--threads", b"1",
                           b"--device", b"sim:1GiB"],
         b"estimate": [b"--model", b"gpt2-124m"],
+        b"maxbatch": tiny + [b"--seq", b"8", b"--device", b"meta:1GiB", b"--max-trials", b"2",
+                             b"--steps-per-trial", b"2"],
+        b"diagnose": [b"--message", b"CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
+                      b"total capacity of 1.00 GiB of which 0 bytes is free. Of the allocated "
+                      b"memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved by "
+                      b"PyTorch but unallocated."],
         b"doctor": [b"--no-gemm"],
         # The lessons: their smallest model on meta (nothing allocated) or a small sim device,
         # without the at-scale tables, so an accepted value mostly ends before the bound.

@@ -49,13 +49,21 @@ std::string size(int64_t bytes) {
 }
 
 void run_diagnose(const DiagnoseOptions& o) {
-  if (o.log.empty() == o.message.empty())
-    throw UsageError("give the message in a file (or - for stdin) or with --message, not both");
+  if (o.log.empty() && o.message.empty())
+    throw UsageError("give the message in a file (or - for stdin) or with --message");
+  if (!o.log.empty() && !o.message.empty())
+    throw UsageError("give the message in a file or with --message, not both: got the file " +
+                     platform::printable(o.log) + " and a --message");
   const std::string text = o.message.empty() ? read_text(o.log) : o.message;
   const std::optional<snapshot::OomMessage> message = snapshot::parse_oom_message(text);
-  if (!message)
-    throw UsageError("no out-of-memory message (\"... out of memory. Tried to allocate ...\") in " +
-                     (o.message.empty() ? platform::printable(o.log) : std::string("--message")));
+  if (!message) {
+    // The message's start, as the error's one line can hold it.
+    const std::string shown =
+        platform::printable(text.substr(0, 80)) + (text.size() > 80 ? "..." : "");
+    throw UsageError(
+        "no out-of-memory message (\"... out of memory. Tried to allocate ...\") in " +
+        (o.message.empty() ? platform::printable(o.log) : "--message '" + shown + "'"));
+  }
   std::optional<json> snap;
   if (!o.snapshot.empty()) snap = snapshot::read_snapshot_file(o.snapshot);
   const snapshot::OomDiagnosis d = snapshot::diagnose_oom(*message, snap ? &*snap : nullptr);
