@@ -111,14 +111,20 @@ struct RankOutcome {
 
 // Where a rank's profile goes: DIR itself for one process, DIR/rankR when there are ranks (each
 // writes its own files; under mpirun every process does).
+// This rank's number in the launch (data-parallel rank × t + tensor-parallel rank), or none for
+// one process without ranks: what its per-rank files are named after.
+std::optional<int64_t> launched_rank(const train::TrainOptions& options) {
+  if (!options.groups.data_parallel && !options.groups.tensor_parallel) return std::nullopt;
+  return options.groups.tensor_parallel
+             ? options.groups.data_parallel->rank() * options.groups.tensor_parallel->world_size() +
+                   options.groups.tensor_parallel->rank()
+             : options.groups.data_parallel->rank();
+}
+
 std::string profile_directory(const TrainCommandOptions& o, const train::TrainOptions& options) {
-  if (!options.groups.data_parallel && !options.groups.tensor_parallel) return o.profile_dir;
-  const int64_t rank =
-      options.groups.tensor_parallel
-          ? options.groups.data_parallel->rank() * options.groups.tensor_parallel->world_size() +
-                options.groups.tensor_parallel->rank()
-          : options.groups.data_parallel->rank();
-  return (std::filesystem::path(o.profile_dir) / ("rank" + std::to_string(rank))).string();
+  const std::optional<int64_t> rank = launched_rank(options);
+  if (!rank) return o.profile_dir;
+  return (std::filesystem::path(o.profile_dir) / ("rank" + std::to_string(*rank))).string();
 }
 
 // Checked before training, so a typo does not cost the run.
@@ -141,15 +147,11 @@ void check_profile_options(const TrainCommandOptions& o) {
 // The --snapshot-on-oom file of a rank: PATH for one process; with ranks, each its own, the rank
 // before the extension (PATH's stem.rankR.pickle), as Megatron-LM names one per rank.
 std::string oom_snapshot_path(const TrainCommandOptions& o, const train::TrainOptions& options) {
-  if (!options.groups.data_parallel && !options.groups.tensor_parallel) return o.snapshot_on_oom;
-  const int64_t rank =
-      options.groups.tensor_parallel
-          ? options.groups.data_parallel->rank() * options.groups.tensor_parallel->world_size() +
-                options.groups.tensor_parallel->rank()
-          : options.groups.data_parallel->rank();
+  const std::optional<int64_t> rank = launched_rank(options);
+  if (!rank) return o.snapshot_on_oom;
   const std::filesystem::path path(o.snapshot_on_oom);
   return (path.parent_path() /
-          (path.stem().string() + ".rank" + std::to_string(rank) + path.extension().string()))
+          (path.stem().string() + ".rank" + std::to_string(*rank) + path.extension().string()))
       .string();
 }
 
