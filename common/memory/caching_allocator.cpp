@@ -155,8 +155,13 @@ void CachingAllocator::attach_out_of_memory_observer(OutOfMemoryObserver observe
   oom_observer_ = std::move(observer);
 }
 
-Block* CachingAllocator::malloc_locked(std::size_t bytes, StreamId stream, MemoryCategory category,
-                                       std::string_view name, StackId stack_id) {
+// Inlined into malloc(), its one caller: the hot path keeps a single call (the out-of-memory
+// observer's try costs nothing until something throws).
+[[gnu::always_inline]] inline Block* CachingAllocator::malloc_locked(std::size_t bytes,
+                                                                     StreamId stream,
+                                                                     MemoryCategory category,
+                                                                     std::string_view name,
+                                                                     StackId stack_id) {
   AllocatorLock lock(mutex_);  // See Note [Lock skipped while single-threaded]
   // See Note [Injected out-of-memory]
   if (bytes >= cold_request_bytes_) [[unlikely]]
