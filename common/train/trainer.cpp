@@ -31,6 +31,22 @@ int64_t max_micro_batch(const TrainOptions& options) {
 
 // validate() for what a schedule or an estimate needs, before the parallel groups exist (the
 // command line sizes simulated ranks first): everything but the groups.
+// What the plan's parallel layout asks of the optimizer and the model, whether or not the
+// ranks exist yet (estimate_step for degrees only, so the planner offers nothing the trainer
+// would refuse).
+void check_parallel_plan(const TrainOptions& options, int64_t tensor_parallel) {
+  const plan::Plan& plan = options.plan;
+  if (plan.parallel.zero != plan::ZeroStage::ddp && optim::needs_model(plan.optimizer.name))
+    throw UsageError("--optimizer " + std::string(plan::optimizer_name(plan.optimizer.name)) +
+                     " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
+                     "or sgd, sgd-momentum, adamw or lion");
+  if (tensor_parallel > 1 && optim::needs_model(plan.optimizer.name))
+    throw UsageError("--optimizer " + std::string(plan::optimizer_name(plan.optimizer.name)) +
+                     " lays its states out by the whole model's tensors, not a tensor-parallel "
+                     "rank's: use --tp 1, or sgd, sgd-momentum, adamw or lion");
+  if (tensor_parallel > 1) options.model.validate_tensor_parallel(tensor_parallel);
+}
+
 void validate_without_groups(const TrainOptions& options) {
   TrainOptions without_groups = options;
   without_groups.groups = {};
@@ -130,12 +146,7 @@ void validate(const TrainOptions& options) {
   if (plan.parallel.zero != plan::ZeroStage::ddp && groups.data_parallel == nullptr)
     throw UsageError("--zero " + std::to_string(static_cast<int64_t>(plan.parallel.zero)) +
                      " needs data-parallel ranks (run under mpirun or with --simulate-ranks N)");
-  if (plan.parallel.zero != plan::ZeroStage::ddp && optim::needs_model(plan.optimizer.name))
-    throw UsageError("--optimizer " + std::string(plan::optimizer_name(plan.optimizer.name)) +
-                     " keeps per-tensor states, which ZeRO's flat shards cut across: use --zero 0, "
-                     "or sgd, sgd-momentum, adamw or lion");
-  if (groups.tensor_parallel_size() > 1)
-    options.model.validate_tensor_parallel(groups.tensor_parallel_size());
+  check_parallel_plan(options, groups.tensor_parallel_size());
 }
 
 std::vector<int64_t> step_micro_batches(const TrainOptions& options) {
@@ -189,7 +200,7 @@ int64_t step_host_bytes(const TrainOptions& options, const recompute::RecomputeS
 estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_parallel,
                                  int64_t tensor_parallel) {
   validate_without_groups(options);
-  if (tensor_parallel > 1) options.model.validate_tensor_parallel(tensor_parallel);
+  check_parallel_plan(options, tensor_parallel);
   estimate::EstimateInputs in;
   in.model = options.model;
   in.micro_batch = max_micro_batch(options);

@@ -166,7 +166,8 @@ recompute::RecomputeSchedule recompute_schedule(const TrainOptions& options);
 estimate::Estimate estimate_step(const TrainOptions& options);
 /// As estimate_step(options), for \p data_parallel and \p tensor_parallel ranks instead of the
 /// groups' sizes (before the groups exist, e.g. to size simulated ranks).
-/// \throws vramlab::UsageError as validate(), or for a degree the model cannot take.
+/// \throws vramlab::UsageError as validate() apart from the groups' sizes: a degree the model
+/// cannot take, or an optimizer with per-tensor states under ZeRO.
 estimate::Estimate estimate_step(const TrainOptions& options, int64_t data_parallel,
                                  int64_t tensor_parallel);
 /// What one rank of a step of \p options holds at once at the end of its forward pass: its

@@ -186,6 +186,8 @@ def base_arguments(out_dir, empty_build, snapshot):
         b"estimate": [b"--model", b"gpt2-124m"],
         b"maxbatch": tiny + [b"--seq", b"8", b"--device", b"meta:1GiB", b"--max-trials", b"2",
                              b"--steps-per-trial", b"2"],
+        b"plan": tiny + [b"--seq", b"8", b"--device", b"t4-16g", b"--recomputes", b"none",
+                         b"--zero", b"0"],
         b"diagnose": [b"--message", b"CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
                       b"total capacity of 1.00 GiB of which 0 bytes is free. Of the allocated "
                       b"memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved by "

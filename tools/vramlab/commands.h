@@ -27,6 +27,8 @@ void add_train_command(CLI::App& app, int& exit_code);
 void add_diagnose_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab maxbatch`: the largest micro-batch that fits a device, found by running steps.
 void add_maxbatch_command(CLI::App& app, int& exit_code);
+/// Adds `vramlab plan`: the cheapest plan that fits a machine, why, and its run on meta devices.
+void add_plan_command(CLI::App& app, int& exit_code);
 /// Adds `vramlab profile`: summarises a memory snapshot (the peak, its owners, what was live there)
 /// or compares two (what grew).
 void add_profile_command(CLI::App& app, int& exit_code);

@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   vramlab::cli::add_estimate_command(app, exit_code);
   vramlab::cli::add_train_command(app, exit_code);
   vramlab::cli::add_maxbatch_command(app, exit_code);
+  vramlab::cli::add_plan_command(app, exit_code);
   vramlab::cli::add_diagnose_command(app, exit_code);
   vramlab::cli::add_profile_command(app, exit_code);
   vramlab::cli::add_workbook_commands(app, exit_code);
