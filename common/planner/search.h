@@ -31,24 +31,24 @@ std::string offload_choice_name(const OffloadChoice& choice);
 
 /// The values each knob may take. An empty list means the knob's default set (default_space()).
 struct SearchSpace {
-  std::vector<plan::Precision> precisions;
-  std::vector<plan::RecomputeSpec> recomputes;
-  std::vector<plan::ActivationCompression> compressions;
-  std::vector<bool> activation_offload;
-  std::vector<plan::AttentionKind> attentions;
-  std::vector<plan::Optimizer> optimizers;
-  std::vector<plan::ZeroStage> zero_stages;
-  std::vector<int64_t> tensor_parallel;
-  std::vector<OffloadChoice> offloads;
+  std::vector<plan::Precision> precisions;                ///< `--precisions`
+  std::vector<plan::RecomputeSpec> recomputes;            ///< `--recomputes`
+  std::vector<plan::ActivationCompression> compressions;  ///< saved activations' storage
+  std::vector<bool> activation_offload;                   ///< `--activation-offload`
+  std::vector<plan::AttentionKind> attentions;            ///< `--attentions`
+  std::vector<plan::Optimizer> optimizers;                ///< `--optimizers`
+  std::vector<plan::ZeroStage> zero_stages;               ///< `--zero`
+  std::vector<int64_t> tensor_parallel;                   ///< `--tp`
+  std::vector<OffloadChoice> offloads;                    ///< `--offloads`
 };
 
 /// The problem: train \p model at sequence \p seq with \p global_batch sequences per optimizer
 /// step on \p machine.
 struct Problem {
-  ModelConfig model;
+  ModelConfig model;         ///< the model, with its shapes
   int64_t seq = 0;           ///< T
   int64_t global_batch = 0;  ///< sequences per step over every data-parallel rank (N·K·B)
-  Machine machine;
+  Machine machine;           ///< the GPUs, their links and the host
   SearchSpace space;  ///< what may vary; unset knobs take default_space()'s values
   plan::Plan base;    ///< the plan every candidate starts from (learning rate, clipping, ...)
 };
@@ -70,9 +70,9 @@ std::vector<Candidate> enumerate_candidates(const Problem& problem);
 
 /// One priced candidate.
 struct Priced {
-  Candidate candidate;
-  StepMemory memory;
-  StepTime time;
+  Candidate candidate;       ///< the plan and its micro-batch
+  StepMemory memory;         ///< its predicted bytes
+  StepTime time;             ///< its predicted step time
   bool fits_device = false;  ///< memory.device_peak ≤ the device's capacity
   bool fits_host = false;    ///< host RAM within the budget, and no NVMe without a drive
   /// \return fits_device and fits_host.

@@ -44,7 +44,7 @@ struct Machine {
 /// One way to train: a plan and its micro-batch (B sequences of T tokens per rank; the plan's
 /// grad_accum K and data_parallel N make the global batch N·K·B).
 struct Candidate {
-  plan::Plan plan;
+  plan::Plan plan;          ///< how it trains (its batch.grad_accum is K)
   int64_t micro_batch = 1;  ///< B
 };
 

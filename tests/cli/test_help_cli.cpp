@@ -24,8 +24,8 @@ using Result = vramlab::cli_test::CliResult;
 using vramlab::cli_test::run_vramlab;
 
 const std::vector<std::string> kCommands = {
-    "doctor", "formats", "alloc", "estimate", "train", "maxbatch", "diagnose", "profile",
-    "list",   "check",   "hint",  "solution", "reset", "watch",    "run",      "verify"};
+    "doctor", "formats", "alloc", "estimate", "train", "maxbatch", "plan", "diagnose", "profile",
+    "list",   "check",   "hint",  "solution", "reset", "watch",    "run",  "verify"};
 
 TEST(HelpCli, EveryCommandTakesHelpAndJsonAndEveryFlagAHelpNamesExists) {
   const Result top = run_vramlab({"--help"});
