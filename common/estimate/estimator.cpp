@@ -330,19 +330,20 @@ Estimate estimate_memory(const EstimateInputs& in) {
     const ModelConfig& m = *in.model;
     const int64_t e = activation_element_bytes(plan.amp.precision);
     const DType runtime_dtype = amp::precision_policy(plan.amp.precision).activations;
+    const int64_t chunks = plan.activations.loss_chunks;
     const recompute::ChainCosts runtime_chain =
-        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
+        runtime_chain_costs(m, in.micro_batch, out.seq, runtime_dtype, plan.attention, chunks);
     out.runtime_schedule = recompute::make_schedule(plan.recompute, runtime_chain);
     out.runtime_schedule_peak_bytes =
         recompute::activation_peak_bytes(runtime_chain, out.runtime_schedule);
     out.recomputed_forward_fraction = recomputed_forward_fraction(
         m, in.micro_batch, out.seq, out.runtime_schedule, plan.attention);
-    out.runtime_bytes_after_forward =
-        runtime_bytes_after_forward(m, in.micro_batch, out.seq, out.runtime_schedule,
-                                    plan.activations.compression, runtime_dtype, plan.attention);
+    out.runtime_bytes_after_forward = runtime_bytes_after_forward(
+        m, in.micro_batch, out.seq, out.runtime_schedule, plan.activations.compression,
+        runtime_dtype, plan.attention, chunks);
     if (plan.activations.offload) {
       const OffloadedActivationBytes offloaded = runtime_offloaded_activation_bytes(
-          m, in.micro_batch, out.seq, out.runtime_schedule, runtime_dtype, plan.attention);
+          m, in.micro_batch, out.seq, out.runtime_schedule, runtime_dtype, plan.attention, chunks);
       out.runtime_bytes_after_forward = offloaded.device;
       out.runtime_schedule_peak_bytes = offloaded.device_peak;
       out.host_activation_bytes = offloaded.host_pinned;
@@ -425,11 +426,15 @@ Estimate estimate_memory(const EstimateInputs& in) {
           "is an approximation (see the runtime-layout column)";
     out.runtime_activation_bytes_per_layer = runtime_activation_bytes_per_layer(
         m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
-    out.runtime_activation_bytes =
-        runtime_activation_bytes_total(m, in.micro_batch, out.seq, runtime_dtype, plan.attention);
+    out.runtime_activation_bytes = runtime_activation_bytes_total(
+        m, in.micro_batch, out.seq, runtime_dtype, plan.attention, plan.activations.loss_chunks);
     out.runtime_activation_source =
         "vramlab runtime layout: L × " + std::string(model_family_name(m.family)) +
-        " Block saved tensors + embedding, final norm, probs, losses; " +
+        " Block saved tensors + embedding, final norm, " +
+        (plan.activations.loss_chunks > 1
+             ? "losses (the loss in " + std::to_string(plan.activations.loss_chunks) +
+                   " chunks: no probs); "
+             : std::string("probs, losses; ")) +
         std::string(dtype_name(runtime_dtype)) + (flash ? ", flash attention" : "") +
         ", one device, no TP/SP, no recompute";
   } else {

@@ -17,7 +17,8 @@
 namespace vramlab::estimate {
 
 recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
-                                          DType dtype, AttentionKind attention) {
+                                          DType dtype, AttentionKind attention,
+                                          int64_t loss_chunks) {
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   const char* what = "activation bytes";
   const int64_t F = runtime_activation_bytes_per_layer(model, B, T, dtype, attention);
@@ -34,7 +35,8 @@ recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, i
       recompute::LayerCosts{F, F - probabilities, hidden, block_forward_flops(model, B, T),
                             flash ? 0.0 : attention_scores_flops(model, B, T)});
   costs.before_bytes = hidden;  // the embedding output
-  costs.head_bytes = runtime_activation_bytes_outside_layers(model, B, T, dtype) - hidden;
+  costs.head_bytes =
+      runtime_activation_bytes_outside_layers(model, B, T, dtype, loss_chunks) - hidden;
   return costs;
 }
 
@@ -67,7 +69,7 @@ void for_each_kept_block_tensor(const ModelConfig& model, int64_t B, int64_t T,
 // unpack_span_input; prefetched tensors count from their prefetch): the largest of them.
 int64_t offloaded_device_peak(const ModelConfig& model, int64_t B, int64_t T,
                               const recompute::RecomputeSchedule& schedule, DType dtype,
-                              AttentionKind attention) {
+                              AttentionKind attention, int64_t loss_chunks) {
   const char* what = "activation bytes";
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   const auto bytes_of = [&](const SavedActivationSpec& spec) {
@@ -84,7 +86,8 @@ int64_t offloaded_device_peak(const ModelConfig& model, int64_t B, int64_t T,
     if (spec.name == saved::residual3) out = b;
   }
   int64_t encoded = 0, head_norm = 0, head_loss = 0;
-  for (const SavedActivationSpec& spec : runtime_saved_activations_outside_layers(model, B, T)) {
+  for (const SavedActivationSpec& spec :
+       runtime_saved_activations_outside_layers(model, B, T, loss_chunks)) {
     const int64_t b = bytes_of(spec);
     if (spec.name == saved::encoded) {
       encoded = b;
@@ -161,9 +164,9 @@ int64_t offloaded_device_peak(const ModelConfig& model, int64_t B, int64_t T,
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const recompute::RecomputeSchedule& schedule,
                                     recompute::ActivationCompression compression, DType dtype,
-                                    AttentionKind attention) {
+                                    AttentionKind attention, int64_t loss_chunks) {
   const char* what = "activation bytes";
-  int64_t total = runtime_activation_bytes_outside_layers(model, B, T, dtype);
+  int64_t total = runtime_activation_bytes_outside_layers(model, B, T, dtype, loss_chunks);
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for_each_kept_block_tensor(
       model, B, T, schedule, attention, [&](const SavedActivationSpec& spec) {
@@ -178,10 +181,10 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
 
 OffloadedActivationBytes runtime_offloaded_activation_bytes(
     const ModelConfig& model, int64_t B, int64_t T, const recompute::RecomputeSchedule& schedule,
-    DType dtype, AttentionKind attention) {
+    DType dtype, AttentionKind attention, int64_t loss_chunks) {
   const char* what = "activation bytes";
   OffloadedActivationBytes out;
-  out.device = runtime_activation_bytes_outside_layers(model, B, T, dtype);
+  out.device = runtime_activation_bytes_outside_layers(model, B, T, dtype, loss_chunks);
   const auto element = static_cast<int64_t>(dtype_size_bytes(dtype));
   for_each_kept_block_tensor(
       model, B, T, schedule, attention, [&](const SavedActivationSpec& spec) {
@@ -196,7 +199,7 @@ OffloadedActivationBytes runtime_offloaded_activation_bytes(
           throw UsageError(std::string(what) + ": a pinned block beyond 2^63 bytes");
         out.host_pinned = checked_add(out.host_pinned, static_cast<int64_t>(pinned), what);
       });
-  out.device_peak = offloaded_device_peak(model, B, T, schedule, dtype, attention);
+  out.device_peak = offloaded_device_peak(model, B, T, schedule, dtype, attention, loss_chunks);
   return out;
 }
 

@@ -23,11 +23,13 @@ namespace vramlab::estimate {
 /// FLOPs (block_forward_flops, attention_scores_flops). Under flash attention no probabilities
 /// are saved, so selective recompute has nothing to drop or redo: S = F at no cost.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param dtype the activations' type.
-/// \param attention naive or flash.
+/// \param attention naive or flash. \param loss_chunks K of `--loss-chunks` (H without probs
+/// above 1).
 /// \return the chain. \throws vramlab::UsageError for bad sizes or an overflow.
 recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, int64_t T,
                                           DType dtype = DType::f32,
-                                          AttentionKind attention = AttentionKind::naive);
+                                          AttentionKind attention = AttentionKind::naive,
+                                          int64_t loss_chunks = 1);
 
 /// Bytes the runtime's store holds when the forward ends: what each block keeps under \p
 /// schedule (everything; all but the probabilities; a span's last output), compressed as \p
@@ -40,7 +42,8 @@ int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t
                                     const recompute::RecomputeSchedule& schedule,
                                     recompute::ActivationCompression compression,
                                     DType dtype = DType::f32,
-                                    AttentionKind attention = AttentionKind::naive);
+                                    AttentionKind attention = AttentionKind::naive,
+                                    int64_t loss_chunks = 1);
 
 /// Where the saved activations are when the forward ends under activation offload
 /// (`--offload-activations on`): every kept block tensor but the norms' (B, T) statistics in
@@ -64,7 +67,8 @@ struct OffloadedActivationBytes {
 /// \throws vramlab::UsageError for bad sizes or an overflow.
 OffloadedActivationBytes runtime_offloaded_activation_bytes(
     const ModelConfig& model, int64_t B, int64_t T, const recompute::RecomputeSchedule& schedule,
-    DType dtype = DType::f32, AttentionKind attention = AttentionKind::naive);
+    DType dtype = DType::f32, AttentionKind attention = AttentionKind::naive,
+    int64_t loss_chunks = 1);
 
 /// The share of the forward's FLOPs a schedule re-runs in backward: recompute_cost over
 /// model_forward_flops (blocks and LM head).

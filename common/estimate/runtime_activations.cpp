@@ -76,13 +76,14 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(const Model
 
 std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const ModelConfig& model,
                                                                           int64_t micro_batch,
-                                                                          int64_t seq) {
+                                                                          int64_t seq,
+                                                                          int64_t loss_chunks) {
   check_inputs(model, micro_batch, seq);
   const int64_t B = micro_batch, T = seq, C = model.hidden, V = model.vocab;
   std::vector<SavedActivationSpec> out = {{saved::encoded, {B, T, C}}, {saved::lnf, {B, T, C}}};
   if (model.norm == NormKind::layernorm) out.push_back({saved::mean_of(saved::lnf), {B, T}, true});
   out.push_back({saved::rstd_of(saved::lnf), {B, T}, true});
-  out.push_back({saved::probs, {B, T, V}});
+  if (loss_chunks <= 1) out.push_back({saved::probs, {B, T, V}});
   out.push_back({saved::losses, {B, T}, true});
   return out;
 }
@@ -93,16 +94,17 @@ int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, 
 }
 
 int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_t b, int64_t s,
-                                                DType dtype) {
-  return sum_bytes(runtime_saved_activations_outside_layers(model, b, s), dtype);
+                                                DType dtype, int64_t loss_chunks) {
+  return sum_bytes(runtime_saved_activations_outside_layers(model, b, s, loss_chunks), dtype);
 }
 
 int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype,
-                                       AttentionKind attention) {
+                                       AttentionKind attention, int64_t loss_chunks) {
   const char* what = "activation bytes";
   return checked_add(checked_mul(runtime_activation_bytes_per_layer(model, b, s, dtype, attention),
                                  model.layers, what),
-                     runtime_activation_bytes_outside_layers(model, b, s, dtype), what);
+                     runtime_activation_bytes_outside_layers(model, b, s, dtype, loss_chunks),
+                     what);
 }
 
 }  // namespace vramlab::estimate

@@ -29,7 +29,9 @@
 /// Outside the blocks the runtime saves: the embedding output encoded (B,T,C), the final norm
 /// output lnf (B,T,C) with its statistics (mean and rstd (B,T) for LayerNorm, rstd for RMSNorm),
 /// probs (B,T,V) and losses (B,T). The logits (B,T,V) are a temporary of the loss: the loss's
-/// backward needs only the probabilities and writes the logits' gradient over them.
+/// backward needs only the probabilities and writes the logits' gradient over them. With the loss
+/// in K > 1 chunks (`--loss-chunks`) probs is not saved either: the backward makes each chunk's
+/// logits again.
 #pragma once
 
 #include <cstdint>
@@ -61,12 +63,15 @@ std::vector<SavedActivationSpec> runtime_saved_activations_per_layer(
     const ModelConfig& model, int64_t micro_batch, int64_t seq,
     AttentionKind attention = AttentionKind::naive);
 
-/// The tensors saved outside the blocks: embedding output, final norm, logits, probs, losses.
+/// The tensors saved outside the blocks: embedding output, final norm, probs, losses.
 /// \param model a valid model. \param micro_batch B (> 0). \param seq T (> 0).
+/// \param loss_chunks K of `--loss-chunks`: above 1 the loss saves no probs (Note [Chunked
+/// cross-entropy] in decoder_model.cpp).
 /// \return the list. \throws vramlab::UsageError for an invalid model, B or T ≤ 0.
 std::vector<SavedActivationSpec> runtime_saved_activations_outside_layers(const ModelConfig& model,
                                                                           int64_t micro_batch,
-                                                                          int64_t seq);
+                                                                          int64_t seq,
+                                                                          int64_t loss_chunks = 1);
 
 /// Bytes one Block of the runtime saves for backward: the sum over
 /// runtime_saved_activations_per_layer() of numel × dtype size.
@@ -80,16 +85,17 @@ int64_t runtime_activation_bytes_per_layer(const ModelConfig& model, int64_t b, 
 
 /// Bytes saved outside the blocks (runtime_saved_activations_outside_layers() × dtype size).
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
-/// \param dtype the activation element type.
+/// \param dtype the activation element type. \param loss_chunks K of `--loss-chunks`.
 /// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
 int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_t b, int64_t s,
-                                                DType dtype);
+                                                DType dtype, int64_t loss_chunks = 1);
 
 /// Everything the runtime saves for one micro-batch: L × per layer + outside the layers.
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
 /// \param dtype the activation element type. \param attention naive or flash.
 /// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
 int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype,
-                                       AttentionKind attention = AttentionKind::naive);
+                                       AttentionKind attention = AttentionKind::naive,
+                                       int64_t loss_chunks = 1);
 
 }  // namespace vramlab::estimate

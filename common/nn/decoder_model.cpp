@@ -165,6 +165,44 @@ int64_t DecoderModel::tensor_parallel_size() const {
   return dist::size_of(tensor_parallel_);
 }
 
+// Note [Chunked cross-entropy]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The loss's (B, T, V) tensors are the largest of a step at a large vocabulary: 32000 × 4096
+// tokens × 4 bytes is 0.5 GB for each of the logits and the probabilities the backward needs, and
+// fp32 logits at V = 128K and 16K tokens are 8 GiB (the "5-7 GiB spike in cross-entropy" users
+// meet). With K chunks the forward makes one slice of N/K rows at a time: its logits, its
+// probabilities (scratch: the kernel writes them) and its losses, then frees the two (N/K, V)
+// tensors. The backward makes each slice's logits again, then its probabilities, writes the
+// logits' gradient over them and accumulates the slice's part of the head's input and weight
+// gradients (linear_backward adds). Nothing of size V·B·T is saved: the price is one more
+// LM-head matmul (2·N·C·V FLOPs) and softmax per step. Liger-Kernel's fused linear cross-entropy
+// and torchtune's chunked cross-entropy do the same trade.
+
+namespace {
+
+// Calls fn(first row, rows) for the K slices of N rows, each ceil(N / K) rows but the last.
+template <typename Fn>
+void for_each_loss_chunk(int64_t N, int64_t K, Fn fn) {
+  const int64_t per = (N + K - 1) / K;
+  for (int64_t row = 0; row < N; row += per) fn(row, std::min(per, N - row));
+}
+
+}  // namespace
+
+Tensor DecoderModel::chunk_logits(const TensorView& lnf, int64_t row, int64_t rows) {
+  const memory::ModuleScope module("lm_head");
+  const int64_t C = config_.hidden;
+  Tensor logits = runtime_.temporary({rows, config_.vocab}, saved::logits,
+                                     precision_.activations);  // (rows, V)
+  lm_head_.forward(runtime_, logits.view(), lnf.slice(row * C, {rows, C}), rows);
+  return logits;
+}
+
+void DecoderModel::set_loss_chunks(int64_t chunks) {
+  if (chunks < 1) throw UsageError("--loss-chunks must be >= 1, got " + std::to_string(chunks));
+  loss_chunks_ = chunks;
+}
+
 void DecoderModel::set_attention(AttentionKind attention) {
   attention_ = attention;
 }
@@ -265,6 +303,28 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     const memory::ModuleScope module(final_norm_module(config_));
     return final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
   }();
+  if (loss_chunks_ > 1) {
+    saved.pack_after_forward(static_cast<int64_t>(blocks_.size()));
+    announce_after(StepPhase::forward_head, saved);
+    announce_before(StepPhase::loss, saved);
+    double loss = 0.0;
+    {
+      const memory::ModuleScope module("loss");
+      const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
+      for_each_loss_chunk(N, loss_chunks_, [&](int64_t row, int64_t rows) {
+        Tensor logits = chunk_logits(lnf.view(), row, rows);  // (rows, V)
+        Tensor probs = runtime_.temporary({rows, V}, "probs chunk", precision_.activations);
+        Tensor logsumexp = runtime_.temporary({rows}, "logsumexp");  // (rows)
+        runtime_.kernels().cross_entropy_forward(losses.view().slice(row, {rows}), logsumexp.view(),
+                                                 probs.view(), logits.view(),
+                                                 targets.slice(row, {rows}), rows, V);
+      });
+      loss = runtime_.kernels().sum(losses.view()) / static_cast<double>(N);  // 0 on meta
+    }
+    announce_after(StepPhase::loss, saved);
+    announce_after(StepPhase::forward, saved);
+    return loss;
+  }
   // The logits live only until the loss: its backward needs the probabilities alone, and the
   // gradient of the logits is written over them (PyTorch's cross-entropy likewise keeps only
   // log_softmax's output).
@@ -304,14 +364,15 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   const int64_t C = config_.hidden;
   params_.ensure_grads();
   announce_before(StepPhase::backward_head, saved);
+  const auto scale = static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N)));
+  const bool chunked = loss_chunks_ > 1;
   // ∂objective/∂logits = loss_gradient · (probs - onehot(target)), written over the saved
   // probabilities; loss_gradient is 1/N for this micro-batch's mean loss.
-  const TensorView dlogits = saved.get(-1, saved::probs).view();  // (B, T, V)
-  {
+  const TensorView dlogits =
+      chunked ? TensorView() : saved.get(-1, saved::probs).view();  // (B, T, V)
+  if (!chunked) {
     const memory::ModuleScope module("loss");
-    runtime_.kernels().cross_entropy_dlogits(
-        dlogits, dlogits, targets, N, V,
-        static_cast<float>(loss_gradient.value_or(1.0 / static_cast<double>(N))));
+    runtime_.kernels().cross_entropy_dlogits(dlogits, dlogits, targets, N, V, scale);
   }
   saved.unpack_for_backward(static_cast<int64_t>(blocks_.size()));  // the head's input
   const TensorView last =
@@ -326,7 +387,26 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
     {
       const memory::ModuleScope module("lm_head");
       dlnf = runtime_.zeros({B, T, C}, memory::MemoryCategory::temporary, "dlnf", act);
-      lm_head_.backward(runtime_, dlnf.view(), dlogits, saved.get(-1, saved::lnf).view(), N);
+      const TensorView lnf = saved.get(-1, saved::lnf).view();
+      if (!chunked) {
+        lm_head_.backward(runtime_, dlnf.view(), dlogits, lnf, N);
+      } else {
+        for_each_loss_chunk(N, loss_chunks_, [&](int64_t row, int64_t rows) {
+          Tensor logits = chunk_logits(lnf, row, rows);  // (rows, V), again
+          Tensor dchunk = runtime_.temporary({rows, V}, "dlogits chunk", act);
+          Tensor losses = runtime_.temporary({rows}, "losses chunk");
+          Tensor logsumexp = runtime_.temporary({rows}, "logsumexp");
+          const TensorView chunk_targets = targets.slice(row, {rows});
+          const KernelBackend& kernels = runtime_.kernels();
+          kernels.cross_entropy_forward(losses.view(), logsumexp.view(), dchunk.view(),
+                                        logits.view(), chunk_targets, rows, V);
+          logits.reset();
+          kernels.cross_entropy_dlogits(dchunk.view(), dchunk.view(), chunk_targets, rows, V,
+                                        scale);
+          lm_head_.backward(runtime_, dlnf.view().slice(row * C, {rows, C}), dchunk.view(),
+                            lnf.slice(row * C, {rows, C}), rows);
+        });
+      }
     }
     const memory::ModuleScope module(final_norm_module(config_));
     final_norm_.backward(runtime_, saved, dresidual.view(), dlnf.view(), last, B, T);
@@ -335,7 +415,7 @@ void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
   saved.release(-1, saved::lnf);
   for (const std::string& stat : {saved::mean_of(saved::lnf), saved::rstd_of(saved::lnf)})
     if (saved.contains(-1, stat)) saved.release(-1, stat);
-  saved.release(-1, saved::probs);
+  if (!chunked) saved.release(-1, saved::probs);
   saved.release(-1, saved::losses);
   announce_after(StepPhase::backward_head, saved);
   for (int64_t l = static_cast<int64_t>(blocks_.size()) - 1; l >= 0; --l) {

@@ -4,7 +4,8 @@
 ///
 /// Outside the blocks it saves encoded (B, T, C), the final norm lnf (B, T, C) with its
 /// statistics, probs (B, T, V) and losses (B, T). The logits (B, T, V) are a temporary of the
-/// loss: the backward writes their gradient in place over the saved probabilities.
+/// loss: the backward writes their gradient in place over the saved probabilities. With the loss
+/// in chunks (set_loss_chunks) only the losses are saved.
 ///
 /// Tensor parallelism (Megatron, Shoeybi et al. 2019): with a tensor-parallel group of t ranks,
 /// each rank holds ModelConfig::parameters(rank, t), runs H/t heads and F/t MLP units per block,
@@ -119,6 +120,14 @@ class DecoderModel {
   void set_attention(AttentionKind attention);
   /// \return the kind set_attention gave.
   [[nodiscard]] AttentionKind attention() const { return attention_; }
+  /// Computes the loss of the following steps over \p chunks slices of the B·T rows (1, the
+  /// default: all at once). With K > 1 the loss saves no (B, T, V) probabilities: the forward
+  /// makes each slice's logits and loss and frees them, and the backward makes the slice's logits
+  /// again (one more LM-head matmul) for its gradient (Note [Chunked cross-entropy]).
+  /// \throws vramlab::UsageError for K < 1.
+  void set_loss_chunks(int64_t chunks);
+  /// \return the K set_loss_chunks gave.
+  [[nodiscard]] int64_t loss_chunks() const { return loss_chunks_; }
 
   /// \return the constructor's tensor-parallel group (null without one).
   [[nodiscard]] dist::Communicator* tensor_parallel() const { return tensor_parallel_; }
@@ -146,6 +155,9 @@ class DecoderModel {
   [[nodiscard]] LayerDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
   // Draws fresh counters for one block's forward and records where they start.
   LayerDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
+  // The LM head's logits (rows, V) of rows [row, row + rows) of the final norm's output
+  // (Note [Chunked cross-entropy]).
+  Tensor chunk_logits(const TensorView& lnf, int64_t row, int64_t rows);
   // Re-runs the forward of the checkpointed span [first, last], saving everything, before the
   // backward of its last layer.
   void recompute_span(SavedActivations& saved, int64_t first, int64_t last, int64_t B, int64_t T);
@@ -169,6 +181,7 @@ class DecoderModel {
   StepObservers observers_;
   DropoutSettings dropout_;
   AttentionKind attention_ = AttentionKind::naive;
+  int64_t loss_chunks_ = 1;
   uint64_t rng_offset_ = 0;  // the next unused counter of the dropout stream
 };
 

@@ -203,6 +203,9 @@ void validate(const Plan& plan) {
         "--offload-pin-memory off says how the offloaded optimizer's host buffers are held: it "
         "needs --offload optimizer or both, got --offload " +
         std::string(offload_name(plan.offload)));
+  if (plan.activations.loss_chunks < 1 || plan.activations.loss_chunks > kMaxLossChunks)
+    throw UsageError("--loss-chunks must be in [1, " + std::to_string(kMaxLossChunks) + "], got " +
+                     std::to_string(plan.activations.loss_chunks));
   if (plan.activations.offload && plan.activations.compression != ActivationCompression::none)
     throw UsageError(
         "--offload-activations on moves the saved tensors as they are; --compress-activations " +
@@ -271,7 +274,8 @@ json to_json(const Plan& plan) {
       {"recompute", to_string(plan.recompute)},
       {"activations",
        {{"compression", compression_name(plan.activations.compression)},
-        {"offload", plan.activations.offload}}},
+        {"offload", plan.activations.offload},
+        {"loss_chunks", plan.activations.loss_chunks}}},
       {"attention", attention_kind_name(plan.attention)},
       {"optimizer",
        {{"name", optimizer_name(o.name)},
@@ -332,6 +336,7 @@ Plan plan_from_json(const json& j, const Plan& defaults) {
     ObjectReader activations(v, path);
     activations.text("compression", plan.activations.compression, parse_compression);
     activations.boolean("offload", plan.activations.offload);
+    activations.integer("loss_chunks", plan.activations.loss_chunks);
     activations.finish();
   });
   top.text("attention", plan.attention, parse_attention_kind);

@@ -14,7 +14,8 @@
 ///
 ///     {"amp": {"precision": "mixed-bf16", "fp32_grads": false, "stochastic_rounding": false,
 ///              "loss_scale": null},
-///      "recompute": "every:2", "activations": {"compression": "none"}, "attention": "flash",
+///      "recompute": "every:2", "activations": {"compression": "none", "offload": false,
+///                                              "loss_chunks": 1}, "attention": "flash",
 ///      "optimizer": {"name": "adamw", "learning_rate": 0.001, ...}, "batch": {...},
 ///      "parallel": {...}, "offload": {...}, "dropout": {...}}
 ///
@@ -57,9 +58,16 @@ struct ActivationPlan {
   /// (Note [Activation offload] in activation_offload.cpp). With a
   /// recompute schedule only the kept checkpoints travel.
   bool offload = false;
+  /// `--loss-chunks K`: the cross-entropy runs over K slices of the B·T rows and saves no
+  /// (B, T, V) probabilities; the backward makes each slice's logits again (Note [Chunked
+  /// cross-entropy] in decoder_model.cpp). 1: the whole loss at once.
+  int64_t loss_chunks = 1;
 
   bool operator==(const ActivationPlan&) const = default;  ///< field by field
 };
+/// The most chunks `--loss-chunks` takes: more than any B·T a run has rows for would only be
+/// slices of one row.
+inline constexpr int64_t kMaxLossChunks = int64_t{1} << 24;
 
 /// The optimizer and its hyperparameters.
 struct OptimizerPlan {

@@ -46,7 +46,8 @@ struct PlanFlags::Values {
   bool fp32_grads = false, stochastic_rounding = false, fp32_embeddings = false;
   bool sequence_parallel = false, prefetch = false;
   double learning_rate = 0, clip_grad_norm = 0, dropout = 0;
-  int64_t block_size = 0, min_8bit_size = 0, grad_accum = 0, zero = 0, dp = 0, tp = 0;
+  int64_t block_size = 0, min_8bit_size = 0, grad_accum = 0, zero = 0, dp = 0, tp = 0,
+          loss_chunks = 0;
 };
 
 PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<PlanFlag>& flags)
@@ -177,6 +178,15 @@ PlanFlags::PlanFlags(CLI::App& app, const Plan& defaults, const std::vector<Plan
         apply = [&v](Plan& p) {
           p.optimizer.max_grad_norm = to_float(v.clip_grad_norm, "--clip-grad-norm");
         };
+        break;
+      case PlanFlag::loss_chunks:
+        v.loss_chunks = d.activations.loss_chunks;
+        option = app.add_option("--loss-chunks", v.loss_chunks,
+                                "K: the cross-entropy over K slices of the tokens, saving no "
+                                "(B, T, V) probabilities (the backward makes each slice's logits "
+                                "again); 1: all at once")
+                     ->check(integer_in(1, kMaxLossChunks));
+        apply = [&v](Plan& p) { p.activations.loss_chunks = v.loss_chunks; };
         break;
       case PlanFlag::grad_accum:
         v.grad_accum = d.batch.grad_accum;

@@ -32,6 +32,7 @@ enum class PlanFlag {
   recompute,                 ///< --recompute
   compress_activations,      ///< --compress-activations
   offload_activations,       ///< --offload-activations
+  loss_chunks,               ///< --loss-chunks
   attention,                 ///< --attention
   optimizer,                 ///< --optimizer
   learning_rate,             ///< --lr
@@ -65,6 +66,7 @@ inline constexpr std::initializer_list<PlanFlag> kAllPlanFlags = {
     PlanFlag::recompute,
     PlanFlag::compress_activations,
     PlanFlag::offload_activations,
+    PlanFlag::loss_chunks,
     PlanFlag::attention,
     PlanFlag::optimizer,
     PlanFlag::learning_rate,

@@ -167,8 +167,9 @@ recompute::RecomputeSchedule recompute_schedule(const TrainOptions& options) {
   const DType act =
       amp::precision_policy(options.plan.amp.precision, options.plan.amp.fp32_grads).activations;
   return recompute::make_schedule(
-      options.plan.recompute, estimate::runtime_chain_costs(options.model, micro, options.seq, act,
-                                                            options.plan.attention));
+      options.plan.recompute,
+      estimate::runtime_chain_costs(options.model, micro, options.seq, act, options.plan.attention,
+                                    options.plan.activations.loss_chunks));
 }
 
 estimate::Estimate estimate_step(const TrainOptions& options) {
@@ -187,11 +188,12 @@ int64_t step_host_bytes(const TrainOptions& options, const recompute::RecomputeS
       options.plan.activations.compression == nn::ActivationCompression::none
           ? recompute::activation_peak_bytes(
                 estimate::runtime_chain_costs(options.model, micro, options.seq, act,
-                                              options.plan.attention),
+                                              options.plan.attention,
+                                              options.plan.activations.loss_chunks),
                 schedule)
-          : estimate::runtime_bytes_after_forward(options.model, micro, options.seq, schedule,
-                                                  options.plan.activations.compression, act,
-                                                  options.plan.attention);
+          : estimate::runtime_bytes_after_forward(
+                options.model, micro, options.seq, schedule, options.plan.activations.compression,
+                act, options.plan.attention, options.plan.activations.loss_chunks);
   // A tensor-parallel rank saves less than 1/t of them (norm inputs and the residual stay
   // whole): dividing all of them by t keeps this a lower bound.
   return e.parameters.bytes + activation_peak / tensor_parallel;
@@ -296,6 +298,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
   model_->set_dropout(
       {options_.plan.dropout.p, dropout_seed(options_), options_.plan.dropout.preserve_rng_state});
   model_->set_attention(options_.plan.attention);
+  model_->set_loss_chunks(options_.plan.activations.loss_chunks);
   const int64_t B = std::accumulate(micro_batch_sizes_.begin(), micro_batch_sizes_.end(),
                                     int64_t{0}),
                 T = options_.seq;
