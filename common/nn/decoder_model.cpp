@@ -304,23 +304,26 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     return final_norm_.forward(runtime_, saved, x->view(), B, T);  // (B, T, C)
   }();
   if (loss_chunks_ > 1) {
-    saved.pack_after_forward(static_cast<int64_t>(blocks_.size()));
-    announce_after(StepPhase::forward_head, saved);
-    announce_before(StepPhase::loss, saved);
-    double loss = 0.0;
-    {
+    // The head's matmuls and the loss interleave slice by slice, so both run inside the head's
+    // phase, where its parameters are gathered (ZeRO-3); the loss phase only sums.
+    const Tensor& losses = [&]() -> const Tensor& {
       const memory::ModuleScope module("loss");
-      const Tensor& losses = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
+      const Tensor& out = saved.save(-1, saved::losses, {B, T}, DType::f32, false);  // (B, T)
       for_each_loss_chunk(N, loss_chunks_, [&](int64_t row, int64_t rows) {
         Tensor logits = chunk_logits(lnf.view(), row, rows);  // (rows, V)
         Tensor probs = runtime_.temporary({rows, V}, "probs chunk", precision_.activations);
         Tensor logsumexp = runtime_.temporary({rows}, "logsumexp");  // (rows)
-        runtime_.kernels().cross_entropy_forward(losses.view().slice(row, {rows}), logsumexp.view(),
+        runtime_.kernels().cross_entropy_forward(out.view().slice(row, {rows}), logsumexp.view(),
                                                  probs.view(), logits.view(),
                                                  targets.slice(row, {rows}), rows, V);
       });
-      loss = runtime_.kernels().sum(losses.view()) / static_cast<double>(N);  // 0 on meta
-    }
+      return out;
+    }();
+    saved.pack_after_forward(static_cast<int64_t>(blocks_.size()));
+    announce_after(StepPhase::forward_head, saved);
+    announce_before(StepPhase::loss, saved);
+    const double loss =
+        runtime_.kernels().sum(losses.view()) / static_cast<double>(N);  // 0 on meta
     announce_after(StepPhase::loss, saved);
     announce_after(StepPhase::forward, saved);
     return loss;

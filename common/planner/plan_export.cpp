@@ -106,6 +106,11 @@ std::vector<std::string> pytorch_lines(const Candidate& c) {
   }
   if (p.activations.offload)
     lines.push_back("with torch.autograd.graph.save_on_cpu(pin_memory=True): loss = model(x)");
+  if (p.activations.loss_chunks > 1)
+    lines.push_back("# the loss in " + std::to_string(p.activations.loss_chunks) +
+                    " chunks: torchtune's CEWithChunkedOutputLoss(num_output_chunks=" +
+                    std::to_string(p.activations.loss_chunks) +
+                    ") or Liger-Kernel's LigerFusedLinearCrossEntropyLoss");
   if (p.amp.precision == plan::Precision::mixed_bf16 ||
       p.amp.precision == plan::Precision::mixed_fp16) {
     const std::string dtype =

@@ -90,6 +90,7 @@ SearchSpace default_space(const Problem& problem) {
                   RecomputeSpec{Kind::every, 2, 0}, RecomputeSpec{Kind::sqrt, 0, 0},
                   RecomputeSpec{Kind::full, 0, 0}};
   s.compressions = {plan::ActivationCompression::none};
+  s.loss_chunks = {1, 8};
   s.activation_offload = {false, true};
   s.attentions = {plan::AttentionKind::naive, plan::AttentionKind::flash};
   s.optimizers = {plan::Optimizer::adamw};
@@ -127,30 +128,32 @@ std::vector<Candidate> enumerate_candidates(const Problem& problem) {
                      or_default(s.compressions, d.compressions))
                   for (const bool act_offload :
                        or_default(s.activation_offload, d.activation_offload))
-                    for (int64_t B = per_rank; B >= 1; --B) {
-                      if (per_rank % B != 0) continue;
-                      Candidate c;
-                      c.plan = problem.base;
-                      c.plan.amp.precision = precision;
-                      c.plan.amp.loss_scale.reset();  // the precision's default
-                      c.plan.recompute = recompute;
-                      c.plan.activations.compression = compression;
-                      c.plan.activations.offload = act_offload;
-                      c.plan.attention = attention;
-                      c.plan.optimizer.name = optimizer;
-                      c.plan.parallel.data_parallel = N;
-                      c.plan.parallel.tensor_parallel = t;
-                      c.plan.parallel.zero = zero;
-                      c.plan.offload.optimizer = offload.optimizer;
-                      c.plan.offload.parameters = offload.parameters;
-                      c.plan.offload.optimizer_device = offload.device;
-                      c.plan.offload.param_device =
-                          offload.parameters ? offload.device : plan::OffloadDevice::cpu;
-                      c.plan.batch.grad_accum = per_rank / B;
-                      c.plan.batch.micro_batch_sizes.clear();
-                      c.micro_batch = B;
-                      out.push_back(std::move(c));
-                    }
+                    for (const int64_t chunks : or_default(s.loss_chunks, d.loss_chunks))
+                      for (int64_t B = per_rank; B >= 1; --B) {
+                        if (per_rank % B != 0) continue;
+                        Candidate c;
+                        c.plan = problem.base;
+                        c.plan.amp.precision = precision;
+                        c.plan.amp.loss_scale.reset();  // the precision's default
+                        c.plan.recompute = recompute;
+                        c.plan.activations.compression = compression;
+                        c.plan.activations.offload = act_offload;
+                        c.plan.activations.loss_chunks = chunks;
+                        c.plan.attention = attention;
+                        c.plan.optimizer.name = optimizer;
+                        c.plan.parallel.data_parallel = N;
+                        c.plan.parallel.tensor_parallel = t;
+                        c.plan.parallel.zero = zero;
+                        c.plan.offload.optimizer = offload.optimizer;
+                        c.plan.offload.parameters = offload.parameters;
+                        c.plan.offload.optimizer_device = offload.device;
+                        c.plan.offload.param_device =
+                            offload.parameters ? offload.device : plan::OffloadDevice::cpu;
+                        c.plan.batch.grad_accum = per_rank / B;
+                        c.plan.batch.micro_batch_sizes.clear();
+                        c.micro_batch = B;
+                        out.push_back(std::move(c));
+                      }
       }
   }
   return out;

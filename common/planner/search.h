@@ -40,6 +40,7 @@ struct SearchSpace {
   std::vector<plan::ZeroStage> zero_stages;               ///< `--zero`
   std::vector<int64_t> tensor_parallel;                   ///< `--tp`
   std::vector<OffloadChoice> offloads;                    ///< `--offloads`
+  std::vector<int64_t> loss_chunks;                       ///< `--loss-chunks`
 };
 
 /// The problem: train \p model at sequence \p seq with \p global_batch sequences per optimizer
@@ -58,7 +59,8 @@ struct Problem {
 /// every:2, sqrt and full; no activation compression (it changes the gradients; opt in); saved
 /// activations on the device or offloaded; naive and flash attention; AdamW (another optimizer
 /// changes the training; opt in); ZeRO 0 to 3; every tensor-parallel degree that divides the GPUs
-/// within a node; offload none, optimizer, both, and with a drive their NVMe forms.
+/// within a node; offload none, optimizer, both, and with a drive their NVMe forms; the loss
+/// whole or in 8 chunks.
 SearchSpace default_space(const Problem& problem);
 
 /// Every candidate of \p problem's space (unset knobs as default_space()), in the order ties are

@@ -25,7 +25,8 @@
 //               rank (the blocks' over t, the LM head whole, as the runtime splits them;
 //               estimate/forward_flops.h), the backward twice that; r the schedule's re-run
 //               fraction of the forward (lesson 02); A, with flash attention, the scores the
-//               backward computes again (lesson 06). peak is the device's dense rate in the
+//               backward computes again (lesson 06), and in a chunked loss the head's logits
+//               made again (Note [Chunked cross-entropy]). peak is the device's dense rate in the
 //               matmuls' dtype (fp32 without TF32, or the tensor cores' bf16/fp16).
 //   optimizer = (2·O + f·(G + 2P)) / device memory bandwidth: the update is elementwise, so it
 //               reads and writes its states O (the estimator's, sharded) and reads the gradients
@@ -55,7 +56,8 @@
 // schedule (both tested equal to what `vramlab train` measures), plus what the estimator does not
 // count, each an upper bound of what coexists at the peak:
 //   working   = the larger of the loss's buffers (the (B, T, V) logits in the activations' dtype
-//               beside the probabilities the loss saves) and one layer backward's (the input
+//               beside the probabilities the loss saves, or in K chunks a slice's logits and
+//               probabilities) and one layer backward's (the input
 //               gradients of attention or of the MLP; with naive attention the (B, H, T, T)
 //               gradient of the scores), and under ZeRO-3 the gathered units and one unit's
 //               whole gradient before its reduce-scatter;
@@ -65,8 +67,9 @@
 //               stream still reads (record_stream) until that stream's work is done, and the
 //               link is slower than the compute that makes them (with accumulation, plus the
 //               next micro-batch's working buffers, which cannot take those blocks);
-//   slack     = 256 MiB of what the allocator reserves beyond its live blocks (the small pool's
-//               segments; each stream's own pool).
+//   slack     = what the allocator reserves beyond its live blocks (the small pool's segments,
+//               each stream's own pool, holes in the expandable range): 1% of the rest, at least
+//               256 MiB.
 // Their sum, rounded up to 2 MiB, is the predicted reserved peak, which must fit the capacity. The
 // planner's runs use expandable segments, so the reserved bytes follow the live ones; lesson 08
 // shows the fragmentation a run without them pays. tests/planner checks on a grid of models,
@@ -120,8 +123,11 @@ int64_t working_bytes(const ModelConfig& model, int64_t seq, const Candidate& ca
   const int64_t QC = C / t, kvC = model.kv_hidden() / t, F = model.ffn_hidden / t;
   const int64_t H = model.heads / t;
   // The loss: the (B, T, V) logits beside their logsumexp, and the head's backward's (B, T, C)
-  // gradients, counted in fp32 to bound the head's smaller buffers too.
-  const int64_t loss = BT * V * a + BT * 4 + 3 * BT * C * 4;
+  // gradients, counted in fp32 to bound the head's smaller buffers too. In K chunks, a slice's
+  // logits and its probabilities (or their gradient) instead.
+  const int64_t K = plan.activations.loss_chunks;
+  const int64_t slice = (BT + K - 1) / K;
+  const int64_t loss = (K > 1 ? 2 * slice * V * a : BT * V * a) + BT * 4 + 3 * BT * C * 4;
   // One layer's backward: the attention's input gradients (of its output, of q, k, v, and of q
   // and k before RoPE), with naive attention the (B, H, T, T) gradient of the scores (and under
   // a selective recompute the probabilities it recomputes), or the MLP's three (B, T, F)
@@ -151,9 +157,12 @@ int64_t round_up(int64_t bytes, int64_t unit) {
 
 constexpr int64_t kSegmentRounding = int64_t{2} << 20;  // the caching allocator's kRoundLarge
 // What the caching allocator reserves beyond the live blocks with expandable segments: the small
-// pool's 2 MiB segments, and each stream's pool, whose free blocks the other streams do not take
-// (up to 178 MiB on the planner's test grid: tests/planner).
-constexpr int64_t kAllocatorSlack = int64_t{256} << 20;
+// pool's 2 MiB segments, each stream's pool (whose free blocks the other streams do not take), and
+// holes inside the expandable range that a larger request cannot use, so that it grows the range
+// (measured on the planner's test grid, tests/planner: up to 0.52% of the live bytes, 410 MiB of
+// 78.7 GiB). The slack is 1% of the rest, and at least 256 MiB.
+constexpr int64_t kAllocatorSlackMinimum = int64_t{256} << 20;
+constexpr int64_t kAllocatorSlackPercent = 1;
 
 }  // namespace
 
@@ -219,9 +228,10 @@ StepMemory predict_memory(const ModelConfig& model, int64_t seq, const Candidate
   // Saved activations on their way to the host likewise, when the link is slower than the
   // forward that makes them (at most all of one micro-batch's).
   if (plan.activations.offload) m.in_flight += e.host_activation_requested_bytes;
-  m.device_peak = round_up(m.parameters + m.gradients + m.optimizer_states + m.activations +
-                               m.working + m.in_flight + kAllocatorSlack,
-                           kSegmentRounding);
+  const int64_t live =
+      m.parameters + m.gradients + m.optimizer_states + m.activations + m.working + m.in_flight;
+  m.slack = std::max(kAllocatorSlackMinimum, live / 100 * kAllocatorSlackPercent);
+  m.device_peak = round_up(live + m.slack, kSegmentRounding);
   const int64_t per_node = std::min(machine.gpus, machine.gpus_per_node);
   const int64_t host_per_gpu = e.cpu_offload_bytes - e.host_pinned_requested_bytes +
                                e.host_pinned_bytes + e.host_activation_bytes;
@@ -259,7 +269,9 @@ StepTime predict_time(const ModelConfig& model, int64_t seq, const Candidate& ca
       plan.attention == plan::AttentionKind::flash
           ? estimate::attention_scores_flops(model, B, seq) * d(model.layers) / d(t)
           : 0.0;
-  time.compute_s = d(K) * ((3.0 + e.recomputed_forward_fraction) * forward + flash_rerun) /
+  const double loss_rerun = plan.activations.loss_chunks > 1 ? head : 0.0;
+  time.compute_s = d(K) *
+                   ((3.0 + e.recomputed_forward_fraction) * forward + flash_rerun + loss_rerun) /
                    roofline->peak_flops(policy.activations);
 
   const double P = d(model.rank_parameter_count(t)) * d(dtype_bytes(policy.parameters));

@@ -72,7 +72,9 @@ struct StepMemory {
   /// With the optimizer offloaded from ZeRO-2 on: the gradient shards the host link has not
   /// copied yet, freed by the backward but held by their copies (reserved, not allocated).
   int64_t in_flight = 0;
-  /// The device's predicted peak of reserved bytes: the six above, rounded up to the caching
+  /// What the allocator reserves beyond the live blocks (Note [The planner's cost model]).
+  int64_t slack = 0;
+  /// The device's predicted peak of reserved bytes: the seven above, rounded up to the caching
   /// allocator's 2 MiB: what must fit in the capacity.
   int64_t device_peak = 0;
   int64_t host_per_node = 0;  ///< offloaded states (and activations) of one node's GPUs

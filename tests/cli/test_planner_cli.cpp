@@ -99,6 +99,7 @@ TEST(PlannerCli, BadInputIsOneLineNamingTheValue) {
                                    {"--activation-offload maybe", "maybe"},
                                    {"--optimizers adam", "adam"},
                                    {"--recomputes every:0", "every:0"},
+                                   {"--loss-chunks 0", "--loss-chunks '0'"},
                                    {"--global-batch 0", "--global-batch"},
                                    {"--host-ram lots", "lots"},
                                    {"--intra-node-gbps 0", "--intra-node-gbps"},

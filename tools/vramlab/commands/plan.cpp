@@ -41,7 +41,7 @@ struct PlanCommandOptions {
   double inter_node_gbps = planner::kTypicalInterNodeBytesPerS / 1e9;
   double host_memory_gbps = memory::kTypicalHostMemoryBytesPerS / 1e9;
   std::string precisions, recomputes, optimizers, zero_stages, tensor_parallel, offloads,
-      attentions, activation_offload;
+      attentions, activation_offload, loss_chunks;
   bool run = true;
   bool json = false;
 };
@@ -67,6 +67,21 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text, Pars
     values.push_back(parse(item));
   }
   return values;
+}
+
+// One item of a list of counts: an integer in [1, most].
+int64_t parse_count(const char* flag, const std::string& text, int64_t most) {
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1 || value > most)
+    throw UsageError(std::string(flag) + " '" + text + "': expected integers in [1, " +
+                     std::to_string(most) + "]");
+  return value;
 }
 
 memory::Device plan_device(const std::string& text) {
@@ -96,17 +111,8 @@ planner::SearchSpace parse_space(const PlanCommandOptions& o) {
       throw UsageError("--zero '" + v + "': expected stages 0 to 3");
     return plan::zero_stage_from_int(v[0] - '0');
   });
-  s.tensor_parallel = parse_list<int64_t>("--tp", o.tensor_parallel, [](const std::string& v) {
-    size_t used = 0;
-    int64_t t = 0;
-    try {
-      t = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v.size() || t < 1) throw UsageError("--tp '" + v + "': expected integers >= 1");
-    return t;
-  });
+  s.tensor_parallel = parse_list<int64_t>(
+      "--tp", o.tensor_parallel, [](const std::string& v) { return parse_count("--tp", v, 4096); });
   s.offloads =
       parse_list<planner::OffloadChoice>("--offloads", o.offloads, [](const std::string& v) {
         using D = plan::OffloadDevice;
@@ -120,6 +126,9 @@ planner::SearchSpace parse_space(const PlanCommandOptions& o) {
       });
   s.attentions =
       parse_list<plan::AttentionKind>("--attentions", o.attentions, plan::parse_attention_kind);
+  s.loss_chunks = parse_list<int64_t>("--loss-chunks", o.loss_chunks, [](const std::string& v) {
+    return parse_count("--loss-chunks", v, plan::kMaxLossChunks);
+  });
   s.activation_offload =
       parse_list<bool>("--activation-offload", o.activation_offload, [](const std::string& v) {
         if (v == "on") return true;
@@ -142,6 +151,8 @@ std::string describe(const planner::Candidate& c) {
                                        p.offload.optimizer_device};
   if (p.offload.optimizer) text += ", offload " + planner::offload_choice_name(offload);
   if (p.activations.offload) text += ", activations offloaded";
+  if (p.activations.loss_chunks > 1)
+    text += ", loss in " + std::to_string(p.activations.loss_chunks) + " chunks";
   text += ", B=" + std::to_string(c.micro_batch) + " x " + std::to_string(p.batch.grad_accum) +
           " micro-batches";
   return text;
@@ -159,6 +170,8 @@ std::string flags_of(const planner::Candidate& c) {
   if (p.parallel.tensor_parallel > 1)
     flags += " --tp " + std::to_string(p.parallel.tensor_parallel);
   if (p.activations.offload) flags += " --offload-activations on";
+  if (p.activations.loss_chunks > 1)
+    flags += " --loss-chunks " + std::to_string(p.activations.loss_chunks);
   if (p.offload.optimizer) {
     flags += std::string(" --offload ") + (p.offload.parameters ? "both" : "optimizer");
     if (p.offload.optimizer_device == plan::OffloadDevice::nvme)
@@ -185,7 +198,8 @@ json priced_json(const planner::Priced& p) {
             {"optimizer_states", p.memory.optimizer_states},
             {"activations", p.memory.activations},
             {"working", p.memory.working},
-            {"in_flight", p.memory.in_flight}}},
+            {"in_flight", p.memory.in_flight},
+            {"slack", p.memory.slack}}},
           {"predicted_time",
            {{"compute_s", p.time.compute_s},
             {"optimizer_s", p.time.optimizer_s},
@@ -376,6 +390,8 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--attentions", opts->attentions,
                   "Attention kernels to search (default "
                   "naive,flash)");
+  cmd->add_option("--loss-chunks", opts->loss_chunks,
+                  "Chunk counts of the loss to search (default 1,8)");
   cmd->add_option("--activation-offload", opts->activation_offload,
                   "Saved activations offloaded: off, on or both (default off,on)");
   cmd->add_flag("!--no-run", opts->run, "Do not run the chosen plan on meta devices");
