@@ -145,8 +145,22 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
         "one growing segment per stream: pieces freed in different segments merge (holes between "
         "live blocks stay holes: then make the sizes vary less, e.g. bucket the sequence lengths)",
         "none to speak of (the driver maps 20 MiB pages as the segment grows)");
+  if (d.fragmentation)
+    add(f, "--bucket-seq N (with lengths that vary: --vary-seq)",
+        "pads each batch's length up to a multiple of N, so fewer sizes reach the allocator and "
+        "cached blocks fit the next batch",
+        "the padding's compute");
   const bool activations = d.category == "activation" || d.phase == "forward" ||
                            d.phase == "backward" || d.phase == "recompute";
+  // The loss's (B, T, V) tensors: the logits, the probabilities it saves, their gradient.
+  const bool loss = d.module == "loss" || d.module == "lm_head" ||
+                    d.tensor.find("logits") != std::string::npos ||
+                    d.tensor.find("probs") != std::string::npos;
+  if (loss)
+    add(f, "--loss-chunks 8",
+        "the cross-entropy over 8 slices of the tokens: no (B, T, V) probabilities saved, one "
+        "slice's logits at a time",
+        "one more LM-head matmul a step (the logits made again in the backward)");
   if (activations) {
     if (d.tensor.find(".att") != std::string::npos || d.module.find("attn") != std::string::npos)
       add(f, "--attention flash",

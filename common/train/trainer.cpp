@@ -340,6 +340,16 @@ void Trainer::set_batch(int64_t batch) {
                      "): the run has explicit micro-batch sizes, which set the batch");
   TrainOptions options = options_;
   options.batch = batch;
+  reshape(std::move(options));
+}
+
+void Trainer::set_seq(int64_t seq) {
+  TrainOptions options = options_;
+  options.seq = seq;
+  reshape(std::move(options));
+}
+
+void Trainer::reshape(TrainOptions options) {
   validate(options);
   recompute::RecomputeSchedule schedule = recompute_schedule(options);
   require_host_memory_for_step(runtime_.device(), options, schedule);

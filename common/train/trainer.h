@@ -209,6 +209,14 @@ class Trainer {
   /// explicit micro-batch sizes (TrainOptions::micro_batch_sizes); memory::OutOfMemoryError when
   /// the new buffers do not fit (the trainer then keeps its batch).
   void set_batch(int64_t batch);
+  /// Changes T, the tokens per sequence of the next steps, as a loop over batches of varying
+  /// length does: the input and target buffers are reallocated and the recompute schedule made
+  /// again, as set_batch() does for B. Each length allocates activations of its own sizes, which is
+  /// how varying lengths fragment the caching allocator.
+  /// \param seq 1 ≤ T ≤ the model's context.
+  /// \throws vramlab::UsageError naming \p seq when validate() refuses it;
+  /// memory::OutOfMemoryError when the new buffers do not fit (the trainer keeps its T).
+  void set_seq(int64_t seq);
 
   /// Registers an observer of every later step's phases (see nn::StepObservers).
   /// \param observer told in registration order; must outlive its registration.
@@ -254,6 +262,8 @@ class Trainer {
 
  private:
   StepResult step_unguarded();  // step() without the cleanup after an out-of-memory error
+  // set_batch and set_seq: the buffers and schedule of `options`, all made before any is kept.
+  void reshape(TrainOptions options);
 
   nn::Runtime& runtime_;
   TrainOptions options_;

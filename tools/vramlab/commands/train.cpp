@@ -62,6 +62,7 @@
 #include "common/snapshot/snapshot_analysis.h"
 #include "common/snapshot/snapshot_pickle.h"
 #include "common/stream/clock.h"
+#include "common/train/sequence_lengths.h"
 #include "common/train/trainer.h"
 #include "tools/vramlab/commands.h"
 #include "tools/vramlab/commands/function_names.h"
@@ -76,6 +77,8 @@ struct TrainCommandOptions {
   ModelFlags model;
   std::shared_ptr<plan::PlanFlags> plan;  // the technique flags and --plan FILE
   std::optional<int64_t> seq, batch;
+  int64_t vary_seq = 0;    // --vary-seq MIN: each step's T drawn from [MIN, T]; 0: fixed
+  int64_t bucket_seq = 1;  // --bucket-seq N: each drawn T padded up to a multiple of N
   int64_t steps = 20;
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
@@ -408,6 +411,15 @@ void apply_nvme_flags(const TrainCommandOptions& o, const memory::Device& device
         "where the optimizer states' files go");
 }
 
+// The lengths of --vary-seq and --bucket-seq over the run's T and seed.
+train::SequenceLengths sequence_lengths(const TrainCommandOptions& o,
+                                        const train::TrainOptions& options) {
+  if (o.bucket_seq != 1 && o.vary_seq == 0)
+    throw UsageError("--bucket-seq " + std::to_string(o.bucket_seq) +
+                     " pads the lengths --vary-seq draws: give --vary-seq MIN too");
+  return {o.vary_seq, options.seq, o.bucket_seq, o.seed};
+}
+
 void run_train(const TrainCommandOptions& o) {
   if (o.threads > 0) {
     platform::choose_openmp_threads(static_cast<int>(o.threads));
@@ -435,6 +447,7 @@ void run_train(const TrainCommandOptions& o) {
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.seed = o.seed;
+  sequence_lengths(o, options).validate();  // before the header
   check_profile_options(o);
   check_snapshot_on_oom(o);
   run_ranks(o, options, device);
@@ -558,7 +571,9 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
   int64_t bytes_after_forward = 0;  // the store's when the last step's forward ended
   int64_t skipped_steps = 0;
   ClockTotals clock_totals;
+  const train::SequenceLengths lengths = sequence_lengths(o, options);
   for (int64_t s = 0; s < o.steps; ++s) {
+    if (lengths.varies()) trainer.set_seq(lengths.length(s + 1));
     const train::StepResult r = trainer.step();
     skipped_steps += r.skipped ? 1 : 0;
     clock_totals.exposed_copy_seconds += r.exposed_copy_seconds;
@@ -573,6 +588,7 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
     if (!speak) continue;
     if (o.json) {
       std::printf("%s\n", json{{"step", r.step},
+                               {"seq", trainer.options().seq},
                                {"loss", r.loss},
                                {"step_s", r.seconds},
                                {"tokens_per_s", r.tokens_per_s},
@@ -597,9 +613,11 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
       if (bar_on_terminal) {
         bar.update(static_cast<uint64_t>(s + 1), suffix);
       } else {
-        std::printf("step %4lld  loss %.4f  %.3f s  %.0f tokens/s%s\n",
-                    static_cast<long long>(r.step), r.loss, r.seconds, r.tokens_per_s,
-                    r.skipped ? "  skipped: inf/NaN in the gradients" : "");
+        std::printf(
+            "step %4lld  %sloss %.4f  %.3f s  %.0f tokens/s%s\n", static_cast<long long>(r.step),
+            lengths.varies() ? ("T=" + std::to_string(trainer.options().seq) + "  ").c_str() : "",
+            r.loss, r.seconds, r.tokens_per_s,
+            r.skipped ? "  skipped: inf/NaN in the gradients" : "");
       }
     }
   }
@@ -977,6 +995,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seq", opts->seq, "Sequence length T (default min(128, the context))")
       ->check(platform::integer_in(1));
   cmd->add_option("--batch", opts->batch, "Sequences per micro-batch B (default 8)")
+      ->check(platform::integer_in(1));
+  cmd->add_option("--vary-seq", opts->vary_seq,
+                  "MIN: each step's T drawn from [MIN, --seq] (the run's seed; a loader without "
+                  "packing), so every step allocates activations of its own sizes")
+      ->check(platform::integer_in(1));
+  cmd->add_option("--bucket-seq", opts->bucket_seq,
+                  "With --vary-seq: pad each drawn T up to a multiple of N (at most --seq), so "
+                  "fewer sizes reach the allocator (default 1: none)")
       ->check(platform::integer_in(1));
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)")
       ->check(platform::integer_in(1));
