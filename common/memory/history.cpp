@@ -47,7 +47,8 @@ thread_local ScopeListener* t_listener = nullptr;
 
 constexpr std::array kPhases = {TrainingPhase::none,      TrainingPhase::setup,
                                 TrainingPhase::forward,   TrainingPhase::backward,
-                                TrainingPhase::recompute, TrainingPhase::optimizer};
+                                TrainingPhase::recompute, TrainingPhase::optimizer,
+                                TrainingPhase::evaluation};
 
 }  // namespace
 
@@ -89,6 +90,8 @@ std::string_view training_phase_name(TrainingPhase phase) {
       return "recompute";
     case TrainingPhase::optimizer:
       return "optimizer";
+    case TrainingPhase::evaluation:
+      return "evaluation";
   }
   return "none";
 }

@@ -42,16 +42,17 @@ enum class RecordMode : unsigned char {
 
 /// The part of a training step an allocation was made in (the "phase" of snapshots and traces).
 enum class TrainingPhase : unsigned char {
-  none,       ///< outside any step (or not labelled)
-  setup,      ///< building the model, its parameters and the batch
-  forward,    ///< the forward pass, embedding to loss
-  backward,   ///< the backward pass
-  recompute,  ///< a checkpointed block's forward re-run inside backward
-  optimizer,  ///< zero-grad, the optimizer step and what the data-parallel strategy does after it
+  none,        ///< outside any step (or not labelled)
+  setup,       ///< building the model, its parameters and the batch
+  forward,     ///< the forward pass, embedding to loss
+  backward,    ///< the backward pass
+  recompute,   ///< a checkpointed block's forward re-run inside backward
+  optimizer,   ///< zero-grad, the optimizer step and what the data-parallel strategy does after it
+  evaluation,  ///< a forward outside training (Trainer::evaluate), with or without grad
 };
 
 /// \return the lower-case name of \p phase ("none", "setup", "forward", "backward", "recompute",
-/// "optimizer"), as written to snapshots and traces.
+/// "optimizer", "evaluation"), as written to snapshots and traces.
 std::string_view training_phase_name(TrainingPhase phase);
 
 /// Parses a name printed by training_phase_name().

@@ -277,7 +277,11 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
   if (T < 1 || T > config_.max_seq)
     throw UsageError("sequence length " + std::to_string(T) + " outside [1, " +
                      std::to_string(config_.max_seq) + "] for model '" + config_.name + "'");
-  const memory::PhaseScope phase(memory::TrainingPhase::forward);
+  // An evaluation's forward keeps its phase (Trainer::evaluate labels it), so a snapshot tells
+  // its tensors from a training step's.
+  const memory::PhaseScope phase(memory::current_phase() == memory::TrainingPhase::evaluation
+                                     ? memory::TrainingPhase::evaluation
+                                     : memory::TrainingPhase::forward);
   saved.set_activation_dtype(precision_.activations);
   saved.set_attention(attention_);
   announce_before(StepPhase::forward, saved);
@@ -295,6 +299,14 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     x = &blocks_[static_cast<size_t>(l)].forward(runtime_, saved, x->view(), B, T,
                                                  draw_block_dropout(saved, l, B, T));
     drop_by_policy(saved, l);
+    if (!grad_enabled_) {
+      // No backward will read them: only the output, the next block's input, stays.
+      saved.release_all_except(l, saved::residual3);
+      if (l > 0)
+        saved.release(l - 1, saved::residual3);
+      else
+        saved.release(-1, saved::encoded);
+    }
     saved.pack_after_forward(l);
     announce_after(StepPhase::forward_layer, saved, l);
   }
@@ -324,6 +336,7 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     announce_before(StepPhase::loss, saved);
     const double loss =
         runtime_.kernels().sum(losses.view()) / static_cast<double>(N);  // 0 on meta
+    if (!grad_enabled_) release_for_no_grad(saved);
     announce_after(StepPhase::loss, saved);
     announce_after(StepPhase::forward, saved);
     return loss;
@@ -352,14 +365,24 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     logits.reset();
     loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
   }
+  if (!grad_enabled_) release_for_no_grad(saved);
   announce_after(StepPhase::loss, saved);
   announce_after(StepPhase::forward, saved);
   return loss;
 }
 
+void DecoderModel::release_for_no_grad(SavedActivations& saved) const {
+  const auto L = static_cast<int64_t>(blocks_.size());
+  if (L > 0 && saved.contains(L - 1, saved::residual3)) saved.release(L - 1, saved::residual3);
+  if (L == 0 && saved.contains(-1, saved::encoded)) saved.release(-1, saved::encoded);
+  saved.release_all_except(-1, saved::losses);
+}
+
 void DecoderModel::backward(SavedActivations& saved, const TensorView& tokens,
                             const TensorView& targets, int64_t B, int64_t T,
                             std::optional<double> loss_gradient) {
+  if (!grad_enabled_)
+    throw InternalError("backward() after a forward without grad (set_grad_enabled(false))");
   const memory::PhaseScope phase(memory::TrainingPhase::backward);
   announce_before(StepPhase::backward, saved);
   const int64_t N = B * T;

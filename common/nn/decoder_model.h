@@ -128,6 +128,13 @@ class DecoderModel {
   void set_loss_chunks(int64_t chunks);
   /// \return the K set_loss_chunks gave.
   [[nodiscard]] int64_t loss_chunks() const { return loss_chunks_; }
+  /// torch.set_grad_enabled: with \p enabled false (torch.no_grad()) the following forwards save
+  /// nothing for a backward: each block's tensors are freed once the next block has read its
+  /// output, the loss's probabilities once the loss is computed, so the store ends the forward
+  /// with the per-token losses alone. backward() then refuses. On by default.
+  void set_grad_enabled(bool enabled) { grad_enabled_ = enabled; }
+  /// \return what set_grad_enabled gave.
+  [[nodiscard]] bool grad_enabled() const { return grad_enabled_; }
 
   /// \return the constructor's tensor-parallel group (null without one).
   [[nodiscard]] dist::Communicator* tensor_parallel() const { return tensor_parallel_; }
@@ -155,6 +162,8 @@ class DecoderModel {
   [[nodiscard]] LayerDropout block_dropout(uint64_t offset, int64_t B, int64_t T) const;
   // Draws fresh counters for one block's forward and records where they start.
   LayerDropout draw_block_dropout(SavedActivations& saved, int64_t layer, int64_t B, int64_t T);
+  // Frees what a forward without grad still holds at its end: all but the per-token losses.
+  void release_for_no_grad(SavedActivations& saved) const;
   // The LM head's logits (rows, V) of rows [row, row + rows) of the final norm's output
   // (Note [Chunked cross-entropy]).
   Tensor chunk_logits(const TensorView& lnf, int64_t row, int64_t rows);
@@ -182,6 +191,7 @@ class DecoderModel {
   DropoutSettings dropout_;
   AttentionKind attention_ = AttentionKind::naive;
   int64_t loss_chunks_ = 1;
+  bool grad_enabled_ = true;
   uint64_t rng_offset_ = 0;  // the next unused counter of the dropout stream
 };
 

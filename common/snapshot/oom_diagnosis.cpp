@@ -152,6 +152,15 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
         "the padding's compute");
   const bool activations = d.category == "activation" || d.phase == "forward" ||
                            d.phase == "backward" || d.phase == "recompute";
+  if (d.phase == "evaluation") {
+    add(f, "--eval-grad off",
+        "torch.no_grad() (or torch.inference_mode()) around the loop: the forward saves nothing "
+        "for a backward",
+        "none: an evaluation needs no gradients");
+    add(f, "no --eval-keep-graphs",
+        "sum loss.item(), not the loss tensor: each batch's graph goes once its loss is read",
+        "none");
+  }
   // The loss's (B, T, V) tensors: the logits, the probabilities it saves, their gradient.
   const bool loss = d.module == "loss" || d.module == "lm_head" ||
                     d.tensor.find("logits") != std::string::npos ||

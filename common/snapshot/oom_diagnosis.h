@@ -51,7 +51,8 @@ struct OomDiagnosis {
   bool fragmentation = false;
   /// From the snapshot (empty without one): "forward", "backward", "recompute", "first optimizer
   /// step" (the optimizer's states did not exist yet: created lazily, as PyTorch's are),
-  /// "optimizer step", "setup" (the model or the batch did not fit) or "none".
+  /// "optimizer step", "evaluation" (a forward outside training), "setup" (the model or the
+  /// batch did not fit) or "none".
   std::string phase;
   std::string category;  ///< the failed request's: parameter, activation, optimizer_state, ...
   std::string module;    ///< its module path ("blocks.3.attn")

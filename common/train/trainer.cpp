@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -341,6 +342,56 @@ void Trainer::set_batch(int64_t batch) {
   TrainOptions options = options_;
   options.batch = batch;
   reshape(std::move(options));
+}
+
+EvalResult Trainer::evaluate(const EvalOptions& e) {
+  if (e.batches < 1)
+    throw UsageError("--eval-batches must be >= 1, got " + std::to_string(e.batches));
+  if (e.keep_graphs && e.no_grad)
+    throw UsageError(
+        "--eval-keep-graphs keeps each loss's graph, and without grad (torch.no_grad()) there is "
+        "none: give --eval-grad on");
+  if (options_.plan.parallel.zero == plan::ZeroStage::parameters)
+    throw UsageError(
+        "an evaluation under --zero 3 is not modelled: its units are released by "
+        "the step's backward");
+  const memory::PhaseScope phase(memory::TrainingPhase::evaluation);
+  const int64_t B = micro_batch_sizes_.front(), T = options_.seq;
+  const int64_t ranks = options_.groups.data_parallel_size();
+  const int64_t rank = options_.groups.data_parallel ? options_.groups.data_parallel->rank() : 0;
+  // Its own stream: the training stream continues where it was.
+  SyntheticTokenStream data(options_.model.vocab,
+                            std::min<int64_t>(options_.branching, options_.model.vocab),
+                            options_.seed ^ 0x5EED'E7A1'0000'0001ull);
+  struct GradMode {  // restores the model's grad mode however the loop ends
+    nn::DecoderModel& model;
+    bool was;
+    ~GradMode() { model.set_grad_enabled(was); }
+  } restore{*model_, model_->grad_enabled()};
+  model_->set_grad_enabled(!e.no_grad);
+  std::vector<std::unique_ptr<nn::SavedActivations>> kept;
+  EvalResult result;
+  for (int64_t b = 0; b < e.batches; ++b) {
+    if (runtime_.device().kind != memory::DeviceKind::meta)
+      data.next_batch(host_inputs_.as<int32_t>(), host_targets_.as<int32_t>(), ranks * B, T);
+    const auto mine = static_cast<size_t>(rank * B * T);
+    const memory::TensorView tokens = inputs_.view(0, {B, T});    // (B, T)
+    const memory::TensorView targets = targets_.view(0, {B, T});  // (B, T)
+    runtime_.copy_to_device(inputs_, host_inputs_.as<int32_t>() + mine);
+    runtime_.copy_to_device(targets_, host_targets_.as<int32_t>() + mine);
+    auto saved = std::make_unique<nn::SavedActivations>(runtime_, options_.model.layers);
+    result.loss += model_->forward(*saved, tokens, targets, B, T) / static_cast<double>(e.batches);
+    result.saved_peak_bytes = std::max(result.saved_peak_bytes, saved->peak_bytes());
+    if (e.keep_graphs) {
+      kept.push_back(std::move(saved));
+      result.saved_bytes = 0;
+      for (const auto& store : kept) result.saved_bytes += store->bytes();
+    } else {
+      result.saved_bytes = saved->bytes();
+    }
+  }
+  if (options_.groups.data_parallel) result.loss = data_parallel_->mean_loss(result.loss);
+  return result;
 }
 
 void Trainer::set_seq(int64_t seq) {

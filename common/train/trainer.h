@@ -94,6 +94,26 @@ std::vector<int64_t> step_micro_batches(const TrainOptions& options);
 amp::LossScaleSpec effective_loss_scale(const TrainOptions& options);
 
 /// One step's measurements.
+/// An evaluation loop's settings (Trainer::evaluate).
+struct EvalOptions {
+  int64_t batches = 1;  ///< batches of B sequences of T tokens (≥ 1)
+  /// torch.no_grad(): the forwards save nothing for a backward (DecoderModel::set_grad_enabled).
+  bool no_grad = true;
+  /// With grad: every batch's saved tensors stay until the loop ends, as `total_loss += loss`
+  /// keeps each loss's graph alive; false: a batch's go when its loss is read (`loss.item()`).
+  bool keep_graphs = false;
+};
+
+/// What an evaluation measured.
+struct EvalResult {
+  double loss = 0.0;  ///< mean cross-entropy over its batches (0 on meta)
+  /// What the saved-activation stores held when the last batch's forward ended: every batch's
+  /// with keep_graphs, else the last one's.
+  int64_t saved_bytes = 0;
+  int64_t saved_peak_bytes = 0;  ///< the largest a batch's store was during its forward
+};
+
+/// One step's measurements.
 struct StepResult {
   int64_t step = 0;           ///< 1-based step number.
   double loss = 0.0;          ///< mean cross-entropy in nats (0 on meta).
@@ -217,6 +237,14 @@ class Trainer {
   /// \throws vramlab::UsageError naming \p seq when validate() refuses it;
   /// memory::OutOfMemoryError when the new buffers do not fit (the trainer keeps its T).
   void set_seq(int64_t seq);
+  /// Runs an evaluation loop of \p options.batches forwards (phase "evaluation") on a token
+  /// stream of its own (the training stream is not advanced), without or with grad; nothing is
+  /// updated. PyTorch users meet its out-of-memory errors as "evaluation without torch.no_grad()"
+  /// and "`total_loss += loss` across the loop" (keep_graphs).
+  /// \throws vramlab::UsageError for batches < 1, keep_graphs with no_grad, or ZeRO-3 (whose
+  /// gathers the step's backward releases); memory::OutOfMemoryError when full (every store of
+  /// the loop is freed first).
+  EvalResult evaluate(const EvalOptions& options);
 
   /// Registers an observer of every later step's phases (see nn::StepObservers).
   /// \param observer told in registration order; must outlive its registration.

@@ -5,7 +5,8 @@
 //   - AdamW's states made at the first step(), after forward and backward fitted: 8-bit AdamW;
 //   - fp32 logits and probabilities at a 32000-token vocabulary: the loss in chunks;
 //   - lengths that vary from step to step: the request fails with more than it asks for free or
-//     cached, in pieces (fragmentation): expandable segments.
+//     cached, in pieces (fragmentation): expandable segments;
+//   - an evaluation with grad that keeps every batch's graph (`total_loss += loss`): no_grad.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -52,7 +53,13 @@ void run_scenario(const Scenario& s) {
   ASSERT_FALSE(d.at("fixes").empty());
   EXPECT_EQ(d.at("fixes").at(0).at("change"), s.fix) << s.train << ": " << diagnosed.out;
   if (!s.fix_flags.empty()) {
-    const CliResult fixed = scenario_run("train " + s.train + " " + s.fix_flags);
+    std::string fixed_args = s.train + " " + s.fix_flags;
+    if (s.fix_flags.front() == '~') {  // the fix is to leave flags out
+      fixed_args = s.train;
+      const std::string drop = s.fix_flags.substr(1);
+      fixed_args.erase(fixed_args.find(drop), drop.size());
+    }
+    const CliResult fixed = scenario_run("train " + fixed_args);
     EXPECT_EQ(fixed.exit_code, 0) << s.train << " " << s.fix_flags << ": " << fixed.out;
     return;
   }
@@ -90,13 +97,25 @@ TEST(OomScenario, VaryingLengthsFragmentTheCache) {
        "backward", "temporary", true, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", ""});
 }
 
-// The varying lengths' flags: a bad value or combination is one line naming it, exit 2.
+TEST(OomScenario, AnEvaluationThatKeepsEveryGraph) {
+  run_scenario(
+      {"--model gpt2-tiny --batch 8 --seq 128 --steps 2 --device sim:256MiB "
+       "--eval-batches 8 --eval-grad on --eval-keep-graphs",
+       "evaluation", "temporary", false, "--eval-grad off", "~--eval-grad on --eval-keep-graphs"});
+}
+
+// The varying lengths' and the evaluation's flags: a bad value or combination is one line naming
+// it, exit 2.
 TEST(OomScenario, VaryingLengthFlagsRefuseBadValues) {
   for (const auto& [bad, named] :
        {std::pair<std::string, std::string>{"--vary-seq 600", "--vary-seq 600"},
         {"--bucket-seq 64", "--bucket-seq 64"},
         {"--vary-seq 0", "--vary-seq"},
-        {"--vary-seq 8 --bucket-seq 0", "--bucket-seq"}}) {
+        {"--vary-seq 8 --bucket-seq 0", "--bucket-seq"},
+        {"--eval-grad on", "--eval-batches"},
+        {"--eval-batches 2 --eval-keep-graphs", "--eval-grad on"},
+        {"--eval-batches 0", "--eval-batches"},
+        {"--eval-batches 2 --eval-grad maybe", "maybe"}}) {
     const CliResult refused =
         scenario_run("train --model gpt2-tiny --seq 128 --steps 1 --device meta " + bad);
     EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out;

@@ -79,6 +79,9 @@ struct TrainCommandOptions {
   std::optional<int64_t> seq, batch;
   int64_t vary_seq = 0;    // --vary-seq MIN: each step's T drawn from [MIN, T]; 0: fixed
   int64_t bucket_seq = 1;  // --bucket-seq N: each drawn T padded up to a multiple of N
+  int64_t eval_batches = 0;       // --eval-batches M after the steps; 0: no evaluation
+  std::string eval_grad = "off";  // --eval-grad on: the evaluation's forwards save for backward
+  bool eval_keep_graphs = false;  // --eval-keep-graphs: `total_loss += loss` across the loop
   int64_t steps = 20;
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
@@ -411,6 +414,19 @@ void apply_nvme_flags(const TrainCommandOptions& o, const memory::Device& device
         "where the optimizer states' files go");
 }
 
+// The evaluation of --eval-batches, --eval-grad and --eval-keep-graphs.
+train::EvalOptions eval_options(const TrainCommandOptions& o) {
+  const bool grad = o.eval_grad == "on";
+  if (o.eval_batches == 0 && (grad || o.eval_keep_graphs))
+    throw UsageError(std::string(grad ? "--eval-grad on" : "--eval-keep-graphs") +
+                     " says how the evaluation runs: give --eval-batches M too");
+  if (o.eval_keep_graphs && !grad)
+    throw UsageError(
+        "--eval-keep-graphs keeps each loss's graph, and without grad (torch.no_grad()) there is "
+        "none: give --eval-grad on");
+  return {std::max<int64_t>(o.eval_batches, 1), !grad, o.eval_keep_graphs};
+}
+
 // The lengths of --vary-seq and --bucket-seq over the run's T and seed.
 train::SequenceLengths sequence_lengths(const TrainCommandOptions& o,
                                         const train::TrainOptions& options) {
@@ -448,6 +464,7 @@ void run_train(const TrainCommandOptions& o) {
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.seed = o.seed;
   sequence_lengths(o, options).validate();  // before the header
+  (void)eval_options(o);
   check_profile_options(o);
   check_snapshot_on_oom(o);
   run_ranks(o, options, device);
@@ -625,6 +642,8 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
   // A delayed update's parameters reach the device only after the next step: the last one's now,
   // so the model the run leaves is its last step's (its copy counts among the run's bytes).
   trainer.optimizer().finish_delayed_update(trainer.model().parameters());
+  std::optional<train::EvalResult> evaluation;
+  if (o.eval_batches > 0) evaluation = trainer.evaluate(eval_options(o));
   std::optional<profile::ProfileFiles> files;
   std::string profile_line;
   json profile_json;
@@ -722,6 +741,13 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
                                               ? json(trainer.host_pinned_model_state(true).total())
                                               : json(nullptr)},
         {"nvme", nvme_json(trainer, runtime)},
+        {"eval", evaluation ? json{{"batches", o.eval_batches},
+                                   {"grad", o.eval_grad == "on"},
+                                   {"keep_graphs", o.eval_keep_graphs},
+                                   {"loss", evaluation->loss},
+                                   {"saved_bytes", evaluation->saved_bytes},
+                                   {"saved_peak_bytes", evaluation->saved_peak_bytes}}
+                            : json(nullptr)},
         {"plan", plan::to_json(options.plan)}};  // what `vramlab train --plan FILE` reruns
     if (profiler) summary["profile"] = profile_json;
     outcome.summary = std::move(summary);
@@ -731,6 +757,16 @@ RankOutcome train_on(nn::Runtime& runtime, const TrainCommandOptions& o,
   std::printf("median step %s  (%.0f tokens/s)\n",
               report::format_duration_ms(median_s * 1e3).c_str(),
               static_cast<double>(options.batch * options.seq) / median_s);
+  if (evaluation)
+    std::printf(
+        "evaluation: loss %.4f over %lld batches %s; saved activations %s at the end "
+        "(%s at most in one batch's forward)\n",
+        evaluation->loss, static_cast<long long>(o.eval_batches),
+        o.eval_grad == "on"
+            ? (o.eval_keep_graphs ? "with grad, every graph kept" : "with grad, each graph freed")
+            : "under no_grad",
+        report::format_bytes(static_cast<uint64_t>(evaluation->saved_bytes)).c_str(),
+        report::format_bytes(static_cast<uint64_t>(evaluation->saved_peak_bytes)).c_str());
   const bool parameters_offloaded = options.plan.offload.parameters;
   if (const std::optional<train::ModelStateMeasured> host = trainer.host_model_state())
     std::printf(
@@ -1004,6 +1040,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "With --vary-seq: pad each drawn T up to a multiple of N (at most --seq), so "
                   "fewer sizes reach the allocator (default 1: none)")
       ->check(platform::integer_in(1));
+  cmd->add_option("--eval-batches", opts->eval_batches,
+                  "M: after the steps, an evaluation loop of M forwards on a stream of its own "
+                  "(default 0: none)")
+      ->check(platform::integer_in(1));
+  cmd->add_option("--eval-grad", opts->eval_grad,
+                  "off (default): the evaluation runs under torch.no_grad(), saving nothing for a "
+                  "backward | on: it saves what training would")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_flag("--eval-keep-graphs", opts->eval_keep_graphs,
+                "With --eval-grad on: every batch's saved tensors stay until the loop ends, as "
+                "`total_loss += loss` keeps each loss's graph (instead of loss.item())");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)")
       ->check(platform::integer_in(1));
   cmd->add_option("--device", opts->device,
