@@ -37,7 +37,8 @@ recompute::ChainCosts runtime_chain_costs(const ModelConfig& model, int64_t B, i
 /// uncompressed tensors outside the blocks.
 /// \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per layer.
 /// \param compression how kept block tensors are stored. \param dtype the activations' type
-/// (statistics and losses stay f32). \param attention naive or flash. \return bytes.
+/// (statistics and losses stay f32). \param attention naive or flash. \param loss_chunks K of
+/// `--loss-chunks` (no probs above 1). \return bytes.
 int64_t runtime_bytes_after_forward(const ModelConfig& model, int64_t B, int64_t T,
                                     const recompute::RecomputeSchedule& schedule,
                                     recompute::ActivationCompression compression,
@@ -64,6 +65,7 @@ struct OffloadedActivationBytes {
 /// The bytes of OffloadedActivationBytes, under \p schedule (what runtime_bytes_after_forward
 /// keeps). \param model a valid model. \param B ≥ 1. \param T ≥ 1. \param schedule one per
 /// layer. \param dtype the activations' type. \param attention naive or flash.
+/// \param loss_chunks K of `--loss-chunks` (no probs above 1).
 /// \throws vramlab::UsageError for bad sizes or an overflow.
 OffloadedActivationBytes runtime_offloaded_activation_bytes(
     const ModelConfig& model, int64_t B, int64_t T, const recompute::RecomputeSchedule& schedule,

@@ -93,6 +93,7 @@ int64_t runtime_activation_bytes_outside_layers(const ModelConfig& model, int64_
 /// Everything the runtime saves for one micro-batch: L × per layer + outside the layers.
 /// \param model a valid model. \param b micro-batch B. \param s sequence T.
 /// \param dtype the activation element type. \param attention naive or flash.
+/// \param loss_chunks K of `--loss-chunks` (no probs above 1).
 /// \return bytes. \throws vramlab::UsageError for bad sizes or an overflow.
 int64_t runtime_activation_bytes_total(const ModelConfig& model, int64_t b, int64_t s, DType dtype,
                                        AttentionKind attention = AttentionKind::naive,
