@@ -362,6 +362,8 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     const KernelBackend& kernels = runtime_.kernels();
     kernels.cross_entropy_forward(losses.view(), logsumexp.view(), probs.view(), logits.view(),
                                   targets, N, V);
+    if (kept_outputs_ != nullptr)
+      kept_outputs_->push_back(std::move(logits));  // the staged leak: they outlive the step
     logits.reset();
     loss = kernels.sum(losses.view()) / static_cast<double>(N);  // 0 on meta
   }

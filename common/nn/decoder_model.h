@@ -135,6 +135,11 @@ class DecoderModel {
   void set_grad_enabled(bool enabled) { grad_enabled_ = enabled; }
   /// \return what set_grad_enabled gave.
   [[nodiscard]] bool grad_enabled() const { return grad_enabled_; }
+  /// Stages a leak for lesson 08: each forward's (B, T, V) logits are moved into \p sink instead
+  /// of being freed after the loss, as `outputs.append(logits)` without `.detach().cpu()` keeps
+  /// every step's. Null (the default) frees them. The loss in chunks makes no whole logits: a
+  /// trainer refuses the two together.
+  void set_kept_outputs(std::vector<Tensor>* sink) { kept_outputs_ = sink; }
 
   /// \return the constructor's tensor-parallel group (null without one).
   [[nodiscard]] dist::Communicator* tensor_parallel() const { return tensor_parallel_; }
@@ -192,6 +197,7 @@ class DecoderModel {
   AttentionKind attention_ = AttentionKind::naive;
   int64_t loss_chunks_ = 1;
   bool grad_enabled_ = true;
+  std::vector<Tensor>* kept_outputs_ = nullptr;  // set_kept_outputs
   uint64_t rng_offset_ = 0;  // the next unused counter of the dropout stream
 };
 

@@ -98,18 +98,35 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
     // And the optimizer's states made in this step: those allocated after the step's last
     // forward allocation (the trace may have lost older entries; the live states are checked
     // against these below).
+    // And each address's last allocation, and where the failing pass began (the first forward
+    // allocation after a backward or optimizer one): a live activation or temporary allocated
+    // before it was kept from an earlier step (or micro-batch).
     const nlohmann::json* oom = nullptr;
     int64_t states_this_step = 0;
+    int64_t index = 0, step_start = 0;
+    bool after_backward = false;
+    std::map<int64_t, int64_t> allocated_at;  // address -> its last alloc's index
     if (snapshot->contains("device_traces"))
       for (const nlohmann::json& trace : snapshot->at("device_traces"))
         for (const nlohmann::json& entry : trace) {
+          ++index;
           if (!entry.is_object()) continue;
           const std::string action = entry.value("action", "");
           if (action == "oom") oom = &entry;
           if (action != "alloc") continue;
-          if (entry.value("phase", "") == "forward") states_this_step = 0;
+          const std::string phase = entry.value("phase", "");
+          if (phase == "forward") {
+            states_this_step = 0;
+            if (after_backward) step_start = index;
+            after_backward = false;
+          }
+          // A pass ends with its backward (or the optimizer's step): the next forward begins
+          // another, and what the earlier one made should be gone.
+          if (phase == "backward" || phase == "recompute" || phase == "optimizer")
+            after_backward = true;
           if (entry.value("category", "") == "optimizer_state")
             states_this_step += entry.value("size", int64_t{0});
+          allocated_at[entry.value("addr", int64_t{-1})] = index;
         }
     if (oom == nullptr)
       throw UsageError(
@@ -123,10 +140,22 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
     static const nlohmann::json kNone = nlohmann::json::array();
     const nlohmann::json& segments =
         snapshot->contains("segments") ? snapshot->at("segments") : kNone;
-    for (const nlohmann::json& segment : segments)
-      for (const nlohmann::json& block : segment.contains("blocks") ? segment.at("blocks") : kNone)
-        if (block.value("state", "") == "active_allocated")
-          live[block.value("category", "other")] += block.value("requested_size", int64_t{0});
+    for (const nlohmann::json& segment : segments) {
+      int64_t address = segment.value("address", int64_t{0});
+      for (const nlohmann::json& block :
+           segment.contains("blocks") ? segment.at("blocks") : kNone) {
+        // vramlab's blocks carry their address; PyTorch's lie one after another in the segment.
+        const int64_t at = block.value("address", address);
+        address = at + block.value("size", int64_t{0});
+        if (block.value("state", "") != "active_allocated") continue;
+        const std::string category = block.value("category", "other");
+        live[category] += block.value("requested_size", int64_t{0});
+        const auto made = allocated_at.find(at);
+        if ((category == "activation" || category == "temporary") && step_start > 0 &&
+            made != allocated_at.end() && made->second < step_start)
+          d.kept_from_earlier_steps_bytes += block.value("requested_size", int64_t{0});
+      }
+    }
     // Every live state made in this step: the optimizer had none before (PyTorch's are made
     // lazily, at the first step()).
     const auto states = live.find("optimizer_state");
@@ -140,6 +169,13 @@ OomDiagnosis diagnose_oom(const OomMessage& message, const nlohmann::json* snaps
   }
 
   std::vector<OomFix>& f = d.fixes;
+  // A leak first: whatever else the numbers say, memory a finished step should have freed is the
+  // cause, and each step makes it worse.
+  if (d.kept_from_earlier_steps_bytes > 0)
+    add(f, "keep no tensor across steps (no --keep-outputs)",
+        "read loss.item() and keep outputs as .detach().cpu(): what a step made is then freed by "
+        "its end",
+        "none");
   if (d.fragmentation)
     add(f, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
         "one growing segment per stream: pieces freed in different segments merge (holes between "

@@ -57,6 +57,10 @@ struct OomDiagnosis {
   std::string category;  ///< the failed request's: parameter, activation, optimizer_state, ...
   std::string module;    ///< its module path ("blocks.3.attn")
   std::string tensor;    ///< its tensor's name ("blocks.3.att")
+  /// Activations and temporaries still alive from an earlier step (a training step's are freed
+  /// by its end): what a loop keeps across steps, e.g. `outputs.append(logits)` without
+  /// `.detach().cpu()`. From the snapshot's trace; 0 without one.
+  int64_t kept_from_earlier_steps_bytes = 0;
   /// The live bytes per category at the failure (from the snapshot's blocks), largest first.
   std::vector<std::pair<std::string, int64_t>> live_by_category;
   std::vector<OomFix> fixes;  ///< cheapest first

@@ -107,6 +107,10 @@ void validate(const TrainOptions& options) {
                      "'");
   const plan::Plan& plan = options.plan;
   plan::validate(plan);
+  if (options.keep_outputs && plan.activations.loss_chunks > 1)
+    throw UsageError("--keep-outputs keeps each step's (B, T, V) logits, and --loss-chunks " +
+                     std::to_string(plan.activations.loss_chunks) +
+                     " never makes them whole: choose one");
   (void)amp::precision_policy(plan.amp.precision, plan.amp.fp32_grads,
                               plan.amp.stochastic_rounding);
   if (plan.parallel.sequence_parallel)
@@ -300,6 +304,7 @@ Trainer::Trainer(nn::Runtime& runtime, const TrainOptions& options)
       {options_.plan.dropout.p, dropout_seed(options_), options_.plan.dropout.preserve_rng_state});
   model_->set_attention(options_.plan.attention);
   model_->set_loss_chunks(options_.plan.activations.loss_chunks);
+  if (options_.keep_outputs) model_->set_kept_outputs(&kept_outputs_);
   const int64_t B = std::accumulate(micro_batch_sizes_.begin(), micro_batch_sizes_.end(),
                                     int64_t{0}),
                 T = options_.seq;

@@ -70,6 +70,10 @@ struct TrainOptions {
   std::optional<uint64_t> dropout_seed;
   int64_t branching = 4;      ///< successors per token of the synthetic chain.
   bool grads_to_none = true;  ///< release gradients between steps (else zero them).
+  /// `--keep-outputs`: stages lesson 08's leak: every step's (B, T, V) logits stay on the device
+  /// for the rest of the run, as `outputs.append(logits)` without `.detach().cpu()` keeps them
+  /// (DecoderModel::set_kept_outputs). Not with the loss in chunks, which makes no whole logits.
+  bool keep_outputs = false;
   /// The rank's data- and tensor-parallel groups (under `mpirun` or `--simulate-ranks`; made by
   /// dist::launch_ranks); null for one rank. Each data-parallel rank trains on its own `batch`
   /// sequences of every micro-batch (rank r takes rows [r·ΣB, (r+1)·ΣB) of the global batch), so
@@ -301,6 +305,7 @@ class Trainer {
   std::unique_ptr<nn::Runtime> host_;
   std::unique_ptr<nn::DecoderModel> model_;
   std::unique_ptr<dist::DataParallel> data_parallel_;  // with a data-parallel group
+  std::vector<memory::Tensor> kept_outputs_;  // --keep-outputs: every step's logits (B, T, V)
   std::unique_ptr<optim::Optimizer> optimizer_;
   // `--offload optimizer --offload-overlap on` on one rank: copies each unit's gradients as its
   // backward ends (Note [Gradient streaming]); null otherwise.

@@ -6,7 +6,8 @@
 //   - fp32 logits and probabilities at a 32000-token vocabulary: the loss in chunks;
 //   - lengths that vary from step to step: the request fails with more than it asks for free or
 //     cached, in pieces (fragmentation): expandable segments;
-//   - an evaluation with grad that keeps every batch's graph (`total_loss += loss`): no_grad.
+//   - an evaluation with grad that keeps every batch's graph (`total_loss += loss`): no_grad;
+//   - every step's logits kept (`outputs.append(logits)`): the memory a step made outlives it.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -33,7 +34,8 @@ struct Scenario {
   std::string category;   // the failed request's category
   bool fragmentation;     // what the message's numbers say
   std::string fix;        // the fix diagnose lists, applied by...
-  std::string fix_flags;  // ...these flags (empty: the allocator setting below)
+  std::string fix_flags;  // ...these flags (empty: the allocator setting below; "~X": drop X)
+  bool leak = false;      // what the snapshot says: tensors kept from earlier steps
 };
 
 // Runs the scenario: the failure, its diagnosis, and the fix.
@@ -50,6 +52,8 @@ void run_scenario(const Scenario& s) {
   EXPECT_EQ(d.at("phase"), s.phase) << s.train << ": " << diagnosed.out;
   EXPECT_EQ(d.at("category"), s.category) << s.train << ": " << diagnosed.out;
   EXPECT_EQ(d.at("fragmentation"), s.fragmentation) << s.train << ": " << diagnosed.out;
+  EXPECT_EQ(d.at("kept_from_earlier_steps_bytes").get<int64_t>() > 0, s.leak)
+      << s.train << ": " << diagnosed.out;
   ASSERT_FALSE(d.at("fixes").empty());
   EXPECT_EQ(d.at("fixes").at(0).at("change"), s.fix) << s.train << ": " << diagnosed.out;
   if (!s.fix_flags.empty()) {
@@ -104,6 +108,16 @@ TEST(OomScenario, AnEvaluationThatKeepsEveryGraph) {
        "evaluation", "temporary", false, "--eval-grad off", "~--eval-grad on --eval-keep-graphs"});
 }
 
+TEST(OomScenario, OutputsKeptFromStepToStep) {
+  // Seven steps' logits fill the device by the eighth: the message's numbers alone read as
+  // fragmentation; the snapshot shows what earlier steps left alive.
+  run_scenario(
+      {"--model gpt2-tiny --batch 8 --seq 128 --steps 12 --device sim:320MiB "
+       "--keep-outputs",
+       "backward", "gradient", true, "keep no tensor across steps (no --keep-outputs)",
+       "~--keep-outputs", true});
+}
+
 // The varying lengths' and the evaluation's flags: a bad value or combination is one line naming
 // it, exit 2.
 TEST(OomScenario, VaryingLengthFlagsRefuseBadValues) {
@@ -115,7 +129,8 @@ TEST(OomScenario, VaryingLengthFlagsRefuseBadValues) {
         {"--eval-grad on", "--eval-batches"},
         {"--eval-batches 2 --eval-keep-graphs", "--eval-grad on"},
         {"--eval-batches 0", "--eval-batches"},
-        {"--eval-batches 2 --eval-grad maybe", "maybe"}}) {
+        {"--eval-batches 2 --eval-grad maybe", "maybe"},
+        {"--keep-outputs --loss-chunks 4", "--keep-outputs"}}) {
     const CliResult refused =
         scenario_run("train --model gpt2-tiny --seq 128 --steps 1 --device meta " + bad);
     EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.out;

@@ -87,6 +87,8 @@ void run_diagnose(const DiagnoseOptions& o) {
                              {"module", snap ? json(d.module) : json()},
                              {"tensor", snap ? json(d.tensor) : json()},
                              {"live_by_category", snap ? live : json()},
+                             {"kept_from_earlier_steps_bytes",
+                              snap ? json(d.kept_from_earlier_steps_bytes) : json()},
                              {"fixes", fixes}}
                             .dump()
                             .c_str());
@@ -117,6 +119,11 @@ void run_diagnose(const DiagnoseOptions& o) {
           "  the optimizer's states did not exist before this step: they are made at the "
           "first step(), so a run that survives forward and backward can die here "
           "(probe with at least two steps: vramlab maxbatch)\n");
+    if (d.kept_from_earlier_steps_bytes > 0)
+      std::printf(
+          "  %s of activations and temporaries made in earlier steps are still alive: something "
+          "keeps a step's tensors after it (a leak), whatever the numbers above say\n",
+          size(d.kept_from_earlier_steps_bytes).c_str());
     std::printf("live at the failure:");
     for (const auto& [category, bytes] : d.live_by_category)
       std::printf("  %s %s", category.c_str(), size(bytes).c_str());

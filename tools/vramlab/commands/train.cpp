@@ -82,6 +82,7 @@ struct TrainCommandOptions {
   int64_t eval_batches = 0;       // --eval-batches M after the steps; 0: no evaluation
   std::string eval_grad = "off";  // --eval-grad on: the evaluation's forwards save for backward
   bool eval_keep_graphs = false;  // --eval-keep-graphs: `total_loss += loss` across the loop
+  bool keep_outputs = false;      // --keep-outputs: the staged leak, every step's logits kept
   int64_t steps = 20;
   std::string device = "cpu";
   std::string kernels;  // empty: the device's default
@@ -463,6 +464,7 @@ void run_train(const TrainCommandOptions& o) {
   options.batch = o.batch.value_or(8);
   options.seq = o.seq.value_or(std::min<int64_t>(128, options.model.max_seq));
   options.seed = o.seed;
+  options.keep_outputs = o.keep_outputs;
   sequence_lengths(o, options).validate();  // before the header
   (void)eval_options(o);
   check_profile_options(o);
@@ -1051,6 +1053,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--eval-keep-graphs", opts->eval_keep_graphs,
                 "With --eval-grad on: every batch's saved tensors stay until the loop ends, as "
                 "`total_loss += loss` keeps each loss's graph (instead of loss.item())");
+  cmd->add_flag(
+      "--keep-outputs", opts->keep_outputs,
+      "Stages a leak (lesson 08): every step's (B, T, V) logits stay on the device for "
+      "the rest of the run, as outputs.append(logits) without .detach().cpu() keeps them");
   cmd->add_option("--steps", opts->steps, "Training steps (default 20)")
       ->check(platform::integer_in(1));
   cmd->add_option("--device", opts->device,
