@@ -18,60 +18,20 @@
 #include "common/recompute/recompute_spec.h"
 #include "common/train/gradient_snapshot.h"
 #include "common/train/trainer.h"
+#include "tests/train/varied_train_cases.h"
 
 namespace vramlab::train {
 namespace {
 
-struct LossChunkCase {
-  std::string name;
-  TrainOptions options;
-};
+using LossChunkCase = test_cases::NamedRun;
 
-// Odd shapes, both families, three precisions, recompute, flash attention, micro-batches of
-// different sizes, activation offload.
+// The varied runs (tests/train/varied_train_cases.h), and one with its activations offloaded.
 std::vector<LossChunkCase> loss_chunk_cases() {
-  std::vector<LossChunkCase> cases;
-  {
-    TrainOptions o;
-    o.model = gpt2_config("test-gpt2", 3, 32, 4, 48, 16);
-    o.batch = 3;
-    o.seq = 13;
-    o.seed = 41;
-    cases.push_back({"gpt2 fp32", o});
-  }
-  {
-    TrainOptions o;
-    o.model = llama_config("test-llama", 4, 32, 4, 2, 48, 40, 16);
-    o.batch = 2;
-    o.seq = 11;
-    o.seed = 42;
-    o.plan.amp.precision = plan::Precision::mixed_bf16;
-    o.plan.recompute = recompute::parse_recompute_spec("every:2");
-    cases.push_back({"llama mixed-bf16, recompute every:2", o});
-  }
-  {
-    TrainOptions o;
-    o.model = gpt2_config("test-gpt2", 2, 32, 4, 48, 16);
-    o.batch = 5;
-    o.seq = 9;
-    o.seed = 43;
-    o.plan.amp.precision = plan::Precision::mixed_fp16;
-    o.plan.attention = plan::AttentionKind::flash;
-    o.plan.recompute = recompute::parse_recompute_spec("selective");
-    o.plan.batch.micro_batch_sizes = {2, 3};
-    cases.push_back({"gpt2 mixed-fp16 flash, selective, micro-batches 2 + 3", o});
-  }
-  {
-    TrainOptions o;
-    o.model = llama_config("test-llama", 3, 32, 4, 4, 48, 40, 16);
-    o.batch = 2;
-    o.seq = 16;
-    o.seed = 44;
-    o.plan.amp.precision = plan::Precision::mixed_bf16;
-    o.plan.activations.offload = true;
-    o.plan.recompute = recompute::parse_recompute_spec("full");
-    cases.push_back({"llama mixed-bf16, activations offloaded, full recompute", o});
-  }
+  std::vector<LossChunkCase> cases = test_cases::varied_runs(41);
+  TrainOptions o = cases[1].options;
+  o.plan.activations.offload = true;
+  o.plan.recompute = recompute::parse_recompute_spec("full");
+  cases.push_back({"llama mixed-bf16, activations offloaded, full recompute", o});
   return cases;
 }
 
