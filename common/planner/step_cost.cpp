@@ -21,8 +21,9 @@
 // the parameters' and the gradients' dtypes, N data-parallel ranks, t tensor-parallel ranks,
 // K micro-batches of B sequences of T tokens:
 //
-//   compute   = K · (3F + rF + A) / peak(dtype). F is one micro-batch's forward matmul FLOPs on a
-//               rank (the blocks' over t, the LM head whole, as the runtime splits them;
+//   compute   = K · (3F + rF + A) / peak(dtype), and with int8 activations twice their bytes over
+//               the memory bandwidth (packing and unpacking). F is one micro-batch's forward matmul
+//               FLOPs on a rank (the blocks' over t, the LM head whole, as the runtime splits them;
 //               estimate/forward_flops.h), the backward twice that; r the schedule's re-run
 //               fraction of the forward (lesson 02); A, with flash attention, the scores the
 //               backward computes again (lesson 06), and in a chunked loss the head's logits
@@ -55,6 +56,8 @@
 // Memory: the estimator's model states and the runtime's saved-activation peak under the
 // schedule (both tested equal to what `vramlab train` measures), plus what the estimator does not
 // count, each an upper bound of what coexists at the peak:
+//   activations are the estimator's peak under the schedule, or with int8 storage the store
+//               when the forward ends plus one layer unpacked for its backward;
 //   working   = the larger of the loss's buffers (the (B, T, V) logits in the activations' dtype
 //               beside the probabilities the loss saves, or in K chunks a slice's logits and
 //               probabilities) and one layer backward's (the input
@@ -212,6 +215,9 @@ StepMemory predict_memory(const ModelConfig& model, int64_t seq, const Candidate
   m.gradients = e.gradients.bytes;
   m.optimizer_states = e.optimizer_states.bytes;
   m.activations = e.runtime_schedule_peak_bytes;
+  if (plan.activations.compression != plan::ActivationCompression::none)
+    // The int8 store when the forward ends, and one layer unpacked for its backward beside it.
+    m.activations = e.runtime_bytes_after_forward + e.runtime_activation_bytes_per_layer;
   m.working = working_bytes(model, seq, candidate, policy);
   if (plan.offload.optimizer && plan.parallel.zero >= plan::ZeroStage::gradients) {
     // Gradient shards on their way to the host: freed once the backward is done with them, but
@@ -286,6 +292,10 @@ StepTime predict_time(const ModelConfig& model, int64_t seq, const Candidate& ca
     time.offload_s += update_bytes / machine.host_memory_bytes_per_s;
   else
     time.optimizer_s = update_bytes / roofline->memory_bytes_per_s;
+  if (plan.activations.compression != plan::ActivationCompression::none)
+    // Packing reads the saved activations and writes int8, unpacking the reverse: about twice
+    // their bytes through device memory, per micro-batch.
+    time.compute_s += d(K) * 2.0 * d(e.runtime_activation_bytes) / roofline->memory_bytes_per_s;
 
   const bool spans_nodes = machine.gpus > machine.gpus_per_node;
   const double dp_rate =

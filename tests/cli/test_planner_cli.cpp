@@ -100,6 +100,7 @@ TEST(PlannerCli, BadInputIsOneLineNamingTheValue) {
                                    {"--optimizers adam", "adam"},
                                    {"--recomputes every:0", "every:0"},
                                    {"--loss-chunks 0", "--loss-chunks '0'"},
+                                   {"--compressions int4", "int4"},
                                    {"--global-batch 0", "--global-batch"},
                                    {"--host-ram lots", "lots"},
                                    {"--intra-node-gbps 0", "--intra-node-gbps"},

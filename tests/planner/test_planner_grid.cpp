@@ -24,6 +24,7 @@ struct GridRow {
   int64_t global_batch;
   int64_t host_ram_gib;  // 0: no limit
   bool all_optimizers;
+  bool int8_activations = false;  // the search may store saved activations in int8
 };
 
 Problem problem_of(const GridRow& row) {
@@ -34,6 +35,9 @@ Problem problem_of(const GridRow& row) {
   p.machine.device = memory::parse_device(std::string("meta:") + row.device);
   p.machine.gpus = row.gpus;
   p.machine.host_ram_bytes = row.host_ram_gib << 30;
+  if (row.int8_activations)
+    p.space.compressions = {plan::ActivationCompression::none, plan::ActivationCompression::int8,
+                            plan::ActivationCompression::int8_block};
   if (row.all_optimizers)
     p.space.optimizers = {plan::Optimizer::adamw, plan::Optimizer::adamw_8bit,
                           plan::Optimizer::lion, plan::Optimizer::adam_mini,
@@ -118,14 +122,16 @@ INSTANTIATE_TEST_SUITE_P(
                       GridRow{"llama2-7b", "a100-40g", 4, 4096, 16, 0, false},
                       GridRow{"llama2-13b", "a100-80g", 8, 4096, 32, 256, false},
                       GridRow{"llama2-70b", "a100-80g", 8, 4096, 8, 0, false},
-                      GridRow{"llama3-8b", "h100-80g", 2, 8192, 4, 0, true}),
+                      GridRow{"llama3-8b", "h100-80g", 2, 8192, 4, 0, true},
+                      GridRow{"gpt2-1.5b", "t4-16g", 1, 1024, 8, 0, false, true}),
     [](const ::testing::TestParamInfo<GridRow>& row) {
       std::string name =
           std::string(row.param.model) + "_" + row.param.device + "_x" +
           std::to_string(row.param.gpus) +
           (row.param.host_ram_gib > 0 ? "_host" + std::to_string(row.param.host_ram_gib) + "GiB"
                                       : "") +
-          (row.param.all_optimizers ? "_anyOptimizer" : "");
+          (row.param.all_optimizers ? "_anyOptimizer" : "") +
+          (row.param.int8_activations ? "_int8" : "");
       for (char& c : name)
         if (c == '-' || c == '.') c = '_';
       return name;

@@ -176,5 +176,49 @@ TEST(DiagnoseOom, NamesTheFirstOptimizerStepAndItsFixes) {
   EXPECT_THROW(diagnose_oom(m, &none), UsageError);
 }
 
+// A tensor kept from an earlier pass: a live temporary whose allocation precedes the failing
+// pass's first forward allocation (a pass ends with its backward). The blocks carry no address,
+// as PyTorch's do not: they lie one after another from their segment's. A temporary made in the
+// failing pass, or a parameter made before it, is no leak.
+TEST(DiagnoseOom, FindsTensorsKeptFromAnEarlierPass) {
+  const auto alloc = [](int64_t addr, const char* phase, const char* category, int64_t size) {
+    return nlohmann::json{{"action", "alloc"},
+                          {"addr", addr},
+                          {"phase", phase},
+                          {"category", category},
+                          {"size", size}};
+  };
+  const nlohmann::json trace = nlohmann::json::array(
+      {alloc(0x1000, "setup", "parameter", 512),
+       alloc(0x1200, "forward", "temporary", 1024),
+       alloc(0x9000, "backward", "gradient", 512),
+       alloc(0x1600, "forward", "temporary", 2048),
+       {{"action", "oom"}, {"phase", "forward"}, {"category", "activation"}}});
+  const nlohmann::json blocks = nlohmann::json::array({{{"state", "active_allocated"},
+                                                        {"category", "parameter"},
+                                                        {"size", 512},
+                                                        {"requested_size", 512}},
+                                                       {{"state", "active_allocated"},
+                                                        {"category", "temporary"},
+                                                        {"size", 1024},
+                                                        {"requested_size", 1000}},
+                                                       {{"state", "active_allocated"},
+                                                        {"category", "temporary"},
+                                                        {"size", 2048},
+                                                        {"requested_size", 2048}}});
+  const nlohmann::json snapshot = {{"segments", {{{"address", 0x1000}, {"blocks", blocks}}}},
+                                   {"device_traces", {trace}}};
+  OomMessage m;
+  m.requested_bytes = 4096;
+  const OomDiagnosis d = diagnose_oom(m, &snapshot);
+  EXPECT_EQ(d.kept_from_earlier_steps_bytes, 1000);  // the first pass's temporary alone
+  ASSERT_FALSE(d.fixes.empty());
+  EXPECT_EQ(d.fixes.front().change, "keep no tensor across steps (no --keep-outputs)");
+  // Without the backward between them both temporaries belong to one pass: no leak.
+  nlohmann::json one_pass = snapshot;
+  one_pass["device_traces"][0].erase(2);
+  EXPECT_EQ(diagnose_oom(m, &one_pass).kept_from_earlier_steps_bytes, 0);
+}
+
 }  // namespace
 }  // namespace vramlab::snapshot

@@ -41,7 +41,7 @@ struct PlanCommandOptions {
   double inter_node_gbps = planner::kTypicalInterNodeBytesPerS / 1e9;
   double host_memory_gbps = memory::kTypicalHostMemoryBytesPerS / 1e9;
   std::string precisions, recomputes, optimizers, zero_stages, tensor_parallel, offloads,
-      attentions, activation_offload, loss_chunks;
+      attentions, activation_offload, loss_chunks, compressions;
   bool run = true;
   bool json = false;
 };
@@ -126,6 +126,8 @@ planner::SearchSpace parse_space(const PlanCommandOptions& o) {
       });
   s.attentions =
       parse_list<plan::AttentionKind>("--attentions", o.attentions, plan::parse_attention_kind);
+  s.compressions = parse_list<plan::ActivationCompression>("--compressions", o.compressions,
+                                                           plan::parse_compression);
   s.loss_chunks = parse_list<int64_t>("--loss-chunks", o.loss_chunks, [](const std::string& v) {
     return parse_count("--loss-chunks", v, plan::kMaxLossChunks);
   });
@@ -153,6 +155,8 @@ std::string describe(const planner::Candidate& c) {
   if (p.activations.offload) text += ", activations offloaded";
   if (p.activations.loss_chunks > 1)
     text += ", loss in " + std::to_string(p.activations.loss_chunks) + " chunks";
+  if (p.activations.compression != plan::ActivationCompression::none)
+    text += ", activations in " + std::string(plan::compression_name(p.activations.compression));
   text += ", B=" + std::to_string(c.micro_batch) + " x " + std::to_string(p.batch.grad_accum) +
           " micro-batches";
   return text;
@@ -172,6 +176,9 @@ std::string flags_of(const planner::Candidate& c) {
   if (p.activations.offload) flags += " --offload-activations on";
   if (p.activations.loss_chunks > 1)
     flags += " --loss-chunks " + std::to_string(p.activations.loss_chunks);
+  if (p.activations.compression != plan::ActivationCompression::none)
+    flags +=
+        " --compress-activations " + std::string(plan::compression_name(p.activations.compression));
   if (p.offload.optimizer) {
     flags += std::string(" --offload ") + (p.offload.parameters ? "both" : "optimizer");
     if (p.offload.optimizer_device == plan::OffloadDevice::nvme)
@@ -390,6 +397,9 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--attentions", opts->attentions,
                   "Attention kernels to search (default "
                   "naive,flash)");
+  cmd->add_option("--compressions", opts->compressions,
+                  "Saved-activation storage to search: none, int8, int8-block (default none: int8 "
+                  "changes the gradients, so it is opt-in)");
   cmd->add_option("--loss-chunks", opts->loss_chunks,
                   "Chunk counts of the loss to search (default 1,8)");
   cmd->add_option("--activation-offload", opts->activation_offload,
