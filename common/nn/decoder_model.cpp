@@ -301,11 +301,11 @@ double DecoderModel::forward(SavedActivations& saved, const TensorView& tokens,
     drop_by_policy(saved, l);
     if (!grad_enabled_) {
       // No backward will read them: only the output, the next block's input, stays.
+      // (A recompute policy may have dropped the previous output already.)
       saved.release_all_except(l, saved::residual3);
-      if (l > 0)
-        saved.release(l - 1, saved::residual3);
-      else
-        saved.release(-1, saved::encoded);
+      const int64_t before = l > 0 ? l - 1 : -1;
+      const std::string_view input = l > 0 ? saved::residual3 : saved::encoded;
+      if (saved.contains(before, input)) saved.release(before, input);
     }
     saved.pack_after_forward(l);
     announce_after(StepPhase::forward_layer, saved, l);

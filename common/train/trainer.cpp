@@ -30,8 +30,6 @@ int64_t max_micro_batch(const TrainOptions& options) {
   return *std::max_element(sizes.begin(), sizes.end());
 }
 
-// validate() for what a schedule or an estimate needs, before the parallel groups exist (the
-// command line sizes simulated ranks first): everything but the groups.
 // What the plan's parallel layout asks of the optimizer and the model, whether or not the
 // ranks exist yet (estimate_step for degrees only, so the planner offers nothing the trainer
 // would refuse).
@@ -48,6 +46,8 @@ void check_parallel_plan(const TrainOptions& options, int64_t tensor_parallel) {
   if (tensor_parallel > 1) options.model.validate_tensor_parallel(tensor_parallel);
 }
 
+// validate() for what a schedule or an estimate needs, before the parallel groups exist (the
+// command line sizes simulated ranks first): everything but the groups.
 void validate_without_groups(const TrainOptions& options) {
   TrainOptions without_groups = options;
   without_groups.groups = {};
