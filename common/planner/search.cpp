@@ -238,6 +238,12 @@ SearchResult search_plans(const Problem& problem) {
       s.least_host_bytes = p.memory.host_per_node;
   }
   if (s.least_device_bytes == std::numeric_limits<int64_t>::max()) s.least_device_bytes = 0;
+  for (const memory::DevicePreset& preset : memory::device_presets())  // smallest first
+    if (s.least_device_bytes > 0 &&
+        preset.capacity_bytes >= static_cast<uint64_t>(s.least_device_bytes)) {
+      s.larger_preset = preset.name;
+      break;
+    }
   for (int64_t gpus = 2 * problem.machine.gpus; gpus <= 64 * problem.machine.gpus; gpus *= 2) {
     Problem more = problem;
     more.machine.gpus = gpus;

@@ -98,6 +98,8 @@ std::string binding_name(Binding binding);
 /// When nothing fits: what would make something fit, each found by pricing again.
 struct Shortfall {
   int64_t least_device_bytes = 0;  ///< the least predicted device peak of any runnable candidate
+  /// The smallest preset whose capacity holds least_device_bytes (empty: none does).
+  std::string larger_preset;
   /// The least host RAM per node among candidates that fit the device (0: none fits the device).
   int64_t least_host_bytes = 0;
   /// The fewest GPUs (doubling, up to 64x) at which a plan fits, the global batch unchanged; 0

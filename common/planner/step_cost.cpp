@@ -114,6 +114,32 @@ int64_t largest_unit_parameters(const ModelConfig& model, int64_t tensor_paralle
   return largest;
 }
 
+// One micro-batch's matmul FLOPs on a rank (Note [The planner's cost model]): the forward F and
+// the backward 2F with what it makes again (the schedule's re-run, flash attention's scores, a
+// chunked loss's logits).
+struct PassFlops {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+PassFlops pass_flops(const ModelConfig& model, int64_t seq, const Candidate& candidate,
+                     const estimate::Estimate& e) {
+  const plan::Plan& plan = candidate.plan;
+  const auto t = static_cast<double>(plan.parallel.tensor_parallel);
+  const int64_t B = candidate.micro_batch;
+  const double blocks =
+      estimate::block_forward_flops(model, B, seq) * static_cast<double>(model.layers);
+  const double head = estimate::model_forward_flops(model, B, seq) - blocks;
+  PassFlops f;
+  f.forward = blocks / t + head;
+  const double flash_rerun =
+      plan.attention == plan::AttentionKind::flash
+          ? estimate::attention_scores_flops(model, B, seq) * static_cast<double>(model.layers) / t
+          : 0.0;
+  const double loss_rerun = plan.activations.loss_chunks > 1 ? head : 0.0;
+  f.backward = (2.0 + e.recomputed_forward_fraction) * f.forward + flash_rerun + loss_rerun;
+  return f;
+}
+
 // The step's working buffers beside the saved activations (Note [The planner's cost model]): the
 // larger of the loss's and one layer backward's, plus ZeRO-3's gathered units.
 int64_t working_bytes(const ModelConfig& model, int64_t seq, const Candidate& candidate,
@@ -219,20 +245,24 @@ StepMemory predict_memory(const ModelConfig& model, int64_t seq, const Candidate
     // The int8 store when the forward ends, and one layer unpacked for its backward beside it.
     m.activations = e.runtime_bytes_after_forward + e.runtime_activation_bytes_per_layer;
   m.working = working_bytes(model, seq, candidate, policy);
+  // Copies in flight: a block a copy stream still reads is not reused until the copy ends
+  // (record_stream). On the meta and sim clocks the host runs ahead of every stream and sees a
+  // copy end only when it synchronizes, at the step's end, so the blocks of a whole pass's copies
+  // stay reserved (measured on llama2-7b: 9.2 GiB of its 12.6 GiB of gradients with one
+  // micro-batch; 6.5 GiB at B = 16 on a 141 GiB device, where nothing made the allocator free
+  // its cache). A GPU's host runs a bounded distance ahead, and DeepSpeed's reduce buckets bound
+  // the gradients' buffers further: the bound here is the runtime's, not a GPU's.
   if (plan.offload.optimizer && plan.parallel.zero >= plan::ZeroStage::gradients) {
-    // Gradient shards on their way to the host: freed once the backward is done with them, but
-    // not reusable until the link has copied them (record_stream), and the link is slower than
-    // the backward that makes them.
-    const int64_t grads =
-        model.rank_parameter_count(plan.parallel.tensor_parallel) * dtype_bytes(policy.gradients);
-    m.in_flight = (grads + plan.parallel.data_parallel - 1) / plan.parallel.data_parallel;
-    // With accumulation the next micro-batch starts while they drain, and its working buffers
-    // cannot take their blocks (measured on llama2-7b: 9.2 GiB held beyond the live bytes with
-    // one micro-batch, 14.1 GiB with two, of 12.6 GiB of gradients).
+    const int64_t N = plan.parallel.data_parallel;
+    m.in_flight =
+        (model.rank_parameter_count(plan.parallel.tensor_parallel) * dtype_bytes(policy.gradients) +
+         N - 1) /
+        N;
+    // With accumulation the next micro-batch starts while they are held, and its working
+    // buffers cannot take their blocks (14.1 GiB with two micro-batches on llama2-7b).
     if (plan.batch.grad_accum > 1) m.in_flight += m.working;
   }
-  // Saved activations on their way to the host likewise, when the link is slower than the
-  // forward that makes them (at most all of one micro-batch's).
+  // Saved activations on their way to the host likewise: at most one micro-batch's.
   if (plan.activations.offload) m.in_flight += e.host_activation_requested_bytes;
   const int64_t live =
       m.parameters + m.gradients + m.optimizer_states + m.activations + m.working + m.in_flight;
@@ -268,17 +298,9 @@ StepTime predict_time(const ModelConfig& model, int64_t seq, const Candidate& ca
   const auto d = [](int64_t v) { return static_cast<double>(v); };
   StepTime time;
 
-  const double blocks = estimate::block_forward_flops(model, B, seq) * d(model.layers);
-  const double head = estimate::model_forward_flops(model, B, seq) - blocks;
-  const double forward = blocks / d(t) + head;
-  const double flash_rerun =
-      plan.attention == plan::AttentionKind::flash
-          ? estimate::attention_scores_flops(model, B, seq) * d(model.layers) / d(t)
-          : 0.0;
-  const double loss_rerun = plan.activations.loss_chunks > 1 ? head : 0.0;
-  time.compute_s = d(K) *
-                   ((3.0 + e.recomputed_forward_fraction) * forward + flash_rerun + loss_rerun) /
-                   roofline->peak_flops(policy.activations);
+  const PassFlops flops = pass_flops(model, seq, candidate, e);
+  time.compute_s =
+      d(K) * (flops.forward + flops.backward) / roofline->peak_flops(policy.activations);
 
   const double P = d(model.rank_parameter_count(t)) * d(dtype_bytes(policy.parameters));
   const double G = d(model.rank_parameter_count(t)) * d(dtype_bytes(policy.gradients));

@@ -148,6 +148,12 @@ TEST(PlannerShortfall, NamesTheDeviceHostAndGpuCountThatWouldFit) {
   EXPECT_EQ(s.least_device_bytes, least);
   // The device could hold a plan, but none of those fits the host: the shortfall names its RAM.
   EXPECT_LE(s.least_device_bytes, static_cast<int64_t>(problem.machine.device.spec.capacity_bytes));
+  // The smallest preset that holds the least any plan needs.
+  std::string smallest;
+  for (const memory::DevicePreset& preset : memory::device_presets())
+    if (smallest.empty() && preset.capacity_bytes >= static_cast<uint64_t>(s.least_device_bytes))
+      smallest = preset.name;
+  EXPECT_EQ(s.larger_preset, smallest);
   EXPECT_GT(s.least_host_bytes, problem.machine.host_ram_bytes);
   problem.machine.host_ram_bytes = s.least_host_bytes;
   EXPECT_TRUE(search_plans(problem).chosen.has_value()) << "with the host RAM it names";

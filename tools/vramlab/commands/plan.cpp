@@ -267,9 +267,12 @@ void run_plan(const PlanCommandOptions& o) {
                                           {"predicted_step_seconds", r.runner_up->time.total()}}
                                    : json();
     if (r.shortfall)
-      out["shortfall"] = {{"least_device_bytes", r.shortfall->least_device_bytes},
-                          {"least_host_bytes_per_node", r.shortfall->least_host_bytes},
-                          {"gpus_that_fit", r.shortfall->gpus_that_fit}};
+      out["shortfall"] = {
+          {"least_device_bytes", r.shortfall->least_device_bytes},
+          {"larger_preset",
+           r.shortfall->larger_preset.empty() ? json() : json(r.shortfall->larger_preset)},
+          {"least_host_bytes_per_node", r.shortfall->least_host_bytes},
+          {"gpus_that_fit", r.shortfall->gpus_that_fit}};
     std::printf("%s\n", out.dump().c_str());
     return;
   }
@@ -287,9 +290,11 @@ void run_plan(const PlanCommandOptions& o) {
   if (!r.chosen) {
     const planner::Shortfall& s = *r.shortfall;
     std::printf("nothing fits. What would have to change:\n");
-    std::printf("  a device of at least %s (the least any plan needs; this one has %s)\n",
+    std::printf("  a device of at least %s (the least any plan needs; this one has %s)%s\n",
                 gib(s.least_device_bytes).c_str(),
-                gib(static_cast<int64_t>(problem.machine.device.spec.capacity_bytes)).c_str());
+                gib(static_cast<int64_t>(problem.machine.device.spec.capacity_bytes)).c_str(),
+                s.larger_preset.empty() ? ": larger than every preset"
+                                        : (": " + s.larger_preset + " or larger").c_str());
     if (s.least_host_bytes > 0)
       std::printf("  or host RAM of %s per node (with offload)\n", gib(s.least_host_bytes).c_str());
     if (s.gpus_that_fit > 0)
