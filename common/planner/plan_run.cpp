@@ -13,12 +13,16 @@
 
 namespace vramlab::planner {
 
-MeasuredRun run_on_meta(const Problem& problem, const Candidate& candidate, int64_t steps) {
+MeasuredRun run_plan(const Problem& problem, const Candidate& candidate, memory::DeviceKind kind,
+                     int64_t steps) {
   if (steps < 2)
     throw UsageError("--steps " + std::to_string(steps) +
                      " must be >= 2: the optimizer's states appear at the first step");
+  if (kind != memory::DeviceKind::meta && kind != memory::DeviceKind::sim)
+    throw UsageError("the planner runs its plan on meta or sim devices, not " +
+                     std::string(memory::device_kind_name(kind)));
   memory::Device device = problem.machine.device;
-  device.kind = memory::DeviceKind::meta;
+  device.kind = kind;
   train::TrainOptions options;
   options.model = problem.model;
   options.seq = problem.seq;
@@ -31,7 +35,8 @@ MeasuredRun run_on_meta(const Problem& problem, const Candidate& candidate, int6
       candidate.plan.parallel.data_parallel * candidate.plan.parallel.tensor_parallel;
   // A ZeRO plan on one GPU still shards, over a group of one.
   const bool ranks = gpus > 1 || candidate.plan.parallel.zero != plan::ZeroStage::ddp;
-  const dist::LaunchSpec spec{ranks ? gpus : 0, candidate.plan.parallel.tensor_parallel, true};
+  const dist::LaunchSpec spec{ranks ? gpus : 0, candidate.plan.parallel.tensor_parallel,
+                              kind == memory::DeviceKind::meta};
   const memory::ExpandableSegmentsScope expandable(device);
   MeasuredRun run;
   std::mutex mutex;

@@ -1,8 +1,9 @@
 /// \file
-/// \brief The planner's proof: a candidate run for a few whole steps on meta devices sized as the
-/// machine's GPUs (one simulated rank per GPU, collectives counting bytes), with expandable
-/// segments as the plan's PyTorch lines ask. Nothing is computed, so a 70B model on 64 ranks runs
-/// in seconds, and every byte the runtime would allocate is allocated on the meta devices.
+/// \brief The planner's proof: a candidate run for a few whole steps on devices sized as the
+/// machine's GPUs (one simulated rank per GPU), with expandable segments as the plan's PyTorch
+/// lines ask. On meta nothing is computed and the collectives count bytes, so a 70B model on 64
+/// ranks runs in seconds with every byte the runtime would allocate allocated; on sim the step
+/// really runs, in host memory, for a model small enough for this machine.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,10 @@ struct MeasuredRun {
 };
 
 /// Runs \p candidate of \p problem for \p steps (≥ 2: the optimizer's states appear at the first)
-/// on meta devices of the machine's preset. \throws vramlab::UsageError for steps < 2 or a
-/// candidate the runtime refuses.
-MeasuredRun run_on_meta(const Problem& problem, const Candidate& candidate, int64_t steps = 2);
+/// on \p kind (meta or sim) devices of the machine's preset. \throws vramlab::UsageError for
+/// steps < 2, another kind, a candidate the runtime refuses, or a sim run beyond the host's
+/// memory budget (memory::require_host_memory).
+MeasuredRun run_plan(const Problem& problem, const Candidate& candidate,
+                     memory::DeviceKind kind = memory::DeviceKind::meta, int64_t steps = 2);
 
 }  // namespace vramlab::planner

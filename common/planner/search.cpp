@@ -181,8 +181,9 @@ bool same_techniques(const Candidate& a, const Candidate& b) {
 
 namespace {
 
-// The search of one machine, without the shortfall's re-searches.
-SearchResult search_once(const Problem& problem) {
+// The search of one machine, without the shortfall's re-searches; \p priced, if given, gets
+// every runnable candidate priced.
+SearchResult search_once(const Problem& problem, std::vector<Priced>* priced = nullptr) {
   SearchResult r;
   std::vector<Priced> runnable;
   for (const Candidate& c : enumerate_candidates(problem)) {
@@ -200,7 +201,10 @@ SearchResult search_once(const Problem& problem) {
     ++r.fitting;
     if (!r.chosen || better(p, *r.chosen)) r.chosen = p;
   }
-  if (!r.chosen) return r;
+  if (!r.chosen) {
+    if (priced != nullptr) *priced = std::move(runnable);
+    return r;
+  }
   bool device = false, host = false;
   for (const Priced& p : runnable) {
     if (p.fits() && !same_techniques(p.candidate, r.chosen->candidate) &&
@@ -215,6 +219,7 @@ SearchResult search_once(const Problem& problem) {
               : device       ? Binding::device_memory
               : host         ? Binding::host_memory
                              : Binding::none;
+  if (priced != nullptr) *priced = std::move(runnable);
   return r;
 }
 
@@ -226,13 +231,12 @@ SearchResult search_plans(const Problem& problem) {
     throw UsageError("device " + problem.machine.device.name() +
                      " has no peak rates or bandwidth to price a step with: give a preset "
                      "(e.g. meta:a100-80g)");
-  SearchResult r = search_once(problem);
+  std::vector<Priced> priced;
+  SearchResult r = search_once(problem, &priced);
   if (r.chosen) return r;
   Shortfall s;
   s.least_device_bytes = std::numeric_limits<int64_t>::max();
-  for (const Candidate& c : enumerate_candidates(problem)) {
-    if (!is_runnable(problem.model, problem.seq, c)) continue;
-    const Priced p = price(problem, c);  // the runtime runs it, so this prices it
+  for (const Priced& p : priced) {
     s.least_device_bytes = std::min(s.least_device_bytes, p.memory.device_peak);
     if (p.fits_device && (s.least_host_bytes == 0 || p.memory.host_per_node < s.least_host_bytes))
       s.least_host_bytes = p.memory.host_per_node;

@@ -76,6 +76,19 @@ TEST(PlannerCli, TextSaysThePlanWhyTheProofAndTheFrameworksLines) {
   EXPECT_EQ(no_run.out.find("measured on meta"), std::string::npos) << no_run.out;
 }
 
+// A model small enough for this machine runs on sim too, the step computed: the same bytes as on
+// meta, where nothing is.
+TEST(PlannerCli, RunsASmallModelsPlanOnSimAsOnMeta) {
+  const CliResult both =
+      planner("--model gpt2-tiny --device t4-16g --seq 128 --global-batch 8 --run-on both --json");
+  ASSERT_EQ(both.exit_code, 0) << both.out;
+  const nlohmann::json j = nlohmann::json::parse(both.out);
+  ASSERT_TRUE(j.contains("sim")) << both.out;
+  EXPECT_TRUE(j.at("sim").at("fits").get<bool>()) << both.out;
+  EXPECT_EQ(j.at("sim").at("peak_bytes"), j.at("measured_peak_bytes")) << both.out;
+  EXPECT_EQ(j.at("sim").at("reserved_bytes"), j.at("measured_reserved_bytes")) << both.out;
+}
+
 TEST(PlannerCli, NothingFitsSaysWhatWouldHaveToChange) {
   const CliResult none = planner(k7bOn4090 + " --host-ram 64GiB --json");
   ASSERT_EQ(none.exit_code, 0) << none.out;
@@ -101,6 +114,7 @@ TEST(PlannerCli, BadInputIsOneLineNamingTheValue) {
                                    {"--recomputes every:0", "every:0"},
                                    {"--loss-chunks 0", "--loss-chunks '0'"},
                                    {"--compressions int4", "int4"},
+                                   {"--run-on gpu", "gpu"},
                                    {"--global-batch 0", "--global-batch"},
                                    {"--host-ram lots", "lots"},
                                    {"--intra-node-gbps 0", "--intra-node-gbps"},

@@ -68,7 +68,7 @@ TEST_P(PlannerGrid, ChoosesTheCheapestFittingPlanAndItRunsWithinThePrediction) {
   const Priced& chosen = *r.chosen;
   const auto capacity = static_cast<int64_t>(problem.machine.device.spec.capacity_bytes);
 
-  const MeasuredRun run = run_on_meta(problem, chosen.candidate);
+  const MeasuredRun run = run_plan(problem, chosen.candidate);
   ASSERT_TRUE(run.fits) << run.out_of_memory;
   EXPECT_LE(run.reserved_bytes, capacity);
   EXPECT_LE(run.peak_bytes, run.reserved_bytes);

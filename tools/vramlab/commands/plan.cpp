@@ -21,6 +21,7 @@
 #include "common/platform/byte_size.h"
 #include "common/platform/errors.h"
 #include "common/platform/flag_checks.h"
+#include "common/platform/printable.h"
 #include "tools/vramlab/commands.h"
 
 namespace vramlab::cli {
@@ -43,6 +44,7 @@ struct PlanCommandOptions {
   std::string precisions, recomputes, optimizers, zero_stages, tensor_parallel, offloads,
       attentions, activation_offload, loss_chunks, compressions;
   bool run = true;
+  std::string run_on = "meta";  // --run-on meta | sim | both
   bool json = false;
 };
 
@@ -233,8 +235,19 @@ void run_plan(const PlanCommandOptions& o) {
   problem.global_batch = o.global_batch.value_or(o.gpus);
   problem.space = parse_space(o);
   const planner::SearchResult r = planner::search_plans(problem);
-  std::optional<planner::MeasuredRun> measured;
-  if (r.chosen && o.run) measured = planner::run_on_meta(problem, r.chosen->candidate);
+  if (o.run_on != "meta" && o.run_on != "sim" && o.run_on != "both")
+    throw UsageError("--run-on '" + o.run_on + "': expected meta, sim or both");
+  std::optional<planner::MeasuredRun> measured, on_sim;
+  std::string sim_refused;
+  if (r.chosen && o.run && o.run_on != "sim")
+    measured = planner::run_plan(problem, r.chosen->candidate, memory::DeviceKind::meta);
+  if (r.chosen && o.run && o.run_on != "meta") {
+    try {
+      on_sim = planner::run_plan(problem, r.chosen->candidate, memory::DeviceKind::sim);
+    } catch (const UsageError& e) {
+      sim_refused = e.what();  // beyond this machine's memory: said, not run
+    }
+  }
 
   if (o.json) {
     json out = {{"model", problem.model.name},
@@ -258,6 +271,13 @@ void run_plan(const PlanCommandOptions& o) {
           measured && measured->fits ? json(measured->step_seconds) : json();
       out["measured_out_of_memory"] =
           measured && !measured->fits ? json(measured->out_of_memory) : json();
+      if (on_sim)
+        out["sim"] = {{"fits", on_sim->fits},
+                      {"peak_bytes", on_sim->fits ? json(on_sim->peak_bytes) : json()},
+                      {"reserved_bytes", on_sim->fits ? json(on_sim->reserved_bytes) : json()},
+                      {"out_of_memory", on_sim->fits ? json() : json(on_sim->out_of_memory)}};
+      else if (!sim_refused.empty())
+        out["sim"] = {{"refused", sim_refused}};
       out["deepspeed_config"] = planner::deepspeed_config(r.chosen->candidate);
       out["pytorch"] = planner::pytorch_lines(r.chosen->candidate);
     }
@@ -290,15 +310,22 @@ void run_plan(const PlanCommandOptions& o) {
   if (!r.chosen) {
     const planner::Shortfall& s = *r.shortfall;
     std::printf("nothing fits. What would have to change:\n");
-    std::printf("  a device of at least %s (the least any plan needs; this one has %s)%s\n",
-                gib(s.least_device_bytes).c_str(),
-                gib(static_cast<int64_t>(problem.machine.device.spec.capacity_bytes)).c_str(),
-                s.larger_preset.empty() ? ": larger than every preset"
-                                        : (": " + s.larger_preset + " or larger").c_str());
+    const auto capacity = static_cast<int64_t>(problem.machine.device.spec.capacity_bytes);
+    if (s.least_device_bytes > capacity)
+      std::printf("  a device of at least %s (the least any plan needs; this one has %s)%s\n",
+                  gib(s.least_device_bytes).c_str(), gib(capacity).c_str(),
+                  s.larger_preset.empty() ? ": larger than every preset"
+                                          : (": " + s.larger_preset + " or larger").c_str());
+    else
+      std::printf(
+          "  not the device: plans that need %s fit its %s, and the host is what they "
+          "overflow\n",
+          gib(s.least_device_bytes).c_str(), gib(capacity).c_str());
     if (s.least_host_bytes > 0)
-      std::printf("  or host RAM of %s per node (with offload)\n", gib(s.least_host_bytes).c_str());
+      std::printf("  host RAM of %s per node (with offload)\n", gib(s.least_host_bytes).c_str());
     if (s.gpus_that_fit > 0)
-      std::printf("  or %lld GPUs\n", static_cast<long long>(s.gpus_that_fit));
+      std::printf("  or %lld GPUs, the global batch unchanged\n",
+                  static_cast<long long>(s.gpus_that_fit));
     return;
   }
   const planner::Priced& c = *r.chosen;
@@ -334,18 +361,26 @@ void run_plan(const PlanCommandOptions& o) {
   if (measured) {
     if (measured->fits)
       std::printf(
-          "\nmeasured on meta (%lld ranks, 2 steps, expandable segments): peak %s "
+          "\nmeasured on meta (%lld rank%s, 2 steps, expandable segments): peak %s "
           "(predicted %s), reserved %s; step %.3f s on the stream clock (kernels' "
           "rooflines and the host link; no collectives)\n",
-          static_cast<long long>(problem.machine.gpus), gib(measured->peak_bytes).c_str(),
-          gib(c.memory.device_peak).c_str(), gib(measured->reserved_bytes).c_str(),
-          measured->step_seconds);
+          static_cast<long long>(problem.machine.gpus), problem.machine.gpus == 1 ? "" : "s",
+          gib(measured->peak_bytes).c_str(), gib(c.memory.device_peak).c_str(),
+          gib(measured->reserved_bytes).c_str(), measured->step_seconds);
     else
       std::printf(
           "\nmeasured on meta: OUT OF MEMORY: the cost model was wrong for this plan "
           "(%s)\n",
           measured->out_of_memory.c_str());
   }
+  if (on_sim)
+    std::printf(on_sim->fits ? "measured on sim (the step computed, in host memory): peak %s, "
+                               "reserved %s\n"
+                             : "measured on sim: OUT OF MEMORY (%s)\n",
+                on_sim->fits ? gib(on_sim->peak_bytes).c_str() : on_sim->out_of_memory.c_str(),
+                gib(on_sim->reserved_bytes).c_str());
+  else if (!sim_refused.empty())
+    std::printf("not run on sim: %s\n", platform::printable(sim_refused).c_str());
   std::printf("\nDeepSpeed config:\n%s\n", planner::deepspeed_config(c.candidate).dump(2).c_str());
   std::printf("\nPyTorch:\n");
   for (const std::string& line : planner::pytorch_lines(c.candidate))
@@ -409,7 +444,10 @@ void add_plan_command(CLI::App& app, int& exit_code) {
                   "Chunk counts of the loss to search (default 1,8)");
   cmd->add_option("--activation-offload", opts->activation_offload,
                   "Saved activations offloaded: off, on or both (default off,on)");
-  cmd->add_flag("!--no-run", opts->run, "Do not run the chosen plan on meta devices");
+  cmd->add_flag("!--no-run", opts->run, "Do not run the chosen plan");
+  cmd->add_option("--run-on", opts->run_on,
+                  "meta (default: every allocation, nothing computed) | sim (the step computed, "
+                  "in host memory: small models) | both");
   cmd->add_flag("--json", opts->json,
                 "One JSON object: fits, plan, predicted and measured peak, predicted step time, "
                 "binding constraint, runner-up");
