@@ -28,6 +28,7 @@
 
 #include "common/dtype/counter_rng.h"
 #include "common/platform/errors.h"
+#include "common/platform/integer_text.h"
 #include "kernels/cpu/kernel_set.h"
 #include "kernels/cpu/optimizer.h"
 
@@ -35,20 +36,6 @@ namespace {
 
 using vramlab::UsageError;
 using Clock = std::chrono::steady_clock;
-
-int64_t parse_count(const std::string& name, const std::string& text, int64_t low, int64_t high) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || value < low || value > high)
-    throw UsageError(name + " = '" + text + "' must be an integer in [" + std::to_string(low) +
-                     ", " + std::to_string(high) + "]");
-  return value;
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -79,8 +66,8 @@ double best_bandwidth(int64_t n, double bytes_per_element, const Body& body) {
 
 int run(int argc, char** argv) {
   if (argc != 3) throw UsageError("usage: adamw_step_tool PARAMS STEPS");
-  const int64_t n = parse_count("PARAMS", argv[1], 1, int64_t{1} << 31);
-  const int64_t steps = parse_count("STEPS", argv[2], 1, 1000);
+  const int64_t n = vramlab::platform::parse_integer_in("PARAMS", argv[1], 1, int64_t{1} << 31);
+  const int64_t steps = vramlab::platform::parse_integer_in("STEPS", argv[2], 1, 1000);
   const auto size = static_cast<size_t>(n);
   std::vector<float> param(size), grad(size), m(size), v(size);  // (n) each
   fill(param, 1);

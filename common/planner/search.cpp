@@ -66,6 +66,16 @@ std::string offload_choice_name(const OffloadChoice& choice) {
   return choice.device == plan::OffloadDevice::nvme ? what + "-nvme" : what;
 }
 
+OffloadChoice parse_offload_choice(std::string_view text) {
+  using D = plan::OffloadDevice;
+  for (const OffloadChoice choice :
+       {OffloadChoice{}, OffloadChoice{true, false, D::cpu}, OffloadChoice{true, true, D::cpu},
+        OffloadChoice{true, false, D::nvme}, OffloadChoice{true, true, D::nvme}})
+    if (offload_choice_name(choice) == text) return choice;
+  throw UsageError("--offloads '" + std::string(text) +
+                   "': expected none, optimizer, both, optimizer-nvme or both-nvme");
+}
+
 std::string binding_name(Binding binding) {
   switch (binding) {
     case Binding::none:

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/planner/step_cost.h"
@@ -28,6 +29,9 @@ struct OffloadChoice {
 };
 /// \return "none", "optimizer", "both", "optimizer-nvme" or "both-nvme".
 std::string offload_choice_name(const OffloadChoice& choice);
+/// \param text one of offload_choice_name()'s spellings. \return the choice.
+/// \throws vramlab::UsageError naming \p text and the spellings otherwise.
+OffloadChoice parse_offload_choice(std::string_view text);
 
 /// The values each knob may take. An empty list means the knob's default set (default_space()).
 struct SearchSpace {

@@ -21,6 +21,7 @@
 #include "common/platform/byte_size.h"
 #include "common/platform/errors.h"
 #include "common/platform/flag_checks.h"
+#include "common/platform/integer_text.h"
 #include "common/platform/printable.h"
 #include "tools/vramlab/commands.h"
 
@@ -71,21 +72,6 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text, Pars
   return values;
 }
 
-// One item of a list of counts: an integer in [1, most].
-int64_t parse_count(const char* flag, const std::string& text, int64_t most) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value < 1 || value > most)
-    throw UsageError(std::string(flag) + " '" + text + "': expected integers in [1, " +
-                     std::to_string(most) + "]");
-  return value;
-}
-
 memory::Device plan_device(const std::string& text) {
   memory::Device device = memory::parse_device(
       text.find(':') == std::string::npos && text != "meta" && text != "sim" && text != "cpu"
@@ -113,25 +99,17 @@ planner::SearchSpace parse_space(const PlanCommandOptions& o) {
       throw UsageError("--zero '" + v + "': expected stages 0 to 3");
     return plan::zero_stage_from_int(v[0] - '0');
   });
-  s.tensor_parallel = parse_list<int64_t>(
-      "--tp", o.tensor_parallel, [](const std::string& v) { return parse_count("--tp", v, 4096); });
+  s.tensor_parallel = parse_list<int64_t>("--tp", o.tensor_parallel, [](const std::string& v) {
+    return platform::parse_integer_in("--tp", v, 1, 4096);
+  });
   s.offloads =
-      parse_list<planner::OffloadChoice>("--offloads", o.offloads, [](const std::string& v) {
-        using D = plan::OffloadDevice;
-        if (v == "none") return planner::OffloadChoice{};
-        if (v == "optimizer") return planner::OffloadChoice{true, false, D::cpu};
-        if (v == "both") return planner::OffloadChoice{true, true, D::cpu};
-        if (v == "optimizer-nvme") return planner::OffloadChoice{true, false, D::nvme};
-        if (v == "both-nvme") return planner::OffloadChoice{true, true, D::nvme};
-        throw UsageError("--offloads '" + v +
-                         "': expected none, optimizer, both, optimizer-nvme or both-nvme");
-      });
+      parse_list<planner::OffloadChoice>("--offloads", o.offloads, planner::parse_offload_choice);
   s.attentions =
       parse_list<plan::AttentionKind>("--attentions", o.attentions, plan::parse_attention_kind);
   s.compressions = parse_list<plan::ActivationCompression>("--compressions", o.compressions,
                                                            plan::parse_compression);
   s.loss_chunks = parse_list<int64_t>("--loss-chunks", o.loss_chunks, [](const std::string& v) {
-    return parse_count("--loss-chunks", v, plan::kMaxLossChunks);
+    return platform::parse_integer_in("--loss-chunks", v, 1, plan::kMaxLossChunks);
   });
   s.activation_offload =
       parse_list<bool>("--activation-offload", o.activation_offload, [](const std::string& v) {
